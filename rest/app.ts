@@ -1,0 +1,119 @@
+import Koa, { type Context, type Next } from 'koa';
+import { Router } from '@koa/router';
+import { bodyParser } from '@koa/bodyparser';
+import type { Services } from '../src/services';
+import { DomainError } from '../src/core/errors';
+import { errorForLog } from '../src/logger';
+import { requestLifecycle } from './middleware/errors';
+import { requireHttpsBehindProxy } from './middleware/https';
+import { authAndRateLimit } from './middleware/auth';
+import { idempotency } from './middleware/idempotency';
+import { customerRoutes } from './customers.routes';
+import { catalogRoutes } from './catalog.routes';
+import { eventRoutes } from './events.routes';
+import { apiKeyRoutes } from './api-keys.routes';
+import type { PayorchState } from './context';
+
+const API_PREFIXES = ['/v1', '/api/v1'];
+
+function stripPrefix(path: string): string | null {
+  for (const prefix of API_PREFIXES) {
+    if (path === prefix) return '/';
+    if (path.startsWith(`${prefix}/`)) return path.slice(prefix.length);
+  }
+  return null;
+}
+
+export function isPublicPath(path: string): boolean {
+  const inner = stripPrefix(path);
+  return inner !== null && inner.startsWith('/public/');
+}
+
+/** Middleware the extra mounts (GraphQL) share with the REST routes. */
+export interface SharedMiddleware {
+  auth: Koa.Middleware;
+  jsonBody: Koa.Middleware;
+}
+
+/** Extra mounts (GraphQL) are added by the server before the callback is taken. */
+export interface AppExtension {
+  (app: Koa, services: Services, shared: SharedMiddleware): void;
+}
+
+export function createApp(services: Services, extensions: AppExtension[] = []): Koa {
+  const { config, logger } = services;
+  const app = new Koa();
+  app.proxy = config.trustProxy;
+
+  const api = new Router();
+  customerRoutes(api, services);
+  catalogRoutes(api, services);
+  eventRoutes(api, services);
+  apiKeyRoutes(api, services);
+
+  const root = new Router();
+  for (const prefix of API_PREFIXES) root.use(prefix, api.routes());
+
+  const shared: SharedMiddleware = {
+    auth: authAndRateLimit({
+      accounts: services.accounts,
+      limiter: services.limiter,
+      clock: services.clock,
+      defaultLimit: config.defaultRateLimitPerMinute,
+      isPublic: isPublicPath,
+    }),
+    jsonBody: bodyParser({
+      enableTypes: ['json'],
+      jsonLimit: '1mb',
+      // Bodies are JSON whatever the Content-Type says; a form post is malformed JSON.
+      detectJSON: (ctx) => Number(ctx.get('content-length') || 0) > 0 || Boolean(ctx.get('transfer-encoding')),
+      onError: (err) => {
+        throw err;
+      },
+    }) as unknown as Koa.Middleware,
+  };
+
+  app.use(requestLifecycle(logger));
+  app.use(requireHttpsBehindProxy(config.trustProxy, config.publicUrl));
+  app.use(async (ctx: Context, next: Next) => {
+    if (ctx.path === '/health' && ctx.method === 'GET') {
+      ctx.body = { data: { status: 'ok' }, error: null };
+      return;
+    }
+    if (ctx.path === '/ready' && ctx.method === 'GET') {
+      try {
+        await services.db.select('SELECT 1 AS ok');
+        ctx.body = { data: { status: 'ready' }, error: null };
+      } catch {
+        throw new DomainError('service_unavailable', 'The database is not reachable');
+      }
+      return;
+    }
+    await next();
+  });
+
+  for (const extend of extensions) extend(app, services, shared);
+
+  app.use(async (ctx: Context, next: Next) => {
+    if (stripPrefix(ctx.path) === null) {
+      throw new DomainError('route_not_found', `No route for ${ctx.method} ${ctx.path}`);
+    }
+    await next();
+  });
+  app.use(shared.auth);
+  app.use(shared.jsonBody);
+  app.use(idempotency(services.idempotency, (err, ctx) => logger.error({ requestId: (ctx.state as PayorchState).requestId, err: errorForLog(err) }, 'request failed')));
+  app.use(root.routes());
+  app.use(async (ctx: Context) => {
+    if (ctx.body !== undefined || ctx.status !== 404) return;
+    const inner = stripPrefix(ctx.path) as string;
+    const match = api.match(inner, ctx.method);
+    const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
+    if (allowed.length > 0) {
+      ctx.set('Allow', allowed.join(', '));
+      throw new DomainError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(', ')}`);
+    }
+    throw new DomainError('route_not_found', `No route for ${ctx.method} ${ctx.path}`);
+  });
+  return app;
+}

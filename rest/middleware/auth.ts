@@ -1,0 +1,58 @@
+import type { Context, Next } from 'koa';
+import type { AccountService } from '../../src/modules/accounts/account.service';
+import type { Clock } from '../../src/core/clock';
+import { DomainError } from '../../src/core/errors';
+import type { RateLimiter } from '../../src/core/rate-limit';
+import type { PayorchState } from '../context';
+
+/**
+ * Resolves the API key (without failing yet), applies the rate limit to the key or, when
+ * there is no valid key, to the client IP, and only then reports an auth failure. Public
+ * routes are limited per IP and need no key.
+ */
+export function authAndRateLimit(deps: {
+  accounts: AccountService;
+  limiter: RateLimiter;
+  clock: Clock;
+  defaultLimit: number;
+  isPublic: (path: string) => boolean;
+}) {
+  return async (ctx: Context, next: Next) => {
+    const state = ctx.state as PayorchState;
+    const isPublic = deps.isPublic(ctx.path);
+    state.publicRoute = isPublic;
+    if (!isPublic) {
+      const header = ctx.get('authorization');
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!header) state.authError = new DomainError('missing_api_key', 'No API key provided; send Authorization: Bearer <key>');
+      else if (!match) state.authError = new DomainError('invalid_api_key', 'Malformed Authorization header; expected Bearer <key>');
+      else {
+        const key = await deps.accounts.authenticate(match[1]);
+        if (key) state.auth = key;
+        else state.authError = new DomainError('invalid_api_key', 'Invalid API key provided');
+      }
+    }
+    const subject = state.auth ? `key:${state.auth.keyId}` : `ip:${ctx.ip}`;
+    const limit = state.auth?.rateLimitPerMinute ?? deps.defaultLimit;
+    const decision = await deps.limiter.consume(subject, limit);
+    ctx.set('RateLimit-Limit', String(decision.limit));
+    ctx.set('RateLimit-Remaining', String(decision.remaining));
+    ctx.set('RateLimit-Reset', String(decision.resetSeconds));
+    if (!decision.allowed) {
+      ctx.set('Retry-After', String(decision.resetSeconds));
+      throw new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`);
+    }
+    if (state.authError) throw state.authError;
+    if (state.auth) {
+      state.rc = {
+        accountId: state.auth.accountId,
+        mode: state.auth.mode,
+        permissions: state.auth.permissions,
+        requestId: state.requestId,
+        keyId: state.auth.keyId,
+        clock: deps.clock,
+      };
+    }
+    await next();
+  };
+}

@@ -1,0 +1,39 @@
+import type { Context, Next } from 'koa';
+import { randomBytes } from 'node:crypto';
+import { errorForLog, type Logger } from '../../src/logger';
+import type { PayorchState } from '../context';
+import { renderError } from './render';
+
+const REQUEST_ID = /^[A-Za-z0-9_.:-]{8,128}$/;
+
+/** Outermost middleware: request id, one access log line per request, error envelope. */
+export function requestLifecycle(logger: Logger) {
+  return async (ctx: Context, next: Next) => {
+    const incoming = ctx.get('x-request-id');
+    const requestId = REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    const state = ctx.state as PayorchState;
+    state.requestId = requestId;
+    state.startedAt = process.hrtime.bigint();
+    ctx.set('X-Request-Id', requestId);
+    try {
+      await next();
+    } catch (err) {
+      renderError(ctx, err);
+      if (ctx.status >= 500) logger.error({ requestId, err: errorForLog(err) }, 'request failed');
+    } finally {
+      const latencyMs = Number(process.hrtime.bigint() - state.startedAt) / 1e6;
+      logger.info(
+        {
+          requestId,
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          latencyMs: Math.round(latencyMs * 100) / 100,
+          accountId: state.auth?.accountId,
+          mode: state.auth?.mode,
+        },
+        'request',
+      );
+    }
+  };
+}

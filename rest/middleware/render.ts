@@ -1,0 +1,39 @@
+import type { Context } from 'koa';
+import { DomainError, isDomainError } from '../../src/core/errors';
+import type { PayorchState } from '../context';
+
+/** Maps anything thrown below into the REST envelope (or GraphQL shape on /graphql). */
+export function toErrorResponse(err: unknown, requestId: string): { status: number; error: Record<string, unknown> } {
+  const domain = asDomainError(err);
+  const error: Record<string, unknown> = { code: domain.code, message: domain.message, requestId };
+  if (domain.param) error.param = domain.param;
+  return { status: domain.status, error };
+}
+
+export function asDomainError(err: unknown): DomainError {
+  if (isDomainError(err)) return err;
+  const e = err as { status?: number; type?: string; name?: string; expose?: boolean };
+  if (e?.status === 413 || e?.type === 'entity.too.large') {
+    return new DomainError('payload_too_large', 'Request body exceeds 1 MiB');
+  }
+  if (e?.type === 'entity.parse.failed' || (e?.status === 400 && e?.name === 'SyntaxError')) {
+    return new DomainError('malformed_json', 'Request body is not valid JSON');
+  }
+  if (e?.status === 415 || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new DomainError('unsupported_media_type', 'Unsupported request encoding');
+  }
+  const name = e?.name ?? '';
+  if (name === 'SequelizeConnectionError' || name === 'SequelizeConnectionRefusedError' || name === 'SequelizeConnectionAcquireTimeoutError' || name === 'SequelizeHostNotFoundError') {
+    return new DomainError('service_unavailable', 'The database is unavailable; try again shortly');
+  }
+  return new DomainError('internal_error', 'An internal error occurred; quote the requestId to support');
+}
+
+/** Writes the error envelope (REST) or the GraphQL error shape onto the response. */
+export function renderError(ctx: Context, err: unknown): void {
+  const state = ctx.state as PayorchState;
+  const { status, error } = toErrorResponse(err, state.requestId);
+  ctx.status = status;
+  ctx.type = 'application/json';
+  ctx.body = state.graphql ? { errors: [{ message: error.message, extensions: error }] } : { data: null, error };
+}

@@ -1,0 +1,51 @@
+import type { Context } from 'koa';
+import { DomainError } from '../src/core/errors';
+import type { RequestContext } from '../src/core/context';
+import type { Page } from '../src/core/pagination';
+import { requestContext } from './context';
+
+type Handler<T> = (rc: RequestContext, ctx: Context) => Promise<T>;
+
+function refuseQuery(ctx: Context): void {
+  const extra = Object.keys(ctx.query)[0];
+  if (extra !== undefined) throw new DomainError('unknown_parameter', `Unknown parameter: '${extra}'`, extra);
+}
+
+/** JSON object bodies only; anything else is a 400 naming the body. */
+export function body(ctx: Context): Record<string, unknown> {
+  const b = (ctx.request as { body?: unknown }).body;
+  if (b === undefined || b === null) return {};
+  if (typeof b !== 'object' || Array.isArray(b)) {
+    throw new DomainError('invalid_parameter', 'Request body must be a JSON object', 'body');
+  }
+  return b as Record<string, unknown>;
+}
+
+export function send(ctx: Context, status: number, data: unknown, meta?: Record<string, number>): void {
+  ctx.status = status;
+  ctx.body = meta ? { data, meta, error: null } : { data, error: null };
+}
+
+/** A route that returns one object (status 200 unless given). */
+export function one<T>(handler: Handler<T>, status = 200) {
+  return async (ctx: Context) => {
+    refuseQuery(ctx);
+    send(ctx, status, await handler(requestContext(ctx), ctx));
+  };
+}
+
+/** A list route: the service validates the query, the route adds `meta`. */
+export function list<T>(handler: (rc: RequestContext, query: Record<string, unknown>, ctx: Context) => Promise<Page<T>>) {
+  return async (ctx: Context) => {
+    const query = { ...(ctx.query as Record<string, unknown>) };
+    for (const [k, v] of Object.entries(query)) {
+      if (Array.isArray(v)) throw new DomainError('invalid_parameter', `'${k}' was given more than once`, k);
+    }
+    const page = await handler(requestContext(ctx), query, ctx);
+    send(ctx, 200, page.data, { total: page.total, page: page.page, pageSize: page.pageSize });
+  };
+}
+
+export function param(ctx: Context, name: string): string {
+  return (ctx as unknown as { params: Record<string, string> }).params[name];
+}

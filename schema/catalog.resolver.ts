@@ -1,0 +1,175 @@
+import {
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+} from 'type-graphql';
+import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GqlContext } from './context';
+import { PageArgs, defined, toList } from './types/common';
+import type { Price } from '../src/modules/catalog/catalog.service';
+
+@ObjectType('Product')
+export class ProductType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String) name!: string;
+  @Field(() => String, { nullable: true }) description!: string | null;
+  @Field(() => Boolean) active!: boolean;
+  @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('Recurring')
+export class RecurringType {
+  @Field(() => String) interval!: string;
+  @Field(() => Int) intervalCount!: number;
+}
+
+@ObjectType('Price')
+export class PriceType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String) productId!: string;
+  // Amounts reach 10^12, beyond GraphQL's 32-bit Int; Float carries every integer up to 2^53.
+  @Field(() => Number) unitAmount!: number;
+  @Field(() => String) currency!: string;
+  @Field(() => String) type!: string;
+  @Field(() => RecurringType, { nullable: true }) recurring!: RecurringType | null;
+  @Field(() => String, { nullable: true }) nickname!: string | null;
+  @Field(() => Boolean) active!: boolean;
+  @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('ProductList')
+class ProductList {
+  @Field(() => [ProductType]) nodes!: ProductType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@ObjectType('PriceList')
+class PriceList {
+  @Field(() => [PriceType]) nodes!: PriceType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@InputType('CreateProductInput')
+class CreateProductInput {
+  @Field(() => String) name!: string;
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => Boolean, { nullable: true }) active?: boolean;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
+}
+
+@InputType('UpdateProductInput')
+class UpdateProductInput {
+  @Field(() => String, { nullable: true }) name?: string;
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => Boolean, { nullable: true }) active?: boolean;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
+}
+
+@InputType('RecurringInput')
+class RecurringInput {
+  @Field(() => String) interval!: string;
+  @Field(() => Int, { nullable: true }) intervalCount?: number;
+}
+
+@InputType('CreatePriceInput')
+class CreatePriceInput {
+  @Field(() => String) productId!: string;
+  @Field(() => Number) unitAmount!: number;
+  @Field(() => String) currency!: string;
+  @Field(() => RecurringInput, { nullable: true }) recurring?: RecurringInput | null;
+  @Field(() => String, { nullable: true }) nickname?: string | null;
+  @Field(() => Boolean, { nullable: true }) active?: boolean;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
+}
+
+@InputType('UpdatePriceInput')
+class UpdatePriceInput {
+  @Field(() => String, { nullable: true }) nickname?: string | null;
+  @Field(() => Boolean, { nullable: true }) active?: boolean;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
+}
+
+@ArgsType()
+class ProductListArgs extends PageArgs {
+  @Field(() => String, { nullable: true }) search?: string;
+  @Field(() => Boolean, { nullable: true }) active?: boolean;
+}
+
+@ArgsType()
+class PriceListArgs extends PageArgs {
+  @Field(() => String, { nullable: true }) productId?: string;
+  @Field(() => Boolean, { nullable: true }) active?: boolean;
+  @Field(() => String, { nullable: true }) currency?: string;
+  @Field(() => String, { nullable: true }) type?: string;
+}
+
+@Resolver(() => ProductType)
+export class ProductResolver {
+  @Query(() => ProductType)
+  product(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.catalog.retrieveProduct(rc, id);
+  }
+
+  @Query(() => ProductList)
+  async products(@Args(() => ProductListArgs) args: ProductListArgs, @Ctx() { services, rc }: GqlContext) {
+    return toList(await services.catalog.listProducts(rc, defined(args)));
+  }
+
+  @Mutation(() => ProductType)
+  createProduct(@Arg('input', () => CreateProductInput) input: CreateProductInput, @Ctx() { services, rc }: GqlContext) {
+    return services.catalog.createProduct(rc, defined(input));
+  }
+
+  @Mutation(() => ProductType)
+  updateProduct(
+    @Arg('id', () => ID) id: string,
+    @Arg('input', () => UpdateProductInput) input: UpdateProductInput,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return services.catalog.updateProduct(rc, id, defined(input));
+  }
+}
+
+@Resolver(() => PriceType)
+export class PriceResolver {
+  @Query(() => PriceType)
+  price(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.catalog.retrievePrice(rc, id);
+  }
+
+  @Query(() => PriceList)
+  async prices(@Args(() => PriceListArgs) args: PriceListArgs, @Ctx() { services, rc }: GqlContext) {
+    return toList(await services.catalog.listPrices(rc, defined(args)));
+  }
+
+  @Mutation(() => PriceType)
+  createPrice(@Arg('input', () => CreatePriceInput) input: CreatePriceInput, @Ctx() { services, rc }: GqlContext) {
+    const data = defined(input);
+    if (input.recurring) data.recurring = defined(input.recurring);
+    return services.catalog.createPrice(rc, data);
+  }
+
+  @Mutation(() => PriceType)
+  updatePrice(
+    @Arg('id', () => ID) id: string,
+    @Arg('input', () => UpdatePriceInput) input: UpdatePriceInput,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return services.catalog.updatePrice(rc, id, defined(input));
+  }
+
+  @FieldResolver(() => ProductType, { nullable: true })
+  product(@Root() price: Price, @Ctx() { loaders }: GqlContext) {
+    return loaders.product.load(price.productId);
+  }
+}

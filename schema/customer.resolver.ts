@@ -1,0 +1,78 @@
+import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GqlContext } from './context';
+import { PageArgs, defined, toList } from './types/common';
+
+@ObjectType('Customer')
+export class CustomerType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String) email!: string;
+  @Field(() => String, { nullable: true }) name!: string | null;
+  @Field(() => String, { nullable: true }) country!: string | null;
+  @Field(() => String, { nullable: true }) phone!: string | null;
+  @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
+  @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('CustomerList')
+export class CustomerList {
+  @Field(() => [CustomerType]) nodes!: CustomerType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@InputType('CreateCustomerInput')
+export class CreateCustomerInput {
+  @Field(() => String) email!: string;
+  @Field(() => String, { nullable: true }) name?: string | null;
+  @Field(() => String, { nullable: true }) country?: string | null;
+  @Field(() => String, { nullable: true }) phone?: string | null;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
+}
+
+@InputType('UpdateCustomerInput')
+export class UpdateCustomerInput {
+  @Field(() => String, { nullable: true }) email?: string;
+  @Field(() => String, { nullable: true }) name?: string | null;
+  @Field(() => String, { nullable: true }) country?: string | null;
+  @Field(() => String, { nullable: true }) phone?: string | null;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
+}
+
+@ArgsType()
+export class CustomerListArgs extends PageArgs {
+  @Field(() => String, { nullable: true }) search?: string;
+  @Field(() => String, { nullable: true }) email?: string;
+}
+
+@Resolver(() => CustomerType)
+export class CustomerResolver {
+  @Query(() => CustomerType)
+  customer(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.customers.retrieve(rc, id);
+  }
+
+  @Query(() => CustomerList)
+  async customers(@Args(() => CustomerListArgs) args: CustomerListArgs, @Ctx() { services, rc }: GqlContext) {
+    return toList(await services.customers.list(rc, defined(args)));
+  }
+
+  @Mutation(() => CustomerType)
+  createCustomer(@Arg('input', () => CreateCustomerInput) input: CreateCustomerInput, @Ctx() { services, rc }: GqlContext) {
+    return services.customers.create(rc, defined(input));
+  }
+
+  @Mutation(() => CustomerType)
+  updateCustomer(
+    @Arg('id', () => ID) id: string,
+    @Arg('input', () => UpdateCustomerInput) input: UpdateCustomerInput,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return services.customers.update(rc, id, defined(input));
+  }
+}

@@ -1,0 +1,40 @@
+import { Arg, Args, ArgsType, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
+import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GqlContext } from './context';
+import { PageArgs, defined, toList } from './types/common';
+
+@ObjectType('Event')
+export class EventType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => String) type!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String) createdAt!: string;
+  @Field(() => GraphQLJSONObject) data!: Record<string, unknown>;
+}
+
+@ObjectType('EventList')
+class EventList {
+  @Field(() => [EventType]) nodes!: EventType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@ArgsType()
+class EventListArgs extends PageArgs {
+  @Field(() => String, { nullable: true }) type?: string;
+}
+
+@Resolver(() => EventType)
+export class EventResolver {
+  @Query(() => EventType)
+  event(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.events.retrieve(rc, id);
+  }
+
+  @Query(() => EventList)
+  async events(@Args(() => EventListArgs) args: EventListArgs, @Ctx() { services, rc }: GqlContext) {
+    return toList(await services.events.list(rc, defined(args)));
+  }
+}

@@ -1,0 +1,20 @@
+import DataLoader from 'dataloader';
+import type { RequestContext } from '../src/core/context';
+import type { Services } from '../src/services';
+import type { Customer } from '../src/modules/customers/customer.service';
+import type { Product } from '../src/modules/catalog/catalog.service';
+
+/** One set per request, so batching and caching never cross accounts or modes. */
+export function createLoaders(services: Services, rc: RequestContext) {
+  const byIds = <T>(find: (ids: readonly string[]) => Promise<Map<string, T>>) =>
+    new DataLoader<string, T | null>(async (ids) => {
+      const found = await find(ids);
+      return ids.map((id) => found.get(id) ?? null);
+    });
+  return {
+    customer: byIds<Customer>((ids) => services.customers.findMany(rc, ids)),
+    product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
+  };
+}
+
+export type Loaders = ReturnType<typeof createLoaders>;

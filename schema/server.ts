@@ -1,0 +1,93 @@
+import type Koa from 'koa';
+import type https from 'node:https';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
+import type { Services } from '../src/services';
+import type { SharedMiddleware } from '../rest/app';
+import type { PayorchState } from '../rest/context';
+import { DomainError } from '../src/core/errors';
+import { errorForLog } from '../src/logger';
+import { buildPayorchSchema } from './build';
+import { createLoaders } from './loaders';
+import type { GqlContext } from './context';
+import { TOO_COMPLEX, formatGraphQLError } from './errors';
+
+export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 5000 };
+
+export interface GraphQLMount {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Puts the request id into every error, whatever produced it. */
+const requestIdPlugin: ApolloServerPlugin<GqlContext> = {
+  async requestDidStart() {
+    return {
+      async willSendResponse({ contextValue, response }) {
+        if (response.body.kind !== 'single') return;
+        const requestId = contextValue?.rc?.requestId;
+        for (const e of response.body.singleResult.errors ?? []) {
+          (e as { extensions: Record<string, unknown> }).extensions = { ...(e.extensions ?? {}), requestId };
+        }
+      },
+      async didEncounterErrors({ errors, contextValue }) {
+        for (const e of errors) {
+          const code = formatGraphQLError({ message: e.message }, e).extensions?.code;
+          if (code === 'internal_error') {
+            contextValue.services.logger.error({ requestId: contextValue.rc.requestId, err: errorForLog(e.originalError ?? e) }, 'graphql resolver failed');
+          }
+        }
+      },
+    };
+  },
+};
+
+/** Apollo mounted inside Koa at /graphql, behind the same auth, rate limit and body parser. */
+export function mountGraphQL(app: Koa, services: Services, _httpsServer: https.Server, shared: SharedMiddleware): GraphQLMount {
+  const schema = buildPayorchSchema();
+  const server = new ApolloServer<GqlContext>({
+    schema,
+    introspection: true,
+    includeStacktraceInErrorResponses: false,
+    formatError: formatGraphQLError,
+    validationRules: [
+      maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, errorMessage: `${TOO_COMPLEX}: depth limit exceeded`, exposeLimits: true }),
+      costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, errorMessage: `${TOO_COMPLEX}: cost limit exceeded`, exposeLimits: true }),
+    ],
+    plugins: [requestIdPlugin],
+  });
+
+  app.use(async (ctx, next) => {
+    if (ctx.path !== '/graphql') return next();
+    const state = ctx.state as PayorchState;
+    state.graphql = true;
+    if (ctx.method !== 'POST') {
+      ctx.set('Allow', 'POST');
+      throw new DomainError('method_not_allowed', 'GraphQL queries are sent with POST');
+    }
+    await shared.auth(ctx, async () => undefined);
+    await shared.jsonBody(ctx, async () => undefined);
+    const headers = new HeaderMap();
+    for (const [k, v] of Object.entries(ctx.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+    const rc = state.rc!;
+    const result = await server.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: 'POST', headers, search: ctx.querystring, body: (ctx.request as { body?: unknown }).body },
+      context: async () => ({ rc, services, loaders: createLoaders(services, rc) }),
+    });
+    for (const [k, v] of result.headers) ctx.set(k, v);
+    ctx.status = result.status ?? 200;
+    if (result.body.kind === 'complete') {
+      ctx.body = result.body.string;
+    } else {
+      let text = '';
+      for await (const chunk of result.body.asyncIterator) text += chunk;
+      ctx.body = text;
+    }
+  });
+
+  return {
+    start: () => server.start(),
+    stop: () => server.stop(),
+  };
+}

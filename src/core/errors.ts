@@ -1,0 +1,86 @@
+/** Every failure a caller can act on is a DomainError; both transports map it once. */
+export type ErrorCode =
+  | 'https_required'
+  | 'malformed_json'
+  | 'invalid_parameter'
+  | 'missing_parameter'
+  | 'unknown_parameter'
+  | 'missing_api_key'
+  | 'invalid_api_key'
+  | 'permission_denied'
+  | 'mode_mismatch'
+  | 'resource_not_found'
+  | 'route_not_found'
+  | 'method_not_allowed'
+  | 'idempotency_key_reused'
+  | 'idempotency_key_in_use'
+  | 'duplicate_email'
+  | 'payment_link_inactive'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'payment_not_refundable'
+  | 'refund_exceeds_remaining'
+  | 'invalid_state'
+  | 'no_gateway_available'
+  | 'fx_rate_unavailable'
+  | 'gateway_in_use'
+  | 'rate_limited'
+  | 'query_too_complex'
+  | 'internal_error'
+  | 'service_unavailable';
+
+const STATUS_BY_CODE: Record<ErrorCode, number> = {
+  https_required: 301,
+  malformed_json: 400,
+  invalid_parameter: 400,
+  missing_parameter: 400,
+  unknown_parameter: 400,
+  query_too_complex: 400,
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  permission_denied: 403,
+  mode_mismatch: 403,
+  resource_not_found: 404,
+  route_not_found: 404,
+  method_not_allowed: 405,
+  idempotency_key_reused: 409,
+  idempotency_key_in_use: 409,
+  duplicate_email: 409,
+  gateway_in_use: 409,
+  payment_link_inactive: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  payment_not_refundable: 422,
+  refund_exceeds_remaining: 422,
+  invalid_state: 422,
+  no_gateway_available: 422,
+  fx_rate_unavailable: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+};
+
+export class DomainError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly param?: string,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+    this.status = STATUS_BY_CODE[code];
+  }
+}
+
+export const invalidParameter = (param: string, message: string) =>
+  new DomainError('invalid_parameter', message, param);
+
+export const notFound = (resource: string, id: string, param = 'id') =>
+  new DomainError('resource_not_found', `No such ${resource}: '${id}'`, param);
+
+export const invalidState = (message: string) => new DomainError('invalid_state', message);
+
+export function isDomainError(err: unknown): err is DomainError {
+  return err instanceof DomainError;
+}

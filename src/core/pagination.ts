@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+/** Query strings arrive as strings (REST) or numbers (GraphQL); both parse the same way. */
+const intFromQuery = (name: string, min: number, max: number) =>
+  z.preprocess(
+    (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v),
+    z
+      .number({ error: `${name} must be an integer` })
+      .int({ error: `${name} must be an integer` })
+      .min(min, { error: `${name} must be between ${min} and ${max}` })
+      .max(max, { error: `${name} must be between ${min} and ${max}` }),
+  );
+
+export interface ListParams<F extends string = string> {
+  page: number;
+  pageSize: number;
+  sortField: F;
+  sortDirection: 'asc' | 'desc';
+}
+
+/**
+ * One strict schema per list operation: paging, sorting on the allowed fields, and the
+ * resource's own filters. Unknown query parameters are refused.
+ */
+export function listSchema<F extends readonly [string, ...string[]], S extends z.ZodRawShape>(
+  sortFields: F,
+  filters: S,
+) {
+  return z
+    .object({
+      page: intFromQuery('page', 1, 1_000_000).default(1),
+      pageSize: intFromQuery('pageSize', 1, 100).default(20),
+      sortField: z.enum(sortFields, { error: `sortField must be one of ${sortFields.join(', ')}` }).default(
+        sortFields[0] as F[number] as never,
+      ),
+      sortDirection: z.enum(['asc', 'desc'], { error: 'sortDirection must be asc or desc' }).default('desc'),
+      ...filters,
+    })
+    .strict();
+}
+
+export const searchSchema = z.string({ error: 'search must be a string' }).max(200).optional();
+
+export interface Page<T> {
+  data: T[];
+  total: number;
+  page: number;
+  pageSize: number;
+}

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { DomainError } from './errors';
+
+/** Parses service input once; the first problem becomes a DomainError naming its param. */
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const result = schema.safeParse(input ?? {});
+  if (result.success) return result.data;
+  throw toDomainError(result.error);
+}
+
+function joinPath(path: PropertyKey[]): string {
+  return path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .join('');
+}
+
+export function toDomainError(error: z.ZodError): DomainError {
+  const issue = error.issues[0];
+  const base = joinPath(issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0];
+    const param = base ? `${base}.${key}` : key;
+    return new DomainError('unknown_parameter', `Unknown parameter: '${param}'`, param);
+  }
+  if (issue.code === 'invalid_type' && issue.input === undefined) {
+    return new DomainError('missing_parameter', `Missing required parameter: '${base}'`, base);
+  }
+  const param = base || undefined;
+  return new DomainError(
+    'invalid_parameter',
+    param ? `Invalid '${param}': ${issue.message}` : issue.message,
+    param,
+  );
+}
+
+/** metadata: string values, ≤50 keys, key ≤40 chars, value ≤500 chars; null removes a key on update. */
+const metadataValue = z.string({ error: 'metadata values must be strings' }).max(500, {
+  error: 'metadata values must be at most 500 characters',
+});
+
+function checkMetadataKeys(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const keys = Object.keys(value);
+  if (keys.length > 50) ctx.addIssue({ code: 'custom', message: 'metadata may have at most 50 keys' });
+  for (const key of keys) {
+    if (key.length === 0 || key.length > 40) {
+      ctx.addIssue({ code: 'custom', message: 'metadata keys must be 1 to 40 characters', path: [key] });
+    }
+  }
+}
+
+export const metadataSchema = z
+  .record(z.string(), metadataValue, { error: 'metadata must be an object of string values' })
+  .superRefine(checkMetadataKeys);
+
+export const metadataPatchSchema = z
+  .record(z.string(), metadataValue.nullable(), { error: 'metadata must be an object of string values' })
+  .superRefine(checkMetadataKeys);
+
+export type Metadata = Record<string, string>;
+
+export function mergeMetadata(current: Metadata, patch: Record<string, string | null>): Metadata {
+  const merged: Metadata = { ...current };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete merged[key];
+    else merged[key] = value;
+  }
+  if (Object.keys(merged).length > 50) {
+    throw new DomainError('invalid_parameter', 'metadata may have at most 50 keys', 'metadata');
+  }
+  return merged;
+}
+
+export const idSchema = (prefix: string) =>
+  z.string({ error: `must be a ${prefix}_ id` }).min(1).max(64);
+
+export const countrySchema = z
+  .string({ error: 'must be an ISO 3166-1 alpha-2 country code' })
+  .regex(/^[A-Za-z]{2}$/, { error: 'must be an ISO 3166-1 alpha-2 country code' })
+  .transform((v) => v.toUpperCase());

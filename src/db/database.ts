@@ -1,0 +1,161 @@
+import { QueryTypes, Transaction } from 'sequelize';
+import { Sequelize, type ModelCtor } from 'sequelize-typescript';
+import pg from 'pg';
+
+// Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
+pg.types.setTypeParser(20, (v: string) => Number(v));
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface DatabaseOptions {
+  url: string;
+  models: ModelCtor[];
+  logging?: (sql: string) => void;
+  poolMax?: number;
+}
+
+/**
+ * The Sequelize instance plus the few things every service needs from it: transactions that
+ * behave the same on both dialects, bound raw statements for hot paths, and a timestamp
+ * encoding that matches what the models write.
+ */
+export class Database {
+  readonly sequelize: Sequelize;
+  readonly dialect: Dialect;
+  private sqliteWriteQueue: Promise<unknown> = Promise.resolve();
+
+  constructor(options: DatabaseOptions) {
+    const logging = options.logging ?? false;
+    if (options.url.startsWith('sqlite:')) {
+      this.dialect = 'sqlite';
+      const storage = options.url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || ':memory:';
+      this.sequelize = new Sequelize({
+        dialect: 'sqlite',
+        storage,
+        logging,
+        models: options.models,
+        // One writer at a time is SQLite's rule; IMMEDIATE takes the write lock at BEGIN so a
+        // transaction never fails half-way on a lock upgrade.
+        transactionType: Transaction.TYPES.IMMEDIATE,
+        define: { timestamps: false, underscored: true },
+      });
+      this.configureSqliteConnections();
+    } else {
+      this.dialect = 'postgres';
+      this.sequelize = new Sequelize(options.url, {
+        dialect: 'postgres',
+        logging,
+        models: options.models,
+        pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
+        define: { timestamps: false, underscored: true },
+      });
+    }
+  }
+
+  private configureSqliteConnections(): void {
+    const manager = this.sequelize.connectionManager as unknown as {
+      getConnection(options?: unknown): Promise<{ configure(opt: string, v: number): void; __payorch?: boolean }>;
+    };
+    const original = manager.getConnection.bind(manager);
+    manager.getConnection = async (options?: unknown) => {
+      const connection = await original(options);
+      if (!connection.__payorch) {
+        connection.configure('busyTimeout', 15_000);
+        connection.__payorch = true;
+      }
+      return connection;
+    };
+  }
+
+  async init(): Promise<void> {
+    if (this.dialect === 'sqlite') {
+      await this.sequelize.query('PRAGMA journal_mode=WAL');
+      await this.sequelize.query('PRAGMA synchronous=NORMAL');
+    }
+  }
+
+  /** Runs fn in a transaction; on SQLite write transactions are queued in-process. */
+  async transaction<T>(fn: (t: Transaction) => Promise<T>): Promise<T> {
+    if (this.dialect === 'postgres') return this.sequelize.transaction((t) => fn(t));
+    const run = this.sqliteWriteQueue.then(
+      () => this.sequelize.transaction((t) => fn(t)),
+      () => this.sequelize.transaction((t) => fn(t)),
+    );
+    this.sqliteWriteQueue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Bound SELECT returning plain rows; `$1, $2…` placeholders on both dialects. */
+  async select<R = Record<string, unknown>>(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<R[]> {
+    return this.sequelize.query(sql, { bind: bind.map((v) => this.encode(v)), type: QueryTypes.SELECT, transaction, raw: true }) as Promise<R[]>;
+  }
+
+  /** Bound INSERT/UPDATE/DELETE; returns the number of rows it touched. */
+  async execute(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<number> {
+    const [, meta] = (await this.sequelize.query(sql, {
+      bind: bind.map((v) => this.encode(v)),
+      type: QueryTypes.RAW,
+      transaction,
+      raw: true,
+    })) as [unknown, unknown];
+    if (this.dialect === 'postgres') return (meta as { rowCount?: number })?.rowCount ?? 0;
+    return (meta as { changes?: number })?.changes ?? 0;
+  }
+
+  /** Values bound to raw statements: dates in the same text form the models use on SQLite. */
+  encode(value: unknown): unknown {
+    if (value instanceof Date) return this.dialect === 'sqlite' ? sqliteTime(value) : value.toISOString();
+    if (typeof value === 'boolean') return this.dialect === 'sqlite' ? (value ? 1 : 0) : value;
+    if (value !== null && typeof value === 'object') return JSON.stringify(value);
+    return value ?? null;
+  }
+
+  /** `FOR UPDATE` where the dialect has it; SQLite serialises writers anyway. */
+  get forUpdate(): string {
+    return this.dialect === 'postgres' ? ' FOR UPDATE' : '';
+  }
+
+  get likeOperator(): string {
+    return this.dialect === 'postgres' ? 'ILIKE' : 'LIKE';
+  }
+
+  async close(): Promise<void> {
+    await this.sequelize.close();
+  }
+}
+
+function pad(n: number, width = 2): string {
+  return String(n).padStart(width, '0');
+}
+
+/** Sequelize's SQLite DATE text form, so raw and model writes sort together. */
+export function sqliteTime(d: Date): string {
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(
+    d.getUTCMinutes(),
+  )}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)} +00:00`;
+}
+
+/** Reads a timestamp coming back from either dialect (Date, SQLite text or ISO text). */
+export function readTime(value: unknown): Date | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value;
+  const text = String(value);
+  const m = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?) ?([+-]\d{2}:\d{2})?$/.exec(text);
+  if (m) return new Date(`${m[1]}T${m[2]}${m[3] ?? 'Z'}`);
+  return new Date(text);
+}
+
+export function isoTime(value: unknown): string | null {
+  const d = readTime(value);
+  return d ? d.toISOString() : null;
+}
+
+export function readJson<T>(value: unknown, fallback: T): T {
+  if (value === null || value === undefined) return fallback;
+  if (typeof value === 'string') return JSON.parse(value) as T;
+  return value as T;
+}
+
+export function readBool(value: unknown): boolean {
+  return value === true || value === 1 || value === '1' || value === 't' || value === 'true';
+}

@@ -1,0 +1,23 @@
+import { Umzug, SequelizeStorage } from 'umzug';
+import type { QueryInterface } from 'sequelize';
+import type { Database } from './database';
+import * as m0001 from './migrations/0001-foundation';
+
+type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
+
+// Listed explicitly so the same list runs from ts-node, jest and compiled output.
+const MIGRATIONS: Array<[string, Migration]> = [['0001-foundation', m0001]];
+
+export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {
+  return new Umzug<QueryInterface>({
+    migrations: MIGRATIONS.map(([name, m]) => ({ name, up: m.up, down: m.down })),
+    context: db.sequelize.getQueryInterface(),
+    storage: new SequelizeStorage({ sequelize: db.sequelize, tableName: 'schema_migrations' }),
+    logger: { info: (e) => log(`migration ${JSON.stringify(e)}`), warn: () => undefined, error: () => undefined, debug: () => undefined },
+  });
+}
+
+export async function migrateUp(db: Database, log?: (msg: string) => void): Promise<string[]> {
+  const done = await createMigrator(db, log).up();
+  return done.map((m) => m.name);
+}

@@ -1,0 +1,32 @@
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+export type { Logger };
+
+/**
+ * JSON logs. Request bodies are never logged; the redact list is a second line of defence for
+ * anything that carries a secret or card data by name.
+ */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: undefined,
+      redact: {
+        paths: [
+          'authorization', '*.authorization', 'headers.authorization', 'req.headers.authorization',
+          'secret', '*.secret', 'card', '*.card', 'number', '*.number', 'cvc', '*.cvc', 'credentials', '*.credentials',
+        ],
+        censor: '[redacted]',
+      },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+}
+
+/** Error fields safe to log: no SQL parameters, no request data. */
+export function errorForLog(err: unknown): { name?: string; message?: string; stack?: string } {
+  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
+  return { message: String(err) };
+}

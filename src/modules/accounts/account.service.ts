@@ -1,0 +1,213 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Database } from '../../db/database';
+import { isoTime, readJson } from '../../db/database';
+import { AccountModel } from './account.model';
+import { ApiKeyModel } from './api-key.model';
+import type { Clock } from '../../core/clock';
+import type { Mode, RequestContext } from '../../core/context';
+import { PERMISSION_RESOURCES, requirePermission } from '../../core/context';
+import { DomainError, notFound } from '../../core/errors';
+import { newId, randomBase62 } from '../../core/ids';
+import { parseInput } from '../../core/validation';
+import { listSchema, type Page } from '../../core/pagination';
+
+export interface AuthenticatedKey {
+  keyId: string;
+  accountId: string;
+  mode: Mode;
+  permissions: string[];
+  rateLimitPerMinute: number | null;
+}
+
+export interface ApiKeyView {
+  id: string;
+  object: 'api_key';
+  livemode: boolean;
+  name: string | null;
+  permissions: string[];
+  keyHint: string;
+  revoked: boolean;
+  revokedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  /** Present only in the response that created the key. */
+  secret?: string;
+}
+
+const PERMISSION_PATTERN = new RegExp(`^(\\*|(${PERMISSION_RESOURCES.join('|')}):(read|write))$`);
+
+export const permissionsSchema = z
+  .array(z.string().regex(PERMISSION_PATTERN, { error: 'must be "*" or "<resource>:read|write"' }), {
+    error: 'permissions must be an array of strings',
+  })
+  .min(1, { error: 'permissions must not be empty' })
+  .max(64);
+
+const createKeyInput = z
+  .object({
+    name: z.string().max(200).optional(),
+    permissions: permissionsSchema.optional(),
+  })
+  .strict();
+
+const listKeysInput = listSchema(['createdAt'] as const, {});
+
+export function hashApiKey(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+/** Keys carry 256 bits after the prefix (43 base62 characters). */
+function generateSecret(mode: Mode): string {
+  return `sk_${mode}_${randomBase62(43)}`;
+}
+
+export class AccountService {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  async createAccount(input: { name: string; rateLimitPerMinute?: number | null }): Promise<{
+    accountId: string;
+    testKey: ApiKeyView;
+    liveKey: ApiKeyView;
+  }> {
+    if (input.rateLimitPerMinute != null && (!Number.isInteger(input.rateLimitPerMinute) || input.rateLimitPerMinute < 1)) {
+      throw new DomainError('invalid_parameter', 'rate limit must be a positive integer', 'rateLimitPerMinute');
+    }
+    const now = this.clock.now();
+    const accountId = newId('acct');
+    return this.db.transaction(async (transaction) => {
+      await AccountModel.create(
+        { id: accountId, name: input.name, rateLimitPerMinute: input.rateLimitPerMinute ?? null, createdAt: now, updatedAt: now },
+        { transaction },
+      );
+      const testKey = await this.insertKey(accountId, 'test', ['*'], 'Default test key', transaction);
+      const liveKey = await this.insertKey(accountId, 'live', ['*'], 'Default live key', transaction);
+      return { accountId, testKey, liveKey };
+    });
+  }
+
+  async countAccounts(): Promise<number> {
+    return AccountModel.count();
+  }
+
+  async setRateLimit(accountId: string, rateLimitPerMinute: number | null): Promise<void> {
+    const [n] = await AccountModel.update({ rateLimitPerMinute, updatedAt: this.clock.now() }, { where: { id: accountId } });
+    if (n === 0) throw notFound('account', accountId);
+  }
+
+  /** Administrative (CLI) key creation, outside any request context. */
+  async createKeyForAccount(accountId: string, mode: Mode, permissions: string[] = ['*'], name?: string): Promise<ApiKeyView> {
+    const perms = parseInput(permissionsSchema, permissions);
+    const account = await AccountModel.findByPk(accountId, { raw: true });
+    if (!account) throw notFound('account', accountId, 'account');
+    return this.db.transaction((t) => this.insertKey(accountId, mode, perms, name ?? null, t));
+  }
+
+  async revokeKeyById(keyId: string): Promise<ApiKeyView> {
+    const key = await ApiKeyModel.findByPk(keyId);
+    if (!key) throw notFound('api_key', keyId);
+    if (!key.revokedAt) {
+      const now = this.clock.now();
+      await key.update({ revokedAt: now, updatedAt: now });
+    }
+    return toKeyView(key.get({ plain: true }));
+  }
+
+  async createKey(ctx: RequestContext, input: unknown): Promise<ApiKeyView> {
+    requirePermission(ctx, 'api_keys', 'write');
+    const parsed = parseInput(createKeyInput, input);
+    return this.db.transaction((t) => this.insertKey(ctx.accountId, ctx.mode, parsed.permissions ?? ['*'], parsed.name ?? null, t));
+  }
+
+  async listKeys(ctx: RequestContext, query: unknown): Promise<Page<ApiKeyView>> {
+    requirePermission(ctx, 'api_keys', 'read');
+    const input = parseInput(listKeysInput, query);
+    const dir = input.sortDirection === 'asc' ? 'ASC' : 'DESC';
+    const { rows, count } = await ApiKeyModel.findAndCountAll({
+      where: { accountId: ctx.accountId, mode: ctx.mode },
+      order: [['createdAt', dir], ['id', dir]],
+      limit: input.pageSize,
+      offset: (input.page - 1) * input.pageSize,
+      raw: true,
+    });
+    return { data: rows.map((r) => toKeyView(r as unknown as Record<string, unknown>)), total: count, page: input.page, pageSize: input.pageSize };
+  }
+
+  async revokeKey(ctx: RequestContext, id: string): Promise<ApiKeyView> {
+    requirePermission(ctx, 'api_keys', 'write');
+    const key = await ApiKeyModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode } });
+    if (!key) throw notFound('api_key', id);
+    if (!key.revokedAt) {
+      const now = ctx.clock.now();
+      await key.update({ revokedAt: now, updatedAt: now });
+    }
+    return toKeyView(key.get({ plain: true }));
+  }
+
+  /** One indexed lookup by the key's hash; revoked and unknown keys are indistinguishable. */
+  async authenticate(secret: string): Promise<AuthenticatedKey | null> {
+    if (!/^sk_(test|live)_[0-9A-Za-z]{20,100}$/.test(secret)) return null;
+    const [row] = await this.db.select<{
+      id: string; account_id: string; mode: Mode; permissions: string; revoked_at: unknown; rate_limit_per_minute: number | null;
+    }>(
+      `SELECT k.id, k.account_id, k.mode, k.permissions, k.revoked_at, a.rate_limit_per_minute
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
+      [hashApiKey(secret)],
+    );
+    if (!row || row.revoked_at) return null;
+    // The prefix and the stored mode must agree; a mismatch means a tampered row.
+    if (!secret.startsWith(`sk_${row.mode}_`)) return null;
+    return {
+      keyId: row.id,
+      accountId: row.account_id,
+      mode: row.mode,
+      permissions: readJson<string[]>(row.permissions, []),
+      rateLimitPerMinute: row.rate_limit_per_minute,
+    };
+  }
+
+  private async insertKey(
+    accountId: string,
+    mode: Mode,
+    permissions: string[],
+    name: string | null,
+    transaction: import('sequelize').Transaction,
+  ): Promise<ApiKeyView> {
+    const secret = generateSecret(mode);
+    const now = this.clock.now();
+    const created = await ApiKeyModel.create(
+      {
+        id: newId('key'),
+        accountId,
+        mode,
+        keyHash: hashApiKey(secret),
+        keyHint: `sk_${mode}_…${secret.slice(-4)}`,
+        name,
+        permissions: JSON.stringify(permissions),
+        revokedAt: null,
+        createdAt: now,
+        updatedAt: now,
+      },
+      { transaction },
+    );
+    return { ...toKeyView(created.get({ plain: true })), secret };
+  }
+}
+
+function toKeyView(row: Record<string, unknown>): ApiKeyView {
+  return {
+    id: row.id as string,
+    object: 'api_key',
+    livemode: row.mode === 'live',
+    name: (row.name as string | null) ?? null,
+    permissions: readJson<string[]>(row.permissions, []),
+    keyHint: row.keyHint as string,
+    revoked: Boolean(row.revokedAt),
+    revokedAt: isoTime(row.revokedAt),
+    createdAt: isoTime(row.createdAt) as string,
+    updatedAt: isoTime(row.updatedAt) as string,
+  };
+}

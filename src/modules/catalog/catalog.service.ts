@@ -1,0 +1,213 @@
+import { Op } from 'sequelize';
+import type { Database } from '../../db/database';
+import { isoTime, readBool, readJson } from '../../db/database';
+import { pageOf, searchAny } from '../../db/list';
+import { ProductModel } from './product.model';
+import { PriceModel } from './price.model';
+import {
+  createPriceInput, createProductInput, listPricesInput, listProductsInput, updatePriceInput, updateProductInput,
+} from './catalog.inputs';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
+import type { Page } from '../../core/pagination';
+import type { EventService } from '../events/event.service';
+
+export interface Product {
+  id: string;
+  object: 'product';
+  livemode: boolean;
+  name: string;
+  description: string | null;
+  active: boolean;
+  metadata: Metadata;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Price {
+  id: string;
+  object: 'price';
+  livemode: boolean;
+  productId: string;
+  unitAmount: number;
+  currency: string;
+  type: 'one_time' | 'recurring';
+  recurring: { interval: string; intervalCount: number } | null;
+  nickname: string | null;
+  active: boolean;
+  metadata: Metadata;
+  createdAt: string;
+  updatedAt: string;
+}
+
+type Row = Record<string, unknown>;
+
+export class CatalogService {
+  constructor(
+    private readonly db: Database,
+    private readonly events: EventService,
+  ) {}
+
+  async createProduct(ctx: RequestContext, input: unknown): Promise<Product> {
+    requirePermission(ctx, 'products', 'write');
+    const data = parseInput(createProductInput, input);
+    const now = ctx.clock.now();
+    return this.db.transaction(async (transaction) => {
+      const row = await ProductModel.create(
+        {
+          id: newId('prod'), accountId: ctx.accountId, mode: ctx.mode, name: data.name,
+          description: data.description ?? null, active: data.active ?? true,
+          metadata: JSON.stringify(data.metadata ?? {}), createdAt: now, updatedAt: now,
+        },
+        { transaction },
+      );
+      const product = toApiProduct(row.get({ plain: true }));
+      await this.events.record(ctx, transaction, 'product.created', product as unknown as Row);
+      return product;
+    });
+  }
+
+  async retrieveProduct(ctx: RequestContext, id: string): Promise<Product> {
+    requirePermission(ctx, 'products', 'read');
+    const row = await ProductModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    if (!row) throw notFound('product', id);
+    return toApiProduct(row as unknown as Row);
+  }
+
+  async findProducts(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Product>> {
+    const rows = await ProductModel.findAll({ where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    return new Map(rows.map((r) => [r.id, toApiProduct(r as unknown as Row)]));
+  }
+
+  async listProducts(ctx: RequestContext, query: unknown): Promise<Page<Product>> {
+    requirePermission(ctx, 'products', 'read');
+    const input = parseInput(listProductsInput, query);
+    const where: Record<string | symbol, unknown> = { accountId: ctx.accountId, mode: ctx.mode };
+    if (input.active !== undefined) where.active = input.active;
+    if (input.search) Object.assign(where, searchAny(['name', 'description'], input.search));
+    return pageOf(ProductModel, where, input, { createdAt: 'createdAt', name: 'name' }, toApiProduct);
+  }
+
+  async updateProduct(ctx: RequestContext, id: string, input: unknown): Promise<Product> {
+    requirePermission(ctx, 'products', 'write');
+    const data = parseInput(updateProductInput, input);
+    return this.db.transaction(async (transaction) => {
+      const row = await ProductModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction });
+      if (!row) throw notFound('product', id);
+      const current = toApiProduct(row.get({ plain: true }));
+      const changes: Row = {};
+      if (data.name !== undefined) changes.name = data.name;
+      if (data.description !== undefined) changes.description = data.description;
+      if (data.active !== undefined) changes.active = data.active;
+      if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
+      if (Object.keys(changes).length === 0) return current;
+      changes.updatedAt = ctx.clock.now();
+      await row.update(changes, { transaction });
+      const product = toApiProduct(row.get({ plain: true }));
+      await this.events.record(ctx, transaction, 'product.updated', product as unknown as Row);
+      return product;
+    });
+  }
+
+  async createPrice(ctx: RequestContext, input: unknown): Promise<Price> {
+    requirePermission(ctx, 'prices', 'write');
+    const data = parseInput(createPriceInput, input);
+    const now = ctx.clock.now();
+    return this.db.transaction(async (transaction) => {
+      const product = await ProductModel.findOne({
+        where: { id: data.productId, accountId: ctx.accountId, mode: ctx.mode },
+        transaction,
+        raw: true,
+      });
+      if (!product) throw notFound('product', data.productId, 'productId');
+      const row = await PriceModel.create(
+        {
+          id: newId('price'), accountId: ctx.accountId, mode: ctx.mode, productId: data.productId,
+          unitAmount: data.unitAmount, currency: data.currency,
+          recurringInterval: data.recurring?.interval ?? null,
+          recurringIntervalCount: data.recurring?.intervalCount ?? null,
+          nickname: data.nickname ?? null, active: data.active ?? true,
+          metadata: JSON.stringify(data.metadata ?? {}), createdAt: now, updatedAt: now,
+        },
+        { transaction },
+      );
+      const price = toApiPrice(row.get({ plain: true }));
+      await this.events.record(ctx, transaction, 'price.created', price as unknown as Row);
+      return price;
+    });
+  }
+
+  async retrievePrice(ctx: RequestContext, id: string): Promise<Price> {
+    requirePermission(ctx, 'prices', 'read');
+    const row = await PriceModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    if (!row) throw notFound('price', id);
+    return toApiPrice(row as unknown as Row);
+  }
+
+  async listPrices(ctx: RequestContext, query: unknown): Promise<Page<Price>> {
+    requirePermission(ctx, 'prices', 'read');
+    const input = parseInput(listPricesInput, query);
+    const where: Record<string | symbol, unknown> = { accountId: ctx.accountId, mode: ctx.mode };
+    if (input.productId) where.productId = input.productId;
+    if (input.active !== undefined) where.active = input.active;
+    if (input.currency) where.currency = input.currency;
+    if (input.type) where.recurringInterval = input.type === 'recurring' ? { [Op.ne]: null } : null;
+    return pageOf(PriceModel, where, input, { createdAt: 'createdAt', unitAmount: 'unitAmount', amount: 'unitAmount' }, toApiPrice);
+  }
+
+  async updatePrice(ctx: RequestContext, id: string, input: unknown): Promise<Price> {
+    requirePermission(ctx, 'prices', 'write');
+    const data = parseInput(updatePriceInput, input);
+    return this.db.transaction(async (transaction) => {
+      const row = await PriceModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction });
+      if (!row) throw notFound('price', id);
+      const current = toApiPrice(row.get({ plain: true }));
+      const changes: Row = {};
+      if (data.nickname !== undefined) changes.nickname = data.nickname;
+      if (data.active !== undefined) changes.active = data.active;
+      if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
+      if (Object.keys(changes).length === 0) return current;
+      changes.updatedAt = ctx.clock.now();
+      await row.update(changes, { transaction });
+      const price = toApiPrice(row.get({ plain: true }));
+      await this.events.record(ctx, transaction, 'price.updated', price as unknown as Row);
+      return price;
+    });
+  }
+}
+
+export function toApiProduct(row: Row): Product {
+  return {
+    id: row.id as string,
+    object: 'product',
+    livemode: row.mode === 'live',
+    name: row.name as string,
+    description: (row.description as string | null) ?? null,
+    active: readBool(row.active),
+    metadata: readJson<Metadata>(row.metadata, {}),
+    createdAt: isoTime(row.createdAt) as string,
+    updatedAt: isoTime(row.updatedAt) as string,
+  };
+}
+
+export function toApiPrice(row: Row): Price {
+  const interval = (row.recurringInterval as string | null) ?? null;
+  return {
+    id: row.id as string,
+    object: 'price',
+    livemode: row.mode === 'live',
+    productId: row.productId as string,
+    unitAmount: Number(row.unitAmount),
+    currency: row.currency as string,
+    type: interval ? 'recurring' : 'one_time',
+    recurring: interval ? { interval, intervalCount: Number(row.recurringIntervalCount ?? 1) } : null,
+    nickname: (row.nickname as string | null) ?? null,
+    active: readBool(row.active),
+    metadata: readJson<Metadata>(row.metadata, {}),
+    createdAt: isoTime(row.createdAt) as string,
+    updatedAt: isoTime(row.updatedAt) as string,
+  };
+}

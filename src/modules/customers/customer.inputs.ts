@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { countrySchema, metadataPatchSchema, metadataSchema } from '../../core/validation';
+import { listSchema, searchSchema } from '../../core/pagination';
+
+const email = z
+  .string({ error: 'must be an e-mail address' })
+  .trim()
+  .max(320)
+  .pipe(z.email({ error: 'must be an e-mail address' }));
+const phone = z.string().trim().max(40).regex(/^\+?[0-9 ().-]{3,40}$/, { error: 'must be a phone number' });
+
+export const createCustomerInput = z
+  .object({
+    email,
+    name: z.string().trim().max(200).nullable().optional(),
+    country: countrySchema.nullable().optional(),
+    phone: phone.nullable().optional(),
+    metadata: metadataSchema.optional(),
+  })
+  .strict();
+
+export const updateCustomerInput = z
+  .object({
+    email: email.optional(),
+    name: z.string().trim().max(200).nullable().optional(),
+    country: countrySchema.nullable().optional(),
+    phone: phone.nullable().optional(),
+    metadata: metadataPatchSchema.optional(),
+  })
+  .strict();
+
+export const listCustomersInput = listSchema(['createdAt'] as const, {
+  search: searchSchema,
+  email: z.string().max(320).optional(),
+});
+
+export type CreateCustomerInput = z.infer<typeof createCustomerInput>;
+export type UpdateCustomerInput = z.infer<typeof updateCustomerInput>;

@@ -1,0 +1,154 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import { isoTime, readJson } from '../../db/database';
+import { isUniqueViolation, pageOf, searchAny } from '../../db/list';
+import { CustomerModel } from './customer.model';
+import { createCustomerInput, listCustomersInput, updateCustomerInput } from './customer.inputs';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { DomainError, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
+import type { Page } from '../../core/pagination';
+import type { EventService } from '../events/event.service';
+
+export interface Customer {
+  id: string;
+  object: 'customer';
+  livemode: boolean;
+  email: string;
+  name: string | null;
+  country: string | null;
+  phone: string | null;
+  defaultPaymentMethodId: string | null;
+  testClockId: string | null;
+  metadata: Metadata;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const duplicateEmail = (email: string) =>
+  new DomainError('duplicate_email', `A customer with the e-mail '${email}' already exists`, 'email');
+
+export class CustomerService {
+  constructor(
+    private readonly db: Database,
+    private readonly events: EventService,
+  ) {}
+
+  async create(ctx: RequestContext, input: unknown): Promise<Customer> {
+    requirePermission(ctx, 'customers', 'write');
+    const data = parseInput(createCustomerInput, input);
+    const now = ctx.clock.now();
+    try {
+      return await this.db.transaction(async (transaction) => {
+        const row = await CustomerModel.create(
+          {
+            id: newId('cus'),
+            accountId: ctx.accountId,
+            mode: ctx.mode,
+            email: data.email,
+            emailNormalized: data.email.toLowerCase(),
+            name: data.name ?? null,
+            country: data.country ?? null,
+            phone: data.phone ?? null,
+            defaultPaymentMethodId: null,
+            testClockId: null,
+            metadata: JSON.stringify(data.metadata ?? {}),
+            createdAt: now,
+            updatedAt: now,
+          },
+          { transaction },
+        );
+        const customer = toApiCustomer(row.get({ plain: true }));
+        await this.events.record(ctx, transaction, 'customer.created', customer as unknown as Record<string, unknown>);
+        return customer;
+      });
+    } catch (err) {
+      // The unique index decides, so two concurrent creates cannot both win.
+      if (isUniqueViolation(err)) throw duplicateEmail(data.email);
+      throw err;
+    }
+  }
+
+  async retrieve(ctx: RequestContext, id: string): Promise<Customer> {
+    requirePermission(ctx, 'customers', 'read');
+    const row = await CustomerModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    if (!row) throw notFound('customer', id);
+    return toApiCustomer(row as unknown as Record<string, unknown>);
+  }
+
+  /** Batch lookup for DataLoader and other services; unknown ids are simply absent. */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Customer>> {
+    const rows = await CustomerModel.findAll({
+      where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode },
+      raw: true,
+    });
+    return new Map(rows.map((r) => [r.id, toApiCustomer(r as unknown as Record<string, unknown>)]));
+  }
+
+  async list(ctx: RequestContext, query: unknown): Promise<Page<Customer>> {
+    requirePermission(ctx, 'customers', 'read');
+    const input = parseInput(listCustomersInput, query);
+    const where: Record<string | symbol, unknown> = { accountId: ctx.accountId, mode: ctx.mode };
+    if (input.email) where.emailNormalized = input.email.toLowerCase();
+    if (input.search) Object.assign(where, searchAny(['email_normalized', 'name'], input.search));
+    return pageOf(CustomerModel, where, input, { createdAt: 'createdAt' }, toApiCustomer);
+  }
+
+  async update(ctx: RequestContext, id: string, input: unknown): Promise<Customer> {
+    requirePermission(ctx, 'customers', 'write');
+    const data = parseInput(updateCustomerInput, input);
+    try {
+      return await this.db.transaction(async (transaction) => {
+        const row = await this.lockCustomer(ctx, id, transaction);
+        const current = toApiCustomer(row.get({ plain: true }));
+        const changes: Record<string, unknown> = {};
+        if (data.email !== undefined) {
+          changes.email = data.email;
+          changes.emailNormalized = data.email.toLowerCase();
+        }
+        if (data.name !== undefined) changes.name = data.name;
+        if (data.country !== undefined) changes.country = data.country;
+        if (data.phone !== undefined) changes.phone = data.phone;
+        if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
+        if (Object.keys(changes).length === 0) return current;
+        changes.updatedAt = ctx.clock.now();
+        await row.update(changes, { transaction });
+        const customer = toApiCustomer(row.get({ plain: true }));
+        await this.events.record(ctx, transaction, 'customer.updated', customer as unknown as Record<string, unknown>);
+        return customer;
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw duplicateEmail(data.email ?? '');
+      throw err;
+    }
+  }
+
+  private async lockCustomer(ctx: RequestContext, id: string, transaction: Transaction): Promise<CustomerModel> {
+    const row = await CustomerModel.findOne({
+      where: { id, accountId: ctx.accountId, mode: ctx.mode },
+      transaction,
+      lock: this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+    });
+    if (!row) throw notFound('customer', id);
+    return row;
+  }
+}
+
+export function toApiCustomer(row: Record<string, unknown>): Customer {
+  return {
+    id: row.id as string,
+    object: 'customer',
+    livemode: row.mode === 'live',
+    email: row.email as string,
+    name: (row.name as string | null) ?? null,
+    country: (row.country as string | null) ?? null,
+    phone: (row.phone as string | null) ?? null,
+    defaultPaymentMethodId: (row.defaultPaymentMethodId as string | null) ?? null,
+    testClockId: (row.testClockId as string | null) ?? null,
+    metadata: readJson<Metadata>(row.metadata, {}),
+    createdAt: isoTime(row.createdAt) as string,
+    updatedAt: isoTime(row.updatedAt) as string,
+  };
+}

@@ -1,0 +1,91 @@
+import { createHash } from 'node:crypto';
+import type { Database } from '../../db/database';
+import { readTime } from '../../db/database';
+import type { Clock } from '../../core/clock';
+import { DomainError } from '../../core/errors';
+
+export type IdempotencyClaim =
+  | { kind: 'claimed' }
+  | { kind: 'replay'; status: number; body: string };
+
+/** Sorted keys at every level, so the same JSON in any key order hashes the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value as object)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body ?? {})}`).digest('hex');
+}
+
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
+
+/**
+ * The guard lives in the database: the primary key (scope, key) lets exactly one request claim
+ * a key, whichever instance it reaches.
+ */
+export class IdempotencyService {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly ttlHours: number,
+  ) {}
+
+  async claim(scope: string, key: string, fingerprint: string): Promise<IdempotencyClaim> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const now = this.clock.now();
+      const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
+      const inserted = await this.db.execute(
+        `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, state, created_at, expires_at)
+         VALUES ($1, $2, $3, 'running', $4, $5) ON CONFLICT (scope, idempotency_key) DO NOTHING`,
+        [scope, key, fingerprint, now, expiresAt],
+      );
+      if (inserted === 1) return { kind: 'claimed' };
+      const [existing] = await this.db.select<{
+        request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown;
+      }>(
+        'SELECT request_hash, state, response_status, response_body, expires_at FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
+        [scope, key],
+      );
+      if (!existing) continue; // released between our insert and select: try again
+      if ((readTime(existing.expires_at) as Date).getTime() <= now.getTime()) {
+        await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now]);
+        continue;
+      }
+      if (existing.request_hash !== fingerprint) {
+        throw new DomainError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was already used with a different request',
+          'Idempotency-Key',
+        );
+      }
+      if (existing.state !== 'completed') {
+        throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
+      }
+      return { kind: 'replay', status: existing.response_status as number, body: existing.response_body as string };
+    }
+    throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
+  }
+
+  async complete(scope: string, key: string, status: number, body: string): Promise<void> {
+    await this.db.execute(
+      `UPDATE idempotency_keys SET state = 'completed', response_status = $3, response_body = $4 WHERE scope = $1 AND idempotency_key = $2`,
+      [scope, key, status, body],
+    );
+  }
+
+  /** A 5xx outcome is not an outcome: the key is free for a retry. */
+  async release(scope: string, key: string): Promise<void> {
+    await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2', [scope, key]);
+  }
+
+  async purgeExpired(): Promise<number> {
+    return this.db.execute('DELETE FROM idempotency_keys WHERE expires_at <= $1', [this.clock.now()]);
+  }
+}

@@ -1,0 +1,95 @@
+import 'reflect-metadata';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { loadConfig, type Config } from '../../src/config';
+import { startServer, type RunningServer } from '../../src/server';
+import { createLogger } from '../../src/logger';
+import type { Clock } from '../../src/core/clock';
+import { freshDatabase, type TestDatabase } from './db';
+import { httpsRequest, type HttpResponse, type RequestOptions } from './http';
+
+export interface TestAccount {
+  accountId: string;
+  testKey: string;
+  liveKey: string;
+}
+
+export interface TestApp {
+  server: RunningServer;
+  config: Config;
+  baseUrl: string;
+  httpUrl: string;
+  account: TestAccount;
+  logs: string[];
+  sql: string[];
+  request(method: string, path: string, opts?: RequestOptions): Promise<HttpResponse>;
+  createAccount(opts?: { rateLimitPerMinute?: number }): Promise<TestAccount>;
+  stop(): Promise<void>;
+}
+
+// One certificate per test process: generating one per app is wasted time.
+const certDir = path.join(os.tmpdir(), `payorch-test-tls-${process.pid}`);
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  clock?: Clock;
+  /** Share a database with another app (multi-instance tests); it is then not dropped here. */
+  database?: TestDatabase;
+  runWorkers?: boolean;
+  rateLimitPerMinute?: number;
+}
+
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const ownsDatabase = !options.database;
+  const database = options.database ?? (await freshDatabase());
+  const tlsDir = path.join(certDir);
+  fs.mkdirSync(tlsDir, { recursive: true });
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    DATA_DIR: tlsDir,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    HTTP_PORT: '0',
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_MINUTE: String(options.rateLimitPerMinute ?? 100_000),
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    ...(options.env ?? {}),
+  });
+  const logs: string[] = [];
+  const sql: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
+  const server = await startServer(config, {
+    clock: options.clock,
+    logger: createLogger('info', sink),
+    onSql: (s) => sql.push(s),
+    runWorkers: options.runWorkers ?? false,
+  });
+  const request = (method: string, p: string, opts?: RequestOptions) => httpsRequest(server.baseUrl, server.cert, method, p, opts);
+  const createAccount = async (opts: { rateLimitPerMinute?: number } = {}) => {
+    const created = await server.services.accounts.createAccount({ name: 'Test account', rateLimitPerMinute: opts.rateLimitPerMinute ?? null });
+    return { accountId: created.accountId, testKey: created.testKey.secret!, liveKey: created.liveKey.secret! };
+  };
+  const account = await createAccount();
+  return {
+    server,
+    config,
+    baseUrl: server.baseUrl,
+    httpUrl: server.httpUrl,
+    account,
+    logs,
+    sql,
+    request,
+    createAccount,
+    async stop() {
+      await server.stop();
+      if (ownsDatabase) await database.drop();
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { createTask, type ScheduledTask } from 'node-cron';
+import type { Services } from '../src/services';
+import { errorForLog } from '../src/logger';
+
+export interface Workers {
+  stop(): Promise<void>;
+}
+
+/** Background jobs of one instance; each job is a service call. */
+export function startWorkers(services: Services): Workers {
+  const { logger } = services;
+  const tasks: ScheduledTask[] = [];
+  const job = (name: string, expression: string, run: () => Promise<unknown>) => {
+    const task = createTask(
+      expression,
+      async () => {
+        try {
+          await run();
+        } catch (err) {
+          logger.error({ job: name, err: errorForLog(err) }, 'job failed');
+        }
+      },
+      { name, noOverlap: true },
+    );
+    task.start();
+    tasks.push(task);
+  };
+
+  job('purge-idempotency-keys', '*/10 * * * *', async () => {
+    const purged = await services.idempotency.purgeExpired();
+    if (purged) logger.info({ job: 'purge-idempotency-keys', purged }, 'expired idempotency keys purged');
+  });
+
+  return {
+    async stop() {
+      await Promise.all(tasks.map((t) => t.destroy()));
+    },
+  };
+}
