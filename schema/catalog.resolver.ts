@@ -115,6 +115,11 @@ class PriceListArgs extends PageArgs {
 
 @Resolver(() => ProductType)
 export class ProductResolver {
+  @FieldResolver(() => [PriceType])
+  prices(@Root() product: { id: string }, @Ctx() { loaders }: GqlContext) {
+    return loaders.pricesByProduct.load(product.id);
+  }
+
   @Query(() => ProductType)
   product(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.catalog.retrieveProduct(rc, id);

@@ -2,7 +2,7 @@ import DataLoader from 'dataloader';
 import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
 import type { Customer } from '../src/modules/customers/customer.service';
-import type { Product } from '../src/modules/catalog/catalog.service';
+import type { Price, Product } from '../src/modules/catalog/catalog.service';
 
 /** One set per request, so batching and caching never cross accounts or modes. */
 export function createLoaders(services: Services, rc: RequestContext) {
@@ -14,6 +14,10 @@ export function createLoaders(services: Services, rc: RequestContext) {
   return {
     customer: byIds<Customer>((ids) => services.customers.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
+    pricesByProduct: new DataLoader<string, Price[]>(async (productIds) => {
+      const found = await services.catalog.pricesForProducts(rc, productIds);
+      return productIds.map((id) => found.get(id) ?? []);
+    }),
   };
 }
 

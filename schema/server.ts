@@ -3,6 +3,7 @@ import type https from 'node:https';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
+import { GraphQLError, type ValidationContext } from 'graphql';
 import type { Services } from '../src/services';
 import type { SharedMiddleware } from '../rest/app';
 import type { PayorchState } from '../rest/context';
@@ -14,6 +15,11 @@ import type { GqlContext } from './context';
 import { TOO_COMPLEX, formatGraphQLError } from './errors';
 
 export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 5000 };
+
+/** graphql-armor's rejection becomes an ordinary validation error with our wording. */
+function reportTooComplex(context: ValidationContext | null, error: GraphQLError): void {
+  context?.reportError(new GraphQLError(`${TOO_COMPLEX}: ${error.message.replace(/^Syntax Error: /, '')}`));
+}
 
 export interface GraphQLMount {
   start(): Promise<void>;
@@ -52,8 +58,8 @@ export function mountGraphQL(app: Koa, services: Services, _httpsServer: https.S
     includeStacktraceInErrorResponses: false,
     formatError: formatGraphQLError,
     validationRules: [
-      maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, errorMessage: `${TOO_COMPLEX}: depth limit exceeded`, exposeLimits: true }),
-      costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, errorMessage: `${TOO_COMPLEX}: cost limit exceeded`, exposeLimits: true }),
+      maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+      costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
     ],
     plugins: [requestIdPlugin],
   });

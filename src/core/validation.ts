@@ -3,7 +3,7 @@ import { DomainError } from './errors';
 
 /** Parses service input once; the first problem becomes a DomainError naming its param. */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
-  const result = schema.safeParse(input ?? {});
+  const result = schema.safeParse(input ?? {}, { reportInput: true });
   if (result.success) return result.data;
   throw toDomainError(result.error);
 }

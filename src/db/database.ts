@@ -92,14 +92,14 @@ export class Database {
 
   /** Bound INSERT/UPDATE/DELETE; returns the number of rows it touched. */
   async execute(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<number> {
-    const [, meta] = (await this.sequelize.query(sql, {
+    // BULKDELETE is the query type for which both dialects return the affected-row count.
+    const count = await this.sequelize.query(sql, {
       bind: bind.map((v) => this.encode(v)),
-      type: QueryTypes.RAW,
+      type: QueryTypes.BULKDELETE,
       transaction,
       raw: true,
-    })) as [unknown, unknown];
-    if (this.dialect === 'postgres') return (meta as { rowCount?: number })?.rowCount ?? 0;
-    return (meta as { changes?: number })?.changes ?? 0;
+    });
+    return Number(count) || 0;
   }
 
   /** Values bound to raw statements: dates in the same text form the models use on SQLite. */

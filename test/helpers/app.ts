@@ -41,7 +41,13 @@ export interface TestAppOptions {
   rateLimitPerMinute?: number;
 }
 
+// sequelize-typescript binds model classes to one Sequelize instance per process, so a test
+// process runs one app at a time; a second instance runs in its own process (spawnInstance).
+let liveApp = false;
+
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  if (liveApp) throw new Error('one test app per process: stop the previous one or use spawnInstance()');
+  liveApp = true;
   const ownsDatabase = !options.database;
   const database = options.database ?? (await freshDatabase());
   const tlsDir = path.join(certDir);
@@ -89,6 +95,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     createAccount,
     async stop() {
       await server.stop();
+      liveApp = false;
       if (ownsDatabase) await database.drop();
     },
   };

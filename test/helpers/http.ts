@@ -27,7 +27,7 @@ export function httpsRequest(baseUrl: string, ca: string, method: string, path: 
   }
   const lib = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = lib.request(url, { method, headers, ca, agent: false }, (res) => {
+    const req = lib.request(url, { method, headers, ca, agent: false, servername: url.hostname === '127.0.0.1' ? 'localhost' : undefined }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {

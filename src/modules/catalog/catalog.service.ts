@@ -82,6 +82,22 @@ export class CatalogService {
     return new Map(rows.map((r) => [r.id, toApiProduct(r as unknown as Row)]));
   }
 
+  /** Prices of several products at once (newest first), for DataLoader. */
+  async pricesForProducts(ctx: RequestContext, productIds: readonly string[]): Promise<Map<string, Price[]>> {
+    requirePermission(ctx, 'prices', 'read');
+    const rows = await PriceModel.findAll({
+      where: { productId: [...new Set(productIds)], accountId: ctx.accountId, mode: ctx.mode },
+      order: [['createdAt', 'DESC'], ['id', 'DESC']],
+      raw: true,
+    });
+    const byProduct = new Map<string, Price[]>();
+    for (const row of rows) {
+      const price = toApiPrice(row as unknown as Row);
+      byProduct.set(price.productId, [...(byProduct.get(price.productId) ?? []), price]);
+    }
+    return byProduct;
+  }
+
   async listProducts(ctx: RequestContext, query: unknown): Promise<Page<Product>> {
     requirePermission(ctx, 'products', 'read');
     const input = parseInput(listProductsInput, query);

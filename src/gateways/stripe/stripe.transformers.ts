@@ -1,0 +1,340 @@
+import { normalizeCardNumber } from '../card';
+import type { CardData, ChargeRequest, GatewayOutcome, RefundRequest, SaveCardRequest } from '../gateway';
+import { safeMessage } from '../redaction';
+
+/*
+ * Stripe wire format lives here and nowhere else: request bodies as form fields, responses
+ * narrowed from `unknown` and mapped to our outcomes and codes.
+ */
+
+/** Pinned so response shapes do not change with the account's default API version. */
+export const STRIPE_API_VERSION = '2024-06-20';
+
+export type FormFields = Array<[string, string]>;
+
+/** Stripe's form encoding: brackets stay literal (`metadata[k]=v`), everything else percent-encoded. */
+export function encodeForm(fields: FormFields): string {
+  const encodeKey = (k: string) => encodeURIComponent(k).replace(/%5B/gi, '[').replace(/%5D/gi, ']');
+  return fields.map(([k, v]) => `${encodeKey(k)}=${encodeURIComponent(v)}`).join('&');
+}
+
+export const PAYORCH_PAYMENT_ID = 'payorch_payment_id';
+export const PAYORCH_REFUND_ID = 'payorch_refund_id';
+export const PAYORCH_IDEMPOTENCY_KEY = 'payorch_idempotency_key';
+const STRIPE_MAX_METADATA_KEYS = 50;
+
+/** A token from saveCard: a payment method attached to its own Stripe customer (needed to reuse it). */
+const SAVED_TOKEN = /^(cus_[0-9A-Za-z]+):(pm_[0-9A-Za-z]+)$/;
+
+export function encodeSavedToken(customerId: string, paymentMethodId: string): string {
+  return `${customerId}:${paymentMethodId}`;
+}
+
+function cardFields(prefix: string, card: CardData): FormFields {
+  const fields: FormFields = [
+    [`${prefix}[number]`, normalizeCardNumber(card.number)],
+    [`${prefix}[exp_month]`, String(card.expMonth)],
+    [`${prefix}[exp_year]`, String(card.expYear)],
+  ];
+  if (card.cvc !== undefined) fields.push([`${prefix}[cvc]`, card.cvc]);
+  return fields;
+}
+
+/**
+ * Caller metadata rides along as `metadata[k]`, after our two keys: keys Stripe cannot take
+ * (brackets, ours, beyond its 50-key limit) are dropped and reported, never sent half-way.
+ */
+function metadataFields(own: Record<string, string>, extra: Record<string, string> | undefined): { fields: FormFields; dropped: string[] } {
+  const fields: FormFields = Object.entries(own).map(([k, v]) => [`metadata[${k}]`, v]);
+  const dropped: string[] = [];
+  for (const [k, v] of Object.entries(extra ?? {})) {
+    if (k in own || /[[\]]/.test(k) || fields.length >= STRIPE_MAX_METADATA_KEYS) dropped.push(k);
+    else fields.push([`metadata[${k}]`, v]);
+  }
+  return { fields, dropped };
+}
+
+export function chargeForm(r: ChargeRequest): { fields: FormFields; droppedMetadataKeys: string[] } {
+  const fields: FormFields = [
+    ['amount', String(r.amount)],
+    ['currency', r.currency.toLowerCase()],
+    ['confirm', 'true'],
+    ['payment_method_types[]', 'card'],
+  ];
+  if (r.source.kind === 'card') {
+    fields.push(['payment_method_data[type]', 'card'], ...cardFields('payment_method_data[card]', r.source.card));
+  } else {
+    const saved = SAVED_TOKEN.exec(r.source.token);
+    if (saved) {
+      // A saved card is charged without the customer present.
+      fields.push(['customer', saved[1]], ['payment_method', saved[2]], ['off_session', 'true']);
+    } else {
+      fields.push(['payment_method', r.source.token]);
+    }
+  }
+  if (r.description) fields.push(['description', r.description]);
+  const metadata = metadataFields({ [PAYORCH_PAYMENT_ID]: r.paymentId, [PAYORCH_IDEMPOTENCY_KEY]: r.idempotencyKey }, r.metadata);
+  fields.push(...metadata.fields);
+  return { fields, droppedMetadataKeys: metadata.dropped };
+}
+
+export function refundForm(r: RefundRequest): FormFields {
+  const fields: FormFields = [
+    ['payment_intent', r.chargeReference],
+    ['amount', String(r.amount)],
+    [`metadata[${PAYORCH_REFUND_ID}]`, r.refundId],
+    [`metadata[${PAYORCH_IDEMPOTENCY_KEY}]`, r.idempotencyKey],
+  ];
+  // Stripe's `reason` is an enum; our free-text reason goes to metadata.
+  if (r.reason) fields.push(['metadata[payorch_reason]', r.reason.slice(0, 500)]);
+  return fields;
+}
+
+export function paymentMethodForm(r: SaveCardRequest): FormFields {
+  return [['type', 'card'], ...cardFields('card', r.card)];
+}
+
+export function customerForm(paymentMethodId: string, idempotencyKey: string): FormFields {
+  return [
+    ['payment_method', paymentMethodId],
+    ['description', 'Payorch saved card'],
+    [`metadata[${PAYORCH_IDEMPOTENCY_KEY}]`, idempotencyKey],
+  ];
+}
+
+/** Stripe search syntax: single-quoted string with `'` and `\` escaped. */
+export function chargeSearchPath(idempotencyKey: string): string {
+  const literal = idempotencyKey.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
+  const query = `metadata['${PAYORCH_IDEMPOTENCY_KEY}']:'${literal}'`;
+  return `/v1/payment_intents/search?query=${encodeURIComponent(query)}`;
+}
+
+export function refundListPath(chargeReference: string, startingAfter: string | null): string {
+  const params = new URLSearchParams({ limit: '100', payment_intent: chargeReference });
+  if (startingAfter) params.set('starting_after', startingAfter);
+  return `/v1/refunds?${params.toString()}`;
+}
+
+// ---- responses ---------------------------------------------------------------------------
+
+/** One HTTP exchange with Stripe, as the connector saw it. */
+export interface StripeAnswer {
+  status: number;
+  body: unknown;
+  requestId: string | null;
+  idempotentReplayed: boolean;
+}
+
+export interface Mapped {
+  outcome: GatewayOutcome;
+  reference: string | null;
+  declineCode: string | null;
+  message: string | null;
+  response: Record<string, unknown>;
+}
+
+interface StripeError {
+  type: string | null;
+  code: string | null;
+  declineCode: string | null;
+  message: string | null;
+  paymentIntentId: string | null;
+}
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+
+function readError(v: unknown): StripeError | null {
+  if (!isObject(v)) return null;
+  const intent = v.payment_intent;
+  return {
+    type: str(v.type),
+    code: str(v.code),
+    declineCode: str(v.decline_code),
+    message: str(v.message),
+    paymentIntentId: isObject(intent) ? str(intent.id) : null,
+  };
+}
+
+/** Stripe decline/error codes → ours. Anything unknown is a generic `card_declined`. */
+const DECLINE_CODES: Readonly<Record<string, string>> = {
+  insufficient_funds: 'insufficient_funds',
+  expired_card: 'expired_card',
+  invalid_expiry_year: 'expired_card',
+  invalid_expiry_month: 'invalid_expiry',
+  incorrect_cvc: 'incorrect_cvc',
+  invalid_cvc: 'incorrect_cvc',
+  incorrect_number: 'incorrect_number',
+  invalid_number: 'incorrect_number',
+  authentication_required: 'authentication_required',
+  lost_card: 'lost_card',
+  stolen_card: 'stolen_card',
+  fraudulent: 'fraudulent',
+};
+
+/** Card errors Stripe itself says to retry: nothing was charged. */
+const RETRYABLE_CARD_CODES = new Set(['processing_error', 'try_again_later', 'issuer_not_available', 'reenter_transaction']);
+
+function mapCardError(error: StripeError): Pick<Mapped, 'outcome' | 'declineCode'> {
+  const code = error.declineCode ?? error.code ?? '';
+  if (RETRYABLE_CARD_CODES.has(code) || RETRYABLE_CARD_CODES.has(error.code ?? '')) return { outcome: 'retryable_error', declineCode: 'gateway_error' };
+  return { outcome: 'declined', declineCode: DECLINE_CODES[code] ?? DECLINE_CODES[error.code ?? ''] ?? 'card_declined' };
+}
+
+function baseResponse(a: StripeAnswer): Record<string, unknown> {
+  return { httpStatus: a.status, requestId: a.requestId, idempotentReplayed: a.idempotentReplayed };
+}
+
+function errorResponse(a: StripeAnswer, error: StripeError | null): Record<string, unknown> {
+  return {
+    ...baseResponse(a),
+    errorType: error?.type ?? null,
+    errorCode: error?.code ?? null,
+    stripeDeclineCode: error?.declineCode ?? null,
+  };
+}
+
+/**
+ * Non-2xx answers. Card errors are declines; 409/429/5xx/api_error mean nothing happened and
+ * another try may work; the rest (bad credentials, invalid request) would fail again.
+ */
+function mapError(a: StripeAnswer): Mapped {
+  const error = readError(isObject(a.body) ? a.body.error : null);
+  const response = errorResponse(a, error);
+  const message = safeMessage(error?.message) ?? `Stripe answered HTTP ${a.status}.`;
+  if (a.status === 429) return { outcome: 'retryable_error', reference: null, declineCode: 'rate_limited', message, response };
+  if (a.status >= 500 || a.status === 409 || error?.type === 'api_error') {
+    return { outcome: 'retryable_error', reference: null, declineCode: 'gateway_error', message, response };
+  }
+  if (error?.type === 'card_error') {
+    return { ...mapCardError(error), reference: error.paymentIntentId, message, response };
+  }
+  return { outcome: 'declined', reference: null, declineCode: 'processing_error', message, response };
+}
+
+/** A 2xx we cannot read: the operation may well have happened, so it is not a decline. */
+function unreadable(a: StripeAnswer, what: string): Mapped {
+  return {
+    outcome: 'timeout', reference: null, declineCode: 'gateway_error',
+    message: `Stripe returned an unrecognised ${what}; check its status before retrying elsewhere.`,
+    response: baseResponse(a),
+  };
+}
+
+function mapPaymentIntent(a: StripeAnswer, intent: Json): Mapped {
+  const id = str(intent.id);
+  const status = str(intent.status);
+  const lastError = readError(intent.last_payment_error);
+  const response = {
+    ...baseResponse(a),
+    object: 'payment_intent', id, status,
+    amount: typeof intent.amount === 'number' ? intent.amount : null,
+    currency: str(intent.currency)?.toUpperCase() ?? null,
+    stripeDeclineCode: lastError?.declineCode ?? lastError?.code ?? null,
+  };
+  const result = (outcome: GatewayOutcome, declineCode: string | null, message: string | null): Mapped => ({ outcome, reference: id, declineCode, message, response });
+  switch (status) {
+    case 'succeeded':
+    case 'requires_capture':
+      return result('succeeded', null, null);
+    case 'requires_payment_method': {
+      if (!lastError) return result('declined', 'card_declined', 'The card was declined.');
+      const mapped = mapCardError(lastError);
+      return result(mapped.outcome, mapped.declineCode, safeMessage(lastError.message));
+    }
+    case 'requires_action':
+      return result('declined', 'authentication_required', 'The card requires authentication, which a server-side charge cannot complete.');
+    case 'processing':
+      // Stripe has not decided yet: like a timeout, the outcome is still unknown.
+      return result('timeout', 'timeout', 'Stripe is still processing the payment.');
+    default:
+      return result('declined', 'processing_error', `Unexpected PaymentIntent status: ${status ?? 'none'}.`);
+  }
+}
+
+export function mapChargeAnswer(a: StripeAnswer): Mapped {
+  if (a.status < 200 || a.status >= 300) return mapError(a);
+  if (!isObject(a.body) || a.body.object !== 'payment_intent') return unreadable(a, 'payment intent');
+  return mapPaymentIntent(a, a.body);
+}
+
+const REFUND_ERROR_CODES: Readonly<Record<string, string>> = {
+  charge_already_refunded: 'already_refunded',
+  amount_too_large: 'refund_exceeds_charge',
+  resource_missing: 'charge_not_found',
+  charge_disputed: 'charge_not_refundable',
+};
+
+function mapRefund(a: StripeAnswer, refund: Json): Mapped {
+  const id = str(refund.id);
+  const status = str(refund.status);
+  const response = {
+    ...baseResponse(a),
+    object: 'refund', id, status,
+    amount: typeof refund.amount === 'number' ? refund.amount : null,
+    currency: str(refund.currency)?.toUpperCase() ?? null,
+    failureReason: str(refund.failure_reason),
+  };
+  // pending and requires_action are accepted refunds that settle later.
+  if (status === 'succeeded' || status === 'pending' || status === 'requires_action') {
+    return { outcome: 'succeeded', reference: id, declineCode: null, message: null, response };
+  }
+  return { outcome: 'declined', reference: id, declineCode: 'refund_failed', message: `The refund ${status ?? 'failed'}.`, response };
+}
+
+export function mapRefundAnswer(a: StripeAnswer): Mapped {
+  if (a.status < 200 || a.status >= 300) {
+    const mapped = mapError(a);
+    const code = readError(isObject(a.body) ? a.body.error : null)?.code;
+    if (mapped.outcome === 'declined' && code && REFUND_ERROR_CODES[code]) return { ...mapped, declineCode: REFUND_ERROR_CODES[code] };
+    return mapped;
+  }
+  if (!isObject(a.body) || a.body.object !== 'refund') return unreadable(a, 'refund');
+  return mapRefund(a, a.body);
+}
+
+/** A PaymentMethod answer: its id, and only brand/last4/expiry of the card. */
+export function mapPaymentMethodAnswer(a: StripeAnswer): Mapped {
+  if (a.status < 200 || a.status >= 300) return mapError(a);
+  if (!isObject(a.body) || a.body.object !== 'payment_method' || !str(a.body.id)) return unreadable(a, 'payment method');
+  const card = isObject(a.body.card) ? a.body.card : {};
+  return {
+    outcome: 'succeeded', reference: str(a.body.id), declineCode: null, message: null,
+    response: {
+      ...baseResponse(a), object: 'payment_method', id: str(a.body.id),
+      card: { brand: str(card.brand), last4: str(card.last4), expMonth: card.exp_month ?? null, expYear: card.exp_year ?? null },
+    },
+  };
+}
+
+export function mapCustomerAnswer(a: StripeAnswer): Mapped {
+  if (a.status < 200 || a.status >= 300) return mapError(a);
+  if (!isObject(a.body) || a.body.object !== 'customer' || !str(a.body.id)) return unreadable(a, 'customer');
+  return { outcome: 'succeeded', reference: str(a.body.id), declineCode: null, message: null, response: { ...baseResponse(a), object: 'customer', id: str(a.body.id) } };
+}
+
+export type Lookup = { found: true; mapped: Mapped } | { found: false; mapped: Mapped | null };
+
+/** The newest PaymentIntent carrying our key, or found=false when the search came back empty. */
+export function mapChargeSearchAnswer(a: StripeAnswer): Lookup {
+  if (a.status < 200 || a.status >= 300) return { found: false, mapped: mapError(a) };
+  if (!isObject(a.body) || !Array.isArray(a.body.data)) return { found: false, mapped: unreadable(a, 'search result') };
+  const intents = a.body.data.filter(isObject);
+  if (intents.length === 0) return { found: false, mapped: null };
+  const newest = intents.reduce((x, y) => (Number(y.created ?? 0) > Number(x.created ?? 0) ? y : x));
+  return { found: true, mapped: mapPaymentIntent(a, newest) };
+}
+
+/** One page of a charge's refunds: the one carrying our key, or where to continue. */
+export function mapRefundListAnswer(a: StripeAnswer, idempotencyKey: string): Lookup & { nextCursor: string | null } {
+  if (a.status < 200 || a.status >= 300) return { found: false, mapped: mapError(a), nextCursor: null };
+  if (!isObject(a.body) || !Array.isArray(a.body.data)) return { found: false, mapped: unreadable(a, 'refund list'), nextCursor: null };
+  const refunds = a.body.data.filter(isObject);
+  const match = refunds.find((r) => isObject(r.metadata) && r.metadata[PAYORCH_IDEMPOTENCY_KEY] === idempotencyKey);
+  if (match) return { found: true, mapped: mapRefund(a, match), nextCursor: null };
+  const last = refunds[refunds.length - 1];
+  const nextCursor = a.body.has_more === true && last ? str(last.id) : null;
+  return { found: false, mapped: null, nextCursor };
+}

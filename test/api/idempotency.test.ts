@@ -1,0 +1,138 @@
+import { FixedClock } from '../../src/core/clock';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+
+const clock = new FixedClock(new Date('2026-11-01T10:00:00.000Z'));
+let app: TestApp;
+let key: string;
+beforeAll(async () => {
+  app = await startTestApp({ clock });
+  key = app.account.testKey;
+});
+afterAll(() => app.stop());
+
+const create = (idem: string, body: unknown, path = '/v1/customers') =>
+  app.request('POST', path, { key, body, headers: { 'Idempotency-Key': idem } });
+
+describe('idempotency', () => {
+  it('should replay the first outcome byte for byte with Idempotent-Replayed', async () => {
+    const first = await create('idem-replay', { email: 'replay@example.com', metadata: { a: '1', b: '2' } });
+    expect(first.status).toBe(201);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    clock.advance(1000);
+    // Same JSON with keys in another order is the same request.
+    const again = await create('idem-replay', { metadata: { b: '2', a: '1' }, email: 'replay@example.com' }, '/api/v1/customers');
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(first.text);
+    const list = await app.request('GET', '/v1/customers?search=replay@', { key });
+    expect(list.body.meta.total).toBe(1);
+  });
+
+  it('should replay a stored 4xx too', async () => {
+    const first = await create('idem-400', { email: 'bad' });
+    expect(first.status).toBe(400);
+    const again = await create('idem-400', { email: 'bad' });
+    expect(again.status).toBe(400);
+    expect(again.text).toBe(first.text);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+  });
+
+  it('should refuse the same key with a different request with 409 idempotency_key_reused', async () => {
+    await create('idem-reuse', { email: 'reuse1@example.com' });
+    const other = await create('idem-reuse', { email: 'reuse2@example.com' });
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    const otherPath = await create('idem-reuse', { email: 'reuse1@example.com' }, '/v1/products');
+    expect(otherPath.status).toBe(409);
+    expect(otherPath.body.error.code).toBe('idempotency_key_reused');
+  });
+
+  it('should scope keys by account and mode', async () => {
+    await create('idem-scope', { email: 'scope@example.com' });
+    const live = await app.request('POST', '/v1/customers', { key: app.account.liveKey, body: { email: 'scope@example.com' }, headers: { 'Idempotency-Key': 'idem-scope' } });
+    expect(live.status).toBe(201);
+    expect(live.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('should create exactly one customer from 20 concurrent first uses of a key', async () => {
+    const results = await Promise.all(Array.from({ length: 20 }, () => create('idem-concurrent', { email: 'concurrent@example.com' })));
+    const created = results.filter((r) => r.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    for (const r of results) {
+      if (r.status === 201) expect(r.text).toBe(created[0].text);
+      else expect(r.body.error.code).toBe('idempotency_key_in_use');
+    }
+    const list = await app.request('GET', '/v1/customers?search=concurrent@', { key });
+    expect(list.body.meta.total).toBe(1);
+  });
+
+  it('should release the key after a 5xx so a retry runs', async () => {
+    const service = app.server.services.customers;
+    const original = service.create;
+    service.create = async () => {
+      throw new Error('database hiccup');
+    };
+    try {
+      const failed = await create('idem-5xx', { email: 'retry@example.com' });
+      expect(failed.status).toBe(500);
+    } finally {
+      service.create = original;
+    }
+    const retried = await create('idem-5xx', { email: 'retry@example.com' });
+    expect(retried.status).toBe(201);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('should refuse a malformed Idempotency-Key with 400', async () => {
+    const res = await create('x'.repeat(256), { email: 'long@example.com' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_parameter', param: 'Idempotency-Key' });
+  });
+
+  it('should keep keys 24 h, then purge them and accept the key afresh', async () => {
+    await create('idem-ttl', { email: 'ttl1@example.com' });
+    clock.advance(23 * 3_600_000);
+    expect((await create('idem-ttl', { email: 'ttl2@example.com' })).status).toBe(409);
+    clock.advance(2 * 3_600_000);
+    const purged = await app.server.services.idempotency.purgeExpired();
+    expect(purged).toBeGreaterThanOrEqual(1);
+    const rows = await app.server.services.db.select("SELECT * FROM idempotency_keys WHERE idempotency_key = 'idem-ttl'");
+    expect(rows).toHaveLength(0);
+    expect((await create('idem-ttl', { email: 'ttl2@example.com' })).status).toBe(201);
+  });
+});
+
+describe('idempotency across two instances on one database', () => {
+  let other: SpawnedInstance;
+  beforeAll(async () => {
+    // The spawned instance reads the system clock; expiry decisions must agree.
+    clock.set(new Date());
+    other = await spawnInstance(
+      { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000' },
+      app.server.cert,
+    );
+  }, 90_000);
+  afterAll(async () => {
+    await other?.stop();
+  });
+
+  it('should create exactly one customer when both instances get the same key at once', async () => {
+    const body = { email: 'twoinstances@example.com' };
+    const headers = { 'Idempotency-Key': 'idem-two-instances' };
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? other.request.bind(other) : app.request.bind(app))('POST', '/v1/customers', { key, body, headers }),
+      ),
+    );
+    const ok = results.filter((r) => r.status === 201);
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    for (const r of results) if (r.status !== 201) expect(r.body.error.code).toBe('idempotency_key_in_use');
+    for (const r of ok) expect(r.text).toBe(ok[0].text);
+    const list = await app.request('GET', '/v1/customers?search=twoinstances', { key });
+    expect(list.body.meta.total).toBe(1);
+    const replay = await other.request('POST', '/v1/customers', { key, body, headers });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.text).toBe(ok[0].text);
+  });
+});

@@ -1,0 +1,95 @@
+import { startTestApp, type TestApp } from '../helpers/app';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(() => app.stop());
+
+const gql = (query: string, variables: Record<string, unknown> = {}, key: string | null = app.account.testKey) =>
+  app.request('POST', '/graphql', { key: key ?? undefined, body: { query, variables } });
+
+describe('GraphQL', () => {
+  it('should create, update and read a customer through the same service as REST', async () => {
+    const created = await gql(
+      'mutation($input: CreateCustomerInput!) { createCustomer(input: $input) { id email country livemode metadata } }',
+      { input: { email: 'gql@example.com', country: 'fr', metadata: { source: 'gql' } } },
+    );
+    expect(created.status).toBe(200);
+    expect(created.body.errors).toBeUndefined();
+    const c = created.body.data.createCustomer;
+    expect(c).toMatchObject({ email: 'gql@example.com', country: 'FR', livemode: false, metadata: { source: 'gql' } });
+    const updated = await gql('mutation($id: ID!) { updateCustomer(id: $id, input: { name: "G" }) { name } }', { id: c.id });
+    expect(updated.body.data.updateCustomer.name).toBe('G');
+    const viaRest = await app.request('GET', `/v1/customers/${c.id}`, { key: app.account.testKey });
+    expect(viaRest.body.data.name).toBe('G');
+    const listed = await gql('{ customers(pageSize: 5, search: "gql@") { total page pageSize nodes { id } } }');
+    expect(listed.body.data.customers).toEqual({ total: 1, page: 1, pageSize: 5, nodes: [{ id: c.id }] });
+  });
+
+  it('should report domain errors with extensions.code, param and requestId', async () => {
+    const missing = await gql('{ customer(id: "cus_nope") { id } }');
+    expect(missing.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found', requestId: missing.headers['x-request-id'] });
+    const invalid = await gql('mutation { createCustomer(input: { email: "nope" }) { id } }');
+    expect(invalid.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'email' });
+    await gql('mutation { createCustomer(input: { email: "twice@example.com" }) { id } }');
+    const dup = await gql('mutation { createCustomer(input: { email: "TWICE@example.com" }) { id } }');
+    expect(dup.body.errors[0].extensions.code).toBe('duplicate_email');
+    const badList = await gql('{ customers(pageSize: 500) { total } }');
+    expect(badList.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'pageSize' });
+    const syntax = await gql('{ customers( }');
+    expect(syntax.body.errors[0].extensions.code).toBe('invalid_parameter');
+    expect(syntax.body.errors[0].extensions.requestId).toBe(syntax.headers['x-request-id']);
+  });
+
+  it('should refuse a request without a valid key with 401 and a GraphQL-shaped error', async () => {
+    const res = await gql('{ customers { total } }', {}, null);
+    expect(res.status).toBe(401);
+    expect(res.body.errors[0].extensions).toMatchObject({ code: 'missing_api_key', requestId: res.headers['x-request-id'] });
+    const bad = await gql('{ customers { total } }', {}, 'sk_test_' + 'z'.repeat(43));
+    expect(bad.status).toBe(401);
+    expect(bad.body.errors[0].extensions.code).toBe('invalid_api_key');
+  });
+
+  it('should apply key permissions and account/mode scoping', async () => {
+    const restricted = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: { permissions: ['products:read'] } });
+    const denied = await gql('{ customers { total } }', {}, restricted.body.data.secret);
+    expect(denied.body.errors[0].extensions.code).toBe('permission_denied');
+    const live = await gql('{ customers { total } }', {}, app.account.liveKey);
+    expect(live.body.data.customers.total).toBe(0);
+  });
+
+  it('should refuse queries that are too deep or too costly', async () => {
+    const deep = await gql('{ prices { nodes { product { prices { product { prices { product { prices { product { name } } } } } } } } } }');
+    expect(deep.body.errors[0].extensions.code).toBe('query_too_complex');
+    const aliases = Array.from({ length: 400 }, (_, i) => `a${i}: customers { nodes { id email name country phone metadata } }`).join(' ');
+    const costly = await gql(`{ ${aliases} }`);
+    expect(costly.body.errors[0].extensions.code).toBe('query_too_complex');
+  });
+
+  it('should batch Price.product through DataLoader (constant SQL queries for N prices)', async () => {
+    const account = await app.createAccount();
+    const key = account.testKey;
+    const makePrices = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const p = await app.request('POST', '/v1/products', { key, body: { name: `P${i}` } });
+        await app.request('POST', '/v1/prices', { key, body: { productId: p.body.data.id, unitAmount: 100 + i, currency: 'usd' } });
+      }
+    };
+    const countQueries = async () => {
+      const before = app.sql.length;
+      const res = await gql('{ prices(pageSize: 100) { total nodes { id product { id name } } } }', {}, key);
+      expect(res.body.errors).toBeUndefined();
+      return { queries: app.sql.length - before, nodes: res.body.data.prices.nodes };
+    };
+    await makePrices(3);
+    const small = await countQueries();
+    expect(small.nodes).toHaveLength(3);
+    await makePrices(12);
+    const large = await countQueries();
+    expect(large.nodes).toHaveLength(15);
+    for (const n of large.nodes) expect(n.product.name).toMatch(/^P\d+$/);
+    expect(large.queries).toBe(small.queries);
+    expect(large.queries).toBeLessThanOrEqual(4);
+  });
+});

@@ -1,0 +1,52 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { httpsRequest, type HttpResponse, type RequestOptions } from './http';
+
+export interface SpawnedInstance {
+  baseUrl: string;
+  output: string[];
+  child: ChildProcess;
+  request(method: string, p: string, opts?: RequestOptions): Promise<HttpResponse>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const ROOT = path.join(__dirname, '..', '..');
+
+/** A second service instance in its own process (the real multi-instance situation). */
+export function spawnInstance(env: Record<string, string>, ca: string): Promise<SpawnedInstance> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'payorch.js'), 'start'], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  let exited: Promise<number | null>;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`instance did not start:\n${output.join('')}`)), 60_000);
+    exited = new Promise((res) => child.on('exit', (code) => res(code)));
+    child.stderr!.on('data', (c) => output.push(String(c)));
+    child.stdout!.on('data', (c) => {
+      const text = String(c);
+      output.push(text);
+      const m = /"url":"(https:\/\/[^"]+)".*"msg":"payorch listening"/.exec(text);
+      if (m) {
+        clearTimeout(timer);
+        const baseUrl = m[1].replace('localhost', '127.0.0.1');
+        resolve({
+          baseUrl,
+          output,
+          child,
+          request: (method, p, opts) => httpsRequest(baseUrl, ca, method, p, opts),
+          stop: async (signal = 'SIGTERM') => {
+            if (child.exitCode === null) child.kill(signal);
+            return exited;
+          },
+        });
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`instance exited with ${code}:\n${output.join('')}`));
+    });
+  });
+}

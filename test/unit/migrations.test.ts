@@ -1,0 +1,49 @@
+import 'reflect-metadata';
+import { Database } from '../../src/db/database';
+import { MODELS } from '../../src/db/models';
+import { createMigrator } from '../../src/db/migrator';
+import { freshDatabase, DIALECT } from '../helpers/db';
+
+describe(`migrations on an empty ${DIALECT} database`, () => {
+  it('should apply every migration, roll them all back and apply them again', async () => {
+    const database = await freshDatabase();
+    const db = new Database({ url: database.url, models: MODELS });
+    try {
+      await db.init();
+      const migrator = createMigrator(db);
+      const pendingBefore = await migrator.pending();
+      expect(pendingBefore.length).toBeGreaterThan(0);
+      const applied = await migrator.up();
+      expect(applied.map((m) => m.name)).toEqual(pendingBefore.map((m) => m.name));
+      expect(await migrator.pending()).toHaveLength(0);
+      const tables = await db.sequelize.getQueryInterface().showAllTables();
+      for (const t of ['accounts', 'api_keys', 'idempotency_keys', 'customers', 'products', 'prices', 'events']) expect(tables).toContain(t);
+      await migrator.down({ to: 0 });
+      expect(await migrator.pending()).toHaveLength(pendingBefore.length);
+      await migrator.up();
+      expect(await migrator.pending()).toHaveLength(0);
+    } finally {
+      await db.close();
+      await database.drop();
+    }
+  });
+
+  it('should index every list filter and sort column', async () => {
+    const database = await freshDatabase();
+    const db = new Database({ url: database.url, models: MODELS });
+    try {
+      await db.init();
+      await createMigrator(db).up();
+      const qi = db.sequelize.getQueryInterface();
+      const indexed = async (table: string) =>
+        ((await qi.showIndex(table)) as Array<{ fields: Array<{ attribute: string }> }>).map((i) => i.fields.map((f) => f.attribute).join(','));
+      expect(await indexed('customers')).toEqual(expect.arrayContaining(['account_id,mode,created_at,id', 'account_id,mode,email_normalized']));
+      expect(await indexed('events')).toEqual(expect.arrayContaining(['account_id,mode,created_at,id', 'account_id,mode,type,created_at,id']));
+      expect(await indexed('prices')).toEqual(expect.arrayContaining(['account_id,mode,unit_amount,id', 'account_id,mode,product_id,created_at,id']));
+      expect(await indexed('products')).toEqual(expect.arrayContaining(['account_id,mode,active,created_at,id']));
+    } finally {
+      await db.close();
+      await database.drop();
+    }
+  });
+});
