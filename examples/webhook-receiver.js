@@ -44,7 +44,7 @@ function send(res, status, body) {
  * An HTTPS server (not yet listening) that accepts signed deliveries.
  * onEvent(event, { eventId, attempt, duplicate }) runs after the 200 has been sent.
  */
-function createReceiver({ secret, cert, key, onEvent = () => {} }) {
+function createReceiver({ secret, cert, key, onEvent }) {
   const secrets = (Array.isArray(secret) ? secret : [secret]).filter((s) => typeof s === 'string' && s.length > 0);
   // Deliveries are at-least-once: remember recent event ids and process each once.
   const seen = new Set();
@@ -85,7 +85,7 @@ function createReceiver({ secret, cert, key, onEvent = () => {} }) {
       send(res, 200, { received: true });
       setImmediate(() => {
         try {
-          onEvent(event, { eventId, attempt, duplicate });
+          if (onEvent) onEvent(event, { eventId, attempt, duplicate });
         } catch (err) {
           console.error('event handler failed:', err);
         }

@@ -12,6 +12,9 @@ import { customerRoutes } from './customers.routes';
 import { catalogRoutes } from './catalog.routes';
 import { eventRoutes } from './events.routes';
 import { apiKeyRoutes } from './api-keys.routes';
+import { paymentRoutes } from './payments.routes';
+import { gatewayRoutes } from './gateways.routes';
+import { webhookRoutes } from './webhooks.routes';
 import type { PayorchState } from './context';
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -50,6 +53,9 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   catalogRoutes(api, services);
   eventRoutes(api, services);
   apiKeyRoutes(api, services);
+  paymentRoutes(api, services);
+  gatewayRoutes(api, services);
+  webhookRoutes(api, services);
 
   const root = new Router();
   for (const prefix of API_PREFIXES) root.use(prefix, api.routes());

@@ -1,16 +1,32 @@
 import 'reflect-metadata';
-import { buildSchemaSync } from 'type-graphql';
+import { buildSchemaSync, type PubSub } from 'type-graphql';
 import { printSchema, type GraphQLSchema } from 'graphql';
 import { CustomerResolver } from './customer.resolver';
 import { PriceResolver, ProductResolver } from './catalog.resolver';
 import { EventResolver } from './event.resolver';
+import { CustomerPaymentsResolver, PaymentResolver, RefundResolver } from './payment.resolver';
+import { GatewayResolver } from './gateway.resolver';
+import { SubscriptionResolver } from './subscription.resolver';
 
 let cached: GraphQLSchema | undefined;
 
 export function buildPayorchSchema(): GraphQLSchema {
   cached ??= buildSchemaSync({
-    resolvers: [CustomerResolver, ProductResolver, PriceResolver, EventResolver],
+    resolvers: [
+      CustomerResolver, CustomerPaymentsResolver, ProductResolver, PriceResolver, EventResolver,
+      PaymentResolver, RefundResolver, GatewayResolver, SubscriptionResolver,
+    ],
     validate: false,
+    // Every subscription brings its own stream from the EventBus; type-graphql still wants a
+    // pubSub object, so it gets one that refuses to be used.
+    pubSub: {
+      publish: () => {
+        throw new Error('events are published through the EventBus');
+      },
+      subscribe: () => {
+        throw new Error('subscriptions stream from the EventBus');
+      },
+    } as unknown as PubSub,
   });
   return cached;
 }

@@ -3,6 +3,8 @@ import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
 import type { Customer } from '../src/modules/customers/customer.service';
 import type { Price, Product } from '../src/modules/catalog/catalog.service';
+import type { Payment } from '../src/modules/payments/payment.service';
+import type { Refund } from '../src/modules/payments/refund.service';
 
 /** One set per request, so batching and caching never cross accounts or modes. */
 export function createLoaders(services: Services, rc: RequestContext) {
@@ -14,6 +16,14 @@ export function createLoaders(services: Services, rc: RequestContext) {
   return {
     customer: byIds<Customer>((ids) => services.customers.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
+    paymentsByCustomer: new DataLoader<string, Payment[]>(async (customerIds) => {
+      const found = await services.payments.forCustomers(rc, customerIds);
+      return customerIds.map((id) => found.get(id) ?? []);
+    }),
+    refundsByPayment: new DataLoader<string, Refund[]>(async (paymentIds) => {
+      const found = await services.refunds.forPayments(rc, paymentIds);
+      return paymentIds.map((id) => found.get(id) ?? []);
+    }),
     pricesByProduct: new DataLoader<string, Price[]>(async (productIds) => {
       const found = await services.catalog.pricesForProducts(rc, productIds);
       return productIds.map((id) => found.get(id) ?? []);

@@ -3,7 +3,12 @@ import type https from 'node:https';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
-import { GraphQLError, type ValidationContext } from 'graphql';
+import { GraphQLError, parse, specifiedRules, validate, type ValidationContext } from 'graphql';
+import { randomBytes } from 'node:crypto';
+import { WebSocketServer } from 'ws';
+import { useServer } from 'graphql-ws/use/ws';
+import type { AuthenticatedKey } from '../src/modules/accounts/account.service';
+import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
 import type { SharedMiddleware } from '../rest/app';
 import type { PayorchState } from '../rest/context';
@@ -50,7 +55,15 @@ const requestIdPlugin: ApolloServerPlugin<GqlContext> = {
 };
 
 /** Apollo mounted inside Koa at /graphql, behind the same auth, rate limit and body parser. */
-export function mountGraphQL(app: Koa, services: Services, _httpsServer: https.Server, shared: SharedMiddleware): GraphQLMount {
+/** The key from graphql-ws connectionParams: "Bearer sk_…" or the bare key. */
+function keyFromParams(params: Record<string, unknown> | undefined): string | null {
+  const raw = params?.authorization ?? params?.Authorization;
+  if (typeof raw !== 'string') return null;
+  const m = /^(?:Bearer\s+)?(\S+)$/i.exec(raw.trim());
+  return m ? m[1] : null;
+}
+
+export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Server, shared: SharedMiddleware): GraphQLMount {
   const schema = buildPayorchSchema();
   const server = new ApolloServer<GqlContext>({
     schema,
@@ -92,8 +105,46 @@ export function mountGraphQL(app: Koa, services: Services, _httpsServer: https.S
     }
   });
 
+  // Subscriptions: graphql-ws on the same path; the key travels in connectionParams.
+  const wss = new WebSocketServer({ server: httpsServer, path: '/graphql' });
+  const ws = useServer<Record<string, unknown>, { auth?: AuthenticatedKey }>(
+    {
+      schema,
+      onConnect: async (ctx) => {
+        const key = keyFromParams(ctx.connectionParams);
+        const auth = key ? await services.accounts.authenticate(key) : null;
+        if (!auth) return false; // closes with 4403 Forbidden
+        ctx.extra.auth = auth;
+        return true;
+      },
+      context: (ctx) => {
+        const auth = ctx.extra.auth as AuthenticatedKey;
+        const rc: RequestContext = {
+          accountId: auth.accountId, mode: auth.mode, permissions: auth.permissions, keyId: auth.keyId,
+          requestId: `ws_${randomBytes(12).toString('hex')}`, clock: services.clock,
+        };
+        return { rc, services, loaders: createLoaders(services, rc) };
+      },
+      onSubscribe: (_ctx, _id, payload) => {
+        // The same depth and cost limits as queries over HTTP.
+        const document = parse(payload.query);
+        const errors = validate(schema, document, [
+          ...specifiedRules,
+          maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+          costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+        ]);
+        return errors.length ? errors : undefined;
+      },
+    },
+    wss,
+  );
+
   return {
     start: () => server.start(),
-    stop: () => server.stop(),
+    async stop() {
+      await ws.dispose();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await server.stop();
+    },
   };
 }

@@ -5,6 +5,7 @@ import { MODELS } from './db/models';
 import { migrateUp } from './db/migrator';
 import { systemClock, type Clock } from './core/clock';
 import { EventBus } from './core/event-bus';
+import { PostgresFanout, RedisFanout, type EventFanout } from './core/event-fanout';
 import { RateLimiter } from './core/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './modules/accounts/account.service';
@@ -12,6 +13,16 @@ import { CustomerService } from './modules/customers/customer.service';
 import { CatalogService } from './modules/catalog/catalog.service';
 import { EventService } from './modules/events/event.service';
 import { IdempotencyService } from './modules/idempotency/idempotency.service';
+import { SecretBox, deriveKey, loadEncryptionKey } from './core/crypto';
+import { FxService } from './modules/fx/fx.service';
+import { GatewayConfigService } from './modules/gateways/gateway-config.service';
+import { RoutingService } from './modules/routing/routing.service';
+import { GatewayTransactionLog } from './modules/payments/gateway-transaction.log';
+import { PaymentMethodService } from './modules/payments/payment-method.service';
+import { PaymentService } from './modules/payments/payment.service';
+import { RefundService } from './modules/payments/refund.service';
+import type { Rng } from './routing/rng';
+import { createWebhookServices, type WebhookOptions, type WebhookServices } from './modules/webhooks';
 
 /** The composition root: every service built once, with its dependencies. */
 export interface Services {
@@ -27,6 +38,13 @@ export interface Services {
   catalog: CatalogService;
   events: EventService;
   idempotency: IdempotencyService;
+  fx: FxService;
+  gateways: GatewayConfigService;
+  routing: RoutingService;
+  paymentMethods: PaymentMethodService;
+  payments: PaymentService;
+  refunds: RefundService;
+  webhooks: WebhookServices;
   close(): Promise<void>;
 }
 
@@ -36,6 +54,12 @@ export interface ServiceOptions {
   /** Called with every SQL statement (tests count queries with it). */
   onSql?: (sql: string) => void;
   migrate?: boolean;
+  /** Random source for routing (tests fix a seed). */
+  routingRng?: Rng;
+  /** Timeout for gateway calls and an extra CA for connectors (tests' local fakes). */
+  gatewayTimeoutMs?: number;
+  gatewayCa?: string;
+  webhooks?: WebhookOptions;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -50,6 +74,26 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
   const bus = new EventBus();
   const events = new EventService(db, bus);
+  // Committed events reach subscribers on every instance: Redis when configured, else NOTIFY.
+  const loadEvent = (id: string) => events.loadPublished(id);
+  const fanout: EventFanout | undefined = redis
+    ? new RedisFanout(redis, bus, loadEvent, logger)
+    : db.dialect === 'postgres'
+      ? new PostgresFanout(config.databaseUrl, bus, loadEvent, logger)
+      : undefined;
+  await fanout?.start();
+  bus.connectRemote(fanout);
+  const customers = new CustomerService(db, events);
+  const encryptionKey = loadEncryptionKey({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
+  const fingerprintKey = deriveKey(encryptionKey, 'card-fingerprint');
+  const gateways = new GatewayConfigService(db, new SecretBox(deriveKey(encryptionKey, 'gateway-credentials')), {
+    timeoutMs: options.gatewayTimeoutMs,
+    ca: options.gatewayCa,
+  });
+  const fx = new FxService(db);
+  const routing = new RoutingService(db, gateways, clock, options.routingRng);
+  const gtx = new GatewayTransactionLog(db);
+  const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, fingerprintKey);
   const services: Services = {
     config,
     db,
@@ -59,11 +103,19 @@ export async function createServices(config: Config, options: ServiceOptions = {
     redis,
     limiter: new RateLimiter(redis),
     accounts: new AccountService(db, clock),
-    customers: new CustomerService(db, events),
+    customers,
     catalog: new CatalogService(db, events),
     events,
     idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
+    fx,
+    gateways,
+    routing,
+    paymentMethods,
+    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, fingerprintKey),
+    refunds: new RefundService(db, events, gateways, gtx),
+    webhooks: createWebhookServices({ db, events, bus, clock, logger, config, options: options.webhooks }),
     async close() {
+      await fanout?.stop();
       if (redis) redis.disconnect();
       await db.close();
     },

@@ -1,6 +1,7 @@
 import { createTask, type ScheduledTask } from 'node-cron';
 import type { Services } from '../src/services';
 import { errorForLog } from '../src/logger';
+import { startWebhookWorker } from './webhook-delivery.worker';
 
 export interface Workers {
   stop(): Promise<void>;
@@ -31,8 +32,20 @@ export function startWorkers(services: Services): Workers {
     if (purged) logger.info({ job: 'purge-idempotency-keys', purged }, 'expired idempotency keys purged');
   });
 
+  // Payments or refunds left pending by a crash or an unanswered gateway are settled by asking
+  // the gateway under the original idempotency key: never a second charge.
+  job('recover-pending-payments', '* * * * *', async () => {
+    const now = services.clock.now();
+    const payments = await services.payments.recoverPending(now);
+    const refunds = await services.refunds.recoverPending(now);
+    if (payments || refunds) logger.info({ job: 'recover-pending-payments', payments, refunds }, 'pending operations resolved');
+  });
+
+  const webhooks = startWebhookWorker(services);
+
   return {
     async stop() {
+      await webhooks.stop();
       await Promise.all(tasks.map((t) => t.destroy()));
     },
   };

@@ -53,3 +53,46 @@ export function isUniqueViolation(err: unknown): boolean {
   const name = (err as { name?: string })?.name;
   return name === 'SequelizeUniqueConstraintError';
 }
+
+/** Conditions and their bound values, numbered as they are added. */
+export class Filter {
+  readonly clauses: string[] = [];
+  readonly bind: unknown[] = [];
+  constructor(initial: Record<string, unknown>) {
+    for (const [column, value] of Object.entries(initial)) this.eq(column, value);
+  }
+  /** Adds `column = $n`; undefined values are skipped. */
+  eq(column: string, value: unknown): this {
+    if (value !== undefined) this.clauses.push(`${column} = ${this.param(value)}`);
+    return this;
+  }
+  raw(clause: (param: (value: unknown) => string) => string): this {
+    this.clauses.push(clause((v) => this.param(v)));
+    return this;
+  }
+  param(value: unknown): string {
+    this.bind.push(value);
+    return `$${this.bind.length}`;
+  }
+  get sql(): string {
+    return this.clauses.join(' AND ');
+  }
+}
+
+/** A page of raw rows plus the total, with a stable order (sort column, then id). */
+export async function rawPage<R>(
+  db: import('./database').Database,
+  opts: { table: string; columns: string; filter: Filter; sortColumn: string; params: ListParams },
+): Promise<{ rows: R[]; total: number }> {
+  const dir = opts.params.sortDirection === 'asc' ? 'ASC' : 'DESC';
+  const offset = (opts.params.page - 1) * opts.params.pageSize;
+  const where = opts.filter.sql;
+  const [rows, [count]] = await Promise.all([
+    db.select<R>(
+      `SELECT ${opts.columns} FROM ${opts.table} WHERE ${where} ORDER BY ${opts.sortColumn} ${dir}, id ${dir} LIMIT ${opts.params.pageSize} OFFSET ${offset}`,
+      opts.filter.bind,
+    ),
+    db.select<{ total: number }>(`SELECT COUNT(*) AS total FROM ${opts.table} WHERE ${where}`, opts.filter.bind),
+  ]);
+  return { rows, total: Number(count.total) };
+}

@@ -2,11 +2,17 @@ import { Umzug, SequelizeStorage } from 'umzug';
 import type { QueryInterface } from 'sequelize';
 import type { Database } from './database';
 import * as m0001 from './migrations/0001-foundation';
+import * as m0002 from './migrations/0002-payments';
+import * as m0003 from './migrations/0003-webhooks';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
 // Listed explicitly so the same list runs from ts-node, jest and compiled output.
-const MIGRATIONS: Array<[string, Migration]> = [['0001-foundation', m0001]];
+const MIGRATIONS: Array<[string, Migration]> = [
+  ['0001-foundation', m0001],
+  ['0002-payments', m0002],
+  ['0003-webhooks', m0003],
+];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {
   return new Umzug<QueryInterface>({

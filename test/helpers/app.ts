@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../src/config';
-import { startServer, type RunningServer } from '../../src/server';
+import { startServer, type RunningServer, type StartOptions } from '../../src/server';
 import { createLogger } from '../../src/logger';
 import type { Clock } from '../../src/core/clock';
 import { freshDatabase, type TestDatabase } from './db';
@@ -39,6 +39,9 @@ export interface TestAppOptions {
   database?: TestDatabase;
   runWorkers?: boolean;
   rateLimitPerMinute?: number;
+  routingRng?: () => number;
+  /** Passed to the services as they are (webhook schedule overrides and the like). */
+  serviceOptions?: Partial<StartOptions>;
 }
 
 // sequelize-typescript binds model classes to one Sequelize instance per process, so a test
@@ -76,6 +79,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     logger: createLogger('info', sink),
     onSql: (s) => sql.push(s),
     runWorkers: options.runWorkers ?? false,
+    routingRng: options.routingRng,
+    ...(options.serviceOptions ?? {}),
   });
   const request = (method: string, p: string, opts?: RequestOptions) => httpsRequest(server.baseUrl, server.cert, method, p, opts);
   const createAccount = async (opts: { rateLimitPerMinute?: number } = {}) => {

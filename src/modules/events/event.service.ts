@@ -8,6 +8,7 @@ import { newId } from '../../core/ids';
 import { notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Page } from '../../core/pagination';
+import { Filter, rawPage } from '../../db/list';
 import type { EventBus, PublishedEvent } from '../../core/event-bus';
 
 export const EVENT_TYPES = [
@@ -83,25 +84,20 @@ export class EventService {
     return toApiEvent(row);
   }
 
+  /** An event as the bus carries it (for fan-out of events too big to send inline). */
+  async loadPublished(id: string): Promise<PublishedEvent | null> {
+    const [row] = await this.db.select('SELECT id, type, data, created_at, mode, account_id FROM events WHERE id = $1', [id]);
+    return row ? { ...toApiEvent(row), accountId: row.account_id as string } : null;
+  }
+
   async list(ctx: RequestContext, query: unknown): Promise<Page<ApiEvent>> {
     requirePermission(ctx, 'events', 'read');
     const input = parseInput(listEventsInput, query);
-    const where = ['account_id = $1', 'mode = $2'];
-    const bind: unknown[] = [ctx.accountId, ctx.mode];
-    if (input.type) {
-      bind.push(input.type);
-      where.push(`type = $${bind.length}`);
-    }
-    const dir = input.sortDirection === 'asc' ? 'ASC' : 'DESC';
-    const offset = (input.page - 1) * input.pageSize;
-    const [rows, [count]] = await Promise.all([
-      this.db.select(
-        `SELECT id, type, data, created_at, mode FROM events WHERE ${where.join(' AND ')} ORDER BY created_at ${dir}, id ${dir} LIMIT ${input.pageSize} OFFSET ${offset}`,
-        bind,
-      ),
-      this.db.select<{ total: number }>(`SELECT COUNT(*) AS total FROM events WHERE ${where.join(' AND ')}`, bind),
-    ]);
-    return { data: rows.map(toApiEvent), total: Number(count.total), page: input.page, pageSize: input.pageSize };
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, type: input.type });
+    const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
+      table: 'events', columns: 'id, type, data, created_at, mode', filter, sortColumn: 'created_at', params: input,
+    });
+    return { data: rows.map(toApiEvent), total, page: input.page, pageSize: input.pageSize };
   }
 }
 

@@ -14,7 +14,7 @@ import {
   normalizeCardNumber,
   redactPan,
   type CardBrand,
-} from '../../../src/modules/payments/card';
+} from '../../../src/core/card';
 
 const validCard = { number: '4242424242424242', expMonth: 12, expYear: 2034, cvc: '123' };
 
@@ -338,7 +338,17 @@ describe('redactPan', () => {
   it('should still catch a card number that follows another number', () => {
     const out = redactPan('order 12 4242 4242 4242 4242');
     expect(out).toBe(`order 12 ${REDACTED_CARD}`);
-    expect(redactPan('ids 7 8 4242424242424242 9')).toBe(`ids 7 8 ${REDACTED_CARD} 9`);
+    expect(redactPan('ids 7 3 4242424242424242 5')).toBe(`ids 7 3 ${REDACTED_CARD} 5`);
+  });
+
+  it('should never let a card number through, whatever numbers surround it', () => {
+    for (let before = 0; before < 100; before++) {
+      for (const after of [0, 1, 9, 42]) {
+        const out = redactPan(`ref ${before} 4242 4242 4242 4242 ${after}`);
+        expect(out).toContain(REDACTED_CARD);
+        expect(out.replace(/\D/g, '')).not.toContain('4242424242424242');
+      }
+    }
   });
 
   it('should leave Luhn-invalid and short digit runs alone', () => {

@@ -14,6 +14,7 @@ import {
   trustedCas,
 } from '../../../src/webhooks/http-delivery';
 import { buildDeliveryHeaders, verifySignature } from '../../../src/webhooks/signature';
+import { checkWebhookUrl } from '../../../src/webhooks/address-policy';
 
 interface ReceivedRequest {
   method: string;
@@ -96,6 +97,18 @@ beforeAll(async () => {
           res.writeHead(200, { 'content-type': 'text/plain' });
           res.end(Buffer.alloc(4 * MAX_RESPONSE_BYTES, 'x'));
           return;
+        case '/endless': {
+          // Streams until the client hangs up: only a client that stops reading can finish.
+          res.writeHead(503, { 'content-type': 'text/plain' });
+          const chunk = Buffer.alloc(16 * 1024, 'y');
+          const pump = (): void => {
+            while (!res.destroyed && res.write(chunk));
+            if (!res.destroyed) res.once('drain', pump);
+          };
+          res.on('close', () => res.removeAllListeners('drain'));
+          pump();
+          return;
+        }
         case '/slow-body':
           res.writeHead(200, { 'content-type': 'text/plain' });
           res.write('partial');
@@ -209,6 +222,13 @@ describe('deliverWebhook against a local HTTPS receiver', () => {
     expect(outcome).toMatchObject({ delivered: true, statusCode: 200 });
   });
 
+  it('should stop reading after 64 KiB of a response that never ends', async () => {
+    const started = Date.now();
+    const outcome = await deliver('/endless', { timeoutMs: 5_000 });
+    expect(outcome).toMatchObject({ delivered: false, statusCode: 503, error: 'HTTP 503' });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
   it('should reuse a keep-alive connection for consecutive deliveries', async () => {
     closeDeliveryAgents();
     const before = connections;
@@ -274,7 +294,6 @@ describe('deliverWebhook address policy', () => {
   it('should refuse a name that resolves to loopback at connect time (DNS rebinding)', async () => {
     // Public when the URL was registered, loopback when the delivery connects.
     const rebinding = lookupReturning('93.184.216.34', '127.0.0.1');
-    const { checkWebhookUrl } = await import('../../../src/webhooks/address-policy');
     const resolve = (host: string) =>
       new Promise<string[]>((ok) => rebinding(host, { all: true }, (_e, a) => ok((a as LookupAddress[]).map((x) => x.address))));
     await expect(checkWebhookUrl(`https://rebind.example:${port}/ok`, { allowPrivate: false, resolve })).resolves.toEqual({ ok: true });

@@ -1,0 +1,139 @@
+/**
+ * bench/create-payment: POST /v1/payments through the real service next to a baseline measured
+ * in the same run (bench/create-payment/baseline.ts). Prints req/s, p50 and p99 at 32
+ * connections and p50 at 1 connection, with the service/baseline ratios.
+ *
+ *   npm run bench:create-payment            # PostgreSQL and SQLite
+ *   BENCH_DB=postgres npm run bench:create-payment
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import autocannon from 'autocannon';
+
+// The bench client talks to local self-signed listeners only.
+process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+
+const ROOT = path.join(__dirname, '..', '..');
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const PG_ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+interface Figures { rps: number; p50: number; p99: number }
+
+function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray; output: string[] }> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  return new Promise((resolve, reject) => {
+    const onData = (c: Buffer) => {
+      output.push(String(c));
+      const m = ready.exec(output.join(''));
+      if (m) resolve({ child, match: m, output });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${output.join('')}`)));
+  });
+}
+
+async function load(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number): Promise<Figures> {
+  const result = await autocannon({
+    url,
+    method: 'POST',
+    connections,
+    duration: seconds,
+    headers: { 'content-type': 'application/json', ...headers },
+    requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body, headers: { ...(req.headers as object), 'idempotency-key': randomUUID() } }) }],
+  } as never);
+  const r = result as unknown as { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
+  if (r.non2xx || r.errors) process.stdout.write(`  (warning: ${r.non2xx} non-2xx, ${r.errors} errors)\n`);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+}
+
+async function freshDb(dialect: string, dir: string): Promise<{ url: string; drop(): Promise<void> }> {
+  if (dialect === 'sqlite') return { url: `sqlite:${path.join(dir, `bench-${randomBytes(4).toString('hex')}.sqlite`)}`, drop: async () => undefined };
+  const name = `payorch_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new Client({ connectionString: PG_ADMIN });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const u = new URL(PG_ADMIN);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    async drop() {
+      const c = new Client({ connectionString: PG_ADMIN });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+async function benchDialect(dialect: string): Promise<Record<string, Figures>> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-'));
+  const serviceDb = await freshDb(dialect, dir);
+  const baselineDb = await freshDb(dialect, dir);
+  const body = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'bench' });
+  const service = await startProcess(
+    [path.join(ROOT, 'bin', 'payorch.js'), 'start'],
+    { DATABASE_URL: serviceDb.url, DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000' },
+    /test key: (sk_test_\S+)[\s\S]*"url":"https:\/\/[^:]+:(\d+)"/,
+  ).catch(async () => {
+    // With LOG_LEVEL=warn the listening line is not printed: start at info instead.
+    return startProcess(
+      [path.join(ROOT, 'bin', 'payorch.js'), 'start'],
+      { DATABASE_URL: serviceDb.url, DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000' },
+      /test key: (sk_test_\S+)[\s\S]*"url":"https:\/\/[^:]+:(\d+)"/,
+    );
+  });
+  const baseline = await startProcess(
+    ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')],
+    { DATABASE_URL: baselineDb.url, PORT: '0' },
+    /baseline listening (\d+)/,
+  );
+  const serviceUrl = `https://127.0.0.1:${service.match[2]}/v1/payments`;
+  const baselineUrl = `https://127.0.0.1:${baseline.match[1]}/`;
+  const auth = { authorization: `Bearer ${service.match[1]}` };
+  try {
+    await load(serviceUrl, auth, body, 8, 2); // warm-up
+    await load(baselineUrl, {}, body, 8, 2);
+    const out: Record<string, Figures> = {};
+    out['baseline c=32'] = await load(baselineUrl, {}, body, 32, DURATION);
+    out['service  c=32'] = await load(serviceUrl, auth, body, 32, DURATION);
+    out['baseline c=1'] = await load(baselineUrl, {}, body, 1, Math.max(3, DURATION / 2));
+    out['service  c=1'] = await load(serviceUrl, auth, body, 1, Math.max(3, DURATION / 2));
+    return out;
+  } finally {
+    service.child.kill('SIGTERM');
+    baseline.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1000));
+    await serviceDb.drop();
+    await baselineDb.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const dialects = (process.env.BENCH_DB ?? 'postgres,sqlite').split(',');
+  process.stdout.write(`create-payment benchmark on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${DURATION}s per run\n`);
+  for (const dialect of dialects) {
+    const f = await benchDialect(dialect);
+    process.stdout.write(`\n${dialect}\n`);
+    for (const [name, v] of Object.entries(f)) {
+      process.stdout.write(`  ${name.padEnd(14)} ${v.rps.toFixed(0).padStart(6)} req/s   p50 ${String(v.p50).padStart(4)} ms   p99 ${String(v.p99).padStart(4)} ms\n`);
+    }
+    const s32 = f['service  c=32'];
+    const b32 = f['baseline c=32'];
+    process.stdout.write(
+      `  ratio (service/baseline) at c=32: ${(s32.rps / b32.rps).toFixed(2)} of req/s; p99 ${s32.p99} ms; p50 at c=1: ${f['service  c=1'].p50} ms\n`,
+    );
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,145 @@
+import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GqlContext } from './context';
+import { PageArgs, defined, toList } from './types/common';
+
+@ObjectType('Gateway')
+class GatewayType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String) name!: string;
+  @Field(() => String) type!: string;
+  @Field(() => Boolean) enabled!: boolean;
+  @Field(() => [String], { nullable: true }) currencies!: string[] | null;
+  @Field(() => GraphQLJSONObject) settings!: Record<string, unknown>;
+  @Field(() => Boolean) credentialsSet!: boolean;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('GatewayList')
+class GatewayList {
+  @Field(() => [GatewayType]) nodes!: GatewayType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@InputType('CreateGatewayInput')
+class CreateGatewayInput {
+  @Field(() => String) name!: string;
+  @Field(() => String) type!: string;
+  @Field(() => GraphQLJSONObject, { nullable: true }) credentials?: Record<string, string>;
+  @Field(() => [String], { nullable: true }) currencies?: string[] | null;
+  @Field(() => Boolean, { nullable: true }) enabled?: boolean;
+  @Field(() => GraphQLJSONObject, { nullable: true }) settings?: Record<string, unknown>;
+}
+
+@InputType('UpdateGatewayInput')
+class UpdateGatewayInput {
+  @Field(() => String, { nullable: true }) name?: string;
+  @Field(() => GraphQLJSONObject, { nullable: true }) credentials?: Record<string, string>;
+  @Field(() => [String], { nullable: true }) currencies?: string[] | null;
+  @Field(() => Boolean, { nullable: true }) enabled?: boolean;
+  @Field(() => GraphQLJSONObject, { nullable: true }) settings?: Record<string, unknown>;
+}
+
+@ArgsType()
+class GatewayListArgs extends PageArgs {
+  @Field(() => String, { nullable: true }) type?: string;
+  @Field(() => Boolean, { nullable: true }) enabled?: boolean;
+}
+
+@ObjectType('FxRate')
+class FxRateType {
+  @Field(() => String) from!: string;
+  @Field(() => String) to!: string;
+  @Field(() => String) rate!: string;
+  @Field(() => String, { nullable: true }) updatedAt!: string | null;
+}
+
+@ObjectType('FxRateSet')
+class FxRateSetType {
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => [FxRateType]) rates!: FxRateType[];
+  @Field(() => Boolean) demoRatesAvailable!: boolean;
+}
+
+@InputType('FxRateInput')
+class FxRateInput {
+  @Field(() => String) from!: string;
+  @Field(() => String) to!: string;
+  @Field(() => String) rate!: string;
+}
+
+@ObjectType('RoutingDecision')
+class RoutingDecisionType {
+  @Field(() => String, { nullable: true }) rule!: string | null;
+  @Field(() => [String]) gateways!: string[];
+  @Field(() => Int) maxAttempts!: number;
+  @Field(() => Boolean) usesBuiltinSimulator!: boolean;
+}
+
+@InputType('RoutingSimulationInput')
+class RoutingSimulationInput {
+  @Field(() => Number) amount!: number;
+  @Field(() => String) currency!: string;
+  @Field(() => String, { nullable: true }) country?: string;
+  @Field(() => String, { nullable: true }) cardBrand?: string;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
+}
+
+@Resolver(() => GatewayType)
+export class GatewayResolver {
+  @Query(() => GatewayType)
+  gateway(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.gateways.retrieve(rc, id);
+  }
+
+  @Query(() => GatewayList)
+  async gateways(@Args(() => GatewayListArgs) args: GatewayListArgs, @Ctx() { services, rc }: GqlContext) {
+    return toList(await services.gateways.list(rc, defined(args)));
+  }
+
+  @Mutation(() => GatewayType)
+  createGateway(@Arg('input', () => CreateGatewayInput) input: CreateGatewayInput, @Ctx() { services, rc }: GqlContext) {
+    return services.gateways.create(rc, defined(input));
+  }
+
+  @Mutation(() => GatewayType)
+  updateGateway(@Arg('id', () => ID) id: string, @Arg('input', () => UpdateGatewayInput) input: UpdateGatewayInput, @Ctx() { services, rc }: GqlContext) {
+    return services.gateways.update(rc, id, defined(input));
+  }
+
+  @Mutation(() => GatewayType)
+  deleteGateway(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.gateways.remove(rc, id, (gid) => services.routing.references(rc, gid));
+  }
+
+  /** The rule set as JSON, the same document PUT /v1/routing takes. */
+  @Query(() => GraphQLJSONObject)
+  routing(@Ctx() { services, rc }: GqlContext) {
+    return services.routing.get(rc);
+  }
+
+  @Mutation(() => GraphQLJSONObject)
+  setRouting(@Arg('config', () => GraphQLJSONObject) config: Record<string, unknown>, @Ctx() { services, rc }: GqlContext) {
+    return services.routing.replace(rc, config);
+  }
+
+  @Query(() => RoutingDecisionType)
+  simulateRouting(@Arg('input', () => RoutingSimulationInput) input: RoutingSimulationInput, @Ctx() { services, rc }: GqlContext) {
+    return services.routing.simulate(rc, defined(input));
+  }
+
+  @Query(() => FxRateSetType)
+  fxRates(@Ctx() { services, rc }: GqlContext) {
+    return services.fx.list(rc);
+  }
+
+  @Mutation(() => FxRateSetType)
+  setFxRates(@Arg('rates', () => [FxRateInput]) rates: FxRateInput[], @Ctx() { services, rc }: GqlContext) {
+    return services.fx.replace(rc, { rates: rates.map((r) => defined(r)) });
+  }
+}

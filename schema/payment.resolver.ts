@@ -1,0 +1,196 @@
+import {
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+} from 'type-graphql';
+import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GqlContext } from './context';
+import { PageArgs, defined, toList } from './types/common';
+import { CustomerType } from './customer.resolver';
+import type { Payment } from '../src/modules/payments/payment.service';
+import type { Customer } from '../src/modules/customers/customer.service';
+
+@ObjectType('PaymentMethodDetails')
+class PaymentMethodDetailsType {
+  @Field(() => String) type!: string;
+  @Field(() => String) brand!: string;
+  @Field(() => String) last4!: string;
+  @Field(() => Int, { nullable: true }) expMonth!: number | null;
+  @Field(() => Int, { nullable: true }) expYear!: number | null;
+  @Field(() => String, { nullable: true }) fingerprint!: string | null;
+}
+
+@ObjectType('PaymentAttempt')
+class PaymentAttemptType {
+  @Field(() => String) gatewayId!: string;
+  @Field(() => String) outcome!: string;
+  @Field(() => String, { nullable: true }) code!: string | null;
+  @Field(() => Int) latencyMs!: number;
+}
+
+@ObjectType('Refund')
+export class RefundType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String) paymentId!: string;
+  @Field(() => Number) amount!: number;
+  @Field(() => String) currency!: string;
+  @Field(() => String, { nullable: true }) reason!: string | null;
+  @Field(() => String) status!: string;
+  @Field(() => String, { nullable: true }) gatewayId!: string | null;
+  @Field(() => String, { nullable: true }) failureCode!: string | null;
+  @Field(() => String, { nullable: true }) failureMessage!: string | null;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('Payment')
+export class PaymentType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String, { nullable: true }) customerId!: string | null;
+  // Amounts reach 10^12, beyond GraphQL's 32-bit Int; Float carries every integer up to 2^53.
+  @Field(() => Number) amount!: number;
+  @Field(() => String) currency!: string;
+  @Field(() => String) originalCurrency!: string;
+  @Field(() => Number, { nullable: true }) originalAmount!: number | null;
+  @Field(() => String, { nullable: true }) exchangeRate!: string | null;
+  @Field(() => String) paymentMethod!: string;
+  @Field(() => PaymentMethodDetailsType) paymentMethodDetails!: PaymentMethodDetailsType;
+  @Field(() => String, { nullable: true }) description!: string | null;
+  @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
+  @Field(() => String) status!: string;
+  @Field(() => String, { nullable: true }) failureCode!: string | null;
+  @Field(() => String, { nullable: true }) failureMessage!: string | null;
+  @Field(() => Number) amountRefunded!: number;
+  @Field(() => Boolean) refunded!: boolean;
+  @Field(() => String, { nullable: true }) gatewayId!: string | null;
+  @Field(() => [PaymentAttemptType]) attempts!: PaymentAttemptType[];
+  @Field(() => String, { nullable: true }) invoiceId!: string | null;
+  @Field(() => String, { nullable: true }) subscriptionId!: string | null;
+  @Field(() => String, { nullable: true }) checkoutSessionId!: string | null;
+  @Field(() => String, { nullable: true }) paymentLinkId!: string | null;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('PaymentList')
+class PaymentList {
+  @Field(() => [PaymentType]) nodes!: PaymentType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@ObjectType('RefundList')
+class RefundList {
+  @Field(() => [RefundType]) nodes!: RefundType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@InputType('CardInput')
+class CardInput {
+  @Field(() => String) number!: string;
+  @Field(() => Int) expMonth!: number;
+  @Field(() => Int) expYear!: number;
+  @Field(() => String) cvc!: string;
+}
+
+@InputType('CreatePaymentInput')
+class CreatePaymentInput {
+  @Field(() => String, { nullable: true }) customerId?: string;
+  @Field(() => Number) amount!: number;
+  @Field(() => String) currency!: string;
+  @Field(() => String, { nullable: true }) originalCurrency?: string;
+  @Field(() => String) paymentMethod!: string;
+  @Field(() => CardInput, { nullable: true }) card?: CardInput;
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
+}
+
+@InputType('UpdatePaymentInput')
+class UpdatePaymentInput {
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
+}
+
+@ArgsType()
+class PaymentListArgs extends PageArgs {
+  @Field(() => String, { nullable: true }) search?: string;
+  @Field(() => String, { nullable: true }) status?: string;
+  @Field(() => String, { nullable: true }) customerId?: string;
+}
+
+@ArgsType()
+class RefundListArgs extends PageArgs {
+  @Field(() => String, { nullable: true }) status?: string;
+  @Field(() => String, { nullable: true }) paymentId?: string;
+}
+
+@Resolver(() => PaymentType)
+export class PaymentResolver {
+  @Query(() => PaymentType)
+  payment(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.payments.retrieve(rc, id);
+  }
+
+  @Query(() => PaymentList)
+  async payments(@Args(() => PaymentListArgs) args: PaymentListArgs, @Ctx() { services, rc }: GqlContext) {
+    return toList(await services.payments.list(rc, defined(args)));
+  }
+
+  @Mutation(() => PaymentType)
+  createPayment(@Arg('input', () => CreatePaymentInput) input: CreatePaymentInput, @Ctx() { services, rc }: GqlContext) {
+    const data = defined(input);
+    if (input.card) data.card = defined(input.card);
+    return services.payments.create(rc, data);
+  }
+
+  @Mutation(() => PaymentType)
+  updatePayment(@Arg('id', () => ID) id: string, @Arg('input', () => UpdatePaymentInput) input: UpdatePaymentInput, @Ctx() { services, rc }: GqlContext) {
+    return services.payments.update(rc, id, defined(input));
+  }
+
+  @FieldResolver(() => CustomerType, { nullable: true })
+  customer(@Root() payment: Payment, @Ctx() { loaders }: GqlContext) {
+    return payment.customerId ? loaders.customer.load(payment.customerId) : null;
+  }
+
+  @FieldResolver(() => [RefundType])
+  refunds(@Root() payment: Payment, @Ctx() { loaders }: GqlContext) {
+    return loaders.refundsByPayment.load(payment.id);
+  }
+}
+
+@Resolver(() => RefundType)
+export class RefundResolver {
+  @Query(() => RefundType)
+  refund(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.refunds.retrieve(rc, id);
+  }
+
+  @Query(() => RefundList)
+  async refunds(@Args(() => RefundListArgs) args: RefundListArgs, @Ctx() { services, rc }: GqlContext) {
+    return toList(await services.refunds.list(rc, defined(args)));
+  }
+
+  @Mutation(() => RefundType)
+  refundPayment(
+    @Arg('paymentId', () => ID) paymentId: string,
+    @Arg('amount', () => Number, { nullable: true }) amount: number | undefined,
+    @Arg('reason', () => String, { nullable: true }) reason: string | undefined,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return services.refunds.create(rc, defined({ paymentId, amount, reason }));
+  }
+}
+
+@Resolver(() => CustomerType)
+export class CustomerPaymentsResolver {
+  @FieldResolver(() => [PaymentType])
+  payments(@Root() customer: Customer, @Ctx() { loaders }: GqlContext) {
+    return loaders.paymentsByCustomer.load(customer.id);
+  }
+}

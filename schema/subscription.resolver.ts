@@ -1,0 +1,52 @@
+import { Arg, Resolver, Root, Subscription } from 'type-graphql';
+import type { SubscribeResolverData } from 'type-graphql';
+import type { GqlContext } from './context';
+import { EventType } from './event.resolver';
+import { PaymentType } from './payment.resolver';
+import { CustomerType } from './customer.resolver';
+import { requirePermission } from '../src/core/context';
+import type { PublishedEvent } from '../src/core/event-bus';
+
+type Data = SubscribeResolverData<unknown, { types?: string[] | null }, GqlContext>;
+
+/** Only the subscriber's own account and mode, and only the types asked for. */
+function streamFor(data: Data, resource: string, accepts: (type: string) => boolean) {
+  const { rc, services } = data.context;
+  requirePermission(rc, resource, 'read');
+  const livemode = rc.mode === 'live';
+  return services.bus.stream((e) => e.accountId === rc.accountId && e.livemode === livemode && accepts(e.type));
+}
+
+function asEvent(e: PublishedEvent) {
+  return { id: e.id, object: 'event', type: e.type, createdAt: e.createdAt, livemode: e.livemode, data: e.data };
+}
+
+@Resolver()
+export class SubscriptionResolver {
+  @Subscription(() => EventType, {
+    subscribe: (data: Data) => {
+      const types = data.args.types;
+      return streamFor(data, 'events', (type) => !types || types.length === 0 || types.includes(type));
+    },
+    description: "The account and mode's events as they are committed, optionally only some types.",
+  })
+  events(@Root() event: PublishedEvent, @Arg('types', () => [String], { nullable: true }) _types?: string[]) {
+    return asEvent(event);
+  }
+
+  @Subscription(() => PaymentType, {
+    subscribe: (data: Data) => streamFor(data, 'payments', (type) => type.startsWith('payment.')),
+    description: 'Each payment as it is after a payment.* event.',
+  })
+  paymentUpdated(@Root() event: PublishedEvent) {
+    return event.data.object;
+  }
+
+  @Subscription(() => CustomerType, {
+    subscribe: (data: Data) => streamFor(data, 'customers', (type) => type.startsWith('customer.')),
+    description: 'Each customer as it is after a customer.* event.',
+  })
+  customerUpdated(@Root() event: PublishedEvent) {
+    return event.data.object;
+  }
+}

@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Redis } from 'ioredis';
+import type { EventBus, PublishedEvent, RemoteEventSink } from './event-bus';
+import { errorForLog, type Logger } from '../logger';
+
+const CHANNEL = 'payorch_events';
+// NOTIFY payloads are capped at 8000 bytes; bigger events travel by id and are read back.
+const MAX_INLINE = 7000;
+
+interface Envelope {
+  origin: string;
+  event?: PublishedEvent;
+  ref?: { id: string };
+}
+
+export interface EventFanout extends RemoteEventSink {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type LoadEvent = (id: string) => Promise<PublishedEvent | null>;
+
+/** Shared plumbing: tag outgoing events with our origin and ignore our own echoes. */
+abstract class BaseFanout implements EventFanout {
+  protected readonly origin = randomBytes(8).toString('hex');
+  constructor(
+    protected readonly bus: EventBus,
+    protected readonly load: LoadEvent,
+    protected readonly logger: Logger,
+  ) {}
+  abstract start(): Promise<void>;
+  abstract stop(): Promise<void>;
+  protected abstract transmit(payload: string): Promise<void>;
+
+  send(event: PublishedEvent): void {
+    const inline = JSON.stringify({ origin: this.origin, event } satisfies Envelope);
+    const payload = Buffer.byteLength(inline) <= MAX_INLINE ? inline : JSON.stringify({ origin: this.origin, ref: { id: event.id } } satisfies Envelope);
+    this.transmit(payload).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out send failed'));
+  }
+
+  protected async receive(payload: string): Promise<void> {
+    const envelope = JSON.parse(payload) as Envelope;
+    if (envelope.origin === this.origin) return;
+    const event = envelope.event ?? (envelope.ref ? await this.load(envelope.ref.id) : null);
+    if (event) this.bus.deliverLocal(event);
+  }
+}
+
+/** PostgreSQL LISTEN/NOTIFY on a dedicated connection. */
+export class PostgresFanout extends BaseFanout {
+  private listener?: pg.Client;
+  private notifier?: pg.Pool;
+
+  constructor(private readonly url: string, bus: EventBus, load: LoadEvent, logger: Logger) {
+    super(bus, load, logger);
+  }
+
+  async start(): Promise<void> {
+    this.listener = new pg.Client({ connectionString: this.url });
+    this.listener.on('error', (err) => this.logger.error({ err: errorForLog(err) }, 'event listener connection failed'));
+    await this.listener.connect();
+    this.listener.on('notification', (msg) => {
+      if (msg.channel === CHANNEL && msg.payload) {
+        this.receive(msg.payload).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out receive failed'));
+      }
+    });
+    await this.listener.query(`LISTEN ${CHANNEL}`);
+    this.notifier = new pg.Pool({ connectionString: this.url, max: 2 });
+  }
+
+  protected async transmit(payload: string): Promise<void> {
+    await this.notifier?.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+  }
+
+  async stop(): Promise<void> {
+    await this.listener?.end().catch(() => undefined);
+    await this.notifier?.end().catch(() => undefined);
+  }
+}
+
+/** Redis pub/sub (used whenever REDIS_URL is set, whatever the database). */
+export class RedisFanout extends BaseFanout {
+  private subscriber?: Redis;
+
+  constructor(private readonly redis: Redis, bus: EventBus, load: LoadEvent, logger: Logger) {
+    super(bus, load, logger);
+  }
+
+  async start(): Promise<void> {
+    this.subscriber = this.redis.duplicate();
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === CHANNEL) this.receive(message).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out receive failed'));
+    });
+    await this.subscriber.subscribe(CHANNEL);
+  }
+
+  protected async transmit(payload: string): Promise<void> {
+    await this.redis.publish(CHANNEL, payload);
+  }
+
+  async stop(): Promise<void> {
+    this.subscriber?.disconnect();
+  }
+}

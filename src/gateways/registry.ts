@@ -1,0 +1,129 @@
+import { z } from 'zod';
+import type { Gateway } from './gateway';
+import { SimulatorGateway } from './simulator/simulator.gateway';
+import { STRIPE_DEFAULT_BASE_URL, StripeGateway } from './stripe/stripe.gateway';
+
+export const GATEWAY_TYPES = ['simulator', 'stripe'] as const;
+export type GatewayType = (typeof GATEWAY_TYPES)[number];
+
+export function isGatewayType(type: string): type is GatewayType {
+  return (GATEWAY_TYPES as readonly string[]).includes(type);
+}
+
+/** Credentials per type: strict, so a typo is reported instead of silently ignored. */
+export const gatewayCredentialsSchemas = {
+  simulator: z.object({}).strict(),
+  stripe: z
+    .object({
+      secretKey: z
+        .string({ error: 'must be a Stripe secret key' })
+        .regex(/^sk_[0-9A-Za-z_]+$/, { error: "must be a Stripe secret key starting with 'sk_'" }),
+    })
+    .strict(),
+} as const;
+
+export const gatewaySettingsSchemas = {
+  simulator: z
+    .object({
+      latencyMs: z.number().int().min(0).max(10_000).optional(),
+      outage: z.boolean().optional(),
+      failureRate: z.number().min(0).max(1).optional(),
+      seed: z.number().int().min(0).max(0xffffffff).optional(),
+    })
+    .strict(),
+  stripe: z
+    .object({
+      baseUrl: z
+        .url({ protocol: /^https$/, error: 'must be an https URL' })
+        .default(STRIPE_DEFAULT_BASE_URL),
+    })
+    .strict(),
+} as const;
+
+export type SimulatorCredentials = z.output<typeof gatewayCredentialsSchemas.simulator>;
+export type StripeCredentials = z.output<typeof gatewayCredentialsSchemas.stripe>;
+export type SimulatorSettingsConfig = z.output<typeof gatewaySettingsSchemas.simulator>;
+export type StripeSettingsConfig = z.output<typeof gatewaySettingsSchemas.stripe>;
+
+/** A plain error (not a DomainError) so this module stays transport- and service-agnostic. */
+export class GatewayConfigError extends Error {
+  constructor(
+    /** `type`, `credentials.<key>` or `settings.<key>`. */
+    readonly param: string,
+    message: string,
+    /** How the service should report it: `unknown_parameter` for unexpected keys, else invalid/missing. */
+    readonly code: 'invalid_parameter' | 'missing_parameter' | 'unknown_parameter' = 'invalid_parameter',
+  ) {
+    super(message);
+    this.name = 'GatewayConfigError';
+  }
+}
+
+export interface ValidGatewayConfig {
+  type: GatewayType;
+  credentials: Record<string, string>;
+  settings: Record<string, unknown>;
+}
+
+function configError(section: 'credentials' | 'settings', error: z.ZodError): GatewayConfigError {
+  const issue = error.issues[0];
+  if (issue.code === 'unrecognized_keys') {
+    const param = `${section}.${issue.keys[0]}`;
+    return new GatewayConfigError(param, `Unknown parameter: '${param}'`, 'unknown_parameter');
+  }
+  const param = [section, ...issue.path.map(String)].join('.');
+  if (issue.code === 'invalid_type' && issue.input === undefined) {
+    return new GatewayConfigError(param, `Missing required parameter: '${param}'`, 'missing_parameter');
+  }
+  return new GatewayConfigError(param, `Invalid '${param}': ${issue.message}`);
+}
+
+/** Validates a gateway's type, credentials and settings; returns them normalised (defaults applied). */
+export function validateGatewayConfig(type: string, credentials: unknown, settings: unknown): ValidGatewayConfig {
+  if (!isGatewayType(type)) {
+    throw new GatewayConfigError('type', `Invalid 'type': must be one of ${GATEWAY_TYPES.join(', ')}`);
+  }
+  const creds = gatewayCredentialsSchemas[type].safeParse(credentials ?? {});
+  if (!creds.success) throw configError('credentials', creds.error);
+  const sets = gatewaySettingsSchemas[type].safeParse(settings ?? {});
+  if (!sets.success) throw configError('settings', sets.error);
+  return { type, credentials: creds.data as Record<string, string>, settings: sets.data as Record<string, unknown> };
+}
+
+export interface CreateGatewayOptions {
+  credentials: Record<string, string>;
+  settings?: Record<string, unknown>;
+  /** Our `gw_` id; the simulator keys its idempotency store by it. */
+  gatewayId: string;
+  httpsAgentOptions?: { ca?: string | Buffer };
+  timeoutMs?: number;
+  /** "Now" for expiry checks in the simulator (test clocks). */
+  clock?: { now(): Date };
+}
+
+type Factory = (opts: CreateGatewayOptions) => Gateway;
+
+/** The static registry: one factory per type; each validates its own config first. */
+const FACTORIES: Record<GatewayType, Factory> = {
+  simulator: (opts) =>
+    new SimulatorGateway({
+      gatewayId: opts.gatewayId,
+      settings: gatewaySettingsSchemas.simulator.parse(opts.settings ?? {}),
+      timeoutMs: opts.timeoutMs,
+      clock: opts.clock,
+    }),
+  stripe: (opts) =>
+    new StripeGateway({
+      gatewayId: opts.gatewayId,
+      credentials: gatewayCredentialsSchemas.stripe.parse(opts.credentials),
+      settings: gatewaySettingsSchemas.stripe.parse(opts.settings ?? {}),
+      httpsAgentOptions: opts.httpsAgentOptions,
+      timeoutMs: opts.timeoutMs,
+    }),
+};
+
+/** Builds a connector; throws GatewayConfigError for an unknown type or invalid config. */
+export function createGateway(type: string, opts: CreateGatewayOptions): Gateway {
+  const valid = validateGatewayConfig(type, opts.credentials, opts.settings);
+  return FACTORIES[valid.type]({ ...opts, credentials: valid.credentials, settings: valid.settings });
+}

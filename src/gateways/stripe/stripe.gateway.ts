@@ -1,0 +1,268 @@
+import https from 'node:https';
+import type {
+  ChargeRequest,
+  Gateway,
+  GatewayResult,
+  RefundRequest,
+  SaveCardRequest,
+  SaveCardResult,
+  StatusRequest,
+  StatusResult,
+} from '../gateway';
+import {
+  elapsedMs,
+  safeMessage,
+  summarizeChargeRequest,
+  summarizeRefundRequest,
+  summarizeSaveCardRequest,
+  summarizeStatusRequest,
+} from '../redaction';
+import {
+  STRIPE_API_VERSION,
+  chargeForm,
+  chargeSearchPath,
+  customerForm,
+  encodeForm,
+  encodeSavedToken,
+  mapChargeAnswer,
+  mapChargeSearchAnswer,
+  mapCustomerAnswer,
+  mapPaymentMethodAnswer,
+  mapRefundAnswer,
+  mapRefundListAnswer,
+  paymentMethodForm,
+  refundForm,
+  refundListPath,
+  type FormFields,
+  type Mapped,
+  type StripeAnswer,
+} from './stripe.transformers';
+
+export interface StripeSettings {
+  baseUrl?: string;
+}
+
+export interface StripeGatewayOptions {
+  gatewayId: string;
+  credentials: { secretKey: string };
+  settings?: StripeSettings;
+  /** Extra CA to trust (tests point baseUrl at a local HTTPS fake). */
+  httpsAgentOptions?: { ca?: string | Buffer };
+  /** Whole-exchange deadline; past it the outcome is `timeout` (default 10 000 ms). */
+  timeoutMs?: number;
+}
+
+export const STRIPE_DEFAULT_BASE_URL = 'https://api.stripe.com';
+const DEFAULT_TIMEOUT_MS = 10_000;
+const MAX_RESPONSE_BYTES = 1_000_000;
+/** Refund look-ups page through at most this many pages of 100 before giving up. */
+const MAX_REFUND_PAGES = 10;
+
+type Exchange =
+  | { kind: 'answer'; answer: StripeAnswer }
+  | { kind: 'timeout' }
+  | { kind: 'connection'; message: string };
+
+/** Keep-alive agents shared by every connector with the same trust roots (connectors may be built per request). */
+const agents = new Map<string, https.Agent>();
+
+function agentFor(ca: string | Buffer | undefined): https.Agent {
+  const key = ca === undefined ? '' : ca.toString();
+  let agent = agents.get(key);
+  if (!agent) {
+    agent = new https.Agent({ keepAlive: true, ...(ca === undefined ? {} : { ca }) });
+    agents.set(key, agent);
+  }
+  return agent;
+}
+
+/**
+ * Stripe connector over its REST API with node's `https` (no SDK). Every call carries our
+ * idempotency key as `Idempotency-Key`, so a repeat after a timeout returns Stripe's first answer.
+ */
+export class StripeGateway implements Gateway {
+  readonly type = 'stripe';
+  private readonly secretKey: string;
+  private readonly baseUrl: URL;
+  private readonly agent: https.Agent;
+  private readonly timeoutMs: number;
+
+  constructor(opts: StripeGatewayOptions) {
+    this.secretKey = opts.credentials.secretKey;
+    this.baseUrl = new URL(opts.settings?.baseUrl ?? STRIPE_DEFAULT_BASE_URL);
+    this.agent = agentFor(opts.httpsAgentOptions?.ca);
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  async charge(r: ChargeRequest): Promise<GatewayResult> {
+    const started = performance.now();
+    const { fields, droppedMetadataKeys } = chargeForm(r);
+    const request = {
+      ...summarizeChargeRequest(r),
+      endpoint: 'POST /v1/payment_intents',
+      ...(droppedMetadataKeys.length > 0 ? { droppedMetadataKeys } : {}),
+    };
+    const mapped = this.settle(await this.send('POST', '/v1/payment_intents', fields, r.idempotencyKey), mapChargeAnswer);
+    return { ...mapped, latencyMs: elapsedMs(started), request };
+  }
+
+  async refund(r: RefundRequest): Promise<GatewayResult> {
+    const started = performance.now();
+    const request = { ...summarizeRefundRequest(r), endpoint: 'POST /v1/refunds' };
+    const mapped = this.settle(await this.send('POST', '/v1/refunds', refundForm(r), r.idempotencyKey), mapRefundAnswer);
+    return { ...mapped, latencyMs: elapsedMs(started), request };
+  }
+
+  /**
+   * Creates the PaymentMethod, then a Stripe customer holding it: Stripe lets an unattached
+   * PaymentMethod be used once only. The token is `cus_…:pm_…`, opaque to callers.
+   */
+  async saveCard(r: SaveCardRequest): Promise<SaveCardResult> {
+    const started = performance.now();
+    const request = { ...summarizeSaveCardRequest(r), endpoint: 'POST /v1/payment_methods, POST /v1/customers' };
+    const method = this.settle(await this.send('POST', '/v1/payment_methods', paymentMethodForm(r), r.idempotencyKey), mapPaymentMethodAnswer);
+    if (method.outcome !== 'succeeded' || !method.reference) {
+      return { ...method, reference: null, token: null, latencyMs: elapsedMs(started), request };
+    }
+    const customerKey = `${r.idempotencyKey}:customer`;
+    const customer = this.settle(await this.send('POST', '/v1/customers', customerForm(method.reference, customerKey), customerKey), mapCustomerAnswer);
+    const response = { paymentMethod: method.response, customer: customer.response };
+    if (customer.outcome !== 'succeeded' || !customer.reference) {
+      return { ...customer, reference: null, token: null, response, latencyMs: elapsedMs(started), request };
+    }
+    const token = encodeSavedToken(customer.reference, method.reference);
+    return {
+      outcome: 'succeeded', reference: method.reference, token, declineCode: null, message: null,
+      response, latencyMs: elapsedMs(started), request,
+    };
+  }
+
+  /**
+   * Charges: PaymentIntent search on our key (Stripe's search index lags writes by up to about
+   * a minute, so right after a timeout prefer repeating `charge()` with the same key).
+   * Refunds: listed through `chargeReference`; without it Stripe cannot find them.
+   */
+  async status(r: StatusRequest): Promise<StatusResult> {
+    const started = performance.now();
+    const request = summarizeStatusRequest(r);
+    const done = (mapped: Mapped, found: boolean): StatusResult => ({ ...mapped, found, latencyMs: elapsedMs(started), request });
+    // A failed look-up is "cannot tell", never a decline: only `not_found` says the object is absent.
+    const unknown = (mapped: Mapped): StatusResult =>
+      done(mapped.outcome === 'declined' ? { ...mapped, outcome: 'retryable_error', declineCode: 'status_unavailable' } : mapped, false);
+    const notFound = (): StatusResult => done({
+      outcome: 'declined', reference: null, declineCode: 'not_found',
+      message: `No ${r.kind} was made with this idempotency key.`, response: { found: false },
+    }, false);
+
+    if (r.kind === 'charge') {
+      const exchange = await this.send('GET', chargeSearchPath(r.idempotencyKey), null, null);
+      if (exchange.kind !== 'answer') return unknown(this.transportFailure(exchange));
+      const lookup = mapChargeSearchAnswer(exchange.answer);
+      if (lookup.found) return done(lookup.mapped, true);
+      return lookup.mapped ? unknown(lookup.mapped) : notFound();
+    }
+
+    if (!r.chargeReference) {
+      return done({
+        outcome: 'timeout', reference: null, declineCode: 'status_unavailable',
+        message: 'Stripe refunds can only be looked up through their charge reference.', response: {},
+      }, false);
+    }
+    let cursor: string | null = null;
+    for (let page = 0; page < MAX_REFUND_PAGES; page++) {
+      const exchange = await this.send('GET', refundListPath(r.chargeReference, cursor), null, null);
+      if (exchange.kind !== 'answer') return unknown(this.transportFailure(exchange));
+      const lookup = mapRefundListAnswer(exchange.answer, r.idempotencyKey);
+      if (lookup.found) return done(lookup.mapped, true);
+      if (lookup.mapped) return unknown(lookup.mapped);
+      if (!lookup.nextCursor) return notFound();
+      cursor = lookup.nextCursor;
+    }
+    return done({
+      outcome: 'timeout', reference: null, declineCode: 'status_unavailable',
+      message: 'Too many refunds on this charge to look through.', response: {},
+    }, false);
+  }
+
+  private settle(exchange: Exchange, map: (a: StripeAnswer) => Mapped): Mapped {
+    return exchange.kind === 'answer' ? map(exchange.answer) : this.transportFailure(exchange);
+  }
+
+  private transportFailure(exchange: Exclude<Exchange, { kind: 'answer' }>): Mapped {
+    if (exchange.kind === 'timeout') {
+      return {
+        outcome: 'timeout', reference: null, declineCode: 'timeout',
+        message: `Stripe did not answer within ${this.timeoutMs} ms.`, response: { transport: 'timeout' },
+      };
+    }
+    return {
+      outcome: 'retryable_error', reference: null, declineCode: 'gateway_unavailable',
+      message: safeMessage(`Could not reach Stripe: ${exchange.message}`), response: { transport: 'connection_error' },
+    };
+  }
+
+  /** One HTTPS exchange; never rejects. The deadline covers connecting, sending and reading. */
+  private send(method: 'GET' | 'POST', path: string, form: FormFields | null, idempotencyKey: string | null): Promise<Exchange> {
+    const url = new URL(path, this.baseUrl);
+    const body = form ? encodeForm(form) : null;
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${this.secretKey}`,
+      'Stripe-Version': STRIPE_API_VERSION,
+      Accept: 'application/json',
+    };
+    if (body !== null) {
+      headers['Content-Type'] = 'application/x-www-form-urlencoded';
+      headers['Content-Length'] = String(Buffer.byteLength(body));
+    }
+    if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
+
+    return new Promise<Exchange>((resolve) => {
+      let finished = false;
+      const finish = (exchange: Exchange) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        resolve(exchange);
+      };
+      const req = https.request(url, { method, headers, agent: this.agent }, (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_RESPONSE_BYTES) {
+            req.destroy(new Error('response too large'));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = null;
+          try {
+            parsed = text ? JSON.parse(text) : null;
+          } catch {
+            parsed = null;
+          }
+          const requestId = res.headers['request-id'];
+          finish({
+            kind: 'answer',
+            answer: {
+              status: res.statusCode ?? 0,
+              body: parsed,
+              requestId: typeof requestId === 'string' ? requestId : null,
+              idempotentReplayed: res.headers['idempotent-replayed'] === 'true',
+            },
+          });
+        });
+        res.on('error', (err) => finish({ kind: 'connection', message: err.message }));
+      });
+      const timer = setTimeout(() => {
+        finish({ kind: 'timeout' });
+        req.destroy();
+      }, this.timeoutMs);
+      req.on('error', (err) => finish({ kind: 'connection', message: err.message }));
+      if (body !== null) req.write(body);
+      req.end();
+    });
+  }
+}

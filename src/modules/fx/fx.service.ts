@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import type { Database } from '../../db/database';
+import { isoTime } from '../../db/database';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { DomainError } from '../../core/errors';
+import { currencySchema } from '../../core/money';
+import { parseInput } from '../../core/validation';
+import { exchangeRateSchema, invertRate } from './fx-math';
+import { demoRate } from './demo-rates';
+
+/** A rate says how many units of `to` one unit of `from` buys (major units). */
+export interface FxRate {
+  from: string;
+  to: string;
+  rate: string;
+  updatedAt: string | null;
+}
+
+export interface FxRateSet {
+  object: 'fx_rates';
+  livemode: boolean;
+  rates: FxRate[];
+  /** Test mode falls back to fixed demo rates for pairs the account has not set. */
+  demoRatesAvailable: boolean;
+}
+
+const putRatesInput = z
+  .object({
+    rates: z
+      .array(
+        z.object({ from: currencySchema, to: currencySchema, rate: exchangeRateSchema }).strict(),
+        { error: 'rates must be an array of {from, to, rate}' },
+      )
+      .max(500),
+  })
+  .strict()
+  .superRefine((v, ctx) => {
+    const seen = new Set<string>();
+    v.rates.forEach((r, i) => {
+      if (r.from === r.to) ctx.addIssue({ code: 'custom', path: ['rates', i, 'to'], message: 'must differ from from' });
+      const pair = `${r.from}:${r.to}`;
+      if (seen.has(pair)) ctx.addIssue({ code: 'custom', path: ['rates', i], message: `${pair} is given twice` });
+      seen.add(pair);
+    });
+  });
+
+export class FxService {
+  constructor(private readonly db: Database) {}
+
+  async list(ctx: RequestContext): Promise<FxRateSet> {
+    requirePermission(ctx, 'fx_rates', 'read');
+    const rows = await this.db.select<{ from_currency: string; to_currency: string; rate: string; updated_at: unknown }>(
+      'SELECT from_currency, to_currency, rate, updated_at FROM fx_rates WHERE account_id = $1 AND mode = $2 ORDER BY from_currency, to_currency',
+      [ctx.accountId, ctx.mode],
+    );
+    return {
+      object: 'fx_rates',
+      livemode: ctx.mode === 'live',
+      rates: rows.map((r) => ({ from: r.from_currency, to: r.to_currency, rate: r.rate, updatedAt: isoTime(r.updated_at) })),
+      demoRatesAvailable: ctx.mode === 'test',
+    };
+  }
+
+  /** Replaces the account's whole rate table for the mode. */
+  async replace(ctx: RequestContext, input: unknown): Promise<FxRateSet> {
+    requirePermission(ctx, 'fx_rates', 'write');
+    const data = parseInput(putRatesInput, input);
+    const now = ctx.clock.now();
+    await this.db.transaction(async (t) => {
+      await this.db.execute('DELETE FROM fx_rates WHERE account_id = $1 AND mode = $2', [ctx.accountId, ctx.mode], t);
+      for (const r of data.rates) {
+        await this.db.execute(
+          'INSERT INTO fx_rates (account_id, mode, from_currency, to_currency, rate, updated_at) VALUES ($1, $2, $3, $4, $5, $6)',
+          [ctx.accountId, ctx.mode, r.from, r.to, r.rate, now],
+          t,
+        );
+      }
+    });
+    return this.list(ctx);
+  }
+
+  /** Units of `to` per unit of `from`: the account's pair, its inverse, then (test mode) demo rates. */
+  async rateFor(ctx: RequestContext, from: string, to: string): Promise<string> {
+    if (from === to) return '1';
+    const rows = await this.db.select<{ from_currency: string; rate: string }>(
+      `SELECT from_currency, rate FROM fx_rates WHERE account_id = $1 AND mode = $2
+         AND ((from_currency = $3 AND to_currency = $4) OR (from_currency = $4 AND to_currency = $3))`,
+      [ctx.accountId, ctx.mode, from, to],
+    );
+    const direct = rows.find((r) => r.from_currency === from);
+    if (direct) return direct.rate;
+    if (rows[0]) return invertRate(rows[0].rate);
+    const demo = ctx.mode === 'test' ? demoRate(from, to) : null;
+    if (demo) return demo;
+    throw new DomainError('fx_rate_unavailable', `No exchange rate from ${from} to ${to}; set one with PUT /v1/fx-rates`, 'originalCurrency');
+  }
+}

@@ -1,0 +1,101 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import { isoTime, readJson } from '../../db/database';
+import { Filter, rawPage } from '../../db/list';
+import type { RequestContext } from '../../core/context';
+import { newId } from '../../core/ids';
+import { parseInput } from '../../core/validation';
+import { listSchema, type Page } from '../../core/pagination';
+import type { GatewayResult } from '../../gateways/gateway';
+
+/** One gateway call waiting to be written with the outcome it led to. */
+export interface PendingTransaction {
+  kind: 'charge' | 'refund' | 'status' | 'save_card';
+  gatewayId: string;
+  gatewayType: string;
+  attempt: number;
+  idempotencyKey: string;
+  result: GatewayResult;
+}
+
+export interface GatewayTransaction {
+  id: string;
+  object: 'gateway_transaction';
+  livemode: boolean;
+  paymentId: string | null;
+  refundId: string | null;
+  gatewayId: string;
+  gatewayType: string;
+  kind: string;
+  attempt: number;
+  idempotencyKey: string;
+  outcome: string;
+  code: string | null;
+  message: string | null;
+  reference: string | null;
+  latencyMs: number;
+  request: Record<string, unknown>;
+  response: Record<string, unknown>;
+  createdAt: string;
+}
+
+const listInput = listSchema(['createdAt'] as const, {});
+const COLUMNS = 'id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
+
+/** Every gateway call, with the connector's redacted request/response summaries. */
+export class GatewayTransactionLog {
+  constructor(private readonly db: Database) {}
+
+  async insert(ctx: RequestContext, t: Transaction, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[]): Promise<void> {
+    if (entries.length === 0) return;
+    const now = ctx.clock.now();
+    const values: string[] = [];
+    const bind: unknown[] = [];
+    for (const e of entries) {
+      const row = [
+        newId('gtx'), ctx.accountId, ctx.mode, owner.paymentId ?? null, owner.refundId ?? null, e.gatewayId, e.gatewayType, e.kind,
+        e.attempt, e.idempotencyKey, e.result.outcome, e.result.declineCode, e.result.message, e.result.reference,
+        Math.round(e.result.latencyMs), JSON.stringify(e.result.request ?? {}), JSON.stringify(e.result.response ?? {}), now,
+      ];
+      values.push(`(${row.map((v) => { bind.push(v); return `$${bind.length}`; }).join(', ')})`);
+    }
+    await this.db.execute(
+      `INSERT INTO gateway_transactions (id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key,
+         outcome, code, message, reference, latency_ms, request, response, created_at) VALUES ${values.join(', ')}`,
+      bind,
+      t,
+    );
+  }
+
+  async list(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown): Promise<Page<GatewayTransaction>> {
+    const input = parseInput(listInput, query);
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId, refund_id: owner.refundId });
+    const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
+      table: 'gateway_transactions', columns: COLUMNS, filter, sortColumn: 'created_at', params: input,
+    });
+    return { data: rows.map(toApi), total, page: input.page, pageSize: input.pageSize };
+  }
+}
+
+function toApi(row: Record<string, unknown>): GatewayTransaction {
+  return {
+    id: row.id as string,
+    object: 'gateway_transaction',
+    livemode: row.mode === 'live',
+    paymentId: (row.payment_id as string | null) ?? null,
+    refundId: (row.refund_id as string | null) ?? null,
+    gatewayId: row.gateway_id as string,
+    gatewayType: row.gateway_type as string,
+    kind: row.kind as string,
+    attempt: Number(row.attempt),
+    idempotencyKey: row.idempotency_key as string,
+    outcome: row.outcome as string,
+    code: (row.code as string | null) ?? null,
+    message: (row.message as string | null) ?? null,
+    reference: (row.reference as string | null) ?? null,
+    latencyMs: Number(row.latency_ms),
+    request: readJson(row.request, {}),
+    response: readJson(row.response, {}),
+    createdAt: isoTime(row.created_at) as string,
+  };
+}

@@ -1,0 +1,150 @@
+import type { Database } from '../../db/database';
+import { isoTime } from '../../db/database';
+import { Filter, rawPage } from '../../db/list';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { DomainError, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { parseInput } from '../../core/validation';
+import { listSchema, type Page } from '../../core/pagination';
+import type { ChargeRequest } from '../../gateways/gateway';
+import type { GatewayConfigService } from '../gateways/gateway-config.service';
+import type { RoutingService } from '../routing/routing.service';
+import type { CustomerService } from '../customers/customer.service';
+import type { EventService } from '../events/event.service';
+import { describeCard } from '../../core/card';
+import { savePaymentMethodInput } from './payment.inputs';
+import type { PaymentMethodDetails } from './payment.service';
+import type { GatewayTransactionLog } from './gateway-transaction.log';
+
+export interface SavedPaymentMethod {
+  id: string;
+  object: 'payment_method';
+  livemode: boolean;
+  customerId: string;
+  gatewayId: string;
+  type: 'card';
+  card: { brand: string; last4: string; expMonth: number; expYear: number; fingerprint: string };
+  isDefault: boolean;
+  createdAt: string;
+}
+
+interface Row {
+  id: string;
+  mode: string;
+  customer_id: string;
+  gateway_id: string;
+  gateway_token: string;
+  brand: string;
+  last4: string;
+  exp_month: number;
+  exp_year: number;
+  fingerprint: string;
+  created_at: unknown;
+}
+
+const COLUMNS = 'id, mode, customer_id, gateway_id, gateway_token, brand, last4, exp_month, exp_year, fingerprint, created_at';
+const listInput = listSchema(['createdAt'] as const, {});
+
+/** Cards saved with a gateway (its token is kept, never the number) and charged later. */
+export class PaymentMethodService {
+  constructor(
+    private readonly db: Database,
+    private readonly customers: CustomerService,
+    private readonly gateways: GatewayConfigService,
+    private readonly routing: RoutingService,
+    private readonly events: EventService,
+    private readonly gtx: GatewayTransactionLog,
+    private readonly fingerprintKey: Buffer,
+  ) {}
+
+  async save(ctx: RequestContext, customerId: string, input: unknown): Promise<SavedPaymentMethod> {
+    requirePermission(ctx, 'customers', 'write');
+    const data = parseInput(savePaymentMethodInput, input);
+    const customer = await this.customers.retrieve(ctx, customerId);
+    let gatewayId = data.gatewayId;
+    if (!gatewayId) {
+      const decision = await this.routing.decide(ctx, { amount: 100, currency: 'USD', country: customer.country, cardBrand: null });
+      gatewayId = decision.gateways[0];
+      if (!gatewayId) throw new DomainError('no_gateway_available', 'No enabled gateway can save a card for this account');
+    }
+    const { gateway, type } = await this.gateways.connector(ctx, gatewayId);
+    const id = newId('pm');
+    const details = describeCard(data.card, this.fingerprintKey);
+    const result = await gateway.saveCard({
+      idempotencyKey: `${id}_save`,
+      card: { number: data.card.number, expMonth: data.card.expMonth, expYear: data.card.expYear, cvc: data.card.cvc },
+    });
+    if (result.outcome !== 'succeeded' || !result.token) {
+      throw new DomainError('invalid_parameter', result.message ?? 'The card could not be saved', 'card');
+    }
+    const now = ctx.clock.now();
+    const makeDefault = data.setDefault ?? customer.defaultPaymentMethodId === null;
+    await this.db.transaction(async (t) => {
+      await this.db.execute(
+        `INSERT INTO payment_methods (id, account_id, mode, customer_id, gateway_id, gateway_token, brand, last4, exp_month, exp_year, fingerprint, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
+        [id, ctx.accountId, ctx.mode, customerId, gatewayId, result.token, details.brand, details.last4, details.expMonth, details.expYear, details.fingerprint, now],
+        t,
+      );
+      await this.gtx.insert(ctx, t, {}, [{ kind: 'save_card', gatewayId: gatewayId!, gatewayType: type, attempt: 1, idempotencyKey: `${id}_save`, result }]);
+      if (makeDefault) {
+        await this.db.execute('UPDATE customers SET default_payment_method_id = $1, updated_at = $2 WHERE id = $3', [id, now, customerId], t);
+        await this.events.record(ctx, t, 'customer.updated', { ...customer, defaultPaymentMethodId: id, updatedAt: now.toISOString() } as unknown as Record<string, unknown>);
+      }
+    });
+    return this.retrieve(ctx, customerId, id);
+  }
+
+  async retrieve(ctx: RequestContext, customerId: string, id: string): Promise<SavedPaymentMethod> {
+    const [row] = await this.db.select<Row>(`SELECT ${COLUMNS} FROM payment_methods WHERE id = $1 AND customer_id = $2 AND account_id = $3 AND mode = $4`, [
+      id, customerId, ctx.accountId, ctx.mode,
+    ]);
+    if (!row) throw notFound('payment method', id);
+    const customer = await this.customers.retrieve(ctx, customerId);
+    return toApi(row, customer.defaultPaymentMethodId);
+  }
+
+  async list(ctx: RequestContext, customerId: string, query: unknown): Promise<Page<SavedPaymentMethod>> {
+    requirePermission(ctx, 'customers', 'read');
+    const input = parseInput(listInput, query);
+    const customer = await this.customers.retrieve(ctx, customerId);
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, customer_id: customerId });
+    const { rows, total } = await rawPage<Row>(this.db, { table: 'payment_methods', columns: COLUMNS, filter, sortColumn: 'created_at', params: input });
+    return { data: rows.map((r) => toApi(r, customer.defaultPaymentMethodId)), total, page: input.page, pageSize: input.pageSize };
+  }
+
+  /** A saved method as a charge source, bound to the gateway that holds its token. */
+  async resolve(ctx: RequestContext, id: string): Promise<{ source: ChargeRequest['source']; details: PaymentMethodDetails; restrictTo: string; customerId: string } | null> {
+    const [row] = await this.db.select<Row>(`SELECT ${COLUMNS} FROM payment_methods WHERE id = $1 AND account_id = $2 AND mode = $3`, [id, ctx.accountId, ctx.mode]);
+    if (!row) return null;
+    return {
+      source: { kind: 'token', token: row.gateway_token },
+      details: { type: 'card', brand: row.brand, last4: row.last4, expMonth: Number(row.exp_month), expYear: Number(row.exp_year), fingerprint: row.fingerprint },
+      restrictTo: row.gateway_id,
+      customerId: row.customer_id,
+    };
+  }
+
+  async defaultFor(ctx: RequestContext, customerId: string) {
+    const [row] = await this.db.select<{ default_payment_method_id: string | null }>(
+      'SELECT default_payment_method_id FROM customers WHERE id = $1 AND account_id = $2 AND mode = $3',
+      [customerId, ctx.accountId, ctx.mode],
+    );
+    return row?.default_payment_method_id ? this.resolve(ctx, row.default_payment_method_id) : null;
+  }
+}
+
+function toApi(row: Row, defaultId: string | null): SavedPaymentMethod {
+  return {
+    id: row.id,
+    object: 'payment_method',
+    livemode: row.mode === 'live',
+    customerId: row.customer_id,
+    gatewayId: row.gateway_id,
+    type: 'card',
+    card: { brand: row.brand, last4: row.last4, expMonth: Number(row.exp_month), expYear: Number(row.exp_year), fingerprint: row.fingerprint },
+    isDefault: row.id === defaultId,
+    createdAt: isoTime(row.created_at) as string,
+  };
+}

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { amountSchema, currencySchema } from '../../core/money';
+import { metadataPatchSchema, metadataSchema } from '../../core/validation';
+import { listSchema, searchSchema } from '../../core/pagination';
+import { cardInputSchema } from '../../core/card';
+
+/** Server-side test tokens (test mode only); the simulator knows each one's outcome. */
+export { TEST_TOKEN_CARDS as TEST_TOKENS } from '../../gateways/card';
+
+export const createPaymentInput = z
+  .object({
+    customerId: z.string().min(1).max(64).optional(),
+    amount: amountSchema,
+    currency: currencySchema,
+    originalCurrency: currencySchema.optional(),
+    paymentMethod: z
+      .string({ error: 'must be "card", a saved payment method id (pm_…) or a test token' })
+      .min(1)
+      .max(64)
+      .refine((v) => v === 'card' || /^pm_[A-Za-z0-9_]+$/.test(v), {
+        error: 'must be "card", a saved payment method id (pm_…) or a test token',
+      }),
+    card: cardInputSchema.optional(),
+    description: z.string().max(1000).nullable().optional(),
+    metadata: metadataSchema.optional(),
+  })
+  .strict()
+  .superRefine((v, ctx) => {
+    if (v.card && v.paymentMethod !== 'card') {
+      ctx.addIssue({ code: 'custom', path: ['card'], message: 'card is only accepted with paymentMethod "card"' });
+    }
+  });
+
+export const updatePaymentInput = z
+  .object({
+    description: z.string().max(1000).nullable().optional(),
+    metadata: metadataPatchSchema.optional(),
+  })
+  .strict();
+
+export const listPaymentsInput = listSchema(['createdAt', 'amount'] as const, {
+  search: searchSchema,
+  status: z.enum(['pending', 'succeeded', 'failed', 'canceled'], { error: 'status must be pending, succeeded, failed or canceled' }).optional(),
+  customerId: z.string().max(64).optional(),
+});
+
+export const createRefundInput = z
+  .object({
+    paymentId: z.string({ error: 'must be a payment id' }).min(1).max(64),
+    amount: amountSchema.optional(),
+    reason: z.string().max(200).nullable().optional(),
+  })
+  .strict();
+
+export const listRefundsInput = listSchema(['createdAt', 'amount'] as const, {
+  status: z.enum(['pending', 'succeeded', 'failed'], { error: 'status must be pending, succeeded or failed' }).optional(),
+  paymentId: z.string().max(64).optional(),
+});
+
+export const savePaymentMethodInput = z
+  .object({
+    card: cardInputSchema,
+    gatewayId: z.string().max(64).optional(),
+    setDefault: z.boolean().optional(),
+  })
+  .strict();
+
+export type CreatePaymentInput = z.output<typeof createPaymentInput>;

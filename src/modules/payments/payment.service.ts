@@ -1,0 +1,468 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import { isoTime, readJson } from '../../db/database';
+import { Filter, likePattern, rawPage } from '../../db/list';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { DomainError, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
+import type { Page } from '../../core/pagination';
+import type { ChargeRequest, GatewayResult } from '../../gateways/gateway';
+import type { EventService } from '../events/event.service';
+import type { CustomerService, Customer } from '../customers/customer.service';
+import type { FxService } from '../fx/fx.service';
+import { originalAmountFor } from '../fx/fx-math';
+import type { RoutingService } from '../routing/routing.service';
+import type { GatewayConfigService } from '../gateways/gateway-config.service';
+import type { PaymentMethodService } from './payment-method.service';
+import { describeCard } from '../../core/card';
+import { TEST_TOKENS, createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
+import { GatewayTransactionLog, type PendingTransaction } from './gateway-transaction.log';
+
+export interface PaymentMethodDetails {
+  type: 'card';
+  brand: string;
+  last4: string;
+  expMonth: number | null;
+  expYear: number | null;
+  fingerprint: string | null;
+}
+
+export interface PaymentAttempt {
+  gatewayId: string;
+  outcome: string;
+  code: string | null;
+  latencyMs: number;
+}
+
+export interface Payment {
+  id: string;
+  object: 'payment';
+  livemode: boolean;
+  customerId: string | null;
+  amount: number;
+  currency: string;
+  originalCurrency: string;
+  originalAmount: number | null;
+  exchangeRate: string | null;
+  paymentMethod: string;
+  paymentMethodDetails: PaymentMethodDetails;
+  description: string | null;
+  metadata: Metadata;
+  status: 'pending' | 'succeeded' | 'failed' | 'canceled';
+  failureCode: string | null;
+  failureMessage: string | null;
+  amountRefunded: number;
+  refunded: boolean;
+  gatewayId: string | null;
+  attempts: PaymentAttempt[];
+  invoiceId: string | null;
+  subscriptionId: string | null;
+  checkoutSessionId: string | null;
+  paymentLinkId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Links a payment to what caused it (invoices, checkout sessions, … in later features). */
+export interface PaymentLinks {
+  invoiceId?: string | null;
+  subscriptionId?: string | null;
+  checkoutSessionId?: string | null;
+  paymentLinkId?: string | null;
+}
+
+interface ResolvedMethod {
+  source: ChargeRequest['source'];
+  details: PaymentMethodDetails;
+  restrictTo?: string;
+  customerId?: string;
+}
+
+const FAILURE_MESSAGES: Record<string, string> = {
+  card_declined: 'The card was declined.',
+  insufficient_funds: 'The card has insufficient funds.',
+  expired_card: 'The card has expired.',
+  incorrect_cvc: 'The card security code is incorrect.',
+  processing_error: 'The payment could not be processed.',
+  gateway_error: 'The payment gateway failed; no charge was made.',
+  gateway_unavailable: 'No payment gateway was available; no charge was made.',
+  timeout: 'The payment gateway did not answer in time.',
+};
+
+export const PAYMENT_COLUMNS =
+  'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at';
+
+/** How long a payment may stay pending before the recovery job asks the gateway. */
+export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
+
+export class PaymentService {
+  constructor(
+    private readonly db: Database,
+    private readonly events: EventService,
+    private readonly customers: CustomerService,
+    private readonly fx: FxService,
+    private readonly routing: RoutingService,
+    private readonly gateways: GatewayConfigService,
+    private readonly methods: PaymentMethodService,
+    private readonly gtx: GatewayTransactionLog,
+    private readonly fingerprintKey: Buffer,
+  ) {}
+
+  /**
+   * Writes the payment as pending, charges through the routed gateways (never past a
+   * decline), then records the outcome, its gateway transactions and its event in one
+   * transaction. The response is 201 whatever the outcome.
+   */
+  async create(ctx: RequestContext, input: unknown, links: PaymentLinks = {}): Promise<Payment> {
+    requirePermission(ctx, 'payments', 'write');
+    const data = parseInput(createPaymentInput, input);
+    const method = await this.resolveMethod(ctx, data);
+    const customerId = data.customerId ?? method.customerId ?? null;
+    let customer: Customer | undefined;
+    if (customerId) {
+      customer = (await this.customers.findMany(ctx, [customerId])).get(customerId);
+      if (!customer) throw notFound('customer', customerId, 'customerId');
+    }
+    const originalCurrency = data.originalCurrency ?? data.currency;
+    let exchangeRate: string | null = null;
+    let originalAmount: number | null = null;
+    if (originalCurrency !== data.currency) {
+      exchangeRate = await this.fx.rateFor(ctx, originalCurrency, data.currency);
+      originalAmount = originalAmountFor(data.amount, data.currency, originalCurrency, exchangeRate);
+    }
+    const decision = await this.routing.decide(
+      ctx,
+      { amount: data.amount, currency: data.currency, country: customer?.country, cardBrand: method.details.brand, metadata: data.metadata },
+      method.restrictTo,
+    );
+    if (decision.gateways.length === 0) {
+      throw new DomainError('no_gateway_available', `No enabled gateway can take a ${data.currency} payment for this account`);
+    }
+    const plan = decision.gateways.slice(0, decision.maxAttempts);
+    const now = ctx.clock.now();
+    const payment: Payment = {
+      id: newId('pay'),
+      object: 'payment',
+      livemode: ctx.mode === 'live',
+      customerId,
+      amount: data.amount,
+      currency: data.currency,
+      originalCurrency,
+      originalAmount,
+      exchangeRate,
+      paymentMethod: data.paymentMethod,
+      paymentMethodDetails: method.details,
+      description: data.description ?? null,
+      metadata: data.metadata ?? {},
+      status: 'pending',
+      failureCode: null,
+      failureMessage: null,
+      amountRefunded: 0,
+      refunded: false,
+      gatewayId: null,
+      attempts: [],
+      invoiceId: links.invoiceId ?? null,
+      subscriptionId: links.subscriptionId ?? null,
+      checkoutSessionId: links.checkoutSessionId ?? null,
+      paymentLinkId: links.paymentLinkId ?? null,
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+    };
+    // Intent first: a crash after this leaves a pending row the recovery job resolves.
+    await this.db.execute(
+      `INSERT INTO payments (id, account_id, mode, customer_id, customer_email, amount, currency, original_currency, original_amount,
+         exchange_rate, payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts,
+         invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'pending', 0, $15, '[]', $16, $17, $18, $19, $20, $20)`,
+      [
+        payment.id, ctx.accountId, ctx.mode, customerId, customer?.email?.toLowerCase() ?? null, payment.amount, payment.currency,
+        originalCurrency, originalAmount, exchangeRate, payment.paymentMethod, JSON.stringify(method.details), payment.description,
+        JSON.stringify(payment.metadata), JSON.stringify(plan), payment.invoiceId, payment.subscriptionId,
+        payment.checkoutSessionId, payment.paymentLinkId, now,
+      ],
+    );
+    const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source);
+    return this.finish(ctx, payment, outcome);
+  }
+
+  private async chargeAlongPlan(
+    ctx: RequestContext,
+    payment: Payment,
+    plan: string[],
+    source: ChargeRequest['source'],
+  ): Promise<{ result: GatewayResult | null; gatewayId: string | null; attempts: PaymentAttempt[]; log: PendingTransaction[]; unresolved: boolean }> {
+    const attempts: PaymentAttempt[] = [];
+    const log: PendingTransaction[] = [];
+    let last: { result: GatewayResult; gatewayId: string } | null = null;
+    for (let i = 0; i < plan.length; i++) {
+      const gatewayId = plan[i];
+      const idempotencyKey = chargeKey(payment.id, i);
+      const { gateway, type } = await this.gateways.connector(ctx, gatewayId);
+      let result = await gateway.charge({
+        idempotencyKey,
+        paymentId: payment.id,
+        amount: payment.amount,
+        currency: payment.currency,
+        source,
+        description: payment.description,
+        metadata: payment.metadata,
+      });
+      log.push({ kind: 'charge', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result });
+      if (result.outcome === 'timeout') {
+        // The charge may have happened: ask before going anywhere else.
+        const status = await gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id });
+        log.push({ kind: 'status', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result: status });
+        if (status.found) result = { ...status, latencyMs: result.latencyMs + status.latencyMs };
+        else if (status.outcome !== 'declined') {
+          attempts.push(toAttempt(gatewayId, result));
+          this.routing.recordOutcome(gatewayId, 'timeout');
+          return { result, gatewayId, attempts, log, unresolved: true };
+        }
+      }
+      this.routing.recordOutcome(gatewayId, result.outcome);
+      attempts.push(toAttempt(gatewayId, result));
+      last = { result, gatewayId };
+      if (result.outcome === 'succeeded' || result.outcome === 'declined') break;
+    }
+    return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: false };
+  }
+
+  /** Records the outcome, gateway transactions and the event together; only once per payment. */
+  private async finish(
+    ctx: RequestContext,
+    payment: Payment,
+    outcome: { result: GatewayResult | null; gatewayId: string | null; attempts: PaymentAttempt[]; log: PendingTransaction[]; unresolved: boolean },
+  ): Promise<Payment> {
+    const { result } = outcome;
+    const status: Payment['status'] = outcome.unresolved ? 'pending' : result?.outcome === 'succeeded' ? 'succeeded' : 'failed';
+    const failureCode = status === 'failed' ? (result?.declineCode ?? 'processing_error') : null;
+    const done: Payment = {
+      ...payment,
+      status,
+      failureCode,
+      failureMessage: failureCode ? (FAILURE_MESSAGES[failureCode] ?? result?.message ?? 'The payment failed.') : null,
+      gatewayId: status === 'succeeded' ? outcome.gatewayId : (outcome.gatewayId ?? null),
+      attempts: [...payment.attempts, ...outcome.attempts],
+      updatedAt: ctx.clock.now().toISOString(),
+    };
+    return this.db.transaction(async (t) => {
+      const changed = await this.db.execute(
+        `UPDATE payments SET status = $1, failure_code = $2, failure_message = $3, gateway_id = $4, gateway_reference = $5,
+           attempts = $6, updated_at = $7 WHERE id = $8 AND status = 'pending'`,
+        [done.status, done.failureCode, done.failureMessage, done.gatewayId, status === 'succeeded' ? result?.reference : null,
+          JSON.stringify(done.attempts), new Date(done.updatedAt), done.id],
+        t,
+      );
+      await this.gtx.insert(ctx, t, { paymentId: payment.id }, outcome.log);
+      if (changed === 1 && status !== 'pending') {
+        await this.events.record(ctx, t, status === 'succeeded' ? 'payment.succeeded' : 'payment.failed', done as unknown as Record<string, unknown>);
+      }
+      if (changed === 0) return (await this.retrieveRow(ctx, done.id, t)) as Payment;
+      return done;
+    });
+  }
+
+  private async resolveMethod(ctx: RequestContext, data: CreatePaymentInput): Promise<ResolvedMethod> {
+    if (data.paymentMethod === 'card') {
+      if (data.card) {
+        const { number, expMonth, expYear, cvc } = data.card;
+        return { source: { kind: 'card', card: { number, expMonth, expYear, cvc } }, details: describeCard(data.card, this.fingerprintKey) };
+      }
+      if (data.customerId) {
+        const saved = await this.methods.defaultFor(ctx, data.customerId);
+        if (saved) return saved;
+      }
+      if (ctx.mode === 'live') {
+        throw new DomainError('missing_parameter', 'paymentMethod "card" needs a card object or a customer with a saved card', 'card');
+      }
+      return this.testToken('pm_card_visa');
+    }
+    if (TEST_TOKENS[data.paymentMethod]) {
+      if (ctx.mode === 'live') throw new DomainError('invalid_parameter', 'Test tokens only work with a test key', 'paymentMethod');
+      return this.testToken(data.paymentMethod);
+    }
+    const saved = await this.methods.resolve(ctx, data.paymentMethod);
+    if (!saved) throw notFound('payment method', data.paymentMethod, 'paymentMethod');
+    if (data.customerId && saved.customerId !== data.customerId) {
+      throw new DomainError('invalid_parameter', 'That payment method belongs to another customer', 'paymentMethod');
+    }
+    return saved;
+  }
+
+  private testToken(token: string): ResolvedMethod {
+    const card = TEST_TOKENS[token];
+    return {
+      source: { kind: 'token', token },
+      details: { type: 'card', brand: card.brand, last4: card.last4, expMonth: null, expYear: null, fingerprint: null },
+    };
+  }
+
+  async retrieve(ctx: RequestContext, id: string): Promise<Payment> {
+    requirePermission(ctx, 'payments', 'read');
+    const payment = await this.retrieveRow(ctx, id);
+    if (!payment) throw notFound('payment', id);
+    return payment;
+  }
+
+  private async retrieveRow(ctx: { accountId: string; mode: string }, id: string, t?: Transaction): Promise<Payment | null> {
+    const [row] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3`, [
+      id, ctx.accountId, ctx.mode,
+    ], t);
+    return row ? toApiPayment(row) : null;
+  }
+
+  async list(ctx: RequestContext, query: unknown, scope: { subscriptionId?: string } = {}): Promise<Page<Payment>> {
+    requirePermission(ctx, 'payments', 'read');
+    const input = parseInput(listPaymentsInput, query);
+    const filter = new Filter({
+      account_id: ctx.accountId, mode: ctx.mode, status: input.status, customer_id: input.customerId, subscription_id: scope.subscriptionId,
+    });
+    if (input.search) {
+      const pattern = likePattern(input.search);
+      filter.raw((p) => {
+        const like = p(pattern);
+        return `(id = ${p(input.search)} OR LOWER(description) LIKE ${like} ESCAPE '\\' OR customer_email LIKE ${like} ESCAPE '\\' OR LOWER(metadata) LIKE ${like} ESCAPE '\\')`;
+      });
+    }
+    const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
+      table: 'payments', columns: PAYMENT_COLUMNS, filter, sortColumn: input.sortField === 'amount' ? 'amount' : 'created_at', params: input,
+    });
+    return { data: rows.map(toApiPayment), total, page: input.page, pageSize: input.pageSize };
+  }
+
+  /** Payments of several customers at once (newest first), for DataLoader. */
+  async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = 100): Promise<Map<string, Payment[]>> {
+    requirePermission(ctx, 'payments', 'read');
+    const ids = [...new Set(customerIds)];
+    const rows = await this.db.select(
+      `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE account_id = $1 AND mode = $2 AND customer_id IN (${ids.map((_, i) => `$${i + 3}`).join(', ')})
+       ORDER BY created_at DESC, id DESC`,
+      [ctx.accountId, ctx.mode, ...ids],
+    );
+    const out = new Map<string, Payment[]>();
+    for (const row of rows) {
+      const p = toApiPayment(row);
+      const list = out.get(p.customerId as string) ?? [];
+      if (list.length < limit) list.push(p);
+      out.set(p.customerId as string, list);
+    }
+    return out;
+  }
+
+  async update(ctx: RequestContext, id: string, input: unknown): Promise<Payment> {
+    requirePermission(ctx, 'payments', 'write');
+    const data = parseInput(updatePaymentInput, input);
+    return this.db.transaction(async (t) => {
+      const [row] = await this.db.select(
+        `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3${this.db.forUpdate}`,
+        [id, ctx.accountId, ctx.mode],
+        t,
+      );
+      if (!row) throw notFound('payment', id);
+      const current = toApiPayment(row);
+      if (data.description === undefined && data.metadata === undefined) return current;
+      const next: Payment = {
+        ...current,
+        description: data.description !== undefined ? data.description : current.description,
+        metadata: data.metadata !== undefined ? mergeMetadata(current.metadata, data.metadata) : current.metadata,
+        updatedAt: ctx.clock.now().toISOString(),
+      };
+      await this.db.execute('UPDATE payments SET description = $1, metadata = $2, updated_at = $3 WHERE id = $4', [
+        next.description, JSON.stringify(next.metadata), new Date(next.updatedAt), id,
+      ], t);
+      await this.events.record(ctx, t, 'payment.updated', next as unknown as Record<string, unknown>);
+      return next;
+    });
+  }
+
+  async gatewayTransactions(ctx: RequestContext, id: string, query: unknown) {
+    requirePermission(ctx, 'payments', 'read');
+    await this.retrieve(ctx, id);
+    return this.gtx.list(ctx, { paymentId: id }, query);
+  }
+
+  /**
+   * Resolves payments left pending (a crash or an unanswered gateway) by asking each planned
+   * gateway about the charge under the same idempotency key; never charges again.
+   */
+  async recoverPending(now: Date, olderThanMs = PENDING_RECOVERY_AFTER_MS, limit = 50): Promise<number> {
+    const rows = await this.db.select(
+      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan FROM payments WHERE status = 'pending' AND created_at < $1 ORDER BY created_at LIMIT ${limit}`,
+      [new Date(now.getTime() - olderThanMs)],
+    );
+    let resolved = 0;
+    for (const row of rows) {
+      const payment = toApiPayment(row);
+      const ctx: RequestContext = {
+        accountId: row.account_id as string, mode: payment.livemode ? 'live' : 'test', permissions: ['*'],
+        requestId: `recovery_${payment.id}`, clock: { now: () => now },
+      };
+      const plan = readJson<string[]>(row.routing_plan, []);
+      const log: PendingTransaction[] = [];
+      const attempts: PaymentAttempt[] = [];
+      let found: { result: GatewayResult; gatewayId: string } | null = null;
+      let unknown = false;
+      for (let i = 0; i < plan.length && !found; i++) {
+        const { gateway, type } = await this.gateways.connector(ctx, plan[i]);
+        const idempotencyKey = chargeKey(payment.id, i);
+        const status = await gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id });
+        log.push({ kind: 'status', gatewayId: plan[i], gatewayType: type, attempt: i + 1, idempotencyKey, result: status });
+        if (status.found) {
+          attempts.push(toAttempt(plan[i], status));
+          if (status.outcome === 'succeeded') found = { result: status, gatewayId: plan[i] };
+        } else if (status.outcome !== 'declined') unknown = true;
+      }
+      if (!found && unknown) continue; // a gateway could not tell yet: ask again next run
+      const result: GatewayResult = found?.result ?? {
+        outcome: 'declined', reference: null, declineCode: 'processing_error', message: 'The payment was not completed.', latencyMs: 0, request: {}, response: {},
+      };
+      await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false });
+      resolved++;
+    }
+    return resolved;
+  }
+}
+
+/** One key per payment and attempt: the same attempt repeated never charges twice. */
+export function chargeKey(paymentId: string, attemptIndex: number): string {
+  return `${paymentId}_a${attemptIndex + 1}`;
+}
+
+function toAttempt(gatewayId: string, r: GatewayResult): PaymentAttempt {
+  return { gatewayId, outcome: r.outcome, code: r.declineCode, latencyMs: Math.round(r.latencyMs) };
+}
+
+export function toApiPayment(row: Record<string, unknown>): Payment {
+  const amount = Number(row.amount);
+  const refundedAmount = Number(row.amount_refunded ?? 0);
+  return {
+    id: row.id as string,
+    object: 'payment',
+    livemode: row.mode === 'live',
+    customerId: (row.customer_id as string | null) ?? null,
+    amount,
+    currency: row.currency as string,
+    originalCurrency: row.original_currency as string,
+    originalAmount: row.original_amount == null ? null : Number(row.original_amount),
+    exchangeRate: (row.exchange_rate as string | null) ?? null,
+    paymentMethod: row.payment_method as string,
+    paymentMethodDetails: readJson<PaymentMethodDetails>(row.payment_method_details, { type: 'card', brand: 'unknown', last4: '', expMonth: null, expYear: null, fingerprint: null }),
+    description: (row.description as string | null) ?? null,
+    metadata: readJson<Metadata>(row.metadata, {}),
+    status: row.status as Payment['status'],
+    failureCode: (row.failure_code as string | null) ?? null,
+    failureMessage: (row.failure_message as string | null) ?? null,
+    amountRefunded: refundedAmount,
+    refunded: refundedAmount >= amount,
+    gatewayId: (row.gateway_id as string | null) ?? null,
+    attempts: readJson<PaymentAttempt[]>(row.attempts, []),
+    invoiceId: (row.invoice_id as string | null) ?? null,
+    subscriptionId: (row.subscription_id as string | null) ?? null,
+    checkoutSessionId: (row.checkout_session_id as string | null) ?? null,
+    paymentLinkId: (row.payment_link_id as string | null) ?? null,
+    createdAt: isoTime(row.created_at) as string,
+    updatedAt: isoTime(row.updated_at) as string,
+  };
+}

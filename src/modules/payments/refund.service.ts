@@ -1,0 +1,223 @@
+import type { Database } from '../../db/database';
+import { isoTime } from '../../db/database';
+import { Filter, rawPage } from '../../db/list';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { DomainError, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { parseInput } from '../../core/validation';
+import type { Page } from '../../core/pagination';
+import type { GatewayResult } from '../../gateways/gateway';
+import type { EventService } from '../events/event.service';
+import type { GatewayConfigService } from '../gateways/gateway-config.service';
+import { createRefundInput, listRefundsInput } from './payment.inputs';
+import { PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, toApiPayment, type Payment } from './payment.service';
+import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
+
+export interface Refund {
+  id: string;
+  object: 'refund';
+  livemode: boolean;
+  paymentId: string;
+  amount: number;
+  currency: string;
+  reason: string | null;
+  status: 'pending' | 'succeeded' | 'failed';
+  gatewayId: string | null;
+  failureCode: string | null;
+  failureMessage: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const COLUMNS = 'id, mode, payment_id, amount, currency, reason, status, gateway_id, failure_code, failure_message, created_at, updated_at';
+
+/**
+ * Refunds reserve their amount on the payment row inside a transaction (the UPDATE only
+ * succeeds while the total stays within the payment), so concurrent refunds can never exceed
+ * what was captured; a failed refund gives its reservation back.
+ */
+export class RefundService {
+  constructor(
+    private readonly db: Database,
+    private readonly events: EventService,
+    private readonly gateways: GatewayConfigService,
+    private readonly gtx: GatewayTransactionLog,
+  ) {}
+
+  async create(ctx: RequestContext, input: unknown, paymentIdFromPath?: string): Promise<Refund> {
+    requirePermission(ctx, 'refunds', 'write');
+    const body = (input ?? {}) as Record<string, unknown>;
+    const data = parseInput(createRefundInput, paymentIdFromPath !== undefined ? { ...body, paymentId: paymentIdFromPath } : body);
+    const { refund, payment, chargeReference } = await this.db.transaction(async (t) => {
+      const [row] = await this.db.select(
+        `SELECT ${PAYMENT_COLUMNS}, gateway_reference FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3${this.db.forUpdate}`,
+        [data.paymentId, ctx.accountId, ctx.mode],
+        t,
+      );
+      if (!row) throw notFound('payment', data.paymentId, 'paymentId');
+      const payment = toApiPayment(row);
+      if (payment.status !== 'succeeded') {
+        throw new DomainError('payment_not_refundable', `Only succeeded payments can be refunded; this one is ${payment.status}`, 'paymentId');
+      }
+      const remaining = payment.amount - payment.amountRefunded;
+      if (remaining <= 0) throw new DomainError('payment_not_refundable', 'This payment is already fully refunded', 'paymentId');
+      const amount = data.amount ?? remaining;
+      const reserved = await this.db.execute(
+        'UPDATE payments SET amount_refunded = amount_refunded + $1, updated_at = $2 WHERE id = $3 AND amount_refunded + $1 <= amount',
+        [amount, ctx.clock.now(), payment.id],
+        t,
+      );
+      if (reserved !== 1) {
+        throw new DomainError('refund_exceeds_remaining', `At most ${remaining} ${payment.currency} can still be refunded`, 'amount');
+      }
+      const now = ctx.clock.now();
+      const refund: Refund = {
+        id: newId('re'), object: 'refund', livemode: ctx.mode === 'live', paymentId: payment.id, amount, currency: payment.currency,
+        reason: data.reason ?? null, status: 'pending', gatewayId: payment.gatewayId, failureCode: null, failureMessage: null,
+        createdAt: now.toISOString(), updatedAt: now.toISOString(),
+      };
+      await this.db.execute(
+        `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9)`,
+        [refund.id, ctx.accountId, ctx.mode, refund.paymentId, amount, refund.currency, refund.reason, refund.gatewayId, now],
+        t,
+      );
+      await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
+      return { refund, payment, chargeReference: row.gateway_reference as string };
+    });
+    return this.execute(ctx, refund, payment, chargeReference);
+  }
+
+  /** The refund runs on the gateway that captured the payment, keyed by the refund id. */
+  private async execute(ctx: RequestContext, refund: Refund, payment: Payment, chargeReference: string): Promise<Refund> {
+    const { gateway, type } = await this.gateways.connector(ctx, payment.gatewayId as string);
+    const log: PendingTransaction[] = [];
+    let result: GatewayResult = await gateway.refund({
+      idempotencyKey: refund.id, refundId: refund.id, chargeReference, amount: refund.amount, currency: refund.currency, reason: refund.reason,
+    });
+    log.push({ kind: 'refund', gatewayId: payment.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result });
+    if (result.outcome === 'timeout') {
+      const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference });
+      log.push({ kind: 'status', gatewayId: payment.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status });
+      if (status.found) result = status;
+    }
+    return this.settle(ctx, refund, result, log);
+  }
+
+  private async settle(ctx: RequestContext, refund: Refund, result: GatewayResult, log: PendingTransaction[]): Promise<Refund> {
+    const status: Refund['status'] = result.outcome === 'succeeded' ? 'succeeded' : result.outcome === 'declined' ? 'failed' : 'pending';
+    const done: Refund = {
+      ...refund,
+      status,
+      failureCode: status === 'failed' ? (result.declineCode ?? 'refund_failed') : null,
+      failureMessage: status === 'failed' ? (result.message ?? 'The gateway refused the refund') : null,
+      updatedAt: ctx.clock.now().toISOString(),
+    };
+    return this.db.transaction(async (t) => {
+      await this.gtx.insert(ctx, t, { paymentId: refund.paymentId, refundId: refund.id }, log);
+      if (status === 'pending') return done; // unanswered: the recovery job asks again later
+      const changed = await this.db.execute(
+        `UPDATE refunds SET status = $1, failure_code = $2, failure_message = $3, gateway_reference = $4, updated_at = $5 WHERE id = $6 AND status = 'pending'`,
+        [status, done.failureCode, done.failureMessage, result.reference, new Date(done.updatedAt), refund.id],
+        t,
+      );
+      if (changed !== 1) return this.retrieveRow(ctx, refund.id) as Promise<Refund>;
+      if (status === 'failed') {
+        await this.db.execute('UPDATE payments SET amount_refunded = amount_refunded - $1, updated_at = $2 WHERE id = $3', [
+          refund.amount, new Date(done.updatedAt), refund.paymentId,
+        ], t);
+      }
+      await this.events.record(ctx, t, status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', done as unknown as Record<string, unknown>);
+      const [paymentRow] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [refund.paymentId], t);
+      await this.events.record(ctx, t, 'payment.updated', toApiPayment(paymentRow) as unknown as Record<string, unknown>);
+      return done;
+    });
+  }
+
+  async retrieve(ctx: RequestContext, id: string): Promise<Refund> {
+    requirePermission(ctx, 'refunds', 'read');
+    const refund = await this.retrieveRow(ctx, id);
+    if (!refund) throw notFound('refund', id);
+    return refund;
+  }
+
+  private async retrieveRow(ctx: { accountId: string; mode: string }, id: string): Promise<Refund | null> {
+    const [row] = await this.db.select(`SELECT ${COLUMNS} FROM refunds WHERE id = $1 AND account_id = $2 AND mode = $3`, [id, ctx.accountId, ctx.mode]);
+    return row ? toApiRefund(row) : null;
+  }
+
+  async list(ctx: RequestContext, query: unknown, paymentIdFromPath?: string): Promise<Page<Refund>> {
+    requirePermission(ctx, 'refunds', 'read');
+    const input = parseInput(listRefundsInput, query);
+    const paymentId = paymentIdFromPath ?? input.paymentId;
+    if (paymentIdFromPath) {
+      const [exists] = await this.db.select('SELECT id FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3', [paymentIdFromPath, ctx.accountId, ctx.mode]);
+      if (!exists) throw notFound('payment', paymentIdFromPath);
+    }
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, status: input.status, payment_id: paymentId });
+    const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
+      table: 'refunds', columns: COLUMNS, filter, sortColumn: input.sortField === 'amount' ? 'amount' : 'created_at', params: input,
+    });
+    return { data: rows.map(toApiRefund), total, page: input.page, pageSize: input.pageSize };
+  }
+
+  /** Refunds of several payments at once, for DataLoader. */
+  async forPayments(ctx: RequestContext, paymentIds: readonly string[]): Promise<Map<string, Refund[]>> {
+    requirePermission(ctx, 'refunds', 'read');
+    const ids = [...new Set(paymentIds)];
+    const rows = await this.db.select(
+      `SELECT ${COLUMNS} FROM refunds WHERE account_id = $1 AND mode = $2 AND payment_id IN (${ids.map((_, i) => `$${i + 3}`).join(', ')}) ORDER BY created_at DESC, id DESC`,
+      [ctx.accountId, ctx.mode, ...ids],
+    );
+    const out = new Map<string, Refund[]>();
+    for (const row of rows) {
+      const r = toApiRefund(row);
+      out.set(r.paymentId, [...(out.get(r.paymentId) ?? []), r]);
+    }
+    return out;
+  }
+
+  /** Asks the gateway about refunds left pending; settles the ones it can answer for. */
+  async recoverPending(now: Date, olderThanMs = PENDING_RECOVERY_AFTER_MS): Promise<number> {
+    const rows = await this.db.select(
+      `SELECT r.id, r.mode, r.payment_id, r.amount, r.currency, r.reason, r.status, r.gateway_id, r.failure_code, r.failure_message,
+              r.created_at, r.updated_at, r.account_id, p.gateway_reference
+         FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.created_at < $1 ORDER BY r.created_at LIMIT 50`,
+      [new Date(now.getTime() - olderThanMs)],
+    );
+    let settled = 0;
+    for (const row of rows) {
+      const refund = toApiRefund(row);
+      const ctx: RequestContext = {
+        accountId: row.account_id as string, mode: refund.livemode ? 'live' : 'test', permissions: ['*'], requestId: `recovery_${refund.id}`, clock: { now: () => now },
+      };
+      const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
+      const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
+      const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
+      if (!status.found && status.outcome !== 'declined') continue;
+      const result: GatewayResult = status.found ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
+      await this.settle(ctx, refund, result, log);
+      settled++;
+    }
+    return settled;
+  }
+}
+
+export function toApiRefund(row: Record<string, unknown>): Refund {
+  return {
+    id: row.id as string,
+    object: 'refund',
+    livemode: row.mode === 'live',
+    paymentId: row.payment_id as string,
+    amount: Number(row.amount),
+    currency: row.currency as string,
+    reason: (row.reason as string | null) ?? null,
+    status: row.status as Refund['status'],
+    gatewayId: (row.gateway_id as string | null) ?? null,
+    failureCode: (row.failure_code as string | null) ?? null,
+    failureMessage: (row.failure_message as string | null) ?? null,
+    createdAt: isoTime(row.created_at) as string,
+    updatedAt: isoTime(row.updated_at) as string,
+  };
+}

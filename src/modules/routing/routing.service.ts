@@ -1,0 +1,172 @@
+import { z } from 'zod';
+import type { Database } from '../../db/database';
+import { isoTime, readJson } from '../../db/database';
+import type { Clock } from '../../core/clock';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { DomainError } from '../../core/errors';
+import { amountSchema, currencySchema } from '../../core/money';
+import { countrySchema, metadataSchema, parseInput } from '../../core/validation';
+import { routingConfigSchema } from '../../routing/routing.inputs';
+import { orderCandidates } from '../../routing/candidates';
+import { SuccessRateTracker } from '../../routing/success-rate';
+import { CircuitBreaker } from '../../routing/circuit-breaker';
+import type { Rng } from '../../routing/rng';
+import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
+
+export type RoutingConfig = z.output<typeof routingConfigSchema>;
+
+export interface RoutingView extends RoutingConfig {
+  object: 'routing';
+  livemode: boolean;
+  updatedAt: string | null;
+}
+
+export interface RoutingInput {
+  amount: number;
+  currency: string;
+  country?: string | null;
+  cardBrand?: string | null;
+  metadata?: Record<string, string>;
+}
+
+export interface RoutingDecision {
+  object: 'routing_decision';
+  rule: string | null;
+  gateways: string[];
+  maxAttempts: number;
+  skipped: Array<{ gatewayId: string; reason: string }>;
+  usesBuiltinSimulator: boolean;
+}
+
+const EMPTY: RoutingConfig = { rules: [], fallback: [], maxAttempts: 3 } as RoutingConfig;
+
+const simulateInput = z
+  .object({
+    amount: amountSchema,
+    currency: currencySchema,
+    country: countrySchema.optional(),
+    cardBrand: z.string().trim().toLowerCase().max(20).optional(),
+    metadata: metadataSchema.optional(),
+  })
+  .strict();
+
+/**
+ * Owns the rule set and the per-instance health signals (recent success rate and circuit
+ * breaker per gateway) that the success_rate strategy and the breaker read.
+ */
+export class RoutingService {
+  readonly successRates = new SuccessRateTracker();
+  readonly breaker: CircuitBreaker;
+
+  constructor(
+    private readonly db: Database,
+    private readonly gateways: GatewayConfigService,
+    clock: Clock,
+    private readonly rng: Rng = Math.random,
+  ) {
+    this.breaker = new CircuitBreaker({ clock });
+  }
+
+  async get(ctx: RequestContext): Promise<RoutingView> {
+    requirePermission(ctx, 'routing', 'read');
+    const { config, updatedAt } = await this.load(ctx);
+    return { object: 'routing', livemode: ctx.mode === 'live', ...config, updatedAt };
+  }
+
+  async replace(ctx: RequestContext, input: unknown): Promise<RoutingView> {
+    requirePermission(ctx, 'routing', 'write');
+    const config = parseInput(routingConfigSchema, input);
+    const named = [...config.rules.flatMap((r) => r.gateways.map((g) => g.gatewayId)), ...config.fallback];
+    const known = await this.gateways.exists(ctx, [...new Set(named)]);
+    config.rules.forEach((rule, i) =>
+      rule.gateways.forEach((g, j) => {
+        if (!known.has(g.gatewayId)) throw unknownGateway(`rules[${i}].gateways[${j}].gatewayId`, g.gatewayId);
+      }),
+    );
+    config.fallback.forEach((id, i) => {
+      if (!known.has(id)) throw unknownGateway(`fallback[${i}]`, id);
+    });
+    const now = ctx.clock.now();
+    await this.db.transaction(async (t) => {
+      await this.db.execute('DELETE FROM routing_configs WHERE account_id = $1 AND mode = $2', [ctx.accountId, ctx.mode], t);
+      await this.db.execute('INSERT INTO routing_configs (account_id, mode, config, updated_at) VALUES ($1, $2, $3, $4)', [
+        ctx.accountId, ctx.mode, JSON.stringify(config), now,
+      ], t);
+    });
+    return { object: 'routing', livemode: ctx.mode === 'live', ...config, updatedAt: now.toISOString() };
+  }
+
+  async references(ctx: RequestContext, gatewayId: string): Promise<boolean> {
+    const { config } = await this.load(ctx);
+    return config.fallback.includes(gatewayId) || config.rules.some((r) => r.gateways.some((g) => g.gatewayId === gatewayId));
+  }
+
+  async simulate(ctx: RequestContext, input: unknown): Promise<RoutingDecision> {
+    requirePermission(ctx, 'routing', 'read');
+    return this.decide(ctx, parseInput(simulateInput, input));
+  }
+
+  /**
+   * The ordered gateways a payment tries. Without any rule set, every enabled gateway is a
+   * candidate in creation order; test mode with none at all uses the built-in simulator.
+   */
+  async decide(ctx: RequestContext, input: RoutingInput, restrictTo?: string): Promise<RoutingDecision> {
+    const [{ config }, gateways] = await Promise.all([this.load(ctx), this.gateways.routable(ctx)]);
+    let effective = config;
+    if (config.rules.length === 0 && config.fallback.length === 0) {
+      effective = { ...config, fallback: gateways.map((g) => g.id) };
+    }
+    if (restrictTo) {
+      // A saved card only works on the gateway that tokenised it.
+      effective = { ...effective, rules: [], fallback: [restrictTo] };
+    }
+    const ordered = orderCandidates({
+      config: effective,
+      input: { amount: input.amount, currency: input.currency, country: input.country ?? null, cardBrand: input.cardBrand ?? null, metadata: input.metadata ?? {} },
+      gateways,
+      stats: this.successRates,
+      breaker: this.breaker,
+      rng: this.rng,
+      now: ctx.clock.now(),
+    });
+    let candidates = ordered.candidates;
+    let builtin = false;
+    if (candidates.length === 0 && ctx.mode === 'test' && (gateways.length === 0 || restrictTo === BUILTIN_SIMULATOR_ID)) {
+      candidates = [BUILTIN_SIMULATOR_ID];
+      builtin = true;
+    }
+    return {
+      object: 'routing_decision',
+      rule: ordered.rule,
+      gateways: candidates,
+      maxAttempts: effective.maxAttempts,
+      skipped: ordered.skipped,
+      usesBuiltinSimulator: builtin,
+    };
+  }
+
+  recordOutcome(gatewayId: string, outcome: 'succeeded' | 'declined' | 'retryable_error' | 'timeout'): void {
+    if (outcome === 'succeeded' || outcome === 'declined') {
+      // A decline is the card's answer, not a gateway fault: the gateway worked.
+      this.breaker.recordSuccess(gatewayId);
+      this.successRates.record(gatewayId, outcome === 'succeeded');
+    } else {
+      this.breaker.recordFailure(gatewayId);
+      this.successRates.record(gatewayId, false);
+    }
+  }
+
+  private async load(ctx: { accountId: string; mode: string }): Promise<{ config: RoutingConfig; updatedAt: string | null }> {
+    const [row] = await this.db.select<{ config: string; updated_at: unknown }>(
+      'SELECT config, updated_at FROM routing_configs WHERE account_id = $1 AND mode = $2',
+      [ctx.accountId, ctx.mode],
+    );
+    if (!row) return { config: EMPTY, updatedAt: null };
+    return { config: readJson<RoutingConfig>(row.config, EMPTY), updatedAt: isoTime(row.updated_at) };
+  }
+}
+
+function unknownGateway(param: string, id: string): DomainError {
+  return new DomainError('invalid_parameter', `Unknown gateway '${id}'`, param);
+}

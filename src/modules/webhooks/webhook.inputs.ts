@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { listSchema } from '../../core/pagination';
+import { EVENT_TYPES } from '../events/event.service';
+
+export const WILDCARD = '*';
+const SUBSCRIBABLE = [WILDCARD, ...EVENT_TYPES] as [string, ...string[]];
+
+const eventType = z.enum(SUBSCRIBABLE, {
+  error: (issue) => `unknown event type '${String(issue.input).slice(0, 64)}'; use one of the event types or "*"`,
+});
+
+const events = z
+  .array(eventType, { error: 'events must be an array of event types' })
+  .min(1, { error: 'events must list at least one event type (or "*")' })
+  .max(SUBSCRIBABLE.length, { error: `events may list at most ${SUBSCRIBABLE.length} types` })
+  // Stored once each, in the order given.
+  .transform((list) => [...new Set(list)]);
+
+const url = z.string({ error: 'url must be a string' }).trim().min(1, { error: 'url must not be empty' }).max(2048, {
+  error: 'url must be at most 2048 characters',
+});
+
+const description = z.string({ error: 'description must be a string' }).max(5000).nullable();
+
+export const createEndpointInput = z
+  .object({
+    url,
+    events,
+    description: description.optional(),
+  })
+  .strict();
+
+export const updateEndpointInput = z
+  .object({
+    url: url.optional(),
+    events: events.optional(),
+    description: description.optional(),
+    status: z.enum(['enabled', 'disabled'], { error: 'status must be enabled or disabled' }).optional(),
+  })
+  .strict();
+
+export const rotateSecretInput = z.object({}).strict();
+
+export const listEndpointsInput = listSchema(['createdAt'] as const, {
+  status: z.enum(['enabled', 'disabled'], { error: 'status must be enabled or disabled' }).optional(),
+});
+
+export const listAttemptsInput = listSchema(['createdAt'] as const, {
+  status: z.enum(['succeeded', 'failed'], { error: 'status must be succeeded or failed' }).optional(),
+  eventId: z.string().max(64).optional(),
+});
+
+export const resendInput = z.object({}).strict();

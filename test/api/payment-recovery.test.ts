@@ -1,0 +1,62 @@
+import { startTestApp, type TestApp } from '../helpers/app';
+import { freshDatabase, type TestDatabase } from '../helpers/db';
+import { FixedClock } from '../../src/core/clock';
+import { simulatorChargeCount } from '../../src/gateways/simulator/simulator.state';
+import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.service';
+
+let database: TestDatabase;
+const clock = new FixedClock(new Date('2026-11-20T12:00:00.000Z'));
+
+beforeAll(async () => {
+  database = await freshDatabase();
+});
+afterAll(() => database.drop());
+
+describe('crash safety of a charge', () => {
+  it('should resolve a payment left pending after the charge by asking the gateway, without charging again', async () => {
+    let app: TestApp = await startTestApp({ database, clock });
+    const key = app.account.testKey;
+    const service = app.server.services.payments as unknown as { finish: (...a: unknown[]) => Promise<unknown> };
+    service.finish = async () => {
+      throw new Error('process died after the gateway answered');
+    };
+    const crashed = await app.request('POST', '/v1/payments', { key, body: { amount: 2500, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    expect(crashed.status).toBe(500);
+    const [row] = await app.server.services.db.select<{ id: string; status: string }>("SELECT id, status FROM payments WHERE amount = 2500");
+    expect(row.status).toBe('pending');
+    expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${row.id}_a1`)).toBe(1);
+    await app.stop();
+
+    // A new process on the same database: the recovery job finds the pending payment.
+    app = await startTestApp({ database, clock });
+    clock.advance(60_000);
+    expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0); // not old enough yet
+    clock.advance(5 * 60_000);
+    expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
+    const key2 = app.account.testKey;
+    const after = await app.server.services.db.select<{ status: string; gateway_id: string }>('SELECT status, gateway_id FROM payments WHERE id = $1', [row.id]);
+    expect(after[0]).toMatchObject({ status: 'succeeded', gateway_id: BUILTIN_SIMULATOR_ID });
+    expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${row.id}_a1`)).toBe(1);
+    const events = await app.server.services.db.select<{ type: string }>("SELECT type FROM events WHERE type = 'payment.succeeded' AND data LIKE $1", [`%${row.id}%`]);
+    expect(events).toHaveLength(1);
+    expect(key2).toBeDefined();
+    await app.stop();
+  });
+
+  it('should fail a payment left pending before any charge reached the gateway', async () => {
+    const app = await startTestApp({ database, clock });
+    const service = app.server.services.payments as unknown as { chargeAlongPlan: (...a: unknown[]) => Promise<unknown> };
+    service.chargeAlongPlan = async () => {
+      throw new Error('process died before the gateway call');
+    };
+    const crashed = await app.request('POST', '/v1/payments', { key: app.account.testKey, body: { amount: 2600, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    expect(crashed.status).toBe(500);
+    const [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2600');
+    clock.advance(10 * 60_000);
+    expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
+    const [after] = await app.server.services.db.select<{ status: string; failure_code: string }>('SELECT status, failure_code FROM payments WHERE id = $1', [row.id]);
+    expect(after.status).toBe('failed');
+    expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${row.id}_a1`)).toBe(0);
+    await app.stop();
+  });
+});

@@ -1,0 +1,201 @@
+import { startTestApp, type TestApp } from '../helpers/app';
+
+let app: TestApp;
+let key: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  key = app.account.testKey;
+});
+afterAll(() => app.stop());
+
+const card = (number: string, extra: Record<string, unknown> = {}) => ({ number, expMonth: 12, expYear: 2034, cvc: '123', ...extra });
+const pay = (body: Record<string, unknown>, k = key) => app.request('POST', '/v1/payments', { key: k, body });
+
+describe('payments with the built-in test simulator', () => {
+  it('should charge a test card and answer 201 succeeded with safe card details', async () => {
+    const res = await pay({ amount: 1999, currency: 'eur', paymentMethod: 'card', card: card('4242 4242 4242 4242'), description: 'Order 1', metadata: { order: '1' } });
+    expect(res.status).toBe(201);
+    const p = res.body.data;
+    expect(p).toMatchObject({
+      object: 'payment', livemode: false, amount: 1999, currency: 'EUR', originalCurrency: 'EUR', originalAmount: null, exchangeRate: null,
+      status: 'succeeded', failureCode: null, amountRefunded: 0, refunded: false, paymentMethod: 'card', description: 'Order 1', metadata: { order: '1' },
+      paymentMethodDetails: { type: 'card', brand: 'visa', last4: '4242', expMonth: 12, expYear: 2034 },
+    });
+    expect(p.id).toMatch(/^pay_[0-9A-Za-z]{24}$/);
+    expect(p.paymentMethodDetails.fingerprint).toMatch(/^[0-9a-f]{32}$/);
+    expect(p.attempts).toHaveLength(1);
+    expect(p.attempts[0]).toMatchObject({ gatewayId: 'gw_builtin_simulator', outcome: 'succeeded' });
+    expect(res.text).not.toContain('4242424242424242');
+    expect(res.text).not.toContain('"cvc"');
+  });
+
+  it.each([
+    ['4000000000000002', 'card_declined'],
+    ['4000000000009995', 'insufficient_funds'],
+    ['4000000000000069', 'expired_card'],
+  ])('should answer 201 failed for %s with %s', async (number, code) => {
+    const res = await pay({ amount: 500, currency: 'usd', paymentMethod: 'card', card: card(number) });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ status: 'failed', failureCode: code });
+    expect(typeof res.body.data.failureMessage).toBe('string');
+  });
+
+  it('should accept test tokens in test mode and refuse them in live mode', async () => {
+    const ok = await pay({ amount: 700, currency: 'usd', paymentMethod: 'pm_card_mastercard' });
+    expect(ok.body.data).toMatchObject({ status: 'succeeded', paymentMethodDetails: { brand: 'mastercard', last4: '4444' } });
+    const declined = await pay({ amount: 700, currency: 'usd', paymentMethod: 'pm_card_declined' });
+    expect(declined.body.data).toMatchObject({ status: 'failed', failureCode: 'card_declined' });
+    const live = await pay({ amount: 700, currency: 'usd', paymentMethod: 'pm_card_visa' }, app.account.liveKey);
+    expect(live.status).toBe(400);
+    expect(live.body.error).toMatchObject({ code: 'invalid_parameter', param: 'paymentMethod' });
+  });
+
+  it('should charge the simulator default card for "card" without a card in test mode', async () => {
+    const res = await pay({ amount: 300, currency: 'usd', paymentMethod: 'card' });
+    expect(res.body.data.status).toBe('succeeded');
+  });
+
+  it('should refuse live payments when no gateway is configured with 422 no_gateway_available', async () => {
+    const res = await pay({ amount: 300, currency: 'usd', paymentMethod: 'card', card: card('4242424242424242') }, app.account.liveKey);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('no_gateway_available');
+  });
+
+  it('should save a card for a customer and charge it by pm_ id, and as the default for "card"', async () => {
+    const customer = await app.request('POST', '/v1/customers', { key, body: { email: 'saver@example.com' } });
+    const cid = customer.body.data.id;
+    const saved = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key, body: { card: card('5555555555554444') } });
+    expect(saved.status).toBe(201);
+    expect(saved.body.data).toMatchObject({ object: 'payment_method', customerId: cid, card: { brand: 'mastercard', last4: '4444' }, isDefault: true });
+    const byId = await pay({ customerId: cid, amount: 1200, currency: 'usd', paymentMethod: saved.body.data.id });
+    expect(byId.body.data).toMatchObject({ status: 'succeeded', customerId: cid, paymentMethodDetails: { last4: '4444' } });
+    const byDefault = await pay({ customerId: cid, amount: 1300, currency: 'usd', paymentMethod: 'card' });
+    expect(byDefault.body.data).toMatchObject({ status: 'succeeded', paymentMethodDetails: { last4: '4444' } });
+    const listed = await app.request('GET', `/v1/customers/${cid}/payment-methods`, { key });
+    expect(listed.body.meta.total).toBe(1);
+    const refreshed = await app.request('GET', `/v1/customers/${cid}`, { key });
+    expect(refreshed.body.data.defaultPaymentMethodId).toBe(saved.body.data.id);
+  });
+
+  it('should save 4000000000000341 but decline every charge of it', async () => {
+    const customer = await app.request('POST', '/v1/customers', { key, body: { email: 'chargefail@example.com' } });
+    const saved = await app.request('POST', `/v1/customers/${customer.body.data.id}/payment-methods`, { key, body: { card: card('4000000000000341') } });
+    expect(saved.status).toBe(201);
+    const res = await pay({ customerId: customer.body.data.id, amount: 100, currency: 'usd', paymentMethod: saved.body.data.id });
+    expect(res.body.data).toMatchObject({ status: 'failed', failureCode: 'card_declined' });
+  });
+
+  it('should convert with FX rates when originalCurrency differs, and refuse a missing rate', async () => {
+    const res = await pay({ amount: 10850, currency: 'usd', originalCurrency: 'eur', paymentMethod: 'pm_card_visa' });
+    expect(res.status).toBe(201);
+    expect(res.body.data.originalCurrency).toBe('EUR');
+    expect(typeof res.body.data.exchangeRate).toBe('string');
+    expect(Number.isInteger(res.body.data.originalAmount)).toBe(true);
+    const put = await app.request('PUT', '/v1/fx-rates', { key: app.account.liveKey, body: { rates: [{ from: 'EUR', to: 'USD', rate: '1.25' }] } });
+    expect(put.status).toBe(200);
+    expect(put.body.data.rates).toEqual([expect.objectContaining({ from: 'EUR', to: 'USD', rate: '1.25' })]);
+    await app.request('POST', '/v1/gateways', { key: app.account.liveKey, body: { name: 'Sim live', type: 'simulator' } });
+    const live = await pay({ amount: 1000, currency: 'usd', originalCurrency: 'eur', paymentMethod: 'card', card: card('4242424242424242') }, app.account.liveKey);
+    expect(live.body.data).toMatchObject({ status: 'succeeded', exchangeRate: '1.25', originalAmount: 800 });
+    const none = await pay({ amount: 1000, currency: 'usd', originalCurrency: 'gbp', paymentMethod: 'card', card: card('4242424242424242') }, app.account.liveKey);
+    expect(none.status).toBe(422);
+    expect(none.body.error.code).toBe('fx_rate_unavailable');
+  });
+
+  it.each([
+    [{ currency: 'usd', paymentMethod: 'card' }, 'missing_parameter', 'amount'],
+    [{ amount: 1.5, currency: 'usd', paymentMethod: 'card' }, 'invalid_parameter', 'amount'],
+    [{ amount: '100', currency: 'usd', paymentMethod: 'card' }, 'invalid_parameter', 'amount'],
+    [{ amount: -1, currency: 'usd', paymentMethod: 'card' }, 'invalid_parameter', 'amount'],
+    [{ amount: 1e20, currency: 'usd', paymentMethod: 'card' }, 'invalid_parameter', 'amount'],
+    [{ amount: 100, currency: 'xyz', paymentMethod: 'card' }, 'invalid_parameter', 'currency'],
+    [{ amount: 100, currency: 'usd', paymentMethod: 'bank' }, 'invalid_parameter', 'paymentMethod'],
+    [{ amount: 100, currency: 'usd', paymentMethod: 'card', card: { number: '4242424242424241', expMonth: 1, expYear: 2030, cvc: '123' } }, 'invalid_parameter', 'card.number'],
+    [{ amount: 100, currency: 'usd', paymentMethod: 'card', card: { number: '4242424242424242', expMonth: 13, expYear: 2030, cvc: '123' } }, 'invalid_parameter', 'card.expMonth'],
+    [{ amount: 100, currency: 'usd', paymentMethod: 'card', card: { number: '4242424242424242', expMonth: 1, expYear: 2030, cvc: '1' } }, 'invalid_parameter', 'card.cvc'],
+    [{ amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa', card: { number: '4242424242424242', expMonth: 1, expYear: 2030, cvc: '123' } }, 'invalid_parameter', 'card'],
+    [{ amount: 100, currency: 'usd', paymentMethod: 'card', customerId: 'cus_missing' }, 'resource_not_found', 'customerId'],
+    [{ amount: 100, currency: 'usd', paymentMethod: 'pm_doesnotexist' }, 'resource_not_found', 'paymentMethod'],
+    [{ amount: 100, currency: 'usd', paymentMethod: 'card', status: 'succeeded' }, 'unknown_parameter', 'status'],
+  ])('should refuse %j with %s on %s and write nothing', async (body, code, param) => {
+    const before = await app.request('GET', '/v1/payments?pageSize=1', { key });
+    const res = await pay(body as Record<string, unknown>);
+    expect(res.body.error).toMatchObject({ code, param });
+    const after = await app.request('GET', '/v1/payments?pageSize=1', { key });
+    expect(after.body.meta.total).toBe(before.body.meta.total);
+  });
+});
+
+describe('payment reads and updates', () => {
+  let ids: string[] = [];
+  let customerId: string;
+  let other: { testKey: string };
+  beforeAll(async () => {
+    other = await app.createAccount();
+    const c = await app.request('POST', '/v1/customers', { key: other.testKey, body: { email: 'Finder@Example.com' } });
+    customerId = c.body.data.id;
+    ids = [];
+    for (const [i, amount] of [500, 100, 900, 300].entries()) {
+      const res = await pay(
+        { amount, currency: 'usd', paymentMethod: i === 3 ? 'pm_card_declined' : 'pm_card_visa', customerId: i < 2 ? customerId : undefined, description: `desc-${i}`, metadata: { ref: `r${i}x` } },
+        other.testKey,
+      );
+      ids.push(res.body.data.id);
+    }
+  });
+
+  it('should list newest first with filters, search and amount sort', async () => {
+    const k = other.testKey;
+    const all = await app.request('GET', '/v1/payments', { key: k });
+    expect(all.body.meta.total).toBe(4);
+    expect(all.body.data.map((p: { id: string }) => p.id)).toEqual([...ids].reverse());
+    const failed = await app.request('GET', '/v1/payments?status=failed', { key: k });
+    expect(failed.body.data.map((p: { id: string }) => p.id)).toEqual([ids[3]]);
+    const byCustomer = await app.request('GET', `/v1/payments?customerId=${customerId}`, { key: k });
+    expect(byCustomer.body.meta.total).toBe(2);
+    const byAmount = await app.request('GET', '/v1/payments?sortField=amount&sortDirection=asc', { key: k });
+    expect(byAmount.body.data.map((p: { amount: number }) => p.amount)).toEqual([100, 300, 500, 900]);
+    const byDescription = await app.request('GET', '/v1/payments?search=DESC-2', { key: k });
+    expect(byDescription.body.data.map((p: { id: string }) => p.id)).toEqual([ids[2]]);
+    const byEmail = await app.request('GET', '/v1/payments?search=finder@example', { key: k });
+    expect(byEmail.body.meta.total).toBe(2);
+    const byMetadata = await app.request('GET', '/v1/payments?search=r3x', { key: k });
+    expect(byMetadata.body.data.map((p: { id: string }) => p.id)).toEqual([ids[3]]);
+    const byId = await app.request('GET', `/v1/payments?search=${ids[1]}`, { key: k });
+    expect(byId.body.data.map((p: { id: string }) => p.id)).toEqual([ids[1]]);
+    const bad = await app.request('GET', '/v1/payments?status=paid', { key: k });
+    expect(bad.body.error).toMatchObject({ code: 'invalid_parameter', param: 'status' });
+  });
+
+  it('should PATCH only description and metadata and record payment.updated', async () => {
+    const k = other.testKey;
+    const res = await app.request('PATCH', `/v1/payments/${ids[0]}`, { key: k, body: { description: 'new', metadata: { ref: null, extra: 'y' } } });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ description: 'new', metadata: { extra: 'y' }, amount: 500 });
+    const refused = await app.request('PATCH', `/v1/payments/${ids[0]}`, { key: k, body: { amount: 1 } });
+    expect(refused.body.error).toMatchObject({ code: 'unknown_parameter', param: 'amount' });
+    const events = await app.request('GET', '/v1/events?type=payment.updated', { key: k });
+    expect(events.body.data[0].data.object).toEqual(res.body.data);
+  });
+
+  it('should record payment.succeeded and payment.failed events with the API object', async () => {
+    const k = other.testKey;
+    const succeeded = await app.request('GET', '/v1/events?type=payment.succeeded&pageSize=100', { key: k });
+    expect(succeeded.body.meta.total).toBe(3);
+    const failed = await app.request('GET', '/v1/events?type=payment.failed', { key: k });
+    const payment = await app.request('GET', `/v1/payments/${ids[3]}`, { key: k });
+    expect(failed.body.data[0].data.object).toEqual(payment.body.data);
+  });
+
+  it('should list every gateway call with redacted summaries', async () => {
+    const res = await app.request('GET', `/v1/payments/${ids[0]}/gateway-transactions`, { key: other.testKey });
+    expect(res.body.meta.total).toBe(1);
+    expect(res.body.data[0]).toMatchObject({ object: 'gateway_transaction', kind: 'charge', outcome: 'succeeded', gatewayId: 'gw_builtin_simulator' });
+    expect(res.body.data[0].idempotencyKey).toBe(`${ids[0]}_a1`);
+  });
+
+  it('should hide another account payments', async () => {
+    const res = await app.request('GET', `/v1/payments/${ids[0]}`, { key });
+    expect(res.status).toBe(404);
+  });
+});

@@ -1,0 +1,248 @@
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+import { generate } from 'selfsigned';
+
+/** One request as the fake saw it. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  pathname: string;
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  rawBody: string;
+  /** Decoded form pairs in the order sent. */
+  formPairs: Array<[string, string]>;
+  form: Record<string, string>;
+}
+
+export interface FakeResponse {
+  status: number;
+  body?: unknown;
+  /** Sent verbatim instead of JSON (e.g. an HTML error page from a proxy). */
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+/** 'hang' never answers (for timeouts). */
+export type FakeHandler = (req: RecordedRequest) => FakeResponse | 'hang';
+
+let tlsMaterial: Promise<{ cert: string; key: string }> | null = null;
+
+/** One certificate per test file: generating it is the slow part. */
+function certificate(): Promise<{ cert: string; key: string }> {
+  tlsMaterial ??= generate([{ name: 'commonName', value: 'localhost' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+  } as never).then((p: { cert: string; private: string }) => ({ cert: p.cert, key: p.private }));
+  return tlsMaterial;
+}
+
+/** A local HTTPS server standing in for api.stripe.com; records requests, answers via `handler`. */
+export class FakeStripe {
+  readonly requests: RecordedRequest[] = [];
+  handler: FakeHandler = () => ({ status: 500, body: { error: { type: 'api_error', message: 'no handler' } } });
+
+  private constructor(
+    private readonly server: https.Server,
+    readonly baseUrl: string,
+    readonly ca: string,
+  ) {}
+
+  static async start(): Promise<FakeStripe> {
+    const { cert, key } = await certificate();
+    let fake: FakeStripe | null = null;
+    const server = https.createServer({ cert, key }, (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const rawBody = Buffer.concat(chunks).toString('utf8');
+        const url = new URL(req.url ?? '/', 'https://127.0.0.1');
+        const formPairs = [...new URLSearchParams(rawBody).entries()];
+        const recorded: RecordedRequest = {
+          method: req.method ?? '',
+          path: req.url ?? '',
+          pathname: url.pathname,
+          query: url.searchParams,
+          headers: req.headers,
+          rawBody,
+          formPairs,
+          form: Object.fromEntries(formPairs),
+        };
+        fake!.requests.push(recorded);
+        let answer: FakeResponse | 'hang';
+        try {
+          answer = fake!.handler(recorded);
+        } catch (err) {
+          answer = { status: 599, body: { error: { type: 'fake_assertion', message: (err as Error).message } } };
+        }
+        if (answer === 'hang') return;
+        const text = answer.rawBody ?? JSON.stringify(answer.body ?? {});
+        res.writeHead(answer.status, {
+          'content-type': answer.rawBody ? 'text/html' : 'application/json',
+          'request-id': `req_fake_${fake!.requests.length}`,
+          ...(answer.headers ?? {}),
+        });
+        res.end(text);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    fake = new FakeStripe(server, `https://127.0.0.1:${port}`, cert);
+    return fake;
+  }
+
+  reset(handler?: FakeHandler): void {
+    this.requests.length = 0;
+    if (handler) this.handler = handler;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+// ---- a Stripe-like backend for the contract suite ----------------------------------------
+
+const DECLINES: Record<string, { code: string; decline_code?: string; message: string; status?: number }> = {
+  '4000000000000002': { code: 'card_declined', decline_code: 'generic_decline', message: 'Your card was declined.' },
+  '4000000000009995': { code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' },
+  '4000000000000069': { code: 'expired_card', message: 'Your card has expired.' },
+  '4000000000000341': { code: 'card_declined', decline_code: 'generic_decline', message: 'Your card was declined.' },
+};
+const GATEWAY_ERROR_CARDS = new Set(['4000000000000119']);
+const TOKENS: Record<string, string> = {
+  pm_card_visa: '4242424242424242',
+  pm_card_mastercard: '5555555555554444',
+  pm_card_declined: '4000000000000002',
+  pm_card_insufficient_funds: '4000000000009995',
+  pm_card_gateway_error: '4000000000000119',
+};
+
+/**
+ * Emulates the parts of Stripe test mode the connector uses: test cards and tokens, stored
+ * idempotent answers (replayed with `Idempotent-Replayed: true`), PaymentIntent search,
+ * refunds, payment methods attached to customers.
+ */
+export class StripeLikeBackend {
+  readonly intents = new Map<string, Record<string, unknown>>();
+  readonly refunds = new Map<string, Record<string, unknown>>();
+  private readonly methods = new Map<string, { number: string; expYear: number; customer: string | null }>();
+  private readonly answers = new Map<string, FakeResponse>();
+  /** PaymentIntents actually created per idempotency key (replays excluded). */
+  readonly chargeCounts = new Map<string, number>();
+  private seq = 0;
+
+  constructor(private readonly secretKey: string, private readonly now: () => Date = () => new Date()) {}
+
+  readonly handle: FakeHandler = (req) => {
+    if (req.headers.authorization !== `Bearer ${this.secretKey}`) {
+      return { status: 401, body: { error: { type: 'invalid_request_error', message: 'Invalid API Key provided.' } } };
+    }
+    if (req.method === 'GET') return this.get(req);
+    const key = String(req.headers['idempotency-key'] ?? '');
+    const replay = key ? this.answers.get(`${req.pathname}\u0000${key}`) : undefined;
+    if (replay) return { ...replay, headers: { 'idempotent-replayed': 'true' } };
+    const answer = this.post(req);
+    // Like our simulator, server errors are not remembered: nothing happened.
+    if (key && answer.status < 500) this.answers.set(`${req.pathname}\u0000${key}`, answer);
+    return answer;
+  };
+
+  private id(prefix: string): string {
+    this.seq++;
+    return `${prefix}_fake${String(this.seq).padStart(6, '0')}`;
+  }
+
+  private post(req: RecordedRequest): FakeResponse {
+    const f = req.form;
+    switch (req.pathname) {
+      case '/v1/payment_intents': {
+        const key = String(req.headers['idempotency-key']);
+        this.chargeCounts.set(key, (this.chargeCounts.get(key) ?? 0) + 1);
+        let number: string;
+        let expYear: number;
+        if (f['payment_method_data[card][number]']) {
+          number = f['payment_method_data[card][number]'];
+          expYear = Number(f['payment_method_data[card][exp_year]']);
+        } else if (TOKENS[f.payment_method]) {
+          number = TOKENS[f.payment_method];
+          expYear = 2099;
+        } else {
+          const method = this.methods.get(f.payment_method);
+          if (!method) return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', message: 'No such PaymentMethod' } } };
+          if (method.customer && method.customer !== f.customer) {
+            return { status: 400, body: { error: { type: 'invalid_request_error', message: 'The provided PaymentMethod belongs to another customer.' } } };
+          }
+          number = method.number;
+          expYear = method.expYear;
+        }
+        if (GATEWAY_ERROR_CARDS.has(number)) return { status: 500, body: { error: { type: 'api_error', message: 'Something went wrong on our end.' } } };
+        const intent: Record<string, unknown> = {
+          id: this.id('pi'), object: 'payment_intent', amount: Number(f.amount), currency: f.currency,
+          created: this.seq, metadata: this.metadata(f), status: 'succeeded', last_payment_error: null,
+        };
+        this.intents.set(intent.id as string, intent);
+        const decline = expYear < this.now().getUTCFullYear()
+          ? { code: 'invalid_expiry_year', message: "Your card's expiration year is invalid." }
+          : DECLINES[number];
+        if (decline) {
+          const error = { type: 'card_error', ...decline };
+          Object.assign(intent, { status: 'requires_payment_method', last_payment_error: error });
+          return { status: 402, body: { error: { ...error, payment_intent: intent } } };
+        }
+        return { status: 200, body: intent };
+      }
+      case '/v1/refunds': {
+        const intent = this.intents.get(f.payment_intent);
+        if (!intent) return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', message: 'No such payment_intent' } } };
+        if (intent.status !== 'succeeded') return { status: 400, body: { error: { type: 'invalid_request_error', code: 'charge_not_refundable', message: 'Not refundable' } } };
+        const refund = { id: this.id('re'), object: 'refund', amount: Number(f.amount), currency: intent.currency, payment_intent: intent.id, status: 'succeeded', metadata: this.metadata(f) };
+        this.refunds.set(refund.id, refund);
+        return { status: 200, body: refund };
+      }
+      case '/v1/payment_methods': {
+        const id = this.id('pm');
+        const number = f['card[number]'];
+        this.methods.set(id, { number, expYear: Number(f['card[exp_year]']), customer: null });
+        return { status: 200, body: { id, object: 'payment_method', type: 'card', card: { brand: number.startsWith('5') ? 'mastercard' : 'visa', last4: number.slice(-4), exp_month: Number(f['card[exp_month]']), exp_year: Number(f['card[exp_year]']) } } };
+      }
+      case '/v1/customers': {
+        const id = this.id('cus');
+        const method = this.methods.get(f.payment_method);
+        if (!method) return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', message: 'No such PaymentMethod' } } };
+        method.customer = id;
+        return { status: 200, body: { id, object: 'customer' } };
+      }
+      default:
+        return { status: 404, body: { error: { type: 'invalid_request_error', message: 'Unrecognized request URL' } } };
+    }
+  }
+
+  private get(req: RecordedRequest): FakeResponse {
+    if (req.pathname === '/v1/payment_intents/search') {
+      const match = /^metadata\['payorch_idempotency_key'\]:'((?:[^'\\]|\\.)*)'$/.exec(req.query.get('query') ?? '');
+      if (!match) return { status: 400, body: { error: { type: 'invalid_request_error', message: 'Invalid query' } } };
+      const key = match[1].replace(/\\(.)/g, '$1');
+      const data = [...this.intents.values()].filter((pi) => (pi.metadata as Record<string, string>).payorch_idempotency_key === key);
+      return { status: 200, body: { object: 'search_result', data, has_more: false } };
+    }
+    if (req.pathname === '/v1/refunds') {
+      const data = [...this.refunds.values()].filter((r) => r.payment_intent === req.query.get('payment_intent'));
+      return { status: 200, body: { object: 'list', data, has_more: false } };
+    }
+    return { status: 404, body: { error: { type: 'invalid_request_error', message: 'Unrecognized request URL' } } };
+  }
+
+  private metadata(form: Record<string, string>): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(form)) {
+      const m = /^metadata\[(.+)\]$/.exec(k);
+      if (m) out[m[1]] = v;
+    }
+    return out;
+  }
+}

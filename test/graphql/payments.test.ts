@@ -1,0 +1,72 @@
+import { startTestApp, type TestApp } from '../helpers/app';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(() => app.stop());
+
+const gql = (query: string, variables: Record<string, unknown> = {}, key = app.account.testKey) =>
+  app.request('POST', '/graphql', { key, body: { query, variables } });
+
+describe('GraphQL payments, refunds, gateways and routing', () => {
+  it('should create a payment with a card, refund it, and read it back', async () => {
+    const created = await gql(
+      `mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id status amount currency paymentMethodDetails { brand last4 } attempts { gatewayId outcome } } }`,
+      { input: { amount: 2500, currency: 'eur', paymentMethod: 'card', card: { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '321' } } },
+    );
+    expect(created.body.errors).toBeUndefined();
+    const p = created.body.data.createPayment;
+    expect(p).toMatchObject({ status: 'succeeded', amount: 2500, currency: 'EUR', paymentMethodDetails: { brand: 'visa', last4: '4242' } });
+    const refund = await gql('mutation($id: ID!) { refundPayment(paymentId: $id, amount: 500, reason: "dup") { status amount } }', { id: p.id });
+    expect(refund.body.data.refundPayment).toEqual({ status: 'succeeded', amount: 500 });
+    const read = await gql('query($id: ID!) { payment(id: $id) { amountRefunded refunds { amount reason } } }', { id: p.id });
+    expect(read.body.data.payment).toEqual({ amountRefunded: 500, refunds: [{ amount: 500, reason: 'dup' }] });
+    const invalid = await gql('mutation { createPayment(input: { amount: 1.5, currency: "usd", paymentMethod: "card" }) { id } }');
+    expect(invalid.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'amount' });
+    const notRefundable = await gql('mutation($id: ID!) { refundPayment(paymentId: $id, amount: 999999) { id } }', { id: p.id });
+    expect(notRefundable.body.errors[0].extensions.code).toBe('refund_exceeds_remaining');
+  });
+
+  it('should batch Payment.customer, Payment.refunds and Customer.payments (constant SQL for N payments)', async () => {
+    const account = await app.createAccount();
+    const key = account.testKey;
+    const addPayments = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const c = await app.request('POST', '/v1/customers', { key, body: { email: `batch${Math.random()}@example.com` } });
+        const p = await app.request('POST', '/v1/payments', { key, body: { amount: 1000, currency: 'usd', paymentMethod: 'pm_card_visa', customerId: c.body.data.id } });
+        await app.request('POST', '/v1/refunds', { key, body: { paymentId: p.body.data.id, amount: 100 } });
+      }
+    };
+    const count = async () => {
+      const before = app.sql.length;
+      const res = await gql('{ payments(pageSize: 100) { total nodes { id customer { email payments { id } } refunds { amount } } } }', {}, key);
+      expect(res.body.errors).toBeUndefined();
+      return { queries: app.sql.length - before, nodes: res.body.data.payments.nodes };
+    };
+    await addPayments(2);
+    const small = await count();
+    await addPayments(8);
+    const large = await count();
+    expect(large.nodes).toHaveLength(10);
+    for (const n of large.nodes) {
+      expect(n.customer.payments).toEqual([{ id: n.id }]);
+      expect(n.refunds).toEqual([{ amount: 100 }]);
+    }
+    expect(large.queries).toBe(small.queries);
+    expect(large.queries).toBeLessThanOrEqual(6);
+  });
+
+  it('should manage gateways, routing, simulation and FX rates', async () => {
+    const key = app.account.liveKey;
+    const g = await gql('mutation { createGateway(input: { name: "Sim", type: "simulator", currencies: ["usd"] }) { id type currencies credentialsSet } }', {}, key);
+    const gw = g.body.data.createGateway;
+    expect(gw).toMatchObject({ type: 'simulator', currencies: ['USD'], credentialsSet: false });
+    const routing = await gql('mutation($c: JSONObject!) { setRouting(config: $c) }', { c: { rules: [{ name: 'all', strategy: 'priority', gateways: [{ gatewayId: gw.id }] }], fallback: [], maxAttempts: 2 } }, key);
+    expect(routing.body.data.setRouting.rules).toHaveLength(1);
+    const sim = await gql('{ simulateRouting(input: { amount: 100, currency: "usd" }) { rule gateways } }', {}, key);
+    expect(sim.body.data.simulateRouting).toEqual({ rule: 'all', gateways: [gw.id] });
+    const fx = await gql('mutation { setFxRates(rates: [{ from: "EUR", to: "USD", rate: "1.10" }]) { rates { from to rate } } }', {}, key);
+    expect(fx.body.data.setFxRates.rates).toEqual([{ from: 'EUR', to: 'USD', rate: '1.1' }]);
+  });
+});

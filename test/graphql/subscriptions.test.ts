@@ -1,0 +1,134 @@
+import WebSocket from 'ws';
+import { createClient, type Client } from 'graphql-ws';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { DIALECT } from '../helpers/db';
+
+// PostgreSQL instances fan out through LISTEN/NOTIFY; on SQLite the cross-process path is Redis.
+const REDIS_ENV: Record<string, string> = DIALECT === 'sqlite' ? { REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' } : {};
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp({ env: REDIS_ENV });
+});
+afterAll(() => app.stop());
+
+function wsClient(baseUrl: string, ca: string, key: string | null): Client {
+  class TrustingWebSocket extends WebSocket {
+    constructor(address: string, protocols?: string | string[]) {
+      super(address, protocols, { ca, servername: 'localhost' } as WebSocket.ClientOptions);
+    }
+  }
+  return createClient({
+    url: `${baseUrl.replace('https:', 'wss:')}/graphql`,
+    webSocketImpl: TrustingWebSocket,
+    connectionParams: key ? { authorization: `Bearer ${key}` } : {},
+    retryAttempts: 0,
+    lazy: true,
+  });
+}
+
+/** Collects the first `n` results of a subscription, with a deadline. */
+async function take<T>(client: Client, query: string, n: number, start: () => Promise<unknown>, timeoutMs = 8000): Promise<T[]> {
+  const results: T[] = [];
+  const iterator = client.iterate<T>({ query });
+  const collected = (async () => {
+    for await (const r of iterator) {
+      if (r.errors) throw new Error(JSON.stringify(r.errors));
+      results.push(r.data as T);
+      if (results.length >= n) break;
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 300)); // let the subscription register
+  await start();
+  await Promise.race([collected, new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out with ${results.length} results`)), timeoutMs))]);
+  await iterator.return?.();
+  return results;
+}
+
+describe('GraphQL subscriptions over graphql-ws', () => {
+  it('should refuse a connection without a valid key', async () => {
+    for (const key of [null, 'sk_test_' + 'q'.repeat(43)]) {
+      const client = wsClient(app.baseUrl, app.server.cert, key);
+      const outcome = await new Promise<unknown>((resolve) => {
+        client.subscribe({ query: 'subscription { events { id } }' }, { next: () => resolve('data'), error: (e) => resolve(e), complete: () => resolve('complete') });
+      });
+      expect((outcome as { code?: number }).code).toBe(4403);
+      await client.dispose();
+    }
+  });
+
+  it("should stream only the account and mode's events of the requested types", async () => {
+    const other = await app.createAccount();
+    const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
+    const results = await take<{ events: { type: string; livemode: boolean; data: { object: { email: string } } } }>(
+      client,
+      'subscription { events(types: ["customer.created"]) { id type livemode data } }',
+      2,
+      async () => {
+        await app.request('POST', '/v1/customers', { key: other.testKey, body: { email: 'other-account@example.com' } });
+        await app.request('POST', '/v1/customers', { key: app.account.liveKey, body: { email: 'live-mode@example.com' } });
+        await app.request('POST', '/v1/products', { key: app.account.testKey, body: { name: 'not a customer event' } });
+        await app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'mine-1@example.com' } });
+        await app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'mine-2@example.com' } });
+      },
+    );
+    expect(results.map((r) => r.events.data.object.email)).toEqual(['mine-1@example.com', 'mine-2@example.com']);
+    for (const r of results) expect(r.events).toMatchObject({ type: 'customer.created', livemode: false });
+    await client.dispose();
+  });
+
+  it('should stream typed payments and customers', async () => {
+    const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
+    const payments = await take<{ paymentUpdated: { id: string; status: string; amount: number } }>(
+      client,
+      'subscription { paymentUpdated { id status amount } }',
+      1,
+      () => app.request('POST', '/v1/payments', { key: app.account.testKey, body: { amount: 4321, currency: 'usd', paymentMethod: 'pm_card_visa' } }),
+    );
+    expect(payments[0].paymentUpdated).toMatchObject({ status: 'succeeded', amount: 4321 });
+    const customers = await take<{ customerUpdated: { email: string } }>(
+      client,
+      'subscription { customerUpdated { email } }',
+      1,
+      () => app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'typed@example.com' } }),
+    );
+    expect(customers[0].customerUpdated.email).toBe('typed@example.com');
+    await client.dispose();
+  });
+
+  it('should refuse a subscription outside the key permissions', async () => {
+    const restricted = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: { permissions: ['customers:read'] } });
+    const client = wsClient(app.baseUrl, app.server.cert, restricted.body.data.secret);
+    const outcome = await new Promise<unknown>((resolve) => {
+      client.subscribe({ query: 'subscription { paymentUpdated { id } }' }, { next: (v) => resolve(v), error: (e) => resolve(e), complete: () => resolve('complete') });
+    });
+    expect(JSON.stringify(outcome)).toContain('permission');
+    await client.dispose();
+  });
+
+  describe('across instances', () => {
+    let other: SpawnedInstance;
+    beforeAll(async () => {
+      other = await spawnInstance(
+        { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000', ...REDIS_ENV },
+        app.server.cert,
+      );
+    }, 90_000);
+    afterAll(async () => {
+      await other?.stop();
+    });
+
+    it('should deliver an event written through instance A to a subscriber on instance B', async () => {
+      const client = wsClient(other.baseUrl, app.server.cert, app.account.testKey);
+      const results = await take<{ events: { type: string; data: { object: { email: string } } } }>(
+        client,
+        'subscription { events(types: ["customer.created"]) { type data } }',
+        1,
+        () => app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'cross-instance@example.com' } }),
+      );
+      expect(results[0].events.data.object.email).toBe('cross-instance@example.com');
+      await client.dispose();
+    });
+  });
+});

@@ -1,0 +1,247 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import type https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { generate } from 'selfsigned';
+import { createReceiver, signPayload as exampleSign, verifySignature as exampleVerify, type ReceivedEventInfo } from '../../../examples/webhook-receiver';
+import { closeDeliveryAgents, deliverWebhook } from '../../../src/webhooks/http-delivery';
+import { buildDeliveryHeaders, generateWebhookSecret, signPayload } from '../../../src/webhooks/signature';
+import { httpsRequest } from '../../helpers/http';
+
+const EXAMPLE = path.resolve(__dirname, '../../../examples/webhook-receiver.js');
+const SECRET = generateWebhookSecret();
+
+function eventBody(id: string): string {
+  return JSON.stringify({
+    id,
+    object: 'event',
+    type: 'customer.created',
+    createdAt: '2024-01-01T00:00:00.000Z',
+    livemode: false,
+    data: { object: { id: 'cus_1', object: 'customer', name: 'Zoë' } },
+  });
+}
+
+let cert: string;
+let key: string;
+
+beforeAll(async () => {
+  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+  } as never);
+  cert = pems.cert;
+  key = pems.private;
+});
+
+afterAll(() => closeDeliveryAgents());
+
+describe('example verifySignature', () => {
+  it('should agree with the service signer', () => {
+    const body = eventBody('evt_1');
+    expect(exampleSign(SECRET, body)).toBe(signPayload(SECRET, body));
+    expect(exampleVerify(SECRET, Buffer.from(body), signPayload(SECRET, body))).toBe(true);
+  });
+
+  it('should reject a missing header or secret and a length mismatch', () => {
+    const body = eventBody('evt_1');
+    const signature = signPayload(SECRET, body);
+    expect(exampleVerify(SECRET, body, undefined)).toBe(false);
+    expect(exampleVerify(undefined, body, signature)).toBe(false);
+    expect(exampleVerify('', body, signature)).toBe(false);
+    expect(exampleVerify(SECRET, body, signature.slice(2))).toBe(false);
+    expect(exampleVerify(SECRET, body, `é${signature.slice(1)}`)).toBe(false);
+  });
+});
+
+describe('createReceiver', () => {
+  let server: https.Server;
+  let base: string;
+  let events: Array<{ event: { id: string; type: string }; info: ReceivedEventInfo }>;
+
+  async function start(secret: string | string[] | undefined): Promise<void> {
+    events = [];
+    server = createReceiver({ secret, cert, key, onEvent: (event, info) => events.push({ event, info }) });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `https://localhost:${(server.address() as AddressInfo).port}`;
+  }
+
+  function post(body: string, headers: Record<string, string>) {
+    return httpsRequest(base, cert, 'POST', '/webhooks', { rawBody: body, headers: { 'content-type': 'application/json', ...headers } });
+  }
+
+  // onEvent runs on setImmediate, after the response.
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+  afterEach(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('should accept a correctly signed delivery and hand the event over', async () => {
+    await start(SECRET);
+    const body = eventBody('evt_ok');
+    const res = await post(body, buildDeliveryHeaders(SECRET, body, 'evt_ok', 2));
+    await settle();
+    expect(res.status).toBe(200);
+    expect(events).toEqual([{ event: JSON.parse(body), info: { eventId: 'evt_ok', attempt: 2, duplicate: false } }]);
+  });
+
+  it('should reject a tampered body with 401', async () => {
+    await start(SECRET);
+    const body = eventBody('evt_tampered');
+    const headers = buildDeliveryHeaders(SECRET, body, 'evt_tampered', 1);
+    const res = await post(body.replace('Zoë', 'Eve'), headers);
+    await settle();
+    expect(res.status).toBe(401);
+    expect(events).toHaveLength(0);
+  });
+
+  it('should reject a body that differs only in whitespace', async () => {
+    await start(SECRET);
+    const body = eventBody('evt_ws');
+    const res = await post(`${body} `, buildDeliveryHeaders(SECRET, body, 'evt_ws', 1));
+    expect(res.status).toBe(401);
+  });
+
+  it('should reject a missing signature header with 400', async () => {
+    await start(SECRET);
+    const res = await post(eventBody('evt_nosig'), { 'x-service-event-id': 'evt_nosig' });
+    await settle();
+    expect(res.status).toBe(400);
+    expect(events).toHaveLength(0);
+  });
+
+  it('should reject a signature of the wrong length with 401', async () => {
+    await start(SECRET);
+    const body = eventBody('evt_short');
+    const res = await post(body, { 'x-service-signature': signPayload(SECRET, body).slice(0, 32) });
+    expect(res.status).toBe(401);
+  });
+
+  it('should reject every delivery when no secret is configured', async () => {
+    await start(undefined);
+    const body = eventBody('evt_nosecret');
+    const res = await post(body, { 'x-service-signature': signPayload('', body) });
+    await settle();
+    expect(res.status).toBe(401);
+    expect(events).toHaveLength(0);
+  });
+
+  it('should reject a signed body that is not JSON with 400', async () => {
+    await start(SECRET);
+    const res = await post('not json', { 'x-service-signature': signPayload(SECRET, 'not json') });
+    expect(res.status).toBe(400);
+  });
+
+  it('should answer anything but POST with 405', async () => {
+    await start(SECRET);
+    const res = await httpsRequest(base, cert, 'GET', '/webhooks');
+    expect(res.status).toBe(405);
+  });
+
+  it('should acknowledge a redelivered event but mark it as a duplicate', async () => {
+    await start(SECRET);
+    const body = eventBody('evt_dup');
+    await post(body, buildDeliveryHeaders(SECRET, body, 'evt_dup', 1));
+    const again = await post(body, buildDeliveryHeaders(SECRET, body, 'evt_dup', 2));
+    await settle();
+    expect(again.status).toBe(200);
+    expect(events.map((e) => e.info)).toEqual([
+      { eventId: 'evt_dup', attempt: 1, duplicate: false },
+      { eventId: 'evt_dup', attempt: 2, duplicate: true },
+    ]);
+  });
+
+  it('should accept the old and the new secret while rotating', async () => {
+    const next = generateWebhookSecret();
+    await start([SECRET, next]);
+    const body = eventBody('evt_rotate');
+    expect((await post(body, buildDeliveryHeaders(SECRET, body, 'evt_rotate', 1))).status).toBe(200);
+    expect((await post(body, buildDeliveryHeaders(next, body, 'evt_rotate', 2))).status).toBe(200);
+    expect((await post(body, buildDeliveryHeaders(generateWebhookSecret(), body, 'evt_rotate', 3))).status).toBe(401);
+  });
+
+  it('should be delivered to by deliverWebhook end to end', async () => {
+    await start(SECRET);
+    const body = eventBody('evt_e2e');
+    const outcome = await deliverWebhook({ url: `${base}/webhooks`, body, headers: buildDeliveryHeaders(SECRET, body, 'evt_e2e', 1), allowPrivate: true, ca: cert });
+    await settle();
+    expect(outcome).toMatchObject({ delivered: true, statusCode: 200 });
+    expect(events[0]?.info).toEqual({ eventId: 'evt_e2e', attempt: 1, duplicate: false });
+
+    const forged = await deliverWebhook({ url: `${base}/webhooks`, body, headers: buildDeliveryHeaders('whsec_wrong', body, 'evt_e2e', 1), allowPrivate: true, ca: cert });
+    expect(forged).toMatchObject({ delivered: false, statusCode: 401, error: 'HTTP 401' });
+  });
+});
+
+describe('node examples/webhook-receiver.js', () => {
+  let child: ChildProcess | undefined;
+  let dir: string;
+
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-receiver-'));
+    fs.writeFileSync(path.join(dir, 'cert.pem'), cert);
+    fs.writeFileSync(path.join(dir, 'key.pem'), key);
+  });
+
+  afterEach(() => {
+    if (child && child.exitCode === null) child.kill('SIGTERM');
+    child = undefined;
+  });
+
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  function run(env: Record<string, string>): { proc: ChildProcess; output: () => string; exited: Promise<number | null> } {
+    let output = '';
+    const proc = spawn(process.execPath, [EXAMPLE], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    proc.stdout?.on('data', (c: Buffer) => (output += c.toString()));
+    proc.stderr?.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+    child = proc;
+    return { proc, output: () => output, exited };
+  }
+
+  async function waitFor(read: () => string, pattern: RegExp): Promise<RegExpMatchArray> {
+    for (let i = 0; i < 200; i += 1) {
+      const match = read().match(pattern);
+      if (match) return match;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`timed out waiting for ${pattern}; output: ${read()}`);
+  }
+
+  it('should refuse to start without WEBHOOK_SECRET', async () => {
+    const { output, exited } = run({ TLS_CERT_FILE: path.join(dir, 'cert.pem'), TLS_KEY_FILE: path.join(dir, 'key.pem') });
+    expect(await exited).toBe(1);
+    expect(output()).toContain('WEBHOOK_SECRET is required');
+  });
+
+  it('should refuse to start without a TLS certificate and key', async () => {
+    const { output, exited } = run({ WEBHOOK_SECRET: SECRET });
+    expect(await exited).toBe(1);
+    expect(output()).toContain('TLS_CERT_FILE and TLS_KEY_FILE are required');
+  });
+
+  it('should serve HTTPS, verify a delivery and print the event', async () => {
+    const { output } = run({
+      WEBHOOK_SECRET: SECRET,
+      PORT: '0',
+      TLS_CERT_FILE: path.join(dir, 'cert.pem'),
+      TLS_KEY_FILE: path.join(dir, 'key.pem'),
+    });
+    const [, port] = await waitFor(output, /listening on https:\/\/localhost:(\d+)\//);
+    const body = eventBody('evt_cli');
+    const outcome = await deliverWebhook({ url: `https://localhost:${port}/`, body, headers: buildDeliveryHeaders(SECRET, body, 'evt_cli', 1), allowPrivate: true, ca: cert });
+    expect(outcome).toMatchObject({ delivered: true, statusCode: 200 });
+    await waitFor(output, /received customer\.created evt_cli \(attempt 1, livemode false\)/);
+
+    const tampered = await deliverWebhook({ url: `https://localhost:${port}/`, body: body.replace('Zoë', 'Eve'), headers: buildDeliveryHeaders(SECRET, body, 'evt_cli', 2), allowPrivate: true, ca: cert });
+    expect(tampered).toMatchObject({ delivered: false, statusCode: 401 });
+    closeDeliveryAgents();
+  });
+});
