@@ -36,6 +36,7 @@ export function isPublicPath(path: string): boolean {
 export interface SharedMiddleware {
   auth: Koa.Middleware;
   jsonBody: Koa.Middleware;
+  idempotency: Koa.Middleware;
 }
 
 /** Extra mounts (GraphQL) are added by the server before the callback is taken. */
@@ -77,6 +78,9 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
         throw err;
       },
     }) as unknown as Koa.Middleware,
+    idempotency: idempotency(services.idempotency, (err, ctx) =>
+      logger.error({ requestId: (ctx.state as PayorchState).requestId, err: errorForLog(err) }, 'request failed'),
+    ),
   };
 
   app.use(requestLifecycle(logger));
@@ -108,7 +112,7 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   });
   app.use(shared.auth);
   app.use(shared.jsonBody);
-  app.use(idempotency(services.idempotency, (err, ctx) => logger.error({ requestId: (ctx.state as PayorchState).requestId, err: errorForLog(err) }, 'request failed')));
+  app.use(shared.idempotency);
   app.use(root.routes());
   app.use(async (ctx: Context) => {
     if (ctx.body !== undefined || ctx.status !== 404) return;

@@ -87,22 +87,25 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     }
     await shared.auth(ctx, async () => undefined);
     await shared.jsonBody(ctx, async () => undefined);
-    const headers = new HeaderMap();
-    for (const [k, v] of Object.entries(ctx.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
     const rc = state.rc!;
-    const result = await server.executeHTTPGraphQLRequest({
-      httpGraphQLRequest: { method: 'POST', headers, search: ctx.querystring, body: (ctx.request as { body?: unknown }).body },
-      context: async () => ({ rc, services, loaders: createLoaders(services, rc) }),
+    // Idempotency-Key works here as on every POST: same key and body replay the first answer.
+    await shared.idempotency(ctx, async () => {
+      const headers = new HeaderMap();
+      for (const [k, v] of Object.entries(ctx.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+      const result = await server.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: { method: 'POST', headers, search: ctx.querystring, body: (ctx.request as { body?: unknown }).body },
+        context: async () => ({ rc, services, loaders: createLoaders(services, rc) }),
+      });
+      for (const [k, v] of result.headers) ctx.set(k, v);
+      ctx.status = result.status ?? 200;
+      if (result.body.kind === 'complete') {
+        ctx.body = result.body.string;
+      } else {
+        let text = '';
+        for await (const chunk of result.body.asyncIterator) text += chunk;
+        ctx.body = text;
+      }
     });
-    for (const [k, v] of result.headers) ctx.set(k, v);
-    ctx.status = result.status ?? 200;
-    if (result.body.kind === 'complete') {
-      ctx.body = result.body.string;
-    } else {
-      let text = '';
-      for await (const chunk of result.body.asyncIterator) text += chunk;
-      ctx.body = text;
-    }
   });
 
   // Subscriptions: graphql-ws on the same path; the key travels in connectionParams.

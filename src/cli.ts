@@ -47,6 +47,7 @@ export function buildCli(): Command {
         );
       }
       logger.info({ url: server.baseUrl, redirect: server.httpUrl }, 'payorch listening');
+      process.stdout.write(`Payorch is listening on ${server.baseUrl} (plain HTTP on ${server.httpUrl} redirects there)\n`);
       let shuttingDown = false;
       const shutdown = (signal: string) => {
         if (shuttingDown) return;

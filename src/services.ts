@@ -89,8 +89,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const gateways = new GatewayConfigService(db, new SecretBox(deriveKey(encryptionKey, 'gateway-credentials')), {
     timeoutMs: options.gatewayTimeoutMs,
     ca: options.gatewayCa,
+    clock,
   });
   const fx = new FxService(db);
+  // One gateway attempt is at most a charge, its repeat and a status lookup.
+  const attemptBudgetMs = 3 * (options.gatewayTimeoutMs ?? 10_000);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);
   const gtx = new GatewayTransactionLog(db);
   const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, fingerprintKey);
@@ -106,13 +109,13 @@ export async function createServices(config: Config, options: ServiceOptions = {
     customers,
     catalog: new CatalogService(db, events),
     events,
-    idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
+    idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses'))),
     fx,
     gateways,
     routing,
     paymentMethods,
-    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, fingerprintKey),
-    refunds: new RefundService(db, events, gateways, gtx),
+    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, fingerprintKey, logger, attemptBudgetMs),
+    refunds: new RefundService(db, events, gateways, gtx, logger, attemptBudgetMs),
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, options: options.webhooks }),
     async close() {
       await fanout?.stop();

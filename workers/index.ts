@@ -35,10 +35,12 @@ export function startWorkers(services: Services): Workers {
   // Payments or refunds left pending by a crash or an unanswered gateway are settled by asking
   // the gateway under the original idempotency key: never a second charge.
   job('recover-pending-payments', '* * * * *', async () => {
-    const now = services.clock.now();
-    const payments = await services.payments.recoverPending(now);
-    const refunds = await services.refunds.recoverPending(now);
-    if (payments || refunds) logger.info({ job: 'recover-pending-payments', payments, refunds }, 'pending operations resolved');
+    const resolved = await services.payments.recoverPending(services.clock.now());
+    if (resolved) logger.info({ job: 'recover-pending-payments', resolved }, 'pending payments resolved');
+  });
+  job('recover-pending-refunds', '* * * * *', async () => {
+    const resolved = await services.refunds.recoverPending(services.clock.now());
+    if (resolved) logger.info({ job: 'recover-pending-refunds', resolved }, 'pending refunds resolved');
   });
 
   const webhooks = startWebhookWorker(services);

@@ -4,8 +4,11 @@ export interface WebhookWorker {
   stop(): Promise<void>;
 }
 
-/** The webhook delivery loop of one instance. */
+/**
+ * The webhook delivery loop of one instance (logic in WebhookDeliveryService / DeliveryLoop).
+ * Several instances may run it against one PostgreSQL: claims are leased with SKIP LOCKED.
+ */
 export function startWebhookWorker(services: Services): WebhookWorker {
-  void services;
-  return { async stop() {} };
+  const loop = services.webhooks.startDeliveryLoop();
+  return { stop: () => loop.stop() };
 }

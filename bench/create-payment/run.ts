@@ -26,15 +26,22 @@ interface Figures { rps: number; p50: number; p99: number }
 function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray; output: string[] }> {
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
+  let started = false;
   return new Promise((resolve, reject) => {
     const onData = (c: Buffer) => {
+      if (started) return; // keep draining the pipe, keep nothing
       output.push(String(c));
       const m = ready.exec(output.join(''));
-      if (m) resolve({ child, match: m, output });
+      if (m) {
+        started = true;
+        resolve({ child, match: m, output });
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`exited ${code}: ${output.join('')}`)));
+    child.on('exit', (code) => {
+      if (!started) reject(new Error(`exited ${code}: ${output.join('')}`));
+    });
   });
 }
 
@@ -79,16 +86,9 @@ async function benchDialect(dialect: string): Promise<Record<string, Figures>> {
   const body = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'bench' });
   const service = await startProcess(
     [path.join(ROOT, 'bin', 'payorch.js'), 'start'],
-    { DATABASE_URL: serviceDb.url, DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000' },
-    /test key: (sk_test_\S+)[\s\S]*"url":"https:\/\/[^:]+:(\d+)"/,
-  ).catch(async () => {
-    // With LOG_LEVEL=warn the listening line is not printed: start at info instead.
-    return startProcess(
-      [path.join(ROOT, 'bin', 'payorch.js'), 'start'],
-      { DATABASE_URL: serviceDb.url, DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000' },
-      /test key: (sk_test_\S+)[\s\S]*"url":"https:\/\/[^:]+:(\d+)"/,
-    );
-  });
+    { DATABASE_URL: serviceDb.url, DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000' },
+    /test key: (sk_test_\S+)[\s\S]*listening on https:\/\/[^:]+:(\d+)/,
+  );
   const baseline = await startProcess(
     ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')],
     { DATABASE_URL: baselineDb.url, PORT: '0' },

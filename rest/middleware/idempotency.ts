@@ -1,4 +1,5 @@
 import type { Context, Next } from 'koa';
+import { createHash } from 'node:crypto';
 import { DomainError } from '../../src/core/errors';
 import {
   IDEMPOTENCY_KEY_PATTERN, requestFingerprint, type IdempotencyService,
@@ -11,10 +12,11 @@ function canonicalPath(path: string): string {
   return path.replace(/^\/api\/v1(?=\/|$)/, '/v1');
 }
 
-/** Public pay routes are scoped by the session or link they act on. */
+/** Public pay routes are scoped by the session or link they act on (hashed: ids are caller text). */
 function publicScope(path: string): string {
   const m = /^\/v1\/public\/([a-z-]+)\/([^/]+)/.exec(canonicalPath(path));
-  return m ? `public:${m[1]}:${m[2]}` : `public:${canonicalPath(path)}`;
+  const target = m ? `${m[1]}:${m[2]}` : canonicalPath(path);
+  return `public:${createHash('sha256').update(target).digest('hex').slice(0, 40)}`;
 }
 
 export function idempotency(service: IdempotencyService, onServerError: (err: unknown, ctx: Context) => void) {
@@ -27,7 +29,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     const state = ctx.state as PayorchState;
     const scope = state.rc ? `${state.rc.accountId}:${state.rc.mode}` : publicScope(ctx.path);
     const fingerprint = requestFingerprint(ctx.method, canonicalPath(ctx.path), (ctx.request as { body?: unknown }).body);
-    const claim = await service.claim(scope, key, fingerprint);
+    const claim = await service.claim(scope, key, fingerprint, state.rc?.keyId);
     if (claim.kind === 'replay') {
       ctx.status = claim.status;
       ctx.type = 'application/json';
@@ -49,6 +51,13 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     const text = typeof ctx.body === 'string' ? ctx.body : JSON.stringify(ctx.body ?? null);
     ctx.type = 'application/json';
     ctx.body = text;
-    await service.complete(scope, key, ctx.status, text);
+    // Secrets (new API keys, webhook secrets) are kept sealed and replayed only to their creator.
+    const sensitive = state.rc?.sensitiveResponse ? { owner: state.rc.keyId ?? null } : undefined;
+    try {
+      await service.complete(scope, key, ctx.status, text, sensitive);
+    } catch (err) {
+      // The operation happened; answer it. The key stays claimed until it expires.
+      onServerError(err, ctx);
+    }
   };
 }

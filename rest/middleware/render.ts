@@ -23,6 +23,11 @@ export function asDomainError(err: unknown): DomainError {
     return new DomainError('unsupported_media_type', 'Unsupported request encoding');
   }
   const name = e?.name ?? '';
+  const code = String((err as { code?: string })?.code ?? '');
+  // Raw pg statements: connection classes 08xxx, admin shutdown 57P0x, socket errors.
+  if (/^08|^57P0/.test(code) || code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'ETIMEDOUT') {
+    return new DomainError('service_unavailable', 'The database is unavailable; try again shortly');
+  }
   if (name === 'SequelizeConnectionError' || name === 'SequelizeConnectionRefusedError' || name === 'SequelizeConnectionAcquireTimeoutError' || name === 'SequelizeHostNotFoundError') {
     return new DomainError('service_unavailable', 'The database is unavailable; try again shortly');
   }

@@ -13,6 +13,8 @@ export interface RequestContext {
   keyId?: string;
   clock: Clock;
   transaction?: Transaction;
+  /** Set by a service whose response carries a secret: it is then stored sealed, if at all. */
+  sensitiveResponse?: boolean;
 }
 
 export type Access = 'read' | 'write';

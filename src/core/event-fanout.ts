@@ -56,17 +56,41 @@ export class PostgresFanout extends BaseFanout {
     super(bus, load, logger);
   }
 
+  private stopped = false;
+
   async start(): Promise<void> {
-    this.listener = new pg.Client({ connectionString: this.url });
-    this.listener.on('error', (err) => this.logger.error({ err: errorForLog(err) }, 'event listener connection failed'));
-    await this.listener.connect();
-    this.listener.on('notification', (msg) => {
+    this.notifier = new pg.Pool({ connectionString: this.url, max: 2 });
+    await this.listen();
+  }
+
+  /** A dedicated LISTEN connection; when it drops, reconnect with backoff and LISTEN again. */
+  private async listen(attempt = 0): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url });
+    client.on('notification', (msg) => {
       if (msg.channel === CHANNEL && msg.payload) {
         this.receive(msg.payload).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out receive failed'));
       }
     });
-    await this.listener.query(`LISTEN ${CHANNEL}`);
-    this.notifier = new pg.Pool({ connectionString: this.url, max: 2 });
+    let reconnecting = false;
+    const reconnect = (err?: unknown) => {
+      if (this.stopped || reconnecting) return;
+      reconnecting = true;
+      if (err) this.logger.error({ err: errorForLog(err) }, 'event listener connection lost; reconnecting');
+      client.end().catch(() => undefined);
+      const delay = Math.min(30_000, 250 * 2 ** attempt);
+      setTimeout(() => this.listen(attempt + 1).catch((e) => this.logger.error({ err: errorForLog(e) }, 'event listener reconnect failed')), delay).unref();
+    };
+    client.on('error', reconnect);
+    client.on('end', () => reconnect());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      if (attempt === 0) throw err; // first start: fail loudly
+      reconnect(err);
+      return;
+    }
+    this.listener = client;
   }
 
   protected async transmit(payload: string): Promise<void> {
@@ -74,6 +98,7 @@ export class PostgresFanout extends BaseFanout {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     await this.listener?.end().catch(() => undefined);
     await this.notifier?.end().catch(() => undefined);
   }

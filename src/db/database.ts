@@ -1,6 +1,7 @@
 import { QueryTypes, Transaction } from 'sequelize';
 import { Sequelize, type ModelCtor } from 'sequelize-typescript';
 import pg from 'pg';
+import { createHash } from 'node:crypto';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -23,9 +24,12 @@ export class Database {
   readonly sequelize: Sequelize;
   readonly dialect: Dialect;
   private sqliteWriteQueue: Promise<unknown> = Promise.resolve();
+  private readonly logSql?: (sql: string) => void;
+  private readonly statementNames = new Map<string, string>();
 
   constructor(options: DatabaseOptions) {
     const logging = options.logging ?? false;
+    this.logSql = options.logging;
     if (options.url.startsWith('sqlite:')) {
       this.dialect = 'sqlite';
       const storage = options.url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || ':memory:';
@@ -87,12 +91,14 @@ export class Database {
 
   /** Bound SELECT returning plain rows; `$1, $2…` placeholders on both dialects. */
   async select<R = Record<string, unknown>>(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<R[]> {
+    if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rows as R[];
     return this.sequelize.query(sql, { bind: bind.map((v) => this.encode(v)), type: QueryTypes.SELECT, transaction, raw: true }) as Promise<R[]>;
   }
 
   /** Bound INSERT/UPDATE/DELETE; returns the number of rows it touched. */
   async execute(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<number> {
-    // BULKDELETE is the query type for which both dialects return the affected-row count.
+    if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rowCount ?? 0;
+    // BULKDELETE is the query type for which Sequelize returns the affected-row count.
     const count = await this.sequelize.query(sql, {
       bind: bind.map((v) => this.encode(v)),
       type: QueryTypes.BULKDELETE,
@@ -100,6 +106,36 @@ export class Database {
       raw: true,
     });
     return Number(count) || 0;
+  }
+
+  /**
+   * Hot-path statements on PostgreSQL: a named prepared statement on the Sequelize pool's own
+   * connection (the transaction's, when there is one), skipping Sequelize's per-query work.
+   */
+  private async pgQuery(sql: string, bind: unknown[], transaction?: Transaction): Promise<pg.QueryResult> {
+    this.logSql?.(`Executing (${transaction ? 'transaction' : 'default'}): ${sql}`);
+    const query = { name: this.statementName(sql), text: sql, values: bind.map((v) => this.encode(v)) };
+    const held = (transaction as unknown as { connection?: pg.ClientBase } | undefined)?.connection;
+    if (held) return held.query(query);
+    const manager = this.sequelize.connectionManager as unknown as {
+      getConnection(o: { type: 'read' | 'write' }): Promise<pg.ClientBase>;
+      releaseConnection(c: pg.ClientBase): Promise<void>;
+    };
+    const client = await manager.getConnection({ type: 'write' });
+    try {
+      return await client.query(query);
+    } finally {
+      await manager.releaseConnection(client);
+    }
+  }
+
+  private statementName(sql: string): string {
+    let name = this.statementNames.get(sql);
+    if (!name) {
+      name = `po_${createHash('sha1').update(sql).digest('hex').slice(0, 16)}`;
+      if (this.statementNames.size < 5000) this.statementNames.set(sql, name);
+    }
+    return name;
   }
 
   /** Values bound to raw statements: dates in the same text form the models use on SQLite. */

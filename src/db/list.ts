@@ -1,4 +1,4 @@
-import { Op, fn, col, where as sqlWhere, type WhereOptions } from 'sequelize';
+import { Op, literal, type Sequelize, type WhereOptions } from 'sequelize';
 import type { ModelStatic, Model } from 'sequelize';
 import type { ListParams, Page } from '../core/pagination';
 
@@ -7,11 +7,12 @@ export function likePattern(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-/** Case-insensitive substring match on any of the given columns. */
-export function searchAny(columns: string[], text: string) {
-  const pattern = likePattern(text);
+/** Case-insensitive substring match on any of the given columns (wildcards in `text` are literal). */
+export function searchAny(sequelize: Sequelize, columns: string[], text: string) {
+  const pattern = sequelize.escape(likePattern(text));
+  // SQLite has no default LIKE escape character, so name it on both dialects.
   return {
-    [Op.or]: columns.map((c) => sqlWhere(fn('lower', col(c)), { [Op.like]: pattern })),
+    [Op.or]: columns.map((c) => literal(`LOWER(${sequelize.getQueryInterface().quoteIdentifier(c)}) LIKE ${pattern} ESCAPE '\\'`)),
   };
 }
 
@@ -50,8 +51,9 @@ export async function pageOf<M extends Model, T>(
 }
 
 export function isUniqueViolation(err: unknown): boolean {
-  const name = (err as { name?: string })?.name;
-  return name === 'SequelizeUniqueConstraintError';
+  const e = err as { name?: string; code?: string };
+  // Sequelize's class for model calls; SQLSTATE 23505 for raw pg statements.
+  return e?.name === 'SequelizeUniqueConstraintError' || e?.code === '23505';
 }
 
 /** Conditions and their bound values, numbered as they are added. */
@@ -87,10 +89,12 @@ export async function rawPage<R>(
   const dir = opts.params.sortDirection === 'asc' ? 'ASC' : 'DESC';
   const offset = (opts.params.page - 1) * opts.params.pageSize;
   const where = opts.filter.sql;
+  // Paging values are bound too, so each filter shape is one prepared statement.
+  const n = opts.filter.bind.length;
   const [rows, [count]] = await Promise.all([
     db.select<R>(
-      `SELECT ${opts.columns} FROM ${opts.table} WHERE ${where} ORDER BY ${opts.sortColumn} ${dir}, id ${dir} LIMIT ${opts.params.pageSize} OFFSET ${offset}`,
-      opts.filter.bind,
+      `SELECT ${opts.columns} FROM ${opts.table} WHERE ${where} ORDER BY ${opts.sortColumn} ${dir}, id ${dir} LIMIT $${n + 1} OFFSET $${n + 2}`,
+      [...opts.filter.bind, opts.params.pageSize, offset],
     ),
     db.select<{ total: number }>(`SELECT COUNT(*) AS total FROM ${opts.table} WHERE ${where}`, opts.filter.bind),
   ]);

@@ -21,7 +21,9 @@ describe('crash safety of a charge', () => {
       throw new Error('process died after the gateway answered');
     };
     const crashed = await app.request('POST', '/v1/payments', { key, body: { amount: 2500, currency: 'usd', paymentMethod: 'pm_card_visa' } });
-    expect(crashed.status).toBe(500);
+    // Never a 5xx once a gateway may have charged: a client retry would charge again.
+    expect(crashed.status).toBe(201);
+    expect(crashed.body.data.status).toBe('pending');
     const [row] = await app.server.services.db.select<{ id: string; status: string }>("SELECT id, status FROM payments WHERE amount = 2500");
     expect(row.status).toBe('pending');
     expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${row.id}_a1`)).toBe(1);
@@ -30,7 +32,8 @@ describe('crash safety of a charge', () => {
     // A new process on the same database: the recovery job finds the pending payment.
     app = await startTestApp({ database, clock });
     clock.advance(60_000);
-    expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0); // not old enough yet
+    // Still inside the creating request's lease: recovery must not touch it yet.
+    expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0);
     clock.advance(5 * 60_000);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
     const key2 = app.account.testKey;
@@ -50,7 +53,8 @@ describe('crash safety of a charge', () => {
       throw new Error('process died before the gateway call');
     };
     const crashed = await app.request('POST', '/v1/payments', { key: app.account.testKey, body: { amount: 2600, currency: 'usd', paymentMethod: 'pm_card_visa' } });
-    expect(crashed.status).toBe(500);
+    expect(crashed.status).toBe(201);
+    expect(crashed.body.data.status).toBe('pending');
     const [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2600');
     clock.advance(10 * 60_000);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);

@@ -122,6 +122,25 @@ describe('transport and envelope', () => {
     expect(ready.body.data.status).toBe('ready');
   });
 
+  it('should answer /ready with 503 service_unavailable when the database does not answer', async () => {
+    const { db } = app.server.services;
+    const original = db.select.bind(db);
+    db.select = async () => {
+      const err = new Error('connect ECONNREFUSED 127.0.0.1:5432');
+      err.name = 'SequelizeConnectionRefusedError';
+      throw err;
+    };
+    try {
+      const ready = await app.request('GET', '/ready');
+      expect(ready.status).toBe(503);
+      expect(ready.body.error.code).toBe('service_unavailable');
+      const health = await app.request('GET', '/health');
+      expect(health.status).toBe(200);
+    } finally {
+      db.select = original;
+    }
+  });
+
   it('should never put a stack trace in a 500 response', async () => {
     const original = app.server.services.customers.list;
     app.server.services.customers.list = async () => {

@@ -180,7 +180,7 @@ export class StripeLikeBackend {
           number = method.number;
           expYear = method.expYear;
         }
-        if (GATEWAY_ERROR_CARDS.has(number)) return { status: 500, body: { error: { type: 'api_error', message: 'Something went wrong on our end.' } } };
+        if (GATEWAY_ERROR_CARDS.has(number)) return { status: 402, body: { error: { type: 'card_error', code: 'processing_error', message: 'An error occurred while processing your card. Try again in a little bit.' } } };
         const intent: Record<string, unknown> = {
           id: this.id('pi'), object: 'payment_intent', amount: Number(f.amount), currency: f.currency,
           created: this.seq, metadata: this.metadata(f), status: 'succeeded', last_payment_error: null,

@@ -161,17 +161,17 @@ describe('stripe connector: charge', () => {
     expect(await stripe().charge(cardCharge())).toMatchObject({ outcome: 'timeout', reference: 'pi_123' });
   });
 
-  it('should map 500 api_error to retryable_error', async () => {
+  it('should map 500 api_error to timeout (indeterminate: it may have charged)', async () => {
     answer({ status: 500, body: { error: { type: 'api_error', message: 'Something went wrong on our end.' } } });
     const result = await stripe().charge(cardCharge());
-    expect(result).toMatchObject({ outcome: 'retryable_error', declineCode: 'gateway_error', reference: null });
+    expect(result).toMatchObject({ outcome: 'timeout', declineCode: 'gateway_error', reference: null });
     expect(result.response).toMatchObject({ httpStatus: 500, errorType: 'api_error' });
   });
 
-  it('should map a non-JSON 502 to retryable_error', async () => {
+  it('should map a non-JSON 502 to timeout', async () => {
     answer({ status: 502, rawBody: '<html>Bad gateway</html>' });
     const result = await stripe().charge(cardCharge());
-    expect(result).toMatchObject({ outcome: 'retryable_error', message: 'Stripe answered HTTP 502.' });
+    expect(result).toMatchObject({ outcome: 'timeout', message: 'Stripe answered HTTP 502.' });
   });
 
   it('should map 429 to retryable_error rate_limited', async () => {
@@ -179,9 +179,9 @@ describe('stripe connector: charge', () => {
     expect(await stripe().charge(cardCharge())).toMatchObject({ outcome: 'retryable_error', declineCode: 'rate_limited' });
   });
 
-  it('should map 409 (concurrent use of the key) to retryable_error', async () => {
+  it('should map 409 (the first request with the key still running) to timeout', async () => {
     answer({ status: 409, body: { error: { type: 'idempotency_error', message: 'There is currently another in-progress request using this Idempotent Key.' } } });
-    expect(await stripe().charge(cardCharge())).toMatchObject({ outcome: 'retryable_error' });
+    expect(await stripe().charge(cardCharge())).toMatchObject({ outcome: 'timeout' });
   });
 
   it.each([
@@ -272,9 +272,9 @@ describe('stripe connector: refund', () => {
     expect(await stripe().refund(refund)).toMatchObject({ outcome: 'declined', declineCode: ours });
   });
 
-  it('should map a 503 on refund to retryable_error', async () => {
+  it('should map a 503 on refund to timeout (the refund may have happened)', async () => {
     answer({ status: 503, body: { error: { type: 'api_error', message: 'unavailable' } } });
-    expect(await stripe().refund(refund)).toMatchObject({ outcome: 'retryable_error' });
+    expect(await stripe().refund(refund)).toMatchObject({ outcome: 'timeout' });
   });
 });
 
@@ -309,7 +309,7 @@ describe('stripe connector: status', () => {
     const refused = await stripe().status({ idempotencyKey: 'pay_a_0', kind: 'charge', objectId: 'pay_a' });
     expect(refused).toMatchObject({ found: false, outcome: 'retryable_error', declineCode: 'status_unavailable' });
     answer({ status: 500, body: { error: { type: 'api_error' } } });
-    expect(await stripe().status({ idempotencyKey: 'pay_a_0', kind: 'charge', objectId: 'pay_a' })).toMatchObject({ found: false, outcome: 'retryable_error' });
+    expect(await stripe().status({ idempotencyKey: 'pay_a_0', kind: 'charge', objectId: 'pay_a' })).toMatchObject({ found: false, outcome: 'timeout' });
     answer('hang');
     expect(await stripe({ timeoutMs: 100 }).status({ idempotencyKey: 'pay_a_0', kind: 'charge', objectId: 'pay_a' })).toMatchObject({ found: false, outcome: 'timeout' });
   });
@@ -371,7 +371,7 @@ describe('stripe connector: saveCard', () => {
         : { status: 500, body: { error: { type: 'api_error' } } },
     );
     const result = await stripe().saveCard({ idempotencyKey: 'pm_c_save', card: { number: PAN, expMonth: 12, expYear: 2031 } });
-    expect(result).toMatchObject({ outcome: 'retryable_error', token: null });
+    expect(result).toMatchObject({ outcome: 'timeout', token: null });
     expect(fake.requests[0].rawBody).not.toContain('cvc');
   });
 });

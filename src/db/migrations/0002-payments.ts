@@ -79,6 +79,10 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
     gateway_id: str(64),
     gateway_reference: str(255),
     routing_plan: json('[]'),
+    // Lower-cased description, metadata values and customer e-mail: what `search` matches.
+    search_text: { type: DataTypes.TEXT, allowNull: false, defaultValue: '' },
+    // Until then the creating request owns the pending row; afterwards recovery may claim it.
+    lease_until: { type: DataTypes.DATE(3), allowNull: true },
     attempts: json('[]'),
     invoice_id: str(64),
     subscription_id: str(64),
@@ -91,7 +95,8 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
   await qi.addIndex('payments', ['account_id', 'mode', 'amount', 'id'], { name: 'payments_amount_idx' });
   await qi.addIndex('payments', ['account_id', 'mode', 'status', 'created_at', 'id'], { name: 'payments_status_idx' });
   await qi.addIndex('payments', ['account_id', 'mode', 'customer_id', 'created_at', 'id'], { name: 'payments_customer_idx' });
-  await qi.addIndex('payments', ['status', 'created_at'], { name: 'payments_pending_idx' });
+  await qi.addIndex('payments', ['status', 'lease_until'], { name: 'payments_pending_idx' });
+  await qi.addIndex('payments', ['account_id', 'mode', 'subscription_id', 'created_at', 'id'], { name: 'payments_subscription_idx' });
 
   await qi.createTable('refunds', {
     id,
@@ -106,6 +111,7 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
     gateway_reference: str(255),
     failure_code: str(64),
     failure_message: { type: DataTypes.TEXT, allowNull: true },
+    lease_until: { type: DataTypes.DATE(3), allowNull: true },
     created_at: ts,
     updated_at: ts,
   });
@@ -113,7 +119,7 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
   await qi.addIndex('refunds', ['account_id', 'mode', 'amount', 'id'], { name: 'refunds_amount_idx' });
   await qi.addIndex('refunds', ['account_id', 'mode', 'status', 'created_at', 'id'], { name: 'refunds_status_idx' });
   await qi.addIndex('refunds', ['account_id', 'mode', 'payment_id', 'created_at', 'id'], { name: 'refunds_payment_idx' });
-  await qi.addIndex('refunds', ['status', 'created_at'], { name: 'refunds_pending_idx' });
+  await qi.addIndex('refunds', ['status', 'lease_until'], { name: 'refunds_pending_idx' });
 
   await qi.createTable('gateway_transactions', {
     id,

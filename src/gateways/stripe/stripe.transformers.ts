@@ -197,8 +197,10 @@ function errorResponse(a: StripeAnswer, error: StripeError | null): Record<strin
 }
 
 /**
- * Non-2xx answers. Card errors are declines; 409/429/5xx/api_error mean nothing happened and
- * another try may work; the rest (bad credentials, invalid request) would fail again.
+ * Non-2xx answers. Card errors are declines; 429 means nothing happened and another try may
+ * work. Stripe calls a 5xx (api_error) indeterminate and a 409 means our first request with the
+ * same key is still running: either may have charged, so they are timeouts (ask, never fail
+ * over). The rest (bad credentials, invalid request) would fail again.
  */
 function mapError(a: StripeAnswer): Mapped {
   const error = readError(isObject(a.body) ? a.body.error : null);
@@ -206,7 +208,7 @@ function mapError(a: StripeAnswer): Mapped {
   const message = safeMessage(error?.message) ?? `Stripe answered HTTP ${a.status}.`;
   if (a.status === 429) return { outcome: 'retryable_error', reference: null, declineCode: 'rate_limited', message, response };
   if (a.status >= 500 || a.status === 409 || error?.type === 'api_error') {
-    return { outcome: 'retryable_error', reference: null, declineCode: 'gateway_error', message, response };
+    return { outcome: 'timeout', reference: null, declineCode: 'gateway_error', message, response };
   }
   if (error?.type === 'card_error') {
     return { ...mapCardError(error), reference: error.paymentIntentId, message, response };

@@ -6,7 +6,7 @@ import { AccountModel } from './account.model';
 import { ApiKeyModel } from './api-key.model';
 import type { Clock } from '../../core/clock';
 import type { Mode, RequestContext } from '../../core/context';
-import { PERMISSION_RESOURCES, requirePermission } from '../../core/context';
+import { PERMISSION_RESOURCES, hasPermission, requirePermission, type Access } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
 import { newId, randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
@@ -119,7 +119,15 @@ export class AccountService {
   async createKey(ctx: RequestContext, input: unknown): Promise<ApiKeyView> {
     requirePermission(ctx, 'api_keys', 'write');
     const parsed = parseInput(createKeyInput, input);
-    return this.db.transaction((t) => this.insertKey(ctx.accountId, ctx.mode, parsed.permissions ?? ['*'], parsed.name ?? null, t));
+    const wanted = parsed.permissions ?? ['*'];
+    // A key can hand out only what it holds itself: no escalation through api_keys:write.
+    wanted.forEach((permission, i) => {
+      const [resource, access] = permission.split(':') as [string, Access | undefined];
+      const held = permission === '*' ? ctx.permissions.includes('*') : hasPermission(ctx.permissions, resource, access as Access);
+      if (!held) throw new DomainError('permission_denied', `This API key cannot grant '${permission}'`, `permissions[${i}]`);
+    });
+    ctx.sensitiveResponse = true;
+    return this.db.transaction((t) => this.insertKey(ctx.accountId, ctx.mode, wanted, parsed.name ?? null, t));
   }
 
   async listKeys(ctx: RequestContext, query: unknown): Promise<Page<ApiKeyView>> {

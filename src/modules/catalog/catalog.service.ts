@@ -78,6 +78,7 @@ export class CatalogService {
   }
 
   async findProducts(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Product>> {
+    requirePermission(ctx, 'products', 'read');
     const rows = await ProductModel.findAll({ where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode }, raw: true });
     return new Map(rows.map((r) => [r.id, toApiProduct(r as unknown as Row)]));
   }
@@ -103,7 +104,7 @@ export class CatalogService {
     const input = parseInput(listProductsInput, query);
     const where: Record<string | symbol, unknown> = { accountId: ctx.accountId, mode: ctx.mode };
     if (input.active !== undefined) where.active = input.active;
-    if (input.search) Object.assign(where, searchAny(['name', 'description'], input.search));
+    if (input.search) Object.assign(where, searchAny(this.db.sequelize, ['name', 'description'], input.search));
     return pageOf(ProductModel, where, input, { createdAt: 'createdAt', name: 'name' }, toApiProduct);
   }
 

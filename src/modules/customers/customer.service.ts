@@ -78,8 +78,14 @@ export class CustomerService {
     return toApiCustomer(row as unknown as Record<string, unknown>);
   }
 
-  /** Batch lookup for DataLoader and other services; unknown ids are simply absent. */
+  /** Batch lookup for DataLoader (needs customers:read); unknown ids are simply absent. */
   async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Customer>> {
+    requirePermission(ctx, 'customers', 'read');
+    return this.lookup(ctx, ids);
+  }
+
+  /** For other services acting on the caller's behalf (a payment names its customer). */
+  async lookup(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Customer>> {
     const rows = await CustomerModel.findAll({
       where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode },
       raw: true,
@@ -92,7 +98,7 @@ export class CustomerService {
     const input = parseInput(listCustomersInput, query);
     const where: Record<string | symbol, unknown> = { accountId: ctx.accountId, mode: ctx.mode };
     if (input.email) where.emailNormalized = input.email.toLowerCase();
-    if (input.search) Object.assign(where, searchAny(['email_normalized', 'name'], input.search));
+    if (input.search) Object.assign(where, searchAny(this.db.sequelize, ['email_normalized', 'name'], input.search));
     return pageOf(CustomerModel, where, input, { createdAt: 'createdAt' }, toApiCustomer);
   }
 

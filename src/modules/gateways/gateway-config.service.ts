@@ -83,6 +83,20 @@ interface GatewayRow {
 
 const COLUMNS = 'id, mode, name, type, credentials_sealed, settings, currencies, enabled, created_at, updated_at';
 
+/**
+ * A connector's base URL receives the gateway secret and raw card data, so it may only be
+ * changed in test mode (local fakes), and changing it needs the credentials sent again.
+ */
+function guardBaseUrl(ctx: RequestContext, settings: Record<string, unknown> | undefined, credentialsSent: boolean, previous?: Record<string, unknown>): void {
+  if (!settings || settings.baseUrl === undefined) return;
+  if (ctx.mode === 'live') {
+    throw new DomainError('invalid_parameter', 'settings.baseUrl can only be set in test mode', 'settings.baseUrl');
+  }
+  if (previous && previous.baseUrl !== settings.baseUrl && !credentialsSent) {
+    throw new DomainError('missing_parameter', 'Send the credentials again when changing settings.baseUrl', 'credentials');
+  }
+}
+
 function configError(err: unknown): never {
   if (err instanceof GatewayConfigError) throw new DomainError('invalid_parameter', err.message, err.param);
   throw err;
@@ -95,7 +109,7 @@ export class GatewayConfigService {
   constructor(
     private readonly db: Database,
     private readonly box: SecretBox,
-    private readonly connectorOptions: { timeoutMs?: number; ca?: string } = {},
+    private readonly connectorOptions: { timeoutMs?: number; ca?: string; clock?: { now(): Date } } = {},
   ) {}
 
   async create(ctx: RequestContext, input: unknown): Promise<GatewayView> {
@@ -103,6 +117,7 @@ export class GatewayConfigService {
     const data = parseInput(createInput, input);
     const credentials = data.credentials ?? {};
     const settings = data.settings ?? {};
+    guardBaseUrl(ctx, settings, true);
     try {
       validateGatewayConfig(data.type, credentials, settings);
     } catch (err) {
@@ -147,6 +162,7 @@ export class GatewayConfigService {
       bind.push(value);
       sets.push(`${column} = $${bind.length}`);
     };
+    guardBaseUrl(ctx, data.settings, data.credentials !== undefined, readJson<Record<string, unknown>>(row.settings, {}));
     if (data.credentials !== undefined || data.settings !== undefined) {
       const credentials = data.credentials ?? (row.credentials_sealed ? this.box.open<Record<string, string>>(row.credentials_sealed) : {});
       const settings = data.settings ?? readJson<Record<string, unknown>>(row.settings, {});
@@ -204,7 +220,7 @@ export class GatewayConfigService {
   /** A connector instance for a gateway of this account (deleted ones included, for refunds). */
   async connector(ctx: { accountId: string; mode: string }, id: string): Promise<{ gateway: Gateway; type: string }> {
     if (id === BUILTIN_SIMULATOR_ID) {
-      this.builtin ??= createGateway('simulator', { gatewayId: BUILTIN_SIMULATOR_ID, credentials: {}, settings: {} });
+      this.builtin ??= createGateway('simulator', { gatewayId: BUILTIN_SIMULATOR_ID, credentials: {}, settings: {}, clock: this.connectorOptions.clock });
       return { gateway: this.builtin, type: 'simulator' };
     }
     const [row] = await this.db.select<GatewayRow>(`SELECT ${COLUMNS} FROM gateways WHERE id = $1 AND account_id = $2 AND mode = $3`, [
@@ -220,6 +236,7 @@ export class GatewayConfigService {
       settings: readJson<Record<string, unknown>>(row.settings, {}),
       httpsAgentOptions: this.connectorOptions.ca ? { ca: this.connectorOptions.ca } : undefined,
       timeoutMs: this.connectorOptions.timeoutMs,
+      clock: this.connectorOptions.clock,
     });
     this.instances.set(id, { version, gateway });
     return { gateway, type: row.type };

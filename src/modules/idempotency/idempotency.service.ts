@@ -3,6 +3,7 @@ import type { Database } from '../../db/database';
 import { readTime } from '../../db/database';
 import type { Clock } from '../../core/clock';
 import { DomainError } from '../../core/errors';
+import type { SecretBox } from '../../core/crypto';
 
 export type IdempotencyClaim =
   | { kind: 'claimed' }
@@ -24,6 +25,8 @@ export function requestFingerprint(method: string, path: string, body: unknown):
   return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body ?? {})}`).digest('hex');
 }
 
+const SEALED = 'sealed:';
+
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
 
 /**
@@ -35,9 +38,14 @@ export class IdempotencyService {
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly ttlHours: number,
+    private readonly box: SecretBox,
   ) {}
 
-  async claim(scope: string, key: string, fingerprint: string): Promise<IdempotencyClaim> {
+  /**
+   * `requester` is the API key asking; a stored response that carries a secret (sealed at
+   * rest) is replayed only to the key that created it.
+   */
+  async claim(scope: string, key: string, fingerprint: string, requester?: string): Promise<IdempotencyClaim> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const now = this.clock.now();
       const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
@@ -68,15 +76,24 @@ export class IdempotencyService {
       if (existing.state !== 'completed') {
         throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
       }
-      return { kind: 'replay', status: existing.response_status as number, body: existing.response_body as string };
+      const stored = existing.response_body as string;
+      if (stored.startsWith(SEALED)) {
+        const { body, owner } = this.box.open<{ body: string; owner: string | null }>(stored.slice(SEALED.length));
+        if (owner !== (requester ?? null)) {
+          throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used by another API key', 'Idempotency-Key');
+        }
+        return { kind: 'replay', status: existing.response_status as number, body };
+      }
+      return { kind: 'replay', status: existing.response_status as number, body: stored };
     }
     throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
   }
 
-  async complete(scope: string, key: string, status: number, body: string): Promise<void> {
+  async complete(scope: string, key: string, status: number, body: string, sensitive?: { owner: string | null }): Promise<void> {
+    const stored = sensitive ? `${SEALED}${this.box.seal({ body, owner: sensitive.owner })}` : body;
     await this.db.execute(
       `UPDATE idempotency_keys SET state = 'completed', response_status = $3, response_body = $4 WHERE scope = $1 AND idempotency_key = $2`,
-      [scope, key, status, body],
+      [scope, key, status, stored],
     );
   }
 

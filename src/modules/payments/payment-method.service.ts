@@ -8,7 +8,7 @@ import { newId } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Page } from '../../core/pagination';
 import type { ChargeRequest } from '../../gateways/gateway';
-import type { GatewayConfigService } from '../gateways/gateway-config.service';
+import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
 import type { CustomerService } from '../customers/customer.service';
 import type { EventService } from '../events/event.service';
@@ -63,7 +63,11 @@ export class PaymentMethodService {
     const data = parseInput(savePaymentMethodInput, input);
     const customer = await this.customers.retrieve(ctx, customerId);
     let gatewayId = data.gatewayId;
-    if (!gatewayId) {
+    if (gatewayId) {
+      // Only a live, enabled gateway of this account (the built-in simulator in test mode only).
+      const usable = gatewayId === BUILTIN_SIMULATOR_ID ? ctx.mode === 'test' : (await this.gateways.routable(ctx)).some((g) => g.id === gatewayId && g.enabled);
+      if (!usable) throw new DomainError('invalid_parameter', `Gateway '${gatewayId}' cannot save cards for this account`, 'gatewayId');
+    } else {
       const decision = await this.routing.decide(ctx, { amount: 100, currency: 'USD', country: customer.country, cardBrand: null });
       gatewayId = decision.gateways[0];
       if (!gatewayId) throw new DomainError('no_gateway_available', 'No enabled gateway can save a card for this account');

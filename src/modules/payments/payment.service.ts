@@ -19,6 +19,7 @@ import type { PaymentMethodService } from './payment-method.service';
 import { describeCard } from '../../core/card';
 import { TEST_TOKENS, createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
 import { GatewayTransactionLog, type PendingTransaction } from './gateway-transaction.log';
+import { errorForLog, type Logger } from '../../logger';
 
 export interface PaymentMethodDetails {
   type: 'card';
@@ -94,7 +95,7 @@ const FAILURE_MESSAGES: Record<string, string> = {
 export const PAYMENT_COLUMNS =
   'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at';
 
-/** How long a payment may stay pending before the recovery job asks the gateway. */
+/** How long recovery waits before asking again about an operation it could not settle. */
 export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
 
 export class PaymentService {
@@ -108,6 +109,9 @@ export class PaymentService {
     private readonly methods: PaymentMethodService,
     private readonly gtx: GatewayTransactionLog,
     private readonly fingerprintKey: Buffer,
+    private readonly logger: Logger,
+    /** Longest one gateway attempt can take (charge, repeat, status lookup). */
+    private readonly attemptBudgetMs = 3 * 10_000,
   ) {}
 
   /**
@@ -122,7 +126,7 @@ export class PaymentService {
     const customerId = data.customerId ?? method.customerId ?? null;
     let customer: Customer | undefined;
     if (customerId) {
-      customer = (await this.customers.findMany(ctx, [customerId])).get(customerId);
+      customer = (await this.customers.lookup(ctx, [customerId])).get(customerId);
       if (!customer) throw notFound('customer', customerId, 'customerId');
     }
     const originalCurrency = data.originalCurrency ?? data.currency;
@@ -174,17 +178,26 @@ export class PaymentService {
     await this.db.execute(
       `INSERT INTO payments (id, account_id, mode, customer_id, customer_email, amount, currency, original_currency, original_amount,
          exchange_rate, payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts,
-         invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'pending', 0, $15, '[]', $16, $17, $18, $19, $20, $20)`,
+         invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, search_text, lease_until)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'pending', 0, $15, '[]', $16, $17, $18, $19, $20, $20, $21, $22)`,
       [
         payment.id, ctx.accountId, ctx.mode, customerId, customer?.email?.toLowerCase() ?? null, payment.amount, payment.currency,
         originalCurrency, originalAmount, exchangeRate, payment.paymentMethod, JSON.stringify(method.details), payment.description,
         JSON.stringify(payment.metadata), JSON.stringify(plan), payment.invoiceId, payment.subscriptionId,
-        payment.checkoutSessionId, payment.paymentLinkId, now,
+        payment.checkoutSessionId, payment.paymentLinkId, now, searchText(payment, customer?.email),
+        // Recovery leaves the row alone until this request has certainly finished with it.
+        new Date(now.getTime() + plan.length * this.attemptBudgetMs + 60_000),
       ],
     );
-    const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source);
-    return this.finish(ctx, payment, outcome);
+    try {
+      const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source);
+      return await this.finish(ctx, payment, outcome);
+    } catch (err) {
+      // A gateway may already have charged: never answer 5xx (a retry would charge again).
+      // The row stays pending and the recovery job settles it by asking the gateway.
+      this.logger.error({ requestId: ctx.requestId, paymentId: payment.id, err: errorForLog(err) }, 'payment left pending for recovery');
+      return payment;
+    }
   }
 
   private async chargeAlongPlan(
@@ -198,9 +211,11 @@ export class PaymentService {
     let last: { result: GatewayResult; gatewayId: string } | null = null;
     for (let i = 0; i < plan.length; i++) {
       const gatewayId = plan[i];
+      // A half-open circuit lets exactly one trial through; concurrent payments move on.
+      if (!this.routing.breaker.tryAcquire(gatewayId)) continue;
       const idempotencyKey = chargeKey(payment.id, i);
       const { gateway, type } = await this.gateways.connector(ctx, gatewayId);
-      let result = await gateway.charge({
+      const request: ChargeRequest = {
         idempotencyKey,
         paymentId: payment.id,
         amount: payment.amount,
@@ -208,14 +223,23 @@ export class PaymentService {
         source,
         description: payment.description,
         metadata: payment.metadata,
-      });
+      };
+      let result = await gateway.charge(request);
       log.push({ kind: 'charge', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result });
       if (result.outcome === 'timeout') {
-        // The charge may have happened: ask before going anywhere else.
+        // The charge may have happened. The same key on the same gateway answers with the
+        // original outcome and never charges twice; only then ask for its status.
+        result = await gateway.charge(request);
+        log.push({ kind: 'charge', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result });
+      }
+      if (result.outcome === 'timeout') {
         const status = await gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id });
         log.push({ kind: 'status', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result: status });
-        if (status.found) result = { ...status, latencyMs: result.latencyMs + status.latencyMs };
-        else if (status.outcome !== 'declined') {
+        if (status.found && (status.outcome === 'succeeded' || status.outcome === 'declined')) {
+          result = { ...status, latencyMs: result.latencyMs + status.latencyMs };
+        } else {
+          // Still unknown (and a "not found" may only be search lag): another gateway could
+          // charge the card a second time, so stop here and let recovery decide later.
           attempts.push(toAttempt(gatewayId, result));
           this.routing.recordOutcome(gatewayId, 'timeout');
           return { result, gatewayId, attempts, log, unresolved: true };
@@ -237,7 +261,7 @@ export class PaymentService {
   ): Promise<Payment> {
     const { result } = outcome;
     const status: Payment['status'] = outcome.unresolved ? 'pending' : result?.outcome === 'succeeded' ? 'succeeded' : 'failed';
-    const failureCode = status === 'failed' ? (result?.declineCode ?? 'processing_error') : null;
+    const failureCode = status === 'failed' ? (result ? (result.declineCode ?? 'processing_error') : 'gateway_unavailable') : null;
     const done: Payment = {
       ...payment,
       status,
@@ -323,7 +347,7 @@ export class PaymentService {
       const pattern = likePattern(input.search);
       filter.raw((p) => {
         const like = p(pattern);
-        return `(id = ${p(input.search)} OR LOWER(description) LIKE ${like} ESCAPE '\\' OR customer_email LIKE ${like} ESCAPE '\\' OR LOWER(metadata) LIKE ${like} ESCAPE '\\')`;
+        return `(id = ${p(input.search)} OR search_text LIKE ${like} ESCAPE '\\')`;
       });
     }
     const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
@@ -332,21 +356,21 @@ export class PaymentService {
     return { data: rows.map(toApiPayment), total, page: input.page, pageSize: input.pageSize };
   }
 
-  /** Payments of several customers at once (newest first), for DataLoader. */
+  /** The newest payments of several customers at once (at most `limit` each), for DataLoader. */
   async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = 100): Promise<Map<string, Payment[]>> {
     requirePermission(ctx, 'payments', 'read');
     const ids = [...new Set(customerIds)];
     const rows = await this.db.select(
-      `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE account_id = $1 AND mode = $2 AND customer_id IN (${ids.map((_, i) => `$${i + 3}`).join(', ')})
-       ORDER BY created_at DESC, id DESC`,
-      [ctx.accountId, ctx.mode, ...ids],
+      `SELECT * FROM (
+         SELECT ${PAYMENT_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY created_at DESC, id DESC) AS rank_in_customer
+           FROM payments WHERE account_id = $1 AND mode = $2 AND customer_id IN (${ids.map((_, i) => `$${i + 4}`).join(', ')})
+       ) ranked WHERE rank_in_customer <= $3 ORDER BY created_at DESC, id DESC`,
+      [ctx.accountId, ctx.mode, limit, ...ids],
     );
     const out = new Map<string, Payment[]>();
     for (const row of rows) {
       const p = toApiPayment(row);
-      const list = out.get(p.customerId as string) ?? [];
-      if (list.length < limit) list.push(p);
-      out.set(p.customerId as string, list);
+      out.set(p.customerId as string, [...(out.get(p.customerId as string) ?? []), p]);
     }
     return out;
   }
@@ -369,8 +393,9 @@ export class PaymentService {
         metadata: data.metadata !== undefined ? mergeMetadata(current.metadata, data.metadata) : current.metadata,
         updatedAt: ctx.clock.now().toISOString(),
       };
-      await this.db.execute('UPDATE payments SET description = $1, metadata = $2, updated_at = $3 WHERE id = $4', [
-        next.description, JSON.stringify(next.metadata), new Date(next.updatedAt), id,
+      const [{ customer_email: email }] = await this.db.select<{ customer_email: string | null }>('SELECT customer_email FROM payments WHERE id = $1', [id], t);
+      await this.db.execute('UPDATE payments SET description = $1, metadata = $2, updated_at = $3, search_text = $4 WHERE id = $5', [
+        next.description, JSON.stringify(next.metadata), new Date(next.updatedAt), searchText(next, email), id,
       ], t);
       await this.events.record(ctx, t, 'payment.updated', next as unknown as Record<string, unknown>);
       return next;
@@ -387,41 +412,59 @@ export class PaymentService {
    * Resolves payments left pending (a crash or an unanswered gateway) by asking each planned
    * gateway about the charge under the same idempotency key; never charges again.
    */
-  async recoverPending(now: Date, olderThanMs = PENDING_RECOVERY_AFTER_MS, limit = 50): Promise<number> {
+  async recoverPending(now: Date, limit = 50): Promise<number> {
     const rows = await this.db.select(
-      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan FROM payments WHERE status = 'pending' AND created_at < $1 ORDER BY created_at LIMIT ${limit}`,
-      [new Date(now.getTime() - olderThanMs)],
+      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan FROM payments WHERE status = 'pending' AND lease_until < $1 ORDER BY lease_until LIMIT ${limit}`,
+      [now],
     );
     let resolved = 0;
     for (const row of rows) {
-      const payment = toApiPayment(row);
-      const ctx: RequestContext = {
-        accountId: row.account_id as string, mode: payment.livemode ? 'live' : 'test', permissions: ['*'],
-        requestId: `recovery_${payment.id}`, clock: { now: () => now },
-      };
-      const plan = readJson<string[]>(row.routing_plan, []);
-      const log: PendingTransaction[] = [];
-      const attempts: PaymentAttempt[] = [];
-      let found: { result: GatewayResult; gatewayId: string } | null = null;
-      let unknown = false;
-      for (let i = 0; i < plan.length && !found; i++) {
-        const { gateway, type } = await this.gateways.connector(ctx, plan[i]);
-        const idempotencyKey = chargeKey(payment.id, i);
-        const status = await gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id });
-        log.push({ kind: 'status', gatewayId: plan[i], gatewayType: type, attempt: i + 1, idempotencyKey, result: status });
-        if (status.found) {
-          attempts.push(toAttempt(plan[i], status));
-          if (status.outcome === 'succeeded') found = { result: status, gatewayId: plan[i] };
-        } else if (status.outcome !== 'declined') unknown = true;
+      // Claim the row: of several instances exactly one asks the gateways; the others skip it.
+      const claimed = await this.db.execute(
+        `UPDATE payments SET lease_until = $1 WHERE id = $2 AND status = 'pending' AND lease_until < $3`,
+        [new Date(now.getTime() + PENDING_RECOVERY_AFTER_MS), row.id, now],
+      );
+      if (claimed !== 1) continue;
+      try {
+        if (await this.recoverOne(row, now)) resolved++;
+      } catch (err) {
+        this.logger.error({ paymentId: row.id, err: errorForLog(err) }, 'payment recovery failed; will retry');
       }
-      if (!found && unknown) continue; // a gateway could not tell yet: ask again next run
-      const result: GatewayResult = found?.result ?? {
-        outcome: 'declined', reference: null, declineCode: 'processing_error', message: 'The payment was not completed.', latencyMs: 0, request: {}, response: {},
-      };
-      await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false });
-      resolved++;
     }
     return resolved;
+  }
+
+  private async recoverOne(row: Record<string, unknown>, now: Date): Promise<boolean> {
+    const payment = toApiPayment(row);
+    const ctx: RequestContext = {
+      accountId: row.account_id as string, mode: payment.livemode ? 'live' : 'test', permissions: ['*'],
+      requestId: `recovery_${payment.id}`, clock: { now: () => now },
+    };
+    const plan = readJson<string[]>(row.routing_plan, []);
+    const log: PendingTransaction[] = [];
+    const attempts: PaymentAttempt[] = [];
+    let found: { result: GatewayResult; gatewayId: string } | null = null;
+    let unknown = false;
+    for (let i = 0; i < plan.length && !found; i++) {
+      const { gateway, type } = await this.gateways.connector(ctx, plan[i]);
+      const idempotencyKey = chargeKey(payment.id, i);
+      const status = await gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id });
+      log.push({ kind: 'status', gatewayId: plan[i], gatewayType: type, attempt: i + 1, idempotencyKey, result: status });
+      if (status.found && status.outcome === 'succeeded') {
+        attempts.push(toAttempt(plan[i], status));
+        found = { result: status, gatewayId: plan[i] };
+      } else if (status.found && status.outcome === 'declined') {
+        attempts.push(toAttempt(plan[i], status));
+      } else if (!(status.outcome === 'declined' && status.declineCode === 'not_found')) {
+        unknown = true; // the gateway could not tell: ask again after the lease
+      }
+    }
+    if (!found && unknown) return false;
+    const result: GatewayResult = found?.result ?? {
+      outcome: 'declined', reference: null, declineCode: 'processing_error', message: 'The payment was not completed.', latencyMs: 0, request: {}, response: {},
+    };
+    await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false });
+    return true;
   }
 }
 
@@ -432,6 +475,11 @@ export function chargeKey(paymentId: string, attemptIndex: number): string {
 
 function toAttempt(gatewayId: string, r: GatewayResult): PaymentAttempt {
   return { gatewayId, outcome: r.outcome, code: r.declineCode, latencyMs: Math.round(r.latencyMs) };
+}
+
+/** What `search` matches besides the id: description, metadata values and customer e-mail. */
+function searchText(p: Pick<Payment, 'description' | 'metadata'>, email: string | null | undefined): string {
+  return [p.description ?? '', ...Object.values(p.metadata), email ?? ''].join('\n').toLowerCase();
 }
 
 export function toApiPayment(row: Record<string, unknown>): Payment {

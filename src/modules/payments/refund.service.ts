@@ -13,6 +13,7 @@ import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import { createRefundInput, listRefundsInput } from './payment.inputs';
 import { PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, toApiPayment, type Payment } from './payment.service';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
+import { errorForLog, type Logger } from '../../logger';
 
 export interface Refund {
   id: string;
@@ -43,11 +44,16 @@ export class RefundService {
     private readonly events: EventService,
     private readonly gateways: GatewayConfigService,
     private readonly gtx: GatewayTransactionLog,
+    private readonly logger: Logger,
+    private readonly attemptBudgetMs = 3 * 10_000,
   ) {}
 
   async create(ctx: RequestContext, input: unknown, paymentIdFromPath?: string): Promise<Refund> {
     requirePermission(ctx, 'refunds', 'write');
     const body = (input ?? {}) as Record<string, unknown>;
+    if (paymentIdFromPath !== undefined && 'paymentId' in body) {
+      throw new DomainError('unknown_parameter', 'paymentId comes from the path on this route', 'paymentId');
+    }
     const data = parseInput(createRefundInput, paymentIdFromPath !== undefined ? { ...body, paymentId: paymentIdFromPath } : body);
     const { refund, payment, chargeReference } = await this.db.transaction(async (t) => {
       const [row] = await this.db.select(
@@ -78,9 +84,10 @@ export class RefundService {
         createdAt: now.toISOString(), updatedAt: now.toISOString(),
       };
       await this.db.execute(
-        `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9)`,
-        [refund.id, ctx.accountId, ctx.mode, refund.paymentId, amount, refund.currency, refund.reason, refund.gatewayId, now],
+        `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, lease_until)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9, $10)`,
+        [refund.id, ctx.accountId, ctx.mode, refund.paymentId, amount, refund.currency, refund.reason, refund.gatewayId, now,
+          new Date(now.getTime() + this.attemptBudgetMs + 60_000)],
         t,
       );
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
@@ -91,18 +98,38 @@ export class RefundService {
 
   /** The refund runs on the gateway that captured the payment, keyed by the refund id. */
   private async execute(ctx: RequestContext, refund: Refund, payment: Payment, chargeReference: string): Promise<Refund> {
-    const { gateway, type } = await this.gateways.connector(ctx, payment.gatewayId as string);
-    const log: PendingTransaction[] = [];
-    let result: GatewayResult = await gateway.refund({
-      idempotencyKey: refund.id, refundId: refund.id, chargeReference, amount: refund.amount, currency: refund.currency, reason: refund.reason,
-    });
-    log.push({ kind: 'refund', gatewayId: payment.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result });
-    if (result.outcome === 'timeout') {
-      const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference });
-      log.push({ kind: 'status', gatewayId: payment.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status });
-      if (status.found) result = status;
+    const gatewayId = payment.gatewayId as string;
+    let connector;
+    try {
+      connector = await this.gateways.connector(ctx, gatewayId);
+    } catch (err) {
+      // Nothing was sent: give the reserved amount back at once.
+      this.logger.error({ requestId: ctx.requestId, refundId: refund.id, err: errorForLog(err) }, 'refund gateway unavailable');
+      return this.settle(ctx, refund, notSent('The gateway that captured the payment is not available'), []);
     }
-    return this.settle(ctx, refund, result, log);
+    const { gateway, type } = connector;
+    const log: PendingTransaction[] = [];
+    try {
+      const request = { idempotencyKey: refund.id, refundId: refund.id, chargeReference, amount: refund.amount, currency: refund.currency, reason: refund.reason };
+      let result: GatewayResult = await gateway.refund(request);
+      log.push({ kind: 'refund', gatewayId, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result });
+      if (result.outcome === 'timeout') {
+        result = await gateway.refund(request); // same key: the original answer, never a second refund
+        log.push({ kind: 'refund', gatewayId, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result });
+      }
+      if (result.outcome === 'timeout') {
+        const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference });
+        log.push({ kind: 'status', gatewayId, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status });
+        if (status.found && (status.outcome === 'succeeded' || status.outcome === 'declined')) result = status;
+      }
+      // A retryable error means the gateway did nothing: fail the refund and free the amount.
+      if (result.outcome === 'retryable_error') result = { ...result, outcome: 'declined', declineCode: result.declineCode ?? 'gateway_unavailable' };
+      return await this.settle(ctx, refund, result, log);
+    } catch (err) {
+      // The request may have reached the gateway: leave it pending for recovery, never 5xx.
+      this.logger.error({ requestId: ctx.requestId, refundId: refund.id, err: errorForLog(err) }, 'refund left pending for recovery');
+      return refund;
+    }
   }
 
   private async settle(ctx: RequestContext, refund: Refund, result: GatewayResult, log: PendingTransaction[]): Promise<Refund> {
@@ -179,29 +206,43 @@ export class RefundService {
   }
 
   /** Asks the gateway about refunds left pending; settles the ones it can answer for. */
-  async recoverPending(now: Date, olderThanMs = PENDING_RECOVERY_AFTER_MS): Promise<number> {
+  async recoverPending(now: Date): Promise<number> {
     const rows = await this.db.select(
       `SELECT r.id, r.mode, r.payment_id, r.amount, r.currency, r.reason, r.status, r.gateway_id, r.failure_code, r.failure_message,
               r.created_at, r.updated_at, r.account_id, p.gateway_reference
-         FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.created_at < $1 ORDER BY r.created_at LIMIT 50`,
-      [new Date(now.getTime() - olderThanMs)],
+         FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.lease_until < $1 ORDER BY r.lease_until LIMIT 50`,
+      [now],
     );
     let settled = 0;
     for (const row of rows) {
-      const refund = toApiRefund(row);
-      const ctx: RequestContext = {
-        accountId: row.account_id as string, mode: refund.livemode ? 'live' : 'test', permissions: ['*'], requestId: `recovery_${refund.id}`, clock: { now: () => now },
-      };
-      const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
-      const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
-      const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
-      if (!status.found && status.outcome !== 'declined') continue;
-      const result: GatewayResult = status.found ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
-      await this.settle(ctx, refund, result, log);
-      settled++;
+      const claimed = await this.db.execute(
+        `UPDATE refunds SET lease_until = $1 WHERE id = $2 AND status = 'pending' AND lease_until < $3`,
+        [new Date(now.getTime() + PENDING_RECOVERY_AFTER_MS), row.id, now],
+      );
+      if (claimed !== 1) continue;
+      try {
+        const refund = toApiRefund(row);
+        const ctx: RequestContext = {
+          accountId: row.account_id as string, mode: refund.livemode ? 'live' : 'test', permissions: ['*'], requestId: `recovery_${refund.id}`, clock: { now: () => now },
+        };
+        const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
+        const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
+        const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
+        const definite = status.found ? status.outcome === 'succeeded' || status.outcome === 'declined' : status.declineCode === 'not_found';
+        if (!definite) continue;
+        const result: GatewayResult = status.found ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
+        await this.settle(ctx, refund, result, log);
+        settled++;
+      } catch (err) {
+        this.logger.error({ refundId: row.id, err: errorForLog(err) }, 'refund recovery failed; will retry');
+      }
     }
     return settled;
   }
+}
+
+function notSent(message: string): GatewayResult {
+  return { outcome: 'declined', reference: null, declineCode: 'gateway_unavailable', message, latencyMs: 0, request: {}, response: {} };
 }
 
 export function toApiRefund(row: Record<string, unknown>): Refund {

@@ -1,0 +1,137 @@
+import type { EventBus } from '../../core/event-bus';
+import { errorForLog, type Logger } from '../../logger';
+import { closeDeliveryAgents } from '../../webhooks/http-delivery';
+import type { ClaimedDelivery, WebhookDeliveryService } from './delivery.service';
+
+const MAX_ERROR_BACKOFF_MS = 10_000;
+
+export interface DeliveryLoopOptions {
+  pollMs: number;
+  /** Deliveries in flight in this process. */
+  concurrency: number;
+  /** Deliveries in flight per endpoint, so one slow receiver cannot hold every slot. */
+  perEndpointConcurrency: number;
+}
+
+/**
+ * The delivery loop of one instance: claims due deliveries whenever there is a free slot —
+ * every `pollMs`, when a committed event is published (this or another instance), when a
+ * resend is queued, and when a delivery finishes while more were waiting — and sends them
+ * without ever blocking request handling.
+ */
+export class DeliveryLoop {
+  private readonly perEndpoint = new Map<string, number>();
+  private readonly tasks = new Set<Promise<void>>();
+  private active = 0;
+  private timer?: NodeJS.Timeout;
+  private ticking?: Promise<void>;
+  private again = false;
+  private backlog = false;
+  private stopped = false;
+  private stopping?: Promise<void>;
+  /** Consecutive failed claim rounds (database unreachable…): polling slows down meanwhile. */
+  private failures = 0;
+  private readonly unsubscribe: Array<() => void>;
+
+  constructor(
+    private readonly service: WebhookDeliveryService,
+    bus: EventBus,
+    private readonly logger: Logger,
+    private readonly options: DeliveryLoopOptions,
+  ) {
+    this.unsubscribe = [bus.subscribe(() => this.wake()), service.onWake(() => this.wake())];
+    this.wake();
+  }
+
+  /** Runs a claim round now, or right after the one in progress. */
+  wake(): void {
+    if (this.stopped || this.failures > 0) return; // while failing, only the (slower) timer retries
+    this.run();
+  }
+
+  private run(): void {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.ticking = this.tick().finally(() => {
+      this.ticking = undefined;
+      if (this.stopped) return;
+      if (this.again && this.failures === 0) {
+        this.again = false;
+        this.run();
+      } else {
+        this.again = false;
+        const delay = this.failures === 0 ? this.options.pollMs : Math.min(this.options.pollMs * 2 ** this.failures, MAX_ERROR_BACKOFF_MS);
+        this.timer = setTimeout(() => this.run(), delay);
+        this.timer.unref();
+      }
+    });
+  }
+
+  /** Stops claiming, waits for the deliveries in flight, then drops pooled connections. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.stopped = true;
+      if (this.timer) clearTimeout(this.timer);
+      for (const off of this.unsubscribe) off();
+      await this.ticking;
+      await Promise.allSettled([...this.tasks]);
+      closeDeliveryAgents();
+    })();
+    return this.stopping;
+  }
+
+  get inFlight(): number {
+    return this.active;
+  }
+
+  private async tick(): Promise<void> {
+    do {
+      this.again = false;
+      const free = this.options.concurrency - this.active;
+      if (free <= 0) {
+        this.backlog = true;
+        return;
+      }
+      const saturated = [...this.perEndpoint].filter(([, n]) => n >= this.options.perEndpointConcurrency).map(([id]) => id);
+      let claimed: ClaimedDelivery[];
+      try {
+        claimed = await this.service.claim(free, (id) => this.options.perEndpointConcurrency - (this.perEndpoint.get(id) ?? 0), saturated);
+      } catch (err) {
+        this.failures += 1;
+        if (!this.stopped && (this.failures === 1 || this.failures % 10 === 0)) {
+          this.logger.error({ err: errorForLog(err), failures: this.failures }, 'webhook claim failed');
+        }
+        return;
+      }
+      this.failures = 0;
+      // Anything claimed, or endpoints left out for being busy, means more may be due after a delivery.
+      this.backlog = claimed.length > 0 || saturated.length > 0;
+      for (const c of claimed) this.launch(c);
+    } while (this.again && !this.stopped);
+  }
+
+  private launch(c: ClaimedDelivery): void {
+    this.active += 1;
+    this.perEndpoint.set(c.endpointId, (this.perEndpoint.get(c.endpointId) ?? 0) + 1);
+    const task: Promise<void> = this.service
+      .deliver(c)
+      .then(
+        () => undefined,
+        (err) => this.logger.error({ deliveryId: c.id, err: errorForLog(err) }, 'webhook delivery failed to settle; it is retried when its lease ends'),
+      )
+      .finally(() => {
+        this.active -= 1;
+        const left = (this.perEndpoint.get(c.endpointId) ?? 1) - 1;
+        if (left > 0) this.perEndpoint.set(c.endpointId, left);
+        else this.perEndpoint.delete(c.endpointId);
+        this.tasks.delete(task);
+        if (this.backlog) this.wake();
+      });
+    this.tasks.add(task);
+  }
+}

@@ -1,0 +1,146 @@
+import { startTestApp, type TestApp } from '../helpers/app';
+
+let app: TestApp;
+let key: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  key = app.account.testKey;
+});
+afterAll(() => app.stop());
+
+const gql = (query: string, variables: Record<string, unknown> = {}, k = key, headers: Record<string, string> = {}) =>
+  app.request('POST', '/graphql', { key: k, body: { query, variables }, headers });
+
+describe('permissions cannot be escalated or bypassed', () => {
+  it('should refuse to mint a key with permissions the caller does not hold', async () => {
+    const limited = await app.request('POST', '/v1/api-keys', { key, body: { permissions: ['api_keys:write', 'customers:read'] } });
+    const k = limited.body.data.secret;
+    const full = await app.request('POST', '/v1/api-keys', { key: k, body: {} });
+    expect(full.status).toBe(403);
+    expect(full.body.error).toMatchObject({ code: 'permission_denied', param: 'permissions[0]' });
+    const wider = await app.request('POST', '/v1/api-keys', { key: k, body: { permissions: ['customers:write'] } });
+    expect(wider.status).toBe(403);
+    const narrower = await app.request('POST', '/v1/api-keys', { key: k, body: { permissions: ['customers:read'] } });
+    expect(narrower.status).toBe(201);
+  });
+
+  it('should not let GraphQL nesting read customers without customers:read', async () => {
+    const c = await app.request('POST', '/v1/customers', { key, body: { email: 'nested@example.com', phone: '+1 555 0100' } });
+    await app.request('POST', '/v1/payments', { key, body: { amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa', customerId: c.body.data.id } });
+    const paymentsOnly = (await app.request('POST', '/v1/api-keys', { key, body: { permissions: ['payments:read'] } })).body.data.secret;
+    const res = await gql('{ payments { nodes { id customer { email phone } } } }', {}, paymentsOnly);
+    expect(res.text).not.toContain('nested@example.com');
+    expect(res.body.errors[0].extensions.code).toBe('permission_denied');
+  });
+});
+
+describe('secrets in stored idempotent responses', () => {
+  it('should keep a new key secret sealed at rest and replay it only to the key that created it', async () => {
+    const headers = { 'Idempotency-Key': 'mint-once' };
+    const first = await app.request('POST', '/v1/api-keys', { key, body: { name: 'ci' }, headers });
+    const secret = first.body.data.secret as string;
+    const rows = await app.server.services.db.select<{ response_body: string }>("SELECT response_body FROM idempotency_keys WHERE idempotency_key = 'mint-once'");
+    expect(rows[0].response_body).not.toContain(secret);
+    const replay = await app.request('POST', '/v1/api-keys', { key, body: { name: 'ci' }, headers });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.text).toBe(first.text);
+    const otherKey = (await app.request('POST', '/v1/api-keys', { key, body: {} })).body.data.secret;
+    const stolen = await app.request('POST', '/v1/api-keys', { key: otherKey, body: { name: 'ci' }, headers });
+    expect(stolen.status).toBe(409);
+    expect(stolen.text).not.toContain(secret);
+  });
+});
+
+describe('GraphQL input hygiene and idempotency', () => {
+  it('should never echo card numbers or CVCs in GraphQL input errors', async () => {
+    const res = await gql('mutation($i: CreatePaymentInput!) { createPayment(input: $i) { id } }', {
+      i: { amount: 100, currency: 'usd', paymentMethod: 'card', card: { number: '4242424242424242', expMonth: 12, expYear: 2030, cvc: 987 } },
+    });
+    expect(res.body.errors[0].extensions.code).toBe('invalid_parameter');
+    expect(res.text).not.toContain('4242424242424242');
+    expect(res.text).not.toMatch(/(?<![0-9A-Za-z])987(?![0-9A-Za-z])/);
+  });
+
+  it('should honour Idempotency-Key on GraphQL mutations', async () => {
+    const q = 'mutation { createPayment(input: { amount: 777, currency: "usd", paymentMethod: "pm_card_visa", description: "gql-idem" }) { id } }';
+    const first = await gql(q, {}, key, { 'Idempotency-Key': 'gql-pay-1' });
+    const again = await gql(q, {}, key, { 'Idempotency-Key': 'gql-pay-1' });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(first.text);
+    const list = await app.request('GET', '/v1/payments?search=gql-idem', { key });
+    expect(list.body.meta.total).toBe(1);
+  });
+});
+
+describe('gateway configuration guards', () => {
+  it('should refuse a Stripe base URL in live mode and require credentials when it changes', async () => {
+    const live = await app.request('POST', '/v1/gateways', {
+      key: app.account.liveKey,
+      body: { name: 'x', type: 'stripe', credentials: { secretKey: 'sk_live_abcdefghijklmnop' }, settings: { baseUrl: 'https://169.254.169.254/' } },
+    });
+    expect(live.status).toBe(400);
+    expect(live.body.error.param).toBe('settings.baseUrl');
+    const test = await app.request('POST', '/v1/gateways', {
+      key, body: { name: 'fake', type: 'stripe', credentials: { secretKey: 'sk_test_abcdefghijklmnop' }, settings: { baseUrl: 'https://127.0.0.1:9/' } },
+    });
+    expect(test.status).toBe(201);
+    const moved = await app.request('PATCH', `/v1/gateways/${test.body.data.id}`, { key, body: { settings: { baseUrl: 'https://127.0.0.2:9/' } } });
+    expect(moved.status).toBe(400);
+    expect(moved.body.error.param).toBe('credentials');
+    // Out of the way again: test mode charges through the built-in simulator when no gateway is usable.
+    await app.request('DELETE', `/v1/gateways/${test.body.data.id}`, { key });
+  });
+
+  it('should refuse to save a live card on the built-in test simulator', async () => {
+    const c = await app.request('POST', '/v1/customers', { key: app.account.liveKey, body: { email: 'livecard@example.com' } });
+    const res = await app.request('POST', `/v1/customers/${c.body.data.id}/payment-methods`, {
+      key: app.account.liveKey,
+      body: { gatewayId: 'gw_builtin_simulator', card: { number: '4242424242424242', expMonth: 1, expYear: 2032, cvc: '123' } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.param).toBe('gatewayId');
+  });
+});
+
+describe('refund safety', () => {
+  it('should give the reserved amount back when the gateway cannot be reached', async () => {
+    const p = (await app.request('POST', '/v1/payments', { key, body: { amount: 1000, currency: 'usd', paymentMethod: 'pm_card_visa' } })).body.data;
+    const gateways = app.server.services.gateways;
+    const original = gateways.connector.bind(gateways);
+    gateways.connector = async () => {
+      throw new Error('credentials cannot be unsealed');
+    };
+    try {
+      const r = await app.request('POST', '/v1/refunds', { key, body: { paymentId: p.id, amount: 600 } });
+      expect(r.status).toBe(201);
+      expect(r.body.data).toMatchObject({ status: 'failed', failureCode: 'gateway_unavailable' });
+    } finally {
+      gateways.connector = original;
+    }
+    const after = await app.request('GET', `/v1/payments/${p.id}`, { key });
+    expect(after.body.data.amountRefunded).toBe(0);
+    const retry = await app.request('POST', '/v1/refunds', { key, body: { paymentId: p.id, amount: 600 } });
+    expect(retry.body.data.status).toBe('succeeded');
+  });
+
+  it('should refuse a paymentId in the body of the per-payment refund route', async () => {
+    const res = await app.request('POST', '/v1/payments/pay_x/refunds', { key, body: { paymentId: 'pay_y' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'unknown_parameter', param: 'paymentId' });
+  });
+});
+
+describe('search', () => {
+  it('should treat LIKE wildcards in customer search as plain characters', async () => {
+    await app.request('POST', '/v1/customers', { key, body: { email: 'under_score@example.com' } });
+    await app.request('POST', '/v1/customers', { key, body: { email: 'underXscore@example.com' } });
+    const res = await app.request('GET', '/v1/customers?search=under_score', { key });
+    expect(res.body.data.map((c: { email: string }) => c.email)).toEqual(['under_score@example.com']);
+  });
+
+  it('should match payment metadata values, not keys', async () => {
+    await app.request('POST', '/v1/payments', { key, body: { amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa', metadata: { order_ref: 'zq-991' } } });
+    expect((await app.request('GET', '/v1/payments?search=zq-991', { key })).body.meta.total).toBe(1);
+    expect((await app.request('GET', '/v1/payments?search=order_ref', { key })).body.meta.total).toBe(0);
+  });
+});

@@ -1,0 +1,343 @@
+import { randomBytes } from 'node:crypto';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { ReceiverHarness, makeCertificate, sleep, waitFor, type Route } from '../unit/webhooks/receiver-harness';
+
+let app: TestApp;
+let rx: ReceiverHarness;
+
+beforeAll(async () => {
+  const tls = await makeCertificate();
+  rx = new ReceiverHarness(tls);
+  await rx.start();
+  app = await startTestApp({
+    env: { WEBHOOK_CA_FILE: tls.caFile },
+    runWorkers: true,
+    serviceOptions: { webhooks: { retry: { baseMs: 50, maxMs: 500 }, pollMs: 50, timeoutMs: 2000 } },
+  });
+});
+
+afterAll(async () => {
+  await app?.stop();
+  await rx?.stop();
+});
+
+/** Each test works in its own account, so endpoints of other tests never see its events. */
+async function freshKey(): Promise<string> {
+  return (await app.createAccount()).testKey;
+}
+
+async function register(key: string, route: Route, events: string[] = ['*'], extra: Record<string, unknown> = {}) {
+  const res = await app.request('POST', '/v1/webhook-endpoints', { key, body: { url: route.url, events, ...extra } });
+  expect(res.status).toBe(201);
+  route.setSecret(res.body.data.secret);
+  return res.body.data as { id: string; secret: string; [k: string]: unknown };
+}
+
+async function createCustomer(key: string): Promise<{ id: string }> {
+  const res = await app.request('POST', '/v1/customers', { key, body: { email: `c_${randomBytes(6).toString('hex')}@example.com` } });
+  expect(res.status).toBe(201);
+  return res.body.data;
+}
+
+async function lastEvent(key: string, type: string) {
+  const res = await app.request('GET', `/v1/events?type=${type}&pageSize=1`, { key });
+  return res.body.data[0];
+}
+
+describe('webhook endpoints', () => {
+  it('should show the secret only in the create response and keep it sealed at rest', async () => {
+    const key = await freshKey();
+    const route = rx.route('secret-once');
+    const created = await app.request('POST', '/v1/webhook-endpoints', {
+      key,
+      body: { url: route.url, events: ['customer.created', 'payment.succeeded'], description: 'orders' },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({
+      object: 'webhook_endpoint',
+      livemode: false,
+      url: route.url,
+      events: ['customer.created', 'payment.succeeded'],
+      description: 'orders',
+      status: 'enabled',
+      disabledReason: null,
+    });
+    expect(created.body.data.id).toMatch(/^we_[0-9A-Za-z]{20,}$/);
+    expect(created.body.data.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(created.body.data.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+
+    const retrieved = await app.request('GET', `/v1/webhook-endpoints/${created.body.data.id}`, { key });
+    expect(retrieved.status).toBe(200);
+    expect(retrieved.body.data).not.toHaveProperty('secret');
+    expect(retrieved.text).not.toContain(created.body.data.secret);
+    const listed = await app.request('GET', '/v1/webhook-endpoints', { key });
+    expect(listed.body.data).toHaveLength(1);
+    expect(listed.body.data[0]).not.toHaveProperty('secret');
+    expect(listed.text).not.toContain(created.body.data.secret);
+
+    const rows = await app.server.services.db.select<Record<string, unknown>>('SELECT * FROM webhook_endpoints WHERE id = $1', [created.body.data.id]);
+    expect(JSON.stringify(rows)).not.toContain(created.body.data.secret);
+    expect(String(rows[0].secret_sealed)).toMatch(/^v1\./);
+  });
+
+  it('should refuse a URL that is not https with 400 naming url', async () => {
+    const key = await freshKey();
+    for (const url of ['http://localhost/hook', 'ftp://example.com/', 'not a url', 'https://user:pw@example.com/']) {
+      const res = await app.request('POST', '/v1/webhook-endpoints', { key, body: { url, events: ['*'] } });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_parameter', param: 'url' });
+    }
+    const listed = await app.request('GET', '/v1/webhook-endpoints', { key });
+    expect(listed.body.meta.total).toBe(0);
+  });
+
+  it('should refuse unknown event types naming the entry, and missing or extra fields', async () => {
+    const key = await freshKey();
+    const url = rx.route('validation').url;
+    const unknownType = await app.request('POST', '/v1/webhook-endpoints', { key, body: { url, events: ['customer.created', 'customer.exploded'] } });
+    expect(unknownType.status).toBe(400);
+    expect(unknownType.body.error).toMatchObject({ code: 'invalid_parameter', param: 'events[1]' });
+    const missing = await app.request('POST', '/v1/webhook-endpoints', { key, body: { url } });
+    expect(missing.body.error).toMatchObject({ code: 'missing_parameter', param: 'events' });
+    const empty = await app.request('POST', '/v1/webhook-endpoints', { key, body: { url, events: [] } });
+    expect(empty.body.error).toMatchObject({ code: 'invalid_parameter', param: 'events' });
+    const extra = await app.request('POST', '/v1/webhook-endpoints', { key, body: { url, events: ['*'], secret: 'whsec_mine' } });
+    expect(extra.body.error).toMatchObject({ code: 'unknown_parameter', param: 'secret' });
+  });
+
+  it('should list newest first with paging and a status filter, update with PATCH and soft-delete', async () => {
+    const key = await freshKey();
+    const a = await register(key, rx.route('crud-a'));
+    const b = await register(key, rx.route('crud-b'), ['customer.created']);
+    const c = await register(key, rx.route('crud-c'));
+
+    const page1 = await app.request('GET', '/v1/webhook-endpoints?pageSize=2', { key });
+    expect(page1.body.meta).toEqual({ total: 3, page: 1, pageSize: 2 });
+    expect(page1.body.data.map((e: { id: string }) => e.id)).toEqual([c.id, b.id]);
+    const page2 = await app.request('GET', '/v1/webhook-endpoints?pageSize=2&page=2', { key });
+    expect(page2.body.data.map((e: { id: string }) => e.id)).toEqual([a.id]);
+    const badQuery = await app.request('GET', '/v1/webhook-endpoints?colour=red', { key });
+    expect(badQuery.body.error).toMatchObject({ code: 'unknown_parameter', param: 'colour' });
+
+    const disabled = await app.request('PATCH', `/v1/webhook-endpoints/${b.id}`, { key, body: { status: 'disabled' } });
+    expect(disabled.body.data).toMatchObject({ status: 'disabled', disabledReason: 'manual' });
+    const onlyDisabled = await app.request('GET', '/v1/webhook-endpoints?status=disabled', { key });
+    expect(onlyDisabled.body.data.map((e: { id: string }) => e.id)).toEqual([b.id]);
+
+    const newUrl = rx.route('crud-b2').url;
+    const updated = await app.request('PATCH', `/v1/webhook-endpoints/${b.id}`, {
+      key,
+      body: { status: 'enabled', events: ['customer.updated', 'customer.updated'], description: 'renamed', url: newUrl },
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.body.data).toMatchObject({ status: 'enabled', disabledReason: null, events: ['customer.updated'], description: 'renamed', url: newUrl });
+    expect(updated.body.data).not.toHaveProperty('secret');
+    const badPatch = await app.request('PATCH', `/v1/webhook-endpoints/${b.id}`, { key, body: { url: 'http://example.com/' } });
+    expect(badPatch.body.error).toMatchObject({ code: 'invalid_parameter', param: 'url' });
+    const notWritable = await app.request('PATCH', `/v1/webhook-endpoints/${b.id}`, { key, body: { secret: 'x' } });
+    expect(notWritable.body.error).toMatchObject({ code: 'unknown_parameter', param: 'secret' });
+
+    const deleted = await app.request('DELETE', `/v1/webhook-endpoints/${a.id}`, { key });
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.data).toMatchObject({ id: a.id, deleted: true });
+    expect((await app.request('GET', `/v1/webhook-endpoints/${a.id}`, { key })).status).toBe(404);
+    expect((await app.request('DELETE', `/v1/webhook-endpoints/${a.id}`, { key })).status).toBe(404);
+    const after = await app.request('GET', '/v1/webhook-endpoints', { key });
+    expect(after.body.meta.total).toBe(2);
+    // The alias serves the same routes.
+    expect((await app.request('GET', `/api/v1/webhook-endpoints/${c.id}`, { key })).body.data.id).toBe(c.id);
+  });
+
+  it('should keep endpoints to their account and mode', async () => {
+    const account = await app.createAccount();
+    const ep = await register(account.testKey, rx.route('scoped'));
+    expect((await app.request('GET', `/v1/webhook-endpoints/${ep.id}`, { key: account.liveKey })).status).toBe(404);
+    expect((await app.request('GET', `/v1/webhook-endpoints/${ep.id}`, { key: app.account.testKey })).status).toBe(404);
+    expect((await app.request('POST', `/v1/webhook-endpoints/${ep.id}/rotate-secret`, { key: app.account.testKey })).status).toBe(404);
+    const live = await app.request('GET', '/v1/webhook-endpoints', { key: account.liveKey });
+    expect(live.body.meta.total).toBe(0);
+  });
+
+  it('should require the webhook_endpoints permission', async () => {
+    const key = await freshKey();
+    const readOnly = (await app.request('POST', '/v1/api-keys', { key, body: { permissions: ['webhook_endpoints:read'] } })).body.data.secret;
+    const other = (await app.request('POST', '/v1/api-keys', { key, body: { permissions: ['customers:write'] } })).body.data.secret;
+    const url = rx.route('perm').url;
+    expect((await app.request('GET', '/v1/webhook-endpoints', { key: readOnly })).status).toBe(200);
+    const denied = await app.request('POST', '/v1/webhook-endpoints', { key: readOnly, body: { url, events: ['*'] } });
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.code).toBe('permission_denied');
+    expect((await app.request('GET', '/v1/webhook-endpoints', { key: other })).status).toBe(403);
+  });
+});
+
+describe('webhook deliveries', () => {
+  it('should deliver signed events that the example receiver verifies', async () => {
+    const key = await freshKey();
+    const route = rx.route('signed');
+    const ep = await register(key, route);
+    const customer = await createCustomer(key);
+    await waitFor(() => route.verified.length >= 1, 10_000, 'a verified delivery');
+    const event = await lastEvent(key, 'customer.created');
+    const [delivery] = route.verified;
+    expect(delivery).toMatchObject({ eventId: event.id, attempt: 1, duplicate: false });
+    // The body is the event exactly as the API returns it.
+    expect(delivery.event).toEqual(event);
+    expect(delivery.event.data.object.id).toBe(customer.id);
+    const [request] = route.requests;
+    expect(request.signature).toMatch(/^[0-9a-f]{64}$/);
+    expect(ReceiverHarness.signedWith(request, ep.secret)).toBe(true);
+    expect(request.n).toBe(1);
+    expect(JSON.parse(request.body)).toEqual(event);
+  });
+
+  it('should deliver only the subscribed event types', async () => {
+    const key = await freshKey();
+    const updatesOnly = rx.route('updates-only');
+    const everything = rx.route('everything');
+    await register(key, updatesOnly, ['customer.updated']);
+    await register(key, everything, ['*']);
+    const customer = await createCustomer(key);
+    await app.request('PATCH', `/v1/customers/${customer.id}`, { key, body: { name: 'Renamed' } });
+    await waitFor(() => everything.verified.length >= 2 && updatesOnly.verified.length >= 1, 10_000, 'deliveries');
+    await sleep(300);
+    expect(everything.verified.map((v) => v.event.type).sort()).toEqual(['customer.created', 'customer.updated']);
+    expect(updatesOnly.verified.map((v) => v.event.type)).toEqual(['customer.updated']);
+    expect(updatesOnly.requests).toHaveLength(1);
+  });
+
+  it('should retry after 500 responses with growing delays until delivered, and log every attempt', async () => {
+    const key = await freshKey();
+    const route = rx.route('flaky', [], (n) => (n <= 3 ? 500 : 'pass'));
+    const ep = await register(key, route, ['customer.created']);
+    await createCustomer(key);
+    await waitFor(() => route.verified.length >= 1, 10_000, 'the fourth attempt');
+    const event = await lastEvent(key, 'customer.created');
+    expect(route.requests.map((r) => [r.eventId, r.attempt])).toEqual([1, 2, 3, 4].map((n) => [event.id, n]));
+
+    const log = await waitFor(async () => {
+      const res = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key });
+      return res.body.meta.total === 4 ? res.body : null;
+    }, 5_000, 'the attempt log');
+    expect(log.data.map((a: { attempt: number }) => a.attempt)).toEqual([4, 3, 2, 1]);
+    expect(log.data.map((a: { statusCode: number }) => a.statusCode)).toEqual([200, 500, 500, 500]);
+    expect(log.data[0]).toMatchObject({ object: 'webhook_delivery_attempt', status: 'succeeded', error: null, nextRetryAt: null, eventId: event.id, eventType: 'customer.created', endpointId: ep.id });
+    expect(log.data[1]).toMatchObject({ status: 'failed', error: 'HTTP 500' });
+    expect(log.data[0].deliveryId).toMatch(/^whd_/);
+    expect(new Set(log.data.map((a: { deliveryId: string }) => a.deliveryId)).size).toBe(1);
+
+    // Scheduled waits grow (equal jitter: [25, 50), [50, 100), [100, 200) ms with a 50 ms base) …
+    const failed = [...log.data].reverse().slice(0, 3);
+    const waits = failed.map((a: { createdAt: string; nextRetryAt: string }) => Date.parse(a.nextRetryAt) - Date.parse(a.createdAt));
+    expect(waits[0]).toBeGreaterThanOrEqual(25);
+    expect(waits[1]).toBeGreaterThan(waits[0]);
+    expect(waits[2]).toBeGreaterThan(waits[1]);
+    // … and no retry arrives before its time.
+    for (let i = 1; i < 4; i += 1) expect(route.requests[i].at - route.requests[i - 1].at).toBeGreaterThanOrEqual(waits[i - 1] - 5);
+
+    const onlyFailed = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries?status=failed&pageSize=2`, { key });
+    expect(onlyFailed.body.meta).toEqual({ total: 3, page: 1, pageSize: 2 });
+    const rows = await app.server.services.db.select<{ status: string; attempts: number }>('SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1', [ep.id]);
+    expect(rows).toEqual([{ status: 'delivered', attempts: 4 }]);
+  });
+
+  it('should retry a delivery that timed out', async () => {
+    const key = await freshKey();
+    const route = rx.route('slow', [], (n) => (n === 1 ? { holdMs: 5_000 } : 'pass'));
+    const ep = await register(key, route, ['customer.created']);
+    await createCustomer(key);
+    await waitFor(() => route.verified.length >= 1, 10_000, 'the retry');
+    expect(route.verified[0].attempt).toBe(2);
+    const log = await waitFor(async () => {
+      const res = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key });
+      return res.body.meta.total === 2 ? res.body : null;
+    }, 5_000, 'the attempt log');
+    expect(log.data[1]).toMatchObject({ attempt: 1, status: 'failed', statusCode: null, error: 'timeout' });
+    expect(log.data[1].latencyMs).toBeGreaterThanOrEqual(1_900);
+    expect(log.data[0]).toMatchObject({ attempt: 2, status: 'succeeded', statusCode: 200 });
+  });
+
+  it('should disable an endpoint that answers 410 and stop delivering to it', async () => {
+    const key = await freshKey();
+    const route = rx.route('gone', [], () => 410);
+    const ep = await register(key, route, ['customer.created']);
+    await createCustomer(key);
+    const disabled = await waitFor(async () => {
+      const res = await app.request('GET', `/v1/webhook-endpoints/${ep.id}`, { key });
+      return res.body.data.status === 'disabled' ? res.body.data : null;
+    }, 10_000, 'the endpoint to be disabled');
+    expect(disabled.disabledReason).toBe('gone');
+    const rows = await app.server.services.db.select<{ status: string }>('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [ep.id]);
+    expect(rows).toEqual([{ status: 'abandoned' }]);
+
+    await createCustomer(key);
+    await sleep(300);
+    expect(route.requests).toHaveLength(1);
+    const log = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key });
+    expect(log.body.data).toEqual([expect.objectContaining({ attempt: 1, statusCode: 410, status: 'failed', nextRetryAt: null })]);
+
+    const reenabled = await app.request('PATCH', `/v1/webhook-endpoints/${ep.id}`, { key, body: { status: 'enabled' } });
+    expect(reenabled.body.data).toMatchObject({ status: 'enabled', disabledReason: null });
+  });
+
+  it('should sign deliveries made after a rotation with the new secret only', async () => {
+    const key = await freshKey();
+    const route = rx.route('rotating');
+    const ep = await register(key, route, ['customer.created']);
+    const oldSecret = ep.secret;
+    await createCustomer(key);
+    await waitFor(() => route.verified.length >= 1, 10_000, 'the first delivery');
+
+    const rotated = await app.request('POST', `/v1/webhook-endpoints/${ep.id}/rotate-secret`, { key });
+    expect(rotated.status).toBe(200);
+    const newSecret = rotated.body.data.secret;
+    expect(newSecret).toMatch(/^whsec_/);
+    expect(newSecret).not.toBe(oldSecret);
+    expect((await app.request('GET', `/v1/webhook-endpoints/${ep.id}`, { key })).body.data).not.toHaveProperty('secret');
+    const extra = await app.request('POST', `/v1/webhook-endpoints/${ep.id}/rotate-secret`, { key, body: { secret: 'mine' } });
+    expect(extra.body.error).toMatchObject({ code: 'unknown_parameter', param: 'secret' });
+
+    route.setSecret(newSecret);
+    await createCustomer(key);
+    await waitFor(() => route.verified.length >= 2, 10_000, 'a delivery after the rotation');
+    const [before, after] = route.requests;
+    expect(ReceiverHarness.signedWith(before, oldSecret)).toBe(true);
+    expect(ReceiverHarness.signedWith(after, newSecret)).toBe(true);
+    expect(ReceiverHarness.signedWith(after, oldSecret)).toBe(false);
+  });
+
+  it('should queue a fresh delivery of an event on resend', async () => {
+    const key = await freshKey();
+    const route = rx.route('resend');
+    const other = rx.route('resend-other');
+    await register(key, route, ['customer.created']);
+    await register(key, other, ['payment.succeeded']);
+    await createCustomer(key);
+    await waitFor(() => route.verified.length >= 1, 10_000, 'the first delivery');
+    const event = await lastEvent(key, 'customer.created');
+
+    const resent = await app.request('POST', `/v1/events/${event.id}/resend`, { key });
+    expect(resent.status).toBe(200);
+    expect(resent.body.data).toMatchObject({ eventId: event.id, deliveriesQueued: 1 });
+    await waitFor(() => route.verified.length >= 2, 10_000, 'the resent delivery');
+    expect(route.verified[1]).toMatchObject({ eventId: event.id, attempt: 1, duplicate: true });
+    expect(route.requests[1].body).toBe(route.requests[0].body);
+    expect(other.requests).toHaveLength(0);
+
+    expect((await app.request('POST', '/v1/events/evt_missing/resend', { key })).status).toBe(404);
+    const otherAccount = await app.request('POST', `/v1/events/${event.id}/resend`, { key: app.account.testKey });
+    expect(otherAccount.status).toBe(404);
+  });
+
+  it('should answer 404 for the attempt log of an unknown endpoint', async () => {
+    const key = await freshKey();
+    const res = await app.request('GET', '/v1/webhook-endpoints/we_missing/deliveries', { key });
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('resource_not_found');
+  });
+
+  it('should log no failed claims or settlements along the way', () => {
+    const problems = app.logs.filter((line) => /webhook claim failed|failed to settle|claim was lost/.test(line));
+    expect(problems).toEqual([]);
+  });
+});
