@@ -11,7 +11,6 @@ const MAX_INLINE = 7000;
 interface Envelope {
   origin: string;
   event?: PublishedEvent;
-  ref?: { id: string };
 }
 
 export interface EventFanout extends RemoteEventSink {
@@ -33,17 +32,47 @@ abstract class BaseFanout implements EventFanout {
   abstract stop(): Promise<void>;
   protected abstract transmit(payload: string): Promise<void>;
 
+  private pending: string[] = [];
+  private flushScheduled = false;
+
+  /** Events committed in the same tick travel together: one message instead of one each. */
   send(event: PublishedEvent): void {
-    const inline = JSON.stringify({ origin: this.origin, event } satisfies Envelope);
-    const payload = Buffer.byteLength(inline) <= MAX_INLINE ? inline : JSON.stringify({ origin: this.origin, ref: { id: event.id } } satisfies Envelope);
-    this.transmit(payload).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out send failed'));
+    const inline = JSON.stringify({ event } satisfies Omit<Envelope, 'origin'>);
+    this.pending.push(Buffer.byteLength(inline) <= MAX_INLINE ? JSON.stringify(event) : JSON.stringify({ ref: event.id }));
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    let batch: string[] = [];
+    let size = 0;
+    const emit = () => {
+      if (batch.length === 0) return;
+      const payload = `{"origin":"${this.origin}","items":[${batch.join(',')}]}`;
+      this.transmit(payload).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out send failed'));
+      batch = [];
+      size = 0;
+    };
+    for (const item of this.pending) {
+      const bytes = Buffer.byteLength(item);
+      if (size + bytes + 64 > MAX_INLINE) emit();
+      batch.push(item);
+      size += bytes + 1;
+    }
+    emit();
+    this.pending = [];
   }
 
   protected async receive(payload: string): Promise<void> {
-    const envelope = JSON.parse(payload) as Envelope;
+    const envelope = JSON.parse(payload) as { origin: string; items: Array<PublishedEvent | { ref: string }> };
     if (envelope.origin === this.origin) return;
-    const event = envelope.event ?? (envelope.ref ? await this.load(envelope.ref.id) : null);
-    if (event) this.bus.deliverLocal(event);
+    for (const item of envelope.items) {
+      const event = 'ref' in item ? await this.load(item.ref) : item;
+      if (event) this.bus.deliverLocal(event);
+    }
   }
 }
 

@@ -51,6 +51,19 @@ describe('secrets in stored idempotent responses', () => {
   });
 });
 
+describe('webhook secrets in stored idempotent responses', () => {
+  it('should keep a webhook secret sealed at rest', async () => {
+    const headers = { 'Idempotency-Key': 'hook-once' };
+    const created = await app.request('POST', '/v1/webhook-endpoints', { key, body: { url: 'https://127.0.0.1:9/hook', events: ['*'] }, headers });
+    expect(created.status).toBe(201);
+    const secret = created.body.data.secret as string;
+    expect(secret).toMatch(/^whsec_/);
+    const rows = await app.server.services.db.select<{ response_body: string }>("SELECT response_body FROM idempotency_keys WHERE idempotency_key = 'hook-once'");
+    expect(rows[0].response_body).not.toContain(secret);
+    await app.request('DELETE', `/v1/webhook-endpoints/${created.body.data.id}`, { key });
+  });
+});
+
 describe('GraphQL input hygiene and idempotency', () => {
   it('should never echo card numbers or CVCs in GraphQL input errors', async () => {
     const res = await gql('mutation($i: CreatePaymentInput!) { createPayment(input: $i) { id } }', {

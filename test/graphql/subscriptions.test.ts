@@ -130,5 +130,26 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       expect(results[0].events.data.object.email).toBe('cross-instance@example.com');
       await client.dispose();
     });
+
+    it('should deliver events too big for one notification, and several committed together', async () => {
+      const metadata = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, 'v'.repeat(400)]));
+      const client = wsClient(other.baseUrl, app.server.cert, app.account.testKey);
+      const results = await take<{ events: { data: { object: { email: string; metadata: Record<string, string> } } } }>(
+        client,
+        'subscription { events(types: ["customer.created"]) { data } }',
+        3,
+        () =>
+          Promise.all([
+            app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'big@example.com', metadata } }),
+            app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'batch-1@example.com' } }),
+            app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'batch-2@example.com' } }),
+          ]),
+      );
+      const emails = results.map((r) => r.events.data.object.email).sort();
+      expect(emails).toEqual(['batch-1@example.com', 'batch-2@example.com', 'big@example.com']);
+      const big = results.find((r) => r.events.data.object.email === 'big@example.com')!;
+      expect(big.events.data.object.metadata).toEqual(metadata);
+      await client.dispose();
+    });
   });
 });

@@ -105,6 +105,16 @@ function configError(err: unknown): never {
 export class GatewayConfigService {
   private readonly instances = new Map<string, { version: string; gateway: Gateway }>();
   private builtin?: Gateway;
+  private readonly changeListeners: Array<(accountId: string, mode: string) => void> = [];
+
+  /** Told whenever a gateway of an account and mode is created, changed or deleted. */
+  onChange(listener: (accountId: string, mode: string) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private changed(ctx: RequestContext): void {
+    for (const listener of this.changeListeners) listener(ctx.accountId, ctx.mode);
+  }
 
   constructor(
     private readonly db: Database,
@@ -134,6 +144,7 @@ export class GatewayConfigService {
         JSON.stringify(settings), data.currencies ? JSON.stringify(data.currencies) : null, data.enabled ?? true, now,
       ],
     );
+    this.changed(ctx);
     return this.retrieve(ctx, id);
   }
 
@@ -183,6 +194,7 @@ export class GatewayConfigService {
     const n = bind.length;
     await this.db.execute(`UPDATE gateways SET ${sets.join(', ')} WHERE id = $${n - 2} AND account_id = $${n - 1} AND mode = $${n}`, bind);
     this.instances.delete(id);
+    this.changed(ctx);
     return this.retrieve(ctx, id);
   }
 
@@ -196,6 +208,7 @@ export class GatewayConfigService {
     const now = ctx.clock.now();
     await this.db.execute('UPDATE gateways SET deleted_at = $1, enabled = $2, updated_at = $1 WHERE id = $3', [now, false, id]);
     this.instances.delete(id);
+    this.changed(ctx);
     return { ...toView(row), enabled: false, updatedAt: now.toISOString() };
   }
 

@@ -58,6 +58,10 @@ const simulateInput = z
 export class RoutingService {
   readonly successRates = new SuccessRateTracker();
   readonly breaker: CircuitBreaker;
+  // The rule set and gateway list change rarely and are read on every payment: keep them for a
+  // second (changes made through this instance drop the entry at once).
+  private readonly inputsCache = new Map<string, { expires: number; value: Promise<[{ config: RoutingConfig }, Awaited<ReturnType<GatewayConfigService['routable']>>]> }>();
+  private static readonly CACHE_MS = 1000;
 
   constructor(
     private readonly db: Database,
@@ -66,6 +70,22 @@ export class RoutingService {
     private readonly rng: Rng = Math.random,
   ) {
     this.breaker = new CircuitBreaker({ clock });
+    gateways.onChange((accountId, mode) => this.forget(accountId, mode));
+  }
+
+  private forget(accountId: string, mode: string): void {
+    this.inputsCache.delete(`${accountId}:${mode}`);
+  }
+
+  private routingInputs(ctx: RequestContext) {
+    const key = `${ctx.accountId}:${ctx.mode}`;
+    const now = Date.now();
+    const hit = this.inputsCache.get(key);
+    if (hit && hit.expires > now) return hit.value;
+    const value = Promise.all([this.load(ctx), this.gateways.routable(ctx)]);
+    this.inputsCache.set(key, { expires: now + RoutingService.CACHE_MS, value });
+    value.catch(() => this.inputsCache.delete(key));
+    return value;
   }
 
   async get(ctx: RequestContext): Promise<RoutingView> {
@@ -94,6 +114,7 @@ export class RoutingService {
         ctx.accountId, ctx.mode, JSON.stringify(config), now,
       ], t);
     });
+    this.forget(ctx.accountId, ctx.mode);
     return { object: 'routing', livemode: ctx.mode === 'live', ...config, updatedAt: now.toISOString() };
   }
 
@@ -112,7 +133,7 @@ export class RoutingService {
    * candidate in creation order; test mode with none at all uses the built-in simulator.
    */
   async decide(ctx: RequestContext, input: RoutingInput, restrictTo?: string): Promise<RoutingDecision> {
-    const [{ config }, gateways] = await Promise.all([this.load(ctx), this.gateways.routable(ctx)]);
+    const [{ config }, gateways] = await this.routingInputs(ctx);
     let effective = config;
     if (config.rules.length === 0 && config.fallback.length === 0) {
       effective = { ...config, fallback: gateways.map((g) => g.id) };

@@ -108,6 +108,7 @@ export class WebhookEndpointService {
     requirePermission(ctx, 'webhook_endpoints', 'write');
     const data = parseInput(createEndpointInput, input);
     await this.checkUrl(data.url);
+    ctx.sensitiveResponse = true; // the secret: sealed in the idempotency store
     const secret = generateWebhookSecret();
     const now = ctx.clock.now();
     const id = newId('we');
@@ -198,6 +199,7 @@ export class WebhookEndpointService {
     requirePermission(ctx, 'webhook_endpoints', 'write');
     parseInput(rotateSecretInput, input);
     await this.row(ctx, id);
+    ctx.sensitiveResponse = true;
     const secret = generateWebhookSecret();
     const changed = await this.db.transaction((t) =>
       this.db.execute(
