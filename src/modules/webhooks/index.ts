@@ -43,8 +43,9 @@ export interface WebhookServices {
 }
 
 export const DEFAULT_POLL_MS = 200;
-export const DEFAULT_CONCURRENCY = 32;
-export const DEFAULT_PER_ENDPOINT_CONCURRENCY = 4;
+export const DEFAULT_CONCURRENCY = 64;
+// One slow receiver can hold at most a quarter of the slots; the rest serve everyone else.
+export const DEFAULT_PER_ENDPOINT_CONCURRENCY = 16;
 const LEASE_MARGIN_MS = 30_000;
 
 /** Optional tuning from the environment (operators, and spawned test instances). */
@@ -86,7 +87,10 @@ export function createWebhookServices(deps: {
   if (leaseMs <= timeoutMs) throw new ConfigError('Invalid configuration: WEBHOOK_LEASE_MS must be longer than the delivery timeout');
   const pollMs = options.pollMs ?? envMs(env, 'WEBHOOK_POLL_MS') ?? DEFAULT_POLL_MS;
   const concurrency = options.concurrency ?? envInt(env, 'WEBHOOK_CONCURRENCY') ?? DEFAULT_CONCURRENCY;
-  const perEndpointConcurrency = Math.min(options.perEndpointConcurrency ?? DEFAULT_PER_ENDPOINT_CONCURRENCY, concurrency);
+  const perEndpointConcurrency = Math.min(
+    options.perEndpointConcurrency ?? envInt(env, 'WEBHOOK_ENDPOINT_CONCURRENCY') ?? DEFAULT_PER_ENDPOINT_CONCURRENCY,
+    concurrency,
+  );
 
   let ca: string | undefined;
   if (config.webhookCaFile) {
