@@ -6,44 +6,19 @@
  *   npm run bench:create-payment            # PostgreSQL and SQLite
  *   BENCH_DB=postgres npm run bench:create-payment
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { Client } from 'pg';
+import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
+import { ROOT, freshDatabase, startProcess } from '../lib';
 
 // The bench client talks to local self-signed listeners only.
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 
-const ROOT = path.join(__dirname, '..', '..');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
-const PG_ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 interface Figures { rps: number; p50: number; p99: number }
-
-function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray; output: string[] }> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output: string[] = [];
-  let started = false;
-  return new Promise((resolve, reject) => {
-    const onData = (c: Buffer) => {
-      if (started) return; // keep draining the pipe, keep nothing
-      output.push(String(c));
-      const m = ready.exec(output.join(''));
-      if (m) {
-        started = true;
-        resolve({ child, match: m, output });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => {
-      if (!started) reject(new Error(`exited ${code}: ${output.join('')}`));
-    });
-  });
-}
 
 async function load(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number): Promise<Figures> {
   const result = await autocannon({
@@ -59,30 +34,10 @@ async function load(url: string, headers: Record<string, string>, body: string, 
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
 }
 
-async function freshDb(dialect: string, dir: string): Promise<{ url: string; drop(): Promise<void> }> {
-  if (dialect === 'sqlite') return { url: `sqlite:${path.join(dir, `bench-${randomBytes(4).toString('hex')}.sqlite`)}`, drop: async () => undefined };
-  const name = `payorch_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new Client({ connectionString: PG_ADMIN });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const u = new URL(PG_ADMIN);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    async drop() {
-      const c = new Client({ connectionString: PG_ADMIN });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
-
 async function benchDialect(dialect: string): Promise<Record<string, Figures>> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-'));
-  const serviceDb = await freshDb(dialect, dir);
-  const baselineDb = await freshDb(dialect, dir);
+  const serviceDb = await freshDatabase(dialect, dir);
+  const baselineDb = await freshDatabase(dialect, dir);
   const body = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'bench' });
   const service = await startProcess(
     [path.join(ROOT, 'bin', 'payorch.js'), 'start'],

@@ -6,21 +6,17 @@
  *   npm run bench:webhook-delivery                 # PostgreSQL
  *   BENCH_DB=sqlite BENCH_EVENTS=2000 npm run bench:webhook-delivery
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
+import { freshDatabase, startProcess } from '../lib';
 import { generateSelfSigned } from '../../src/tls';
 import { signPayload } from '../../src/webhooks/signature';
 
-const ROOT = path.join(__dirname, '..', '..');
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 3000);
 const LIVE_EVENTS = Number(process.env.BENCH_LIVE_EVENTS ?? 400);
 const DIALECT = process.env.BENCH_DB ?? 'postgres';
-const PG_ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -45,32 +41,6 @@ async function startReceiver(cert: string, key: string) {
   server.keepAliveTimeout = 30_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return { port: (server.address() as { port: number }).port, arrivals, close: () => new Promise((r) => server.close(r)) };
-}
-
-function startService(env: Record<string, string>): Promise<{ child: ChildProcess; baseUrl: string; testKey?: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'payorch.js'), 'start'], {
-    cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let started = false;
-  return new Promise((resolve, reject) => {
-    const onData = (c: Buffer) => {
-      if (started) return;
-      out += String(c);
-      const m = /listening on (https:\/\/[^\s]+)/.exec(out);
-      if (m) {
-        started = true;
-        resolve({ child, baseUrl: m[1].replace('localhost', '127.0.0.1'), testKey: /test key: (sk_test_\S+)/.exec(out)?.[1] });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => {
-      if (!started) reject(new Error(`service exited ${code}: ${out}`));
-    });
-  });
 }
 
 const agent = new https.Agent({ keepAlive: true, maxSockets: 32, rejectUnauthorized: false });
@@ -102,24 +72,14 @@ async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean
   return check();
 }
 
-async function freshDatabase(dir: string): Promise<{ url: string; drop(): Promise<void> }> {
-  if (DIALECT === 'sqlite') return { url: `sqlite:${path.join(dir, 'bench.sqlite')}`, drop: async () => undefined };
-  const name = `payorch_whbench_${randomBytes(4).toString('hex')}`;
-  const admin = new Client({ connectionString: PG_ADMIN });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const u = new URL(PG_ADMIN);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    async drop() {
-      const c = new Client({ connectionString: PG_ADMIN });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
+/** The service with the first-start test key (printed on an empty database) and its base URL. */
+async function startService(env: Record<string, string>): Promise<{ child: import('node:child_process').ChildProcess; baseUrl: string; testKey?: string }> {
+  const { child, match } = await startProcess(
+    [path.join(__dirname, '..', '..', 'bin', 'payorch.js'), 'start'],
+    { HOST: '127.0.0.1', PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
+    /(?:test key: (sk_test_\S+)[\s\S]*)?listening on (https:\/\/\S+)/,
+  );
+  return { child, baseUrl: match[2].replace('localhost', '127.0.0.1'), testKey: match[1] };
 }
 
 async function main(): Promise<void> {
@@ -130,7 +90,7 @@ async function main(): Promise<void> {
   fs.writeFileSync(caFile, tls.cert);
   const receiver = await startReceiver(tls.cert, tls.key);
   const hookUrl = `https://127.0.0.1:${receiver.port}/hook`;
-  const db = await freshDatabase(dir);
+  const db = await freshDatabase(DIALECT, dir);
   const common = { DATABASE_URL: db.url, DATA_DIR: dir, WEBHOOK_CA_FILE: caFile, WEBHOOK_ALLOW_PRIVATE: 'true' };
   process.stdout.write(`webhook-delivery benchmark on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${DIALECT}\n`);
 

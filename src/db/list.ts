@@ -100,3 +100,21 @@ export async function rawPage<R>(
   ]);
   return { rows, total: Number(count.total) };
 }
+
+/**
+ * Takes over a pending row whose lease has run out, for `leaseMs` more: of several instances
+ * exactly one gets it. Returns whether this caller did.
+ */
+export async function claimExpiredLease(
+  db: import('./database').Database,
+  table: 'payments' | 'refunds',
+  id: string,
+  now: Date,
+  leaseMs: number,
+): Promise<boolean> {
+  const claimed = await db.execute(
+    `UPDATE ${table} SET lease_until = $1 WHERE id = $2 AND status = 'pending' AND lease_until < $3`,
+    [new Date(now.getTime() + leaseMs), id, now],
+  );
+  return claimed === 1;
+}

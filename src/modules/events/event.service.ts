@@ -101,7 +101,7 @@ export class EventService {
   }
 }
 
-function toApiEvent(row: Record<string, unknown>): ApiEvent {
+export function toApiEvent(row: Record<string, unknown>): ApiEvent {
   return {
     id: row.id as string,
     object: 'event',

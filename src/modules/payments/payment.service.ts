@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
-import { Filter, likePattern, rawPage } from '../../db/list';
+import { Filter, claimExpiredLease, likePattern, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
@@ -420,11 +420,7 @@ export class PaymentService {
     let resolved = 0;
     for (const row of rows) {
       // Claim the row: of several instances exactly one asks the gateways; the others skip it.
-      const claimed = await this.db.execute(
-        `UPDATE payments SET lease_until = $1 WHERE id = $2 AND status = 'pending' AND lease_until < $3`,
-        [new Date(now.getTime() + PENDING_RECOVERY_AFTER_MS), row.id, now],
-      );
-      if (claimed !== 1) continue;
+      if (!(await claimExpiredLease(this.db, 'payments', row.id as string, now, PENDING_RECOVERY_AFTER_MS))) continue;
       try {
         if (await this.recoverOne(row, now)) resolved++;
       } catch (err) {

@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
-import { Filter, rawPage } from '../../db/list';
+import { Filter, claimExpiredLease, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
@@ -215,11 +215,7 @@ export class RefundService {
     );
     let settled = 0;
     for (const row of rows) {
-      const claimed = await this.db.execute(
-        `UPDATE refunds SET lease_until = $1 WHERE id = $2 AND status = 'pending' AND lease_until < $3`,
-        [new Date(now.getTime() + PENDING_RECOVERY_AFTER_MS), row.id, now],
-      );
-      if (claimed !== 1) continue;
+      if (!(await claimExpiredLease(this.db, 'refunds', row.id as string, now, PENDING_RECOVERY_AFTER_MS))) continue;
       try {
         const refund = toApiRefund(row);
         const ctx: RequestContext = {

@@ -9,6 +9,7 @@ import { amountSchema, currencySchema } from '../../core/money';
 import { countrySchema, metadataSchema, parseInput } from '../../core/validation';
 import { routingConfigSchema } from '../../routing/routing.inputs';
 import { orderCandidates } from '../../routing/candidates';
+import type { RoutingInput } from '../../routing/rules';
 import { SuccessRateTracker } from '../../routing/success-rate';
 import { CircuitBreaker } from '../../routing/circuit-breaker';
 import type { Rng } from '../../routing/rng';
@@ -22,13 +23,7 @@ export interface RoutingView extends RoutingConfig {
   updatedAt: string | null;
 }
 
-export interface RoutingInput {
-  amount: number;
-  currency: string;
-  country?: string | null;
-  cardBrand?: string | null;
-  metadata?: Record<string, string>;
-}
+export type { RoutingInput };
 
 export interface RoutingDecision {
   object: 'routing_decision';

@@ -11,7 +11,7 @@ import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
-import type { ApiEvent } from '../events/event.service';
+import { toApiEvent, type ApiEvent } from '../events/event.service';
 import type { RetrySchedule } from '../../webhooks/backoff';
 import { deliverWebhook, type DeliveryOutcome } from '../../webhooks/http-delivery';
 import { buildDeliveryHeaders } from '../../webhooks/signature';
@@ -126,14 +126,7 @@ export class WebhookDeliveryService {
       eventId, ctx.accountId, ctx.mode,
     ]);
     if (!row) throw notFound('event', eventId);
-    const event: ApiEvent = {
-      id: row.id as string,
-      object: 'event',
-      type: row.type as string,
-      createdAt: isoTime(row.created_at) as string,
-      livemode: row.mode === 'live',
-      data: readJson(row.data, { object: {} }),
-    };
+    const event: ApiEvent = toApiEvent(row);
     const queued = await this.db.transaction((t) => this.insertDeliveries(t, { accountId: ctx.accountId, mode: ctx.mode }, event));
     if (queued > 0) this.wake();
     return { object: 'event_resend', eventId: event.id, deliveriesQueued: queued };
