@@ -7,6 +7,7 @@ import { EventResolver } from './event.resolver';
 import { CustomerPaymentsResolver, PaymentResolver, RefundResolver } from './payment.resolver';
 import { GatewayResolver } from './gateway.resolver';
 import { SubscriptionResolver } from './subscription.resolver';
+import { WebhookEndpointResolver } from './webhook.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -14,7 +15,7 @@ export function buildPayorchSchema(): GraphQLSchema {
   cached ??= buildSchemaSync({
     resolvers: [
       CustomerResolver, CustomerPaymentsResolver, ProductResolver, PriceResolver, EventResolver,
-      PaymentResolver, RefundResolver, GatewayResolver, SubscriptionResolver,
+      PaymentResolver, RefundResolver, GatewayResolver, SubscriptionResolver, WebhookEndpointResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

@@ -110,7 +110,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
 
   // Subscriptions: graphql-ws on the same path; the key travels in connectionParams.
   const wss = new WebSocketServer({ server: httpsServer, path: '/graphql' });
-  const ws = useServer<Record<string, unknown>, { auth?: AuthenticatedKey }>(
+  const ws = useServer<Record<string, unknown>, { auth?: AuthenticatedKey; recheck?: NodeJS.Timeout; socket: import('ws').WebSocket }>(
     {
       schema,
       onConnect: async (ctx) => {
@@ -118,7 +118,21 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         const auth = key ? await services.accounts.authenticate(key) : null;
         if (!auth) return false; // closes with 4403 Forbidden
         ctx.extra.auth = auth;
+        // A key revoked (or narrowed) while the socket is open stops streaming within one period.
+        ctx.extra.recheck = setInterval(() => {
+          services.accounts.authenticate(key as string).then(
+            (current) => {
+              if (!current) ctx.extra.socket.close(4403, 'Forbidden');
+              else ctx.extra.auth = current;
+            },
+            () => undefined,
+          );
+        }, services.config.wsKeyRecheckMs);
+        ctx.extra.recheck.unref();
         return true;
+      },
+      onClose: (ctx) => {
+        clearInterval(ctx.extra.recheck);
       },
       context: (ctx) => {
         const auth = ctx.extra.auth as AuthenticatedKey;

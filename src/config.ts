@@ -38,6 +38,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RUN_WORKERS: bool.default(true),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(100),
+  GRAPHQL_WS_KEY_RECHECK_MS: z.coerce.number().int().min(50).default(30_000),
 });
 
 export interface Config {
@@ -60,6 +61,8 @@ export interface Config {
   logLevel: string;
   runWorkers: boolean;
   defaultRateLimitPerMinute: number;
+  /** How often an open GraphQL subscription socket re-checks that its key is still valid. */
+  wsKeyRecheckMs: number;
 }
 
 /** Reads the environment; a bad value throws one line naming the variable. */
@@ -95,5 +98,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     runWorkers: e.RUN_WORKERS,
     defaultRateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    wsKeyRecheckMs: e.GRAPHQL_WS_KEY_RECHECK_MS,
   };
 }

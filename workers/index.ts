@@ -43,6 +43,11 @@ export function startWorkers(services: Services): Workers {
     if (resolved) logger.info({ job: 'recover-pending-refunds', resolved }, 'pending refunds resolved');
   });
 
+  job('purge-webhook-log', '17 3 * * *', async () => {
+    const purged = await services.webhooks.deliveries.purgeOld();
+    if (purged.deliveries || purged.attempts) logger.info({ job: 'purge-webhook-log', ...purged }, 'old webhook deliveries purged');
+  });
+
   const webhooks = startWebhookWorker(services);
 
   return {

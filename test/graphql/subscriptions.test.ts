@@ -9,7 +9,7 @@ const REDIS_ENV: Record<string, string> = DIALECT === 'sqlite' ? { REDIS_URL: pr
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ env: REDIS_ENV });
+  app = await startTestApp({ env: { ...REDIS_ENV, GRAPHQL_WS_KEY_RECHECK_MS: '200' } });
 });
 afterAll(() => app.stop());
 
@@ -94,6 +94,18 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       () => app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'typed@example.com' } }),
     );
     expect(customers[0].customerUpdated.email).toBe('typed@example.com');
+    await client.dispose();
+  });
+
+  it('should close an open subscription with 4403 once its key is revoked', async () => {
+    const created = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: {} });
+    const client = wsClient(app.baseUrl, app.server.cert, created.body.data.secret);
+    const closed = new Promise<number>((resolve) => client.on('closed', (event) => resolve((event as { code: number }).code)));
+    const subscribed = new Promise<void>((resolve) => client.on('connected', () => resolve()));
+    client.subscribe({ query: 'subscription { events { id } }' }, { next: () => undefined, error: () => undefined, complete: () => undefined });
+    await subscribed;
+    await app.request('DELETE', `/v1/api-keys/${created.body.data.id}`, { key: app.account.testKey });
+    expect(await closed).toBe(4403);
     await client.dispose();
   });
 

@@ -17,7 +17,10 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
       expect(applied.map((m) => m.name)).toEqual(pendingBefore.map((m) => m.name));
       expect(await migrator.pending()).toHaveLength(0);
       const tables = await db.sequelize.getQueryInterface().showAllTables();
-      for (const t of ['accounts', 'api_keys', 'idempotency_keys', 'customers', 'products', 'prices', 'events']) expect(tables).toContain(t);
+      for (const t of [
+        'accounts', 'api_keys', 'idempotency_keys', 'customers', 'products', 'prices', 'events', 'gateways', 'routing_configs',
+        'fx_rates', 'payment_methods', 'payments', 'refunds', 'gateway_transactions', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts',
+      ]) expect(tables).toContain(t);
       await migrator.down({ to: 0 });
       expect(await migrator.pending()).toHaveLength(pendingBefore.length);
       await migrator.up();
@@ -40,7 +43,15 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
       expect(await indexed('customers')).toEqual(expect.arrayContaining(['account_id,mode,created_at,id', 'account_id,mode,email_normalized']));
       expect(await indexed('events')).toEqual(expect.arrayContaining(['account_id,mode,created_at,id', 'account_id,mode,type,created_at,id']));
       expect(await indexed('prices')).toEqual(expect.arrayContaining(['account_id,mode,unit_amount,id', 'account_id,mode,product_id,created_at,id']));
-      expect(await indexed('products')).toEqual(expect.arrayContaining(['account_id,mode,active,created_at,id']));
+      expect(await indexed('products')).toEqual(expect.arrayContaining(['account_id,mode,active,created_at,id', 'account_id,mode,name,id']));
+      expect(await indexed('payments')).toEqual(expect.arrayContaining([
+        'account_id,mode,created_at,id', 'account_id,mode,amount,id', 'account_id,mode,status,created_at,id',
+        'account_id,mode,customer_id,created_at,id', 'account_id,mode,subscription_id,created_at,id', 'status,lease_until',
+      ]));
+      expect(await indexed('refunds')).toEqual(expect.arrayContaining(['account_id,mode,payment_id,created_at,id', 'account_id,mode,status,created_at,id']));
+      expect(await indexed('gateways')).toEqual(expect.arrayContaining(['account_id,mode,type,created_at,id', 'account_id,mode,name,id']));
+      expect(await indexed('webhook_deliveries')).toEqual(expect.arrayContaining(['account_id,mode,endpoint_id,created_at,id']));
+      expect(await indexed('webhook_endpoints')).toEqual(expect.arrayContaining(['account_id,mode,status,created_at,id']));
     } finally {
       await db.close();
       await database.drop();

@@ -72,6 +72,7 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
   });
   await qi.addIndex('products', ['account_id', 'mode', 'created_at', 'id'], { name: 'products_list_idx' });
   await qi.addIndex('products', ['account_id', 'mode', 'active', 'created_at', 'id'], { name: 'products_active_idx' });
+  await qi.addIndex('products', ['account_id', 'mode', 'name', 'id'], { name: 'products_name_idx' });
 
   await qi.createTable('prices', {
     id,
@@ -91,6 +92,7 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
   await qi.addIndex('prices', ['account_id', 'mode', 'unit_amount', 'id'], { name: 'prices_amount_idx' });
   await qi.addIndex('prices', ['account_id', 'mode', 'active', 'created_at', 'id'], { name: 'prices_active_idx' });
   await qi.addIndex('prices', ['account_id', 'mode', 'product_id', 'created_at', 'id'], { name: 'prices_product_idx' });
+  await qi.addIndex('prices', ['account_id', 'mode', 'currency', 'created_at', 'id'], { name: 'prices_currency_idx' });
 
   await qi.createTable('events', {
     id,

@@ -23,6 +23,8 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
     updated_at: ts,
   });
   await qi.addIndex('gateways', ['account_id', 'mode', 'created_at', 'id'], { name: 'gateways_list_idx' });
+  await qi.addIndex('gateways', ['account_id', 'mode', 'type', 'created_at', 'id'], { name: 'gateways_type_idx' });
+  await qi.addIndex('gateways', ['account_id', 'mode', 'name', 'id'], { name: 'gateways_name_idx' });
 
   await qi.createTable('routing_configs', {
     account_id: { ...accountId, primaryKey: true },

@@ -30,6 +30,7 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
     deleted_at: optionalTs,
   });
   await qi.addIndex('webhook_endpoints', ['account_id', 'mode', 'created_at', 'id'], { name: 'webhook_endpoints_list_idx' });
+  await qi.addIndex('webhook_endpoints', ['account_id', 'mode', 'status', 'created_at', 'id'], { name: 'webhook_endpoints_status_idx' });
 
   await qi.createTable('webhook_deliveries', {
     id,
@@ -76,6 +77,9 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
     created_at: ts,
   });
   await qi.addIndex('webhook_attempts', ['account_id', 'mode', 'endpoint_id', 'created_at', 'id'], { name: 'webhook_attempts_list_idx' });
+  // Retention sweeps.
+  await qi.addIndex('webhook_attempts', ['created_at'], { name: 'webhook_attempts_age_idx' });
+  await qi.addIndex('webhook_deliveries', ['status', 'updated_at'], { name: 'webhook_deliveries_age_idx' });
 }
 
 export async function down({ context: qi }: { context: QueryInterface }): Promise<void> {

@@ -107,6 +107,17 @@ export class WebhookDeliveryService {
     readonly options: DeliveryServiceOptions,
   ) {}
 
+  /** Drops finished deliveries and attempt rows older than `keepDays` (pending ones stay). */
+  async purgeOld(keepDays = 30): Promise<{ deliveries: number; attempts: number }> {
+    const cutoff = new Date(this.clock.now().getTime() - keepDays * 86_400_000);
+    const attempts = await this.db.execute('DELETE FROM webhook_attempts WHERE created_at < $1', [cutoff]);
+    const deliveries = await this.db.execute(
+      "DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed', 'abandoned') AND updated_at < $1",
+      [cutoff],
+    );
+    return { deliveries, attempts };
+  }
+
   /**
    * The outbox hook, run inside the transaction that records the event: one statement inserts a
    * delivery for every enabled endpoint of the account and mode subscribed to the type. On

@@ -1,0 +1,128 @@
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import type { GqlContext } from './context';
+import { PageArgs, defined, toList } from './types/common';
+
+@ObjectType('WebhookEndpoint')
+class WebhookEndpointType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String) url!: string;
+  @Field(() => [String]) events!: string[];
+  @Field(() => String, { nullable: true }) description!: string | null;
+  @Field(() => String) status!: string;
+  @Field(() => String, { nullable: true }) disabledReason!: string | null;
+  /** Only in the answers of createWebhookEndpoint and rotateWebhookSecret. */
+  @Field(() => String, { nullable: true }) secret?: string | null;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('WebhookEndpointList')
+class WebhookEndpointList {
+  @Field(() => [WebhookEndpointType]) nodes!: WebhookEndpointType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@ObjectType('WebhookDeliveryAttempt')
+class WebhookAttemptType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) endpointId!: string;
+  @Field(() => String) deliveryId!: string;
+  @Field(() => String) eventId!: string;
+  @Field(() => String) eventType!: string;
+  @Field(() => Int) attempt!: number;
+  @Field(() => String) status!: string;
+  @Field(() => Int, { nullable: true }) statusCode!: number | null;
+  @Field(() => Int) latencyMs!: number;
+  @Field(() => String, { nullable: true }) error!: string | null;
+  @Field(() => String, { nullable: true }) nextRetryAt!: string | null;
+  @Field(() => String) createdAt!: string;
+}
+
+@ObjectType('WebhookDeliveryAttemptList')
+class WebhookAttemptList {
+  @Field(() => [WebhookAttemptType]) nodes!: WebhookAttemptType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@ObjectType('EventResend')
+class EventResendType {
+  @Field(() => String) eventId!: string;
+  @Field(() => Int) deliveriesQueued!: number;
+}
+
+@InputType('CreateWebhookEndpointInput')
+class CreateWebhookEndpointInput {
+  @Field(() => String) url!: string;
+  @Field(() => [String]) events!: string[];
+  @Field(() => String, { nullable: true }) description?: string | null;
+}
+
+@InputType('UpdateWebhookEndpointInput')
+class UpdateWebhookEndpointInput {
+  @Field(() => String, { nullable: true }) url?: string;
+  @Field(() => [String], { nullable: true }) events?: string[];
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => String, { nullable: true }) status?: string;
+}
+
+@ArgsType()
+class WebhookEndpointListArgs extends PageArgs {
+  @Field(() => String, { nullable: true }) status?: string;
+}
+
+@Resolver(() => WebhookEndpointType)
+export class WebhookEndpointResolver {
+  @Query(() => WebhookEndpointType)
+  webhookEndpoint(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.webhooks.endpoints.retrieve(rc, id);
+  }
+
+  @Query(() => WebhookEndpointList)
+  async webhookEndpoints(@Args(() => WebhookEndpointListArgs) args: WebhookEndpointListArgs, @Ctx() { services, rc }: GqlContext) {
+    return toList(await services.webhooks.endpoints.list(rc, defined(args)));
+  }
+
+  @Mutation(() => WebhookEndpointType)
+  createWebhookEndpoint(@Arg('input', () => CreateWebhookEndpointInput) input: CreateWebhookEndpointInput, @Ctx() { services, rc }: GqlContext) {
+    return services.webhooks.endpoints.create(rc, defined(input));
+  }
+
+  @Mutation(() => WebhookEndpointType)
+  updateWebhookEndpoint(
+    @Arg('id', () => ID) id: string,
+    @Arg('input', () => UpdateWebhookEndpointInput) input: UpdateWebhookEndpointInput,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return services.webhooks.endpoints.update(rc, id, defined(input));
+  }
+
+  @Mutation(() => WebhookEndpointType)
+  deleteWebhookEndpoint(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.webhooks.endpoints.remove(rc, id);
+  }
+
+  @Mutation(() => WebhookEndpointType)
+  rotateWebhookSecret(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.webhooks.endpoints.rotateSecret(rc, id, {});
+  }
+
+  @Mutation(() => EventResendType)
+  resendEvent(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
+    return services.webhooks.deliveries.resend(rc, id, {});
+  }
+
+  @FieldResolver(() => WebhookAttemptList)
+  async deliveries(
+    @Root() endpoint: { id: string },
+    @Args(() => PageArgs) args: PageArgs,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return toList(await services.webhooks.deliveries.attempts(rc, endpoint.id, defined(args)));
+  }
+}
