@@ -159,6 +159,10 @@ describe('payment reads and updates', () => {
     expect(byDescription.body.data.map((p: { id: string }) => p.id)).toEqual([ids[2]]);
     const byEmail = await app.request('GET', '/v1/payments?search=finder@example', { key: k });
     expect(byEmail.body.meta.total).toBe(2);
+    // Search follows the customer's current e-mail.
+    await app.request('PATCH', `/v1/customers/${customerId}`, { key: k, body: { email: 'renamed@example.com' } });
+    expect((await app.request('GET', '/v1/payments?search=renamed@', { key: k })).body.meta.total).toBe(2);
+    expect((await app.request('GET', '/v1/payments?search=finder@example', { key: k })).body.meta.total).toBe(0);
     const byMetadata = await app.request('GET', '/v1/payments?search=r3x', { key: k });
     expect(byMetadata.body.data.map((p: { id: string }) => p.id)).toEqual([ids[3]]);
     const byId = await app.request('GET', `/v1/payments?search=${ids[1]}`, { key: k });

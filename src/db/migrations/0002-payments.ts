@@ -64,7 +64,6 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
     account_id: accountId,
     mode,
     customer_id: str(64),
-    customer_email: str(320),
     amount: { type: DataTypes.BIGINT, allowNull: false },
     currency: { type: DataTypes.STRING(3), allowNull: false },
     original_currency: { type: DataTypes.STRING(3), allowNull: false },

@@ -176,15 +176,15 @@ export class PaymentService {
     };
     // Intent first: a crash after this leaves a pending row the recovery job resolves.
     await this.db.execute(
-      `INSERT INTO payments (id, account_id, mode, customer_id, customer_email, amount, currency, original_currency, original_amount,
+      `INSERT INTO payments (id, account_id, mode, customer_id, amount, currency, original_currency, original_amount,
          exchange_rate, payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts,
          invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, search_text, lease_until)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'pending', 0, $15, '[]', $16, $17, $18, $19, $20, $20, $21, $22)`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'pending', 0, $14, '[]', $15, $16, $17, $18, $19, $19, $20, $21)`,
       [
-        payment.id, ctx.accountId, ctx.mode, customerId, customer?.email?.toLowerCase() ?? null, payment.amount, payment.currency,
+        payment.id, ctx.accountId, ctx.mode, customerId, payment.amount, payment.currency,
         originalCurrency, originalAmount, exchangeRate, payment.paymentMethod, JSON.stringify(method.details), payment.description,
         JSON.stringify(payment.metadata), JSON.stringify(plan), payment.invoiceId, payment.subscriptionId,
-        payment.checkoutSessionId, payment.paymentLinkId, now, searchText(payment, customer?.email),
+        payment.checkoutSessionId, payment.paymentLinkId, now, searchText(payment),
         // Recovery leaves the row alone until this request has certainly finished with it.
         new Date(now.getTime() + plan.length * this.attemptBudgetMs + 60_000),
       ],
@@ -347,7 +347,9 @@ export class PaymentService {
       const pattern = likePattern(input.search);
       filter.raw((p) => {
         const like = p(pattern);
-        return `(id = ${p(input.search)} OR search_text LIKE ${like} ESCAPE '\\')`;
+        // The customer's current e-mail, not a copy: it may have changed since the payment.
+        return `(id = ${p(input.search)} OR search_text LIKE ${like} ESCAPE '\\' OR customer_id IN (
+          SELECT c.id FROM customers c WHERE c.account_id = ${p(ctx.accountId)} AND c.mode = ${p(ctx.mode)} AND c.email_normalized LIKE ${like} ESCAPE '\\'))`;
       });
     }
     const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
@@ -393,9 +395,8 @@ export class PaymentService {
         metadata: data.metadata !== undefined ? mergeMetadata(current.metadata, data.metadata) : current.metadata,
         updatedAt: ctx.clock.now().toISOString(),
       };
-      const [{ customer_email: email }] = await this.db.select<{ customer_email: string | null }>('SELECT customer_email FROM payments WHERE id = $1', [id], t);
       await this.db.execute('UPDATE payments SET description = $1, metadata = $2, updated_at = $3, search_text = $4 WHERE id = $5', [
-        next.description, JSON.stringify(next.metadata), new Date(next.updatedAt), searchText(next, email), id,
+        next.description, JSON.stringify(next.metadata), new Date(next.updatedAt), searchText(next), id,
       ], t);
       await this.events.record(ctx, t, 'payment.updated', next as unknown as Record<string, unknown>);
       return next;
@@ -473,9 +474,9 @@ function toAttempt(gatewayId: string, r: GatewayResult): PaymentAttempt {
   return { gatewayId, outcome: r.outcome, code: r.declineCode, latencyMs: Math.round(r.latencyMs) };
 }
 
-/** What `search` matches besides the id: description, metadata values and customer e-mail. */
-function searchText(p: Pick<Payment, 'description' | 'metadata'>, email: string | null | undefined): string {
-  return [p.description ?? '', ...Object.values(p.metadata), email ?? ''].join('\n').toLowerCase();
+/** What `search` matches besides the id and the customer's e-mail: description and metadata values. */
+function searchText(p: Pick<Payment, 'description' | 'metadata'>): string {
+  return [p.description ?? '', ...Object.values(p.metadata)].join('\n').toLowerCase();
 }
 
 export function toApiPayment(row: Record<string, unknown>): Payment {
