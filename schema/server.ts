@@ -140,7 +140,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
           accountId: auth.accountId, mode: auth.mode, permissions: auth.permissions, keyId: auth.keyId,
           requestId: `ws_${randomBytes(12).toString('hex')}`, clock: services.clock,
         };
-        return { rc, services, loaders: createLoaders(services, rc) };
+        return { rc, services, loaders: createLoaders(services, rc, { cache: false }) };
       },
       onSubscribe: (_ctx, _id, payload) => {
         // The same depth and cost limits as queries over HTTP.
