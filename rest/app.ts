@@ -86,6 +86,13 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   app.use(requestLifecycle(logger));
   app.use(requireHttpsBehindProxy(config.trustProxy, config.publicUrl));
   app.use(async (ctx: Context, next: Next) => {
+    // A NUL in an id or query value can reach no stored object and breaks SQL drivers.
+    if (/%00/i.test(ctx.path) || /%00/i.test(ctx.querystring)) {
+      throw new DomainError('invalid_parameter', 'The path and query may not contain NUL characters');
+    }
+    await next();
+  });
+  app.use(async (ctx: Context, next: Next) => {
     if (ctx.path === '/health' && ctx.method === 'GET') {
       ctx.body = { data: { status: 'ok' }, error: null };
       return;

@@ -13,6 +13,7 @@ import type { Services } from '../src/services';
 import type { SharedMiddleware } from '../rest/app';
 import type { PayorchState } from '../rest/context';
 import { DomainError } from '../src/core/errors';
+import { findNul } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { buildPayorchSchema } from './build';
 import { createLoaders } from './loaders';
@@ -87,6 +88,8 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     }
     await shared.auth(ctx, async () => undefined);
     await shared.jsonBody(ctx, async () => undefined);
+    const nul = findNul((ctx.request as { body?: unknown }).body);
+    if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
     const rc = state.rc!;
     // Idempotency-Key works here as on every POST: same key and body replay the first answer.
     await shared.idempotency(ctx, async () => {

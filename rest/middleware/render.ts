@@ -23,7 +23,12 @@ export function asDomainError(err: unknown): DomainError {
     return new DomainError('unsupported_media_type', 'Unsupported request encoding');
   }
   const name = e?.name ?? '';
-  const code = String((err as { code?: string })?.code ?? '');
+  const wrapped = err as { code?: string; parent?: { code?: string }; original?: { code?: string } };
+  const code = String(wrapped?.code ?? wrapped?.parent?.code ?? wrapped?.original?.code ?? '');
+  // 22021: text the database cannot store (a NUL character in an id, say): the caller's input.
+  if (code === '22021' || code === '22P05') {
+    return new DomainError('invalid_parameter', 'Text may not contain NUL or invalid characters');
+  }
   // Raw pg statements: connection classes 08xxx, admin shutdown 57P0x, socket errors.
   if (/^08|^57P0/.test(code) || code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'ETIMEDOUT') {
     return new DomainError('service_unavailable', 'The database is unavailable; try again shortly');

@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'no_gateway_available'
   | 'fx_rate_unavailable'
   | 'gateway_in_use'
+  | 'limit_exceeded'
   | 'rate_limited'
   | 'query_too_complex'
   | 'internal_error'
@@ -55,6 +56,7 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_state: 422,
   no_gateway_available: 422,
   fx_rate_unavailable: 422,
+  limit_exceeded: 422,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,

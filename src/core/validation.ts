@@ -3,9 +3,31 @@ import { DomainError } from './errors';
 
 /** Parses service input once; the first problem becomes a DomainError naming its param. */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const nul = findNul(input);
+  if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
   const result = schema.safeParse(input ?? {}, { reportInput: true });
   if (result.success) return result.data;
   throw toDomainError(result.error);
+}
+
+/** The path of the first string (or key) holding a NUL character, or null. Databases refuse them. */
+export function findNul(value: unknown, path: PropertyKey[] = []): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? joinPath(path) : null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findNul(value[i], [...path, i]);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k.includes('\u0000')) return joinPath([...path, k]);
+      const found = findNul(v, [...path, k]);
+      if (found !== null) return found;
+    }
+  }
+  return null;
 }
 
 function joinPath(path: PropertyKey[]): string {

@@ -2,6 +2,7 @@ import { QueryTypes, Transaction } from 'sequelize';
 import { Sequelize, type ModelCtor } from 'sequelize-typescript';
 import pg from 'pg';
 import { createHash } from 'node:crypto';
+import { DomainError } from '../core/errors';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -140,6 +141,10 @@ export class Database {
 
   /** Values bound to raw statements: dates in the same text form the models use on SQLite. */
   encode(value: unknown): unknown {
+    // Ids from paths and other unvalidated text: a NUL would be a 500 from PostgreSQL.
+    if (typeof value === 'string' && value.includes('\u0000')) {
+      throw new DomainError('invalid_parameter', 'Text may not contain NUL characters');
+    }
     if (value instanceof Date) return this.dialect === 'sqlite' ? sqliteTime(value) : value.toISOString();
     if (typeof value === 'boolean') return this.dialect === 'sqlite' ? (value ? 1 : 0) : value;
     if (value !== null && typeof value === 'object') return JSON.stringify(value);

@@ -157,3 +157,41 @@ describe('search', () => {
     expect((await app.request('GET', '/v1/payments?search=order_ref', { key })).body.meta.total).toBe(0);
   });
 });
+
+describe('input the database cannot store', () => {
+  it('should answer 400, never 500, for NUL characters in bodies, ids and queries', async () => {
+    const body = await app.request('POST', '/v1/customers', { key, body: { email: 'nul@example.com', name: 'a\u0000b' } });
+    expect(body.status).toBe(400);
+    expect(body.body.error).toMatchObject({ code: 'invalid_parameter', param: 'name' });
+    for (const path of ['/v1/customers/cus_%00x', '/v1/payments/pay_%00x', '/v1/webhook-endpoints/we_%00x', '/v1/events/evt_%00/resend']) {
+      const res = await app.request(path.endsWith('resend') ? 'POST' : 'GET', path, { key });
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+    }
+    const query = await app.request('GET', '/v1/payments?search=%00', { key });
+    expect(query.status).toBe(400);
+    const gqlId = await gql('query($id: ID!) { customer(id: $id) { id } }', { id: 'cus_\u0000x' });
+    expect(gqlId.status).toBe(400);
+    expect(gqlId.body.errors[0].extensions.code).toBe('invalid_parameter');
+  });
+});
+
+describe('webhook endpoint limits and logs', () => {
+  it('should cap webhook endpoints per account and mode with 422 limit_exceeded', async () => {
+    const other = await app.createAccount();
+    const ids: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      const res = await app.request('POST', '/v1/webhook-endpoints', { key: other.testKey, body: { url: `https://127.0.0.1:9/h${i}`, events: ['*'] } });
+      expect(res.status).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    const over = await app.request('POST', '/v1/webhook-endpoints', { key: other.testKey, body: { url: 'https://127.0.0.1:9/h16', events: ['*'] } });
+    expect(over.status).toBe(422);
+    expect(over.body.error.code).toBe('limit_exceeded');
+    await app.request('DELETE', `/v1/webhook-endpoints/${ids[0]}`, { key: other.testKey });
+    const log = await app.request('GET', `/v1/webhook-endpoints/${ids[0]}/deliveries`, { key: other.testKey });
+    expect(log.status).toBe(200);
+    const again = await app.request('POST', '/v1/webhook-endpoints', { key: other.testKey, body: { url: 'https://127.0.0.1:9/h17', events: ['*'] } });
+    expect(again.status).toBe(201);
+  });
+});

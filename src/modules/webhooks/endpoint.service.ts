@@ -11,7 +11,7 @@ import type { Page } from '../../core/pagination';
 import type { SecretBox } from '../../core/crypto';
 import { checkWebhookUrl, checkWebhookUrlSyntax, type ResolveHost } from '../../webhooks/address-policy';
 import { generateWebhookSecret } from '../../webhooks/signature';
-import { WILDCARD, createEndpointInput, listEndpointsInput, rotateSecretInput, updateEndpointInput } from './webhook.inputs';
+import { createEndpointInput, listEndpointsInput, rotateSecretInput, updateEndpointInput } from './webhook.inputs';
 
 export type EndpointStatus = 'enabled' | 'disabled';
 
@@ -49,41 +49,6 @@ export interface EndpointRow {
 const COLUMNS = 'id, account_id, mode, url, description, events, secret_sealed, status, disabled_reason, created_at, updated_at';
 
 type Scope = { accountId: string; mode: string };
-const scopeKey = (s: Scope) => `${s.accountId}\u0000${s.mode}`;
-
-/**
- * Which event types the enabled endpoints of an (account, mode) subscribe to, kept in memory so
- * that recording an event for an account without a matching endpoint costs no statement.
- *
- * Only trusted where this process is the only writer (SQLite): on PostgreSQL several instances
- * share the database and an endpoint registered elsewhere must be seen at once, so there the
- * outbox always asks the database (one INSERT … SELECT, see WebhookDeliveryService.enqueue).
- */
-class SubscriptionCache {
-  private readonly entries = new Map<string, Set<string>>();
-  private generation = 0;
-  private static readonly MAX_ENTRIES = 10_000;
-
-  async subscribes(scope: Scope, type: string, load: () => Promise<Set<string>>): Promise<boolean> {
-    const key = scopeKey(scope);
-    let types = this.entries.get(key);
-    if (!types) {
-      const generation = this.generation;
-      types = await load();
-      // A change committed while we were reading makes what we read stale: use it once, don't keep it.
-      if (generation === this.generation) {
-        if (this.entries.size >= SubscriptionCache.MAX_ENTRIES) this.entries.clear();
-        this.entries.set(key, types);
-      }
-    }
-    return types.has(WILDCARD) || types.has(type);
-  }
-
-  invalidate(scope: Scope): void {
-    this.generation += 1;
-    this.entries.delete(scopeKey(scope));
-  }
-}
 
 export interface EndpointServiceOptions {
   /** Lift the private-address rule (WEBHOOK_ALLOW_PRIVATE). */
@@ -93,21 +58,28 @@ export interface EndpointServiceOptions {
 }
 
 /** Webhook endpoints of an (account, mode): registration, secrets, enable/disable. */
-export class WebhookEndpointService {
-  private readonly cache?: SubscriptionCache;
+export const MAX_ENDPOINTS = 16;
 
+export class WebhookEndpointService {
   constructor(
     private readonly db: Database,
     private readonly box: SecretBox,
     private readonly options: EndpointServiceOptions,
-  ) {
-    if (db.dialect === 'sqlite') this.cache = new SubscriptionCache();
-  }
+  ) {}
 
   async create(ctx: RequestContext, input: unknown): Promise<WebhookEndpoint> {
     requirePermission(ctx, 'webhook_endpoints', 'write');
     const data = parseInput(createEndpointInput, input);
     await this.checkUrl(data.url);
+    // Every event copies its payload to each subscribed endpoint inside the writer's transaction:
+    // a cap keeps one account from slowing every write.
+    const [{ total }] = await this.db.select<{ total: number }>(
+      'SELECT COUNT(*) AS total FROM webhook_endpoints WHERE account_id = $1 AND mode = $2 AND deleted_at IS NULL',
+      [ctx.accountId, ctx.mode],
+    );
+    if (Number(total) >= MAX_ENDPOINTS) {
+      throw new DomainError('limit_exceeded', `At most ${MAX_ENDPOINTS} webhook endpoints per account and mode; delete one first`);
+    }
     ctx.sensitiveResponse = true; // the secret: sealed in the idempotency store
     const secret = generateWebhookSecret();
     const now = ctx.clock.now();
@@ -120,7 +92,6 @@ export class WebhookEndpointService {
         t,
       );
     });
-    this.changed(ctx);
     return { ...(await this.retrieve(ctx, id)), secret };
   }
 
@@ -171,7 +142,6 @@ export class WebhookEndpointService {
       if (changed !== 1) throw notFound('webhook endpoint', id);
       if (data.status === 'disabled') await this.abandonPending(t, id, now, 'endpoint disabled');
     });
-    this.changed(ctx);
     return this.retrieve(ctx, id);
   }
 
@@ -189,7 +159,6 @@ export class WebhookEndpointService {
       if (changed !== 1) throw notFound('webhook endpoint', id);
       await this.abandonPending(t, id, now, 'endpoint deleted');
     });
-    this.changed(ctx);
     const [row] = await this.db.select<EndpointRow>(`SELECT ${COLUMNS} FROM webhook_endpoints WHERE id = $1`, [id]);
     return { ...toApiEndpoint(row), deleted: true };
   }
@@ -226,22 +195,6 @@ export class WebhookEndpointService {
     return this.box.open<string>(sealed);
   }
 
-  /**
-   * False only when it is certain that no enabled endpoint of the scope subscribes to `type`
-   * (SQLite, from the in-memory index); true means "ask the database".
-   */
-  async maySubscribe(scope: Scope, type: string, t?: Transaction): Promise<boolean> {
-    if (!this.cache) return true;
-    return this.cache.subscribes(scope, type, async () => {
-      const rows = await this.db.select<{ events: string }>(
-        "SELECT events FROM webhook_endpoints WHERE account_id = $1 AND mode = $2 AND status = 'enabled' AND deleted_at IS NULL",
-        [scope.accountId, scope.mode],
-        t,
-      );
-      return new Set(rows.flatMap((r) => readJson<string[]>(r.events, [])));
-    });
-  }
-
   /** The receiver answered 410 Gone: stop delivering to it until it is enabled again. */
   async disableGone(t: Transaction, scope: Scope, id: string, now: Date): Promise<void> {
     const changed = await this.db.execute(
@@ -250,7 +203,6 @@ export class WebhookEndpointService {
       t,
     );
     if (changed) await this.abandonPending(t, id, now, 'endpoint gone (HTTP 410)');
-    t.afterCommit(() => this.changed(scope));
   }
 
   /** Queued deliveries of an endpoint that is no longer enabled; ones in flight settle themselves. */
@@ -261,10 +213,6 @@ export class WebhookEndpointService {
       [reason, now, endpointId],
       t,
     );
-  }
-
-  private changed(scope: Scope): void {
-    this.cache?.invalidate(scope);
   }
 
   /** https only, no credentials; unless allowed, the host must resolve to public addresses only. */
