@@ -7,7 +7,7 @@ export function gatewayRoutes(router: Router, s: Services): void {
   router.get('/gateways', list((rc, q) => s.gateways.list(rc, q)));
   router.get('/gateways/:id', one((rc, ctx) => s.gateways.retrieve(rc, param(ctx, 'id'))));
   router.patch('/gateways/:id', one((rc, ctx) => s.gateways.update(rc, param(ctx, 'id'), body(ctx))));
-  router.delete('/gateways/:id', one((rc, ctx) => s.gateways.remove(rc, param(ctx, 'id'), (id) => s.routing.references(rc, id))));
+  router.delete('/gateways/:id', one((rc, ctx) => s.gateways.remove(rc, param(ctx, 'id'))));
 
   router.get('/routing', one((rc) => s.routing.get(rc)));
   router.put('/routing', one((rc, ctx) => s.routing.replace(rc, body(ctx))));

@@ -114,7 +114,7 @@ export class GatewayResolver {
 
   @Mutation(() => GatewayType)
   deleteGateway(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
-    return services.gateways.remove(rc, id, (gid) => services.routing.references(rc, gid));
+    return services.gateways.remove(rc, id);
   }
 
   /** The rule set as JSON, the same document PUT /v1/routing takes. */

@@ -156,10 +156,6 @@ export class Database {
     return this.dialect === 'postgres' ? ' FOR UPDATE' : '';
   }
 
-  get likeOperator(): string {
-    return this.dialect === 'postgres' ? 'ILIKE' : 'LIKE';
-  }
-
   async close(): Promise<void> {
     await this.sequelize.close();
   }

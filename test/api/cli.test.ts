@@ -39,6 +39,18 @@ describe('payorch CLI', () => {
     expect(refused.body.error.code).toBe('invalid_api_key');
   }, 60_000);
 
+  it('should change an account rate limit with accounts set-rate-limit', async () => {
+    const account = await app.createAccount();
+    await cli(['accounts', 'set-rate-limit', '--account', account.accountId, '--rate-limit', '7']);
+    const res = await app.request('GET', '/v1/customers', { key: account.testKey });
+    expect(res.headers['ratelimit-limit']).toBe('7');
+    const missing = await cli(['accounts', 'set-rate-limit', '--account', 'acct_nope', '--rate-limit', '7']).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(missing?.code).toBe(2);
+  }, 60_000);
+
   it('should stop with one clear line on bad configuration', async () => {
     const failed = await cli(['migrate'], { PORT: 'abc' }).then(
       () => null,

@@ -38,6 +38,18 @@ describe('gateway configuration', () => {
     expect(badCreds.body.error.param).toMatch(/^credentials/);
   });
 
+  it('should refuse to delete a gateway the routing rules name, over REST and GraphQL', async () => {
+    const g = await gateway('Named');
+    await app.request('PUT', '/v1/routing', { key, body: { rules: [], fallback: [g.id], maxAttempts: 1 } });
+    const rest = await app.request('DELETE', `/v1/gateways/${g.id}`, { key });
+    expect(rest.status).toBe(409);
+    expect(rest.body.error.code).toBe('gateway_in_use');
+    const graph = await app.request('POST', '/graphql', { key, body: { query: 'mutation($id: ID!) { deleteGateway(id: $id) { id } }', variables: { id: g.id } } });
+    expect(graph.body.errors[0].extensions.code).toBe('gateway_in_use');
+    await app.request('PUT', '/v1/routing', { key, body: { rules: [], fallback: [], maxAttempts: 3 } });
+    expect((await app.request('DELETE', `/v1/gateways/${g.id}`, { key })).status).toBe(200);
+  });
+
   it('should enable, disable and delete gateways', async () => {
     const g = await gateway('Toggle');
     const off = await app.request('PATCH', `/v1/gateways/${g.id}`, { key, body: { enabled: false } });

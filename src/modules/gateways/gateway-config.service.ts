@@ -106,6 +106,12 @@ export class GatewayConfigService {
   private readonly instances = new Map<string, { version: string; gateway: Gateway }>();
   private builtin?: Gateway;
   private readonly changeListeners: Array<(accountId: string, mode: string) => void> = [];
+  private readonly removalGuards: Array<(ctx: RequestContext, id: string) => Promise<boolean>> = [];
+
+  /** A guard answering true keeps a gateway from being deleted (routing rules still name it). */
+  guardRemoval(inUse: (ctx: RequestContext, id: string) => Promise<boolean>): void {
+    this.removalGuards.push(inUse);
+  }
 
   /** Told whenever a gateway of an account and mode is created, changed or deleted. */
   onChange(listener: (accountId: string, mode: string) => void): void {
@@ -199,10 +205,11 @@ export class GatewayConfigService {
   }
 
   /** Soft delete: past payments keep a gateway to refund through; routing may not name it. */
-  async remove(ctx: RequestContext, id: string, referencedByRouting: (id: string) => Promise<boolean>): Promise<GatewayView> {
+  async remove(ctx: RequestContext, id: string): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'write');
     const row = await this.row(ctx, id);
-    if (await referencedByRouting(id)) {
+    const inUse = await Promise.all(this.removalGuards.map((guard) => guard(ctx, id)));
+    if (inUse.some(Boolean)) {
       throw new DomainError('gateway_in_use', 'The routing rules still use this gateway; remove it from them first', 'id');
     }
     const now = ctx.clock.now();

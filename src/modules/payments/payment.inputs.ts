@@ -4,9 +4,6 @@ import { metadataPatchSchema, metadataSchema } from '../../core/validation';
 import { listSchema, searchSchema } from '../../core/pagination';
 import { cardInputSchema } from '../../core/card';
 
-/** Server-side test tokens (test mode only); the simulator knows each one's outcome. */
-export { TEST_TOKEN_CARDS as TEST_TOKENS } from '../../gateways/card';
-
 export const createPaymentInput = z
   .object({
     customerId: z.string().min(1).max(64).optional(),

@@ -17,7 +17,8 @@ import type { RoutingService } from '../routing/routing.service';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import type { PaymentMethodService } from './payment-method.service';
 import { describeCard } from '../../core/card';
-import { TEST_TOKENS, createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
+import { testTokenCard } from '../../gateways/card';
+import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
 import { GatewayTransactionLog, type PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 
@@ -303,7 +304,7 @@ export class PaymentService {
       }
       return this.testToken('pm_card_visa');
     }
-    if (TEST_TOKENS[data.paymentMethod]) {
+    if (testTokenCard(data.paymentMethod)) {
       if (ctx.mode === 'live') throw new DomainError('invalid_parameter', 'Test tokens only work with a test key', 'paymentMethod');
       return this.testToken(data.paymentMethod);
     }
@@ -316,7 +317,7 @@ export class PaymentService {
   }
 
   private testToken(token: string): ResolvedMethod {
-    const card = TEST_TOKENS[token];
+    const card = testTokenCard(token) as { brand: string; last4: string };
     return {
       source: { kind: 'token', token },
       details: { type: 'card', brand: card.brand, last4: card.last4, expMonth: null, expYear: null, fingerprint: null },

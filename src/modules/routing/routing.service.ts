@@ -23,7 +23,6 @@ export interface RoutingView extends RoutingConfig {
   updatedAt: string | null;
 }
 
-export type { RoutingInput };
 
 export interface RoutingDecision {
   object: 'routing_decision';
@@ -66,6 +65,7 @@ export class RoutingService {
   ) {
     this.breaker = new CircuitBreaker({ clock });
     gateways.onChange((accountId, mode) => this.forget(accountId, mode));
+    gateways.guardRemoval((ctx, id) => this.references(ctx, id));
   }
 
   private forget(accountId: string, mode: string): void {

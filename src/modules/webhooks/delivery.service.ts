@@ -1,7 +1,7 @@
 import type net from 'node:net';
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
-import { isoTime, readBool, readJson, readTime } from '../../db/database';
+import { isoTime, readBool, readTime } from '../../db/database';
 import { Filter, likePattern, rawPage } from '../../db/list';
 import type { Clock } from '../../core/clock';
 import type { RequestContext } from '../../core/context';
