@@ -39,10 +39,13 @@ const envSchema = z.object({
   RUN_WORKERS: bool.default(true),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(100),
   GRAPHQL_WS_KEY_RECHECK_MS: z.coerce.number().int().min(50).default(30_000),
+  API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
 });
 
 export interface Config {
   databaseUrl: string;
+  /** How long a verified API key is trusted without looking it up again (0: every request). */
+  apiKeyCacheMs: number;
   dataDir: string;
   host: string;
   port: number;
@@ -99,5 +102,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runWorkers: e.RUN_WORKERS,
     defaultRateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     wsKeyRecheckMs: e.GRAPHQL_WS_KEY_RECHECK_MS,
+    apiKeyCacheMs: e.API_KEY_CACHE_MS,
   };
 }

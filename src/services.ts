@@ -96,6 +96,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const attemptBudgetMs = 3 * (options.gatewayTimeoutMs ?? 10_000);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);
   const gtx = new GatewayTransactionLog(db);
+  const idempotency = new IdempotencyService(db, clock, config.idempotencyTtlHours, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')));
   const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, fingerprintKey);
   const services: Services = {
     config,
@@ -105,16 +106,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
     bus,
     redis,
     limiter: new RateLimiter(redis),
-    accounts: new AccountService(db, clock),
+    accounts: new AccountService(db, clock, config.apiKeyCacheMs),
     customers,
     catalog: new CatalogService(db, events),
     events,
-    idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses'))),
+    idempotency,
     fx,
     gateways,
     routing,
     paymentMethods,
-    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, fingerprintKey, logger, attemptBudgetMs),
+    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, fingerprintKey, logger, attemptBudgetMs),
     refunds: new RefundService(db, events, gateways, gtx, logger, attemptBudgetMs),
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, options: options.webhooks }),
     async close() {

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { randomBytes } from 'node:crypto';
+import { secureRandomBytes } from '../../src/core/ids';
 import { errorForLog, type Logger } from '../../src/logger';
 import type { PayorchState } from '../context';
 import { renderError } from './render';
@@ -10,7 +10,7 @@ const REQUEST_ID = /^[A-Za-z0-9_.:-]{8,128}$/;
 export function requestLifecycle(logger: Logger) {
   return async (ctx: Context, next: Next) => {
     const incoming = ctx.get('x-request-id');
-    const requestId = REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    const requestId = REQUEST_ID.test(incoming) ? incoming : `req_${secureRandomBytes(12).toString('hex')}`;
     const state = ctx.state as PayorchState;
     state.requestId = requestId;
     state.startedAt = process.hrtime.bigint();

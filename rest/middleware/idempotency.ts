@@ -4,6 +4,7 @@ import { DomainError } from '../../src/core/errors';
 import {
   IDEMPOTENCY_KEY_PATTERN, requestFingerprint, type IdempotencyService,
 } from '../../src/modules/idempotency/idempotency.service';
+import { IdempotentReplay, type IdempotencyHandle } from '../../src/core/idempotency';
 import type { PayorchState } from '../context';
 import { renderError } from './render';
 
@@ -19,6 +20,12 @@ function publicScope(path: string): string {
   return `public:${createHash('sha256').update(target).digest('hex').slice(0, 40)}`;
 }
 
+/**
+ * Operations whose service claims the key in its own first write and stores the response with
+ * its last (see IdempotencyHandle): the hot path then spends no statements on idempotency.
+ */
+const FOLDED = new Map([['POST /v1/payments', 201]]);
+
 export function idempotency(service: IdempotencyService, onServerError: (err: unknown, ctx: Context) => void) {
   return async (ctx: Context, next: Next) => {
     const key = ctx.get('idempotency-key');
@@ -29,22 +36,45 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     const state = ctx.state as PayorchState;
     const scope = state.rc ? `${state.rc.accountId}:${state.rc.mode}` : publicScope(ctx.path);
     const fingerprint = requestFingerprint(ctx.method, canonicalPath(ctx.path), (ctx.request as { body?: unknown }).body);
-    const claim = await service.claim(scope, key, fingerprint, state.rc?.keyId);
-    if (claim.kind === 'replay') {
-      ctx.status = claim.status;
+    const requester = state.rc?.keyId;
+    const replay = (status: number, body: string) => {
+      ctx.status = status;
       ctx.type = 'application/json';
-      ctx.body = claim.body;
+      ctx.body = body;
       ctx.set('Idempotent-Replayed', 'true');
-      return;
+    };
+    const folded = state.rc ? FOLDED.get(`${ctx.method} ${canonicalPath(ctx.path)}`) : undefined;
+    const handle: IdempotencyHandle = { scope, key, fingerprint, status: folded ?? 200, claimed: false };
+    if (state.rc && folded !== undefined) {
+      state.rc.idempotency = handle;
+    } else {
+      const claim = await service.claim(scope, key, fingerprint, requester);
+      if (claim.kind === 'replay') return replay(claim.status, claim.body);
+      handle.claimed = true;
     }
     try {
       await next();
     } catch (err) {
+      if (err instanceof IdempotentReplay) return replay(err.status, err.body);
       renderError(ctx, err);
       if (ctx.status >= 500) onServerError(err, ctx);
     }
+    if (!handle.claimed) {
+      // A folded operation that stopped before writing anything (a 4xx): claim now, so the
+      // outcome is stored like any other; a request that got there first decides instead.
+      if (ctx.status >= 500) return;
+      const claim = await service.claim(scope, key, fingerprint, requester);
+      if (claim.kind === 'replay') return replay(claim.status, claim.body);
+      handle.claimed = true;
+    }
     if (ctx.status >= 500) {
       await service.release(scope, key);
+      return;
+    }
+    if (handle.completed && handle.completed.status === ctx.status) {
+      // Stored by the service with its last write: send exactly those bytes.
+      ctx.type = 'application/json';
+      ctx.body = handle.completed.body;
       return;
     }
     // Serialise once and store exactly the bytes sent, so a replay is byte for byte.

@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Clock } from './clock';
 import { DomainError } from './errors';
+import type { IdempotencyHandle } from './idempotency';
 
 export type Mode = 'test' | 'live';
 
@@ -15,6 +16,8 @@ export interface RequestContext {
   transaction?: Transaction;
   /** Set by a service whose response carries a secret: it is then stored sealed, if at all. */
   sensitiveResponse?: boolean;
+  /** An Idempotency-Key the service claims and completes in its own writes (see IdempotencyHandle). */
+  idempotency?: IdempotencyHandle;
 }
 
 export type Access = 'read' | 'write';

@@ -7,6 +7,9 @@ import { errorForLog, type Logger } from '../logger';
 const CHANNEL = 'payorch_events';
 // NOTIFY payloads are capped at 8000 bytes; bigger events travel by id and are read back.
 const MAX_INLINE = 7000;
+// Events committed within this window travel in one message: under load one NOTIFY (a round
+// trip and a commit in PostgreSQL) carries many events; a remote subscriber waits at most this.
+const FLUSH_WINDOW_MS = 10;
 
 interface Envelope {
   origin: string;
@@ -34,18 +37,21 @@ abstract class BaseFanout implements EventFanout {
 
   private pending: string[] = [];
   private flushScheduled = false;
+  private flushTimer?: NodeJS.Timeout;
 
-  /** Events committed in the same tick travel together: one message instead of one each. */
+  /** Events committed within FLUSH_WINDOW_MS travel together: one message instead of one each. */
   send(event: PublishedEvent): void {
     const inline = JSON.stringify({ event } satisfies Omit<Envelope, 'origin'>);
     this.pending.push(Buffer.byteLength(inline) <= MAX_INLINE ? JSON.stringify(event) : JSON.stringify({ ref: event.id }));
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(() => this.flush());
+      this.flushTimer = setTimeout(() => this.flush(), FLUSH_WINDOW_MS);
     }
   }
 
-  private flush(): void {
+  /** Sends what is waiting now (on stop: nothing committed is left behind). */
+  protected flush(): void {
+    clearTimeout(this.flushTimer);
     this.flushScheduled = false;
     let batch: string[] = [];
     let size = 0;
@@ -67,6 +73,8 @@ abstract class BaseFanout implements EventFanout {
   }
 
   protected async receive(payload: string): Promise<void> {
+    // Our own messages come back too (NOTIFY reaches every listener): skip them unparsed.
+    if (payload.startsWith(`{"origin":"${this.origin}"`)) return;
     const envelope = JSON.parse(payload) as { origin: string; items: Array<PublishedEvent | { ref: string }> };
     if (envelope.origin === this.origin) return;
     for (const item of envelope.items) {
@@ -123,10 +131,11 @@ export class PostgresFanout extends BaseFanout {
   }
 
   protected async transmit(payload: string): Promise<void> {
-    await this.notifier?.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+    await this.notifier?.query({ name: 'payorch_notify', text: 'SELECT pg_notify($1, $2)', values: [CHANNEL, payload] });
   }
 
   async stop(): Promise<void> {
+    this.flush();
     this.stopped = true;
     await this.listener?.end().catch(() => undefined);
     await this.notifier?.end().catch(() => undefined);
@@ -154,6 +163,7 @@ export class RedisFanout extends BaseFanout {
   }
 
   async stop(): Promise<void> {
+    this.flush();
     this.subscriber?.disconnect();
   }
 }

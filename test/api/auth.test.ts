@@ -44,6 +44,22 @@ describe('API keys, modes and permissions', () => {
     expect(refused.body.error.code).toBe('invalid_api_key');
   });
 
+  it('should look a busy key up once per cache period and drop a key revoked elsewhere within one period', async () => {
+    const created = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: { name: 'busy', permissions: ['customers:read'] } });
+    const { id, secret } = created.body.data;
+    expect((await app.request('GET', '/v1/customers', { key: secret })).status).toBe(200);
+    app.sql.length = 0;
+    for (let i = 0; i < 5; i++) expect((await app.request('GET', '/v1/customers', { key: secret })).status).toBe(200);
+    expect(app.sql.filter((s) => s.includes('FROM api_keys k JOIN accounts'))).toHaveLength(0);
+
+    // Another instance (or the CLI) revokes it: only the row changes under this process.
+    await app.server.services.db.execute('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [new Date(), id]);
+    await new Promise((r) => setTimeout(r, app.config.apiKeyCacheMs + 100));
+    const refused = await app.request('GET', '/v1/customers', { key: secret });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe('invalid_api_key');
+  });
+
   it('should store keys only as hashes', async () => {
     const rows = await app.server.services.db.select<{ key_hash: string }>('SELECT key_hash FROM api_keys');
     for (const row of rows) expect(row.key_hash).toMatch(/^[0-9a-f]{64}$/);

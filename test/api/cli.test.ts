@@ -8,7 +8,9 @@ const BIN = path.join(__dirname, '..', '..', 'bin', 'payorch.js');
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  // Keys verified by the server are trusted for this long; a CLI revocation (another process)
+  // takes effect within it.
+  app = await startTestApp({ env: { API_KEY_CACHE_MS: '300' } });
 });
 afterAll(() => app.stop());
 
@@ -33,7 +35,10 @@ describe('payorch CLI', () => {
     expect(key.key).toMatch(/^sk_live_/);
     expect((await app.request('GET', '/v1/customers', { key: key.key })).status).toBe(200);
     expect((await app.request('POST', '/v1/customers', { key: key.key, body: { email: 'cli@example.com' } })).status).toBe(403);
+    // Just used, so the server holds the key as verified; the CLI is another process.
+    expect((await app.request('GET', '/v1/customers', { key: key.key })).status).toBe(200);
     await cli(['keys', 'revoke', key.id]);
+    await new Promise((r) => setTimeout(r, 350));
     const refused = await app.request('GET', '/v1/customers', { key: key.key });
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe('invalid_api_key');

@@ -62,11 +62,27 @@ function generateSecret(mode: Mode): string {
   return `sk_${mode}_${randomBase62(43)}`;
 }
 
+/** At most this many verified keys are remembered (the oldest goes first). */
+const KEY_CACHE_MAX = 10_000;
+
 export class AccountService {
+  /**
+   * Verified keys by hash, each for `keyCacheMs` of real time: a busy key costs one lookup per
+   * period instead of one per request. Revocation and rate-limit changes made through this
+   * process drop the entries at once; made elsewhere (another instance, the CLI) they take
+   * effect within one period.
+   */
+  private readonly keyCache = new Map<string, { key: AuthenticatedKey; until: number }>();
+
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    private readonly keyCacheMs = 0,
   ) {}
+
+  private forgetKeys(match: (key: AuthenticatedKey) => boolean): void {
+    for (const [hash, entry] of this.keyCache) if (match(entry.key)) this.keyCache.delete(hash);
+  }
 
   async createAccount(input: { name: string; rateLimitPerMinute?: number | null }): Promise<{
     accountId: string;
@@ -96,6 +112,7 @@ export class AccountService {
   async setRateLimit(accountId: string, rateLimitPerMinute: number | null): Promise<void> {
     const [n] = await AccountModel.update({ rateLimitPerMinute, updatedAt: this.clock.now() }, { where: { id: accountId } });
     if (n === 0) throw notFound('account', accountId);
+    this.forgetKeys((k) => k.accountId === accountId);
   }
 
   /** Administrative (CLI) key creation, outside any request context. */
@@ -113,6 +130,7 @@ export class AccountService {
       const now = this.clock.now();
       await key.update({ revokedAt: now, updatedAt: now });
     }
+    this.forgetKeys((k) => k.keyId === keyId);
     return toKeyView(key.get({ plain: true }));
   }
 
@@ -152,18 +170,34 @@ export class AccountService {
       const now = ctx.clock.now();
       await key.update({ revokedAt: now, updatedAt: now });
     }
+    this.forgetKeys((k) => k.keyId === id);
     return toKeyView(key.get({ plain: true }));
   }
 
   /** One indexed lookup by the key's hash; revoked and unknown keys are indistinguishable. */
   async authenticate(secret: string): Promise<AuthenticatedKey | null> {
     if (!/^sk_(test|live)_[0-9A-Za-z]{20,100}$/.test(secret)) return null;
+    const hash = hashApiKey(secret);
+    const cached = this.keyCache.get(hash);
+    if (cached && cached.until > performance.now()) return cached.key;
+    const key = await this.lookupKey(secret, hash);
+    if (key && this.keyCacheMs > 0) {
+      this.keyCache.delete(hash);
+      if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.delete(this.keyCache.keys().next().value as string);
+      this.keyCache.set(hash, { key, until: performance.now() + this.keyCacheMs });
+    } else if (!key) {
+      this.keyCache.delete(hash);
+    }
+    return key;
+  }
+
+  private async lookupKey(secret: string, hash: string): Promise<AuthenticatedKey | null> {
     const [row] = await this.db.select<{
       id: string; account_id: string; mode: Mode; permissions: string; revoked_at: unknown; rate_limit_per_minute: number | null;
     }>(
       `SELECT k.id, k.account_id, k.mode, k.permissions, k.revoked_at, a.rate_limit_per_minute
          FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
-      [hashApiKey(secret)],
+      [hash],
     );
     if (!row || row.revoked_at) return null;
     // The prefix and the stored mode must agree; a mismatch means a tampered row.

@@ -4,6 +4,8 @@ import { readTime } from '../../db/database';
 import type { Clock } from '../../core/clock';
 import { DomainError } from '../../core/errors';
 import type { SecretBox } from '../../core/crypto';
+import { IdempotentReplay, type IdempotencyHandle } from '../../core/idempotency';
+import { Params } from '../../db/params';
 
 export type IdempotencyClaim =
   | { kind: 'claimed' }
@@ -27,6 +29,10 @@ export function requestFingerprint(method: string, path: string, body: unknown):
 
 const SEALED = 'sealed:';
 
+function inUse(): DomainError {
+  return new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
+}
+
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
 
 /**
@@ -47,54 +53,77 @@ export class IdempotencyService {
    */
   async claim(scope: string, key: string, fingerprint: string, requester?: string): Promise<IdempotencyClaim> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const now = this.clock.now();
-      const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
-      const inserted = await this.db.execute(
-        `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, state, created_at, expires_at)
-         VALUES ($1, $2, $3, 'running', $4, $5) ON CONFLICT (scope, idempotency_key) DO NOTHING`,
-        [scope, key, fingerprint, now, expiresAt],
-      );
+      const p = new Params();
+      const inserted = await this.db.execute(this.claimSql({ scope, key, fingerprint }, p), p.values);
       if (inserted === 1) return { kind: 'claimed' };
-      const [existing] = await this.db.select<{
-        request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown;
-      }>(
-        'SELECT request_hash, state, response_status, response_body, expires_at FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
-        [scope, key],
-      );
-      if (!existing) continue; // released between our insert and select: try again
-      if ((readTime(existing.expires_at) as Date).getTime() <= now.getTime()) {
-        await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now]);
-        continue;
-      }
-      if (existing.request_hash !== fingerprint) {
-        throw new DomainError(
-          'idempotency_key_reused',
-          'This Idempotency-Key was already used with a different request',
-          'Idempotency-Key',
-        );
-      }
-      if (existing.state !== 'completed') {
-        throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
-      }
-      const stored = existing.response_body as string;
-      if (stored.startsWith(SEALED)) {
-        const { body, owner } = this.box.open<{ body: string; owner: string | null }>(stored.slice(SEALED.length));
-        if (owner !== (requester ?? null)) {
-          throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used by another API key', 'Idempotency-Key');
-        }
-        return { kind: 'replay', status: existing.response_status as number, body };
-      }
-      return { kind: 'replay', status: existing.response_status as number, body: stored };
+      const existing = await this.inspect(scope, key, fingerprint, requester);
+      if (existing) return existing;
     }
-    throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
+    throw inUse();
+  }
+
+  /** The INSERT that claims a key (no row when another request holds it). */
+  claimSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'fingerprint'>, p: Params): string {
+    const now = this.clock.now();
+    const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
+    return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, state, created_at, expires_at)
+      VALUES (${p.add(handle.scope)}, ${p.add(handle.key)}, ${p.add(handle.fingerprint)}, 'running', ${p.add(now)}, ${p.add(expiresAt)})
+      ON CONFLICT (scope, idempotency_key) DO NOTHING`;
+  }
+
+  /**
+   * After a folded claim found the key taken: throws the stored answer as an IdempotentReplay,
+   * or the 409 for a key in use or reused; returns when the row expired or vanished meanwhile
+   * (the caller claims again).
+   */
+  async afterLostClaim(handle: IdempotencyHandle, requester?: string): Promise<void> {
+    const existing = await this.inspect(handle.scope, handle.key, handle.fingerprint, requester);
+    if (existing) throw new IdempotentReplay(existing.status, existing.body);
+  }
+
+  /** The stored outcome of a taken key, or null when it expired (now deleted) or vanished. */
+  private async inspect(scope: string, key: string, fingerprint: string, requester?: string): Promise<{ kind: 'replay'; status: number; body: string } | null> {
+    const now = this.clock.now();
+    const [existing] = await this.db.select<{
+      request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown;
+    }>(
+      'SELECT request_hash, state, response_status, response_body, expires_at FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
+      [scope, key],
+    );
+    if (!existing) return null; // released between our insert and select: try again
+    if ((readTime(existing.expires_at) as Date).getTime() <= now.getTime()) {
+      await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now]);
+      return null;
+    }
+    if (existing.request_hash !== fingerprint) {
+      throw new DomainError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was already used with a different request',
+        'Idempotency-Key',
+      );
+    }
+    if (existing.state !== 'completed') throw inUse();
+    const stored = existing.response_body as string;
+    if (stored.startsWith(SEALED)) {
+      const { body, owner } = this.box.open<{ body: string; owner: string | null }>(stored.slice(SEALED.length));
+      if (owner !== (requester ?? null)) {
+        throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used by another API key', 'Idempotency-Key');
+      }
+      return { kind: 'replay', status: existing.response_status as number, body };
+    }
+    return { kind: 'replay', status: existing.response_status as number, body: stored };
+  }
+
+  /** The UPDATE that stores a (non-secret) response for a claimed key. */
+  completeSql(handle: Pick<IdempotencyHandle, 'scope' | 'key'>, status: number, body: string, p: Params): string {
+    return `UPDATE idempotency_keys SET state = 'completed', response_status = ${p.add(status)}, response_body = ${p.add(body)}
+      WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}`;
   }
 
   async complete(scope: string, key: string, status: number, body: string, sensitive?: { owner: string | null }): Promise<void> {
     const stored = sensitive ? `${SEALED}${this.box.seal({ body, owner: sensitive.owner })}` : body;
-    await this.db.execute(
-      `UPDATE idempotency_keys SET state = 'completed', response_status = $3, response_body = $4 WHERE scope = $1 AND idempotency_key = $2`,
-      [scope, key, status, stored],
-    );
+    const p = new Params();
+    await this.db.execute(this.completeSql({ scope, key }, status, stored, p), p.values);
   }
 
   /** A 5xx outcome is not an outcome: the key is free for a retry. */

@@ -1,5 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
+import { Params } from '../../db/params';
 import { isoTime, readJson } from '../../db/database';
 import { Filter, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
@@ -48,23 +49,23 @@ export class GatewayTransactionLog {
 
   async insert(ctx: RequestContext, t: Transaction, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[]): Promise<void> {
     if (entries.length === 0) return;
+    const p = new Params();
+    await this.db.execute(this.insertSql(ctx, owner, entries, p), p.values, t);
+  }
+
+  /** One INSERT for all `entries` (at least one), for a transaction or as a CTE part. */
+  insertSql(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[], p: Params): string {
     const now = ctx.clock.now();
-    const values: string[] = [];
-    const bind: unknown[] = [];
-    for (const e of entries) {
+    const values = entries.map((e) => {
       const row = [
         newId('gtx'), ctx.accountId, ctx.mode, owner.paymentId ?? null, owner.refundId ?? null, e.gatewayId, e.gatewayType, e.kind,
         e.attempt, e.idempotencyKey, e.result.outcome, e.result.declineCode, e.result.message, e.result.reference,
         Math.round(e.result.latencyMs), JSON.stringify(e.result.request ?? {}), JSON.stringify(e.result.response ?? {}), now,
       ];
-      values.push(`(${row.map((v) => { bind.push(v); return `$${bind.length}`; }).join(', ')})`);
-    }
-    await this.db.execute(
-      `INSERT INTO gateway_transactions (id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key,
-         outcome, code, message, reference, latency_ms, request, response, created_at) VALUES ${values.join(', ')}`,
-      bind,
-      t,
-    );
+      return `(${row.map((v) => p.add(v)).join(', ')})`;
+    });
+    return `INSERT INTO gateway_transactions (id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key,
+         outcome, code, message, reference, latency_ms, request, response, created_at) VALUES ${values.join(', ')}`;
   }
 
   async list(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown): Promise<Page<GatewayTransaction>> {

@@ -21,6 +21,9 @@ import { testTokenCard } from '../../gateways/card';
 import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
 import { GatewayTransactionLog, type PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import { dataEnvelope, type IdempotencyHandle } from '../../core/idempotency';
+import { Params } from '../../db/params';
 
 export interface PaymentMethodDetails {
   type: 'card';
@@ -109,6 +112,7 @@ export class PaymentService {
     private readonly gateways: GatewayConfigService,
     private readonly methods: PaymentMethodService,
     private readonly gtx: GatewayTransactionLog,
+    private readonly idempotency: IdempotencyService,
     private readonly fingerprintKey: Buffer,
     private readonly logger: Logger,
     /** Longest one gateway attempt can take (charge, repeat, status lookup). */
@@ -176,20 +180,8 @@ export class PaymentService {
       updatedAt: now.toISOString(),
     };
     // Intent first: a crash after this leaves a pending row the recovery job resolves.
-    await this.db.execute(
-      `INSERT INTO payments (id, account_id, mode, customer_id, amount, currency, original_currency, original_amount,
-         exchange_rate, payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts,
-         invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, search_text, lease_until)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'pending', 0, $14, '[]', $15, $16, $17, $18, $19, $19, $20, $21)`,
-      [
-        payment.id, ctx.accountId, ctx.mode, customerId, payment.amount, payment.currency,
-        originalCurrency, originalAmount, exchangeRate, payment.paymentMethod, JSON.stringify(method.details), payment.description,
-        JSON.stringify(payment.metadata), JSON.stringify(plan), payment.invoiceId, payment.subscriptionId,
-        payment.checkoutSessionId, payment.paymentLinkId, now, searchText(payment),
-        // Recovery leaves the row alone until this request has certainly finished with it.
-        new Date(now.getTime() + plan.length * this.attemptBudgetMs + 60_000),
-      ],
-    );
+    // Recovery leaves the row alone until this request has certainly finished with it.
+    await this.insertPending(ctx, payment, JSON.stringify(plan), new Date(now.getTime() + plan.length * this.attemptBudgetMs + 60_000));
     try {
       const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source);
       return await this.finish(ctx, payment, outcome);
@@ -272,7 +264,10 @@ export class PaymentService {
       attempts: [...payment.attempts, ...outcome.attempts],
       updatedAt: ctx.clock.now().toISOString(),
     };
-    return this.db.transaction(async (t) => {
+    if (this.db.dialect === 'postgres') return this.finishInOneStatement(ctx, done, outcome.log, result?.reference ?? null);
+    const idem = foldedKey(ctx);
+    let stored: { status: number; body: string } | undefined;
+    const final = await this.db.transaction(async (t) => {
       const changed = await this.db.execute(
         `UPDATE payments SET status = $1, failure_code = $2, failure_message = $3, gateway_id = $4, gateway_reference = $5,
            attempts = $6, updated_at = $7 WHERE id = $8 AND status = 'pending'`,
@@ -285,8 +280,104 @@ export class PaymentService {
         await this.events.record(ctx, t, status === 'succeeded' ? 'payment.succeeded' : 'payment.failed', done as unknown as Record<string, unknown>);
       }
       if (changed === 0) return (await this.retrieveRow(ctx, done.id, t)) as Payment;
+      if (idem) {
+        const p = new Params();
+        stored = { status: idem.status, body: dataEnvelope(JSON.stringify(done)) };
+        await this.db.execute(this.idempotency.completeSql(idem, stored.status, stored.body, p), p.values, t);
+      }
       return done;
     });
+    if (idem && stored) idem.completed = stored;
+    return final;
+  }
+
+  /**
+   * PostgreSQL: the outcome, its gateway transactions, its event with the webhook deliveries and
+   * the Idempotency-Key's stored response as one statement of data-modifying CTEs (one round
+   * trip, atomic on its own). Every part but the log writes only if the payment was still pending.
+   */
+  private async finishInOneStatement(ctx: RequestContext, done: Payment, log: PendingTransaction[], reference: string | null): Promise<Payment> {
+    const p = new Params();
+    const doneJson = JSON.stringify(done);
+    const parts: Array<{ name: string; sql: string }> = [{
+      name: 'upd',
+      sql: `UPDATE payments SET status = ${p.add(done.status)}, failure_code = ${p.add(done.failureCode)}, failure_message = ${p.add(done.failureMessage)},
+          gateway_id = ${p.add(done.gatewayId)}, gateway_reference = ${p.add(done.status === 'succeeded' ? reference : null)},
+          attempts = ${p.add(JSON.stringify(done.attempts))}, updated_at = ${p.add(new Date(done.updatedAt))}
+        WHERE id = ${p.add(done.id)} AND status = 'pending' RETURNING id`,
+    }];
+    if (log.length > 0) parts.push({ name: 'gtx', sql: this.gtx.insertSql(ctx, { paymentId: done.id }, log, p) });
+    const event = done.status === 'pending'
+      ? undefined
+      : this.events.statementParts(ctx, done.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed', done as unknown as Record<string, unknown>, doneJson, p, 'upd');
+    if (event) parts.push(...event.parts);
+    const idem = foldedKey(ctx);
+    const stored = idem ? { status: idem.status, body: dataEnvelope(doneJson) } : undefined;
+    if (idem && stored) {
+      parts.push({ name: 'idem', sql: `${this.idempotency.completeSql(idem, stored.status, stored.body, p)} AND EXISTS (SELECT 1 FROM upd)` });
+    }
+    const [row] = await this.db.select<{ changed: number }>(
+      `WITH ${parts.map((part) => `${part.name} AS (${part.sql})`).join(',\n')} SELECT count(*)::int AS changed FROM upd`,
+      p.values,
+    );
+    if (row.changed === 0) return (await this.retrieveRow(ctx, done.id)) as Payment;
+    event?.publish();
+    if (idem) idem.completed = stored;
+    return done;
+  }
+
+  /**
+   * The pending row. With a folded Idempotency-Key the key is claimed in the same write (one
+   * statement on PostgreSQL, one transaction on SQLite); a key already taken ends the request
+   * with its stored answer or a 409 before anything is written.
+   */
+  private async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date): Promise<void> {
+    const pg = this.db.dialect === 'postgres';
+    const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
+    for (let attempt = 0; ; attempt++) {
+      const claimParams = new Params();
+      const claim = idem ? this.idempotency.claimSql(idem, claimParams) : '';
+      // PostgreSQL runs claim and insert as one statement (one parameter list); SQLite as two.
+      const p = pg && idem ? claimParams : new Params();
+      const v = (value: unknown, pgType: string) => p.add(value, pg ? pgType : undefined);
+      const created = new Date(payment.createdAt);
+      const columns = `id, account_id, mode, customer_id, amount, currency, original_currency, original_amount,
+         exchange_rate, payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts,
+         invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, search_text, lease_until`;
+      const values = [
+        v(payment.id, 'text'), v(ctx.accountId, 'text'), v(ctx.mode, 'text'), v(payment.customerId, 'text'), v(payment.amount, 'bigint'),
+        v(payment.currency, 'text'), v(payment.originalCurrency, 'text'), v(payment.originalAmount, 'bigint'), v(payment.exchangeRate, 'text'),
+        v(payment.paymentMethod, 'text'), v(JSON.stringify(payment.paymentMethodDetails), 'text'), v(payment.description, 'text'),
+        v(JSON.stringify(payment.metadata), 'text'), "'pending'", '0', v(plan, 'text'), "'[]'", v(payment.invoiceId, 'text'),
+        v(payment.subscriptionId, 'text'), v(payment.checkoutSessionId, 'text'), v(payment.paymentLinkId, 'text'),
+      ];
+      const at = v(created, 'timestamptz');
+      values.push(at, at, v(searchText(payment), 'text'), v(leaseUntil, 'timestamptz'));
+      if (!idem) {
+        await this.db.execute(`INSERT INTO payments (${columns}) VALUES (${values.join(', ')})`, p.values);
+        return;
+      }
+      let claimed: boolean;
+      if (pg) {
+        claimed = (await this.db.execute(
+          `WITH claim AS (${claim} RETURNING 1) INSERT INTO payments (${columns}) SELECT ${values.join(', ')} WHERE EXISTS (SELECT 1 FROM claim)`,
+          p.values,
+        )) === 1;
+      } else {
+        claimed = await this.db.transaction(async (t) => {
+          if ((await this.db.execute(claim, claimParams.values, t)) !== 1) return false;
+          await this.db.execute(`INSERT INTO payments (${columns}) VALUES (${values.join(', ')})`, p.values, t);
+          return true;
+        });
+      }
+      if (claimed) {
+        idem.claimed = true;
+        return;
+      }
+      // Taken: replays or 409s by throwing; returns when the old row had expired (claim again).
+      await this.idempotency.afterLostClaim(idem, ctx.keyId);
+      if (attempt >= 1) throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
+    }
   }
 
   private async resolveMethod(ctx: RequestContext, data: CreatePaymentInput): Promise<ResolvedMethod> {
@@ -464,6 +555,12 @@ export class PaymentService {
     await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false });
     return true;
   }
+}
+
+/** The request's Idempotency-Key when this service stores the response itself (claimed, not yet stored). */
+function foldedKey(ctx: RequestContext): IdempotencyHandle | undefined {
+  const handle = ctx.idempotency;
+  return handle?.claimed && !handle.completed ? handle : undefined;
 }
 
 /** One key per payment and attempt: the same attempt repeated never charges twice. */

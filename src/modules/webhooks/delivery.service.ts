@@ -1,5 +1,6 @@
 import type net from 'node:net';
 import type { Transaction } from 'sequelize';
+import { Params } from '../../db/params';
 import type { Database } from '../../db/database';
 import { isoTime, readBool, readTime } from '../../db/database';
 import { Filter, likePattern, rawPage } from '../../db/list';
@@ -179,29 +180,41 @@ export class WebhookDeliveryService {
   }
 
   private async insertDeliveries(t: Transaction, scope: { accountId: string; mode: string }, event: ApiEvent): Promise<number> {
-    const payload = JSON.stringify({
+    const p = new Params();
+    const sql = this.deliveriesSql(p, scope, event, JSON.stringify({
       id: event.id,
       object: 'event',
       type: event.type,
       createdAt: event.createdAt,
       livemode: event.livemode,
       data: event.data,
-    });
-    const now = this.clock.now();
+    }));
+    return this.db.execute(sql, p.values, t);
+  }
+
+  /** The outbox hook as a part of one PostgreSQL statement: writes only if `eventCte` inserted the event. */
+  enqueuePart(event: ApiEvent, eventJson: string, ctx: RequestContext, p: Params, eventCte: string): string {
+    return this.deliveriesSql(p, { accountId: ctx.accountId, mode: ctx.mode }, event, eventJson, eventCte);
+  }
+
+  /**
+   * One statement inserts a delivery for every enabled endpoint of the account and mode
+   * subscribed to the event's type. Row ids: whd_ + 20 random characters shared by this batch +
+   * the endpoint id's random part.
+   */
+  private deliveriesSql(p: Params, scope: { accountId: string; mode: string }, event: ApiEvent, payload: string, guard?: string): string {
     // Parameters in a SELECT list have no column to take a type from on PostgreSQL.
-    const time = this.db.dialect === 'postgres' ? '$5::timestamptz' : '$5';
-    // Row ids: whd_ + 20 random characters shared by this batch + the endpoint id's random part.
-    return this.db.execute(
-      `INSERT INTO webhook_deliveries
+    const pg = this.db.dialect === 'postgres';
+    const text = (v: string) => (pg ? p.add(v, 'text') : `CAST(${p.add(v)} AS TEXT)`);
+    const time = pg ? p.add(this.clock.now(), 'timestamptz') : p.add(this.clock.now());
+    return `INSERT INTO webhook_deliveries
          (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
-       SELECT CAST($1 AS TEXT) || substr(e.id, 4), e.account_id, e.mode, e.id, CAST($2 AS TEXT), CAST($3 AS TEXT), CAST($4 AS TEXT),
+       SELECT ${text(`whd_${randomBase62(20)}`)} || substr(e.id, 4), e.account_id, e.mode, e.id, ${text(event.id)}, ${text(event.type)}, ${text(payload)},
               'pending', 0, ${time}, ${time}, ${time}
          FROM webhook_endpoints e
-        WHERE e.account_id = $6 AND e.mode = $7 AND e.status = 'enabled' AND e.deleted_at IS NULL
-          AND (e.events LIKE '%"*"%' OR e.events LIKE $8 ESCAPE '\\')`,
-      [`whd_${randomBase62(20)}`, event.id, event.type, payload, now, scope.accountId, scope.mode, likePattern(`"${event.type}"`)],
-      t,
-    );
+        WHERE e.account_id = ${p.add(scope.accountId)} AND e.mode = ${p.add(scope.mode)} AND e.status = 'enabled' AND e.deleted_at IS NULL
+          AND (e.events LIKE '%"*"%' OR e.events LIKE ${p.add(likePattern(`"${event.type}"`))} ESCAPE '\\')${guard ? `
+          AND EXISTS (SELECT 1 FROM ${guard})` : ''}`;
   }
 
   /**

@@ -118,7 +118,10 @@ export function createWebhookServices(deps: {
   });
 
   // The durable outbox: deliveries are written in the same transaction as the event.
-  events.onWrite((event, ctx, t) => deliveries.enqueue(event, ctx, t).then(() => undefined));
+  events.onWrite({
+    inTransaction: (event, ctx, t) => deliveries.enqueue(event, ctx, t).then(() => undefined),
+    statementPart: (event, eventJson, ctx, p, eventCte) => deliveries.enqueuePart(event, eventJson, ctx, p, eventCte),
+  });
 
   return {
     endpoints,

@@ -1,0 +1,37 @@
+/**
+ * An Idempotency-Key whose claim and completion a service folds into its own writes, so a
+ * keyed request costs no statements of its own (`POST /v1/payments` on the REST API).
+ *
+ * The REST middleware creates the handle unclaimed; the service claims it in the statement that
+ * writes its first row and, when it can, stores the response in the statement that writes its
+ * last. Whatever the service did not do, the middleware does afterwards as for any other route.
+ */
+export interface IdempotencyHandle {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  /** The HTTP status the operation answers with when it succeeds (what a stored response carries). */
+  status: number;
+  /** Set once the key is held by this request. */
+  claimed: boolean;
+  /** Set when the stored response was written with the service's last statement. */
+  completed?: { status: number; body: string };
+}
+
+/** Thrown by a service that found the key already answered: the middleware sends `body` as is. */
+export class IdempotentReplay extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super('idempotent replay');
+  }
+}
+
+/**
+ * The REST success envelope around an already serialised object: byte for byte what the route
+ * sends for `{ data, error: null }`, so a response stored by a service replays identically.
+ */
+export function dataEnvelope(dataJson: string): string {
+  return `{"data":${dataJson},"error":null}`;
+}
