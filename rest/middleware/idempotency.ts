@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import { createHash } from 'node:crypto';
-import { DomainError } from '../../src/core/errors';
+import { DomainError, isDomainError } from '../../src/core/errors';
 import {
   IDEMPOTENCY_KEY_PATTERN, requestFingerprint, type IdempotencyService,
 } from '../../src/modules/idempotency/idempotency.service';
@@ -58,6 +58,8 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       if (err instanceof IdempotentReplay) return replay(err.status, err.body);
       renderError(ctx, err);
       if (ctx.status >= 500) onServerError(err, ctx);
+      // The folded claim found the key taken: that answer is about the key, not an outcome to store.
+      if (!handle.claimed && isDomainError(err) && (err.code === 'idempotency_key_in_use' || err.code === 'idempotency_key_reused')) return;
     }
     if (!handle.claimed) {
       // A folded operation that stopped before writing anything (a 4xx): claim now, so the
