@@ -57,20 +57,45 @@ export class Database {
     }
   }
 
+  /**
+   * Every connection waits up to 15 s for SQLite's lock. Sequelize opens a new connection (file
+   * open, schema read) for each transaction and closes it after; since `transaction` runs
+   * SQLite transactions one at a time anyway, they all share one persistent connection instead.
+   */
   private configureSqliteConnections(): void {
+    type SqliteConnection = { configure(opt: string, v: number): void; __payorch?: boolean; __payorchTx?: boolean };
     const manager = this.sequelize.connectionManager as unknown as {
-      getConnection(options?: unknown): Promise<{ configure(opt: string, v: number): void; __payorch?: boolean }>;
+      getConnection(options?: { uuid?: string }): Promise<SqliteConnection>;
+      releaseConnection(connection: SqliteConnection, force?: boolean): unknown;
     };
     const original = manager.getConnection.bind(manager);
-    manager.getConnection = async (options?: unknown) => {
-      const connection = await original(options);
+    const release = manager.releaseConnection.bind(manager);
+    manager.getConnection = async (options?: { uuid?: string }) => {
+      const forTransaction = options?.uuid !== undefined && options.uuid !== 'default';
+      const connection = await original(forTransaction ? { ...options, uuid: 'payorch-transactions' } : options);
       if (!connection.__payorch) {
         connection.configure('busyTimeout', 15_000);
         connection.__payorch = true;
       }
+      if (forTransaction) connection.__payorchTx = true;
       return connection;
     };
+    manager.releaseConnection = (connection: SqliteConnection, force?: boolean) => {
+      if (connection.__payorchTx && !force) return undefined; // kept for the next transaction
+      return release(connection, force);
+    };
+    // After a failed transaction the shared connection is closed (rolling back whatever may be
+    // left open) and the next transaction opens a fresh one.
+    this.discardTransactionConnection = () => {
+      const connections = (manager as unknown as { connections: Record<string, { close(cb: () => void): void }> }).connections;
+      const connection = connections['payorch-transactions'];
+      if (!connection) return;
+      delete connections['payorch-transactions'];
+      connection.close(() => undefined);
+    };
   }
+
+  private discardTransactionConnection?: () => void;
 
   async init(): Promise<void> {
     if (this.dialect === 'sqlite') {
@@ -82,10 +107,12 @@ export class Database {
   /** Runs fn in a transaction; on SQLite write transactions are queued in-process. */
   async transaction<T>(fn: (t: Transaction) => Promise<T>): Promise<T> {
     if (this.dialect === 'postgres') return this.sequelize.transaction((t) => fn(t));
-    const run = this.sqliteWriteQueue.then(
-      () => this.sequelize.transaction((t) => fn(t)),
-      () => this.sequelize.transaction((t) => fn(t)),
-    );
+    const once = () =>
+      this.sequelize.transaction((t) => fn(t)).catch((err: unknown) => {
+        this.discardTransactionConnection?.();
+        throw err;
+      });
+    const run = this.sqliteWriteQueue.then(once, once);
     this.sqliteWriteQueue = run.catch(() => undefined);
     return run;
   }

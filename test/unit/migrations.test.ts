@@ -46,8 +46,15 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
       expect(await indexed('products')).toEqual(expect.arrayContaining(['account_id,mode,active,created_at,id', 'account_id,mode,name,id']));
       expect(await indexed('payments')).toEqual(expect.arrayContaining([
         'account_id,mode,created_at,id', 'account_id,mode,amount,id', 'account_id,mode,status,created_at,id',
-        'account_id,mode,customer_id,created_at,id', 'account_id,mode,subscription_id,created_at,id', 'status,lease_until',
+        'account_id,mode,customer_id,created_at,id', 'account_id,mode,subscription_id,created_at,id', 'lease_until',
       ]));
+      // The recovery indexes hold pending rows only (a settled row leaves them).
+      for (const table of ['payments', 'refunds']) {
+        const [definition] = db.dialect === 'postgres'
+          ? await db.select<{ sql: string }>('SELECT indexdef AS sql FROM pg_indexes WHERE indexname = $1', [`${table}_pending_idx`])
+          : await db.select<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = $1", [`${table}_pending_idx`]);
+        expect(definition.sql.replace(/[`"()]|::text/g, '')).toMatch(/lease_until WHERE status = 'pending'$/);
+      }
       expect(await indexed('refunds')).toEqual(expect.arrayContaining(['account_id,mode,payment_id,created_at,id', 'account_id,mode,status,created_at,id']));
       expect(await indexed('gateways')).toEqual(expect.arrayContaining(['account_id,mode,type,created_at,id', 'account_id,mode,name,id']));
       expect(await indexed('webhook_deliveries')).toEqual(expect.arrayContaining(['account_id,mode,endpoint_id,created_at,id']));

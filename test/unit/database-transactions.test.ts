@@ -1,0 +1,59 @@
+import 'reflect-metadata';
+import { Database } from '../../src/db/database';
+import { MODELS } from '../../src/db/models';
+import { freshDatabase, DIALECT, type TestDatabase } from '../helpers/db';
+
+let database: TestDatabase;
+let db: Database;
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  db = new Database({ url: database.url, models: MODELS });
+  await db.init();
+  await db.execute('CREATE TABLE tx_probe (id INTEGER PRIMARY KEY, note TEXT)');
+});
+afterAll(async () => {
+  await db.close();
+  await database.drop();
+});
+
+const count = async () => Number((await db.select<{ n: number }>('SELECT count(*) AS n FROM tx_probe'))[0].n);
+
+describe(`transactions on ${DIALECT}`, () => {
+  it('should roll a failed transaction back and run the next ones normally', async () => {
+    await expect(db.transaction(async (t) => {
+      await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [1, 'doomed'], t);
+      throw new Error('boom');
+    })).rejects.toThrow('boom');
+    expect(await count()).toBe(0);
+    // A statement error inside the transaction (duplicate key) leaves nothing behind either.
+    await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [2, 'kept']);
+    await expect(db.transaction(async (t) => {
+      await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [3, 'doomed'], t);
+      await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [2, 'duplicate'], t);
+    })).rejects.toBeDefined();
+    for (let i = 10; i < 15; i++) {
+      await db.transaction((t) => db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [i, 'ok'], t));
+    }
+    expect(await count()).toBe(6);
+  });
+
+  it('should run concurrent transactions one after another without losing writes', async () => {
+    const before = await count();
+    await Promise.all(Array.from({ length: 20 }, (_, i) => db.transaction(async (t) => {
+      await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [100 + i, 'concurrent'], t);
+      await db.execute('UPDATE tx_probe SET note = $1 WHERE id = $2', ['concurrent!', 100 + i], t);
+    })));
+    expect(await count()).toBe(before + 20);
+  });
+
+  it('should keep one connection for SQLite transactions instead of opening one each', async () => {
+    await db.transaction((t) => db.execute('UPDATE tx_probe SET note = note WHERE id = $1', [2], t));
+    const open = Object.keys((db.sequelize.connectionManager as unknown as { connections: Record<string, unknown> }).connections ?? {});
+    if (DIALECT === 'sqlite') {
+      expect(open.sort()).toEqual(['default', 'payorch-transactions']);
+    } else {
+      expect(open).toEqual([]); // PostgreSQL uses its pool
+    }
+  });
+});
