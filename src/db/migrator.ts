@@ -4,7 +4,7 @@ import type { Database } from './database';
 import * as m0001 from './migrations/0001-foundation';
 import * as m0002 from './migrations/0002-payments';
 import * as m0003 from './migrations/0003-webhooks';
-import * as m0004 from './migrations/0004-partial-pending-indexes';
+import * as m0004 from './migrations/0004-partial-indexes';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -13,7 +13,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0001-foundation', m0001],
   ['0002-payments', m0002],
   ['0003-webhooks', m0003],
-  ['0004-partial-pending-indexes', m0004],
+  ['0004-partial-indexes', m0004],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

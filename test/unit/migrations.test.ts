@@ -48,13 +48,36 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
         'account_id,mode,created_at,id', 'account_id,mode,amount,id', 'account_id,mode,status,created_at,id',
         'account_id,mode,customer_id,created_at,id', 'account_id,mode,subscription_id,created_at,id', 'lease_until',
       ]));
-      // The recovery indexes hold pending rows only (a settled row leaves them).
-      for (const table of ['payments', 'refunds']) {
-        const [definition] = db.dialect === 'postgres'
-          ? await db.select<{ sql: string }>('SELECT indexdef AS sql FROM pg_indexes WHERE indexname = $1', [`${table}_pending_idx`])
-          : await db.select<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = $1", [`${table}_pending_idx`]);
-        expect(definition.sql.replace(/[`"()]|::text/g, '')).toMatch(/lease_until WHERE status = 'pending'$/);
-      }
+      // Partial indexes: pending rows only for recovery, non-null owners for the owner filters.
+      const definition = async (name: string) => {
+        const [row] = db.dialect === 'postgres'
+          ? await db.select<{ sql: string }>('SELECT indexdef AS sql FROM pg_indexes WHERE indexname = $1', [name])
+          : await db.select<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = $1", [name]);
+        return row.sql.replace(/[`"()]|::text/g, '').replace(/\s+/g, ' ');
+      };
+      expect(await definition('payments_pending_idx')).toMatch(/lease_until WHERE status = 'pending'$/);
+      expect(await definition('refunds_pending_idx')).toMatch(/lease_until WHERE status = 'pending'$/);
+      expect(await definition('payments_customer_idx')).toMatch(/WHERE customer_id IS NOT NULL$/);
+      expect(await definition('payments_subscription_idx')).toMatch(/WHERE subscription_id IS NOT NULL$/);
+      expect(await definition('gtx_payment_idx')).toMatch(/WHERE payment_id IS NOT NULL$/);
+      expect(await definition('gtx_refund_idx')).toMatch(/WHERE refund_id IS NOT NULL$/);
+      // …and a bound `column = $n` filter still uses them (a generic plan on PostgreSQL).
+      const plan = async (sql: string, bind: unknown[]) => {
+        if (db.dialect === 'sqlite') return JSON.stringify(await db.select(`EXPLAIN QUERY PLAN ${sql}`, bind));
+        return db.transaction(async (t) => {
+          await db.execute('SET LOCAL enable_seqscan = off', [], t);
+          await db.execute('SET LOCAL plan_cache_mode = force_generic_plan', [], t);
+          return JSON.stringify(await db.select(`EXPLAIN ${sql}`, bind, t));
+        });
+      };
+      expect(await plan('SELECT id FROM payments WHERE account_id = $1 AND mode = $2 AND customer_id = $3 ORDER BY created_at DESC, id DESC LIMIT 10', ['a', 'test', 'cus_1']))
+        .toContain('payments_customer_idx');
+      expect(await plan('SELECT id FROM payments WHERE account_id = $1 AND mode = $2 AND subscription_id = $3 ORDER BY created_at DESC, id DESC LIMIT 10', ['a', 'test', 'sub_1']))
+        .toContain('payments_subscription_idx');
+      expect(await plan('SELECT id FROM gateway_transactions WHERE account_id = $1 AND mode = $2 AND refund_id = $3 ORDER BY created_at DESC, id DESC LIMIT 10', ['a', 'test', 're_1']))
+        .toContain('gtx_refund_idx');
+      expect(await plan("SELECT id FROM payments WHERE status = 'pending' AND lease_until < $1 ORDER BY lease_until LIMIT 50", [new Date()]))
+        .toContain('payments_pending_idx');
       expect(await indexed('refunds')).toEqual(expect.arrayContaining(['account_id,mode,payment_id,created_at,id', 'account_id,mode,status,created_at,id']));
       expect(await indexed('gateways')).toEqual(expect.arrayContaining(['account_id,mode,type,created_at,id', 'account_id,mode,name,id']));
       expect(await indexed('webhook_deliveries')).toEqual(expect.arrayContaining(['account_id,mode,endpoint_id,created_at,id']));
