@@ -29,7 +29,8 @@ export function requestFingerprint(method: string, path: string, body: unknown):
 
 const SEALED = 'sealed:';
 
-function inUse(): DomainError {
+/** The 409 for a key whose first request is still running. */
+export function idempotencyKeyInUse(): DomainError {
   return new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
 }
 
@@ -59,7 +60,7 @@ export class IdempotencyService {
       const existing = await this.inspect(scope, key, fingerprint, requester);
       if (existing) return existing;
     }
-    throw inUse();
+    throw idempotencyKeyInUse();
   }
 
   /** The INSERT that claims a key (no row when another request holds it). */
@@ -102,7 +103,7 @@ export class IdempotencyService {
         'Idempotency-Key',
       );
     }
-    if (existing.state !== 'completed') throw inUse();
+    if (existing.state !== 'completed') throw idempotencyKeyInUse();
     const stored = existing.response_body as string;
     if (stored.startsWith(SEALED)) {
       const { body, owner } = this.box.open<{ body: string; owner: string | null }>(stored.slice(SEALED.length));

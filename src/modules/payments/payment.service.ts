@@ -21,7 +21,7 @@ import { testTokenCard } from '../../gateways/card';
 import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
 import { GatewayTransactionLog, type PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
-import type { IdempotencyService } from '../idempotency/idempotency.service';
+import { idempotencyKeyInUse, type IdempotencyService } from '../idempotency/idempotency.service';
 import { dataEnvelope, type IdempotencyHandle } from '../../core/idempotency';
 import { Params } from '../../db/params';
 
@@ -264,21 +264,16 @@ export class PaymentService {
       attempts: [...payment.attempts, ...outcome.attempts],
       updatedAt: ctx.clock.now().toISOString(),
     };
-    if (this.db.dialect === 'postgres') return this.finishInOneStatement(ctx, done, outcome.log, result?.reference ?? null);
+    const reference = result?.reference ?? null;
+    if (this.db.dialect === 'postgres') return this.finishInOneStatement(ctx, done, outcome.log, reference);
     const idem = foldedKey(ctx);
     let stored: { status: number; body: string } | undefined;
     const final = await this.db.transaction(async (t) => {
-      const changed = await this.db.execute(
-        `UPDATE payments SET status = $1, failure_code = $2, failure_message = $3, gateway_id = $4, gateway_reference = $5,
-           attempts = $6, updated_at = $7 WHERE id = $8 AND status = 'pending'`,
-        [done.status, done.failureCode, done.failureMessage, done.gatewayId, status === 'succeeded' ? result?.reference : null,
-          JSON.stringify(done.attempts), new Date(done.updatedAt), done.id],
-        t,
-      );
+      const p = new Params();
+      const changed = await this.db.execute(outcomeUpdateSql(done, reference, p), p.values, t);
       await this.gtx.insert(ctx, t, { paymentId: payment.id }, outcome.log);
-      if (changed === 1 && status !== 'pending') {
-        await this.events.record(ctx, t, status === 'succeeded' ? 'payment.succeeded' : 'payment.failed', done as unknown as Record<string, unknown>);
-      }
+      const eventType = outcomeEvent(done);
+      if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
       if (changed === 0) return (await this.retrieveRow(ctx, done.id, t)) as Payment;
       if (idem) {
         const p = new Params();
@@ -299,17 +294,10 @@ export class PaymentService {
   private async finishInOneStatement(ctx: RequestContext, done: Payment, log: PendingTransaction[], reference: string | null): Promise<Payment> {
     const p = new Params();
     const doneJson = JSON.stringify(done);
-    const parts: Array<{ name: string; sql: string }> = [{
-      name: 'upd',
-      sql: `UPDATE payments SET status = ${p.add(done.status)}, failure_code = ${p.add(done.failureCode)}, failure_message = ${p.add(done.failureMessage)},
-          gateway_id = ${p.add(done.gatewayId)}, gateway_reference = ${p.add(done.status === 'succeeded' ? reference : null)},
-          attempts = ${p.add(JSON.stringify(done.attempts))}, updated_at = ${p.add(new Date(done.updatedAt))}
-        WHERE id = ${p.add(done.id)} AND status = 'pending' RETURNING id`,
-    }];
+    const parts: Array<{ name: string; sql: string }> = [{ name: 'upd', sql: `${outcomeUpdateSql(done, reference, p)} RETURNING id` }];
     if (log.length > 0) parts.push({ name: 'gtx', sql: this.gtx.insertSql(ctx, { paymentId: done.id }, log, p) });
-    const event = done.status === 'pending'
-      ? undefined
-      : this.events.statementParts(ctx, done.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed', done as unknown as Record<string, unknown>, doneJson, p, 'upd');
+    const eventType = outcomeEvent(done);
+    const event = eventType ? this.events.statementParts(ctx, eventType, done as unknown as Record<string, unknown>, doneJson, p, 'upd') : undefined;
     if (event) parts.push(...event.parts);
     const idem = foldedKey(ctx);
     const stored = idem ? { status: idem.status, body: dataEnvelope(doneJson) } : undefined;
@@ -334,7 +322,7 @@ export class PaymentService {
   private async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date): Promise<void> {
     const pg = this.db.dialect === 'postgres';
     const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0; attempt < 2; attempt++) {
       const claimParams = new Params();
       const claim = idem ? this.idempotency.claimSql(idem, claimParams) : '';
       // PostgreSQL runs claim and insert as one statement (one parameter list); SQLite as two.
@@ -376,8 +364,8 @@ export class PaymentService {
       }
       // Taken: replays or 409s by throwing; returns when the old row had expired (claim again).
       await this.idempotency.afterLostClaim(idem, ctx.keyId);
-      if (attempt >= 1) throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed', 'Idempotency-Key');
     }
+    throw idempotencyKeyInUse();
   }
 
   private async resolveMethod(ctx: RequestContext, data: CreatePaymentInput): Promise<ResolvedMethod> {
@@ -555,6 +543,20 @@ export class PaymentService {
     await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false });
     return true;
   }
+}
+
+/** The settling write of a pending payment (nothing if recovery or a racing request settled it first). */
+function outcomeUpdateSql(done: Payment, reference: string | null, p: Params): string {
+  return `UPDATE payments SET status = ${p.add(done.status)}, failure_code = ${p.add(done.failureCode)}, failure_message = ${p.add(done.failureMessage)},
+      gateway_id = ${p.add(done.gatewayId)}, gateway_reference = ${p.add(done.status === 'succeeded' ? reference : null)},
+      attempts = ${p.add(JSON.stringify(done.attempts))}, updated_at = ${p.add(new Date(done.updatedAt))}
+    WHERE id = ${p.add(done.id)} AND status = 'pending'`;
+}
+
+/** The event a settled payment records; a payment still pending records none. */
+function outcomeEvent(done: Payment): 'payment.succeeded' | 'payment.failed' | undefined {
+  if (done.status === 'succeeded') return 'payment.succeeded';
+  return done.status === 'failed' ? 'payment.failed' : undefined;
 }
 
 /** The request's Idempotency-Key when this service stores the response itself (claimed, not yet stored). */
