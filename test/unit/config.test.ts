@@ -8,6 +8,7 @@ describe('configuration', () => {
     expect(c.httpPort).toBe(8080);
     expect(c.idempotencyTtlHours).toBe(24);
     expect(c.runWorkers).toBe(true);
+    expect(c.apiKeyCacheMs).toBe(1000);
   });
 
   it.each([
@@ -19,6 +20,8 @@ describe('configuration', () => {
     [{ PUBLIC_URL: 'not a url' }, 'PUBLIC_URL'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ TLS_CERT_FILE: '/x.pem' }, 'TLS_CERT_FILE'],
+    [{ API_KEY_CACHE_MS: '-1' }, 'API_KEY_CACHE_MS'],
+    [{ API_KEY_CACHE_MS: '120000' }, 'API_KEY_CACHE_MS'],
   ])('should refuse %j with one line naming %s', (env, name) => {
     let error: unknown;
     try {
