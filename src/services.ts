@@ -75,7 +75,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const bus = new EventBus();
   const events = new EventService(db, bus);
   // Committed events reach subscribers on every instance: Redis when configured, else NOTIFY.
-  const loadEvent = (id: string) => events.loadPublished(id);
+  const loadEvent = (ids: string[]) => events.loadPublished(ids);
   const fanout: EventFanout | undefined = redis
     ? new RedisFanout(redis, bus, loadEvent, logger)
     : db.dialect === 'postgres'

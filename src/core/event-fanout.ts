@@ -5,31 +5,34 @@ import type { EventBus, PublishedEvent, RemoteEventSink } from './event-bus';
 import { errorForLog, type Logger } from '../logger';
 
 const CHANNEL = 'payorch_events';
-// NOTIFY payloads are capped at 8000 bytes; bigger events travel by id and are read back.
+// NOTIFY payloads are capped at 8000 bytes; a message never exceeds this, bigger events travel
+// by id and are read back.
 const MAX_INLINE = 7000;
 // Events committed within this window travel in one message: under load one NOTIFY (a round
 // trip and a commit in PostgreSQL) carries many events; a remote subscriber waits at most this.
 const FLUSH_WINDOW_MS = 10;
-
-interface Envelope {
-  origin: string;
-  event?: PublishedEvent;
-}
 
 export interface EventFanout extends RemoteEventSink {
   start(): Promise<void>;
   stop(): Promise<void>;
 }
 
-type LoadEvent = (id: string) => Promise<PublishedEvent | null>;
+/** Reads committed events back by id (those that exist, in any order). */
+type LoadEvents = (ids: string[]) => Promise<PublishedEvent[]>;
 
 /** Shared plumbing: tag outgoing events with our origin and ignore our own echoes. */
 abstract class BaseFanout implements EventFanout {
   protected readonly origin = randomBytes(8).toString('hex');
   constructor(
     protected readonly bus: EventBus,
-    protected readonly load: LoadEvent,
+    protected readonly load: LoadEvents,
     protected readonly logger: Logger,
+    /**
+     * Whether events travel whole (up to MAX_INLINE) or by id only. Ids keep NOTIFY traffic, and
+     * the work PostgreSQL does for it, small; each listening instance then reads a message's
+     * events back in one query.
+     */
+    private readonly inline: boolean,
   ) {}
   abstract start(): Promise<void>;
   abstract stop(): Promise<void>;
@@ -41,8 +44,8 @@ abstract class BaseFanout implements EventFanout {
 
   /** Events committed within FLUSH_WINDOW_MS travel together: one message instead of one each. */
   send(event: PublishedEvent): void {
-    const inline = JSON.stringify({ event } satisfies Omit<Envelope, 'origin'>);
-    this.pending.push(Buffer.byteLength(inline) <= MAX_INLINE ? JSON.stringify(event) : JSON.stringify({ ref: event.id }));
+    const whole = this.inline ? JSON.stringify(event) : undefined;
+    this.pending.push(whole !== undefined && Buffer.byteLength(whole) + 64 <= MAX_INLINE ? whole : JSON.stringify({ ref: event.id }));
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       this.flushTimer = setTimeout(() => this.flush(), FLUSH_WINDOW_MS);
@@ -77,8 +80,10 @@ abstract class BaseFanout implements EventFanout {
     if (payload.startsWith(`{"origin":"${this.origin}"`)) return;
     const envelope = JSON.parse(payload) as { origin: string; items: Array<PublishedEvent | { ref: string }> };
     if (envelope.origin === this.origin) return;
+    const refs = envelope.items.flatMap((item) => ('ref' in item ? [item.ref] : []));
+    const loaded = new Map((refs.length > 0 ? await this.load(refs) : []).map((e) => [e.id, e]));
     for (const item of envelope.items) {
-      const event = 'ref' in item ? await this.load(item.ref) : item;
+      const event = 'ref' in item ? loaded.get(item.ref) : item;
       if (event) this.bus.deliverLocal(event);
     }
   }
@@ -89,8 +94,8 @@ export class PostgresFanout extends BaseFanout {
   private listener?: pg.Client;
   private notifier?: pg.Pool;
 
-  constructor(private readonly url: string, bus: EventBus, load: LoadEvent, logger: Logger) {
-    super(bus, load, logger);
+  constructor(private readonly url: string, bus: EventBus, load: LoadEvents, logger: Logger) {
+    super(bus, load, logger, false);
   }
 
   private stopped = false;
@@ -146,8 +151,8 @@ export class PostgresFanout extends BaseFanout {
 export class RedisFanout extends BaseFanout {
   private subscriber?: Redis;
 
-  constructor(private readonly redis: Redis, bus: EventBus, load: LoadEvent, logger: Logger) {
-    super(bus, load, logger);
+  constructor(private readonly redis: Redis, bus: EventBus, load: LoadEvents, logger: Logger) {
+    super(bus, load, logger, true);
   }
 
   async start(): Promise<void> {

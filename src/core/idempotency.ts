@@ -35,3 +35,8 @@ export class IdempotentReplay extends Error {
 export function dataEnvelope(dataJson: string): string {
   return `{"data":${dataJson},"error":null}`;
 }
+
+/** `dataEnvelope` in SQL, for a response stored by the statement that writes the object. */
+export function dataEnvelopeSql(dataJsonExpr: string): string {
+  return `'{"data":' || ${dataJsonExpr} || ',"error":null}'`;
+}

@@ -3,6 +3,7 @@ import { Sequelize, type ModelCtor } from 'sequelize-typescript';
 import pg from 'pg';
 import { createHash } from 'node:crypto';
 import { DomainError } from '../core/errors';
+import { findNul } from '../core/validation';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -176,6 +177,19 @@ export class Database {
     if (typeof value === 'boolean') return this.dialect === 'sqlite' ? (value ? 1 : 0) : value;
     if (value !== null && typeof value === 'object') return JSON.stringify(value);
     return value ?? null;
+  }
+
+  /**
+   * Rows bound as one JSON parameter (PostgreSQL's `json_to_recordset`): the statement text stays
+   * the same whatever the number of rows, so it is prepared once per connection.
+   */
+  jsonParam(rows: unknown[]): string {
+    const json = JSON.stringify(rows);
+    // The escape appears only if some string holds a NUL (or the six characters themselves).
+    if (json.includes('\\u0000') && findNul(rows) !== null) {
+      throw new DomainError('invalid_parameter', 'Text may not contain NUL characters');
+    }
+    return json;
   }
 
   /** `FOR UPDATE` where the dialect has it; SQLite serialises writers anyway. */

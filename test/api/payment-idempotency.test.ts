@@ -151,9 +151,12 @@ describe('POST /v1/payments with an Idempotency-Key: statements', () => {
       const touching = sql.filter((s) => TOUCHES_REQUEST.test(s.sql) && !/pg_notify/.test(s.sql));
       if (touching.length !== 2) throw new Error(`expected 2 statements, got ${touching.length}:\n${dump}`);
       const [claim, final] = touching;
-      expect(claim.sql).toMatch(/^WITH claim AS \(INSERT INTO idempotency_keys /);
+      // One statement claims the key and inserts the pending row only if the claim took.
+      expect(claim.sql).toMatch(/^WITH input AS /);
+      expect(claim.sql).toMatch(/claim AS \(INSERT INTO idempotency_keys /);
       expect(claim.sql).toContain('INSERT INTO payments');
       expect(claim.sql).toContain('ON CONFLICT (scope, idempotency_key) DO NOTHING');
+      expect(claim.sql).toMatch(/EXISTS \(SELECT 1 FROM claim /);
       expect(final.sql).toMatch(/^WITH /);
       expect(final.sql).toContain('UPDATE payments');
       expect(final.sql).toContain('INSERT INTO gateway_transactions');
@@ -327,7 +330,7 @@ describe('POST /v1/payments with an Idempotency-Key: conflicts', () => {
     expect(claims).toHaveLength(2);
     if (DIALECT === 'postgres') {
       for (const c of claims) {
-        expect(c.sql).toMatch(/^WITH claim AS/);
+        expect(c.sql).toMatch(/claim AS \(INSERT INTO idempotency_keys /);
         expect(c.sql).toContain('INSERT INTO payments');
       }
     } else {

@@ -329,6 +329,26 @@ describe('webhook deliveries', () => {
     expect(otherAccount.status).toBe(404);
   });
 
+  it("should deliver a payment's event as the bytes of the event the API returns, to endpoints of its type only", async () => {
+    const key = await freshKey();
+    const succeeded = rx.route('pay-succeeded');
+    const failed = rx.route('pay-failed');
+    const all = rx.route('pay-all');
+    await register(key, succeeded, ['payment.succeeded']);
+    await register(key, failed, ['payment.failed']);
+    await register(key, all, ['*']);
+    const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 2500, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    expect(pay.status).toBe(201);
+    await waitFor(() => succeeded.verified.length >= 1 && all.verified.length >= 1, 10_000, 'the payment deliveries');
+    const event = await lastEvent(key, 'payment.succeeded');
+    expect(event.data.object.id).toBe(pay.body.data.id);
+    // The payload is the event exactly as the API serialises it (built in the statement on PostgreSQL).
+    expect(succeeded.requests[0].body).toBe(JSON.stringify(event));
+    expect(all.requests[0].body).toBe(JSON.stringify(event));
+    await sleep(300);
+    expect(failed.requests).toHaveLength(0);
+  });
+
   it('should answer 404 for the attempt log of an unknown endpoint', async () => {
     const key = await freshKey();
     const res = await app.request('GET', '/v1/webhook-endpoints/we_missing/deliveries', { key });

@@ -1,13 +1,15 @@
 import Redis from 'ioredis';
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
 import { EventBus, type PublishedEvent } from '../../src/core/event-bus';
-import { RedisFanout } from '../../src/core/event-fanout';
+import { PostgresFanout, RedisFanout } from '../../src/core/event-fanout';
 import { createLogger } from '../../src/logger';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHANNEL = 'payorch_events';
 
 function event(i: number): PublishedEvent {
-  return { id: `evt_${i}`, object: 'event', type: 'customer.created', createdAt: new Date().toISOString(), livemode: false, accountId: 'acct_x', data: { object: { i } } };
+  return { id: `evt_${i}`, object: 'event', type: 'customer.created', createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), livemode: false, accountId: 'acct_x', data: { object: { i } } };
 }
 
 describe('event fan-out over Redis', () => {
@@ -17,7 +19,7 @@ describe('event fan-out over Redis', () => {
     const redis = new Redis(REDIS_URL);
     clients.push(redis);
     const bus = new EventBus();
-    const fanout = new RedisFanout(redis, bus, async () => null, createLogger('silent'));
+    const fanout = new RedisFanout(redis, bus, async () => [], createLogger('silent'));
     await fanout.start();
     bus.connectRemote(fanout);
     fanouts.push(fanout);
@@ -55,5 +57,65 @@ describe('event fan-out over Redis', () => {
     a.redis.disconnect();
     await new Promise((r) => setTimeout(r, 300));
     expect(b.received).toEqual(['evt_99']);
+  });
+});
+
+describe('event fan-out over PostgreSQL NOTIFY', () => {
+  const ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `payorch_fanout_${randomBytes(5).toString('hex')}`;
+  let url: string;
+  const fanouts: PostgresFanout[] = [];
+  beforeAll(async () => {
+    const admin = new Client({ connectionString: ADMIN });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const u = new URL(ADMIN);
+    u.pathname = `/${name}`;
+    url = u.toString();
+  });
+  afterAll(async () => {
+    for (const f of fanouts) await f.stop().catch(() => undefined);
+    const admin = new Client({ connectionString: ADMIN });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  });
+
+  it('should send event ids only and let each other instance read a message back in one lookup', async () => {
+    const stored = new Map(Array.from({ length: 4 }, (_, i) => [`evt_${i}`, event(i)]));
+    const lookups: string[][] = [];
+    const start = async () => {
+      const bus = new EventBus();
+      const fanout = new PostgresFanout(url, bus, async (ids) => {
+        lookups.push(ids);
+        return ids.flatMap((id) => (stored.has(id) ? [stored.get(id)!] : []));
+      }, createLogger('silent'));
+      await fanout.start();
+      bus.connectRemote(fanout);
+      fanouts.push(fanout);
+      const received: PublishedEvent[] = [];
+      bus.subscribe((e) => received.push(e));
+      return { bus, received };
+    };
+    const raw = new Client({ connectionString: url });
+    await raw.connect();
+    const messages: string[] = [];
+    raw.on('notification', (m) => messages.push(m.payload ?? ''));
+    await raw.query(`LISTEN ${CHANNEL}`);
+    const a = await start();
+    const b = await start();
+    for (let i = 0; i < 4; i++) a.bus.publish(event(i));
+    await new Promise((r) => setTimeout(r, 400));
+    await raw.end();
+
+    expect(messages).toHaveLength(1);
+    const items = JSON.parse(messages[0]).items;
+    expect(items).toEqual([{ ref: 'evt_0' }, { ref: 'evt_1' }, { ref: 'evt_2' }, { ref: 'evt_3' }]);
+    expect(messages[0]).not.toContain('customer.created'); // no event body on the wire
+    expect(lookups).toEqual([['evt_0', 'evt_1', 'evt_2', 'evt_3']]); // B, once; A skips its echo
+    expect(b.received.map((e) => e.id)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3']);
+    expect(b.received[2]).toEqual(event(2));
+    expect(a.received.map((e) => e.id)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3']);
   });
 });

@@ -34,21 +34,51 @@ export interface ApiEvent {
   data: { object: Record<string, unknown> };
 }
 
+/** An event of a batch statement. */
+export interface BatchedEvent {
+  event: ApiEvent;
+  accountId: string;
+  mode: string;
+}
+
 /**
  * Writes that go with every event (the webhook outbox plugs in here): run inside the event's
- * transaction, or as one more part of a single PostgreSQL statement (see `statementParts`).
+ * transaction, or as one more part of a single PostgreSQL statement (see `batchParts`).
  */
 export interface EventWriteHook {
   inTransaction(event: ApiEvent, ctx: RequestContext, t: Transaction): Promise<void>;
-  /** A data-modifying CTE body that writes only if the CTE named `eventCte` inserted the event. */
-  statementPart(event: ApiEvent, eventJson: string, ctx: RequestContext, p: Params, eventCte: string): string;
+  /**
+   * A data-modifying CTE body writing for those of `events` that the CTE named `eventCte`
+   * inserted (it returns the inserted rows' `id`, `account_id`, `mode`, `type`, `data` and
+   * `created_at`; `eventJsonSql` turns such a row into the event's JSON).
+   */
+  batchStatementPart(events: BatchedEvent[], p: Params, eventCte: string): string;
 }
 
-/** An event written as CTE parts of the caller's statement; `publish` once that has committed. */
-export interface EventStatement {
-  event: ApiEvent;
+/** Events written as CTE parts of the caller's statement; `publish(i)` once that has committed. */
+export interface EventBatchStatement {
   parts: Array<{ name: string; sql: string }>;
-  publish(): void;
+  publish(index: number): void;
+}
+
+/** One event of a batch: written only if its `sourceId` is among the ids the guard CTE returns. */
+export interface EventBatchItem {
+  ctx: RequestContext;
+  type: EventType;
+  object: Record<string, unknown>;
+  /** The id of the caller's row that holds this event's object as JSON text (see `batchParts`). */
+  sourceId: string;
+}
+
+/**
+ * SQL for an events row (alias `e`) as the JSON text of the event: the same bytes as
+ * JSON.stringify of the API object (`id`, `object`, `type`, `createdAt`, `livemode`, `data`;
+ * ids and types never need escaping).
+ */
+export function eventJsonSql(e: string): string {
+  return `'{"id":"' || ${e}.id || '","object":"event","type":"' || ${e}.type || '","createdAt":"'
+    || to_char(${e}.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","livemode":'
+    || CASE WHEN ${e}.mode = 'live' THEN 'true' ELSE 'false' END || ',"data":' || ${e}.data || '}'`;
 }
 
 const listEventsInput = listSchema(['createdAt'] as const, {
@@ -82,25 +112,35 @@ export class EventService {
   }
 
   /**
-   * The same writes as `record` as parts of one PostgreSQL statement (data-modifying CTEs):
-   * the event is inserted only if the CTE named `guard` returned a row, and so are the hooks'
-   * writes. `objectJson` is `object` already serialised (the caller serialises it once).
+   * The same writes as `record` for many events, as parts of one PostgreSQL statement
+   * (data-modifying CTEs). Each event's object is read from the caller's relation `source`
+   * (its `id` column is the item's `sourceId`, `jsonColumn` the object's JSON text), so it is not
+   * bound a second time; an event is inserted only if the CTE `guard` returned its `sourceId` as
+   * `id`, and so are the hooks' writes. The statement text does not depend on the number of
+   * events (they are bound as one JSON parameter).
    */
-  statementParts(ctx: RequestContext, type: EventType, object: Record<string, unknown>, objectJson: string, p: Params, guard: string): EventStatement {
-    const event = newEvent(ctx, type, object);
-    const dataJson = `{"object":${objectJson}}`;
-    // JSON.stringify(event) without serialising the object again (same keys, same order).
-    const eventJson = `${JSON.stringify({ id: event.id, object: event.object, type, createdAt: event.createdAt, livemode: event.livemode }).slice(0, -1)},"data":${dataJson}}`;
+  batchParts(items: EventBatchItem[], p: Params, guard: string, source: { relation: string; jsonColumn: string }): EventBatchStatement {
+    const batched: BatchedEvent[] = [];
+    const rows = items.map((item) => {
+      const event = newEvent(item.ctx, item.type, item.object);
+      batched.push({ event, accountId: item.ctx.accountId, mode: item.ctx.mode });
+      return { id: event.id, account_id: item.ctx.accountId, mode: item.ctx.mode, type: item.type, created_at: event.createdAt, source: item.sourceId };
+    });
     const parts = [{
       name: 'evt',
       sql: `INSERT INTO events (id, account_id, mode, type, data, created_at)
-        SELECT ${p.add(event.id, 'text')}, ${p.add(ctx.accountId, 'text')}, ${p.add(ctx.mode, 'text')}, ${p.add(type, 'text')},
-               ${p.add(dataJson, 'text')}, ${p.add(new Date(event.createdAt), 'timestamptz')}
-        WHERE EXISTS (SELECT 1 FROM ${guard}) RETURNING id`,
+        SELECT v.id, v.account_id, v.mode, v.type, '{"object":' || s.${source.jsonColumn} || '}', v.created_at
+          FROM json_to_recordset(${p.add(this.db.jsonParam(rows), 'json')})
+               AS v(id text, account_id text, mode text, type text, created_at timestamptz, source text)
+          JOIN ${source.relation} s ON s.id = v.source
+         WHERE v.source IN (SELECT id FROM ${guard})
+        RETURNING id, account_id, mode, type, data, created_at`,
     }];
-    this.writeHooks.forEach((hook, i) => parts.push({ name: `evt_hook${i}`, sql: hook.statementPart(event, eventJson, ctx, p, 'evt') }));
-    const published: PublishedEvent = { ...event, accountId: ctx.accountId };
-    return { event, parts, publish: () => this.bus.publish(published) };
+    this.writeHooks.forEach((hook, i) => parts.push({ name: `evt_hook${i}`, sql: hook.batchStatementPart(batched, p, 'evt') }));
+    return {
+      parts,
+      publish: (i) => this.bus.publish({ ...batched[i].event, accountId: batched[i].accountId }),
+    };
   }
 
   async retrieve(ctx: RequestContext, id: string): Promise<ApiEvent> {
@@ -113,10 +153,13 @@ export class EventService {
     return toApiEvent(row);
   }
 
-  /** An event as the bus carries it (for fan-out of events too big to send inline). */
-  async loadPublished(id: string): Promise<PublishedEvent | null> {
-    const [row] = await this.db.select('SELECT id, type, data, created_at, mode, account_id FROM events WHERE id = $1', [id]);
-    return row ? { ...toApiEvent(row), accountId: row.account_id as string } : null;
+  /** Events as the bus carries them, by id (for fan-out messages that carry ids only). */
+  async loadPublished(ids: string[]): Promise<PublishedEvent[]> {
+    const rows = await this.db.select(
+      `SELECT id, type, data, created_at, mode, account_id FROM events WHERE id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`,
+      ids,
+    );
+    return rows.map((row) => ({ ...toApiEvent(row), accountId: row.account_id as string }));
   }
 
   async list(ctx: RequestContext, query: unknown): Promise<Page<ApiEvent>> {

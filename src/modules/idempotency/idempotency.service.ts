@@ -73,6 +73,27 @@ export class IdempotencyService {
   }
 
   /**
+   * Claims for many requests in one statement: `source` names a relation with columns
+   * `idem_scope`, `idem_key`, `idem_hash` (rows with a null key claim nothing). Returns the
+   * `scope` and `idempotency_key` of each key it claimed; a key already held returns nothing.
+   */
+  claimFromSql(source: string, p: Params): string {
+    const now = this.clock.now();
+    const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
+    return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, state, created_at, expires_at)
+      SELECT s.idem_scope, s.idem_key, s.idem_hash, 'running', ${p.add(now, 'timestamptz')}, ${p.add(expiresAt, 'timestamptz')}
+        FROM ${source} s WHERE s.idem_key IS NOT NULL
+      ON CONFLICT (scope, idempotency_key) DO NOTHING
+      RETURNING scope, idempotency_key`;
+  }
+
+  /** Stores responses for many claimed keys: `source` has `idem_scope`, `idem_key`, `idem_status`, `idem_body`. */
+  completeFromSql(source: string): string {
+    return `UPDATE idempotency_keys k SET state = 'completed', response_status = s.idem_status, response_body = s.idem_body
+      FROM ${source} s WHERE s.idem_key IS NOT NULL AND k.scope = s.idem_scope AND k.idempotency_key = s.idem_key`;
+  }
+
+  /**
    * After a folded claim found the key taken: throws the stored answer as an IdempotentReplay,
    * or the 409 for a key in use or reused; returns when the row expired or vanished meanwhile
    * (the caller claims again).

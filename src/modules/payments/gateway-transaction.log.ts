@@ -41,6 +41,7 @@ export interface GatewayTransaction {
 }
 
 const listInput = listSchema(['createdAt'] as const, {});
+const INSERT_COLUMNS = 'id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 const COLUMNS = 'id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 
 /** Every gateway call, with the connector's redacted request/response summaries. */
@@ -53,8 +54,8 @@ export class GatewayTransactionLog {
     await this.db.execute(this.insertSql(ctx, owner, entries, p), p.values, t);
   }
 
-  /** One INSERT for all `entries` (at least one), for a transaction or as a CTE part. */
-  insertSql(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[], p: Params): string {
+  /** One INSERT for all `entries` (at least one). */
+  private insertSql(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[], p: Params): string {
     const now = ctx.clock.now();
     const values = entries.map((e) => {
       const row = [
@@ -64,8 +65,28 @@ export class GatewayTransactionLog {
       ];
       return `(${row.map((v) => p.add(v)).join(', ')})`;
     });
-    return `INSERT INTO gateway_transactions (id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key,
-         outcome, code, message, reference, latency_ms, request, response, created_at) VALUES ${values.join(', ')}`;
+    return `INSERT INTO gateway_transactions (${INSERT_COLUMNS}) VALUES ${values.join(', ')}`;
+  }
+
+  /**
+   * One INSERT for the calls of many operations (PostgreSQL, as a CTE part): the rows are bound as
+   * one JSON parameter, so the statement is the same whatever their number (none included).
+   */
+  batchInsertSql(batches: Array<{ ctx: RequestContext; owner: { paymentId?: string; refundId?: string }; entries: PendingTransaction[] }>, p: Params): string {
+    const rows = batches.flatMap(({ ctx, owner, entries }) => {
+      const now = ctx.clock.now().toISOString();
+      return entries.map((e) => ({
+        id: newId('gtx'), account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId ?? null, refund_id: owner.refundId ?? null,
+        gateway_id: e.gatewayId, gateway_type: e.gatewayType, kind: e.kind, attempt: e.attempt, idempotency_key: e.idempotencyKey,
+        outcome: e.result.outcome, code: e.result.declineCode, message: e.result.message, reference: e.result.reference,
+        latency_ms: Math.round(e.result.latencyMs), request: JSON.stringify(e.result.request ?? {}), response: JSON.stringify(e.result.response ?? {}),
+        created_at: now,
+      }));
+    });
+    return `INSERT INTO gateway_transactions (${INSERT_COLUMNS})
+      SELECT ${INSERT_COLUMNS} FROM json_to_recordset(${p.add(this.db.jsonParam(rows), 'json')}) AS g(
+        id text, account_id text, mode text, payment_id text, refund_id text, gateway_id text, gateway_type text, kind text, attempt int,
+        idempotency_key text, outcome text, code text, message text, reference text, latency_ms int, request text, response text, created_at timestamptz)`;
   }
 
   async list(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown): Promise<Page<GatewayTransaction>> {

@@ -24,6 +24,7 @@ import { errorForLog, type Logger } from '../../logger';
 import { idempotencyKeyInUse, type IdempotencyService } from '../idempotency/idempotency.service';
 import { dataEnvelope, type IdempotencyHandle } from '../../core/idempotency';
 import { Params } from '../../db/params';
+import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.writes';
 
 export interface PaymentMethodDetails {
   type: 'card';
@@ -117,7 +118,12 @@ export class PaymentService {
     private readonly logger: Logger,
     /** Longest one gateway attempt can take (charge, repeat, status lookup). */
     private readonly attemptBudgetMs = 3 * 10_000,
-  ) {}
+    batchOptions: PaymentBatchOptions = { maxBatch: 64, maxInFlight: 2 },
+  ) {
+    this.batch = new PaymentBatchWrites(db, events, gtx, idempotency, batchOptions);
+  }
+
+  private readonly batch: PaymentBatchWrites;
 
   /**
    * Writes the payment as pending, charges through the routed gateways (never past a
@@ -288,29 +294,17 @@ export class PaymentService {
 
   /**
    * PostgreSQL: the outcome, its gateway transactions, its event with the webhook deliveries and
-   * the Idempotency-Key's stored response as one statement of data-modifying CTEs (one round
-   * trip, atomic on its own). Every part but the log writes only if the payment was still pending.
+   * the Idempotency-Key's stored response in one statement (atomic on its own), shared with the
+   * other payments settling at the same moment (PaymentBatchWrites).
    */
   private async finishInOneStatement(ctx: RequestContext, done: Payment, log: PendingTransaction[], reference: string | null): Promise<Payment> {
-    const p = new Params();
     const doneJson = JSON.stringify(done);
-    const parts: Array<{ name: string; sql: string }> = [{ name: 'upd', sql: `${outcomeUpdateSql(done, reference, p)} RETURNING id` }];
-    if (log.length > 0) parts.push({ name: 'gtx', sql: this.gtx.insertSql(ctx, { paymentId: done.id }, log, p) });
-    const eventType = outcomeEvent(done);
-    const event = eventType ? this.events.statementParts(ctx, eventType, done as unknown as Record<string, unknown>, doneJson, p, 'upd') : undefined;
-    if (event) parts.push(...event.parts);
-    const idem = foldedKey(ctx);
-    const stored = idem ? { status: idem.status, body: dataEnvelope(doneJson) } : undefined;
-    if (idem && stored) {
-      parts.push({ name: 'idem', sql: `${this.idempotency.completeSql(idem, stored.status, stored.body, p)} AND EXISTS (SELECT 1 FROM upd)` });
-    }
-    const [row] = await this.db.select<{ changed: number }>(
-      `WITH ${parts.map((part) => `${part.name} AS (${part.sql})`).join(',\n')} SELECT count(*)::int AS changed FROM upd`,
-      p.values,
-    );
-    if (row.changed === 0) return (await this.retrieveRow(ctx, done.id)) as Payment;
-    event?.publish();
-    if (idem) idem.completed = stored;
+    const handle = foldedKey(ctx);
+    const idem = handle ? { handle, status: handle.status } : undefined;
+    const changed = await this.batch.writeFinal({ ctx, done, doneJson, reference, log, eventType: outcomeEvent(done), idem });
+    if (!changed) return (await this.retrieveRow(ctx, done.id)) as Payment;
+    // The bytes the statement stored (dataEnvelopeSql over the same JSON).
+    if (handle) handle.completed = { status: handle.status, body: dataEnvelope(doneJson) };
     return done;
   }
 
@@ -320,52 +314,46 @@ export class PaymentService {
    * with its stored answer or a 409 before anything is written.
    */
   private async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date): Promise<void> {
-    const pg = this.db.dialect === 'postgres';
     const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
-      const claimParams = new Params();
-      const claim = idem ? this.idempotency.claimSql(idem, claimParams) : '';
-      // PostgreSQL runs claim and insert as one statement (one parameter list); SQLite as two.
-      const p = pg && idem ? claimParams : new Params();
-      const v = (value: unknown, pgType: string) => p.add(value, pg ? pgType : undefined);
-      const created = new Date(payment.createdAt);
-      const columns = `id, account_id, mode, customer_id, amount, currency, original_currency, original_amount,
-         exchange_rate, payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts,
-         invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, search_text, lease_until`;
-      const values = [
-        v(payment.id, 'text'), v(ctx.accountId, 'text'), v(ctx.mode, 'text'), v(payment.customerId, 'text'), v(payment.amount, 'bigint'),
-        v(payment.currency, 'text'), v(payment.originalCurrency, 'text'), v(payment.originalAmount, 'bigint'), v(payment.exchangeRate, 'text'),
-        v(payment.paymentMethod, 'text'), v(JSON.stringify(payment.paymentMethodDetails), 'text'), v(payment.description, 'text'),
-        v(JSON.stringify(payment.metadata), 'text'), "'pending'", '0', v(plan, 'text'), "'[]'", v(payment.invoiceId, 'text'),
-        v(payment.subscriptionId, 'text'), v(payment.checkoutSessionId, 'text'), v(payment.paymentLinkId, 'text'),
-      ];
-      const at = v(created, 'timestamptz');
-      values.push(at, at, v(searchText(payment), 'text'), v(leaseUntil, 'timestamptz'));
-      if (!idem) {
-        await this.db.execute(`INSERT INTO payments (${columns}) VALUES (${values.join(', ')})`, p.values);
-        return;
-      }
-      let claimed: boolean;
-      if (pg) {
-        claimed = (await this.db.execute(
-          `WITH claim AS (${claim} RETURNING 1) INSERT INTO payments (${columns}) SELECT ${values.join(', ')} WHERE EXISTS (SELECT 1 FROM claim)`,
-          p.values,
-        )) === 1;
-      } else {
-        claimed = await this.db.transaction(async (t) => {
-          if ((await this.db.execute(claim, claimParams.values, t)) !== 1) return false;
-          await this.db.execute(`INSERT INTO payments (${columns}) VALUES (${values.join(', ')})`, p.values, t);
-          return true;
-        });
-      }
+      const claimed = this.db.dialect === 'postgres'
+        ? await this.batch.writePending({ ctx, payment, plan, leaseUntil, searchText: searchText(payment), idem })
+        : await this.insertPendingSqlite(ctx, payment, plan, leaseUntil, idem);
       if (claimed) {
-        idem.claimed = true;
+        if (idem) idem.claimed = true;
         return;
       }
       // Taken: replays or 409s by throwing; returns when the old row had expired (claim again).
-      await this.idempotency.afterLostClaim(idem, ctx.keyId);
+      await this.idempotency.afterLostClaim(idem as IdempotencyHandle, ctx.keyId);
     }
     throw idempotencyKeyInUse();
+  }
+
+  /** SQLite: the claim (if any) and the insert in one transaction; false when the key is taken. */
+  private async insertPendingSqlite(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, idem?: IdempotencyHandle): Promise<boolean> {
+    const p = new Params();
+    const created = new Date(payment.createdAt);
+    const values = [
+      payment.id, ctx.accountId, ctx.mode, payment.customerId, payment.amount, payment.currency, payment.originalCurrency,
+      payment.originalAmount, payment.exchangeRate, payment.paymentMethod, JSON.stringify(payment.paymentMethodDetails),
+      payment.description, JSON.stringify(payment.metadata),
+    ].map((v) => p.add(v));
+    values.push("'pending'", '0', p.add(plan), "'[]'", ...[payment.invoiceId, payment.subscriptionId, payment.checkoutSessionId, payment.paymentLinkId].map((v) => p.add(v)));
+    const at = p.add(created);
+    values.push(at, at, p.add(searchText(payment)), p.add(leaseUntil));
+    const insert = `INSERT INTO payments (id, account_id, mode, customer_id, amount, currency, original_currency, original_amount,
+         exchange_rate, payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts,
+         invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, search_text, lease_until) VALUES (${values.join(', ')})`;
+    if (!idem) {
+      await this.db.execute(insert, p.values);
+      return true;
+    }
+    return this.db.transaction(async (t) => {
+      const claimParams = new Params();
+      if ((await this.db.execute(this.idempotency.claimSql(idem, claimParams), claimParams.values, t)) !== 1) return false;
+      await this.db.execute(insert, p.values, t);
+      return true;
+    });
   }
 
   private async resolveMethod(ctx: RequestContext, data: CreatePaymentInput): Promise<ResolvedMethod> {

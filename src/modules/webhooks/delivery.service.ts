@@ -12,7 +12,7 @@ import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
-import { toApiEvent, type ApiEvent } from '../events/event.service';
+import { eventJsonSql, toApiEvent, type ApiEvent, type BatchedEvent } from '../events/event.service';
 import type { RetrySchedule } from '../../webhooks/backoff';
 import { deliverWebhook, type DeliveryOutcome } from '../../webhooks/http-delivery';
 import { buildDeliveryHeaders } from '../../webhooks/signature';
@@ -192,9 +192,21 @@ export class WebhookDeliveryService {
     return this.db.execute(sql, p.values, t);
   }
 
-  /** The outbox hook as a part of one PostgreSQL statement: writes only if `eventCte` inserted the event. */
-  enqueuePart(event: ApiEvent, eventJson: string, ctx: RequestContext, p: Params, eventCte: string): string {
-    return this.deliveriesSql(p, { accountId: ctx.accountId, mode: ctx.mode }, event, eventJson, eventCte);
+  /**
+   * The outbox hook as a part of one PostgreSQL statement: a delivery for every enabled endpoint
+   * subscribed to each event the CTE `eventCte` inserted (ids as in `deliveriesSql`; the payload
+   * is the event's JSON, built from its row).
+   */
+  batchPart(events: BatchedEvent[], p: Params, eventCte: string): string {
+    const rows = events.map(({ event }) => ({ event_id: event.id, prefix: `whd_${randomBase62(20)}` }));
+    const now = p.add(this.clock.now(), 'timestamptz');
+    return `INSERT INTO webhook_deliveries
+         (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
+       SELECT v.prefix || substr(e.id, 4), e.account_id, e.mode, e.id, ev.id, ev.type, ${eventJsonSql('ev')}, 'pending', 0, ${now}, ${now}, ${now}
+         FROM json_to_recordset(${p.add(this.db.jsonParam(rows), 'json')}) AS v(event_id text, prefix text)
+         JOIN ${eventCte} ev ON ev.id = v.event_id
+         JOIN webhook_endpoints e ON e.account_id = ev.account_id AND e.mode = ev.mode AND e.status = 'enabled' AND e.deleted_at IS NULL
+          AND (e.events LIKE '%"*"%' OR e.events LIKE '%"' || replace(replace(replace(ev.type, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '"%' ESCAPE '\\')`;
   }
 
   /**
@@ -202,7 +214,7 @@ export class WebhookDeliveryService {
    * subscribed to the event's type. Row ids: whd_ + 20 random characters shared by this batch +
    * the endpoint id's random part.
    */
-  private deliveriesSql(p: Params, scope: { accountId: string; mode: string }, event: ApiEvent, payload: string, guard?: string): string {
+  private deliveriesSql(p: Params, scope: { accountId: string; mode: string }, event: ApiEvent, payload: string): string {
     // Parameters in a SELECT list have no column to take a type from on PostgreSQL.
     const pg = this.db.dialect === 'postgres';
     const text = (v: string) => (pg ? p.add(v, 'text') : `CAST(${p.add(v)} AS TEXT)`);
@@ -213,8 +225,7 @@ export class WebhookDeliveryService {
               'pending', 0, ${time}, ${time}, ${time}
          FROM webhook_endpoints e
         WHERE e.account_id = ${p.add(scope.accountId)} AND e.mode = ${p.add(scope.mode)} AND e.status = 'enabled' AND e.deleted_at IS NULL
-          AND (e.events LIKE '%"*"%' OR e.events LIKE ${p.add(likePattern(`"${event.type}"`))} ESCAPE '\\')${guard ? `
-          AND EXISTS (SELECT 1 FROM ${guard})` : ''}`;
+          AND (e.events LIKE '%"*"%' OR e.events LIKE ${p.add(likePattern(`"${event.type}"`))} ESCAPE '\\')`;
   }
 
   /**

@@ -120,7 +120,7 @@ export function createWebhookServices(deps: {
   // The durable outbox: deliveries are written in the same transaction as the event.
   events.onWrite({
     inTransaction: (event, ctx, t) => deliveries.enqueue(event, ctx, t).then(() => undefined),
-    statementPart: (event, eventJson, ctx, p, eventCte) => deliveries.enqueuePart(event, eventJson, ctx, p, eventCte),
+    batchStatementPart: (events, p, eventCte) => deliveries.batchPart(events, p, eventCte),
   });
 
   return {

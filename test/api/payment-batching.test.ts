@@ -1,0 +1,157 @@
+import { randomBytes } from 'node:crypto';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { DIALECT } from '../helpers/db';
+import { PaymentBatchWrites } from '../../src/modules/payments/payment-batch.writes';
+import { GatewayTransactionLog } from '../../src/modules/payments/gateway-transaction.log';
+import type { Payment } from '../../src/modules/payments/payment.service';
+import type { RequestContext } from '../../src/core/context';
+import type { IdempotencyHandle } from '../../src/core/idempotency';
+import { newId } from '../../src/core/ids';
+
+/**
+ * Concurrent `POST /v1/payments` on PostgreSQL share their writes (group commit: one pending
+ * insert and one settling statement for every payment ready at that moment). Each payment must
+ * still come out exactly as if written alone; on SQLite each is written on its own.
+ */
+
+let app: TestApp;
+let key: string;
+beforeAll(async () => {
+  app = await startTestApp({ env: { API_KEY_CACHE_MS: '60000' } });
+  key = (await app.createAccount()).testKey;
+});
+afterAll(() => app.stop());
+
+const db = () => app.server.services.db;
+const newKey = () => `pb-${randomBytes(8).toString('hex')}`;
+
+describe('concurrent payments', () => {
+  it('should write each of many concurrent payments exactly as if alone, sharing statements on PostgreSQL', async () => {
+    // Warm the caches a payment reads (key, routing, gateways) so the burst arrives together.
+    expect((await app.request('POST', '/v1/payments', { key, body: { amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa' } })).status).toBe(201);
+    app.sql.length = 0;
+    const plans = Array.from({ length: 24 }, (_, i) => ({
+      idem: i % 3 === 2 ? undefined : newKey(),
+      body: { amount: 1000 + i, currency: 'usd', paymentMethod: i % 4 === 1 ? 'pm_card_declined' : 'pm_card_visa', metadata: { n: String(i) } },
+    }));
+    const results = await Promise.all(plans.map((p) =>
+      app.request('POST', '/v1/payments', { key, body: p.body, headers: p.idem ? { 'Idempotency-Key': p.idem } : {} })));
+    const burst = [...app.sql];
+
+    const ids = new Set<string>();
+    for (const [i, res] of results.entries()) {
+      expect(res.status).toBe(201);
+      const pay = res.body.data;
+      ids.add(pay.id);
+      expect(pay.amount).toBe(1000 + i);
+      expect(pay.metadata).toEqual({ n: String(i) });
+      expect(pay.status).toBe(i % 4 === 1 ? 'failed' : 'succeeded');
+      // What was answered is what was stored.
+      const read = await app.request('GET', `/v1/payments/${pay.id}`, { key });
+      expect(read.body.data).toEqual(pay);
+      // One event of the right type, carrying this payment.
+      const [event] = await db().select<{ type: string; data: string }>('SELECT type, data FROM events WHERE data LIKE $1', [`%"id":"${pay.id}"%`]);
+      expect(event.type).toBe(pay.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed');
+      expect(JSON.parse(event.data)).toEqual({ object: pay });
+      const calls = await app.request('GET', `/v1/payments/${pay.id}/gateway-transactions`, { key });
+      expect(calls.body.data).toHaveLength(1);
+      expect(calls.body.data[0]).toMatchObject({ paymentId: pay.id, kind: 'charge', outcome: pay.status === 'succeeded' ? 'succeeded' : 'declined' });
+      if (plans[i].idem) {
+        const [stored] = await db().select<{ state: string; response_body: string }>(
+          'SELECT state, response_body FROM idempotency_keys WHERE idempotency_key = $1', [plans[i].idem],
+        );
+        expect(stored.state).toBe('completed');
+        expect(stored.response_body).toBe(res.text);
+        const again = await app.request('POST', '/v1/payments', { key, body: plans[i].body, headers: { 'Idempotency-Key': plans[i].idem! } });
+        expect(again.headers['idempotent-replayed']).toBe('true');
+        expect(again.text).toBe(res.text);
+      }
+    }
+    expect(ids.size).toBe(24);
+
+    const inserts = burst.filter((s) => /INSERT INTO payments/.test(s));
+    const settles = burst.filter((s) => /UPDATE payments( p)? SET status/.test(s));
+    if (DIALECT === 'postgres') {
+      // Fewer statements than payments: concurrent payments shared them.
+      expect(inserts.length).toBeLessThan(24);
+      expect(settles.length).toBeLessThan(24);
+      expect(inserts.length).toBeGreaterThanOrEqual(1);
+    } else {
+      expect(inserts).toHaveLength(24);
+      expect(settles).toHaveLength(24);
+    }
+  });
+
+  it('should make concurrent first uses of one key in one burst create exactly one payment', async () => {
+    const idem = newKey();
+    const body = { amount: 4321, currency: 'usd', paymentMethod: 'pm_card_visa' };
+    const [before] = await db().select<{ n: number | string }>('SELECT count(*) AS n FROM payments WHERE amount = 4321');
+    const results = await Promise.all(Array.from({ length: 8 }, () =>
+      app.request('POST', '/v1/payments', { key, body, headers: { 'Idempotency-Key': idem } })));
+    const fresh = results.filter((r) => r.status === 201 && r.headers['idempotent-replayed'] === undefined);
+    expect(fresh).toHaveLength(1);
+    for (const r of results) expect([201, 409]).toContain(r.status);
+    const [after] = await db().select<{ n: number | string }>('SELECT count(*) AS n FROM payments WHERE amount = 4321');
+    expect(Number(after.n)).toBe(Number(before.n) + 1);
+  });
+});
+
+// The batched writer exists on PostgreSQL only (SQLite writes each payment in its own transaction).
+if (DIALECT === 'postgres') {
+  describe('PaymentBatchWrites (PostgreSQL)', () => {
+    const writer = () => {
+      const s = app.server.services;
+      return new PaymentBatchWrites(s.db, s.events, new GatewayTransactionLog(s.db), s.idempotency, { maxBatch: 64, maxInFlight: 1 });
+    };
+    const ctx = (): RequestContext => ({ accountId: 'acct_batch_test', mode: 'test', permissions: ['*'], requestId: 'req_batch_test', clock: app.server.services.clock });
+    const payment = (): Payment => {
+      const now = new Date().toISOString();
+      return {
+        id: newId('pay'), object: 'payment', livemode: false, customerId: null, amount: 500, currency: 'usd', originalCurrency: 'usd',
+        originalAmount: null, exchangeRate: null, paymentMethod: 'pm_card_visa',
+        paymentMethodDetails: { type: 'card', brand: 'visa', last4: '4242', expMonth: null, expYear: null, fingerprint: null },
+        description: null, metadata: {}, status: 'pending', failureCode: null, failureMessage: null, amountRefunded: 0, refunded: false,
+        gatewayId: null, attempts: [], invoiceId: null, subscriptionId: null, checkoutSessionId: null, paymentLinkId: null, createdAt: now, updatedAt: now,
+      };
+    };
+    const handle = (k: string): IdempotencyHandle => ({ scope: 'acct_batch_test:test', key: k, fingerprint: 'f', status: 201, claimed: false });
+    const pending = (p: Payment, idem?: IdempotencyHandle) => ({ ctx: ctx(), payment: p, plan: '[]', leaseUntil: new Date(Date.now() + 60_000), searchText: '', idem });
+
+    it('should let only the first of two writes with one Idempotency-Key submitted together insert', async () => {
+      const w = writer();
+      const k = newKey();
+      const [a, b, c] = [payment(), payment(), payment()];
+      const results = await Promise.all([w.writePending(pending(a, handle(k))), w.writePending(pending(b, handle(k))), w.writePending(pending(c, handle(newKey())))]);
+      expect(results).toEqual([true, false, true]);
+      const rows = await db().select<{ id: string }>('SELECT id FROM payments WHERE id IN ($1, $2, $3) ORDER BY id', [a.id, b.id, c.id]);
+      expect(rows.map((r) => r.id).sort()).toEqual([a.id, c.id].sort());
+    });
+
+    it('should settle only the payments still pending, and record events and responses for those alone', async () => {
+      const w = writer();
+      const [a, b] = [payment(), payment()];
+      const ka = newKey();
+      const kb = newKey();
+      expect(await Promise.all([w.writePending(pending(a, handle(ka))), w.writePending(pending(b, handle(kb)))])).toEqual([true, true]);
+      // b is settled by someone else first (recovery, say).
+      await db().execute("UPDATE payments SET status = 'failed' WHERE id = $1", [b.id]);
+      const settle = (p: Payment, k: string) => {
+        const done: Payment = { ...p, status: 'succeeded' };
+        return w.writeFinal({ ctx: ctx(), done, doneJson: JSON.stringify(done), reference: 'ref', log: [], eventType: 'payment.succeeded', idem: { handle: handle(k), status: 201 } });
+      };
+      expect(await Promise.all([settle(a, ka), settle(b, kb)])).toEqual([true, false]);
+      const statuses = await db().select<{ id: string; status: string }>('SELECT id, status FROM payments WHERE id IN ($1, $2)', [a.id, b.id]);
+      expect(Object.fromEntries(statuses.map((r) => [r.id, r.status]))).toEqual({ [a.id]: 'succeeded', [b.id]: 'failed' });
+      const events = await db().select<{ data: string }>("SELECT data FROM events WHERE account_id = 'acct_batch_test' AND (data LIKE $1 OR data LIKE $2)", [`%${a.id}%`, `%${b.id}%`]);
+      expect(events).toHaveLength(1);
+      expect(JSON.parse(events[0].data).object.id).toBe(a.id);
+      const keys = await db().select<{ idempotency_key: string; state: string; response_body: string | null }>(
+        'SELECT idempotency_key, state, response_body FROM idempotency_keys WHERE idempotency_key IN ($1, $2)', [ka, kb],
+      );
+      const byKey = Object.fromEntries(keys.map((r) => [r.idempotency_key, r]));
+      expect(byKey[ka].state).toBe('completed');
+      expect(byKey[ka].response_body).toBe(`{"data":${JSON.stringify({ ...a, status: 'succeeded' })},"error":null}`);
+      expect(byKey[kb].state).toBe('running');
+    });
+  });
+}
