@@ -75,16 +75,38 @@ abstract class BaseFanout implements EventFanout {
     this.pending = [];
   }
 
-  protected async receive(payload: string): Promise<void> {
+  private receiving: Promise<void> = Promise.resolve();
+
+  /**
+   * Messages are handled one at a time, in the order they arrived: a message whose events must
+   * be read back first does not let a later one overtake it.
+   */
+  protected receive(payload: string): Promise<void> {
     // Our own messages come back too (NOTIFY reaches every listener): skip them unparsed.
-    if (payload.startsWith(`{"origin":"${this.origin}"`)) return;
+    if (payload.startsWith(`{"origin":"${this.origin}"`)) return Promise.resolve();
+    const next = this.receiving.then(() => this.deliver(payload));
+    this.receiving = next.catch(() => undefined);
+    return next;
+  }
+
+  private async deliver(payload: string): Promise<void> {
     const envelope = JSON.parse(payload) as { origin: string; items: Array<PublishedEvent | { ref: string }> };
     if (envelope.origin === this.origin) return;
     const refs = envelope.items.flatMap((item) => ('ref' in item ? [item.ref] : []));
-    const loaded = new Map((refs.length > 0 ? await this.load(refs) : []).map((e) => [e.id, e]));
+    const loaded = new Map((refs.length > 0 ? await this.loadWithRetry(refs) : []).map((e) => [e.id, e]));
     for (const item of envelope.items) {
       const event = 'ref' in item ? loaded.get(item.ref) : item;
       if (event) this.bus.deliverLocal(event);
+    }
+  }
+
+  /** One more try after a failed read (a dropped connection, a busy pool) before giving the message up. */
+  private async loadWithRetry(ids: string[]): Promise<PublishedEvent[]> {
+    try {
+      return await this.load(ids);
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return this.load(ids);
     }
   }
 }

@@ -7,10 +7,10 @@
  * carries every item that arrived while the previous ones ran, so the database sees one round
  * trip, one plan execution and one commit for many payments instead of one each.
  *
- * A batch that the database refuses (an error with a SQLSTATE, nothing written) is split: each
- * item is written alone, so one bad item fails only its own request. Any other failure (a lost
- * connection, whose outcome is unknown) fails every item of the batch, as it would have failed
- * each of them written alone.
+ * A batch that the database refuses (`isRefusal`: the statement failed as a whole, nothing
+ * written) is split: each item is written alone, one after the other, so one bad item fails only
+ * its own request. Any other failure (a lost connection, whose outcome is unknown) fails every
+ * item of the batch, as it would have failed each of them written alone.
  */
 export interface BatcherOptions<I, O> {
   /** Writes `items` in one statement; returns one result per item, in order. */
@@ -21,6 +21,8 @@ export interface BatcherOptions<I, O> {
   maxInFlight: number;
   /** Items with the same key never share a statement (e.g. one Idempotency-Key). */
   conflictKey?(item: I): string | undefined;
+  /** Whether `err` means the statement was refused whole, so nothing of it was written. */
+  isRefusal(err: unknown): boolean;
 }
 
 interface Waiting<I, O> {
@@ -94,18 +96,13 @@ export class WriteBatcher<I, O> {
       const results = await this.options.run(batch.map((w) => w.item));
       batch.forEach((w, i) => w.resolve(results[i]));
     } catch (err) {
-      if (batch.length === 1 || !refusedByDatabase(err)) {
+      if (batch.length === 1 || !this.options.isRefusal(err)) {
         for (const w of batch) w.reject(err);
         return;
       }
-      // Nothing was written: find the item the database refuses by writing each alone.
-      await Promise.all(batch.map((w) => this.write([w])));
+      // Nothing was written: find the item the database refuses by writing each alone, one at a
+      // time (a refusal caused by load must not turn into a burst of statements).
+      for (const w of batch) await this.write([w]);
     }
   }
-}
-
-/** A statement the server refused (it carries a SQLSTATE): atomic, so nothing of it was written. */
-function refusedByDatabase(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
 }

@@ -3,7 +3,7 @@ import { Sequelize, type ModelCtor } from 'sequelize-typescript';
 import pg from 'pg';
 import { createHash } from 'node:crypto';
 import { DomainError } from '../core/errors';
-import { findNul } from '../core/validation';
+import { storableDeep } from '../core/text';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -181,15 +181,14 @@ export class Database {
 
   /**
    * Rows bound as one JSON parameter (PostgreSQL's `json_to_recordset`): the statement text stays
-   * the same whatever the number of rows, so it is prepared once per connection.
+   * the same whatever the number of rows, so it is prepared once per connection. Text that
+   * PostgreSQL refuses (NUL, unpaired surrogates; input validation refuses NUL earlier) is
+   * replaced by U+FFFD rather than failing the statement, and with it every row it carries.
    */
   jsonParam(rows: unknown[]): string {
     const json = JSON.stringify(rows);
-    // The escape appears only if some string holds a NUL (or the six characters themselves).
-    if (json.includes('\\u0000') && findNul(rows) !== null) {
-      throw new DomainError('invalid_parameter', 'Text may not contain NUL characters');
-    }
-    return json;
+    // JSON.stringify escapes exactly these as \u0000 and \udXXX (paired surrogates stay raw).
+    return /\\u(?:0000|d[89a-f])/i.test(json) ? JSON.stringify(storableDeep(rows)) : json;
   }
 
   /** `FOR UPDATE` where the dialect has it; SQLite serialises writers anyway. */
@@ -200,6 +199,14 @@ export class Database {
   async close(): Promise<void> {
     await this.sequelize.close();
   }
+}
+
+/**
+ * An error the PostgreSQL server answered a statement with: the statement failed as a whole and
+ * wrote nothing (as opposed to a lost connection, after which its outcome is unknown).
+ */
+export function isStatementRefused(err: unknown): boolean {
+  return err instanceof pg.DatabaseError;
 }
 
 function pad(n: number, width = 2): string {

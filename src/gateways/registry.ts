@@ -1,3 +1,4 @@
+import { storableDeep } from '../core/text';
 import { z } from 'zod';
 import type { Gateway } from './gateway';
 import { SimulatorGateway } from './simulator/simulator.gateway';
@@ -126,4 +127,19 @@ const FACTORIES: Record<GatewayType, Factory> = {
 export function createGateway(type: string, opts: CreateGatewayOptions): Gateway {
   const valid = validateGatewayConfig(type, opts.credentials, opts.settings);
   return FACTORIES[valid.type]({ ...opts, credentials: valid.credentials, settings: valid.settings });
+}
+
+/**
+ * A gateway's answers are stored (outcomes, gateway transactions, events): whatever a remote
+ * gateway sends back, its text is made storable here (no NUL, no unpaired surrogate), so
+ * recording an outcome never fails on it after money has moved.
+ */
+export function withStorableResults(gateway: Gateway): Gateway {
+  return {
+    type: gateway.type,
+    charge: async (request) => storableDeep(await gateway.charge(request)),
+    refund: async (request) => storableDeep(await gateway.refund(request)),
+    status: async (request) => storableDeep(await gateway.status(request)),
+    saveCard: async (request) => storableDeep(await gateway.saveCard(request)),
+  };
 }

@@ -82,6 +82,17 @@ describe('concurrent payments', () => {
     }
   });
 
+  it('should take text with an unpaired surrogate, not fail (U+FFFD in text columns, kept in JSON ones)', async () => {
+    const res = await app.request('POST', '/v1/payments', {
+      key, body: { amount: 777, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'odd \ud800 text', metadata: { note: '\udc00' } },
+    });
+    expect(res.status).toBe(201);
+    const read = await app.request('GET', `/v1/payments/${res.body.data.id}`, { key });
+    expect(read.body.data.status).toBe('succeeded');
+    expect(read.body.data.description).toBe('odd \uFFFD text');
+    expect(read.body.data.metadata).toEqual({ note: '\udc00' }); // an ASCII \u escape inside the stored JSON
+  });
+
   it('should make concurrent first uses of one key in one burst create exactly one payment', async () => {
     const idem = newKey();
     const body = { amount: 4321, currency: 'usd', paymentMethod: 'pm_card_visa' };
@@ -125,6 +136,46 @@ if (DIALECT === 'postgres') {
       expect(results).toEqual([true, false, true]);
       const rows = await db().select<{ id: string }>('SELECT id FROM payments WHERE id IN ($1, $2, $3) ORDER BY id', [a.id, b.id, c.id]);
       expect(rows.map((r) => r.id).sort()).toEqual([a.id, c.id].sort());
+    });
+
+    it("should settle every payment of a batch when one gateway answer carries text PostgreSQL refuses", async () => {
+      const w = writer();
+      const [a, b] = [payment(), payment()];
+      expect(await Promise.all([w.writePending(pending(a)), w.writePending(pending(b))])).toEqual([true, true]);
+      const result = { outcome: 'declined' as const, reference: null, declineCode: 'card_declined', message: 'bad\u0000text', latencyMs: 1, request: {}, response: { m: 'x\ud800' } };
+      const settle = (p: Payment, message: string | null) => {
+        const done: Payment = { ...p, status: 'failed', failureCode: 'card_declined', failureMessage: 'The card was declined.' };
+        return w.writeFinal({
+          ctx: ctx(), done, doneJson: JSON.stringify(done), reference: null, eventType: 'payment.failed',
+          log: [{ kind: 'charge', gatewayId: 'gw_x', gatewayType: 'stripe', attempt: 1, idempotencyKey: `${p.id}_a1`, result: { ...result, message } }],
+        });
+      };
+      expect(await Promise.all([settle(a, 'bad\u0000text'), settle(b, 'fine')])).toEqual([true, true]);
+      const rows = await db().select<{ payment_id: string; message: string; response: string }>(
+        'SELECT payment_id, message, response FROM gateway_transactions WHERE payment_id IN ($1, $2)', [a.id, b.id],
+      );
+      const byPayment = Object.fromEntries(rows.map((r) => [r.payment_id, r]));
+      expect(byPayment[a.id].message).toBe('bad\uFFFDtext');
+      expect(JSON.parse(byPayment[a.id].response)).toEqual({ m: 'x\ud800' }); // an escape inside the stored JSON
+      expect(byPayment[b.id].message).toBe('fine');
+    });
+
+    it('should answer committed payments as settled even when an event listener throws', async () => {
+      const w = writer();
+      const [a, b] = [payment(), payment()];
+      expect(await Promise.all([w.writePending(pending(a)), w.writePending(pending(b))])).toEqual([true, true]);
+      const off = app.server.services.bus.subscribe(() => {
+        throw new Error('listener bug');
+      });
+      try {
+        const settle = (p: Payment) => {
+          const done: Payment = { ...p, status: 'succeeded' };
+          return w.writeFinal({ ctx: ctx(), done, doneJson: JSON.stringify(done), reference: 'ref', log: [], eventType: 'payment.succeeded' });
+        };
+        expect(await Promise.all([settle(a), settle(b)])).toEqual([true, true]);
+      } finally {
+        off();
+      }
     });
 
     it('should settle only the payments still pending, and record events and responses for those alone', async () => {

@@ -157,6 +157,8 @@ describe('POST /v1/payments with an Idempotency-Key: statements', () => {
       expect(claim.sql).toContain('INSERT INTO payments');
       expect(claim.sql).toContain('ON CONFLICT (scope, idempotency_key) DO NOTHING');
       expect(claim.sql).toMatch(/EXISTS \(SELECT 1 FROM claim /);
+      // Keys are claimed in one order by every statement, so two batches cannot deadlock on them.
+      expect(claim.sql).toMatch(/ORDER BY s\.idem_scope, s\.idem_key\s+ON CONFLICT/);
       expect(final.sql).toMatch(/^WITH /);
       expect(final.sql).toContain('UPDATE payments');
       expect(final.sql).toContain('INSERT INTO gateway_transactions');

@@ -118,4 +118,33 @@ describe('event fan-out over PostgreSQL NOTIFY', () => {
     expect(b.received[2]).toEqual(event(2));
     expect(a.received.map((e) => e.id)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3']);
   });
+
+  it('should deliver messages in the order they arrived even when an earlier read back is slower, and retry a failed read once', async () => {
+    const stored = new Map(Array.from({ length: 3 }, (_, i) => [`evt_${i}`, event(i)]));
+    let calls = 0;
+    const load = async (ids: string[]) => {
+      calls++;
+      if (calls === 1) await new Promise((r) => setTimeout(r, 300)); // the first message reads slowly
+      if (calls === 2) throw new Error('connection reset'); // the second message's first read fails
+      return ids.flatMap((id) => (stored.has(id) ? [stored.get(id)!] : []));
+    };
+    const busA = new EventBus();
+    const a = new PostgresFanout(url, busA, async () => [], createLogger('silent'));
+    const busB = new EventBus();
+    const b = new PostgresFanout(url, busB, load, createLogger('silent'));
+    for (const [f, bus] of [[a, busA], [b, busB]] as const) {
+      await f.start();
+      bus.connectRemote(f);
+      fanouts.push(f);
+    }
+    const received: string[] = [];
+    busB.subscribe((e) => received.push(e.id));
+    busA.publish(event(0)); // one message
+    await new Promise((r) => setTimeout(r, 60));
+    busA.publish(event(1)); // a second message
+    busA.publish(event(2));
+    await new Promise((r) => setTimeout(r, 900));
+    expect(received).toEqual(['evt_0', 'evt_1', 'evt_2']);
+    expect(calls).toBe(3); // the failed read was tried again
+  });
 });

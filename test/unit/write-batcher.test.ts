@@ -19,7 +19,7 @@ const tick = () => new Promise((r) => setImmediate(r));
 describe('WriteBatcher', () => {
   it('should write what one tick submits in one statement, and a lone item at once', async () => {
     const r = recorder();
-    const b = new WriteBatcher<string, string>({ run: r.run, maxBatch: 64, maxInFlight: 2 });
+    const b = new WriteBatcher<string, string>({ isRefusal: (e) => (e as { code?: string }).code === '22001', run: r.run, maxBatch: 64, maxInFlight: 2 });
     expect(await Promise.all(['a', 'b', 'c'].map((i) => b.submit(i)))).toEqual(['ok:a', 'ok:b', 'ok:c']);
     expect(r.batches).toEqual([['a', 'b', 'c']]);
     expect(await b.submit('d')).toBe('ok:d');
@@ -28,7 +28,7 @@ describe('WriteBatcher', () => {
 
   it('should gather what arrives while statements run into the next one, within maxInFlight', async () => {
     const r = recorder({ hold: true });
-    const b = new WriteBatcher<string, string>({ run: r.run, maxBatch: 64, maxInFlight: 1 });
+    const b = new WriteBatcher<string, string>({ isRefusal: (e) => (e as { code?: string }).code === '22001', run: r.run, maxBatch: 64, maxInFlight: 1 });
     const first = b.submit('a');
     await tick();
     expect(r.batches).toEqual([['a']]);
@@ -47,7 +47,7 @@ describe('WriteBatcher', () => {
 
   it('should cap a statement at maxBatch items and never put two items with one key in it', async () => {
     const r = recorder();
-    const b = new WriteBatcher<string, string>({ run: r.run, maxBatch: 3, maxInFlight: 1, conflictKey: (i) => i.split(':')[0] });
+    const b = new WriteBatcher<string, string>({ isRefusal: (e) => (e as { code?: string }).code === '22001', run: r.run, maxBatch: 3, maxInFlight: 1, conflictKey: (i) => i.split(':')[0] });
     const items = ['k1:a', 'k1:b', 'k2:a', 'k3:a', 'k4:a', 'k1:c'];
     expect(await Promise.all(items.map((i) => b.submit(i)))).toEqual(items.map((i) => `ok:${i}`));
     for (const batch of r.batches) {
@@ -61,7 +61,7 @@ describe('WriteBatcher', () => {
 
   it('should fail only the item the database refuses when a batch is refused', async () => {
     const r = recorder({ refuse: (i) => i === 'bad' });
-    const b = new WriteBatcher<string, string>({ run: r.run, maxBatch: 64, maxInFlight: 2 });
+    const b = new WriteBatcher<string, string>({ isRefusal: (e) => (e as { code?: string }).code === '22001', run: r.run, maxBatch: 64, maxInFlight: 2 });
     const results = await Promise.allSettled(['a', 'bad', 'c'].map((i) => b.submit(i)));
     expect(results.map((x) => x.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason.code).toBe('22001');
@@ -69,9 +69,25 @@ describe('WriteBatcher', () => {
     expect(r.batches.slice(1).sort()).toEqual([['a'], ['bad'], ['c']]);
   });
 
+  it('should write the items of a refused batch alone one at a time, not all at once', async () => {
+    let running = 0;
+    let most = 0;
+    const run = async (items: string[]) => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 5));
+      running--;
+      if (items.length > 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      return items.map((i) => `ok:${i}`);
+    };
+    const b = new WriteBatcher<string, string>({ isRefusal: () => true, run, maxBatch: 64, maxInFlight: 1 });
+    expect(await Promise.all(['a', 'b', 'c', 'd'].map((i) => b.submit(i)))).toEqual(['ok:a', 'ok:b', 'ok:c', 'ok:d']);
+    expect(most).toBe(1);
+  });
+
   it('should fail every item of a batch whose outcome is unknown (no retry)', async () => {
     const r = recorder({ fail: true });
-    const b = new WriteBatcher<string, string>({ run: r.run, maxBatch: 64, maxInFlight: 2 });
+    const b = new WriteBatcher<string, string>({ isRefusal: (e) => (e as { code?: string }).code === '22001', run: r.run, maxBatch: 64, maxInFlight: 2 });
     const results = await Promise.allSettled(['a', 'b'].map((i) => b.submit(i)));
     expect(results.map((x) => x.status)).toEqual(['rejected', 'rejected']);
     expect(r.batches).toEqual([['a', 'b']]); // written once: a lost connection may have committed

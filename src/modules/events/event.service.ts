@@ -155,10 +155,11 @@ export class EventService {
 
   /** Events as the bus carries them, by id (for fan-out messages that carry ids only). */
   async loadPublished(ids: string[]): Promise<PublishedEvent[]> {
-    const rows = await this.db.select(
-      `SELECT id, type, data, created_at, mode, account_id FROM events WHERE id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`,
-      ids,
-    );
+    const rows = this.db.dialect === 'postgres'
+      ? await this.db.select('SELECT id, type, data, created_at, mode, account_id FROM events WHERE id IN (SELECT json_array_elements_text($1::json))', [
+        this.db.jsonParam(ids),
+      ])
+      : await this.db.select(`SELECT id, type, data, created_at, mode, account_id FROM events WHERE id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`, ids);
     return rows.map((row) => ({ ...toApiEvent(row), accountId: row.account_id as string }));
   }
 

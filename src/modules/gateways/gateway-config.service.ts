@@ -11,7 +11,7 @@ import { listSchema, type Page } from '../../core/pagination';
 import { Filter, rawPage } from '../../db/list';
 import type { SecretBox } from '../../core/crypto';
 import type { Gateway } from '../../gateways/gateway';
-import { GATEWAY_TYPES, GatewayConfigError, createGateway, validateGatewayConfig } from '../../gateways/registry';
+import { GATEWAY_TYPES, GatewayConfigError, createGateway, validateGatewayConfig, withStorableResults } from '../../gateways/registry';
 
 export interface GatewayView {
   id: string;
@@ -240,7 +240,9 @@ export class GatewayConfigService {
   /** A connector instance for a gateway of this account (deleted ones included, for refunds). */
   async connector(ctx: { accountId: string; mode: string }, id: string): Promise<{ gateway: Gateway; type: string }> {
     if (id === BUILTIN_SIMULATOR_ID) {
-      this.builtin ??= createGateway('simulator', { gatewayId: BUILTIN_SIMULATOR_ID, credentials: {}, settings: {}, clock: this.connectorOptions.clock });
+      this.builtin ??= withStorableResults(
+        createGateway('simulator', { gatewayId: BUILTIN_SIMULATOR_ID, credentials: {}, settings: {}, clock: this.connectorOptions.clock }),
+      );
       return { gateway: this.builtin, type: 'simulator' };
     }
     const [row] = await this.db.select<GatewayRow>(`SELECT ${COLUMNS} FROM gateways WHERE id = $1 AND account_id = $2 AND mode = $3`, [
@@ -250,14 +252,14 @@ export class GatewayConfigService {
     const version = String(isoTime(row.updated_at));
     const cached = this.instances.get(id);
     if (cached && cached.version === version) return { gateway: cached.gateway, type: row.type };
-    const gateway = createGateway(row.type, {
+    const gateway = withStorableResults(createGateway(row.type, {
       gatewayId: id,
       credentials: row.credentials_sealed ? this.box.open<Record<string, string>>(row.credentials_sealed) : {},
       settings: readJson<Record<string, unknown>>(row.settings, {}),
       httpsAgentOptions: this.connectorOptions.ca ? { ca: this.connectorOptions.ca } : undefined,
       timeoutMs: this.connectorOptions.timeoutMs,
       clock: this.connectorOptions.clock,
-    });
+    }));
     this.instances.set(id, { version, gateway });
     return { gateway, type: row.type };
   }

@@ -73,9 +73,9 @@ export class IdempotencyService {
   }
 
   /**
-   * Claims for many requests in one statement: `source` names a relation with columns
-   * `idem_scope`, `idem_key`, `idem_hash` (rows with a null key claim nothing). Returns the
-   * `scope` and `idempotency_key` of each key it claimed; a key already held returns nothing.
+   * Claims for many requests in one statement (PostgreSQL): `source` names a relation with
+   * columns `idem_scope`, `idem_key`, `idem_hash` (rows with a null key claim nothing). Returns
+   * the `scope` and `idempotency_key` of each key it claimed; a key already held returns nothing.
    */
   claimFromSql(source: string, p: Params): string {
     const now = this.clock.now();
@@ -83,6 +83,8 @@ export class IdempotencyService {
     return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, state, created_at, expires_at)
       SELECT s.idem_scope, s.idem_key, s.idem_hash, 'running', ${p.add(now, 'timestamptz')}, ${p.add(expiresAt, 'timestamptz')}
         FROM ${source} s WHERE s.idem_key IS NOT NULL
+       -- One order for every statement: two batches holding the same keys cannot deadlock.
+       ORDER BY s.idem_scope, s.idem_key
       ON CONFLICT (scope, idempotency_key) DO NOTHING
       RETURNING scope, idempotency_key`;
   }

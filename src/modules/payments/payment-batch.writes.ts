@@ -1,4 +1,4 @@
-import type { Database } from '../../db/database';
+import { isStatementRefused, type Database } from '../../db/database';
 import { Params } from '../../db/params';
 import { WriteBatcher } from '../../db/batcher';
 import type { RequestContext } from '../../core/context';
@@ -35,6 +35,8 @@ export interface PaymentBatchOptions {
   maxBatch: number;
   /** Most statements of each kind (pending, settling) running at once. */
   maxInFlight: number;
+  /** Told about an event listener that threw after its payment was committed. */
+  onPublishError?(err: unknown): void;
 }
 
 const PENDING_INPUT = `id text, account_id text, mode text, customer_id text, amount bigint, currency text, original_currency text,
@@ -72,15 +74,16 @@ export class PaymentBatchWrites {
     private readonly events: EventService,
     private readonly gtx: GatewayTransactionLog,
     private readonly idempotency: IdempotencyService,
-    options: PaymentBatchOptions,
+    private readonly options: PaymentBatchOptions,
   ) {
     this.pending = new WriteBatcher({
       ...options,
+      isRefusal: isStatementRefused,
       run: (items) => this.insertPending(items),
       // Two claims of one key in one INSERT … ON CONFLICT would both look claimed here.
       conflictKey: (w) => (w.idem ? `${w.idem.scope}\n${w.idem.key}` : undefined),
     });
-    this.settling = new WriteBatcher({ ...options, run: (items) => this.settle(items) });
+    this.settling = new WriteBatcher({ ...options, isRefusal: isStatementRefused, run: (items) => this.settle(items) });
   }
 
   /** Inserts the pending row; false when its Idempotency-Key is already held (nothing written). */
@@ -160,7 +163,13 @@ export class PaymentBatchWrites {
     );
     const ids = new Set(changed.map((r) => r.id));
     withEvents.forEach((w, i) => {
-      if (ids.has(w.done.id)) event.publish(i);
+      if (!ids.has(w.done.id)) return;
+      // Committed: a failing listener must not turn these payments' answers into errors.
+      try {
+        event.publish(i);
+      } catch (err) {
+        this.options.onPublishError?.(err);
+      }
     });
     return items.map((w) => ids.has(w.done.id));
   }
