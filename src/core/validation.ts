@@ -1,13 +1,23 @@
 import { z } from 'zod';
 import { DomainError } from './errors';
+import { storableDeep } from './text';
 
 /** Parses service input once; the first problem becomes a DomainError naming its param. */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const nul = findNul(input);
   if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
-  const result = schema.safeParse(input ?? {}, { reportInput: true });
+  // An unpaired surrogate is not Unicode: it becomes U+FFFD here, so what is answered, stored
+  // and replayed is the same text.
+  const result = schema.safeParse(hasSurrogate(input) ? storableDeep(input) : (input ?? {}), { reportInput: true });
   if (result.success) return result.data;
   throw toDomainError(result.error);
+}
+
+function hasSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return /[\uD800-\uDFFF]/.test(value);
+  if (Array.isArray(value)) return value.some(hasSurrogate);
+  if (value !== null && typeof value === 'object') return Object.entries(value).some(([k, v]) => hasSurrogate(k) || hasSurrogate(v));
+  return false;
 }
 
 /** The path of the first string (or key) holding a NUL character, or null. Databases refuse them. */
