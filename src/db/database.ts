@@ -1,4 +1,4 @@
-import { QueryTypes, Transaction } from 'sequelize';
+import { Transaction } from 'sequelize';
 import { Sequelize, type ModelCtor } from 'sequelize-typescript';
 import pg from 'pg';
 import { createHash } from 'node:crypto';
@@ -121,20 +121,45 @@ export class Database {
   /** Bound SELECT returning plain rows; `$1, $2…` placeholders on both dialects. */
   async select<R = Record<string, unknown>>(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<R[]> {
     if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rows as R[];
-    return this.sequelize.query(sql, { bind: bind.map((v) => this.encode(v)), type: QueryTypes.SELECT, transaction, raw: true }) as Promise<R[]>;
+    return (await this.sqliteQuery('all', sql, bind, transaction)) as R[];
   }
 
   /** Bound INSERT/UPDATE/DELETE; returns the number of rows it touched. */
   async execute(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<number> {
     if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rowCount ?? 0;
-    // BULKDELETE is the query type for which Sequelize returns the affected-row count.
-    const count = await this.sequelize.query(sql, {
-      bind: bind.map((v) => this.encode(v)),
-      type: QueryTypes.BULKDELETE,
-      transaction,
-      raw: true,
+    return (await this.sqliteQuery('run', sql, bind, transaction)) as number;
+  }
+
+  /**
+   * Hot-path statements on SQLite: straight on the sqlite3 connection Sequelize holds (the
+   * transaction's, or its default one), skipping Sequelize's per-query work, which formats a
+   * stack trace for every statement. `$1, $2…` are bound by name; logged as Sequelize logs.
+   * Returns the rows (`all`) or the number of rows changed (`run`).
+   */
+  private async sqliteQuery(method: 'all' | 'run', sql: string, bind: unknown[], transaction?: Transaction): Promise<unknown[] | number> {
+    type SqliteConnection = {
+      uuid?: string;
+      serialize(fn: () => void): void;
+      all(sql: string, params: object, cb: (err: Error | null, rows: unknown[]) => void): void;
+      run(sql: string, params: object, cb: (this: { changes: number }, err: Error | null) => void): void;
+    };
+    const held = (transaction as unknown as { connection?: SqliteConnection } | undefined)?.connection;
+    const connection = held ?? (await (this.sequelize.connectionManager as unknown as { getConnection(o: object): Promise<SqliteConnection> }).getConnection({}));
+    this.logSql?.(`Executing (${connection.uuid || 'default'}): ${sql}`);
+    const params: Record<string, unknown> = {};
+    bind.forEach((v, i) => {
+      params[`$${i + 1}`] = this.encode(v);
     });
-    return Number(count) || 0;
+    // One statement at a time per connection, as Sequelize runs them: statements of one
+    // connection waiting on SQLite's lock in parallel would hold every libuv thread, and the
+    // transaction holding the lock could then not run its next statement.
+    return new Promise((resolve, reject) => connection.serialize(() => {
+      if (method === 'all') connection.all(sql, params, (err, rows) => (err ? reject(err) : resolve(rows)));
+      else connection.run(sql, params, function done(err) {
+        if (err) reject(err);
+        else resolve(this.changes);
+      });
+    }));
   }
 
   /**

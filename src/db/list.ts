@@ -51,9 +51,11 @@ export async function pageOf<M extends Model, T>(
 }
 
 export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { name?: string; code?: string };
-  // Sequelize's class for model calls; SQLSTATE 23505 for raw pg statements.
-  return e?.name === 'SequelizeUniqueConstraintError' || e?.code === '23505';
+  const e = err as { name?: string; code?: string; message?: string };
+  // Sequelize's class for model calls; SQLSTATE 23505 for raw pg statements; SQLite's own error
+  // for raw SQLite statements.
+  return e?.name === 'SequelizeUniqueConstraintError' || e?.code === '23505'
+    || (e?.code === 'SQLITE_CONSTRAINT' && /UNIQUE constraint failed/.test(e.message ?? ''));
 }
 
 /** Conditions and their bound values, numbered as they are added. */
