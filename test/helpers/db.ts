@@ -25,6 +25,19 @@ export async function freshDatabase(): Promise<TestDatabase> {
       },
     };
   }
+  const pg = await freshPostgresDatabase();
+  return {
+    url: pg.url,
+    dataDir,
+    async drop() {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      await pg.drop();
+    },
+  };
+}
+
+/** A brand-new PostgreSQL database whatever DB_DIALECT says (for what only PostgreSQL has, like NOTIFY). */
+export async function freshPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `payorch_t_${randomBytes(6).toString('hex')}`;
   const admin = new Client({ connectionString: PG_ADMIN_URL });
   await admin.connect();
@@ -34,9 +47,7 @@ export async function freshDatabase(): Promise<TestDatabase> {
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    dataDir,
     async drop() {
-      fs.rmSync(dataDir, { recursive: true, force: true });
       const c = new Client({ connectionString: PG_ADMIN_URL });
       await c.connect();
       await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

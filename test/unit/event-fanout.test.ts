@@ -1,9 +1,9 @@
 import Redis from 'ioredis';
-import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { EventBus, type PublishedEvent } from '../../src/core/event-bus';
 import { PostgresFanout, RedisFanout } from '../../src/core/event-fanout';
 import { createLogger } from '../../src/logger';
+import { freshPostgresDatabase } from '../helpers/db';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHANNEL = 'payorch_events';
@@ -61,25 +61,15 @@ describe('event fan-out over Redis', () => {
 });
 
 describe('event fan-out over PostgreSQL NOTIFY', () => {
-  const ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `payorch_fanout_${randomBytes(5).toString('hex')}`;
   let url: string;
+  let drop: () => Promise<void>;
   const fanouts: PostgresFanout[] = [];
   beforeAll(async () => {
-    const admin = new Client({ connectionString: ADMIN });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const u = new URL(ADMIN);
-    u.pathname = `/${name}`;
-    url = u.toString();
+    ({ url, drop } = await freshPostgresDatabase());
   });
   afterAll(async () => {
     for (const f of fanouts) await f.stop().catch(() => undefined);
-    const admin = new Client({ connectionString: ADMIN });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await drop();
   });
 
   it('should send event ids only and let each other instance read a message back in one lookup', async () => {
