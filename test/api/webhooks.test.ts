@@ -217,7 +217,8 @@ describe('webhook deliveries', () => {
 
     const log = await waitFor(async () => {
       const res = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key });
-      return res.body.meta.total === 4 ? res.body : null;
+      // The page and its total are read by two statements: wait until both show every attempt.
+      return res.body.meta.total === 4 && res.body.data.length === 4 ? res.body : null;
     }, 5_000, 'the attempt log');
     expect(log.data.map((a: { attempt: number }) => a.attempt)).toEqual([4, 3, 2, 1]);
     expect(log.data.map((a: { statusCode: number }) => a.statusCode)).toEqual([200, 500, 500, 500]);
@@ -250,7 +251,8 @@ describe('webhook deliveries', () => {
     expect(route.verified[0].attempt).toBe(2);
     const log = await waitFor(async () => {
       const res = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key });
-      return res.body.meta.total === 2 ? res.body : null;
+      // The page and its total are read by two statements: wait until both show both attempts.
+      return res.body.meta.total === 2 && res.body.data.length === 2 ? res.body : null;
     }, 5_000, 'the attempt log');
     expect(log.data[1]).toMatchObject({ attempt: 1, status: 'failed', statusCode: null, error: 'timeout' });
     expect(log.data[1].latencyMs).toBeGreaterThanOrEqual(1_900);
