@@ -45,7 +45,7 @@ export class WriteBatcher<I, O> {
     });
   }
 
-  /** Statements running now (for tests and shutdown). */
+  /** Statements running now. */
   get running(): number {
     return this.inFlight;
   }

@@ -7,6 +7,7 @@ import type { EventService, EventType } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import type { Payment } from './payment.service';
+import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, recordsetDefinition, settlingRow } from './payment.rows';
 
 /** A payment's pending row, with the Idempotency-Key to claim in the same write. */
 export interface PendingWrite {
@@ -39,17 +40,8 @@ export interface PaymentBatchOptions {
   onPublishError?(err: unknown): void;
 }
 
-const PENDING_INPUT = `id text, account_id text, mode text, customer_id text, amount bigint, currency text, original_currency text,
-  original_amount bigint, exchange_rate text, payment_method text, payment_method_details text, description text, metadata text,
-  routing_plan text, invoice_id text, subscription_id text, checkout_session_id text, payment_link_id text, created_at timestamptz,
-  search_text text, lease_until timestamptz, idem_scope text, idem_key text, idem_hash text`;
-
-const PENDING_COLUMNS = `id, account_id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate,
-  payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts, invoice_id,
-  subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, search_text, lease_until`;
-
-const FINAL_INPUT = `id text, status text, failure_code text, failure_message text, gateway_id text, gateway_reference text,
-  attempts text, updated_at timestamptz, done_json text, idem_scope text, idem_key text, idem_status int`;
+const IDEMPOTENCY_CLAIM_INPUT = 'idem_scope text, idem_key text, idem_hash text';
+const IDEMPOTENCY_STORE_INPUT = 'done_json text, idem_scope text, idem_key text, idem_status int';
 
 /**
  * PostgreSQL writes of `POST /v1/payments`, each one statement for every payment that is ready
@@ -99,24 +91,16 @@ export class PaymentBatchWrites {
   private async insertPending(items: PendingWrite[]): Promise<boolean[]> {
     const p = new Params();
     const rows = items.map(({ ctx, payment, plan, leaseUntil, searchText, idem }) => ({
-      id: payment.id, account_id: ctx.accountId, mode: ctx.mode, customer_id: payment.customerId, amount: payment.amount,
-      currency: payment.currency, original_currency: payment.originalCurrency, original_amount: payment.originalAmount,
-      exchange_rate: payment.exchangeRate, payment_method: payment.paymentMethod,
-      payment_method_details: JSON.stringify(payment.paymentMethodDetails), description: payment.description,
-      metadata: JSON.stringify(payment.metadata), routing_plan: plan, invoice_id: payment.invoiceId,
-      subscription_id: payment.subscriptionId, checkout_session_id: payment.checkoutSessionId, payment_link_id: payment.paymentLinkId,
-      created_at: payment.createdAt, search_text: searchText, lease_until: leaseUntil.toISOString(),
+      ...pendingRow(ctx, payment, plan, leaseUntil, searchText),
       idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null, idem_hash: idem?.fingerprint ?? null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
     const inserted = await this.db.select<{ id: string }>(
-      `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset(${input}) AS i(${PENDING_INPUT})),
+      `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset(${input}) AS i(${recordsetDefinition(PENDING_COLUMNS)}, ${IDEMPOTENCY_CLAIM_INPUT})),
       claim AS (${this.idempotency.claimFromSql('input', p)}),
       ins AS (
-        INSERT INTO payments (${PENDING_COLUMNS})
-        SELECT i.id, i.account_id, i.mode, i.customer_id, i.amount, i.currency, i.original_currency, i.original_amount, i.exchange_rate,
-               i.payment_method, i.payment_method_details, i.description, i.metadata, 'pending', 0, i.routing_plan, '[]', i.invoice_id,
-               i.subscription_id, i.checkout_session_id, i.payment_link_id, i.created_at, i.created_at, i.search_text, i.lease_until
+        INSERT INTO payments (${columnList(PENDING_COLUMNS)})
+        SELECT ${columnList(PENDING_COLUMNS, 'i.')}
           FROM input i
          WHERE i.idem_key IS NULL
             OR EXISTS (SELECT 1 FROM claim c WHERE c.scope = i.idem_scope AND c.idempotency_key = i.idem_key)
@@ -133,8 +117,7 @@ export class PaymentBatchWrites {
     // The payment's JSON is bound once: the event's data, the webhook payloads and the stored
     // response are built from it in the statement.
     const rows = items.map(({ done, doneJson, reference, idem }) => ({
-      id: done.id, status: done.status, failure_code: done.failureCode, failure_message: done.failureMessage, gateway_id: done.gatewayId,
-      gateway_reference: done.status === 'succeeded' ? reference : null, attempts: JSON.stringify(done.attempts), updated_at: done.updatedAt,
+      id: done.id, ...settlingRow(done, reference),
       done_json: doneJson, idem_scope: idem?.handle.scope ?? null, idem_key: idem?.handle.key ?? null, idem_status: idem?.status ?? null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
@@ -147,10 +130,9 @@ export class PaymentBatchWrites {
       { relation: 'input', jsonColumn: 'done_json' },
     );
     const changed = await this.db.select<{ id: string }>(
-      `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset(${input}) AS i(${FINAL_INPUT})),
+      `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset(${input}) AS i(id text, ${recordsetDefinition(SETTLING_COLUMNS)}, ${IDEMPOTENCY_STORE_INPUT})),
       upd AS (
-        UPDATE payments p SET status = i.status, failure_code = i.failure_code, failure_message = i.failure_message,
-               gateway_id = i.gateway_id, gateway_reference = i.gateway_reference, attempts = i.attempts, updated_at = i.updated_at
+        UPDATE payments p SET ${SETTLING_COLUMNS.map(([c]) => `${c} = i.${c}`).join(', ')}
           FROM input i
          WHERE p.id = i.id AND p.status = 'pending'
         RETURNING p.id),

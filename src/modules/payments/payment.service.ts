@@ -25,6 +25,7 @@ import { idempotencyKeyInUse, type IdempotencyService } from '../idempotency/ide
 import { dataEnvelope, type IdempotencyHandle } from '../../core/idempotency';
 import { Params } from '../../db/params';
 import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.writes';
+import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, settlingRow } from './payment.rows';
 
 export interface PaymentMethodDetails {
   type: 'card';
@@ -337,18 +338,8 @@ export class PaymentService {
   /** SQLite: the claim (if any) and the insert in one transaction; false when the key is taken. */
   private async insertPendingSqlite(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, idem?: IdempotencyHandle): Promise<boolean> {
     const p = new Params();
-    const created = new Date(payment.createdAt);
-    const values = [
-      payment.id, ctx.accountId, ctx.mode, payment.customerId, payment.amount, payment.currency, payment.originalCurrency,
-      payment.originalAmount, payment.exchangeRate, payment.paymentMethod, JSON.stringify(payment.paymentMethodDetails),
-      payment.description, JSON.stringify(payment.metadata),
-    ].map((v) => p.add(v));
-    values.push("'pending'", '0', p.add(plan), "'[]'", ...[payment.invoiceId, payment.subscriptionId, payment.checkoutSessionId, payment.paymentLinkId].map((v) => p.add(v)));
-    const at = p.add(created);
-    values.push(at, at, p.add(searchText(payment)), p.add(leaseUntil));
-    const insert = `INSERT INTO payments (id, account_id, mode, customer_id, amount, currency, original_currency, original_amount,
-         exchange_rate, payment_method, payment_method_details, description, metadata, status, amount_refunded, routing_plan, attempts,
-         invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, search_text, lease_until) VALUES (${values.join(', ')})`;
+    const row = pendingRow(ctx, payment, plan, leaseUntil, searchText(payment));
+    const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}) VALUES (${PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ')})`;
     if (!idem) {
       await this.db.execute(insert, p.values);
       return true;
@@ -540,9 +531,8 @@ export class PaymentService {
 
 /** The settling write of a pending payment (nothing if recovery or a racing request settled it first). */
 function outcomeUpdateSql(done: Payment, reference: string | null, p: Params): string {
-  return `UPDATE payments SET status = ${p.add(done.status)}, failure_code = ${p.add(done.failureCode)}, failure_message = ${p.add(done.failureMessage)},
-      gateway_id = ${p.add(done.gatewayId)}, gateway_reference = ${p.add(done.status === 'succeeded' ? reference : null)},
-      attempts = ${p.add(JSON.stringify(done.attempts))}, updated_at = ${p.add(new Date(done.updatedAt))}
+  const row = settlingRow(done, reference);
+  return `UPDATE payments SET ${SETTLING_COLUMNS.map(([c]) => `${c} = ${p.add(row[c])}`).join(', ')}
     WHERE id = ${p.add(done.id)} AND status = 'pending'`;
 }
 

@@ -1,0 +1,57 @@
+import type { RequestContext } from '../../core/context';
+import type { Payment } from './payment.service';
+
+/**
+ * The two writes of a payment as rows keyed by column, shared by the SQLite statements and the
+ * batched PostgreSQL ones, so both dialects write the same values. Each column carries its
+ * PostgreSQL type for `json_to_recordset` definitions; times are Dates (the database layer
+ * encodes them per dialect, JSON carries them as ISO text).
+ */
+type Columns = ReadonlyArray<readonly [column: string, pgType: string]>;
+
+/** The pending row written before any gateway is called. */
+export const PENDING_COLUMNS: Columns = [
+  ['id', 'text'], ['account_id', 'text'], ['mode', 'text'], ['customer_id', 'text'], ['amount', 'bigint'], ['currency', 'text'],
+  ['original_currency', 'text'], ['original_amount', 'bigint'], ['exchange_rate', 'text'], ['payment_method', 'text'],
+  ['payment_method_details', 'text'], ['description', 'text'], ['metadata', 'text'], ['status', 'text'], ['amount_refunded', 'bigint'],
+  ['routing_plan', 'text'], ['attempts', 'text'], ['invoice_id', 'text'], ['subscription_id', 'text'], ['checkout_session_id', 'text'],
+  ['payment_link_id', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'], ['search_text', 'text'],
+  ['lease_until', 'timestamptz'],
+];
+
+export function pendingRow(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, searchText: string): Record<string, unknown> {
+  const created = new Date(payment.createdAt);
+  return {
+    id: payment.id, account_id: ctx.accountId, mode: ctx.mode, customer_id: payment.customerId, amount: payment.amount,
+    currency: payment.currency, original_currency: payment.originalCurrency, original_amount: payment.originalAmount,
+    exchange_rate: payment.exchangeRate, payment_method: payment.paymentMethod,
+    payment_method_details: JSON.stringify(payment.paymentMethodDetails), description: payment.description,
+    metadata: JSON.stringify(payment.metadata), status: 'pending', amount_refunded: 0, routing_plan: plan, attempts: '[]',
+    invoice_id: payment.invoiceId, subscription_id: payment.subscriptionId, checkout_session_id: payment.checkoutSessionId,
+    payment_link_id: payment.paymentLinkId, created_at: created, updated_at: created, search_text: searchText, lease_until: leaseUntil,
+  };
+}
+
+/** What the settling write changes on a pending payment (only while it is still pending). */
+export const SETTLING_COLUMNS: Columns = [
+  ['status', 'text'], ['failure_code', 'text'], ['failure_message', 'text'], ['gateway_id', 'text'], ['gateway_reference', 'text'],
+  ['attempts', 'text'], ['updated_at', 'timestamptz'],
+];
+
+export function settlingRow(done: Payment, reference: string | null): Record<string, unknown> {
+  return {
+    status: done.status, failure_code: done.failureCode, failure_message: done.failureMessage, gateway_id: done.gatewayId,
+    // The gateway's reference is kept only for the charge that took the money.
+    gateway_reference: done.status === 'succeeded' ? reference : null,
+    attempts: JSON.stringify(done.attempts), updated_at: new Date(done.updatedAt),
+  };
+}
+
+export function columnList(columns: Columns, prefix = ''): string {
+  return columns.map(([c]) => `${prefix}${c}`).join(', ');
+}
+
+/** `a text, b bigint, …` for `json_to_recordset(…) AS x(…)`. */
+export function recordsetDefinition(columns: Columns): string {
+  return columns.map(([c, t]) => `${c} ${t}`).join(', ');
+}
