@@ -7,7 +7,6 @@ import type { Payment } from '../../src/modules/payments/payment.service';
 import type { RequestContext } from '../../src/core/context';
 import type { IdempotencyHandle } from '../../src/core/idempotency';
 import { newId } from '../../src/core/ids';
-import { PENDING_COLUMNS } from '../../src/modules/payments/payment.rows';
 
 /**
  * Concurrent `POST /v1/payments` on PostgreSQL share their writes (group commit: one pending
@@ -208,72 +207,5 @@ if (DIALECT === 'postgres') {
       expect(byKey[ka].response_body).toBe(`{"data":${JSON.stringify({ ...a, status: 'succeeded' })},"error":null}`);
       expect(byKey[kb].state).toBe('running');
     });
-
-    it('should find the payments it settles by primary key, however many the pending-only index holds', async () => {
-      // The statement as it is sent, to be planned again below.
-      const seen: Array<{ sql: string; params: unknown[] }> = [];
-      const real = app.server.services.db;
-      const spy = new Proxy(real, {
-        get(target, prop) {
-          if (prop === 'select') {
-            return (sql: string, params: unknown[]) => {
-              seen.push({ sql, params });
-              return target.select(sql, params);
-            };
-          }
-          const value = Reflect.get(target, prop) as unknown;
-          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-        },
-      });
-      const s = app.server.services;
-      const w = new PaymentBatchWrites(spy, s.events, new GatewayTransactionLog(s.db), s.idempotency, { maxBatch: 64, maxInFlight: 1 });
-      const batch = [payment(), payment(), payment()];
-      expect(await Promise.all(batch.map((p) => w.writePending(pending(p))))).toEqual([true, true, true]);
-      expect(await Promise.all(batch.map((p) => {
-        const done: Payment = { ...p, status: 'succeeded' };
-        return w.writeFinal({ ctx: ctx(), done, doneJson: JSON.stringify(done), reference: 'ref', log: [], eventType: 'payment.succeeded' });
-      }))).toEqual([true, true, true]);
-      const settling = seen.find((q) => q.sql.includes('UPDATE payments'));
-      if (!settling) throw new Error(`no settling statement among:\n${seen.map((q) => q.sql).join('\n')}`);
-
-      // Statistics taken now, then a backlog of pending payments they have not seen (a gateway
-      // that hangs, between two autoanalyze runs): the pending index is then large and looks small.
-      await db().execute('ANALYZE payments');
-      const plan = await db().transaction(async (t) => {
-        await db().execute(
-          `INSERT INTO payments (${PENDING_COLUMNS.map(([c]) => c).join(', ')})
-           SELECT 'pay_backlog_' || n, 'acct_batch_test', 'test', NULL, 500, 'USD', 'USD', NULL, NULL, 'pm_card_visa', '{}', NULL, '{}', 'pending', 0, '[]', '[]',
-                  NULL, NULL, NULL, NULL, now(), now(), '', now() + interval '1 hour'
-             FROM generate_series(1, 5000) AS n`,
-          [], t,
-        );
-        const [row] = await db().select<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${settling.sql}`, settling.params, t);
-        throw new RollBack(row['QUERY PLAN']); // the backlog is not kept
-      }).catch((err: unknown) => {
-        if (err instanceof RollBack) return err.plan;
-        throw err;
-      });
-      // By key on a table the statistics call large, by a scan of it on one they call small;
-      // never through the pending-only index.
-      const update = JSON.stringify(findNode(plan, (n) => n['Node Type'] === 'ModifyTable' && n['Relation Name'] === 'payments'));
-      expect(update).toMatch(/"Index Name":"payments_pkey"|"Node Type":"Seq Scan"/);
-      expect(update).not.toContain('payments_pending_idx');
-    });
   });
-}
-
-class RollBack {
-  constructor(readonly plan: unknown) {}
-}
-
-type PlanNode = Record<string, unknown> & { Plans?: PlanNode[]; Plan?: PlanNode };
-function findNode(plan: unknown, match: (n: PlanNode) => boolean): PlanNode | undefined {
-  const nodes = (Array.isArray(plan) ? plan : [plan]) as PlanNode[];
-  for (const node of nodes) {
-    if (!node || typeof node !== 'object') continue;
-    if (match(node)) return node;
-    const found = findNode(node.Plan, match) ?? findNode(node.Plans ?? [], match);
-    if (found) return found;
-  }
-  return undefined;
 }

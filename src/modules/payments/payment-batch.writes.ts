@@ -129,17 +129,12 @@ export class PaymentBatchWrites {
       'upd',
       { relation: 'input', jsonColumn: 'done_json' },
     );
-    // Rows are found by primary key (or by a scan of a table the statistics call small). Written
-    // as `IS TRUE`, the pending check cannot steer the planner to the pending-only partial index:
-    // that index also holds an entry for every payment settled since the last vacuum (a settle
-    // is not a HOT update), and a plan through it read them all, and any backlog of pending
-    // payments, on every statement.
     const changed = await this.db.select<{ id: string }>(
       `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset(${input}) AS i(id text, ${recordsetDefinition(SETTLING_COLUMNS)}, ${IDEMPOTENCY_STORE_INPUT})),
       upd AS (
         UPDATE payments p SET ${SETTLING_COLUMNS.map(([c]) => `${c} = i.${c}`).join(', ')}
           FROM input i
-         WHERE p.id = i.id AND (p.status = 'pending') IS TRUE
+         WHERE p.id = i.id AND p.status = 'pending'
         RETURNING p.id),
       gtx AS (${gtx}),
       ${event.parts.map((part) => `${part.name} AS (${part.sql})`).join(',\n')},
