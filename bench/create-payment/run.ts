@@ -1,7 +1,8 @@
 /**
  * bench/create-payment: POST /v1/payments through the real service next to a baseline measured
  * in the same run (bench/create-payment/baseline.ts). Prints req/s, p50 and p99 at 32
- * connections and p50 at 1 connection, with the service/baseline ratios.
+ * connections and p50 at 1 connection, with the service/baseline ratios, and first what HTTPS
+ * alone reaches at 32 connections on this machine (the same route writing nothing).
  *
  *   npm run bench:create-payment            # PostgreSQL and SQLite
  *   BENCH_DB=postgres npm run bench:create-payment
@@ -19,6 +20,8 @@ process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 
 interface Figures { rps: number; p50: number; p99: number }
+
+const BODY = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'bench' });
 
 async function load(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number): Promise<Figures> {
   const result = await autocannon({
@@ -38,7 +41,7 @@ async function benchDialect(dialect: string): Promise<Record<string, Figures>> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-'));
   const serviceDb = await freshDatabase(dialect, dir);
   const baselineDb = await freshDatabase(dialect, dir);
-  const body = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'bench' });
+  const body = BODY;
   const service = await startProcess(
     [path.join(ROOT, 'bin', 'payorch.js'), 'start'],
     { DATABASE_URL: serviceDb.url, DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000' },
@@ -71,9 +74,25 @@ async function benchDialect(dialect: string): Promise<Record<string, Figures>> {
   }
 }
 
+/** The same route writing nothing: what HTTPS and the load generator alone reach on this machine. */
+async function benchHttpsAlone(body: string): Promise<Figures> {
+  const server = await startProcess(['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')], { DATABASE_URL: '', PORT: '0' }, /baseline listening (\d+)/);
+  try {
+    const url = `https://127.0.0.1:${server.match[1]}/`;
+    await load(url, {}, body, 8, 2);
+    return await load(url, {}, body, 32, DURATION);
+  } finally {
+    server.child.kill('SIGTERM');
+  }
+}
+
 async function main(): Promise<void> {
   const dialects = (process.env.BENCH_DB ?? 'postgres,sqlite').split(',');
   process.stdout.write(`create-payment benchmark on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${DURATION}s per run\n`);
+  const alone = await benchHttpsAlone(BODY);
+  process.stdout.write(
+    `\nHTTPS alone (the baseline's route writing nothing), c=32: ${alone.rps.toFixed(0)} req/s   p50 ${alone.p50} ms   p99 ${alone.p99} ms\n`,
+  );
   for (const dialect of dialects) {
     const f = await benchDialect(dialect);
     process.stdout.write(`\n${dialect}\n`);
