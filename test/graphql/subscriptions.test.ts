@@ -41,7 +41,18 @@ async function take<T>(client: Client, query: string, n: number, start: () => Pr
   })();
   await new Promise((r) => setTimeout(r, 300)); // let the subscription register
   await start();
-  await Promise.race([collected, new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out with ${results.length} results`)), timeoutMs))]);
+  let deadline: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      collected,
+      new Promise((_, reject) => {
+        deadline = setTimeout(() => reject(new Error(`timed out with ${results.length} results`)), timeoutMs);
+      }),
+    ]);
+  } finally {
+    // A pending deadline kept the jest worker alive after the file's tests had finished.
+    clearTimeout(deadline);
+  }
   await iterator.return?.();
   return results;
 }
