@@ -3,6 +3,7 @@ import { freshDatabase, type TestDatabase } from '../helpers/db';
 import { FixedClock } from '../../src/core/clock';
 import { simulatorChargeCount } from '../../src/gateways/simulator/simulator.state';
 import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.service';
+import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
 
 let database: TestDatabase;
 const clock = new FixedClock(new Date('2026-11-20T12:00:00.000Z'));
@@ -54,11 +55,34 @@ describe('crash safety of a charge', () => {
     expect(crashed.status).toBe(201);
     expect(crashed.body.data.status).toBe('pending');
     const [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2600');
+    // The gateway has no such charge, but a young payment's charge may not be indexed yet
+    // (Stripe's search lags): "not found" is final only once the payment is old enough.
     clock.advance(10 * 60_000);
+    expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0);
+    expect((await app.server.services.db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1', [row.id]))[0].status).toBe('pending');
+    clock.advance(NOT_FOUND_FINAL_AFTER_MS);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
     const [after] = await app.server.services.db.select<{ status: string; failure_code: string }>('SELECT status, failure_code FROM payments WHERE id = $1', [row.id]);
     expect(after.status).toBe('failed');
     expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${row.id}_a1`)).toBe(0);
     await app.stop();
+  });
+
+  it('should call no gateway once the pending write has used up the lease, leaving the payment to recovery', async () => {
+    const app = await startTestApp({ database, clock });
+    const service = app.server.services.payments as unknown as { insertPending: (...a: unknown[]) => Promise<void> };
+    const insertPending = service.insertPending.bind(service);
+    service.insertPending = async (...args: unknown[]) => {
+      await insertPending(...args);
+      clock.advance(2 * 60_000); // a stalled database or process: recovery could already own the row
+    };
+    try {
+      const res = await app.request('POST', '/v1/payments', { key: app.account.testKey, body: { amount: 2700, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      expect(res.status).toBe(201);
+      expect(res.body.data).toMatchObject({ status: 'pending', attempts: [] });
+      expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${res.body.data.id}_a1`)).toBe(0);
+    } finally {
+      await app.stop();
+    }
   });
 });

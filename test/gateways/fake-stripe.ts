@@ -24,8 +24,8 @@ export interface FakeResponse {
   headers?: Record<string, string>;
 }
 
-/** 'hang' never answers (for timeouts). */
-export type FakeHandler = (req: RecordedRequest) => FakeResponse | 'hang';
+/** 'hang' never answers (for timeouts); 'reset' drops the connection without answering. */
+export type FakeHandler = (req: RecordedRequest) => FakeResponse | 'hang' | 'reset';
 
 let tlsMaterial: Promise<{ cert: string; key: string }> | null = null;
 
@@ -72,13 +72,17 @@ export class FakeStripe {
           form: Object.fromEntries(formPairs),
         };
         fake!.requests.push(recorded);
-        let answer: FakeResponse | 'hang';
+        let answer: FakeResponse | 'hang' | 'reset';
         try {
           answer = fake!.handler(recorded);
         } catch (err) {
           answer = { status: 599, body: { error: { type: 'fake_assertion', message: (err as Error).message } } };
         }
         if (answer === 'hang') return;
+        if (answer === 'reset') {
+          req.socket.destroy();
+          return;
+        }
         const text = answer.rawBody ?? JSON.stringify(answer.body ?? {});
         res.writeHead(answer.status, {
           'content-type': answer.rawBody ? 'text/html' : 'application/json',

@@ -215,6 +215,14 @@ describe('stripe connector: charge', () => {
     expectNoCardData(result);
   });
 
+  it('should report a connection dropped after the request was sent as timeout (it may have charged)', async () => {
+    fake.reset(() => 'reset');
+    const result = await stripe().charge(cardCharge());
+    expect(fake.requests).toHaveLength(1); // Stripe had the whole request
+    expect(result).toMatchObject({ outcome: 'timeout', declineCode: 'timeout', reference: null, response: { transport: 'connection_lost' } });
+    expectNoCardData(result);
+  });
+
   it('should refuse a server whose certificate is not trusted', async () => {
     answer({ status: 200, body: intent('succeeded') });
     const result = await stripe({ ca: null }).charge(cardCharge());

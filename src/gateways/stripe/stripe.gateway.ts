@@ -61,7 +61,11 @@ const MAX_REFUND_PAGES = 10;
 type Exchange =
   | { kind: 'answer'; answer: StripeAnswer }
   | { kind: 'timeout' }
-  | { kind: 'connection'; message: string };
+  /**
+   * The connection failed. `sent`: the whole request had been handed to the network (or an
+   * answer had begun), so Stripe may have acted on it: as uncertain as a timeout.
+   */
+  | { kind: 'connection'; message: string; sent: boolean };
 
 /** Keep-alive agents shared by every connector with the same trust roots (connectors may be built per request). */
 const agents = new Map<string, https.Agent>();
@@ -195,6 +199,13 @@ export class StripeGateway implements Gateway {
         message: `Stripe did not answer within ${this.timeoutMs} ms.`, response: { transport: 'timeout' },
       };
     }
+    if (exchange.sent) {
+      return {
+        outcome: 'timeout', reference: null, declineCode: 'timeout',
+        message: safeMessage(`The connection to Stripe failed after the request was sent: ${exchange.message}`),
+        response: { transport: 'connection_lost' },
+      };
+    }
     return {
       outcome: 'retryable_error', reference: null, declineCode: 'gateway_unavailable',
       message: safeMessage(`Could not reach Stripe: ${exchange.message}`), response: { transport: 'connection_error' },
@@ -218,6 +229,8 @@ export class StripeGateway implements Gateway {
 
     return new Promise<Exchange>((resolve) => {
       let finished = false;
+      // Set once the request is fully written to the socket: a failure after that is uncertain.
+      let sent = false;
       const finish = (exchange: Exchange) => {
         if (finished) return;
         finished = true;
@@ -254,13 +267,19 @@ export class StripeGateway implements Gateway {
             },
           });
         });
-        res.on('error', (err) => finish({ kind: 'connection', message: err.message }));
+        res.on('error', (err) => finish({ kind: 'connection', message: err.message, sent: true }));
       });
       const timer = setTimeout(() => {
         finish({ kind: 'timeout' });
         req.destroy();
       }, this.timeoutMs);
-      req.on('error', (err) => finish({ kind: 'connection', message: err.message }));
+      req.on('finish', () => {
+        sent = true;
+      });
+      req.on('response', () => {
+        sent = true;
+      });
+      req.on('error', (err) => finish({ kind: 'connection', message: err.message, sent }));
       if (body !== null) req.write(body);
       req.end();
     });

@@ -9,6 +9,7 @@ import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import type { ChargeRequest, GatewayResult } from '../../gateways/gateway';
+import { untilKnown } from '../../gateways/until-known';
 import type { EventService } from '../events/event.service';
 import type { CustomerService, Customer } from '../customers/customer.service';
 import type { FxService } from '../fx/fx.service';
@@ -100,6 +101,15 @@ const FAILURE_MESSAGES: Record<string, string> = {
 
 export const PAYMENT_COLUMNS =
   'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at';
+
+/** Lease time beyond the attempts' budget: the settling write, and delays in the process or database. */
+const LEASE_SLACK_MS = 60_000;
+
+/**
+ * A gateway's "no such charge" is taken as final only for payments at least this old: search
+ * indexes (Stripe's) can trail a charge by a minute or more, longer during incidents.
+ */
+export const NOT_FOUND_FINAL_AFTER_MS = 15 * 60_000;
 
 /** How long recovery waits before asking again about an operation it could not settle. */
 export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
@@ -193,9 +203,10 @@ export class PaymentService {
     };
     // Intent first: a crash after this leaves a pending row the recovery job resolves.
     // Recovery leaves the row alone until this request has certainly finished with it.
-    await this.insertPending(ctx, payment, JSON.stringify(plan), new Date(now.getTime() + plan.length * this.attemptBudgetMs + 60_000));
+    const leaseUntil = new Date(now.getTime() + plan.length * this.attemptBudgetMs + LEASE_SLACK_MS);
+    await this.insertPending(ctx, payment, JSON.stringify(plan), leaseUntil);
     try {
-      const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source);
+      const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source, leaseUntil);
       return await this.finish(ctx, payment, outcome);
     } catch (err) {
       // A gateway may already have charged: never answer 5xx (a retry would charge again).
@@ -210,11 +221,19 @@ export class PaymentService {
     payment: Payment,
     plan: string[],
     source: ChargeRequest['source'],
+    leaseUntil: Date,
   ): Promise<{ result: GatewayResult | null; gatewayId: string | null; attempts: PaymentAttempt[]; log: PendingTransaction[]; unresolved: boolean }> {
     const attempts: PaymentAttempt[] = [];
     const log: PendingTransaction[] = [];
     let last: { result: GatewayResult; gatewayId: string } | null = null;
     for (let i = 0; i < plan.length; i++) {
+      // Recovery may take the payment over once its lease ends: start an attempt only while the
+      // lease still covers it and the settling write (slow writes or a stalled process use up
+      // the slack). Otherwise the payment stays pending for recovery, and no gateway is called.
+      if (ctx.clock.now().getTime() + this.attemptBudgetMs + LEASE_SLACK_MS / 2 > leaseUntil.getTime()) {
+        this.logger.warn({ requestId: ctx.requestId, paymentId: payment.id, attempt: i + 1 }, 'payment lease too short for another attempt; left to recovery');
+        return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: true };
+      }
       const gatewayId = plan[i];
       // A half-open circuit lets exactly one trial through; concurrent payments move on.
       if (!this.routing.breaker.tryAcquire(gatewayId)) continue;
@@ -229,26 +248,17 @@ export class PaymentService {
         description: payment.description,
         metadata: payment.metadata,
       };
-      let result = await gateway.charge(request);
-      log.push({ kind: 'charge', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result });
-      if (result.outcome === 'timeout') {
-        // The charge may have happened. The same key on the same gateway answers with the
-        // original outcome and never charges twice; only then ask for its status.
-        result = await gateway.charge(request);
-        log.push({ kind: 'charge', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result });
-      }
-      if (result.outcome === 'timeout') {
-        const status = await gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id });
-        log.push({ kind: 'status', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result: status });
-        if (status.found && (status.outcome === 'succeeded' || status.outcome === 'declined')) {
-          result = { ...status, latencyMs: result.latencyMs + status.latencyMs };
-        } else {
-          // Still unknown (and a "not found" may only be search lag): another gateway could
-          // charge the card a second time, so stop here and let recovery decide later.
-          attempts.push(toAttempt(gatewayId, result));
-          this.routing.recordOutcome(gatewayId, 'timeout');
-          return { result, gatewayId, attempts, log, unresolved: true };
-        }
+      const { result, known } = await untilKnown(
+        () => gateway.charge(request),
+        () => gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id }),
+        (call) => log.push({ kind: call.kind === 'operation' ? 'charge' : 'status', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result: call.result }),
+      );
+      if (!known) {
+        // The card may have been charged here: another gateway could charge it a second time,
+        // so stop and let recovery ask this gateway again later.
+        attempts.push(toAttempt(gatewayId, result));
+        this.routing.recordOutcome(gatewayId, 'timeout');
+        return { result, gatewayId, attempts, log, unresolved: true };
       }
       this.routing.recordOutcome(gatewayId, result.outcome);
       attempts.push(toAttempt(gatewayId, result));
@@ -506,6 +516,7 @@ export class PaymentService {
     const attempts: PaymentAttempt[] = [];
     let found: { result: GatewayResult; gatewayId: string } | null = null;
     let unknown = false;
+    const notFoundIsFinal = now.getTime() - new Date(payment.createdAt).getTime() >= NOT_FOUND_FINAL_AFTER_MS;
     for (let i = 0; i < plan.length && !found; i++) {
       const { gateway, type } = await this.gateways.connector(ctx, plan[i]);
       const idempotencyKey = chargeKey(payment.id, i);
@@ -514,10 +525,12 @@ export class PaymentService {
       if (status.found && status.outcome === 'succeeded') {
         attempts.push(toAttempt(plan[i], status));
         found = { result: status, gatewayId: plan[i] };
-      } else if (status.found && status.outcome === 'declined') {
+      } else if (status.found && (status.outcome === 'declined' || status.outcome === 'retryable_error')) {
+        // Declined, or failed without effect (a Stripe intent left needing a payment method):
+        // no money moved there, and no later call under this key will change that.
         attempts.push(toAttempt(plan[i], status));
-      } else if (!(status.outcome === 'declined' && status.declineCode === 'not_found')) {
-        unknown = true; // the gateway could not tell: ask again after the lease
+      } else if (!(status.outcome === 'declined' && status.declineCode === 'not_found' && notFoundIsFinal)) {
+        unknown = true; // the gateway could not tell (or may not have indexed it yet): ask again later
       }
     }
     if (!found && unknown) return false;

@@ -8,6 +8,7 @@ import { newId } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import type { GatewayResult } from '../../gateways/gateway';
+import { untilKnown } from '../../gateways/until-known';
 import type { EventService } from '../events/event.service';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import { createRefundInput, listRefundsInput } from './payment.inputs';
@@ -111,19 +112,15 @@ export class RefundService {
     const log: PendingTransaction[] = [];
     try {
       const request = { idempotencyKey: refund.id, refundId: refund.id, chargeReference, amount: refund.amount, currency: refund.currency, reason: refund.reason };
-      let result: GatewayResult = await gateway.refund(request);
-      log.push({ kind: 'refund', gatewayId, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result });
-      if (result.outcome === 'timeout') {
-        result = await gateway.refund(request); // same key: the original answer, never a second refund
-        log.push({ kind: 'refund', gatewayId, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result });
-      }
-      if (result.outcome === 'timeout') {
-        const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference });
-        log.push({ kind: 'status', gatewayId, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status });
-        if (status.found && (status.outcome === 'succeeded' || status.outcome === 'declined')) result = status;
-      }
-      // A retryable error means the gateway did nothing: fail the refund and free the amount.
-      if (result.outcome === 'retryable_error') result = { ...result, outcome: 'declined', declineCode: result.declineCode ?? 'gateway_unavailable' };
+      const learned = await untilKnown(
+        () => gateway.refund(request),
+        () => gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference }),
+        (call) => log.push({ kind: call.kind === 'operation' ? 'refund' : 'status', gatewayId, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: call.result }),
+      );
+      // Unknown: the refund may have been made, so it stays pending (amount kept reserved) for
+      // recovery. A retryable error known to have done nothing fails it and frees the amount.
+      let result = learned.result;
+      if (learned.known && result.outcome === 'retryable_error') result = { ...result, outcome: 'declined', declineCode: result.declineCode ?? 'gateway_unavailable' };
       return await this.settle(ctx, refund, result, log);
     } catch (err) {
       // The request may have reached the gateway: leave it pending for recovery, never 5xx.
@@ -224,9 +221,10 @@ export class RefundService {
         const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
         const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
         const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
-        const definite = status.found ? status.outcome === 'succeeded' || status.outcome === 'declined' : status.declineCode === 'not_found';
+        const definite = status.found ? status.outcome !== 'timeout' : status.declineCode === 'not_found';
         if (!definite) continue;
-        const result: GatewayResult = status.found ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
+        // Found and failed without effect, or not found: no money moved; the refund fails.
+        const result: GatewayResult = status.found && status.outcome !== 'retryable_error' ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
         await this.settle(ctx, refund, result, log);
         settled++;
       } catch (err) {

@@ -1,0 +1,47 @@
+import type { GatewayResult, StatusResult } from './gateway';
+
+/** One gateway call made while learning an operation's outcome, for the gateway transaction log. */
+export type KnownCall = { kind: 'operation'; result: GatewayResult } | { kind: 'status'; result: StatusResult };
+
+export interface Learned {
+  /**
+   * `succeeded` or `declined` (final), or `retryable_error` when the gateway certainly did
+   * nothing; when `known` is false, a `timeout` result: the operation may have happened.
+   */
+  result: GatewayResult;
+  known: boolean;
+}
+
+const isFinal = (r: GatewayResult) => r.outcome === 'succeeded' || r.outcome === 'declined';
+
+/**
+ * Runs a money-moving operation (a charge, a refund) and learns what happened before anyone acts
+ * on it. Only a first answer of `retryable_error` means nothing happened; after a timeout, an
+ * error on the repeat says nothing about the first call, which may have moved money.
+ *
+ * 1. The operation. A final answer or a retryable error is known.
+ * 2. After a timeout, the same operation with the same idempotency key: the gateway answers
+ *    with the first call's outcome and never performs it twice. A final answer is known.
+ * 3. Otherwise the status lookup. An operation it found final is known; one it found failed
+ *    without effect (found, `retryable_error`) is known as a retryable error; anything else,
+ *    "not found" included (search indexes lag), stays unknown.
+ */
+export async function untilKnown(
+  operation: () => Promise<GatewayResult>,
+  lookup: () => Promise<StatusResult>,
+  record: (call: KnownCall) => void,
+): Promise<Learned> {
+  const first = await operation();
+  record({ kind: 'operation', result: first });
+  if (first.outcome !== 'timeout') return { result: first, known: true };
+  const repeat = await operation();
+  record({ kind: 'operation', result: repeat });
+  if (isFinal(repeat)) return { result: repeat, known: true };
+  const status = await lookup();
+  record({ kind: 'status', result: status });
+  const latencyMs = first.latencyMs + repeat.latencyMs + status.latencyMs;
+  if (status.found && (isFinal(status) || status.outcome === 'retryable_error')) {
+    return { result: { ...status, latencyMs }, known: true };
+  }
+  return { result: { ...first, latencyMs }, known: false };
+}
