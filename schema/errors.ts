@@ -5,16 +5,38 @@ import { redactPan } from '../src/core/card';
 
 export const TOO_COMPLEX = 'Query is too complex';
 
+const INVALID_VALUE = 'got invalid value ';
+
+/**
+ * Where the value that graphql-js quotes after "got invalid value " ends: past balanced braces
+ * and brackets and past string literals (whose text may hold "; " or " at "), at the first
+ * top-level "; " or ' at "'.
+ */
+function endOfQuotedValue(message: string, from: number): number {
+  let depth = 0;
+  for (let i = from; i < message.length; i++) {
+    const c = message[i];
+    if (c === '"') {
+      for (i++; i < message.length && message[i] !== '"'; i++) if (message[i] === '\\') i++;
+    } else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+    else if (depth <= 0 && (message.startsWith('; ', i) || message.startsWith(' at "', i))) return i;
+  }
+  return message.length;
+}
+
 /**
  * GraphQL's own input errors quote the offending value ("got invalid value { number: … }",
- * "cannot represent a non string value: 4242…"): keep the path, never the value.
+ * "cannot represent a non string value: 4242…"), card fields included: keep the path and the
+ * reason, never the value.
  */
 function withoutValues(message: string): string {
-  return redactPan(
-    message
-      .replace(/got invalid value [\s\S]*?(?=; |\.?$| at ")/g, 'got an invalid value')
-      .replace(/(cannot represent[^:]*): [\s\S]*$/, '$1'),
-  );
+  let out = message;
+  for (let at = out.indexOf(INVALID_VALUE); at !== -1; at = out.indexOf(INVALID_VALUE, at + 1)) {
+    const start = at + INVALID_VALUE.length;
+    out = `${out.slice(0, at)}got an invalid value${out.slice(endOfQuotedValue(out, start))}`;
+  }
+  return redactPan(out.replace(/(cannot represent[^:]*): [\s\S]*$/, '$1'));
 }
 
 /** The GraphQL side of the one error mapping: extensions.code is always a REST code. */

@@ -96,7 +96,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const attemptBudgetMs = 3 * (options.gatewayTimeoutMs ?? 10_000);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);
   const gtx = new GatewayTransactionLog(db);
-  const idempotency = new IdempotencyService(db, clock, config.idempotencyTtlHours, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')));
+  const idempotency = new IdempotencyService(
+    db, clock, config.idempotencyTtlHours, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')), deriveKey(encryptionKey, 'idempotency-fingerprint'),
+  );
   const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, fingerprintKey);
   const services: Services = {
     config,

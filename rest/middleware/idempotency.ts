@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import { createHash } from 'node:crypto';
 import { DomainError, isDomainError } from '../../src/core/errors';
 import {
-  IDEMPOTENCY_KEY_PATTERN, requestFingerprint, type IdempotencyService,
+  IDEMPOTENCY_KEY_PATTERN, type IdempotencyService,
 } from '../../src/modules/idempotency/idempotency.service';
 import { IdempotentReplay, type IdempotencyHandle } from '../../src/core/idempotency';
 import type { PayorchState } from '../context';
@@ -26,6 +26,27 @@ function publicScope(path: string): string {
  */
 const FOLDED = new Map([['POST /v1/payments', 201]]);
 
+/**
+ * GraphQL answers a resolver's internal error with HTTP 200. Like a 5xx it is not an outcome to
+ * keep: the key is released when such an error came back and nothing else did (no top-level
+ * field has data). A document whose other mutations went through is stored as answered, since
+ * running it again would repeat them.
+ */
+function failedGraphQL(ctx: Context): boolean {
+  if (ctx.path !== '/graphql') return false;
+  let body: unknown = ctx.body;
+  if (typeof body === 'string') {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      return false;
+    }
+  }
+  const { errors, data } = (body ?? {}) as { errors?: Array<{ extensions?: { code?: unknown } }>; data?: Record<string, unknown> | null };
+  if (!Array.isArray(errors) || !errors.some((e) => e?.extensions?.code === 'internal_error')) return false;
+  return data === null || data === undefined || Object.values(data).every((v) => v === null);
+}
+
 export function idempotency(service: IdempotencyService, onServerError: (err: unknown, ctx: Context) => void) {
   return async (ctx: Context, next: Next) => {
     const key = ctx.get('idempotency-key');
@@ -35,8 +56,8 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     }
     const state = ctx.state as PayorchState;
     const scope = state.rc ? `${state.rc.accountId}:${state.rc.mode}` : publicScope(ctx.path);
-    const fingerprint = requestFingerprint(ctx.method, canonicalPath(ctx.path), (ctx.request as { body?: unknown }).body);
     const requester = state.rc?.keyId;
+    const fingerprint = service.fingerprint(ctx.method, canonicalPath(ctx.path), requester, (ctx.request as { body?: unknown }).body);
     const replay = (status: number, body: string) => {
       ctx.status = status;
       ctx.type = 'application/json';
@@ -69,7 +90,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       if (claim.kind === 'replay') return replay(claim.status, claim.body);
       handle.claimed = true;
     }
-    if (ctx.status >= 500) {
+    if (ctx.status >= 500 || failedGraphQL(ctx)) {
       await service.release(scope, key);
       return;
     }

@@ -5,6 +5,7 @@ import * as m0001 from './migrations/0001-foundation';
 import * as m0002 from './migrations/0002-payments';
 import * as m0003 from './migrations/0003-webhooks';
 import * as m0004 from './migrations/0004-partial-indexes';
+import * as m0005 from './migrations/0005-keyed-idempotency-fingerprints';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -14,6 +15,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0002-payments', m0002],
   ['0003-webhooks', m0003],
   ['0004-partial-indexes', m0004],
+  ['0005-keyed-idempotency-fingerprints', m0005],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { FixedClock } from '../../src/core/clock';
+import { canonicalJson } from '../../src/modules/idempotency/idempotency.service';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
 
@@ -48,6 +50,40 @@ describe('idempotency', () => {
     expect(otherPath.body.error.code).toBe('idempotency_key_reused');
   });
 
+  it('should keep a keyed fingerprint without the CVC, so a stored row gives no card data back', async () => {
+    const card = { number: '4000056655665556', expMonth: 3, expYear: 2031, cvc: '987' };
+    const body = { amount: 700, currency: 'usd', paymentMethod: 'card', card };
+    const first = await create('idem-card', body, '/v1/payments');
+    expect(first.status).toBe(201);
+    const [row] = await app.server.services.db.select<{ request_hash: string }>("SELECT request_hash FROM idempotency_keys WHERE idempotency_key = 'idem-card'");
+    // Not the unkeyed hash of the request, which anyone could test guesses of digits against.
+    const plain = createHash('sha256').update(`POST /v1/payments\n${canonicalJson(body)}`).digest('hex');
+    expect(row.request_hash).not.toBe(plain);
+    expect(row.request_hash).toMatch(/^[0-9a-f]{64}$/);
+    // The CVC is not part of it: only a different CVC is still the same request.
+    const again = await create('idem-card', { ...body, card: { ...card, cvc: '123' } }, '/v1/payments');
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(first.text);
+  });
+
+  it("should not replay one API key's answer to another key of the account", async () => {
+    const created = await create('idem-perm', { email: 'perm@example.com' });
+    expect(created.status).toBe(201);
+    const narrow = await app.request('POST', '/v1/api-keys', { key, body: { permissions: ['products:read'] } });
+    const other = await app.request('POST', '/v1/customers', { key: narrow.body.data.secret, body: { email: 'perm@example.com' }, headers: { 'Idempotency-Key': 'idem-perm' } });
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    expect(other.text).not.toContain('perm@example.com');
+  });
+
+  it('should answer keys stored before fingerprints were keyed (marked legacy) from their stored response', async () => {
+    const first = await create('idem-legacy', { email: 'legacy@example.com' });
+    await app.server.services.db.execute("UPDATE idempotency_keys SET request_hash = 'legacy' WHERE idempotency_key = 'idem-legacy'");
+    const again = await create('idem-legacy', { email: 'legacy@example.com' });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(first.text);
+  });
+
   it('should scope keys by account and mode', async () => {
     await create('idem-scope', { email: 'scope@example.com' });
     const live = await app.request('POST', '/v1/customers', { key: app.account.liveKey, body: { email: 'scope@example.com' }, headers: { 'Idempotency-Key': 'idem-scope' } });
@@ -82,6 +118,29 @@ describe('idempotency', () => {
     const retried = await create('idem-5xx', { email: 'retry@example.com' });
     expect(retried.status).toBe(201);
     expect(retried.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('should release the key after a GraphQL internal error (HTTP 200) so a retry runs', async () => {
+    const customers = app.server.services.customers as unknown as { create: (...a: unknown[]) => Promise<unknown> };
+    const real = customers.create;
+    customers.create = async () => {
+      throw new Error('database went away');
+    };
+    const mutation = { query: 'mutation { createCustomer(input: { email: "gql-retry@example.com" }) { id email } }' };
+    const send = () => app.request('POST', '/graphql', { key, body: mutation, headers: { 'Idempotency-Key': 'idem-gql-500' } });
+    try {
+      const failed = await send();
+      expect(failed.status).toBe(200);
+      expect(failed.body.errors[0].extensions.code).toBe('internal_error');
+    } finally {
+      customers.create = real;
+    }
+    const retried = await send();
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(retried.body.data.createCustomer.email).toBe('gql-retry@example.com');
+    const replayed = await send();
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.text).toBe(retried.text);
   });
 
   it('should refuse a malformed Idempotency-Key with 400', async () => {

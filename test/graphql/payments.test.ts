@@ -28,6 +28,27 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     expect(notRefundable.body.errors[0].extensions.code).toBe('refund_exceeds_remaining');
   });
 
+  it('should never quote card data in an input error, even past text holding "; " or \' at "\'', async () => {
+    const number = '4000056655665556';
+    const card = { number, expMonth: 3, expYear: 2031, cvc: '987' };
+    const query = 'mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id } }';
+    const inputs = [
+      { amount: 100, currency: 'usd', paymentMethod: 'card', description: 'Order 12; gift', card, unknownField: 'x' },
+      { amount: 100, currency: 'usd', paymentMethod: 'card', description: 'leave it at "door"', card, unknownField: 1 },
+      { amount: 100, currency: 'usd', paymentMethod: 'card', card: { ...card, name: 'A; B' } },
+      { amount: 100, currency: 'usd', paymentMethod: 'card', description: 'a "quoted; \\" text', card: { ...card, expMonth: 'March' } },
+    ];
+    for (const [i, input] of inputs.entries()) {
+      const res = await app.request('POST', '/graphql', { key: app.account.testKey, body: { query, variables: { input } }, headers: { 'Idempotency-Key': `gql-card-${i}` } });
+      expect(res.body.errors?.[0]?.extensions?.code).toBe('invalid_parameter');
+      expect(res.text).not.toContain('987');
+      expect(res.text).not.toContain(number.slice(6, 12));
+      expect(res.body.errors[0].message).toMatch(/got an invalid value/);
+    }
+    const stored = await app.server.services.db.select<{ response_body: string }>("SELECT response_body FROM idempotency_keys WHERE idempotency_key LIKE 'gql-card-%'");
+    expect(JSON.stringify(stored)).not.toContain('987');
+  });
+
   it('should batch Payment.customer, Payment.refunds and Customer.payments (constant SQL for N payments)', async () => {
     const account = await app.createAccount();
     const key = account.testKey;

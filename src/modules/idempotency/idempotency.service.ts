@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Database } from '../../db/database';
 import { readTime } from '../../db/database';
 import type { Clock } from '../../core/clock';
@@ -23,9 +23,30 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body ?? {})}`).digest('hex');
+/** The body with every `cvc` left out, at any depth: a CVC is never kept in any form. */
+function withoutCvc(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutCvc);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([k]) => k !== 'cvc').map(([k, v]) => [k, withoutCvc(v)]));
+  }
+  return value;
 }
+
+/**
+ * What identifies a request under an Idempotency-Key: method, path, the API key sending it and
+ * the body. Stored, so it is a keyed HMAC (a plain hash of a body holding a card number could be
+ * reversed by guessing the missing digits) of the body without its CVC. Another API key of the
+ * account sending the same key gets `idempotency_key_reused`, never the first key's answer: it
+ * may lack the permissions that answer needed.
+ */
+export function requestFingerprint(key: Buffer, method: string, path: string, requester: string | undefined, body: unknown): string {
+  return createHmac('sha256', key)
+    .update(`${method.toUpperCase()} ${path}\n${requester ?? ''}\n${canonicalJson(withoutCvc(body ?? {}))}`)
+    .digest('hex');
+}
+
+/** Stored in place of the unkeyed hashes of earlier versions (migration 0005): matches any request. */
+export const LEGACY_FINGERPRINT = 'legacy';
 
 const SEALED = 'sealed:';
 
@@ -46,7 +67,13 @@ export class IdempotencyService {
     private readonly clock: Clock,
     private readonly ttlHours: number,
     private readonly box: SecretBox,
+    private readonly fingerprintKey: Buffer,
   ) {}
+
+  /** See requestFingerprint. */
+  fingerprint(method: string, path: string, requester: string | undefined, body: unknown): string {
+    return requestFingerprint(this.fingerprintKey, method, path, requester, body);
+  }
 
   /**
    * `requester` is the API key asking; a stored response that carries a secret (sealed at
@@ -119,7 +146,7 @@ export class IdempotencyService {
       await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now]);
       return null;
     }
-    if (existing.request_hash !== fingerprint) {
+    if (existing.request_hash !== fingerprint && existing.request_hash !== LEGACY_FINGERPRINT) {
       throw new DomainError(
         'idempotency_key_reused',
         'This Idempotency-Key was already used with a different request',
