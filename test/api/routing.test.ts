@@ -137,6 +137,18 @@ describe('routing', () => {
     await app.request('PATCH', `/v1/gateways/${a.id}`, { key, body: { settings: { outage: false } } });
   });
 
+  it("should keep the built-in simulator's circuit per account: one account's errors do not stop another's test payments", async () => {
+    const a = await app.createAccount();
+    const b = await app.createAccount();
+    const testPay = (k: string, paymentMethod: string) =>
+      app.request('POST', '/v1/payments', { key: k, body: { amount: 500, currency: 'usd', paymentMethod } });
+    for (let i = 0; i < 6; i++) expect((await testPay(a.testKey, 'pm_card_gateway_error')).body.data.status).toBe('failed');
+    // A's circuit for the simulator is open now.
+    expect((await testPay(a.testKey, 'pm_card_visa')).body.data).toMatchObject({ status: 'failed', failureCode: 'gateway_unavailable', attempts: [] });
+    const other = await testPay(b.testKey, 'pm_card_visa');
+    expect(other.body.data).toMatchObject({ status: 'succeeded', gatewayId: 'gw_builtin_simulator' });
+  });
+
   it('should honour maxAttempts', async () => {
     const c = await gateway('C', { settings: { outage: true } });
     const d = await gateway('D', { settings: { outage: true } });

@@ -162,14 +162,29 @@ export class RoutingService {
     };
   }
 
-  recordOutcome(gatewayId: string, outcome: 'succeeded' | 'declined' | 'retryable_error' | 'timeout'): void {
+  /**
+   * Whose health an outcome counts towards. A configured gateway belongs to one account; the
+   * built-in simulator's id is shared by every account's test mode, so its health is kept per
+   * account and mode: one account's failing test cards must not open its circuit for others.
+   */
+  private healthKey(ctx: { accountId: string; mode: string }, gatewayId: string): string {
+    return gatewayId === BUILTIN_SIMULATOR_ID ? `${gatewayId}:${ctx.accountId}:${ctx.mode}` : gatewayId;
+  }
+
+  /** Whether an attempt may go to the gateway now (a half-open circuit lets one trial through). */
+  tryAcquire(ctx: { accountId: string; mode: string }, gatewayId: string): boolean {
+    return this.breaker.tryAcquire(this.healthKey(ctx, gatewayId));
+  }
+
+  recordOutcome(ctx: { accountId: string; mode: string }, gatewayId: string, outcome: 'succeeded' | 'declined' | 'retryable_error' | 'timeout'): void {
+    const key = this.healthKey(ctx, gatewayId);
     if (outcome === 'succeeded' || outcome === 'declined') {
       // A decline is the card's answer, not a gateway fault: the gateway worked.
-      this.breaker.recordSuccess(gatewayId);
-      this.successRates.record(gatewayId, outcome === 'succeeded');
+      this.breaker.recordSuccess(key);
+      this.successRates.record(key, outcome === 'succeeded');
     } else {
-      this.breaker.recordFailure(gatewayId);
-      this.successRates.record(gatewayId, false);
+      this.breaker.recordFailure(key);
+      this.successRates.record(key, false);
     }
   }
 
