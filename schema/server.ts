@@ -19,8 +19,9 @@ import { buildPayorchSchema } from './build';
 import { createLoaders } from './loaders';
 import type { GqlContext } from './context';
 import { TOO_COMPLEX, formatGraphQLError } from './errors';
+import { resultSizeRule } from './result-size';
 
-export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 5000 };
+export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 5000, maxResultFields: 50_000 };
 
 /** graphql-armor's rejection becomes an ordinary validation error with our wording. */
 function reportTooComplex(context: ValidationContext | null, error: GraphQLError): void {
@@ -74,6 +75,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     validationRules: [
       maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
       costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+      resultSizeRule(GRAPHQL_LIMITS.maxResultFields, reportTooComplex),
     ],
     plugins: [requestIdPlugin],
   });
@@ -152,6 +154,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
           ...specifiedRules,
           maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
           costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+          resultSizeRule(GRAPHQL_LIMITS.maxResultFields, reportTooComplex),
         ]);
         return errors.length ? errors : undefined;
       },

@@ -63,7 +63,9 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
       const before = app.sql.length;
       const res = await gql('{ payments(pageSize: 100) { total nodes { id customer { email payments { id } } refunds { amount } } } }', {}, key);
       expect(res.body.errors).toBeUndefined();
-      return { queries: app.sql.length - before, nodes: res.body.data.payments.nodes };
+      // Statements reading these tables: an API key or routing cache refill (1 s) is no N+1.
+      const queries = app.sql.slice(before).filter((q) => /\b(payments|customers|refunds)\b/.test(q)).length;
+      return { queries, nodes: res.body.data.payments.nodes };
     };
     await addPayments(2);
     const small = await count();
