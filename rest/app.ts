@@ -48,6 +48,9 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   const { config, logger } = services;
   const app = new Koa();
   app.proxy = config.trustProxy;
+  // The client address is the entry our proxy appended to X-Forwarded-For (the last one); those
+  // before it are whatever the client sent, and per-IP limits must not be escapable by them.
+  app.maxIpsCount = 1;
 
   const api = new Router();
   customerRoutes(api, services);
