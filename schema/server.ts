@@ -148,8 +148,15 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         return { rc, services, loaders: createLoaders(services, rc, { cache: false }) };
       },
       onSubscribe: (_ctx, _id, payload) => {
+        // A syntax error is the client's, answered like any invalid document (not a 4500 close).
+        let document;
+        try {
+          document = parse(payload.query);
+        } catch (err) {
+          if (err instanceof GraphQLError) return [err];
+          throw err;
+        }
         // The same depth and cost limits as queries over HTTP.
-        const document = parse(payload.query);
         const errors = validate(schema, document, [
           ...specifiedRules,
           maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
@@ -158,6 +165,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         ]);
         return errors.length ? errors : undefined;
       },
+      // The same error mapping as over HTTP: REST codes, no internals, no quoted input values.
+      onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatGraphQLError(e.toJSON(), e)),
+      onNext: (_ctx, _id, _payload, _args, result) =>
+        result.errors ? { ...result, errors: result.errors.map((e) => formatGraphQLError(e.toJSON(), e)) } : undefined,
     },
     wss,
   );

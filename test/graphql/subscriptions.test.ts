@@ -127,6 +127,25 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       client.subscribe({ query: 'subscription { paymentUpdated { id } }' }, { next: (v) => resolve(v), error: (e) => resolve(e), complete: () => resolve('complete') });
     });
     expect(JSON.stringify(outcome)).toContain('permission');
+    // The same error mapping as over HTTP: the REST code.
+    expect((outcome as { errors?: Array<{ extensions?: { code?: string } }> }).errors?.[0]?.extensions?.code).toBe('permission_denied');
+    await client.dispose();
+  });
+
+  it('should answer an invalid subscription document with invalid_parameter, keeping the socket open', async () => {
+    const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
+    const closed: number[] = [];
+    client.on('closed', (event) => closed.push((event as { code: number }).code));
+    const outcome = await new Promise<unknown>((resolve) => {
+      client.subscribe({ query: 'subscription { events { id ' }, { next: (v) => resolve(v), error: (e) => resolve(e), complete: () => resolve('complete') });
+    });
+    expect(Array.isArray(outcome)).toBe(true);
+    expect((outcome as Array<{ extensions?: { code?: string } }>)[0].extensions?.code).toBe('invalid_parameter');
+    const unknownField = await new Promise<unknown>((resolve) => {
+      client.subscribe({ query: 'subscription { nope { id } }' }, { next: (v) => resolve(v), error: (e) => resolve(e), complete: () => resolve('complete') });
+    });
+    expect((unknownField as Array<{ extensions?: { code?: string } }>)[0].extensions?.code).toBe('invalid_parameter');
+    expect(closed).toEqual([]);
     await client.dispose();
   });
 
