@@ -33,7 +33,7 @@ const FOLDED = new Map([['POST /v1/payments', 201]]);
  * running it again would repeat them.
  */
 function failedGraphQL(ctx: Context): boolean {
-  if (ctx.path !== '/graphql') return false;
+  if (!(ctx.state as PayorchState).graphql) return false;
   let body: unknown = ctx.body;
   if (typeof body === 'string') {
     try {

@@ -1,7 +1,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { freshDatabase, type TestDatabase } from '../helpers/db';
 import { FixedClock } from '../../src/core/clock';
-import { simulatorChargeCount } from '../../src/gateways/simulator/simulator.state';
+import { operationKey, simulatorChargeCount, simulatorState } from '../../src/gateways/simulator/simulator.state';
 import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.service';
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
 
@@ -81,6 +81,29 @@ describe('crash safety of a charge', () => {
       expect(res.status).toBe(201);
       expect(res.body.data).toMatchObject({ status: 'pending', attempts: [] });
       expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${res.body.data.id}_a1`)).toBe(0);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should call no gateway for a refund once its pending write has used up the lease, leaving it to recovery', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 2800, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      expect(pay.body.data.status).toBe('succeeded');
+      const gateways = app.server.services.gateways as unknown as { connector: (...a: unknown[]) => Promise<unknown> };
+      const connector = gateways.connector.bind(gateways);
+      gateways.connector = async (...args: unknown[]) => {
+        clock.advance(2 * 60_000); // stalled after the refund's pending write
+        return connector(...args);
+      };
+      const refund = await app.request('POST', '/v1/refunds', { key, body: { paymentId: pay.body.data.id, amount: 800 } });
+      expect(refund.status).toBe(201);
+      expect(refund.body.data.status).toBe('pending');
+      expect(simulatorState().operations.has(operationKey(BUILTIN_SIMULATOR_ID, refund.body.data.id))).toBe(false);
+      // The amount stays reserved until recovery learns the refund was never made.
+      expect((await app.request('GET', `/v1/payments/${pay.body.data.id}`, { key })).body.data.amountRefunded).toBe(800);
     } finally {
       await app.stop();
     }

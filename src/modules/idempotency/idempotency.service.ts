@@ -39,7 +39,7 @@ function withoutCvc(value: unknown): unknown {
  * account sending the same key gets `idempotency_key_reused`, never the first key's answer: it
  * may lack the permissions that answer needed.
  */
-export function requestFingerprint(key: Buffer, method: string, path: string, requester: string | undefined, body: unknown): string {
+function requestFingerprint(key: Buffer, method: string, path: string, requester: string | undefined, body: unknown): string {
   return createHmac('sha256', key)
     .update(`${method.toUpperCase()} ${path}\n${requester ?? ''}\n${canonicalJson(withoutCvc(body ?? {}))}`)
     .digest('hex');

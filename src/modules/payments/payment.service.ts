@@ -103,7 +103,16 @@ export const PAYMENT_COLUMNS =
   'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at';
 
 /** Lease time beyond the attempts' budget: the settling write, and delays in the process or database. */
-const LEASE_SLACK_MS = 60_000;
+export const LEASE_SLACK_MS = 60_000;
+
+/**
+ * Recovery may take a pending payment or refund over once its lease ends: a request starts a
+ * gateway call only while the lease still covers the call's budget and the settling write
+ * (slow writes or a stalled process use up the slack). Otherwise it leaves the row to recovery.
+ */
+export function leaseCoversAttempt(now: Date, attemptBudgetMs: number, leaseUntil: Date): boolean {
+  return now.getTime() + attemptBudgetMs + LEASE_SLACK_MS / 2 <= leaseUntil.getTime();
+}
 
 /**
  * A gateway's "no such charge" is taken as final only for payments at least this old: search
@@ -227,10 +236,7 @@ export class PaymentService {
     const log: PendingTransaction[] = [];
     let last: { result: GatewayResult; gatewayId: string } | null = null;
     for (let i = 0; i < plan.length; i++) {
-      // Recovery may take the payment over once its lease ends: start an attempt only while the
-      // lease still covers it and the settling write (slow writes or a stalled process use up
-      // the slack). Otherwise the payment stays pending for recovery, and no gateway is called.
-      if (ctx.clock.now().getTime() + this.attemptBudgetMs + LEASE_SLACK_MS / 2 > leaseUntil.getTime()) {
+      if (!leaseCoversAttempt(ctx.clock.now(), this.attemptBudgetMs, leaseUntil)) {
         this.logger.warn({ requestId: ctx.requestId, paymentId: payment.id, attempt: i + 1 }, 'payment lease too short for another attempt; left to recovery');
         return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: true };
       }

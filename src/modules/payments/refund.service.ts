@@ -12,7 +12,7 @@ import { untilKnown } from '../../gateways/until-known';
 import type { EventService } from '../events/event.service';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import { createRefundInput, listRefundsInput } from './payment.inputs';
-import { PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, toApiPayment, type Payment } from './payment.service';
+import { LEASE_SLACK_MS, PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, leaseCoversAttempt, toApiPayment, type Payment } from './payment.service';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 
@@ -56,7 +56,7 @@ export class RefundService {
       throw new DomainError('unknown_parameter', 'paymentId comes from the path on this route', 'paymentId');
     }
     const data = parseInput(createRefundInput, paymentIdFromPath !== undefined ? { ...body, paymentId: paymentIdFromPath } : body);
-    const { refund, payment, chargeReference } = await this.db.transaction(async (t) => {
+    const { refund, payment, chargeReference, leaseUntil } = await this.db.transaction(async (t) => {
       const [row] = await this.db.select(
         `SELECT ${PAYMENT_COLUMNS}, gateway_reference FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3${this.db.forUpdate}`,
         [data.paymentId, ctx.accountId, ctx.mode],
@@ -79,6 +79,7 @@ export class RefundService {
         throw new DomainError('refund_exceeds_remaining', `At most ${remaining} ${payment.currency} can still be refunded`, 'amount');
       }
       const now = ctx.clock.now();
+      const leaseUntil = new Date(now.getTime() + this.attemptBudgetMs + LEASE_SLACK_MS);
       const refund: Refund = {
         id: newId('re'), object: 'refund', livemode: ctx.mode === 'live', paymentId: payment.id, amount, currency: payment.currency,
         reason: data.reason ?? null, status: 'pending', gatewayId: payment.gatewayId, failureCode: null, failureMessage: null,
@@ -87,18 +88,17 @@ export class RefundService {
       await this.db.execute(
         `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, lease_until)
          VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9, $10)`,
-        [refund.id, ctx.accountId, ctx.mode, refund.paymentId, amount, refund.currency, refund.reason, refund.gatewayId, now,
-          new Date(now.getTime() + this.attemptBudgetMs + 60_000)],
+        [refund.id, ctx.accountId, ctx.mode, refund.paymentId, amount, refund.currency, refund.reason, refund.gatewayId, now, leaseUntil],
         t,
       );
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
-      return { refund, payment, chargeReference: row.gateway_reference as string };
+      return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
     });
-    return this.execute(ctx, refund, payment, chargeReference);
+    return this.execute(ctx, refund, payment, chargeReference, leaseUntil);
   }
 
   /** The refund runs on the gateway that captured the payment, keyed by the refund id. */
-  private async execute(ctx: RequestContext, refund: Refund, payment: Payment, chargeReference: string): Promise<Refund> {
+  private async execute(ctx: RequestContext, refund: Refund, payment: Payment, chargeReference: string, leaseUntil: Date): Promise<Refund> {
     const gatewayId = payment.gatewayId as string;
     let connector;
     try {
@@ -109,6 +109,10 @@ export class RefundService {
       return this.settle(ctx, refund, notSent('The gateway that captured the payment is not available'), []);
     }
     const { gateway, type } = connector;
+    if (!leaseCoversAttempt(ctx.clock.now(), this.attemptBudgetMs, leaseUntil)) {
+      this.logger.warn({ requestId: ctx.requestId, refundId: refund.id }, 'refund lease too short for the gateway call; left to recovery');
+      return refund;
+    }
     const log: PendingTransaction[] = [];
     try {
       const request = { idempotencyKey: refund.id, refundId: refund.id, chargeReference, amount: refund.amount, currency: refund.currency, reason: refund.reason };
