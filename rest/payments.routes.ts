@@ -1,9 +1,10 @@
 import type { Router } from '@koa/router';
 import type { Services } from '../src/services';
 import { body, list, one, param } from './route';
+import { PAYMENT_CREATED_STATUS } from '../src/modules/payments/payment.service';
 
 export function paymentRoutes(router: Router, s: Services): void {
-  router.post('/payments', one((rc, ctx) => s.payments.create(rc, body(ctx)), 201));
+  router.post('/payments', one((rc, ctx) => s.payments.create(rc, body(ctx)), PAYMENT_CREATED_STATUS));
   router.get('/payments', list((rc, q) => s.payments.list(rc, q)));
   router.get('/payments/:id', one((rc, ctx) => s.payments.retrieve(rc, param(ctx, 'id'))));
   router.patch('/payments/:id', one((rc, ctx) => s.payments.update(rc, param(ctx, 'id'), body(ctx))));

@@ -4,7 +4,8 @@ import { DomainError, isDomainError } from '../../src/core/errors';
 import {
   IDEMPOTENCY_KEY_PATTERN, type IdempotencyService,
 } from '../../src/modules/idempotency/idempotency.service';
-import { IdempotentReplay, type IdempotencyHandle } from '../../src/core/idempotency';
+import { IdempotentReplay, idempotencyScope, type IdempotencyHandle } from '../../src/core/idempotency';
+import { PAYMENT_CREATED_STATUS } from '../../src/modules/payments/payment.service';
 import type { PayorchState } from '../context';
 import { renderError } from './render';
 
@@ -24,7 +25,7 @@ function publicScope(path: string): string {
  * Operations whose service claims the key in its own first write and stores the response with
  * its last (see IdempotencyHandle): the hot path then spends no statements on idempotency.
  */
-const FOLDED = new Map([['POST /v1/payments', 201]]);
+const FOLDED = new Map([['POST /v1/payments', PAYMENT_CREATED_STATUS]]);
 
 /**
  * GraphQL answers a resolver's internal error with HTTP 200. Like a 5xx it is not an outcome to
@@ -55,7 +56,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       throw new DomainError('invalid_parameter', 'Idempotency-Key must be 1 to 255 printable ASCII characters', 'Idempotency-Key');
     }
     const state = ctx.state as PayorchState;
-    const scope = state.rc ? `${state.rc.accountId}:${state.rc.mode}` : publicScope(ctx.path);
+    const scope = state.rc ? idempotencyScope(state.rc.accountId, state.rc.mode) : publicScope(ctx.path);
     const requester = state.rc?.keyId;
     const fingerprint = service.fingerprint(ctx.method, canonicalPath(ctx.path), requester, (ctx.request as { body?: unknown }).body);
     const replay = (status: number, body: string) => {

@@ -16,6 +16,18 @@ export interface IdempotencyHandle {
   claimed: boolean;
   /** Set when the stored response was written with the service's last statement. */
   completed?: { status: number; body: string };
+  /**
+   * The object whose first write claims the key (a payment's id). The key's row records it, and
+   * a response stored under this handle is written only while that row is still this object's
+   * and still running: recovery, settling the object after its request died, may store it, but
+   * never over an answer already given or a later request's claim of the same key.
+   */
+  objectId?: string;
+}
+
+/** The scope of an API key's Idempotency-Keys: its account and mode. */
+export function idempotencyScope(accountId: string, mode: string): string {
+  return `${accountId}:${mode}`;
 }
 
 /** Thrown by a service that found the key already answered: the middleware sends `body` as is. */

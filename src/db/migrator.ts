@@ -6,6 +6,7 @@ import * as m0002 from './migrations/0002-payments';
 import * as m0003 from './migrations/0003-webhooks';
 import * as m0004 from './migrations/0004-partial-indexes';
 import * as m0005 from './migrations/0005-keyed-idempotency-fingerprints';
+import * as m0006 from './migrations/0006-idempotency-key-owner';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -16,6 +17,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0003-webhooks', m0003],
   ['0004-partial-indexes', m0004],
   ['0005-keyed-idempotency-fingerprints', m0005],
+  ['0006-idempotency-key-owner', m0006],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -68,6 +68,116 @@ describe('crash safety of a charge', () => {
     await app.stop();
   });
 
+  /**
+   * The state a process leaves when it dies after the charge, before the settling write: the
+   * payment pending and its Idempotency-Key claimed but unanswered. (The request here still
+   * gets its pending answer; what matters is that nothing was stored for the key.)
+   */
+  function dieBeforeSettling(app: TestApp): void {
+    const payments = app.server.services.payments as unknown as { finish: (...a: unknown[]) => Promise<unknown> };
+    payments.finish = async () => {
+      throw new Error('process died after the gateway answered');
+    };
+    const keys = app.server.services.idempotency as unknown as { complete: (...a: unknown[]) => Promise<void> };
+    keys.complete = async () => {
+      throw new Error('process died before storing the response');
+    };
+  }
+
+  const keyState = async (app: TestApp, idemKey: string) =>
+    (await app.server.services.db.select<{ state: string; response_body: string | null }>(
+      'SELECT state, response_body FROM idempotency_keys WHERE idempotency_key = $1', [idemKey],
+    ))[0];
+
+  it('should answer a retry of a request that died before settling with the payment recovery settled', async () => {
+    let app = await startTestApp({ database, clock });
+    const key = app.account.testKey;
+    const body = { amount: 2910, currency: 'usd', paymentMethod: 'pm_card_visa' };
+    const headers = { 'idempotency-key': 'died-before-settling' };
+    dieBeforeSettling(app);
+    const first = await app.request('POST', '/v1/payments', { key, body, headers });
+    const id = first.body.data.id as string;
+    expect((await keyState(app, 'died-before-settling')).state).toBe('running');
+    await app.stop();
+
+    app = await startTestApp({ database, clock });
+    try {
+      // Not settled yet: the key is still in use.
+      const early = await app.request('POST', '/v1/payments', { key, body, headers });
+      expect(early.status).toBe(409);
+      expect(early.body.error.code).toBe('idempotency_key_in_use');
+      clock.advance(6 * 60_000);
+      expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
+      const retry = await app.request('POST', '/v1/payments', { key, body, headers });
+      expect(retry.status).toBe(201);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.body.data).toMatchObject({ id, status: 'succeeded', amount: 2910 });
+      // The stored answer is what the request itself would have sent: the payment as settled.
+      expect(retry.body.data).toEqual((await app.request('GET', `/v1/payments/${id}`, { key })).body.data);
+      expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${id}_a1`)).toBe(1);
+      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2910')).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should leave a key that was answered before recovery settled its payment as answered', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const body = { amount: 2920, currency: 'usd', paymentMethod: 'pm_card_visa' };
+      const headers = { 'idempotency-key': 'answered-pending' };
+      const payments = app.server.services.payments as unknown as { finish: (...a: unknown[]) => Promise<unknown> };
+      const finish = payments.finish;
+      payments.finish = async () => {
+        throw new Error('settling write failed');
+      };
+      const first = await app.request('POST', '/v1/payments', { key, body, headers });
+      expect(first.body.data.status).toBe('pending');
+      payments.finish = finish;
+      clock.advance(6 * 60_000);
+      expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
+      // A replay is the first answer, byte for byte, as for any other key.
+      const retry = await app.request('POST', '/v1/payments', { key, body, headers });
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.text).toBe(first.text);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it("should never store a settled payment as the answer of a later request that claimed the expired key", async () => {
+    let app = await startTestApp({ database, clock });
+    const key = app.account.testKey;
+    const headers = { 'idempotency-key': 'expired-and-reclaimed' };
+    dieBeforeSettling(app);
+    // Nothing settles it for longer than the key lasts (24 hours): say the gateway could not tell.
+    const old = await app.request('POST', '/v1/payments', { key, body: { amount: 2930, currency: 'usd', paymentMethod: 'pm_card_visa' }, headers });
+    await app.stop();
+    clock.advance(25 * 3_600_000);
+
+    app = await startTestApp({ database, clock });
+    dieBeforeSettling(app);
+    const later = await app.request('POST', '/v1/payments', { key, body: { amount: 2931, currency: 'usd', paymentMethod: 'pm_card_visa' }, headers });
+    expect(later.body.data.id).not.toBe(old.body.data.id);
+    await app.stop();
+
+    app = await startTestApp({ database, clock });
+    try {
+      // The old payment's lease ran out long ago; the later one's has not.
+      expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
+      expect((await app.request('GET', `/v1/payments/${old.body.data.id}`, { key })).body.data.status).toBe('succeeded');
+      expect((await keyState(app, 'expired-and-reclaimed')).state).toBe('running');
+      clock.advance(6 * 60_000);
+      expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
+      const retry = await app.request('POST', '/v1/payments', { key, body: { amount: 2931, currency: 'usd', paymentMethod: 'pm_card_visa' }, headers });
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.body.data).toMatchObject({ id: later.body.data.id, status: 'succeeded', amount: 2931 });
+    } finally {
+      await app.stop();
+    }
+  });
+
   it('should call no gateway once the pending write has used up the lease, leaving the payment to recovery', async () => {
     const app = await startTestApp({ database, clock });
     const service = app.server.services.payments as unknown as { insertPending: (...a: unknown[]) => Promise<void> };

@@ -91,24 +91,25 @@ export class IdempotencyService {
   }
 
   /** The INSERT that claims a key (no row when another request holds it). */
-  claimSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'fingerprint'>, p: Params): string {
+  claimSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'fingerprint' | 'objectId'>, p: Params): string {
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
-    return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, state, created_at, expires_at)
-      VALUES (${p.add(handle.scope)}, ${p.add(handle.key)}, ${p.add(handle.fingerprint)}, 'running', ${p.add(now)}, ${p.add(expiresAt)})
+    return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
+      VALUES (${p.add(handle.scope)}, ${p.add(handle.key)}, ${p.add(handle.fingerprint)}, ${p.add(handle.objectId ?? null)}, 'running', ${p.add(now)}, ${p.add(expiresAt)})
       ON CONFLICT (scope, idempotency_key) DO NOTHING`;
   }
 
   /**
    * Claims for many requests in one statement (PostgreSQL): `source` names a relation with
-   * columns `idem_scope`, `idem_key`, `idem_hash` (rows with a null key claim nothing). Returns
+   * columns `idem_scope`, `idem_key`, `idem_hash`, `idem_object` (see IdempotencyHandle.objectId;
+   * rows with a null key claim nothing). Returns
    * the `scope` and `idempotency_key` of each key it claimed; a key already held returns nothing.
    */
   claimFromSql(source: string, p: Params): string {
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
-    return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, state, created_at, expires_at)
-      SELECT s.idem_scope, s.idem_key, s.idem_hash, 'running', ${p.add(now, 'timestamptz')}, ${p.add(expiresAt, 'timestamptz')}
+    return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
+      SELECT s.idem_scope, s.idem_key, s.idem_hash, s.idem_object, 'running', ${p.add(now, 'timestamptz')}, ${p.add(expiresAt, 'timestamptz')}
         FROM ${source} s WHERE s.idem_key IS NOT NULL
        -- One order for every statement: two batches holding the same keys cannot deadlock.
        ORDER BY s.idem_scope, s.idem_key
@@ -116,10 +117,15 @@ export class IdempotencyService {
       RETURNING scope, idempotency_key`;
   }
 
-  /** Stores responses for many claimed keys: `source` has `idem_scope`, `idem_key`, `idem_status`, `idem_body`. */
+  /**
+   * Stores responses for many keys claimed with an object (claimFromSql): `source` has
+   * `idem_scope`, `idem_key`, `idem_object`, `idem_status`, `idem_body`. Only rows still
+   * running for that object are written (see IdempotencyHandle.objectId).
+   */
   completeFromSql(source: string): string {
     return `UPDATE idempotency_keys k SET state = 'completed', response_status = s.idem_status, response_body = s.idem_body
-      FROM ${source} s WHERE s.idem_key IS NOT NULL AND k.scope = s.idem_scope AND k.idempotency_key = s.idem_key`;
+      FROM ${source} s WHERE s.idem_key IS NOT NULL AND k.scope = s.idem_scope AND k.idempotency_key = s.idem_key
+       AND k.object_id = s.idem_object AND k.state = 'running'`;
   }
 
   /**
@@ -165,10 +171,14 @@ export class IdempotencyService {
     return { kind: 'replay', status: existing.response_status as number, body: stored };
   }
 
-  /** The UPDATE that stores a (non-secret) response for a claimed key. */
-  completeSql(handle: Pick<IdempotencyHandle, 'scope' | 'key'>, status: number, body: string, p: Params): string {
+  /**
+   * The UPDATE that stores a (non-secret) response for a claimed key; with an `objectId`, only
+   * while the row is still running for that object (see IdempotencyHandle.objectId).
+   */
+  completeSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'objectId'>, status: number, body: string, p: Params): string {
+    const owned = handle.objectId === undefined ? '' : ` AND object_id = ${p.add(handle.objectId)} AND state = 'running'`;
     return `UPDATE idempotency_keys SET state = 'completed', response_status = ${p.add(status)}, response_body = ${p.add(body)}
-      WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}`;
+      WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}${owned}`;
   }
 
   async complete(scope: string, key: string, status: number, body: string, sensitive?: { owner: string | null }): Promise<void> {

@@ -40,8 +40,8 @@ export interface PaymentBatchOptions {
   onPublishError?(err: unknown): void;
 }
 
-const IDEMPOTENCY_CLAIM_INPUT = 'idem_scope text, idem_key text, idem_hash text';
-const IDEMPOTENCY_STORE_INPUT = 'done_json text, idem_scope text, idem_key text, idem_status int';
+const IDEMPOTENCY_CLAIM_INPUT = 'idem_scope text, idem_key text, idem_hash text, idem_object text';
+const IDEMPOTENCY_STORE_INPUT = 'done_json text, idem_scope text, idem_key text, idem_object text, idem_status int';
 
 /**
  * PostgreSQL writes of `POST /v1/payments`, each one statement for every payment that is ready
@@ -91,8 +91,10 @@ export class PaymentBatchWrites {
   private async insertPending(items: PendingWrite[]): Promise<boolean[]> {
     const p = new Params();
     const rows = items.map(({ ctx, payment, plan, leaseUntil, searchText, idem }) => ({
-      ...pendingRow(ctx, payment, plan, leaseUntil, searchText),
+      ...pendingRow(ctx, payment, plan, leaseUntil, searchText, idem?.key ?? null),
       idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null, idem_hash: idem?.fingerprint ?? null,
+      // The key is claimed for this payment, and answered below only while it still is.
+      idem_object: idem ? payment.id : null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
     const inserted = await this.db.select<{ id: string }>(
@@ -118,7 +120,8 @@ export class PaymentBatchWrites {
     // response are built from it in the statement.
     const rows = items.map(({ done, doneJson, reference, idem }) => ({
       id: done.id, ...settlingRow(done, reference),
-      done_json: doneJson, idem_scope: idem?.handle.scope ?? null, idem_key: idem?.handle.key ?? null, idem_status: idem?.status ?? null,
+      done_json: doneJson, idem_scope: idem?.handle.scope ?? null, idem_key: idem?.handle.key ?? null,
+      idem_object: idem ? done.id : null, idem_status: idem?.status ?? null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
     const gtx = this.gtx.batchInsertSql(items.map((w) => ({ ctx: w.ctx, owner: { paymentId: w.done.id }, entries: w.log })), p);
@@ -138,7 +141,7 @@ export class PaymentBatchWrites {
         RETURNING p.id),
       gtx AS (${gtx}),
       ${event.parts.map((part) => `${part.name} AS (${part.sql})`).join(',\n')},
-      idem AS (${this.idempotency.completeFromSql(`(SELECT i.idem_scope, i.idem_key, i.idem_status, ${dataEnvelopeSql('i.done_json')} AS idem_body
+      idem AS (${this.idempotency.completeFromSql(`(SELECT i.idem_scope, i.idem_key, i.idem_object, i.idem_status, ${dataEnvelopeSql('i.done_json')} AS idem_body
         FROM input i JOIN upd ON upd.id = i.id)`)})
       SELECT id FROM upd`,
       p.values,

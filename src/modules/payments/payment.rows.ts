@@ -16,10 +16,13 @@ export const PENDING_COLUMNS: Columns = [
   ['payment_method_details', 'text'], ['description', 'text'], ['metadata', 'text'], ['status', 'text'], ['amount_refunded', 'bigint'],
   ['routing_plan', 'text'], ['attempts', 'text'], ['invoice_id', 'text'], ['subscription_id', 'text'], ['checkout_session_id', 'text'],
   ['payment_link_id', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'], ['search_text', 'text'],
-  ['lease_until', 'timestamptz'],
+  ['lease_until', 'timestamptz'], ['idempotency_key', 'text'],
 ];
 
-export function pendingRow(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, searchText: string): Record<string, unknown> {
+/** `idempotencyKey`: the key claimed in the same write (IdempotencyHandle.objectId), if any. */
+export function pendingRow(
+  ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, searchText: string, idempotencyKey: string | null,
+): Record<string, unknown> {
   const created = new Date(payment.createdAt);
   return {
     id: payment.id, account_id: ctx.accountId, mode: ctx.mode, customer_id: payment.customerId, amount: payment.amount,
@@ -29,6 +32,7 @@ export function pendingRow(ctx: RequestContext, payment: Payment, plan: string, 
     metadata: JSON.stringify(payment.metadata), status: 'pending', amount_refunded: 0, routing_plan: plan, attempts: '[]',
     invoice_id: payment.invoiceId, subscription_id: payment.subscriptionId, checkout_session_id: payment.checkoutSessionId,
     payment_link_id: payment.paymentLinkId, created_at: created, updated_at: created, search_text: searchText, lease_until: leaseUntil,
+    idempotency_key: idempotencyKey,
   };
 }
 

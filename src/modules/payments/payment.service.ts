@@ -23,7 +23,7 @@ import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreateP
 import { GatewayTransactionLog, type PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 import { idempotencyKeyInUse, type IdempotencyService } from '../idempotency/idempotency.service';
-import { dataEnvelope, type IdempotencyHandle } from '../../core/idempotency';
+import { dataEnvelope, idempotencyScope, type IdempotencyHandle } from '../../core/idempotency';
 import { Params } from '../../db/params';
 import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.writes';
 import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, settlingRow } from './payment.rows';
@@ -121,6 +121,9 @@ export function leaseCoversAttempt(now: Date, attemptBudgetMs: number, leaseUnti
 export const NOT_FOUND_FINAL_AFTER_MS = 15 * 60_000;
 
 /** How long recovery waits before asking again about an operation it could not settle. */
+/** What `POST /v1/payments` answers with: the status its Idempotency-Key's stored response carries. */
+export const PAYMENT_CREATED_STATUS = 201;
+
 export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
 
 export class PaymentService {
@@ -337,6 +340,9 @@ export class PaymentService {
    */
   private async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date): Promise<void> {
     const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
+    // The key and the payment name each other: if this process dies before the settling write,
+    // recovery stores the settled payment as the key's response.
+    if (idem) idem.objectId = payment.id;
     for (let attempt = 0; attempt < 2; attempt++) {
       const claimed = this.db.dialect === 'postgres'
         ? await this.batch.writePending({ ctx, payment, plan, leaseUntil, searchText: searchText(payment), idem })
@@ -354,7 +360,7 @@ export class PaymentService {
   /** SQLite: the claim (if any) and the insert in one transaction; false when the key is taken. */
   private async insertPendingSqlite(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, idem?: IdempotencyHandle): Promise<boolean> {
     const p = new Params();
-    const row = pendingRow(ctx, payment, plan, leaseUntil, searchText(payment));
+    const row = pendingRow(ctx, payment, plan, leaseUntil, searchText(payment), idem?.key ?? null);
     const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}) VALUES (${PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ')})`;
     if (!idem) {
       await this.db.execute(insert, p.values);
@@ -495,7 +501,7 @@ export class PaymentService {
    */
   async recoverPending(now: Date, limit = 50): Promise<number> {
     const rows = await this.db.select(
-      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan FROM payments WHERE status = 'pending' AND lease_until < $1 ORDER BY lease_until LIMIT ${limit}`,
+      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key FROM payments WHERE status = 'pending' AND lease_until < $1 ORDER BY lease_until LIMIT ${limit}`,
       [now],
     );
     let resolved = 0;
@@ -517,6 +523,15 @@ export class PaymentService {
       accountId: row.account_id as string, mode: payment.livemode ? 'live' : 'test', permissions: ['*'],
       requestId: `recovery_${payment.id}`, clock: { now: () => now },
     };
+    if (row.idempotency_key) {
+      // The creating request's key: if that request died, the key is still running and the
+      // settled payment becomes its answer (what POST /v1/payments would have sent). A key the
+      // request answered, or that expired and was claimed again, is left alone (objectId).
+      ctx.idempotency = {
+        scope: idempotencyScope(ctx.accountId, ctx.mode), key: row.idempotency_key as string, fingerprint: '',
+        status: PAYMENT_CREATED_STATUS, claimed: true, objectId: payment.id,
+      };
+    }
     const plan = readJson<string[]>(row.routing_plan, []);
     const log: PendingTransaction[] = [];
     const attempts: PaymentAttempt[] = [];
