@@ -3,7 +3,7 @@ import type https from 'node:https';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
-import { GraphQLError, parse, specifiedRules, validate, type ValidationContext } from 'graphql';
+import { GraphQLError, parse, specifiedRules, validate, type GraphQLFormattedError, type ValidationContext } from 'graphql';
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
@@ -33,6 +33,26 @@ export interface GraphQLMount {
   stop(): Promise<void>;
 }
 
+/** Logs an error that reaches the client only as `internal_error`, under the request's id. */
+function logIfInternal(services: Services, requestId: string, e: GraphQLError): void {
+  if (formatGraphQLError({ message: e.message }, e).extensions?.code !== 'internal_error') return;
+  services.logger.error({ requestId, err: errorForLog(e.originalError ?? e) }, 'graphql resolver failed');
+}
+
+/**
+ * Over WebSocket: the same mapping as over HTTP (REST codes, no internals, no quoted input
+ * values), the operation's request id in every error, internal errors logged under it.
+ */
+function wsErrors(services: Services, requestId: string, errors: readonly GraphQLError[]): GraphQLFormattedError[] {
+  return errors.map((e) => {
+    logIfInternal(services, requestId, e);
+    const formatted = formatGraphQLError(e.toJSON(), e);
+    return { ...formatted, extensions: { ...(formatted.extensions ?? {}), requestId } };
+  });
+}
+
+const wsRequestId = () => `ws_${randomBytes(12).toString('hex')}`;
+
 /** Puts the request id into every error, whatever produced it. */
 const requestIdPlugin: ApolloServerPlugin<GqlContext> = {
   async requestDidStart() {
@@ -45,12 +65,7 @@ const requestIdPlugin: ApolloServerPlugin<GqlContext> = {
         }
       },
       async didEncounterErrors({ errors, contextValue }) {
-        for (const e of errors) {
-          const code = formatGraphQLError({ message: e.message }, e).extensions?.code;
-          if (code === 'internal_error') {
-            contextValue.services.logger.error({ requestId: contextValue.rc.requestId, err: errorForLog(e.originalError ?? e) }, 'graphql resolver failed');
-          }
-        }
+        for (const e of errors) logIfInternal(contextValue.services, contextValue.rc.requestId, e);
       },
     };
   },
@@ -143,7 +158,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         const auth = ctx.extra.auth as AuthenticatedKey;
         const rc: RequestContext = {
           accountId: auth.accountId, mode: auth.mode, permissions: auth.permissions, keyId: auth.keyId,
-          requestId: `ws_${randomBytes(12).toString('hex')}`, clock: services.clock,
+          requestId: wsRequestId(), clock: services.clock,
         };
         return { rc, services, loaders: createLoaders(services, rc, { cache: false }) };
       },
@@ -165,10 +180,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         ]);
         return errors.length ? errors : undefined;
       },
-      // The same error mapping as over HTTP: REST codes, no internals, no quoted input values.
-      onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatGraphQLError(e.toJSON(), e)),
-      onNext: (_ctx, _id, _payload, _args, result) =>
-        result.errors ? { ...result, errors: result.errors.map((e) => formatGraphQLError(e.toJSON(), e)) } : undefined,
+      // A document refused before it ran has no context yet: its errors get an id of their own.
+      onError: (_ctx, _id, _payload, errors) => wsErrors(services, wsRequestId(), errors),
+      onNext: (_ctx, _id, _payload, args, result) =>
+        result.errors ? { ...result, errors: wsErrors(services, (args.contextValue as GqlContext).rc.requestId, result.errors) } : undefined,
     },
     wss,
   );

@@ -129,7 +129,33 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     expect(JSON.stringify(outcome)).toContain('permission');
     // The same error mapping as over HTTP: the REST code.
     expect((outcome as { errors?: Array<{ extensions?: { code?: string } }> }).errors?.[0]?.extensions?.code).toBe('permission_denied');
+    // As over HTTP, every error names the request it belongs to.
+    expect((outcome as { errors: Array<{ extensions: { requestId?: string } }> }).errors[0].extensions.requestId).toMatch(/^ws_[0-9a-f]{24}$/);
     await client.dispose();
+  });
+
+  it('should answer a failure inside the server with internal_error and a request id it logged the failure under', async () => {
+    const bus = app.server.services.bus as unknown as { stream: (...a: unknown[]) => unknown };
+    const stream = bus.stream;
+    bus.stream = () => {
+      throw new Error('event bus exploded: detail-only-for-the-log');
+    };
+    const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
+    try {
+      const outcome = await new Promise<{ errors?: Array<{ message: string; extensions: { code?: string; requestId?: string } }> }>((resolve, reject) => {
+        client.subscribe({ query: 'subscription { paymentUpdated { id } }' }, { next: (v) => resolve(v as never), error: reject, complete: () => reject(new Error('completed')) });
+      });
+      const [error] = outcome.errors ?? [];
+      expect(error.extensions.code).toBe('internal_error');
+      expect(JSON.stringify(outcome)).not.toContain('detail-only-for-the-log');
+      const requestId = error.extensions.requestId as string;
+      expect(requestId).toMatch(/^ws_[0-9a-f]{24}$/);
+      const logged = app.logs.filter((line) => line.includes(requestId));
+      expect(logged.join('')).toContain('detail-only-for-the-log');
+    } finally {
+      bus.stream = stream;
+      await client.dispose();
+    }
   });
 
   it('should answer an invalid subscription document with invalid_parameter, keeping the socket open', async () => {
@@ -141,6 +167,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     });
     expect(Array.isArray(outcome)).toBe(true);
     expect((outcome as Array<{ extensions?: { code?: string } }>)[0].extensions?.code).toBe('invalid_parameter');
+    expect((outcome as Array<{ extensions: { requestId?: string } }>)[0].extensions.requestId).toMatch(/^ws_[0-9a-f]{24}$/);
     const unknownField = await new Promise<unknown>((resolve) => {
       client.subscribe({ query: 'subscription { nope { id } }' }, { next: (v) => resolve(v), error: (e) => resolve(e), complete: () => resolve('complete') });
     });
