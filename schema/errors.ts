@@ -41,7 +41,9 @@ function withoutValues(message: string): string {
 
 /** The GraphQL side of the one error mapping: extensions.code is always a REST code. */
 export function formatGraphQLError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
-  const original = unwrapResolverError(error);
+  let original = unwrapResolverError(error);
+  // Raised outside any field (a subscription's stream failing, over WebSocket): wrapped, no path.
+  if (original instanceof GraphQLError && !original.path && isDomainError(original.originalError)) original = original.originalError;
   if (isDomainError(original)) {
     const extensions: Record<string, unknown> = { code: original.code };
     if (original.param) extensions.param = original.param;
@@ -54,7 +56,10 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   if (apolloCode === 'GRAPHQL_PARSE_FAILED' || apolloCode === 'GRAPHQL_VALIDATION_FAILED' || apolloCode === 'BAD_USER_INPUT' || apolloCode === 'BAD_REQUEST') {
     return { message: withoutValues(formatted.message), locations: formatted.locations, extensions: { code: 'invalid_parameter' } };
   }
-  if (original instanceof GraphQLError && !original.originalError) {
+  // The client's document or variables: a GraphQLError of its own, or (a variable's value
+  // refused by its type) one without a path wrapping the type's GraphQLError. Over WebSocket
+  // these come without Apollo's codes.
+  if (original instanceof GraphQLError && (!original.originalError || (!original.path && original.originalError instanceof GraphQLError))) {
     return { message: withoutValues(formatted.message), locations: formatted.locations, path: formatted.path, extensions: { code: 'invalid_parameter' } };
   }
   return { message: 'An internal error occurred; quote the requestId to support', path: formatted.path, extensions: { code: 'internal_error' } };

@@ -33,9 +33,12 @@ export interface GraphQLMount {
   stop(): Promise<void>;
 }
 
-/** Logs an error that reaches the client only as `internal_error`, under the request's id. */
+/**
+ * Logs an error that reaches the client only as `internal_error`, under the request's id. The
+ * client's own mistakes are not logged: their messages quote the values sent, card fields too.
+ */
 function logIfInternal(services: Services, requestId: string, e: GraphQLError): void {
-  if (formatGraphQLError({ message: e.message }, e).extensions?.code !== 'internal_error') return;
+  if (formatGraphQLError({ message: e.message, extensions: e.extensions }, e).extensions?.code !== 'internal_error') return;
   services.logger.error({ requestId, err: errorForLog(e.originalError ?? e) }, 'graphql resolver failed');
 }
 
@@ -180,7 +183,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         ]);
         return errors.length ? errors : undefined;
       },
-      // A document refused before it ran has no context yet: its errors get an id of their own.
+      // A document refused before it ran, or a stream that broke: these errors get an id of their own.
       onError: (_ctx, _id, _payload, errors) => wsErrors(services, wsRequestId(), errors),
       onNext: (_ctx, _id, _payload, args, result) =>
         result.errors ? { ...result, errors: wsErrors(services, (args.contextValue as GqlContext).rc.requestId, result.errors) } : undefined,

@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { redactPan } from './core/card';
 
 export type { Logger };
 
@@ -27,8 +28,11 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   );
 }
 
-/** Error fields safe to log: no SQL parameters, no request data. */
+/**
+ * Error fields safe to log: no SQL parameters, no request data. A card number quoted in a
+ * message (a library echoing a value it refused) is masked as a last line of defence.
+ */
 export function errorForLog(err: unknown): { name?: string; message?: string; stack?: string } {
-  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
-  return { message: String(err) };
+  if (err instanceof Error) return { name: err.name, message: redactPan(err.message), stack: err.stack === undefined ? undefined : redactPan(err.stack) };
+  return { message: redactPan(String(err)) };
 }

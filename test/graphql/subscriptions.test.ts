@@ -134,6 +134,30 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     await client.dispose();
   });
 
+  it('should refuse a card number sent as a number as invalid_parameter, over WebSocket and HTTP, logging no card data', async () => {
+    const query = 'mutation($i: CreatePaymentInput!) { createPayment(input: $i) { id } }';
+    const variables = { i: { amount: 1000, currency: 'usd', paymentMethod: 'card', card: { number: 4242424242424242, expMonth: 12, expYear: 2030, cvc: 987 } } };
+    const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
+    const logsBefore = app.logs.length;
+    try {
+      const outcome = await new Promise<unknown>((resolve) => {
+        client.subscribe({ query, variables }, { next: resolve, error: resolve, complete: () => resolve('complete') });
+      });
+      const errors = (Array.isArray(outcome) ? outcome : (outcome as { errors: unknown[] }).errors) as Array<{ message: string; extensions: { code: string } }>;
+      expect(errors[0].extensions.code).toBe('invalid_parameter');
+      expect(JSON.stringify(outcome)).not.toMatch(/4242424242424242|987/);
+      const overHttp = await app.request('POST', '/graphql', { key: app.account.testKey, body: { query, variables } });
+      expect(overHttp.body.errors[0].extensions.code).toBe('invalid_parameter');
+      expect(overHttp.text).not.toMatch(/4242424242424242|987/);
+      // Neither transport logs the client's own mistake, whose message quotes the values.
+      const logged = app.logs.slice(logsBefore).join('');
+      expect(logged).not.toContain('4242424242424242');
+      expect(logged).not.toContain('cannot represent');
+    } finally {
+      await client.dispose();
+    }
+  });
+
   it('should answer a failure inside the server with internal_error and a request id it logged the failure under', async () => {
     const bus = app.server.services.bus as unknown as { stream: (...a: unknown[]) => unknown };
     const stream = bus.stream;
