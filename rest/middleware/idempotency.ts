@@ -83,6 +83,9 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       // The folded claim found the key taken: that answer is about the key, not an outcome to store.
       if (!handle.claimed && isDomainError(err) && (err.code === 'idempotency_key_in_use' || err.code === 'idempotency_key_reused')) return;
     }
+    // A key the service claimed for its object is answered only while it is still running for
+    // it: recovery may have stored that object's settled answer first, and that one stands.
+    const owner = handle.claimed ? handle.objectId : undefined;
     if (!handle.claimed) {
       // A folded operation that stopped before writing anything (a 4xx): claim now, so the
       // outcome is stored like any other; a request that got there first decides instead.
@@ -108,7 +111,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     // Secrets (new API keys, webhook secrets) are kept sealed and replayed only to their creator.
     const sensitive = state.rc?.sensitiveResponse ? { owner: state.rc.keyId ?? null } : undefined;
     try {
-      await service.complete(scope, key, ctx.status, text, sensitive);
+      await service.complete(scope, key, ctx.status, text, sensitive, owner);
     } catch (err) {
       // The operation happened; answer it. The key stays claimed until it expires.
       onServerError(err, ctx);

@@ -146,6 +146,45 @@ describe('crash safety of a charge', () => {
     }
   });
 
+  it('should keep the answer recovery stored when the request it took over from finishes late', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const body = { amount: 2940, currency: 'usd', paymentMethod: 'pm_card_visa' };
+      const headers = { 'idempotency-key': 'outlived-its-lease' };
+      const payments = app.server.services.payments as unknown as { chargeAlongPlan: (...a: unknown[]) => Promise<unknown> };
+      const chargeAlongPlan = payments.chargeAlongPlan;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      payments.chargeAlongPlan = async () => {
+        await held; // stalled before any gateway call, far past its lease
+        throw new Error('settling failed');
+      };
+      const live = app.request('POST', '/v1/payments', { key, body, headers });
+      let row: { id: string } | undefined;
+      for (let i = 0; i < 200 && !row; i++) {
+        [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2940');
+        if (!row) await new Promise((r) => setTimeout(r, 10));
+      }
+      // Recovery takes over: the gateway never saw the charge, so the payment failed.
+      clock.advance(NOT_FOUND_FINAL_AFTER_MS + 60_000);
+      expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
+      const replayed = await app.request('POST', '/v1/payments', { key, body, headers });
+      expect(replayed.body.data).toMatchObject({ id: row!.id, status: 'failed' });
+      release();
+      const late = await live;
+      expect(late.body.data.status).toBe('pending'); // what the stalled request knew
+      // The key keeps the answer already given: a retry sees the same failed payment.
+      const again = await app.request('POST', '/v1/payments', { key, body, headers });
+      expect(again.text).toBe(replayed.text);
+      payments.chargeAlongPlan = chargeAlongPlan;
+    } finally {
+      await app.stop();
+    }
+  });
+
   it("should never store a settled payment as the answer of a later request that claimed the expired key", async () => {
     let app = await startTestApp({ database, clock });
     const key = app.account.testKey;

@@ -181,10 +181,11 @@ export class IdempotencyService {
       WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}${owned}`;
   }
 
-  async complete(scope: string, key: string, status: number, body: string, sensitive?: { owner: string | null }): Promise<void> {
+  /** `objectId`: the key was claimed for that object; store only while it still runs for it. */
+  async complete(scope: string, key: string, status: number, body: string, sensitive?: { owner: string | null }, objectId?: string): Promise<void> {
     const stored = sensitive ? `${SEALED}${this.box.seal({ body, owner: sensitive.owner })}` : body;
     const p = new Params();
-    await this.db.execute(this.completeSql({ scope, key }, status, stored, p), p.values);
+    await this.db.execute(this.completeSql({ scope, key, objectId }, status, stored, p), p.values);
   }
 
   /** A 5xx outcome is not an outcome: the key is free for a retry. */

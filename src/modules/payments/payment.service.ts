@@ -121,10 +121,10 @@ export function leaseCoversAttempt(now: Date, attemptBudgetMs: number, leaseUnti
 export const NOT_FOUND_FINAL_AFTER_MS = 15 * 60_000;
 
 /** How long recovery waits before asking again about an operation it could not settle. */
+export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
+
 /** What `POST /v1/payments` answers with: the status its Idempotency-Key's stored response carries. */
 export const PAYMENT_CREATED_STATUS = 201;
-
-export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
 
 export class PaymentService {
   constructor(
