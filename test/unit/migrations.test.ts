@@ -31,6 +31,45 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
     }
   });
 
+  it('should leave the schema exactly as it was when any migration is rolled back and applied again', async () => {
+    const database = await freshDatabase();
+    const db = new Database({ url: database.url, models: MODELS });
+    try {
+      await db.init();
+      const migrator = createMigrator(db);
+      await migrator.up();
+      // Tables, columns, keys, constraints and index definitions, as the database reports them.
+      const schema = async (): Promise<string[]> => {
+        if (db.dialect === 'sqlite') {
+          const rows = await db.select<{ type: string; name: string; sql: string | null }>(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND name <> 'schema_migrations' ORDER BY type, name",
+          );
+          return rows.map((r) => `${r.type} ${r.name}: ${(r.sql ?? '').replace(/\s+/g, ' ')}`);
+        }
+        const columns = await db.select<{ d: string }>(
+          `SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '') AS d
+             FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> 'schema_migrations' ORDER BY 1`,
+        );
+        const indexes = await db.select<{ d: string }>("SELECT indexdef AS d FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname");
+        const constraints = await db.select<{ d: string }>(
+          `SELECT c.conrelid::regclass::text || ' ' || c.conname || ' ' || pg_get_constraintdef(c.oid) AS d
+             FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'public' ORDER BY 1`,
+        );
+        return [...columns, ...indexes, ...constraints].map((r) => r.d);
+      };
+      const before = await schema();
+      const names = (await migrator.executed()).map((m) => m.name);
+      for (const name of [...names].reverse()) {
+        await migrator.down({ to: name });
+        await migrator.up();
+        expect({ name, schema: await schema() }).toEqual({ name, schema: before });
+      }
+    } finally {
+      await db.close();
+      await database.drop();
+    }
+  });
+
   it('should index every list filter and sort column', async () => {
     const database = await freshDatabase();
     const db = new Database({ url: database.url, models: MODELS });

@@ -13,6 +13,8 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
 }
 
 export async function down({ context: qi }: { context: QueryInterface }): Promise<void> {
-  await qi.removeColumn('idempotency_keys', 'object_id');
-  await qi.removeColumn('payments', 'idempotency_key');
+  // Plain DROP COLUMN on both databases: Sequelize's removeColumn rebuilds a SQLite table, which
+  // loses its indexes and turns a composite primary key into one UNIQUE per column.
+  await qi.sequelize.query('ALTER TABLE idempotency_keys DROP COLUMN object_id');
+  await qi.sequelize.query('ALTER TABLE payments DROP COLUMN idempotency_key');
 }
