@@ -5,38 +5,59 @@ import { redactPan } from '../src/core/card';
 
 export const TOO_COMPLEX = 'Query is too complex';
 
-const INVALID_VALUE = 'got invalid value ';
-
-/**
- * Where the value that graphql-js quotes after "got invalid value " ends: past balanced braces
- * and brackets and past string literals (whose text may hold "; " or " at "), at the first
- * top-level "; " or ' at "'.
- */
-function endOfQuotedValue(message: string, from: number): number {
-  let depth = 0;
-  for (let i = from; i < message.length; i++) {
-    const c = message[i];
-    if (c === '"') {
-      for (i++; i < message.length && message[i] !== '"'; i++) if (message[i] === '\\') i++;
-    } else if (c === '{' || c === '[') depth++;
-    else if (c === '}' || c === ']') depth--;
-    else if (depth <= 0 && (message.startsWith('; ', i) || message.startsWith(' at "', i))) return i;
-  }
-  return message.length;
+/** What a scalar says after refusing a value: "String cannot represent a non string value: 4242…". */
+function withoutScalarValue(message: string): string {
+  return message.replace(/(cannot represent[^:]*): [\s\S]*$/, '$1');
 }
 
 /**
- * GraphQL's own input errors quote the offending value ("got invalid value { number: … }",
- * "cannot represent a non string value: 4242…"), card fields included: keep the path and the
- * reason, never the value.
+ * GraphQL's own input errors print the value they refused, card fields included, and a printed
+ * value cannot be told apart from the text around it (object keys are printed unquoted, so a
+ * metadata key can imitate any punctuation). So the value is never cut out of the message: the
+ * message is rebuilt from the parts graphql-js assembled it from, or cut where the value starts.
+ * - `Variable "$v" got invalid value <value> [at "<path>"]; <reason>`: the reason is the wrapped
+ *   error's own message, so it is known exactly and the path sits just before it.
+ * - `Argument "a" has invalid value <value>.` and `Expected value of type "T", found <value>…`:
+ *   everything from the value on is dropped.
  */
-function withoutValues(message: string): string {
-  let out = message;
-  for (let at = out.indexOf(INVALID_VALUE); at !== -1; at = out.indexOf(INVALID_VALUE, at + 1)) {
-    const start = at + INVALID_VALUE.length;
-    out = `${out.slice(0, at)}got an invalid value${out.slice(endOfQuotedValue(out, start))}`;
+function withoutValues(message: string, error: unknown): string {
+  const variable = /^(Variable "\$\w+") got invalid value /.exec(message);
+  if (variable) {
+    const reason = reasonOf(message, error);
+    const prefix = reason ? message.slice(0, -(reason.length + 2)) : '';
+    const path = / at "([\w.[\]]+)"$/.exec(prefix);
+    const where = path ? ` at "${path[1]}"` : '';
+    return redactPan(`${variable[1]} got an invalid value${where}${reason ? `; ${withoutScalarValue(withoutValues(reason, undefined))}` : ''}`);
   }
-  return redactPan(out.replace(/(cannot represent[^:]*): [\s\S]*$/, '$1'));
+  const argument = message.indexOf(' has invalid value ');
+  if (argument !== -1) return redactPan(`${message.slice(0, argument)} has an invalid value.`);
+  const found = message.indexOf(', found ');
+  if (found !== -1) return redactPan(`${message.slice(0, found)}, found an invalid value.`);
+  return redactPan(withoutScalarValue(message));
+}
+
+/** The message of the error (wrapped at any depth) that `message` ends with after "; ". */
+function reasonOf(message: string, error: unknown): string {
+  for (let c = error instanceof GraphQLError ? error.originalError : undefined; c; c = c instanceof GraphQLError ? c.originalError : undefined) {
+    if (message.endsWith(`; ${c.message}`)) return c.message;
+  }
+  return '';
+}
+
+/**
+ * The client's document or variables, as opposed to a failure on our side: a GraphQLError that
+ * points into the document (it has locations) and wraps nothing but another GraphQLError. A
+ * field's execution error wraps what was thrown, so it is judged by that: an argument refused
+ * at execution points into the document, while a value our resolver returned that its type
+ * refuses (output coercion), a GraphQLError a resolver threw, or a subscription stream that
+ * failed (graphql-ws wraps it without locations) does not.
+ */
+function clientDocumentError(error: unknown): boolean {
+  let e = error;
+  if (e instanceof GraphQLError && e.path && e.originalError instanceof GraphQLError) e = e.originalError;
+  if (!(e instanceof GraphQLError)) return false;
+  if (e.originalError && !(e.originalError instanceof GraphQLError)) return false;
+  return (e.locations?.length ?? 0) > 0 || (e.nodes?.length ?? 0) > 0;
 }
 
 /** The GraphQL side of the one error mapping: extensions.code is always a REST code. */
@@ -46,21 +67,15 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   if (original instanceof GraphQLError && !original.path && isDomainError(original.originalError)) original = original.originalError;
   if (isDomainError(original)) {
     const extensions: Record<string, unknown> = { code: original.code };
-    if (original.param) extensions.param = original.param;
-    return { message: original.message, path: formatted.path, locations: formatted.locations, extensions };
+    if (original.param) extensions.param = redactPan(original.param);
+    return { message: redactPan(original.message), path: formatted.path, locations: formatted.locations, extensions };
   }
   const apolloCode = formatted.extensions?.code;
   if (typeof formatted.message === 'string' && formatted.message.includes(TOO_COMPLEX)) {
     return { message: formatted.message, locations: formatted.locations, extensions: { code: 'query_too_complex' } };
   }
-  if (apolloCode === 'GRAPHQL_PARSE_FAILED' || apolloCode === 'GRAPHQL_VALIDATION_FAILED' || apolloCode === 'BAD_USER_INPUT' || apolloCode === 'BAD_REQUEST') {
-    return { message: withoutValues(formatted.message), locations: formatted.locations, extensions: { code: 'invalid_parameter' } };
-  }
-  // The client's document or variables: a GraphQLError of its own, or (a variable's value
-  // refused by its type) one without a path wrapping the type's GraphQLError. Over WebSocket
-  // these come without Apollo's codes.
-  if (original instanceof GraphQLError && (!original.originalError || (!original.path && original.originalError instanceof GraphQLError))) {
-    return { message: withoutValues(formatted.message), locations: formatted.locations, path: formatted.path, extensions: { code: 'invalid_parameter' } };
+  if (apolloCode === 'GRAPHQL_PARSE_FAILED' || apolloCode === 'GRAPHQL_VALIDATION_FAILED' || apolloCode === 'BAD_USER_INPUT' || apolloCode === 'BAD_REQUEST' || clientDocumentError(error)) {
+    return { message: withoutValues(formatted.message, error), locations: formatted.locations, path: formatted.path, extensions: { code: 'invalid_parameter' } };
   }
   return { message: 'An internal error occurred; quote the requestId to support', path: formatted.path, extensions: { code: 'internal_error' } };
 }

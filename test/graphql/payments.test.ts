@@ -38,15 +38,35 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
       { amount: 100, currency: 'usd', paymentMethod: 'card', card: { ...card, name: 'A; B' } },
       { amount: 100, currency: 'usd', paymentMethod: 'card', description: 'a "quoted; \\" text', card: { ...card, expMonth: 'March' } },
     ];
-    for (const [i, input] of inputs.entries()) {
-      const res = await app.request('POST', '/graphql', { key: app.account.testKey, body: { query, variables: { input } }, headers: { 'Idempotency-Key': `gql-card-${i}` } });
+    const logsBefore = app.logs.length;
+    const refused = async (body: { query: string; variables?: unknown }, idempotencyKey: string) => {
+      const res = await app.request('POST', '/graphql', { key: app.account.testKey, body, headers: { 'Idempotency-Key': idempotencyKey } });
       expect(res.body.errors?.[0]?.extensions?.code).toBe('invalid_parameter');
       expect(res.text).not.toContain('987');
       expect(res.text).not.toContain(number.slice(6, 12));
-      expect(res.body.errors[0].message).toMatch(/got an invalid value/);
+      return res.body.errors[0].message as string;
+    };
+    for (const [i, input] of inputs.entries()) {
+      expect(await refused({ query, variables: { input } }, `gql-card-${i}`)).toMatch(/got an invalid value/);
     }
+    // Where the value sits and why it was refused survive; the value does not.
+    expect(await refused({ query, variables: { input: inputs[3] } }, 'gql-card-reason'))
+      .toBe('Variable "$input" got an invalid value at "input.card.expMonth"; Int cannot represent non-integer value');
+    // A metadata key printed unquoted cannot make the value look shorter than it is.
+    expect(await refused({ query, variables: { input: { amount: 100, paymentMethod: 'card', card, metadata: { '}}; x': 'y' } } } }, 'gql-card-key'))
+      .toMatch(/^Variable "\$input" got an invalid value; /);
+    // The card written in the document itself, refused at execution or at validation.
+    await refused({
+      query: `mutation($m: Int = 12) { createPayment(input: { amount: 100, currency: "usd", paymentMethod: "card", card: { number: "${number}", expMonth: $m, expYear: 2031, cvc: "987" } }) { id } }`,
+      variables: { m: null },
+    }, 'gql-card-inline');
+    await refused({ query: `mutation { createPayment(input: { amount: 100, currency: "usd", paymentMethod: "card", card: "${number} 987" }) { id } }` }, 'gql-card-literal');
     const stored = await app.server.services.db.select<{ response_body: string }>("SELECT response_body FROM idempotency_keys WHERE idempotency_key LIKE 'gql-card-%'");
+    expect(stored.length).toBe(inputs.length + 4);
     expect(JSON.stringify(stored)).not.toContain('987');
+    expect(JSON.stringify(stored)).not.toContain(number.slice(6, 12));
+    // None of these is logged: their messages held the values before they were rebuilt.
+    expect(app.logs.slice(logsBefore).join('')).not.toMatch(/invalid value|cannot represent|graphql resolver failed/);
   });
 
   it('should batch Payment.customer, Payment.refunds and Customer.payments (constant SQL for N payments)', async () => {

@@ -1,4 +1,5 @@
 import WebSocket from 'ws';
+import { GraphQLError } from 'graphql';
 import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
@@ -177,6 +178,49 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       const logged = app.logs.filter((line) => line.includes(requestId));
       expect(logged.join('')).toContain('detail-only-for-the-log');
     } finally {
+      bus.stream = stream;
+      await client.dispose();
+    }
+  });
+
+  it('should answer failures on our side as internal_error, never as the client\'s error with our message', async () => {
+    const payments = app.server.services.payments as unknown as { retrieve: (...a: unknown[]) => Promise<unknown> };
+    const retrieve = payments.retrieve;
+    const bus = app.server.services.bus as unknown as { stream: (...a: unknown[]) => unknown };
+    const stream = bus.stream;
+    const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
+    const overHttp = async (query: string) => (await app.request('POST', '/graphql', { key: app.account.testKey, body: { query } })).body;
+    try {
+      // A value the resolver returned that its type refuses (output coercion).
+      payments.retrieve = async () => ({ id: 'pay_x', amount: 'not-a-number-from-our-db' });
+      const coercion = await overHttp('{ payment(id: "pay_x") { id amount } }');
+      expect(coercion.errors[0].extensions.code).toBe('internal_error');
+      expect(JSON.stringify(coercion)).not.toContain('not-a-number-from-our-db');
+      expect(app.logs.filter((l) => l.includes(coercion.errors[0].extensions.requestId)).join('')).toContain('cannot represent');
+      // A GraphQLError thrown by a resolver (a library's, say) with internals in its message.
+      payments.retrieve = async () => {
+        throw new GraphQLError('connection to 10.0.0.5:5432 refused');
+      };
+      const thrown = await overHttp('{ payment(id: "pay_x") { id } }');
+      expect(thrown.errors[0].extensions.code).toBe('internal_error');
+      expect(JSON.stringify(thrown)).not.toContain('10.0.0.5');
+      // A subscription stream failing with a GraphQLError, over WebSocket.
+      bus.stream = () => ({
+        [Symbol.asyncIterator]: () => ({
+          next: async () => {
+            throw new GraphQLError('redis at 10.0.0.7 said NOAUTH');
+          },
+          return: async () => ({ done: true, value: undefined }),
+        }),
+      });
+      const broke = await new Promise<unknown>((resolve) => {
+        client.subscribe({ query: 'subscription { events { id } }' }, { next: resolve, error: resolve, complete: () => resolve('complete') });
+      });
+      const errors = (Array.isArray(broke) ? broke : (broke as { errors: unknown[] }).errors) as Array<{ extensions: { code: string } }>;
+      expect(errors[0].extensions.code).toBe('internal_error');
+      expect(JSON.stringify(broke)).not.toContain('10.0.0.7');
+    } finally {
+      payments.retrieve = retrieve;
       bus.stream = stream;
       await client.dispose();
     }
