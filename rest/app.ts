@@ -3,6 +3,7 @@ import { Router } from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { Services } from '../src/services';
 import { DomainError } from '../src/core/errors';
+import { refuseDeepInput } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { requestLifecycle } from './middleware/errors';
 import { requireHttpsBehindProxy } from './middleware/https';
@@ -44,6 +45,24 @@ export interface AppExtension {
   (app: Koa, services: Services, shared: SharedMiddleware): void;
 }
 
+/** JSON bodies, refused when nested too deep for the walks over them (the fingerprint, NUL checks). */
+function jsonBody(): Koa.Middleware {
+  const parse = bodyParser({
+    enableTypes: ['json'],
+    jsonLimit: '1mb',
+    // Bodies are JSON whatever the Content-Type says; a form post is malformed JSON.
+    detectJSON: (ctx) => Number(ctx.get('content-length') || 0) > 0 || Boolean(ctx.get('transfer-encoding')),
+    onError: (err) => {
+      throw err;
+    },
+  }) as unknown as Koa.Middleware;
+  return (ctx, next) =>
+    parse(ctx, async () => {
+      refuseDeepInput((ctx.request as { body?: unknown }).body, 'body');
+      await next();
+    });
+}
+
 export function createApp(services: Services, extensions: AppExtension[] = []): Koa {
   const { config, logger } = services;
   const app = new Koa();
@@ -72,15 +91,7 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
       defaultLimit: config.defaultRateLimitPerMinute,
       isPublic: isPublicPath,
     }),
-    jsonBody: bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: '1mb',
-      // Bodies are JSON whatever the Content-Type says; a form post is malformed JSON.
-      detectJSON: (ctx) => Number(ctx.get('content-length') || 0) > 0 || Boolean(ctx.get('transfer-encoding')),
-      onError: (err) => {
-        throw err;
-      },
-    }) as unknown as Koa.Middleware,
+    jsonBody: jsonBody(),
     idempotency: idempotency(services.idempotency, (err, ctx) =>
       logger.error({ requestId: (ctx.state as PayorchState).requestId, err: errorForLog(err) }, 'request failed'),
     ),

@@ -1,12 +1,15 @@
 import type { Context } from 'koa';
 import { DomainError, isDomainError } from '../../src/core/errors';
+import { redactPan } from '../../src/core/card';
 import type { PayorchState } from '../context';
 
 /** Maps anything thrown below into the REST envelope (or GraphQL shape on /graphql). */
 export function toErrorResponse(err: unknown, requestId: string): { status: number; error: Record<string, unknown> } {
   const domain = asDomainError(err);
-  const error: Record<string, unknown> = { code: domain.code, message: domain.message, requestId };
-  if (domain.param) error.param = domain.param;
+  // Messages and params can quote the caller's text (an id, a field name): never a card number,
+  // since the answer may be stored for an Idempotency-Key.
+  const error: Record<string, unknown> = { code: domain.code, message: redactPan(domain.message), requestId };
+  if (domain.param) error.param = redactPan(domain.param);
   return { status: domain.status, error };
 }
 
@@ -21,6 +24,10 @@ export function asDomainError(err: unknown): DomainError {
   }
   if (e?.status === 415 || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
     return new DomainError('unsupported_media_type', 'Unsupported request encoding');
+  }
+  // zlib refusing a body sent with Content-Encoding gzip/deflate/br (zlib's Z_DATA_ERROR, Z_BUF_ERROR, …; brotli's ERR__ERROR_…).
+  if (/^(Z_|ERR__ERROR_)/.test(String((err as { code?: unknown })?.code ?? ''))) {
+    return new DomainError('malformed_json', 'Request body could not be decompressed');
   }
   const name = e?.name ?? '';
   const wrapped = err as { code?: string; parent?: { code?: string }; original?: { code?: string } };

@@ -2,8 +2,29 @@ import { z } from 'zod';
 import { DomainError } from './errors';
 import { storableDeep } from './text';
 
+/**
+ * The deepest nesting of objects and arrays accepted anywhere in input. No input of this API
+ * comes near it. Deeper input would overflow the stack of the walks over it (this file, the
+ * Idempotency-Key fingerprint), which is a 500 instead of the client's error.
+ */
+export const MAX_INPUT_DEPTH = 32;
+
+/** Throws invalid_parameter when `value` nests objects or arrays deeper than MAX_INPUT_DEPTH. Walks without recursion. */
+export function refuseDeepInput(value: unknown, param?: string): void {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > MAX_INPUT_DEPTH) {
+      throw new DomainError('invalid_parameter', `Input may not nest objects or arrays more than ${MAX_INPUT_DEPTH} levels deep`, param);
+    }
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+}
+
 /** Parses service input once; the first problem becomes a DomainError naming its param. */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  refuseDeepInput(input);
   const nul = findNul(input);
   if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
   // An unpaired surrogate is not Unicode: it becomes U+FFFD here, so what is answered, stored

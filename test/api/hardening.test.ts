@@ -176,6 +176,69 @@ describe('input the database cannot store', () => {
   });
 });
 
+describe('a card number where no card number belongs', () => {
+  it('should not echo it in error answers, stored Idempotency-Key answers or the access log', async () => {
+    const pan = '4000056655665556';
+    const logsBefore = app.logs.length;
+    const byPath = await app.request('GET', `/v1/customers/${pan}`, { key });
+    expect(byPath.status).toBe(404);
+    const byField = await app.request('POST', '/v1/payments', {
+      key, body: { amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa', customerId: pan }, headers: { 'Idempotency-Key': 'pan-as-customer' },
+    });
+    expect(byField.status).toBe(404);
+    const byName = await app.request('POST', '/v1/customers', { key, body: { email: 'pan@example.com', [pan]: 'x' }, headers: { 'Idempotency-Key': 'pan-as-field' } });
+    expect(byName.body.error.code).toBe('unknown_parameter');
+    const byGraphQL = await app.request('POST', '/graphql', { key, body: { query: `{ customer(id: "${pan}") { id } }` } });
+    expect(byGraphQL.body.errors[0].extensions.code).toBe('resource_not_found');
+    for (const res of [byPath, byField, byName, byGraphQL]) expect(res.text).not.toContain(pan);
+    const stored = await app.server.services.db.select<{ response_body: string }>(
+      "SELECT response_body FROM idempotency_keys WHERE idempotency_key IN ('pan-as-customer', 'pan-as-field')",
+    );
+    expect(stored).toHaveLength(2);
+    expect(JSON.stringify(stored)).not.toContain(pan);
+    expect(app.logs.slice(logsBefore).join('')).not.toContain(pan);
+  });
+});
+
+describe('input that would break the walks over it', () => {
+  const deep = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+
+  it('should answer 400 invalid_parameter, never 500, for a body nested thousands of levels deep', async () => {
+    const rawBody = `{"email":"deep@example.com","metadata":${deep(5000)}}`;
+    const plain = await app.request('POST', '/v1/customers', { key, rawBody });
+    expect(plain.status).toBe(400);
+    expect(plain.body.error).toMatchObject({ code: 'invalid_parameter', param: 'body' });
+    // With a key the request is fingerprinted before any service runs.
+    const keyed = await app.request('POST', '/v1/customers', { key, rawBody, headers: { 'Idempotency-Key': 'deep-body' } });
+    expect(keyed.status).toBe(400);
+    const graphql = await app.request('POST', '/graphql', {
+      key, rawBody: `{"query":"mutation($m: JSONObject) { createCustomer(input: { email: \\"deep@example.com\\", metadata: $m }) { id } }","variables":{"m":${deep(5000)}}}`,
+    });
+    expect(graphql.status).toBe(400);
+    expect(graphql.body.errors[0].extensions.code).toBe('invalid_parameter');
+    // Ordinary nesting still passes through to validation.
+    const shallow = await app.request('POST', '/v1/customers', { key, rawBody: `{"email":"deep@example.com","metadata":${deep(3)}}` });
+    expect(shallow.body.error.param).toMatch(/^metadata/);
+  });
+
+  it('should refuse input nested too deep that reaches a service without a body (GraphQL over WebSocket, say)', async () => {
+    let value: unknown = 'x';
+    for (let i = 0; i < 5000; i++) value = { a: value };
+    const failure = await app.server.services.customers.create(
+      { accountId: app.account.accountId, mode: 'test', permissions: ['*'], requestId: 'req_deep', clock: app.server.services.clock },
+      { email: 'deep@example.com', metadata: value },
+    ).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ code: 'invalid_parameter' });
+  });
+
+  it('should answer 400 malformed_json, never 500, for a compressed body that does not decompress', async () => {
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await app.request('POST', '/v1/customers', { key, rawBody: 'definitely not compressed', headers: { 'content-encoding': encoding } });
+      expect({ encoding, status: res.status, code: res.body?.error?.code, text: res.status === 400 ? '' : res.text }).toEqual({ encoding, status: 400, code: 'malformed_json', text: '' });
+    }
+  });
+});
+
 describe('webhook endpoint limits and logs', () => {
   it('should cap webhook endpoints per account and mode with 422 limit_exceeded', async () => {
     const other = await app.createAccount();
