@@ -31,14 +31,13 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
     }
   });
 
-  it('should leave the schema exactly as it was when any migration is rolled back and applied again', async () => {
+  it('should take the schema back exactly when any migration is rolled back, and forward again', async () => {
     const database = await freshDatabase();
     const db = new Database({ url: database.url, models: MODELS });
     try {
       await db.init();
       const migrator = createMigrator(db);
-      await migrator.up();
-      // Tables, columns, keys, constraints and index definitions, as the database reports them.
+      // Tables, columns (with their sizes), keys, constraints and index definitions, as the database reports them.
       const schema = async (): Promise<string[]> => {
         if (db.dialect === 'sqlite') {
           const rows = await db.select<{ type: string; name: string; sql: string | null }>(
@@ -47,22 +46,30 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
           return rows.map((r) => `${r.type} ${r.name}: ${(r.sql ?? '').replace(/\s+/g, ' ')}`);
         }
         const columns = await db.select<{ d: string }>(
-          `SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '') AS d
+          `SELECT concat_ws(' ', table_name || '.' || column_name, data_type, character_maximum_length, numeric_precision, numeric_scale,
+                  datetime_precision, is_nullable, column_default) AS d
              FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> 'schema_migrations' ORDER BY 1`,
         );
-        const indexes = await db.select<{ d: string }>("SELECT indexdef AS d FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname");
+        const indexes = await db.select<{ d: string }>("SELECT indexdef AS d FROM pg_indexes WHERE schemaname = 'public' AND tablename <> 'schema_migrations' ORDER BY indexname");
         const constraints = await db.select<{ d: string }>(
           `SELECT c.conrelid::regclass::text || ' ' || c.conname || ' ' || pg_get_constraintdef(c.oid) AS d
-             FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'public' ORDER BY 1`,
+             FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+            WHERE n.nspname = 'public' AND c.conrelid::regclass::text <> 'schema_migrations' ORDER BY 1`,
         );
         return [...columns, ...indexes, ...constraints].map((r) => r.d);
       };
-      const before = await schema();
-      const names = (await migrator.executed()).map((m) => m.name);
-      for (const name of [...names].reverse()) {
-        await migrator.down({ to: name });
+      // The schema before any migration and after each one.
+      const names = (await migrator.pending()).map((m) => m.name);
+      const after: string[][] = [await schema()];
+      for (let i = 0; i < names.length; i++) {
+        await migrator.up({ step: 1 });
+        after.push(await schema());
+      }
+      for (let i = names.length - 1; i >= 0; i--) {
+        await migrator.down({ to: names[i] });
+        expect({ rolledBack: names[i], schema: await schema() }).toEqual({ rolledBack: names[i], schema: after[i] });
         await migrator.up();
-        expect({ name, schema: await schema() }).toEqual({ name, schema: before });
+        expect({ reapplied: names[i], schema: await schema() }).toEqual({ reapplied: names[i], schema: after[names.length] });
       }
     } finally {
       await db.close();
