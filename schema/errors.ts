@@ -45,19 +45,21 @@ function reasonOf(message: string, error: unknown): string {
 }
 
 /**
- * The client's document or variables, as opposed to a failure on our side: a GraphQLError that
- * points into the document (it has locations) and wraps nothing but another GraphQLError. A
- * field's execution error wraps what was thrown, so it is judged by that: an argument refused
- * at execution points into the document, while a value our resolver returned that its type
- * refuses (output coercion), a GraphQLError a resolver threw, or a subscription stream that
- * failed (graphql-ws wraps it without locations) does not.
+ * The client's document or variables, as opposed to a failure on our side.
+ * - Raised during execution (it has a path): judged by what was thrown. An argument refused at
+ *   execution points into the document (it has locations). A value our resolver returned that its
+ *   type refuses (output coercion), or a GraphQLError a resolver or library threw, does not.
+ * - Raised before execution: parse and validation errors, and operation selection errors, which
+ *   wrap nothing. A variable's refused value is also the client's: it points at the variable and
+ *   wraps the type's own GraphQLError. A subscription stream failing over graphql-ws is wrapped
+ *   without locations, so it is ours.
  */
 function clientDocumentError(error: unknown): boolean {
-  let e = error;
-  if (e instanceof GraphQLError && e.path && e.originalError instanceof GraphQLError) e = e.originalError;
-  if (!(e instanceof GraphQLError)) return false;
-  if (e.originalError && !(e.originalError instanceof GraphQLError)) return false;
-  return (e.locations?.length ?? 0) > 0 || (e.nodes?.length ?? 0) > 0;
+  if (!(error instanceof GraphQLError)) return false;
+  const points = (e: GraphQLError) => (e.locations?.length ?? 0) > 0 || (e.nodes?.length ?? 0) > 0;
+  if (error.path) return error.originalError instanceof GraphQLError && !error.originalError.originalError && points(error.originalError);
+  if (!error.originalError) return true;
+  return error.originalError instanceof GraphQLError && points(error);
 }
 
 /** The GraphQL side of the one error mapping: extensions.code is always a REST code. */
