@@ -3,7 +3,30 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { isDomainError } from '../src/core/errors';
 import { redactPan } from '../src/core/card';
 
-export const TOO_COMPLEX = 'Query is too complex';
+const TOO_COMPLEX = 'Query is too complex';
+
+/** Our own size limits' refusal (depth, cost, result size). Recognised by class, never by text the client could also send. */
+export class TooComplexError extends GraphQLError {
+  constructor(reason: string) {
+    super(`${TOO_COMPLEX}: ${reason}`);
+  }
+}
+
+function isTooComplex(error: unknown): boolean {
+  return error instanceof TooComplexError || (error instanceof GraphQLError && error.originalError instanceof TooComplexError);
+}
+
+const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
+
+/** Other graphql-js and Apollo messages that quote text the client chose, each with what stays. */
+function withoutQuotedInput(message: string): string {
+  const field = /^Field "([\s\S]*)" is not defined by type "(\w+)"\.([\s\S]*)$/.exec(message);
+  if (field && !GRAPHQL_NAME.test(field[1])) return `A field that is not a GraphQL name is not defined by type "${field[2]}".`;
+  return message
+    .replace(/^(Syntax Error: Unexpected [A-Za-z ]+?) "[\s\S]*"\.?$/, '$1.')
+    .replace(/^Unknown operation named "[\s\S]*"\.?$/, 'Unknown operation name.')
+    .replace(/^Value "[\s\S]*" does not exist in "(\w+)" enum\.?[\s\S]*$/, 'The value does not exist in the "$1" enum.');
+}
 
 /** What a scalar says after refusing a value: "String cannot represent a non string value: 4242…". */
 function withoutScalarValue(message: string): string {
@@ -33,7 +56,7 @@ function withoutValues(message: string, error: unknown): string {
   if (argument !== -1) return redactPan(`${message.slice(0, argument)} has an invalid value.`);
   const found = message.indexOf(', found ');
   if (found !== -1) return redactPan(`${message.slice(0, found)}, found an invalid value.`);
-  return redactPan(withoutScalarValue(message));
+  return redactPan(withoutQuotedInput(withoutScalarValue(message)));
 }
 
 /** The message of the error (wrapped at any depth) that `message` ends with after "; ". */
@@ -73,10 +96,13 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
     return { message: redactPan(original.message), path: formatted.path, locations: formatted.locations, extensions };
   }
   const apolloCode = formatted.extensions?.code;
-  if (typeof formatted.message === 'string' && formatted.message.includes(TOO_COMPLEX)) {
+  if (isTooComplex(error)) {
     return { message: formatted.message, locations: formatted.locations, extensions: { code: 'query_too_complex' } };
   }
-  if (apolloCode === 'GRAPHQL_PARSE_FAILED' || apolloCode === 'GRAPHQL_VALIDATION_FAILED' || apolloCode === 'BAD_USER_INPUT' || apolloCode === 'BAD_REQUEST' || clientDocumentError(error)) {
+  if (
+    apolloCode === 'GRAPHQL_PARSE_FAILED' || apolloCode === 'GRAPHQL_VALIDATION_FAILED' || apolloCode === 'BAD_USER_INPUT' || apolloCode === 'BAD_REQUEST'
+    || apolloCode === 'OPERATION_RESOLUTION_FAILURE' || clientDocumentError(error)
+  ) {
     return { message: withoutValues(formatted.message, error), locations: formatted.locations, path: formatted.path, extensions: { code: 'invalid_parameter' } };
   }
   return { message: 'An internal error occurred; quote the requestId to support', path: formatted.path, extensions: { code: 'internal_error' } };

@@ -18,14 +18,14 @@ import { errorForLog } from '../src/logger';
 import { buildPayorchSchema } from './build';
 import { createLoaders } from './loaders';
 import type { GqlContext } from './context';
-import { TOO_COMPLEX, formatGraphQLError } from './errors';
+import { TooComplexError, formatGraphQLError } from './errors';
 import { resultSizeRule } from './result-size';
 
 export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 5000, maxResultFields: 50_000 };
 
 /** graphql-armor's rejection becomes an ordinary validation error with our wording. */
 function reportTooComplex(context: ValidationContext | null, error: GraphQLError): void {
-  context?.reportError(new GraphQLError(`${TOO_COMPLEX}: ${error.message.replace(/^Syntax Error: /, '')}`));
+  context?.reportError(new TooComplexError(error.message.replace(/^Syntax Error: /, '')));
 }
 
 export interface GraphQLMount {

@@ -40,7 +40,7 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
       { amount: 100, currency: 'usd', paymentMethod: 'card', description: 'a "quoted; \\" text', card: { ...card, expMonth: 'March' } },
     ];
     const logsBefore = app.logs.length;
-    const refused = async (body: { query: string; variables?: unknown }, idempotencyKey: string) => {
+    const refused = async (body: { query: string; variables?: unknown; operationName?: string }, idempotencyKey: string) => {
       const res = await app.request('POST', '/graphql', { key: app.account.testKey, body, headers: { 'Idempotency-Key': idempotencyKey } });
       expect(res.body.errors?.[0]?.extensions?.code).toBe('invalid_parameter');
       expect(res.text).not.toMatch(CVC); // as a number of its own: a request id's hex may hold 987
@@ -62,8 +62,18 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
       variables: { m: null },
     }, 'gql-card-inline');
     await refused({ query: `mutation { createPayment(input: { amount: 100, currency: "usd", paymentMethod: "card", card: "${number} 987" }) { id } }` }, 'gql-card-literal');
+    // Text the client chose, wherever graphql-js or Apollo would quote it: an input field's key,
+    // a syntax error's token, an operation name, and text imitating our own "too complex" answer.
+    expect(await refused({ query, variables: { input: { ...inputs[0], card: { ...card, [`${number} 987`]: 1 } } } }, 'gql-card-fieldname'))
+      .toMatch(/A field that is not a GraphQL name is not defined by type "CardInput"/);
+    expect(await refused({ query: `{ __typename } "x" "${number} 987"` }, 'gql-card-syntax')).toMatch(/^Syntax Error: Unexpected String\.$/);
+    expect(await refused({ query: '{ __typename } 987' }, 'gql-card-syntax-int')).toBe('Syntax Error: Unexpected Int.');
+    expect(await refused({ query: 'query A { __typename }', operationName: `card ${number} cvc 987` }, 'gql-card-opname')).toBe('Unknown operation name.');
+    expect(await refused({ query: 'query A { __typename } query B { __typename }' }, 'gql-card-no-opname')).toMatch(/operation name/);
+    expect(await refused({ query, variables: { input: { ...inputs[0], card: { ...card, 'Query is too complex': 1 } } } }, 'gql-card-too-complex'))
+      .toMatch(/got an invalid value/);
     const stored = await app.server.services.db.select<{ response_body: string }>("SELECT response_body FROM idempotency_keys WHERE idempotency_key LIKE 'gql-card-%'");
-    expect(stored.length).toBe(inputs.length + 4);
+    expect(stored.length).toBe(inputs.length + 10);
     expect(JSON.stringify(stored)).not.toMatch(CVC);
     expect(JSON.stringify(stored)).not.toContain(number.slice(6, 12));
     // None of these is logged: their messages held the values before they were rebuilt.
