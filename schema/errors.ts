@@ -1,7 +1,10 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { isDomainError } from '../src/core/errors';
-import { redactPan } from '../src/core/card';
+import { redactPanBounded } from '../src/core/card';
+
+/** Messages may quote the client's text: bounded, so masking card numbers in them stays cheap. */
+const redactPan = (text: string) => redactPanBounded(text, 1000);
 
 const TOO_COMPLEX = 'Query is too complex';
 
@@ -10,6 +13,17 @@ export class TooComplexError extends GraphQLError {
   constructor(reason: string) {
     super(`${TOO_COMPLEX}: ${reason}`);
   }
+}
+
+/** The parser's own refusal at its token limit; anchored, so no client text quoted in another syntax error can pass for it. */
+const TOKEN_LIMIT = /^Syntax Error: Document contains more tha[nt] (\d+) tokens\. Parsing aborted\.$/; // graphql 16 says "more that"
+
+/** A RangeError (stack exhausted) anywhere in the wrapping chain Apollo builds around a parse failure. */
+function outOfStack(error: unknown): boolean {
+  for (let e = error, i = 0; e instanceof Error && i < 4; e = (e as { originalError?: unknown }).originalError, i++) {
+    if (e instanceof RangeError) return true;
+  }
+  return false;
 }
 
 function isTooComplex(error: unknown): boolean {
@@ -98,6 +112,14 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   const apolloCode = formatted.extensions?.code;
   if (isTooComplex(error)) {
     return { message: formatted.message, locations: formatted.locations, extensions: { code: 'query_too_complex' } };
+  }
+  const tokens = TOKEN_LIMIT.exec(formatted.message);
+  if (tokens && !formatted.path) {
+    return { message: `${TOO_COMPLEX}: the document has more than ${tokens[1]} tokens`, extensions: { code: 'query_too_complex' } };
+  }
+  // The parser ran out of stack (Apollo wraps the RangeError): nesting within the token limit but too deep to read.
+  if (!formatted.path && outOfStack(error)) {
+    return { message: `${TOO_COMPLEX}: the document nests too deeply to be read`, extensions: { code: 'query_too_complex' } };
   }
   if (
     apolloCode === 'GRAPHQL_PARSE_FAILED' || apolloCode === 'GRAPHQL_VALIDATION_FAILED' || apolloCode === 'BAD_USER_INPUT' || apolloCode === 'BAD_REQUEST'

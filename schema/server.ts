@@ -21,7 +21,13 @@ import type { GqlContext } from './context';
 import { TooComplexError, formatGraphQLError } from './errors';
 import { resultSizeRule } from './result-size';
 
-export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 5000, maxResultFields: 50_000 };
+/**
+ * maxTokens bounds the document before anything walks it: the parser and the validation rules
+ * (ours and graphql-armor's) recurse, and a flat chain of a few thousand fragments, each
+ * spreading the next, overflowed the stack in validation (a 500 over HTTP, a 4500 close over
+ * WebSocket). Real documents, introspection included, stay far below it.
+ */
+export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 5000, maxResultFields: 50_000, maxTokens: 5000 };
 
 /** graphql-armor's rejection becomes an ordinary validation error with our wording. */
 function reportTooComplex(context: ValidationContext | null, error: GraphQLError): void {
@@ -90,6 +96,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     introspection: true,
     includeStacktraceInErrorResponses: false,
     formatError: formatGraphQLError,
+    parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     validationRules: [
       maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
       costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
@@ -169,18 +176,26 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         // A syntax error is the client's, answered like any invalid document (not a 4500 close).
         let document;
         try {
-          document = parse(payload.query);
+          document = parse(payload.query, { maxTokens: GRAPHQL_LIMITS.maxTokens });
         } catch (err) {
           if (err instanceof GraphQLError) return [err];
+          if (err instanceof RangeError) return [new TooComplexError('the document nests too deeply to be read')];
           throw err;
         }
         // The same depth and cost limits as queries over HTTP.
-        const errors = validate(schema, document, [
-          ...specifiedRules,
-          maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-          costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-          resultSizeRule(GRAPHQL_LIMITS.maxResultFields, reportTooComplex),
-        ]);
+        let errors: readonly GraphQLError[];
+        try {
+          errors = validate(schema, document, [
+            ...specifiedRules,
+            maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+            costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+            resultSizeRule(GRAPHQL_LIMITS.maxResultFields, reportTooComplex),
+          ]);
+        } catch (err) {
+          // A document still too deep for the recursive rules is refused like any other too complex one.
+          if (err instanceof RangeError) return [new TooComplexError('the document nests too deeply to be checked')];
+          throw err;
+        }
         return errors.length ? errors : undefined;
       },
       // A document refused before it ran, or a stream that broke: these errors get an id of their own.

@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { redactPan } from './core/card';
+import { redactPanBounded } from './core/card';
 
 export type { Logger };
 
@@ -33,6 +33,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
  * message (a library echoing a value it refused) is masked as a last line of defence.
  */
 export function errorForLog(err: unknown): { name?: string; message?: string; stack?: string } {
-  if (err instanceof Error) return { name: err.name, message: redactPan(err.message), stack: err.stack === undefined ? undefined : redactPan(err.stack) };
-  return { message: redactPan(String(err)) };
+  if (err instanceof Error) {
+    return { name: err.name, message: redactPanBounded(err.message, 4000), stack: err.stack === undefined ? undefined : redactPanBounded(err.stack, 16_000) };
+  }
+  return { message: redactPanBounded(String(err), 4000) };
 }

@@ -3,7 +3,7 @@ import { secureRandomBytes } from '../../src/core/ids';
 import { errorForLog, type Logger } from '../../src/logger';
 import type { PayorchState } from '../context';
 import { renderError } from './render';
-import { redactPan } from '../../src/core/card';
+import { redactPanBounded } from '../../src/core/card';
 
 const REQUEST_ID = /^[A-Za-z0-9_.:-]{8,128}$/;
 
@@ -27,7 +27,7 @@ export function requestLifecycle(logger: Logger) {
         {
           requestId,
           method: ctx.method,
-          path: redactPan(ctx.path), // a card number pasted into a URL stays out of the log
+          path: redactPanBounded(ctx.path, 512), // a card number pasted into a URL stays out of the log
           status: ctx.status,
           latencyMs: Math.round(latencyMs * 100) / 100,
           accountId: state.auth?.accountId,

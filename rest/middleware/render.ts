@@ -1,6 +1,9 @@
 import type { Context } from 'koa';
 import { DomainError, isDomainError } from '../../src/core/errors';
-import { redactPan } from '../../src/core/card';
+import { redactPanBounded } from '../../src/core/card';
+
+/** Longest message or param an error answer carries: they may quote the caller's text. */
+export const MAX_QUOTED = 1000;
 import type { PayorchState } from '../context';
 
 /** Maps anything thrown below into the REST envelope (or GraphQL shape on /graphql). */
@@ -8,8 +11,8 @@ export function toErrorResponse(err: unknown, requestId: string): { status: numb
   const domain = asDomainError(err);
   // Messages and params can quote the caller's text (an id, a field name): never a card number,
   // since the answer may be stored for an Idempotency-Key.
-  const error: Record<string, unknown> = { code: domain.code, message: redactPan(domain.message), requestId };
-  if (domain.param) error.param = redactPan(domain.param);
+  const error: Record<string, unknown> = { code: domain.code, message: redactPanBounded(domain.message, MAX_QUOTED), requestId };
+  if (domain.param) error.param = redactPanBounded(domain.param, MAX_QUOTED);
   return { status: domain.status, error };
 }
 

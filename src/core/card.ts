@@ -160,6 +160,17 @@ export function redactPan(text: string): string {
   return text.replace(DIGIT_RUN, redactRun);
 }
 
+/**
+ * redactPan for text of any length whose tail may be dropped (an error message quoting what the
+ * caller sent, a logged path): at most `max` characters are kept, so the masking's cost stays
+ * bounded. A digit run cut at the end is dropped with the rest, so no partial card number is
+ * left behind.
+ */
+export function redactPanBounded(text: string, max: number): string {
+  if (typeof text !== 'string' || text.length <= max) return redactPan(text);
+  return `${redactPan(text.slice(0, max).replace(/[\d -]+$/, ''))}…`;
+}
+
 function redactRun(run: string): string {
   const groups: { start: number; end: number; digits: string }[] = [];
   let total = 0;

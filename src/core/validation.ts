@@ -18,7 +18,7 @@ export function refuseDeepInput(value: unknown, param?: string): void {
     if (depth > MAX_INPUT_DEPTH) {
       throw new DomainError('invalid_parameter', `Input may not nest objects or arrays more than ${MAX_INPUT_DEPTH} levels deep`, param);
     }
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
   }
 }
 

@@ -200,6 +200,22 @@ describe('a card number where no card number belongs', () => {
   });
 });
 
+describe('error answers quoting long caller text', () => {
+  it('should cut what they quote at 1,000 characters, leaving no part of a card number at the cut', async () => {
+    const pan = '4000056655665556';
+    const long = await app.request('POST', '/v1/customers', { key, body: { email: 'long@example.com', ['1 '.repeat(50_000)]: 'x' } });
+    expect(long.status).toBe(400);
+    expect(long.body.error.code).toBe('unknown_parameter');
+    expect(long.body.error.message.length).toBeLessThanOrEqual(1001);
+    expect(long.body.error.param.length).toBeLessThanOrEqual(1001);
+    // "Unknown parameter: '" puts the card number across the 1,000th character of the message.
+    const straddling = await app.request('POST', '/v1/customers', { key, body: { email: 'long@example.com', [`${'x'.repeat(975)}${pan}`]: 'x' } });
+    expect(straddling.body.error.message).toMatch(/x…$/);
+    expect(straddling.body.error.param).toContain('[redacted-card]');
+    expect(straddling.text).not.toMatch(/4000|5556/);
+  });
+});
+
 describe('input that would break the walks over it', () => {
   const deep = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
 

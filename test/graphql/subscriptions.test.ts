@@ -226,6 +226,34 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     }
   });
 
+  it('should refuse documents too large or too deep to check, over HTTP and WebSocket, without a 500 or a closed socket', async () => {
+    // A flat chain of fragments, each spreading the next: small text, deep recursion in validation.
+    const chain = ['{ customers { nodes { ...F0 } } }'];
+    for (let i = 0; i < 2000; i++) chain.push(`fragment F${i} on Customer { payments { customer { ${i < 1999 ? `...F${i + 1}` : 'id'} } } }`);
+    const deepList = `{ customers(pageSize: ${'['.repeat(4000)}1${']'.repeat(4000)}) { total } }`;
+    const tooDeep = '{ customers { nodes { payments { nodes { customer { payments { nodes { customer { payments { nodes { id } } } } } } } } } } }';
+    const overHttp = async (query: string) => app.request('POST', '/graphql', { key: app.account.testKey, body: { query } });
+    for (const query of [chain.join('\n'), deepList]) {
+      const res = await overHttp(query);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions.code).toBe('query_too_complex');
+    }
+    expect((await overHttp(tooDeep)).body.errors[0].extensions.code).toBe('query_too_complex');
+    const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
+    const closed: number[] = [];
+    client.on('closed', (event) => closed.push((event as { code: number }).code));
+    try {
+      const overWs = (query: string) => new Promise<Array<{ extensions: { code: string } }>>((resolve, reject) => {
+        client.subscribe({ query }, { next: (v) => resolve((v as { errors: never }).errors), error: (e) => (Array.isArray(e) ? resolve(e as never) : reject(e)), complete: () => reject(new Error('completed')) });
+      });
+      for (const query of [chain.join('\n'), deepList]) expect((await overWs(query))[0].extensions.code).toBe('query_too_complex');
+      expect((await overWs(tooDeep))[0].extensions.code).toBe('query_too_complex');
+      expect(closed).toEqual([]);
+    } finally {
+      await client.dispose();
+    }
+  });
+
   it('should answer an invalid subscription document with invalid_parameter, keeping the socket open', async () => {
     const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
     const closed: number[] = [];
