@@ -1,10 +1,7 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { isDomainError } from '../src/core/errors';
-import { redactPanBounded } from '../src/core/card';
-
-/** Messages may quote the client's text: bounded, so masking card numbers in them stays cheap. */
-const redactPan = (text: string) => redactPanBounded(text, 1000);
+import { redactQuoted as redactPan } from '../src/core/card';
 
 const TOO_COMPLEX = 'Query is too complex';
 

@@ -34,6 +34,15 @@ function reportTooComplex(context: ValidationContext | null, error: GraphQLError
   context?.reportError(new TooComplexError(error.message.replace(/^Syntax Error: /, '')));
 }
 
+/** Our size limits, the same for documents over HTTP and over WebSocket. */
+function limitRules() {
+  return [
+    maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+    costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
+    resultSizeRule(GRAPHQL_LIMITS.maxResultFields, reportTooComplex),
+  ];
+}
+
 export interface GraphQLMount {
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -97,11 +106,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     includeStacktraceInErrorResponses: false,
     formatError: formatGraphQLError,
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
-    validationRules: [
-      maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-      costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-      resultSizeRule(GRAPHQL_LIMITS.maxResultFields, reportTooComplex),
-    ],
+    validationRules: limitRules(),
     plugins: [requestIdPlugin],
   });
 
@@ -185,12 +190,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         // The same depth and cost limits as queries over HTTP.
         let errors: readonly GraphQLError[];
         try {
-          errors = validate(schema, document, [
-            ...specifiedRules,
-            maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-            costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-            resultSizeRule(GRAPHQL_LIMITS.maxResultFields, reportTooComplex),
-          ]);
+          errors = validate(schema, document, [...specifiedRules, ...limitRules()]);
         } catch (err) {
           // A document still too deep for the recursive rules is refused like any other too complex one.
           if (err instanceof RangeError) return [new TooComplexError('the document nests too deeply to be checked')];

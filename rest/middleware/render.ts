@@ -1,9 +1,6 @@
 import type { Context } from 'koa';
 import { DomainError, isDomainError } from '../../src/core/errors';
-import { redactPanBounded } from '../../src/core/card';
-
-/** Longest message or param an error answer carries: they may quote the caller's text. */
-export const MAX_QUOTED = 1000;
+import { redactQuoted } from '../../src/core/card';
 import type { PayorchState } from '../context';
 
 /** Maps anything thrown below into the REST envelope (or GraphQL shape on /graphql). */
@@ -11,8 +8,8 @@ export function toErrorResponse(err: unknown, requestId: string): { status: numb
   const domain = asDomainError(err);
   // Messages and params can quote the caller's text (an id, a field name): never a card number,
   // since the answer may be stored for an Idempotency-Key.
-  const error: Record<string, unknown> = { code: domain.code, message: redactPanBounded(domain.message, MAX_QUOTED), requestId };
-  if (domain.param) error.param = redactPanBounded(domain.param, MAX_QUOTED);
+  const error: Record<string, unknown> = { code: domain.code, message: redactQuoted(domain.message), requestId };
+  if (domain.param) error.param = redactQuoted(domain.param);
   return { status: domain.status, error };
 }
 

@@ -171,6 +171,14 @@ export function redactPanBounded(text: string, max: number): string {
   return `${redactPan(text.slice(0, max).replace(/[\d -]+$/, ''))}…`;
 }
 
+/** The most of a caller's text an error answer quotes (message or param, REST or GraphQL). */
+export const MAX_QUOTED_TEXT = 1000;
+
+/** An error answer's message or param: card numbers masked, at most MAX_QUOTED_TEXT characters. */
+export function redactQuoted(text: string): string {
+  return redactPanBounded(text, MAX_QUOTED_TEXT);
+}
+
 function redactRun(run: string): string {
   const groups: { start: number; end: number; digits: string }[] = [];
   let total = 0;
