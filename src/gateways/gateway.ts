@@ -24,8 +24,10 @@ export type GatewayOutcome = 'succeeded' | 'declined' | 'retryable_error' | 'tim
  * `authentication_required`, `lost_card`, `stolen_card`, `fraudulent`, `processing_error`
  * (the gateway refused the request itself: bad credentials, invalid parameters),
  * `invalid_token`, `charge_not_found`, `charge_not_refundable`, `refund_exceeds_charge`,
- * `already_refunded`, `refund_failed`, `not_found` (status lookups).
- * Retryable: `gateway_error`, `gateway_unavailable`, `rate_limited`. Timeouts: `timeout`.
+ * `already_refunded`, `refund_failed`, `invalid_amount` (an amount the gateway cannot represent
+ * exactly; nothing was sent), `not_found` (status lookups).
+ * Retryable: `gateway_error`, `gateway_unavailable`, `rate_limited`. Timeouts: `timeout`, and
+ * `refund_pending` (a refund the gateway accepted but has not settled).
  * The field stays a plain string so a new connector can add a code without a type change.
  */
 export type GatewayCode =
@@ -46,6 +48,8 @@ export type GatewayCode =
   | 'refund_exceeds_charge'
   | 'already_refunded'
   | 'refund_failed'
+  | 'invalid_amount'
+  | 'refund_pending'
   | 'not_found'
   | 'status_unavailable'
   | 'gateway_error'

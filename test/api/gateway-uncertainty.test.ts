@@ -169,3 +169,49 @@ describe('a refund whose answer was lost', () => {
     expect(second.body.error.code).toBe('refund_exceeds_remaining');
   });
 });
+
+describe('a refund Stripe accepted but has not settled', () => {
+  async function pendingRefund(amount: number): Promise<{ pay: { id: string }; refund: { id: string; status: string } }> {
+    await app.request('PUT', '/v1/routing', { key, body: { rules: [], fallback: [stripeId], maxAttempts: 1 } });
+    const pay = (await app.request('POST', '/v1/payments', { key, body: { amount: 1000, currency: 'usd', paymentMethod: 'card', card } })).body.data;
+    backend.refundStatus = 'pending';
+    const res = await app.request('POST', '/v1/refunds', { key, body: { paymentId: pay.id, amount } });
+    expect(res.status).toBe(201);
+    return { pay, refund: res.body.data };
+  }
+  const afterLease = () => new Date(Date.now() + 5 * 60_000);
+
+  it('should stay pending with its amount reserved, then fail and give the amount back when Stripe fails it', async () => {
+    const { pay, refund } = await pendingRefund(600);
+    expect(refund.status).toBe('pending');
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(600);
+    // Still pending at Stripe: recovery asks and leaves it. (Counts would include refunds other
+    // tests left pending, so each refund is checked by its own status.)
+    await app.server.services.refunds.recoverPending(afterLease());
+    expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.status).toBe('pending');
+    for (const r of backend.refunds.values()) r.status = 'failed';
+    // Asked again once the two-minute pause after the last look has passed.
+    await app.server.services.refunds.recoverPending(new Date(Date.now() + 10 * 60_000));
+    expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data).toMatchObject({ status: 'failed', failureCode: 'refund_failed' });
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(0);
+  });
+
+  it('should succeed once Stripe settles it', async () => {
+    const { pay, refund } = await pendingRefund(400);
+    for (const r of backend.refunds.values()) r.status = 'succeeded';
+    await app.server.services.refunds.recoverPending(afterLease());
+    expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.status).toBe('succeeded');
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(400);
+  });
+});
+
+describe('a Stripe key that no longer works', () => {
+  it('should move on to the next gateway: Stripe refused the key and did nothing', async () => {
+    await routeStripeThenSimulator();
+    fake.reset(new StripeLikeBackend('sk_test_rotated').handle);
+    const res = await app.request('POST', '/v1/payments', { key, body: { amount: 1200, currency: 'usd', paymentMethod: 'card', card } });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ status: 'succeeded', gatewayId: simId });
+    expect(res.body.data.attempts.map((a: { gatewayId: string; code: string | null }) => [a.gatewayId, a.code])).toEqual([[stripeId, 'gateway_unavailable'], [simId, null]]);
+  });
+});

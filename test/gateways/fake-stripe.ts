@@ -138,6 +138,8 @@ export class StripeLikeBackend {
   private readonly answers = new Map<string, FakeResponse>();
   /** PaymentIntents actually created per idempotency key (replays excluded). */
   readonly chargeCounts = new Map<string, number>();
+  /** The status new refunds get (Stripe answers `pending` for some cards and settles later). */
+  refundStatus: 'succeeded' | 'pending' = 'succeeded';
   private seq = 0;
 
   constructor(private readonly secretKey: string, private readonly now: () => Date = () => new Date()) {}
@@ -204,7 +206,7 @@ export class StripeLikeBackend {
         const intent = this.intents.get(f.payment_intent);
         if (!intent) return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', message: 'No such payment_intent' } } };
         if (intent.status !== 'succeeded') return { status: 400, body: { error: { type: 'invalid_request_error', code: 'charge_not_refundable', message: 'Not refundable' } } };
-        const refund = { id: this.id('re'), object: 'refund', amount: Number(f.amount), currency: intent.currency, payment_intent: intent.id, status: 'succeeded', metadata: this.metadata(f) };
+        const refund = { id: this.id('re'), object: 'refund', amount: Number(f.amount), currency: intent.currency, payment_intent: intent.id, status: this.refundStatus, metadata: this.metadata(f) };
         this.refunds.set(refund.id, refund);
         return { status: 200, body: refund };
       }

@@ -184,14 +184,49 @@ describe('stripe connector: charge', () => {
     expect(await stripe().charge(cardCharge())).toMatchObject({ outcome: 'timeout' });
   });
 
-  it.each([
-    [401, { type: 'invalid_request_error', message: 'Invalid API Key provided: sk_test_***' }],
-    [400, { type: 'invalid_request_error', code: 'parameter_invalid_integer', param: 'amount', message: 'Invalid integer' }],
-    [400, { type: 'idempotency_error', message: 'Keys for idempotent requests can only be used with the same parameters.' }],
-  ])('should map HTTP %i %j to a non-retryable processing_error decline', async (status, error) => {
-    answer({ status, body: { error } });
+  it('should map an invalid request to a non-retryable processing_error decline', async () => {
+    const error = { type: 'invalid_request_error', code: 'parameter_invalid_integer', param: 'amount', message: 'Invalid integer' };
+    answer({ status: 400, body: { error } });
     const result = await stripe().charge(cardCharge());
     expect(result).toMatchObject({ outcome: 'declined', declineCode: 'processing_error', reference: null, message: error.message });
+  });
+
+  it.each([
+    [401, { type: 'invalid_request_error', message: 'Invalid API Key provided: sk_test_***' }],
+    [403, { type: 'invalid_request_error', code: 'secret_key_required', message: 'This API call cannot be made with a restricted key.' }],
+  ])('should map HTTP %i (our key refused, nothing done) to retryable gateway_unavailable', async (status, error) => {
+    answer({ status, body: { error } });
+    const result = await stripe().charge(cardCharge());
+    expect(result).toMatchObject({ outcome: 'retryable_error', declineCode: 'gateway_unavailable', reference: null, message: error.message });
+  });
+
+  it('should map an idempotency_error (Stripe already holds a request under our key) to timeout', async () => {
+    answer({ status: 400, body: { error: { type: 'idempotency_error', message: 'Keys for idempotent requests can only be used with the same parameters.' } } });
+    expect(await stripe().charge(cardCharge())).toMatchObject({ outcome: 'timeout', declineCode: 'gateway_error' });
+  });
+
+  it('should send ISK with two decimals and MGA in whole units, as Stripe reads them', async () => {
+    answer({ status: 200, body: intent('succeeded') });
+    const isk = await stripe().charge(cardCharge({ amount: 5000, currency: 'ISK' }));
+    expect(fake.requests[0].form).toMatchObject({ amount: '500000', currency: 'isk' });
+    expect(isk.request).toMatchObject({ amount: 5000, stripeAmount: 500000 });
+    answer({ status: 200, body: intent('succeeded') });
+    await stripe().charge(cardCharge({ amount: 150000, currency: 'MGA' }));
+    expect(fake.requests[0].form).toMatchObject({ amount: '1500', currency: 'mga' });
+  });
+
+  it('should decline an amount Stripe cannot take exactly without calling it', async () => {
+    answer({ status: 200, body: intent('succeeded') });
+    const result = await stripe().charge(cardCharge({ amount: 1005, currency: 'KWD' }));
+    expect(fake.requests).toHaveLength(0);
+    expect(result).toMatchObject({ outcome: 'declined', declineCode: 'invalid_amount', reference: null });
+    expect(result.message).toMatch(/KWD/);
+  });
+
+  it('should keep the path of a base URL that has one', async () => {
+    answer({ status: 200, body: intent('succeeded') });
+    await stripe({ baseUrl: `${fake.baseUrl}/stripe-proxy/` }).charge(cardCharge());
+    expect(fake.requests[0].path).toBe('/stripe-proxy/v1/payment_intents');
   });
 
   it('should report a hung request as timeout after timeoutMs', async () => {
@@ -259,9 +294,20 @@ describe('stripe connector: refund', () => {
     expect(result).toMatchObject({ outcome: 'succeeded', reference: 're_s1' });
   });
 
-  it.each(['succeeded', 'pending'])('should count a %s refund as succeeded', async (status) => {
-    answer({ status: 200, body: stripeRefund(status) });
+  it('should count a succeeded refund as succeeded', async () => {
+    answer({ status: 200, body: stripeRefund('succeeded') });
     expect(await stripe().refund(refund)).toMatchObject({ outcome: 'succeeded', reference: 're_s1' });
+  });
+
+  it.each(['pending', 'requires_action'])('should leave a %s refund unknown: Stripe may still fail it', async (status) => {
+    answer({ status: 200, body: stripeRefund(status) });
+    expect(await stripe().refund(refund)).toMatchObject({ outcome: 'timeout', declineCode: 'refund_pending', reference: 're_s1' });
+  });
+
+  it('should refund ISK with two decimals at Stripe', async () => {
+    answer({ status: 200, body: stripeRefund('succeeded') });
+    await stripe().refund({ ...refund, amount: 300, currency: 'ISK' });
+    expect(fake.requests[0].form).toMatchObject({ amount: '30000' });
   });
 
   it('should decline a failed refund', async () => {
@@ -331,7 +377,8 @@ describe('stripe connector: status', () => {
       '/v1/refunds?limit=100&payment_intent=pi_123',
       '/v1/refunds?limit=100&payment_intent=pi_123&starting_after=re_1',
     ]);
-    expect(result).toMatchObject({ found: true, outcome: 'succeeded', reference: 're_2' });
+    // Found, but still pending at Stripe: not settled yet.
+    expect(result).toMatchObject({ found: true, outcome: 'timeout', declineCode: 'refund_pending', reference: 're_2' });
   });
 
   it('should say it cannot tell for a refund without its charge reference, without calling Stripe', async () => {

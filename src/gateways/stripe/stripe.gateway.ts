@@ -33,6 +33,7 @@ import {
   paymentMethodForm,
   refundForm,
   refundListPath,
+  toStripeAmount,
   type FormFields,
   type Mapped,
   type StripeAnswer,
@@ -100,10 +101,13 @@ export class StripeGateway implements Gateway {
 
   async charge(r: ChargeRequest): Promise<GatewayResult> {
     const started = performance.now();
-    const { fields, droppedMetadataKeys } = chargeForm(r);
+    const converted = toStripeAmount(r.amount, r.currency);
+    if ('refused' in converted) return this.refusedAmount(converted.refused, { ...summarizeChargeRequest(r), endpoint: 'POST /v1/payment_intents' }, started);
+    const { fields, droppedMetadataKeys } = chargeForm(r, converted.amount);
     const request = {
       ...summarizeChargeRequest(r),
       endpoint: 'POST /v1/payment_intents',
+      ...(converted.amount !== r.amount ? { stripeAmount: converted.amount } : {}),
       ...(droppedMetadataKeys.length > 0 ? { droppedMetadataKeys } : {}),
     };
     const mapped = this.settle(await this.send('POST', '/v1/payment_intents', fields, r.idempotencyKey), mapChargeAnswer);
@@ -112,9 +116,20 @@ export class StripeGateway implements Gateway {
 
   async refund(r: RefundRequest): Promise<GatewayResult> {
     const started = performance.now();
-    const request = { ...summarizeRefundRequest(r), endpoint: 'POST /v1/refunds' };
-    const mapped = this.settle(await this.send('POST', '/v1/refunds', refundForm(r), r.idempotencyKey), mapRefundAnswer);
+    const converted = toStripeAmount(r.amount, r.currency);
+    const request = {
+      ...summarizeRefundRequest(r),
+      endpoint: 'POST /v1/refunds',
+      ...('amount' in converted && converted.amount !== r.amount ? { stripeAmount: converted.amount } : {}),
+    };
+    if ('refused' in converted) return this.refusedAmount(converted.refused, request, started);
+    const mapped = this.settle(await this.send('POST', '/v1/refunds', refundForm(r, converted.amount), r.idempotencyKey), mapRefundAnswer);
     return { ...mapped, latencyMs: elapsedMs(started), request };
+  }
+
+  /** An amount Stripe cannot represent exactly: nothing is sent, and it would fail anywhere at Stripe. */
+  private refusedAmount(message: string, request: Record<string, unknown>, started: number): GatewayResult {
+    return { outcome: 'declined', reference: null, declineCode: 'invalid_amount', message, response: { sent: false }, latencyMs: elapsedMs(started), request };
   }
 
   /**
@@ -214,7 +229,8 @@ export class StripeGateway implements Gateway {
 
   /** One HTTPS exchange; never rejects. The deadline covers connecting, sending and reading. */
   private send(method: 'GET' | 'POST', path: string, form: FormFields | null, idempotencyKey: string | null): Promise<Exchange> {
-    const url = new URL(path, this.baseUrl);
+    // Joined, not resolved: a base URL with a path (a proxy's `/stripe`) keeps it.
+    const url = new URL(`${this.baseUrl.pathname.replace(/\/+$/, '')}${path}`, this.baseUrl.origin);
     const body = form ? encodeForm(form) : null;
     const headers: Record<string, string> = {
       Authorization: `Bearer ${this.secretKey}`,

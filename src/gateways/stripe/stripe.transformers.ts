@@ -1,3 +1,4 @@
+import { currencyExponent } from '../../core/money';
 import { normalizeCardNumber } from '../card';
 import type { CardData, ChargeRequest, GatewayOutcome, RefundRequest, SaveCardRequest } from '../gateway';
 import { safeMessage } from '../redaction';
@@ -54,9 +55,46 @@ function metadataFields(own: Record<string, string>, extra: Record<string, strin
   return { fields, dropped };
 }
 
-export function chargeForm(r: ChargeRequest): { fields: FormFields; droppedMetadataKeys: string[] } {
+/** Currencies Stripe takes in whole units, whatever ISO 4217 says (MGA has two decimals there). */
+const STRIPE_ZERO_DECIMAL = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'JPY', 'KMF', 'KRW', 'MGA', 'PYG', 'RWF', 'UGX', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
+/** Three-decimal currencies: Stripe's partners need the last digit to be 0. */
+const STRIPE_THREE_DECIMAL = new Set(['BHD', 'JOD', 'KWD', 'OMR', 'TND']);
+/** Zero-decimal in ISO 4217 but written with two decimals at Stripe, always ending in 00. */
+const STRIPE_WHOLE_UNITS_AS_TWO_DECIMAL = new Set(['ISK']);
+
+/** How many decimals Stripe's `amount` has for `currency` (two unless listed above). */
+export function stripeExponent(currency: string): number {
+  const c = currency.toUpperCase();
+  if (STRIPE_ZERO_DECIMAL.has(c)) return 0;
+  if (STRIPE_THREE_DECIMAL.has(c)) return 3;
+  return 2;
+}
+
+/**
+ * Our amount (ISO 4217 minor units) as Stripe's `amount`, or an explanation when Stripe cannot
+ * take it exactly: ISK 5000 (kr 5,000) is 500000 at Stripe, MGA 150000 (Ar 1,500.00) is 1500,
+ * and KWD 1005 (1.005 KD) cannot be sent, as Stripe needs three-decimal amounts to end in 0.
+ */
+export function toStripeAmount(amount: number, currency: string): { amount: number } | { refused: string } {
+  const c = currency.toUpperCase();
+  const shift = stripeExponent(c) - currencyExponent(c);
+  const factor = 10 ** Math.abs(shift);
+  if (shift < 0 && amount % factor !== 0) {
+    return { refused: `Stripe takes ${c} in whole units only; ${amount} is not a multiple of ${factor}.` };
+  }
+  const converted = shift >= 0 ? amount * factor : amount / factor;
+  if (STRIPE_THREE_DECIMAL.has(c) && converted % 10 !== 0) {
+    return { refused: `Stripe takes ${c} amounts whose last digit is 0; ${amount} is not a multiple of 10.` };
+  }
+  if (STRIPE_WHOLE_UNITS_AS_TWO_DECIMAL.has(c) && converted % 100 !== 0) {
+    return { refused: `Stripe takes ${c} in whole units only.` };
+  }
+  return { amount: converted };
+}
+
+export function chargeForm(r: ChargeRequest, stripeAmount: number): { fields: FormFields; droppedMetadataKeys: string[] } {
   const fields: FormFields = [
-    ['amount', String(r.amount)],
+    ['amount', String(stripeAmount)],
     ['currency', r.currency.toLowerCase()],
     ['confirm', 'true'],
     ['payment_method_types[]', 'card'],
@@ -78,10 +116,10 @@ export function chargeForm(r: ChargeRequest): { fields: FormFields; droppedMetad
   return { fields, droppedMetadataKeys: metadata.dropped };
 }
 
-export function refundForm(r: RefundRequest): FormFields {
+export function refundForm(r: RefundRequest, stripeAmount: number): FormFields {
   const fields: FormFields = [
     ['payment_intent', r.chargeReference],
-    ['amount', String(r.amount)],
+    ['amount', String(stripeAmount)],
     [`metadata[${PAYORCH_REFUND_ID}]`, r.refundId],
     [`metadata[${PAYORCH_IDEMPOTENCY_KEY}]`, r.idempotencyKey],
   ];
@@ -198,17 +236,23 @@ function errorResponse(a: StripeAnswer, error: StripeError | null): Record<strin
 
 /**
  * Non-2xx answers. Card errors are declines; 429 means nothing happened and another try may
- * work. Stripe calls a 5xx (api_error) indeterminate and a 409 means our first request with the
- * same key is still running: either may have charged, so they are timeouts (ask, never fail
- * over). The rest (bad credentials, invalid request) would fail again.
+ * work, and so does 401/403: Stripe refused our key (revoked, rotated, restricted) before doing
+ * anything, and another gateway can still take the payment. Stripe calls a 5xx (api_error)
+ * indeterminate, a 409 means our first request with the same key is still running, and an
+ * `idempotency_error` means Stripe already holds a request under this key: any of them may have
+ * charged, so they are timeouts (ask, never fail over). The rest (invalid requests) would fail
+ * again anywhere.
  */
 function mapError(a: StripeAnswer): Mapped {
   const error = readError(isObject(a.body) ? a.body.error : null);
   const response = errorResponse(a, error);
   const message = safeMessage(error?.message) ?? `Stripe answered HTTP ${a.status}.`;
   if (a.status === 429) return { outcome: 'retryable_error', reference: null, declineCode: 'rate_limited', message, response };
-  if (a.status >= 500 || a.status === 409 || error?.type === 'api_error') {
+  if (a.status >= 500 || a.status === 409 || error?.type === 'api_error' || error?.type === 'idempotency_error') {
     return { outcome: 'timeout', reference: null, declineCode: 'gateway_error', message, response };
+  }
+  if (a.status === 401 || a.status === 403) {
+    return { outcome: 'retryable_error', reference: null, declineCode: 'gateway_unavailable', message, response };
   }
   if (error?.type === 'card_error') {
     return { ...mapCardError(error), reference: error.paymentIntentId, message, response };
@@ -279,11 +323,18 @@ function mapRefund(a: StripeAnswer, refund: Json): Mapped {
     currency: str(refund.currency)?.toUpperCase() ?? null,
     failureReason: str(refund.failure_reason),
   };
-  // pending and requires_action are accepted refunds that settle later.
-  if (status === 'succeeded' || status === 'pending' || status === 'requires_action') {
-    return { outcome: 'succeeded', reference: id, declineCode: null, message: null, response };
+  if (status === 'succeeded') return { outcome: 'succeeded', reference: id, declineCode: null, message: null, response };
+  // Accepted but not settled: Stripe may still fail or cancel it (an expired card, no bank
+  // details given). Unknown until it settles, so ours stays pending, its amount reserved, and
+  // recovery asks again.
+  if (status === 'pending' || status === 'requires_action') {
+    return { outcome: 'timeout', reference: id, declineCode: 'refund_pending', message: `Stripe has not settled the refund yet (${status}).`, response };
   }
-  return { outcome: 'declined', reference: id, declineCode: 'refund_failed', message: `The refund ${status ?? 'failed'}.`, response };
+  if (status === 'failed' || status === 'canceled') {
+    return { outcome: 'declined', reference: id, declineCode: 'refund_failed', message: `The refund ${status}.`, response };
+  }
+  // A status this connector does not know: the refund exists, so it is not a failure to act on.
+  return { outcome: 'timeout', reference: id, declineCode: 'refund_pending', message: `Unexpected refund status: ${status ?? 'none'}.`, response };
 }
 
 export function mapRefundAnswer(a: StripeAnswer): Mapped {

@@ -7,6 +7,8 @@ import {
   mapRefundAnswer,
   mapRefundListAnswer,
   refundListPath,
+  stripeExponent,
+  toStripeAmount,
   type StripeAnswer,
 } from '../../../src/gateways/stripe/stripe.transformers';
 
@@ -23,7 +25,7 @@ describe('stripe transformers', () => {
     const metadata = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v']));
     const { fields, droppedMetadataKeys } = chargeForm({
       idempotencyKey: 'key', paymentId: 'pay_1', amount: 1, currency: 'USD', source: { kind: 'token', token: 'pm_card_visa' }, metadata,
-    });
+    }, 1);
     expect(fields.filter(([k]) => k.startsWith('metadata['))).toHaveLength(50);
     expect(droppedMetadataKeys).toEqual(['k48', 'k49']);
   });
@@ -55,5 +57,38 @@ describe('stripe transformers', () => {
   it('should give the next cursor when a refund page does not hold the key', () => {
     const lookup = mapRefundListAnswer(answer(200, { has_more: true, data: [{ id: 're_1', metadata: {} }] }), 'k');
     expect(lookup).toEqual({ found: false, mapped: null, nextCursor: 're_1' });
+  });
+
+  it.each([
+    // Same decimals at Stripe as in ISO 4217.
+    [2500, 'EUR', { amount: 2500 }],
+    [500, 'JPY', { amount: 500 }],
+    [1230, 'KWD', { amount: 1230 }],
+    // ISK: whole krónur for us, two decimals at Stripe.
+    [5000, 'ISK', { amount: 500000 }],
+    // MGA: two decimals in ISO 4217, whole ariary at Stripe.
+    [150000, 'MGA', { amount: 1500 }],
+  ])('should write %i %s as Stripe amount %j', (amount, currency, expected) => {
+    expect(toStripeAmount(amount, currency)).toEqual(expected);
+  });
+
+  it.each([
+    [1005, 'KWD', /last digit is 0/],
+    [150050, 'MGA', /whole units/],
+  ])('should refuse %i %s, which Stripe cannot take exactly', (amount, currency, why) => {
+    const result = toStripeAmount(amount, currency);
+    expect('refused' in result && result.refused).toMatch(why);
+  });
+
+  it('should know Stripe decimals, not ISO ones', () => {
+    expect([stripeExponent('usd'), stripeExponent('JPY'), stripeExponent('MGA'), stripeExponent('ISK'), stripeExponent('BHD')]).toEqual([2, 0, 0, 2, 3]);
+  });
+
+  it.each(['pending', 'requires_action', 'some_new_status'])('should leave a %s refund unknown (it may still fail or succeed)', (status) => {
+    expect(mapRefundAnswer(answer(200, { object: 'refund', id: 're_1', status }))).toMatchObject({ outcome: 'timeout', reference: 're_1', declineCode: 'refund_pending' });
+  });
+
+  it.each(['failed', 'canceled'])('should decline a %s refund', (status) => {
+    expect(mapRefundAnswer(answer(200, { object: 'refund', id: 're_1', status }))).toMatchObject({ outcome: 'declined', declineCode: 'refund_failed' });
   });
 });
