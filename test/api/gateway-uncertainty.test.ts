@@ -185,6 +185,10 @@ describe('a refund Stripe accepted but has not settled', () => {
     const { pay, refund } = await pendingRefund(600);
     expect(refund.status).toBe('pending');
     expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(600);
+    // The reservation changed the payment, and said so, though the refund has not settled.
+    const updates = () => app.request('GET', '/v1/events?type=payment.updated&pageSize=100', { key }).then((r) =>
+      (r.body.data as Array<{ data: { object: { id: string; amountRefunded: number } } }>).filter((e) => e.data.object.id === pay.id).map((e) => e.data.object.amountRefunded));
+    expect(await updates()).toEqual([600]);
     // Still pending at Stripe: recovery asks and leaves it. (Counts would include refunds other
     // tests left pending, so each refund is checked by its own status.)
     await app.server.services.refunds.recoverPending(afterLease());
@@ -194,6 +198,7 @@ describe('a refund Stripe accepted but has not settled', () => {
     await app.server.services.refunds.recoverPending(new Date(Date.now() + 10 * 60_000));
     expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data).toMatchObject({ status: 'failed', failureCode: 'refund_failed' });
     expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(0);
+    expect(await updates()).toEqual([0, 600]); // newest first
   });
 
   it('should succeed once Stripe settles it', async () => {

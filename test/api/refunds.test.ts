@@ -55,6 +55,16 @@ describe('refunds', () => {
     expect(after.body.data.amountRefunded).toBe(900);
   });
 
+  it('should answer refund_exceeds_remaining to an amount when racing refunds left nothing', async () => {
+    const p = await payment(1000);
+    const results = await Promise.all(Array.from({ length: 4 }, () => app.request('POST', '/v1/refunds', { key, body: { paymentId: p.id, amount: 500 } })));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(2);
+    for (const r of results.filter((x) => x.status !== 201)) expect(r.body.error).toMatchObject({ code: 'refund_exceeds_remaining', param: 'amount' });
+    const one = await app.request('POST', '/v1/refunds', { key, body: { paymentId: p.id, amount: 1 } });
+    expect(one.status).toBe(422);
+    expect(one.body.error).toMatchObject({ code: 'refund_exceeds_remaining', param: 'amount' });
+  });
+
   it('should record refund.created, refund.succeeded and payment.updated', async () => {
     const p = await payment(800);
     const r = await app.request('POST', '/v1/refunds', { key, body: { paymentId: p.id, amount: 100 } });
@@ -64,6 +74,16 @@ describe('refunds', () => {
     expect(succeeded.body.data[0].data.object).toEqual(r.body.data);
     const updated = await app.request('GET', '/v1/events?type=payment.updated', { key });
     expect(updated.body.data[0].data.object).toMatchObject({ id: p.id, amountRefunded: 100 });
+    // One payment.updated: the reservation changes the payment, a success leaves it as it is.
+    const forPayment = (updated.body.data as Array<{ data: { object: { id: string } } }>).filter((e) => e.data.object.id === p.id);
+    expect(forPayment).toHaveLength(1);
+  });
+
+  it('should refuse paymentId in the query of the per-payment refund list', async () => {
+    const p = await payment(300);
+    const res = await app.request('GET', `/v1/payments/${p.id}/refunds?paymentId=pay_other`, { key });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'unknown_parameter', param: 'paymentId' });
   });
 
   it('should list, retrieve and validate refunds', async () => {

@@ -68,7 +68,12 @@ export class RefundService {
         throw new DomainError('payment_not_refundable', `Only succeeded payments can be refunded; this one is ${payment.status}`, 'paymentId');
       }
       const remaining = payment.amount - payment.amountRefunded;
-      if (remaining <= 0) throw new DomainError('payment_not_refundable', 'This payment is already fully refunded', 'paymentId');
+      if (remaining <= 0) {
+        // An amount asked for is above what is left (0), racing refunds included; with none
+        // given, there is simply nothing left to refund.
+        if (data.amount !== undefined) throw new DomainError('refund_exceeds_remaining', `Nothing is left to refund on this payment`, 'amount');
+        throw new DomainError('payment_not_refundable', 'This payment is already fully refunded', 'paymentId');
+      }
       const amount = data.amount ?? remaining;
       const reserved = await this.db.execute(
         'UPDATE payments SET amount_refunded = amount_refunded + $1, updated_at = $2 WHERE id = $3 AND amount_refunded + $1 <= amount',
@@ -92,6 +97,9 @@ export class RefundService {
         t,
       );
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
+      // The reservation is what changes the payment (amountRefunded, refunded).
+      const [reservedRow] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [payment.id], t);
+      await this.events.record(ctx, t, 'payment.updated', toApiPayment(reservedRow) as unknown as Record<string, unknown>);
       return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
     });
     return this.execute(ctx, refund, payment, chargeReference, leaseUntil);
@@ -151,14 +159,16 @@ export class RefundService {
         t,
       );
       if (changed !== 1) return this.retrieveRow(ctx, refund.id) as Promise<Refund>;
+      await this.events.record(ctx, t, status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', done as unknown as Record<string, unknown>);
       if (status === 'failed') {
+        // The reservation is given back: the payment changes again. (A success leaves it as
+        // the reservation made it.)
         await this.db.execute('UPDATE payments SET amount_refunded = amount_refunded - $1, updated_at = $2 WHERE id = $3', [
           refund.amount, new Date(done.updatedAt), refund.paymentId,
         ], t);
+        const [paymentRow] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [refund.paymentId], t);
+        await this.events.record(ctx, t, 'payment.updated', toApiPayment(paymentRow) as unknown as Record<string, unknown>);
       }
-      await this.events.record(ctx, t, status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', done as unknown as Record<string, unknown>);
-      const [paymentRow] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [refund.paymentId], t);
-      await this.events.record(ctx, t, 'payment.updated', toApiPayment(paymentRow) as unknown as Record<string, unknown>);
       return done;
     });
   }
@@ -177,6 +187,9 @@ export class RefundService {
 
   async list(ctx: RequestContext, query: unknown, paymentIdFromPath?: string): Promise<Page<Refund>> {
     requirePermission(ctx, 'refunds', 'read');
+    if (paymentIdFromPath !== undefined && query && typeof query === 'object' && 'paymentId' in query) {
+      throw new DomainError('unknown_parameter', 'paymentId comes from the path on this route', 'paymentId');
+    }
     const input = parseInput(listRefundsInput, query);
     const paymentId = paymentIdFromPath ?? input.paymentId;
     if (paymentIdFromPath) {
