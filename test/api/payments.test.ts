@@ -61,6 +61,14 @@ describe('payments with the built-in test simulator', () => {
     expect(res.body.error.code).toBe('no_gateway_available');
   });
 
+  it('should answer an unknown customerId with 404 before looking for its saved card, in live mode too', async () => {
+    for (const k of [app.account.liveKey, key]) {
+      const res = await pay({ amount: 300, currency: 'usd', paymentMethod: 'card', customerId: 'cus_doesnotexist' }, k);
+      expect(res.status).toBe(404);
+      expect(res.body.error).toMatchObject({ code: 'resource_not_found', param: 'customerId' });
+    }
+  });
+
   it('should save a card for a customer and charge it by pm_ id, and as the default for "card"', async () => {
     const customer = await app.request('POST', '/v1/customers', { key, body: { email: 'saver@example.com' } });
     const cid = customer.body.data.id;
@@ -180,6 +188,37 @@ describe('payment reads and updates', () => {
     expect(refused.body.error).toMatchObject({ code: 'unknown_parameter', param: 'amount' });
     const events = await app.request('GET', '/v1/events?type=payment.updated', { key: k });
     expect(events.body.data[0].data.object).toEqual(res.body.data);
+  });
+
+  it('should refuse a PATCH while the payment is still pending, so the settled answer and event keep every change', async () => {
+    const k = (await app.createAccount()).testKey;
+    const slow = (await app.request('POST', '/v1/gateways', { key: k, body: { name: 'Slow', type: 'simulator', settings: { latencyMs: 1500 } } })).body.data;
+    await app.request('PUT', '/v1/routing', { key: k, body: { rules: [], fallback: [slow.id], maxAttempts: 1 } });
+    const creating = app.request('POST', '/v1/payments', { key: k, body: { amount: 700, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'orig' } });
+    let pending: { id: string } | undefined;
+    for (let i = 0; i < 100 && !pending; i++) {
+      pending = (await app.request('GET', '/v1/payments?status=pending', { key: k })).body.data[0];
+      if (!pending) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(pending).toBeDefined();
+    const patched = await app.request('PATCH', `/v1/payments/${pending!.id}`, { key: k, body: { description: 'patched' } });
+    expect(patched.status).toBe(422);
+    expect(patched.body.error).toMatchObject({ code: 'invalid_state' });
+    const created = (await creating).body.data;
+    expect(created).toMatchObject({ id: pending!.id, status: 'succeeded', description: 'orig' });
+    expect((await app.request('GET', `/v1/payments/${created.id}`, { key: k })).body.data).toEqual(created);
+    const after = await app.request('PATCH', `/v1/payments/${created.id}`, { key: k, body: { description: 'patched' } });
+    expect(after.body.data.description).toBe('patched');
+  });
+
+  it('should leave a payment, its updatedAt and the event log alone when a PATCH changes nothing', async () => {
+    const k = (await app.createAccount()).testKey;
+    const p = (await app.request('POST', '/v1/payments', { key: k, body: { amount: 300, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'same', metadata: { a: '1' } } })).body.data;
+    const res = await app.request('PATCH', `/v1/payments/${p.id}`, { key: k, body: { description: 'same', metadata: { a: '1', gone: null } } });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual(p);
+    const events = await app.request('GET', '/v1/events?type=payment.updated', { key: k });
+    expect(events.body.meta.total).toBe(0);
   });
 
   it('should record payment.succeeded and payment.failed events with the API object', async () => {

@@ -161,10 +161,16 @@ export class PaymentService {
   async create(ctx: RequestContext, input: unknown, links: PaymentLinks = {}): Promise<Payment> {
     requirePermission(ctx, 'payments', 'write');
     const data = parseInput(createPaymentInput, input);
+    // A customer named in the request is looked up first: an unknown one is the error to
+    // report, whatever the payment method then says about it.
+    let customer: Customer | undefined;
+    if (data.customerId) {
+      customer = (await this.customers.lookup(ctx, [data.customerId])).get(data.customerId);
+      if (!customer) throw notFound('customer', data.customerId, 'customerId');
+    }
     const method = await this.resolveMethod(ctx, data);
     const customerId = data.customerId ?? method.customerId ?? null;
-    let customer: Customer | undefined;
-    if (customerId) {
+    if (customerId && !customer) {
       customer = (await this.customers.lookup(ctx, [customerId])).get(customerId);
       if (!customer) throw notFound('customer', customerId, 'customerId');
     }
@@ -474,13 +480,17 @@ export class PaymentService {
       );
       if (!row) throw notFound('payment', id);
       const current = toApiPayment(row);
-      if (data.description === undefined && data.metadata === undefined) return current;
-      const next: Payment = {
-        ...current,
-        description: data.description !== undefined ? data.description : current.description,
-        metadata: data.metadata !== undefined ? mergeMetadata(current.metadata, data.metadata) : current.metadata,
-        updatedAt: ctx.clock.now().toISOString(),
-      };
+      // The request charging it settles from its own copy (the answer, the event, the stored
+      // Idempotency-Key response): a change made meanwhile would be lost from all three. The
+      // row is locked here, so the status read is the one the settling write will see.
+      if (current.status === 'pending') {
+        throw new DomainError('invalid_state', 'This payment is still being processed; update it once it has succeeded or failed', 'id');
+      }
+      const description = data.description !== undefined ? data.description : current.description;
+      const metadata = data.metadata !== undefined ? mergeMetadata(current.metadata, data.metadata) : current.metadata;
+      // Nothing changes: no write, no event, the same updatedAt.
+      if (description === current.description && JSON.stringify(metadata) === JSON.stringify(current.metadata)) return current;
+      const next: Payment = { ...current, description, metadata, updatedAt: ctx.clock.now().toISOString() };
       await this.db.execute('UPDATE payments SET description = $1, metadata = $2, updated_at = $3, search_text = $4 WHERE id = $5', [
         next.description, JSON.stringify(next.metadata), new Date(next.updatedAt), searchText(next), id,
       ], t);
