@@ -75,7 +75,11 @@ describe('a charge whose answer was lost', () => {
     expect(intentsOf(p.id).map((i) => i.status)).toEqual(['succeeded']);
     expect(simulatorChargeCount(simId, `${p.id}_a2`)).toBe(0);
     const calls = (await app.request('GET', `/v1/payments/${p.id}/gateway-transactions`, { key })).body.data as Array<{ kind: string; outcome: string }>;
-    expect(calls.map((c) => `${c.kind}:${c.outcome}`).sort()).toEqual(['charge:retryable_error', 'charge:timeout', 'status:succeeded']);
+    // Newest first, ties (one operation's calls share a time) in reverse order of the calls.
+    expect(calls.map((c) => `${c.kind}:${c.outcome}`)).toEqual(['status:succeeded', 'charge:retryable_error', 'charge:timeout']);
+    const oldestFirst = (await app.request('GET', `/v1/payments/${p.id}/gateway-transactions?sortDirection=asc`, { key })).body.data as Array<{ kind: string; outcome: string; createdAt: string; updatedAt: string }>;
+    expect(oldestFirst.map((c) => `${c.kind}:${c.outcome}`)).toEqual(['charge:timeout', 'charge:retryable_error', 'status:succeeded']);
+    expect(oldestFirst[0].updatedAt).toBe(oldestFirst[0].createdAt);
   });
 
   it('should not fail over when the connection drops after Stripe had the request', async () => {

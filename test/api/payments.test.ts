@@ -75,6 +75,7 @@ describe('payments with the built-in test simulator', () => {
     const saved = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key, body: { card: card('5555555555554444') } });
     expect(saved.status).toBe(201);
     expect(saved.body.data).toMatchObject({ object: 'payment_method', customerId: cid, card: { brand: 'mastercard', last4: '4444' }, isDefault: true });
+    expect(saved.body.data.updatedAt).toBe(saved.body.data.createdAt);
     const byId = await pay({ customerId: cid, amount: 1200, currency: 'usd', paymentMethod: saved.body.data.id });
     expect(byId.body.data).toMatchObject({ status: 'succeeded', customerId: cid, paymentMethodDetails: { last4: '4444' } });
     const byDefault = await pay({ customerId: cid, amount: 1300, currency: 'usd', paymentMethod: 'card' });

@@ -4,7 +4,7 @@ import { Params } from '../../db/params';
 import { isoTime, readJson } from '../../db/database';
 import { Filter, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
-import { newId } from '../../core/ids';
+import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Page } from '../../core/pagination';
 import type { GatewayResult } from '../../gateways/gateway';
@@ -38,11 +38,25 @@ export interface GatewayTransaction {
   request: Record<string, unknown>;
   response: Record<string, unknown>;
   createdAt: string;
+  /** A call's record never changes: always `createdAt`. */
+  updatedAt: string;
 }
 
 const listInput = listSchema(['createdAt'] as const, {});
 const INSERT_COLUMNS = 'id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 const COLUMNS = 'id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
+
+/**
+ * Ids for the calls of one operation, which are written together with one `created_at`: one
+ * random stem and the call's number, so "ties by id" lists them in the order they were made
+ * (charge, its repeat, the status look-up, the next gateway's attempt) under any collation, as
+ * only the trailing digits differ. Same length as other ids (24 characters after the prefix).
+ */
+function idsInCallOrder(n: number): string[] {
+  const width = Math.max(2, String(n - 1).length);
+  const stem = randomBase62(24 - width);
+  return Array.from({ length: n }, (_, i) => `gtx_${stem}${String(i).padStart(width, '0')}`);
+}
 
 /** Every gateway call, with the connector's redacted request/response summaries. */
 export class GatewayTransactionLog {
@@ -57,9 +71,10 @@ export class GatewayTransactionLog {
   /** One INSERT for all `entries` (at least one). */
   private insertSql(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[], p: Params): string {
     const now = ctx.clock.now();
-    const values = entries.map((e) => {
+    const ids = idsInCallOrder(entries.length);
+    const values = entries.map((e, i) => {
       const row = [
-        newId('gtx'), ctx.accountId, ctx.mode, owner.paymentId ?? null, owner.refundId ?? null, e.gatewayId, e.gatewayType, e.kind,
+        ids[i], ctx.accountId, ctx.mode, owner.paymentId ?? null, owner.refundId ?? null, e.gatewayId, e.gatewayType, e.kind,
         e.attempt, e.idempotencyKey, e.result.outcome, e.result.declineCode, e.result.message, e.result.reference,
         Math.round(e.result.latencyMs), JSON.stringify(e.result.request ?? {}), JSON.stringify(e.result.response ?? {}), now,
       ];
@@ -75,8 +90,9 @@ export class GatewayTransactionLog {
   batchInsertSql(batches: Array<{ ctx: RequestContext; owner: { paymentId?: string; refundId?: string }; entries: PendingTransaction[] }>, p: Params): string {
     const rows = batches.flatMap(({ ctx, owner, entries }) => {
       const now = ctx.clock.now().toISOString();
-      return entries.map((e) => ({
-        id: newId('gtx'), account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId ?? null, refund_id: owner.refundId ?? null,
+      const ids = idsInCallOrder(entries.length);
+      return entries.map((e, i) => ({
+        id: ids[i], account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId ?? null, refund_id: owner.refundId ?? null,
         gateway_id: e.gatewayId, gateway_type: e.gatewayType, kind: e.kind, attempt: e.attempt, idempotency_key: e.idempotencyKey,
         outcome: e.result.outcome, code: e.result.declineCode, message: e.result.message, reference: e.result.reference,
         latency_ms: Math.round(e.result.latencyMs), request: JSON.stringify(e.result.request ?? {}), response: JSON.stringify(e.result.response ?? {}),
@@ -119,5 +135,6 @@ function toApi(row: Record<string, unknown>): GatewayTransaction {
     request: readJson(row.request, {}),
     response: readJson(row.response, {}),
     createdAt: isoTime(row.created_at) as string,
+    updatedAt: isoTime(row.created_at) as string,
   };
 }

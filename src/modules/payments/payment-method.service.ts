@@ -27,6 +27,7 @@ export interface SavedPaymentMethod {
   card: { brand: string; last4: string; expMonth: number; expYear: number; fingerprint: string };
   isDefault: boolean;
   createdAt: string;
+  updatedAt: string;
 }
 
 interface Row {
@@ -41,9 +42,10 @@ interface Row {
   exp_year: number;
   fingerprint: string;
   created_at: unknown;
+  updated_at: unknown;
 }
 
-const COLUMNS = 'id, mode, customer_id, gateway_id, gateway_token, brand, last4, exp_month, exp_year, fingerprint, created_at';
+const COLUMNS = 'id, mode, customer_id, gateway_id, gateway_token, brand, last4, exp_month, exp_year, fingerprint, created_at, updated_at';
 const listInput = listSchema(['createdAt'] as const, {});
 
 /** Cards saved with a gateway (its token is kept, never the number) and charged later. */
@@ -150,5 +152,6 @@ function toApi(row: Row, defaultId: string | null): SavedPaymentMethod {
     card: { brand: row.brand, last4: row.last4, expMonth: Number(row.exp_month), expYear: Number(row.exp_year), fingerprint: row.fingerprint },
     isDefault: row.id === defaultId,
     createdAt: isoTime(row.created_at) as string,
+    updatedAt: isoTime(row.updated_at) as string,
   };
 }
