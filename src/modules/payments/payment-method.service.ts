@@ -70,9 +70,14 @@ export class PaymentMethodService {
       const usable = gatewayId === BUILTIN_SIMULATOR_ID ? ctx.mode === 'test' : (await this.gateways.routable(ctx)).some((g) => g.id === gatewayId && g.enabled);
       if (!usable) throw new DomainError('invalid_parameter', `Gateway '${gatewayId}' cannot save cards for this account`, 'gatewayId');
     } else {
-      const decision = await this.routing.decide(ctx, { amount: 100, currency: 'USD', country: customer.country, cardBrand: null });
+      // Where a payment in `currency` (USD unless given) would go first. Without a currency, an
+      // account none of whose gateways takes USD still saves cards: on its first enabled gateway.
+      const decision = await this.routing.decide(ctx, { amount: 100, currency: data.currency ?? 'USD', country: customer.country, cardBrand: null });
       gatewayId = decision.gateways[0];
-      if (!gatewayId) throw new DomainError('no_gateway_available', 'No enabled gateway can save a card for this account');
+      if (!gatewayId && data.currency === undefined) gatewayId = (await this.gateways.routable(ctx)).find((g) => g.enabled)?.id;
+      if (!gatewayId) {
+        throw new DomainError('no_gateway_available', `No enabled gateway can save a card for ${data.currency ?? 'this account'}`, data.currency ? 'currency' : undefined);
+      }
     }
     const { gateway, type } = await this.gateways.connector(ctx, gatewayId);
     const id = newId('pm');

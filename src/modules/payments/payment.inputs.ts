@@ -58,6 +58,8 @@ export const savePaymentMethodInput = z
   .object({
     card: cardInputSchema,
     gatewayId: z.string().max(64).optional(),
+    /** The currency the card will be charged in: the card is saved where such a payment would route. */
+    currency: currencySchema.optional(),
     setDefault: z.boolean().optional(),
   })
   .strict();
