@@ -224,3 +224,19 @@ describe('a Stripe key that no longer works', () => {
     expect(res.body.data.attempts.map((a: { gatewayId: string; code: string | null }) => [a.gatewayId, a.code])).toEqual([[stripeId, 'gateway_unavailable'], [simId, null]]);
   });
 });
+
+describe('a charge Stripe refuses without creating anything', () => {
+  it.each([
+    ['an amount below its minimum', 'usd', 20],
+    ['a KWD amount it cannot represent (not sent at all)', 'kwd', 1005],
+  ])('should move on to the next gateway for %s', async (_what, currency, amount) => {
+    await routeStripeThenSimulator();
+    fake.reset((req) => (req.method === 'POST' && Number(req.form.amount) < 50
+      ? { status: 400, body: { error: { type: 'invalid_request_error', code: 'amount_too_small', param: 'amount', message: 'Amount must be at least $0.50 usd' } } }
+      : backend.handle(req)));
+    const res = await app.request('POST', '/v1/payments', { key, body: { amount, currency, paymentMethod: 'card', card } });
+    expect(res.body.data).toMatchObject({ status: 'succeeded', gatewayId: simId });
+    expect(res.body.data.attempts.map((a: { gatewayId: string; outcome: string }) => [a.gatewayId, a.outcome])).toEqual([[stripeId, 'retryable_error'], [simId, 'succeeded']]);
+    expect(backend.intents.size).toBe(0);
+  });
+});

@@ -184,11 +184,11 @@ describe('stripe connector: charge', () => {
     expect(await stripe().charge(cardCharge())).toMatchObject({ outcome: 'timeout' });
   });
 
-  it('should map an invalid request to a non-retryable processing_error decline', async () => {
-    const error = { type: 'invalid_request_error', code: 'parameter_invalid_integer', param: 'amount', message: 'Invalid integer' };
+  it('should map a request Stripe refused without creating anything to retryable processing_error', async () => {
+    const error = { type: 'invalid_request_error', code: 'amount_too_small', param: 'amount', message: 'Amount must be at least $0.50 usd' };
     answer({ status: 400, body: { error } });
     const result = await stripe().charge(cardCharge());
-    expect(result).toMatchObject({ outcome: 'declined', declineCode: 'processing_error', reference: null, message: error.message });
+    expect(result).toMatchObject({ outcome: 'retryable_error', declineCode: 'processing_error', reference: null, message: error.message });
   });
 
   it.each([
@@ -215,11 +215,11 @@ describe('stripe connector: charge', () => {
     expect(fake.requests[0].form).toMatchObject({ amount: '1500', currency: 'mga' });
   });
 
-  it('should decline an amount Stripe cannot take exactly without calling it', async () => {
+  it('should not send an amount Stripe cannot take exactly: nothing happened, another gateway may take it', async () => {
     answer({ status: 200, body: intent('succeeded') });
     const result = await stripe().charge(cardCharge({ amount: 1005, currency: 'KWD' }));
     expect(fake.requests).toHaveLength(0);
-    expect(result).toMatchObject({ outcome: 'declined', declineCode: 'invalid_amount', reference: null });
+    expect(result).toMatchObject({ outcome: 'retryable_error', declineCode: 'invalid_amount', reference: null });
     expect(result.message).toMatch(/KWD/);
   });
 

@@ -127,9 +127,9 @@ export class StripeGateway implements Gateway {
     return { ...mapped, latencyMs: elapsedMs(started), request };
   }
 
-  /** An amount Stripe cannot represent exactly: nothing is sent, and it would fail anywhere at Stripe. */
+  /** An amount Stripe cannot represent exactly: nothing is sent; another gateway may take it. */
   private refusedAmount(message: string, request: Record<string, unknown>, started: number): GatewayResult {
-    return { outcome: 'declined', reference: null, declineCode: 'invalid_amount', message, response: { sent: false }, latencyMs: elapsedMs(started), request };
+    return { outcome: 'retryable_error', reference: null, declineCode: 'invalid_amount', message, response: { sent: false }, latencyMs: elapsedMs(started), request };
   }
 
   /**
@@ -167,7 +167,7 @@ export class StripeGateway implements Gateway {
     const done = (mapped: Mapped, found: boolean): StatusResult => ({ ...mapped, found, latencyMs: elapsedMs(started), request });
     // A failed look-up is "cannot tell", never a decline: only `not_found` says the object is absent.
     const unknown = (mapped: Mapped): StatusResult =>
-      done(mapped.outcome === 'declined' ? { ...mapped, outcome: 'retryable_error', declineCode: 'status_unavailable' } : mapped, false);
+      done(mapped.outcome === 'declined' || mapped.outcome === 'retryable_error' ? { ...mapped, outcome: 'retryable_error', declineCode: 'status_unavailable' } : mapped, false);
     const notFound = (): StatusResult => done({
       outcome: 'declined', reference: null, declineCode: 'not_found',
       message: `No ${r.kind} was made with this idempotency key.`, response: { found: false },

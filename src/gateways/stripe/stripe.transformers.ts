@@ -257,6 +257,11 @@ function mapError(a: StripeAnswer): Mapped {
   if (error?.type === 'card_error') {
     return { ...mapCardError(error), reference: error.paymentIntentId, message, response };
   }
+  // Stripe refused the request itself (an amount below its minimum, a currency this Stripe
+  // account does not take): nothing was created, and another gateway may well take it.
+  if (error?.type === 'invalid_request_error' && !error.paymentIntentId) {
+    return { outcome: 'retryable_error', reference: null, declineCode: 'processing_error', message, response };
+  }
   return { outcome: 'declined', reference: null, declineCode: 'processing_error', message, response };
 }
 
@@ -341,7 +346,8 @@ export function mapRefundAnswer(a: StripeAnswer): Mapped {
   if (a.status < 200 || a.status >= 300) {
     const mapped = mapError(a);
     const code = readError(isObject(a.body) ? a.body.error : null)?.code;
-    if (mapped.outcome === 'declined' && code && REFUND_ERROR_CODES[code]) return { ...mapped, declineCode: REFUND_ERROR_CODES[code] };
+    // Refusals about this charge's refunds are final, whichever gateway is asked.
+    if (mapped.outcome !== 'timeout' && code && REFUND_ERROR_CODES[code]) return { ...mapped, outcome: 'declined', declineCode: REFUND_ERROR_CODES[code] };
     return mapped;
   }
   if (!isObject(a.body) || a.body.object !== 'refund') return unreadable(a, 'refund');
