@@ -66,14 +66,25 @@ export interface ValidGatewayConfig {
   settings: Record<string, unknown>;
 }
 
-function configError(section: 'credentials' | 'settings', error: z.ZodError): GatewayConfigError {
+/** Whether `input` holds a value (null included) at `path`. */
+function present(input: unknown, path: PropertyKey[]): boolean {
+  let at: unknown = input;
+  for (const key of path) {
+    if (at === null || typeof at !== 'object' || !Object.prototype.hasOwnProperty.call(at, key)) return false;
+    at = (at as Record<PropertyKey, unknown>)[key];
+  }
+  return at !== undefined;
+}
+
+function configError(section: 'credentials' | 'settings', error: z.ZodError, input: unknown): GatewayConfigError {
   const issue = error.issues[0];
   if (issue.code === 'unrecognized_keys') {
     const param = `${section}.${issue.keys[0]}`;
     return new GatewayConfigError(param, `Unknown parameter: '${param}'`, 'unknown_parameter');
   }
   const param = [section, ...issue.path.map(String)].join('.');
-  if (issue.code === 'invalid_type' && issue.input === undefined) {
+  // zod does not say whether the value was absent or of the wrong type: look.
+  if (issue.code === 'invalid_type' && !present(input, issue.path)) {
     return new GatewayConfigError(param, `Missing required parameter: '${param}'`, 'missing_parameter');
   }
   return new GatewayConfigError(param, `Invalid '${param}': ${issue.message}`);
@@ -85,9 +96,9 @@ export function validateGatewayConfig(type: string, credentials: unknown, settin
     throw new GatewayConfigError('type', `Invalid 'type': must be one of ${GATEWAY_TYPES.join(', ')}`);
   }
   const creds = gatewayCredentialsSchemas[type].safeParse(credentials ?? {});
-  if (!creds.success) throw configError('credentials', creds.error);
+  if (!creds.success) throw configError('credentials', creds.error, credentials ?? {});
   const sets = gatewaySettingsSchemas[type].safeParse(settings ?? {});
-  if (!sets.success) throw configError('settings', sets.error);
+  if (!sets.success) throw configError('settings', sets.error, settings ?? {});
   return { type, credentials: creds.data as Record<string, string>, settings: sets.data as Record<string, unknown> };
 }
 

@@ -36,6 +36,16 @@ describe('gateway configuration', () => {
     const badCreds = await app.request('POST', '/v1/gateways', { key, body: { name: 'x', type: 'stripe', credentials: { secretKey: 'nope' } } });
     expect(badCreds.status).toBe(400);
     expect(badCreds.body.error.param).toMatch(/^credentials/);
+    const missing = await app.request('POST', '/v1/gateways', { key, body: { name: 'x', type: 'stripe', credentials: {} } });
+    expect(missing.body.error).toMatchObject({ code: 'missing_parameter', param: 'credentials.secretKey' });
+    const unknown = await app.request('POST', '/v1/gateways', { key, body: { name: 'x', type: 'simulator', settings: { bogus: 1 } } });
+    expect(unknown.body.error).toMatchObject({ code: 'unknown_parameter', param: 'settings.bogus' });
+    // A value of the wrong type is invalid, not missing.
+    const wrongType = await app.request('POST', '/v1/gateways', { key, body: { name: 'x', type: 'simulator', settings: { outage: 'yes' } } });
+    expect(wrongType.body.error).toMatchObject({ code: 'invalid_parameter', param: 'settings.outage' });
+    expect(wrongType.body.error.message).not.toMatch(/Missing/);
+    const twice = await app.request('POST', '/v1/gateways', { key, body: { name: 'x', type: 'simulator', currencies: ['usd', 'USD', 'eur'] } });
+    expect(twice.body.data.currencies).toEqual(['USD', 'EUR']);
   });
 
   it('should refuse to delete a gateway the routing rules name, over REST and GraphQL', async () => {

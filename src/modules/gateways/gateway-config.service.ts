@@ -40,7 +40,8 @@ export const BUILTIN_SIMULATOR_ID = 'gw_builtin_simulator';
 
 const credentialsSchema = z.record(z.string(), z.string().max(2000), { error: 'credentials must be an object of strings' });
 const settingsSchema = z.record(z.string(), z.unknown(), { error: 'settings must be an object' });
-const currenciesSchema = z.array(currencySchema).min(1).max(200).nullable();
+/** Upper-cased, each once (`["usd", "USD"]` is `["USD"]`). */
+const currenciesSchema = z.array(currencySchema).min(1).max(200).transform((list) => [...new Set(list)]).nullable();
 
 const createInput = z
   .object({
@@ -98,7 +99,7 @@ function guardBaseUrl(ctx: RequestContext, settings: Record<string, unknown> | u
 }
 
 function configError(err: unknown): never {
-  if (err instanceof GatewayConfigError) throw new DomainError('invalid_parameter', err.message, err.param);
+  if (err instanceof GatewayConfigError) throw new DomainError(err.code, err.message, err.param);
   throw err;
 }
 
