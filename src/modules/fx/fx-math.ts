@@ -212,5 +212,14 @@ export function originalAmountFor(amount: number, currency: string, originalCurr
   const expCur = currencyExponent(checkCurrency(currency, 'currency'));
   const expOrig = currencyExponent(checkCurrency(originalCurrency, 'originalCurrency'));
   const { ratio } = parseRate(rate, 'exchangeRate');
-  return toAmount(roundHalfUp(a * ratio.d * pow10(expOrig), ratio.n * pow10(expCur)));
+  const original = roundHalfUp(a * ratio.d * pow10(expOrig), ratio.n * pow10(expCur));
+  // Amounts are 1..MAX_AMOUNT everywhere, originalAmount included; the amount itself is fine,
+  // it is its worth in the original currency that has no valid amount.
+  if (original < 1n) {
+    throw new DomainError('invalid_parameter', `${amount} ${currency.toUpperCase()} is worth less than one minor unit of ${originalCurrency.toUpperCase()} at the current rate`, 'originalCurrency');
+  }
+  if (original > BigInt(MAX_AMOUNT)) {
+    throw new DomainError('invalid_parameter', `${amount} ${currency.toUpperCase()} is worth more than ${MAX_AMOUNT} minor units of ${originalCurrency.toUpperCase()} at the current rate`, 'originalCurrency');
+  }
+  return Number(original);
 }

@@ -212,6 +212,12 @@ describe('originalAmountFor', () => {
     expect(originalAmountFor(489, 'JPY', 'KWD', '488.5993485')).toBe(1001);
   });
 
+  it('should refuse, naming originalCurrency, a price that would be 0 or above the amount limit', () => {
+    // 1 VND at 80000 VND per KWD is 0.0000125 KWD: less than half a fils.
+    expect(domainError(() => originalAmountFor(1, 'VND', 'KWD', '80000'))).toMatchObject({ code: 'invalid_parameter', param: 'originalCurrency' });
+    expect(domainError(() => originalAmountFor(1_000_000_000_000, 'JPY', 'USD', '0.001'))).toMatchObject({ code: 'invalid_parameter', param: 'originalCurrency' });
+  });
+
   it('should divide by the exact rate rather than multiplying by a rounded inverse', () => {
     // 1/3 rounded to 10 digits would give 333333333.3 × 0.3333333333 …; exact division gives 1e9.
     expect(originalAmountFor(333_333_333_300, 'USD', 'EUR', '3')).toBe(111_111_111_100);
@@ -246,7 +252,7 @@ describe('originalAmountFor', () => {
   });
 
   it('should refuse a result above the maximum amount', () => {
-    expect(domainError(() => originalAmountFor(1_000_000_000_000, 'USD', 'EUR', '0.5')).param).toBe('amount');
+    expect(domainError(() => originalAmountFor(1_000_000_000_000, 'USD', 'EUR', '0.5')).param).toBe('originalCurrency');
   });
 });
 
