@@ -73,11 +73,18 @@ class FxRateInput {
   @Field(() => String) rate!: string;
 }
 
+@ObjectType('RoutingSkip', { description: 'A gateway the rules name that a payment would not try now, and why.' })
+class RoutingSkipType {
+  @Field(() => String) gatewayId!: string;
+  @Field(() => String, { description: '`unknown`, `disabled`, `currency` (it does not take the currency) or `circuit_open`' }) reason!: string;
+}
+
 @ObjectType('RoutingDecision')
 class RoutingDecisionType {
   @Field(() => String, { nullable: true }) rule!: string | null;
   @Field(() => [String]) gateways!: string[];
   @Field(() => Int) maxAttempts!: number;
+  @Field(() => [RoutingSkipType]) skipped!: Array<{ gatewayId: string; reason: string }>;
   @Field(() => Boolean) usesBuiltinSimulator!: boolean;
 }
 

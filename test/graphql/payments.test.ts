@@ -118,8 +118,10 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     expect(gw).toMatchObject({ type: 'simulator', currencies: ['USD'], credentialsSet: false });
     const routing = await gql('mutation($c: JSONObject!) { setRouting(config: $c) }', { c: { rules: [{ name: 'all', strategy: 'priority', gateways: [{ gatewayId: gw.id }] }], fallback: [], maxAttempts: 2 } }, key);
     expect(routing.body.data.setRouting.rules).toHaveLength(1);
-    const sim = await gql('{ simulateRouting(input: { amount: 100, currency: "usd" }) { rule gateways } }', {}, key);
-    expect(sim.body.data.simulateRouting).toEqual({ rule: 'all', gateways: [gw.id] });
+    const sim = await gql('{ simulateRouting(input: { amount: 100, currency: "usd" }) { rule gateways skipped { gatewayId reason } } }', {}, key);
+    expect(sim.body.data.simulateRouting).toEqual({ rule: 'all', gateways: [gw.id], skipped: [] });
+    const eur = await gql('{ simulateRouting(input: { amount: 100, currency: "eur" }) { gateways skipped { gatewayId reason } } }', {}, key);
+    expect(eur.body.data.simulateRouting).toEqual({ gateways: [], skipped: [{ gatewayId: gw.id, reason: 'currency' }] });
     const fx = await gql('mutation { setFxRates(rates: [{ from: "EUR", to: "USD", rate: "1.10" }]) { rates { from to rate } } }', {}, key);
     expect(fx.body.data.setFxRates.rates).toEqual([{ from: 'EUR', to: 'USD', rate: '1.1' }]);
   });
