@@ -152,9 +152,13 @@ describe('routing', () => {
     const b = await app.createAccount();
     const testPay = (k: string, paymentMethod: string) =>
       app.request('POST', '/v1/payments', { key: k, body: { amount: 500, currency: 'usd', paymentMethod } });
-    for (let i = 0; i < 6; i++) expect((await testPay(a.testKey, 'pm_card_gateway_error')).body.data.status).toBe('failed');
-    // A's circuit for the simulator is open now.
-    expect((await testPay(a.testKey, 'pm_card_visa')).body.data).toMatchObject({ status: 'failed', failureCode: 'gateway_unavailable', attempts: [] });
+    for (let i = 0; i < 5; i++) expect((await testPay(a.testKey, 'pm_card_gateway_error')).body.data.status).toBe('failed');
+    // A's circuit for the simulator is open now: simulate and create agree that nothing can take it.
+    const sim = await app.request('POST', '/v1/routing/simulate', { key: a.testKey, body: { amount: 500, currency: 'usd' } });
+    expect(sim.body.data).toMatchObject({ gateways: [], skipped: [{ gatewayId: 'gw_builtin_simulator', reason: 'circuit_open' }], usesBuiltinSimulator: false });
+    const refused = await testPay(a.testKey, 'pm_card_visa');
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.code).toBe('no_gateway_available');
     const other = await testPay(b.testKey, 'pm_card_visa');
     expect(other.body.data).toMatchObject({ status: 'succeeded', gatewayId: 'gw_builtin_simulator' });
   });

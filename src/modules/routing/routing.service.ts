@@ -147,17 +147,23 @@ export class RoutingService {
       now: ctx.clock.now(),
     });
     let candidates = ordered.candidates;
+    let skipped = ordered.skipped;
     let builtin = false;
     if (candidates.length === 0 && ctx.mode === 'test' && (gateways.length === 0 || restrictTo === BUILTIN_SIMULATOR_ID)) {
-      candidates = [BUILTIN_SIMULATOR_ID];
-      builtin = true;
+      // Its circuit is this account's and mode's, checked as for any gateway.
+      if (this.breaker.isOpen(this.healthKey(ctx, BUILTIN_SIMULATOR_ID))) {
+        skipped = [...skipped, { gatewayId: BUILTIN_SIMULATOR_ID, reason: 'circuit_open' }];
+      } else {
+        candidates = [BUILTIN_SIMULATOR_ID];
+        builtin = true;
+      }
     }
     return {
       object: 'routing_decision',
       rule: ordered.rule,
       gateways: candidates,
       maxAttempts: effective.maxAttempts,
-      skipped: ordered.skipped,
+      skipped,
       usesBuiltinSimulator: builtin,
     };
   }
