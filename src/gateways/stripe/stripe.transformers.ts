@@ -59,10 +59,10 @@ function metadataFields(own: Record<string, string>, extra: Record<string, strin
 const STRIPE_ZERO_DECIMAL = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'JPY', 'KMF', 'KRW', 'MGA', 'PYG', 'RWF', 'UGX', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
 /** Three-decimal currencies: Stripe's partners need the last digit to be 0. */
 const STRIPE_THREE_DECIMAL = new Set(['BHD', 'JOD', 'KWD', 'OMR', 'TND']);
-/** Zero-decimal in ISO 4217 but written with two decimals at Stripe, always ending in 00. */
-const STRIPE_WHOLE_UNITS_AS_TWO_DECIMAL = new Set(['ISK']);
-
-/** How many decimals Stripe's `amount` has for `currency` (two unless listed above). */
+/**
+ * How many decimals Stripe's `amount` has for `currency`: two unless listed above. ISK is
+ * zero-decimal in ISO 4217 but two-decimal at Stripe (whole krónur, so always ending in 00).
+ */
 export function stripeExponent(currency: string): number {
   const c = currency.toUpperCase();
   if (STRIPE_ZERO_DECIMAL.has(c)) return 0;
@@ -85,9 +85,6 @@ export function toStripeAmount(amount: number, currency: string): { amount: numb
   const converted = shift >= 0 ? amount * factor : amount / factor;
   if (STRIPE_THREE_DECIMAL.has(c) && converted % 10 !== 0) {
     return { refused: `Stripe takes ${c} amounts whose last digit is 0; ${amount} is not a multiple of 10.` };
-  }
-  if (STRIPE_WHOLE_UNITS_AS_TWO_DECIMAL.has(c) && converted % 100 !== 0) {
-    return { refused: `Stripe takes ${c} in whole units only.` };
   }
   return { amount: converted };
 }
@@ -240,8 +237,8 @@ function errorResponse(a: StripeAnswer, error: StripeError | null): Record<strin
  * anything, and another gateway can still take the payment. Stripe calls a 5xx (api_error)
  * indeterminate, a 409 means our first request with the same key is still running, and an
  * `idempotency_error` means Stripe already holds a request under this key: any of them may have
- * charged, so they are timeouts (ask, never fail over). The rest (invalid requests) would fail
- * again anywhere.
+ * charged, so they are timeouts (ask, never fail over). A request Stripe refused without
+ * creating anything may succeed elsewhere (retryable); anything else is a final decline.
  */
 function mapError(a: StripeAnswer): Mapped {
   const error = readError(isObject(a.body) ? a.body.error : null);

@@ -4,7 +4,7 @@ import { isoTime, readJson } from '../../db/database';
 import { Filter, claimExpiredLease, likePattern, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
-import { DomainError, notFound } from '../../core/errors';
+import { DomainError, invalidState, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
 import type { Page } from '../../core/pagination';
@@ -161,19 +161,17 @@ export class PaymentService {
   async create(ctx: RequestContext, input: unknown, links: PaymentLinks = {}): Promise<Payment> {
     requirePermission(ctx, 'payments', 'write');
     const data = parseInput(createPaymentInput, input);
+    const findCustomer = async (id: string): Promise<Customer> => {
+      const found = (await this.customers.lookup(ctx, [id])).get(id);
+      if (!found) throw notFound('customer', id, 'customerId');
+      return found;
+    };
     // A customer named in the request is looked up first: an unknown one is the error to
     // report, whatever the payment method then says about it.
-    let customer: Customer | undefined;
-    if (data.customerId) {
-      customer = (await this.customers.lookup(ctx, [data.customerId])).get(data.customerId);
-      if (!customer) throw notFound('customer', data.customerId, 'customerId');
-    }
+    let customer = data.customerId ? await findCustomer(data.customerId) : undefined;
     const method = await this.resolveMethod(ctx, data);
     const customerId = data.customerId ?? method.customerId ?? null;
-    if (customerId && !customer) {
-      customer = (await this.customers.lookup(ctx, [customerId])).get(customerId);
-      if (!customer) throw notFound('customer', customerId, 'customerId');
-    }
+    if (customerId && !customer) customer = await findCustomer(customerId);
     const originalCurrency = data.originalCurrency ?? data.currency;
     let exchangeRate: string | null = null;
     let originalAmount: number | null = null;
@@ -484,7 +482,7 @@ export class PaymentService {
       // Idempotency-Key response): a change made meanwhile would be lost from all three. The
       // row is locked here, so the status read is the one the settling write will see.
       if (current.status === 'pending') {
-        throw new DomainError('invalid_state', 'This payment is still being processed; update it once it has succeeded or failed', 'id');
+        throw invalidState('This payment is still being processed; update it once it has succeeded or failed');
       }
       const description = data.description !== undefined ? data.description : current.description;
       const metadata = data.metadata !== undefined ? mergeMetadata(current.metadata, data.metadata) : current.metadata;

@@ -1,3 +1,4 @@
+import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
 import { Filter, claimExpiredLease, rawPage } from '../../db/list';
@@ -98,8 +99,7 @@ export class RefundService {
       );
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
       // The reservation is what changes the payment (amountRefunded, refunded).
-      const [reservedRow] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [payment.id], t);
-      await this.events.record(ctx, t, 'payment.updated', toApiPayment(reservedRow) as unknown as Record<string, unknown>);
+      await this.recordPaymentUpdated(ctx, t, payment.id);
       return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
     });
     return this.execute(ctx, refund, payment, chargeReference, leaseUntil);
@@ -166,11 +166,16 @@ export class RefundService {
         await this.db.execute('UPDATE payments SET amount_refunded = amount_refunded - $1, updated_at = $2 WHERE id = $3', [
           refund.amount, new Date(done.updatedAt), refund.paymentId,
         ], t);
-        const [paymentRow] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [refund.paymentId], t);
-        await this.events.record(ctx, t, 'payment.updated', toApiPayment(paymentRow) as unknown as Record<string, unknown>);
+        await this.recordPaymentUpdated(ctx, t, refund.paymentId);
       }
       return done;
     });
+  }
+
+  /** `payment.updated` with the payment as this transaction has just left it. */
+  private async recordPaymentUpdated(ctx: RequestContext, t: Transaction, paymentId: string): Promise<void> {
+    const [row] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [paymentId], t);
+    await this.events.record(ctx, t, 'payment.updated', toApiPayment(row) as unknown as Record<string, unknown>);
   }
 
   async retrieve(ctx: RequestContext, id: string): Promise<Refund> {
