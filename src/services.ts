@@ -118,7 +118,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     routing,
     paymentMethods,
     payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, fingerprintKey, logger, attemptBudgetMs),
-    refunds: new RefundService(db, events, gateways, gtx, logger, attemptBudgetMs),
+    refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, attemptBudgetMs),
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, options: options.webhooks }),
     async close() {
       await fanout?.stop();

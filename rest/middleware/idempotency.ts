@@ -6,6 +6,7 @@ import {
 } from '../../src/modules/idempotency/idempotency.service';
 import { IdempotentReplay, idempotencyScope, type IdempotencyHandle } from '../../src/core/idempotency';
 import { PAYMENT_CREATED_STATUS } from '../../src/modules/payments/payment.service';
+import { REFUND_CREATED_STATUS } from '../../src/modules/payments/refund.service';
 import type { PayorchState } from '../context';
 import { renderError } from './render';
 
@@ -25,7 +26,14 @@ function publicScope(path: string): string {
  * Operations whose service claims the key in its own first write and stores the response with
  * its last (see IdempotencyHandle): the hot path then spends no statements on idempotency.
  */
-const FOLDED = new Map([['POST /v1/payments', PAYMENT_CREATED_STATUS]]);
+const FOLDED: Array<[RegExp, number]> = [
+  [/^POST \/v1\/payments$/, PAYMENT_CREATED_STATUS],
+  [/^POST \/v1\/(?:refunds|payments\/[^/]+\/refunds)$/, REFUND_CREATED_STATUS],
+];
+
+function foldedStatus(operation: string): number | undefined {
+  return FOLDED.find(([pattern]) => pattern.test(operation))?.[1];
+}
 
 /**
  * GraphQL answers a resolver's internal error with HTTP 200. Like a 5xx it is not an outcome to
@@ -65,7 +73,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       ctx.body = body;
       ctx.set('Idempotent-Replayed', 'true');
     };
-    const folded = state.rc ? FOLDED.get(`${ctx.method} ${canonicalPath(ctx.path)}`) : undefined;
+    const folded = state.rc ? foldedStatus(`${ctx.method} ${canonicalPath(ctx.path)}`) : undefined;
     const handle: IdempotencyHandle = { scope, key, fingerprint, status: folded ?? 200, claimed: false };
     if (state.rc && folded !== undefined) {
       state.rc.idempotency = handle;
@@ -95,7 +103,10 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       handle.claimed = true;
     }
     if (ctx.status >= 500 || failedGraphQL(ctx)) {
-      await service.release(scope, key);
+      // A key claimed with its object's first write stays running: the object exists (a
+      // reservation, a pending charge) and recovery stores its settled answer. Freed, a retry
+      // would make a second one.
+      if (!owner) await service.release(scope, key);
       return;
     }
     if (handle.completed && handle.completed.status === ctx.status) {

@@ -7,6 +7,7 @@ import * as m0003 from './migrations/0003-webhooks';
 import * as m0004 from './migrations/0004-partial-indexes';
 import * as m0005 from './migrations/0005-keyed-idempotency-fingerprints';
 import * as m0006 from './migrations/0006-idempotency-key-owner';
+import * as m0007 from './migrations/0007-refund-idempotency-key';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -18,6 +19,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0004-partial-indexes', m0004],
   ['0005-keyed-idempotency-fingerprints', m0005],
   ['0006-idempotency-key-owner', m0006],
+  ['0007-refund-idempotency-key', m0007],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -258,3 +258,110 @@ describe('crash safety of a charge', () => {
     }
   });
 });
+
+describe("crash safety of a refund's Idempotency-Key", () => {
+  /** The refund reserved, its key claimed, and the process gone before the settling write. */
+  function dieBeforeSettlingRefund(app: TestApp): void {
+    const refunds = app.server.services.refunds as unknown as { settle: (...a: unknown[]) => Promise<unknown> };
+    refunds.settle = async () => {
+      throw new Error('process died after the gateway refunded');
+    };
+    const keys = app.server.services.idempotency as unknown as { complete: (...a: unknown[]) => Promise<void> };
+    keys.complete = async () => {
+      throw new Error('process died before storing the response');
+    };
+  }
+
+  const keyRow = async (app: TestApp, idemKey: string) =>
+    (await app.server.services.db.select<{ state: string; object_id: string | null }>(
+      'SELECT state, object_id FROM idempotency_keys WHERE idempotency_key = $1', [idemKey],
+    ))[0];
+
+  it('should answer a retry of a refund whose request died with the refund recovery settled, never refunding twice', async () => {
+    let app = await startTestApp({ database, clock });
+    const key = app.account.testKey;
+    const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 3100, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    const paymentId = pay.body.data.id as string;
+    const body = { paymentId, amount: 1000 };
+    const headers = { 'idempotency-key': 'refund-died-before-settling' };
+    dieBeforeSettlingRefund(app);
+    const first = await app.request('POST', '/v1/refunds', { key, body, headers });
+    const refundId = first.body.data.id as string;
+    expect(await keyRow(app, 'refund-died-before-settling')).toEqual({ state: 'running', object_id: refundId });
+    await app.stop();
+
+    app = await startTestApp({ database, clock });
+    try {
+      const early = await app.request('POST', '/v1/refunds', { key, body, headers });
+      expect(early.status).toBe(409);
+      expect(early.body.error.code).toBe('idempotency_key_in_use');
+      clock.advance(6 * 60_000);
+      // (An earlier test's refund may be settled in the same pass.)
+      expect(await app.server.services.refunds.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
+      const retry = await app.request('POST', '/v1/refunds', { key, body, headers });
+      expect(retry.status).toBe(201);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.body.data).toMatchObject({ id: refundId, status: 'succeeded', amount: 1000 });
+      expect(retry.body.data).toEqual((await app.request('GET', `/v1/refunds/${refundId}`, { key })).body.data);
+      const payment = (await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data;
+      expect(payment.amountRefunded).toBe(1000);
+      expect(await app.server.services.db.select('SELECT id FROM refunds WHERE payment_id = $1', [paymentId])).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should answer the per-payment refund route from the key claimed with the reservation, byte for byte', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 3200, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      const paymentId = pay.body.data.id as string;
+      const headers = { 'idempotency-key': 'per-payment-refund' };
+      const first = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 700 }, headers });
+      expect(first.status).toBe(201);
+      expect(await keyRow(app, 'per-payment-refund')).toEqual({ state: 'completed', object_id: first.body.data.id });
+      const again = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 700 }, headers });
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.text).toBe(first.text);
+      const reused = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 701 }, headers });
+      expect(reused.status).toBe(409);
+      expect(reused.body.error).toMatchObject({ code: 'idempotency_key_reused', param: 'Idempotency-Key' });
+      // A refusal before anything was written is stored like any other answer.
+      const refusedHeaders = { 'idempotency-key': 'refund-refused' };
+      const refused = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 5000 }, headers: refusedHeaders });
+      expect(refused.status).toBe(422);
+      expect(refused.body.error.code).toBe('refund_exceeds_remaining');
+      const refusedAgain = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 5000 }, headers: refusedHeaders });
+      expect(refusedAgain.headers['idempotent-replayed']).toBe('true');
+      expect(refusedAgain.text).toBe(refused.text);
+      expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.amountRefunded).toBe(700);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should keep the key of a refund that got a 5xx after its reservation, so a retry cannot refund again', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 3300, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      const paymentId = pay.body.data.id as string;
+      const refunds = app.server.services.refunds as unknown as { execute: (...a: unknown[]) => Promise<unknown> };
+      const execute = refunds.execute;
+      refunds.execute = async () => {
+        throw new Error('lost after the reservation');
+      };
+      const headers = { 'idempotency-key': 'refund-5xx' };
+      const failed = await app.request('POST', '/v1/refunds', { key, body: { paymentId, amount: 900 }, headers });
+      expect(failed.status).toBe(500);
+      refunds.execute = execute;
+      const retry = await app.request('POST', '/v1/refunds', { key, body: { paymentId, amount: 900 }, headers });
+      expect(retry.status).toBe(409);
+      expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.amountRefunded).toBe(900);
+      expect(await app.server.services.db.select('SELECT id FROM refunds WHERE payment_id = $1', [paymentId])).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+});

@@ -16,6 +16,9 @@ import { createRefundInput, listRefundsInput } from './payment.inputs';
 import { LEASE_SLACK_MS, PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, leaseCoversAttempt, toApiPayment, type Payment } from './payment.service';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
+import { Params } from '../../db/params';
+import { dataEnvelope, idempotencyScope, type IdempotencyHandle } from '../../core/idempotency';
+import { idempotencyKeyInUse, type IdempotencyService } from '../idempotency/idempotency.service';
 
 export interface Refund {
   id: string;
@@ -35,6 +38,12 @@ export interface Refund {
 
 const COLUMNS = 'id, mode, payment_id, amount, currency, reason, status, gateway_id, failure_code, failure_message, created_at, updated_at';
 
+/** What creating a refund answers with: the status its Idempotency-Key's stored response carries. */
+export const REFUND_CREATED_STATUS = 201;
+
+/** The reservation found the request's Idempotency-Key taken: nothing is written. */
+class KeyTaken extends Error {}
+
 /**
  * Refunds reserve their amount on the payment row inside a transaction (the UPDATE only
  * succeeds while the total stays within the payment), so concurrent refunds can never exceed
@@ -46,6 +55,7 @@ export class RefundService {
     private readonly events: EventService,
     private readonly gateways: GatewayConfigService,
     private readonly gtx: GatewayTransactionLog,
+    private readonly idempotency: IdempotencyService,
     private readonly logger: Logger,
     private readonly attemptBudgetMs = 3 * 10_000,
   ) {}
@@ -57,7 +67,36 @@ export class RefundService {
       throw new DomainError('unknown_parameter', 'paymentId comes from the path on this route', 'paymentId');
     }
     const data = parseInput(createRefundInput, paymentIdFromPath !== undefined ? { ...body, paymentId: paymentIdFromPath } : body);
-    const { refund, payment, chargeReference, leaseUntil } = await this.db.transaction(async (t) => {
+    const refundId = newId('re');
+    // A REST Idempotency-Key is claimed in the reservation's transaction and the refund names it:
+    // if this process dies before settling, recovery stores the settled refund as its answer.
+    const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
+    if (idem) idem.objectId = refundId;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const reserved = await this.reserve(ctx, data, refundId, idem);
+        if (idem) idem.claimed = true;
+        return await this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, reserved.leaseUntil);
+      } catch (err) {
+        if (!(err instanceof KeyTaken)) throw err;
+        // Replays or 409s by throwing; returns when the old row had expired (claim again).
+        await this.idempotency.afterLostClaim(idem as IdempotencyHandle, ctx.keyId);
+      }
+    }
+    throw idempotencyKeyInUse();
+  }
+
+  /**
+   * The refund row, pending, with its amount reserved on the payment, `refund.created` and
+   * `payment.updated`, and the claim of the request's key (first: a key already answered is
+   * answered again whatever the payment now allows) in one transaction.
+   */
+  private async reserve(ctx: RequestContext, data: { paymentId: string; amount?: number; reason?: string | null }, refundId: string, idem?: IdempotencyHandle) {
+    return this.db.transaction(async (t) => {
+      if (idem) {
+        const p = new Params();
+        if ((await this.db.execute(this.idempotency.claimSql(idem, p), p.values, t)) !== 1) throw new KeyTaken();
+      }
       const [row] = await this.db.select(
         `SELECT ${PAYMENT_COLUMNS}, gateway_reference FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3${this.db.forUpdate}`,
         [data.paymentId, ctx.accountId, ctx.mode],
@@ -87,14 +126,14 @@ export class RefundService {
       const now = ctx.clock.now();
       const leaseUntil = new Date(now.getTime() + this.attemptBudgetMs + LEASE_SLACK_MS);
       const refund: Refund = {
-        id: newId('re'), object: 'refund', livemode: ctx.mode === 'live', paymentId: payment.id, amount, currency: payment.currency,
+        id: refundId, object: 'refund', livemode: ctx.mode === 'live', paymentId: payment.id, amount, currency: payment.currency,
         reason: data.reason ?? null, status: 'pending', gatewayId: payment.gatewayId, failureCode: null, failureMessage: null,
         createdAt: now.toISOString(), updatedAt: now.toISOString(),
       };
       await this.db.execute(
-        `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, lease_until)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9, $10)`,
-        [refund.id, ctx.accountId, ctx.mode, refund.paymentId, amount, refund.currency, refund.reason, refund.gatewayId, now, leaseUntil],
+        `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, lease_until, idempotency_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9, $10, $11)`,
+        [refund.id, ctx.accountId, ctx.mode, refund.paymentId, amount, refund.currency, refund.reason, refund.gatewayId, now, leaseUntil, idem?.key ?? null],
         t,
       );
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
@@ -102,7 +141,6 @@ export class RefundService {
       await this.recordPaymentUpdated(ctx, t, payment.id);
       return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
     });
-    return this.execute(ctx, refund, payment, chargeReference, leaseUntil);
   }
 
   /** The refund runs on the gateway that captured the payment, keyed by the refund id. */
@@ -150,7 +188,9 @@ export class RefundService {
       failureMessage: status === 'failed' ? (result.message ?? 'The gateway refused the refund') : null,
       updatedAt: ctx.clock.now().toISOString(),
     };
-    return this.db.transaction(async (t) => {
+    const idem = ctx.idempotency?.claimed && !ctx.idempotency.completed && ctx.idempotency.objectId === refund.id ? ctx.idempotency : undefined;
+    let stored: { status: number; body: string } | undefined;
+    const final = await this.db.transaction(async (t) => {
       await this.gtx.insert(ctx, t, { paymentId: refund.paymentId, refundId: refund.id }, log);
       if (status === 'pending') return done; // unanswered: the recovery job asks again later
       const changed = await this.db.execute(
@@ -168,8 +208,16 @@ export class RefundService {
         ], t);
         await this.recordPaymentUpdated(ctx, t, refund.paymentId);
       }
+      if (idem) {
+        // The key's answer with the settling write (only while it still runs for this refund).
+        const p = new Params();
+        stored = { status: idem.status, body: dataEnvelope(JSON.stringify(done)) };
+        await this.db.execute(this.idempotency.completeSql(idem, stored.status, stored.body, p), p.values, t);
+      }
       return done;
     });
+    if (idem && stored) idem.completed = stored;
+    return final;
   }
 
   /** `payment.updated` with the payment as this transaction has just left it. */
@@ -228,7 +276,7 @@ export class RefundService {
   async recoverPending(now: Date): Promise<number> {
     const rows = await this.db.select(
       `SELECT r.id, r.mode, r.payment_id, r.amount, r.currency, r.reason, r.status, r.gateway_id, r.failure_code, r.failure_message,
-              r.created_at, r.updated_at, r.account_id, p.gateway_reference
+              r.created_at, r.updated_at, r.account_id, r.idempotency_key, p.gateway_reference
          FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.lease_until < $1 ORDER BY r.lease_until LIMIT 50`,
       [now],
     );
@@ -240,6 +288,15 @@ export class RefundService {
         const ctx: RequestContext = {
           accountId: row.account_id as string, mode: refund.livemode ? 'live' : 'test', permissions: ['*'], requestId: `recovery_${refund.id}`, clock: { now: () => now },
         };
+        if (row.idempotency_key) {
+          // The creating request's key: if that request died it is still running, and the
+          // settled refund becomes its answer. One already answered (a pending 201), or expired
+          // and claimed again, is left alone (objectId).
+          ctx.idempotency = {
+            scope: idempotencyScope(ctx.accountId, ctx.mode), key: row.idempotency_key as string, fingerprint: '',
+            status: REFUND_CREATED_STATUS, claimed: true, objectId: refund.id,
+          };
+        }
         const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
         const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
         const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
