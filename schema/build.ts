@@ -6,6 +6,7 @@ import { PriceResolver, ProductResolver } from './catalog.resolver';
 import { EventResolver } from './event.resolver';
 import { CustomerPaymentsResolver, PaymentResolver, RefundResolver } from './payment.resolver';
 import { GatewayResolver } from './gateway.resolver';
+import { CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver, PaymentMethodResolver } from './payment-method.resolver';
 import { SubscriptionResolver } from './subscription.resolver';
 import { WebhookEndpointResolver } from './webhook.resolver';
 
@@ -16,6 +17,7 @@ export function buildPayorchSchema(): GraphQLSchema {
     resolvers: [
       CustomerResolver, CustomerPaymentsResolver, ProductResolver, PriceResolver, EventResolver,
       PaymentResolver, RefundResolver, GatewayResolver, SubscriptionResolver, WebhookEndpointResolver,
+      PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

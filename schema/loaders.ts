@@ -5,6 +5,8 @@ import type { Customer } from '../src/modules/customers/customer.service';
 import type { Price, Product } from '../src/modules/catalog/catalog.service';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Refund } from '../src/modules/payments/refund.service';
+import type { SavedPaymentMethod } from '../src/modules/payments/payment-method.service';
+import type { GatewayTransaction } from '../src/modules/payments/gateway-transaction.log';
 
 /**
  * One set per request, so batching and caching never cross accounts or modes. Subscriptions
@@ -26,6 +28,14 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
     }, { cache }),
     refundsByPayment: new DataLoader<string, Refund[]>(async (paymentIds) => {
       const found = await services.refunds.forPayments(rc, paymentIds);
+      return paymentIds.map((id) => found.get(id) ?? []);
+    }, { cache }),
+    paymentMethodsByCustomer: new DataLoader<string, SavedPaymentMethod[]>(async (customerIds) => {
+      const found = await services.paymentMethods.forCustomers(rc, customerIds);
+      return customerIds.map((id) => found.get(id) ?? []);
+    }, { cache }),
+    gatewayTransactionsByPayment: new DataLoader<string, GatewayTransaction[]>(async (paymentIds) => {
+      const found = await services.payments.gatewayTransactionsFor(rc, paymentIds);
       return paymentIds.map((id) => found.get(id) ?? []);
     }, { cache }),
     pricesByProduct: new DataLoader<string, Price[]>(async (productIds) => {

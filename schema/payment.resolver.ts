@@ -91,7 +91,7 @@ class RefundList {
 }
 
 @InputType('CardInput')
-class CardInput {
+export class CardInput {
   @Field(() => String) number!: string;
   @Field(() => Int) expMonth!: number;
   @Field(() => Int) expYear!: number;

@@ -12,12 +12,13 @@ import {
   type ValidationContext,
   type ValueNode,
 } from 'graphql';
+import { NESTED_LIST_LIMIT } from '../src/db/list';
 
 /** Page sizes of the list queries (API.md): 20 unless `pageSize` says otherwise, at most 100. */
 const DEFAULT_PAGE_SIZE = 20;
 const MAX_PAGE_SIZE = 100;
-/** Nested lists (`Customer.payments`, `Payment.refunds`, `Product.prices`) hold at most this many. */
-const NESTED_LIST_SIZE = 100;
+/** Nested lists (`Customer.payments`, `Payment.refunds`, `Product.prices`, …) hold at most this many. */
+const NESTED_LIST_SIZE = NESTED_LIST_LIMIT;
 
 function pageSizeOf(value: ValueNode | undefined): number {
   if (!value) return DEFAULT_PAGE_SIZE;

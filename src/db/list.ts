@@ -1,6 +1,7 @@
 import { Op, literal, type Sequelize, type WhereOptions } from 'sequelize';
 import type { ModelStatic, Model } from 'sequelize';
 import type { ListParams, Page } from '../core/pagination';
+import type { Database } from './database';
 
 /** Escapes LIKE wildcards in user text; used with ESCAPE '\'. */
 export function likePattern(text: string): string {
@@ -119,4 +120,41 @@ export async function claimExpiredLease(
     [new Date(now.getTime() + leaseMs), id, now],
   );
   return claimed === 1;
+}
+
+/** How many objects a nested GraphQL list (`Customer.payments`, `Payment.refunds`, …) holds. */
+export const NESTED_LIST_LIMIT = 100;
+
+/**
+ * The `limit` newest rows (created_at, then id, descending) of each of many parents in one query,
+ * for DataLoader. `from` may join (`payment_methods pm JOIN customers c …`); `prefix` is then the
+ * main table's alias with its dot, and `columns` must name `created_at` and `id` unqualified.
+ */
+export async function newestPerParent<R>(
+  db: Database,
+  opts: { columns: string; from: string; prefix?: string; parentColumn: string; accountId: string; mode: string; parentIds: readonly string[]; limit?: number },
+): Promise<R[]> {
+  const ids = [...new Set(opts.parentIds)];
+  if (ids.length === 0) return [];
+  const a = opts.prefix ?? '';
+  const parent = `${a}${opts.parentColumn}`;
+  return db.select<R>(
+    `SELECT * FROM (
+       SELECT ${opts.columns}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${a}created_at DESC, ${a}id DESC) AS rank_in_parent
+         FROM ${opts.from} WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${parent} IN (${ids.map((_, i) => `$${i + 4}`).join(', ')})
+     ) ranked WHERE rank_in_parent <= $3 ORDER BY created_at DESC, id DESC`,
+    [opts.accountId, opts.mode, opts.limit ?? NESTED_LIST_LIMIT, ...ids],
+  );
+}
+
+/** Rows grouped by a key, in the order given. */
+export function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
 }

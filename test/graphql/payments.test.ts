@@ -1,4 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
+import { groupBy, newestPerParent } from '../../src/db/list';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -80,22 +81,26 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     expect(app.logs.slice(logsBefore).join('')).not.toMatch(/invalid value|cannot represent|graphql resolver failed/);
   });
 
-  it('should batch Payment.customer, Payment.refunds and Customer.payments (constant SQL for N payments)', async () => {
+  it('should batch Payment.customer, Payment.refunds, Payment.gatewayTransactions, Customer.payments and Customer.paymentMethods (constant SQL for N payments)', async () => {
     const account = await app.createAccount();
     const key = account.testKey;
     const addPayments = async (n: number) => {
       for (let i = 0; i < n; i++) {
         const c = await app.request('POST', '/v1/customers', { key, body: { email: `batch${Math.random()}@example.com` } });
-        const p = await app.request('POST', '/v1/payments', { key, body: { amount: 1000, currency: 'usd', paymentMethod: 'pm_card_visa', customerId: c.body.data.id } });
+        const pm = await app.request('POST', `/v1/customers/${c.body.data.id}/payment-methods`, { key, body: { card: { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '123' } } });
+        const p = await app.request('POST', '/v1/payments', { key, body: { amount: 1000, currency: 'usd', paymentMethod: pm.body.data.id, customerId: c.body.data.id } });
         await app.request('POST', '/v1/refunds', { key, body: { paymentId: p.body.data.id, amount: 100 } });
       }
     };
     const count = async () => {
       const before = app.sql.length;
-      const res = await gql('{ payments(pageSize: 100) { total nodes { id customer { email payments { id } } refunds { amount } } } }', {}, key);
+      const res = await gql(
+        '{ payments(pageSize: 20) { total nodes { id customer { email payments { id } paymentMethods { id } } refunds { amount } gatewayTransactions { kind } } } }',
+        {}, key,
+      );
       expect(res.body.errors).toBeUndefined();
       // Statements reading these tables: an API key or routing cache refill (1 s) is no N+1.
-      const queries = app.sql.slice(before).filter((q) => /\b(payments|customers|refunds)\b/.test(q)).length;
+      const queries = app.sql.slice(before).filter((q) => /\b(payments|customers|refunds|payment_methods|gateway_transactions)\b/.test(q)).length;
       return { queries, nodes: res.body.data.payments.nodes };
     };
     await addPayments(2);
@@ -106,9 +111,111 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     for (const n of large.nodes) {
       expect(n.customer.payments).toEqual([{ id: n.id }]);
       expect(n.refunds).toEqual([{ amount: 100 }]);
+      expect(n.customer.paymentMethods).toHaveLength(1);
+      expect(n.gatewayTransactions).toEqual([{ kind: 'refund' }, { kind: 'charge' }]);
     }
     expect(large.queries).toBe(small.queries);
-    expect(large.queries).toBeLessThanOrEqual(6);
+    expect(large.queries).toBeLessThanOrEqual(8);
+  });
+
+  it('should save a card, list it, pay with it and show the gateway calls, as REST does', async () => {
+    const customer = await app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'gql-saved@example.com' } });
+    const customerId = customer.body.data.id as string;
+    const number = '5555555555554444';
+    const saved = await gql(
+      'mutation($c: ID!, $input: SavePaymentMethodInput!) { savePaymentMethod(customerId: $c, input: $input) { id object customerId gatewayId type isDefault card { brand last4 expMonth expYear fingerprint } } }',
+      { c: customerId, input: { card: { number, expMonth: 7, expYear: 2034, cvc: '123' }, currency: 'eur' } },
+    );
+    expect(saved.body.errors).toBeUndefined();
+    const method = saved.body.data.savePaymentMethod;
+    expect(method).toMatchObject({ object: 'payment_method', customerId, type: 'card', isDefault: true, card: { brand: 'mastercard', last4: '4444', expMonth: 7, expYear: 2034 } });
+    expect(method.id).toMatch(/^pm_/);
+    expect(saved.text).not.toContain(number);
+    // The same object REST lists.
+    const rest = await app.request('GET', `/v1/customers/${customerId}/payment-methods`, { key: app.account.testKey });
+    const listed = await gql('query($c: ID!) { paymentMethods(customerId: $c) { total nodes { id isDefault } } customer(id: $c) { paymentMethods { id card { last4 } } } }', { c: customerId });
+    expect(listed.body.data.paymentMethods).toEqual({ total: 1, nodes: [{ id: method.id, isDefault: true }] });
+    expect(listed.body.data.customer.paymentMethods).toEqual([{ id: method.id, card: { last4: '4444' } }]);
+    expect(rest.body.data.map((m: { id: string }) => m.id)).toEqual([method.id]);
+
+    const paid = await gql(
+      'mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id status gatewayTransactions { kind outcome attempt idempotencyKey gatewayId request } } }',
+      { input: { amount: 1800, currency: 'eur', paymentMethod: method.id } },
+    );
+    expect(paid.body.errors).toBeUndefined();
+    const payment = paid.body.data.createPayment;
+    expect(payment.status).toBe('succeeded');
+    expect(payment.gatewayTransactions).toHaveLength(1);
+    expect(payment.gatewayTransactions[0]).toMatchObject({ kind: 'charge', outcome: 'succeeded', attempt: 1, idempotencyKey: `${payment.id}_a1`, gatewayId: method.gatewayId });
+    const calls = await gql('query($p: ID!) { gatewayTransactions(paymentId: $p) { total nodes { id kind paymentId } } }', { p: payment.id });
+    const restCalls = await app.request('GET', `/v1/payments/${payment.id}/gateway-transactions`, { key: app.account.testKey });
+    expect(calls.body.data.gatewayTransactions).toEqual({ total: 1, nodes: [{ id: restCalls.body.data[0].id, kind: 'charge', paymentId: payment.id }] });
+
+    // Errors carry the REST codes and params.
+    const unknownCustomer = await gql('mutation($input: SavePaymentMethodInput!) { savePaymentMethod(customerId: "cus_nope", input: $input) { id } }', {
+      input: { card: { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '321' } },
+    });
+    expect(unknownCustomer.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found' });
+    const badCard = await gql('mutation($c: ID!, $input: SavePaymentMethodInput!) { savePaymentMethod(customerId: $c, input: $input) { id } }', {
+      c: customerId, input: { card: { number: '4242424242424241', expMonth: 1, expYear: 2033, cvc: '321' } },
+    });
+    expect(badCard.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'card.number' });
+    const unknownPayment = await gql('{ gatewayTransactions(paymentId: "pay_nope") { total } }');
+    expect(unknownPayment.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found' });
+    const badPage = await gql('query($c: ID!) { paymentMethods(customerId: $c, pageSize: 500) { total } }', { c: customerId });
+    expect(badPage.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'pageSize' });
+    // Saved cards are customer data; gateway calls are payment data.
+    const paymentsOnly = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: { permissions: ['payments:read'] } });
+    const customersOnly = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: { permissions: ['customers:read'] } });
+    const noCards = await gql('query($c: ID!) { paymentMethods(customerId: $c) { total } }', { c: customerId }, paymentsOnly.body.data.secret);
+    expect(noCards.body.errors[0].extensions.code).toBe('permission_denied');
+    const noCalls = await gql('query($p: ID!) { gatewayTransactions(paymentId: $p) { total } }', { p: payment.id }, customersOnly.body.data.secret);
+    expect(noCalls.body.errors[0].extensions.code).toBe('permission_denied');
+    const noNestedCalls = await gql('query($p: ID!) { payment(id: $p) { id gatewayTransactions { id } } }', { p: payment.id }, paymentsOnly.body.data.secret);
+    expect(noNestedCalls.body.errors).toBeUndefined();
+    const noNestedCards = await gql('query($c: ID!) { customer(id: $c) { id paymentMethods { id } } }', { c: customerId }, customersOnly.body.data.secret);
+    expect(noNestedCards.body.errors).toBeUndefined();
+  });
+
+  it('should give each parent only its newest objects in a nested list, in one query for all parents', async () => {
+    const account = await app.createAccount();
+    const key = account.testKey;
+    const pay = async () => (await app.request('POST', '/v1/payments', { key, body: { amount: 900, currency: 'usd', paymentMethod: 'pm_card_visa' } })).body.data.id as string;
+    const [a, b] = [await pay(), await pay()];
+    const refundIds: Record<string, string[]> = { [a]: [], [b]: [] };
+    for (let i = 0; i < 3; i++) {
+      for (const p of [a, b]) refundIds[p].push((await app.request('POST', '/v1/refunds', { key, body: { paymentId: p, amount: 100 } })).body.data.id);
+    }
+    const before = app.sql.length;
+    const rows = await newestPerParent<{ id: string; payment_id: string }>(app.server.services.db, {
+      columns: 'id, payment_id, created_at', from: 'refunds', parentColumn: 'payment_id', accountId: account.accountId, mode: 'test', parentIds: [a, b, a], limit: 2,
+    });
+    expect(app.sql.length - before).toBe(1);
+    const grouped = groupBy(rows, (r) => r.payment_id);
+    // Newest first (ties by id, as the REST list): the first two of each payment's full list.
+    for (const p of [a, b]) {
+      const all = (await app.request('GET', `/v1/payments/${p}/refunds`, { key })).body.data.map((r: { id: string }) => r.id);
+      expect(all.sort()).toEqual([...refundIds[p]].sort());
+      const newest = (await app.request('GET', `/v1/payments/${p}/refunds`, { key })).body.data.slice(0, 2).map((r: { id: string }) => r.id);
+      expect(grouped.get(p)?.map((r) => r.id)).toEqual(newest);
+    }
+    // The joined form (saved cards with their customer's default) ranks by the main table's columns.
+    const c = (await app.request('POST', '/v1/customers', { key, body: { email: 'nested-cards@example.com' } })).body.data.id as string;
+    const saved: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      saved.push((await app.request('POST', `/v1/customers/${c}/payment-methods`, { key, body: { card: { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '123' } } })).body.data.id);
+    }
+    const cards = await newestPerParent<{ id: string; default_payment_method_id: string }>(app.server.services.db, {
+      columns: 'pm.id, pm.created_at, c.default_payment_method_id', from: 'payment_methods pm JOIN customers c ON c.id = pm.customer_id', prefix: 'pm.',
+      parentColumn: 'customer_id', accountId: account.accountId, mode: 'test', parentIds: [c], limit: 2,
+    });
+    const listed = (await app.request('GET', `/v1/customers/${c}/payment-methods`, { key })).body.data.map((m: { id: string }) => m.id);
+    expect([...listed].sort()).toEqual([...saved].sort());
+    expect(cards).toEqual([
+      expect.objectContaining({ id: listed[0], default_payment_method_id: saved[0] }),
+      expect.objectContaining({ id: listed[1], default_payment_method_id: saved[0] }),
+    ]);
+    expect(await newestPerParent(app.server.services.db, { columns: 'id, created_at', from: 'refunds', parentColumn: 'payment_id', accountId: account.accountId, mode: 'test', parentIds: [] })).toEqual([]);
   });
 
   it('should manage gateways, routing, simulation and FX rates', async () => {

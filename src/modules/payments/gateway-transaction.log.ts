@@ -2,7 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { Params } from '../../db/params';
 import { isoTime, readJson } from '../../db/database';
-import { Filter, rawPage } from '../../db/list';
+import { Filter, groupBy, newestPerParent, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
@@ -112,6 +112,14 @@ export class GatewayTransactionLog {
       table: 'gateway_transactions', columns: COLUMNS, filter, sortColumn: 'created_at', params: input,
     });
     return { data: rows.map(toApi), total, page: input.page, pageSize: input.pageSize };
+  }
+
+  /** The newest calls of several payments (NESTED_LIST_LIMIT each) in one query, for DataLoader. */
+  async forPayments(ctx: RequestContext, paymentIds: readonly string[]): Promise<Map<string, GatewayTransaction[]>> {
+    const rows = await newestPerParent<Record<string, unknown>>(this.db, {
+      columns: COLUMNS, from: 'gateway_transactions', parentColumn: 'payment_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: paymentIds,
+    });
+    return groupBy(rows.map(toApi), (tx) => tx.paymentId as string);
   }
 }
 

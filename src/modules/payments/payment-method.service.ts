@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
-import { Filter, rawPage } from '../../db/list';
+import { Filter, groupBy, newestPerParent, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
@@ -123,6 +123,17 @@ export class PaymentMethodService {
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, customer_id: customerId });
     const { rows, total } = await rawPage<Row>(this.db, { table: 'payment_methods', columns: COLUMNS, filter, sortColumn: 'created_at', params: input });
     return { data: rows.map((r) => toApi(r, customer.defaultPaymentMethodId)), total, page: input.page, pageSize: input.pageSize };
+  }
+
+  /** The newest saved cards of several customers (NESTED_LIST_LIMIT each) in one query, for DataLoader. */
+  async forCustomers(ctx: RequestContext, customerIds: readonly string[]): Promise<Map<string, SavedPaymentMethod[]>> {
+    requirePermission(ctx, 'customers', 'read');
+    const rows = await newestPerParent<Row & { default_payment_method_id: string | null }>(this.db, {
+      columns: `${COLUMNS.split(', ').map((c) => `pm.${c}`).join(', ')}, c.default_payment_method_id`,
+      from: 'payment_methods pm JOIN customers c ON c.id = pm.customer_id', prefix: 'pm.', parentColumn: 'customer_id',
+      accountId: ctx.accountId, mode: ctx.mode, parentIds: customerIds,
+    });
+    return groupBy(rows.map((row) => toApi(row, row.default_payment_method_id)), (m) => m.customerId);
   }
 
   /** A saved method as a charge source, bound to the gateway that holds its token. */

@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
-import { Filter, claimExpiredLease, likePattern, rawPage } from '../../db/list';
+import { Filter, NESTED_LIST_LIMIT, claimExpiredLease, groupBy, likePattern, newestPerParent, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, invalidState, notFound } from '../../core/errors';
@@ -449,22 +449,12 @@ export class PaymentService {
   }
 
   /** The newest payments of several customers at once (at most `limit` each), for DataLoader. */
-  async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = 100): Promise<Map<string, Payment[]>> {
+  async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
     requirePermission(ctx, 'payments', 'read');
-    const ids = [...new Set(customerIds)];
-    const rows = await this.db.select(
-      `SELECT * FROM (
-         SELECT ${PAYMENT_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY created_at DESC, id DESC) AS rank_in_customer
-           FROM payments WHERE account_id = $1 AND mode = $2 AND customer_id IN (${ids.map((_, i) => `$${i + 4}`).join(', ')})
-       ) ranked WHERE rank_in_customer <= $3 ORDER BY created_at DESC, id DESC`,
-      [ctx.accountId, ctx.mode, limit, ...ids],
-    );
-    const out = new Map<string, Payment[]>();
-    for (const row of rows) {
-      const p = toApiPayment(row);
-      out.set(p.customerId as string, [...(out.get(p.customerId as string) ?? []), p]);
-    }
-    return out;
+    const rows = await newestPerParent<Record<string, unknown>>(this.db, {
+      columns: PAYMENT_COLUMNS, from: 'payments', parentColumn: 'customer_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: customerIds, limit,
+    });
+    return groupBy(rows.map(toApiPayment), (p) => p.customerId as string);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<Payment> {
@@ -501,6 +491,12 @@ export class PaymentService {
     requirePermission(ctx, 'payments', 'read');
     await this.retrieve(ctx, id);
     return this.gtx.list(ctx, { paymentId: id }, query);
+  }
+
+  /** The gateway calls of several payments at once, for DataLoader. */
+  async gatewayTransactionsFor(ctx: RequestContext, paymentIds: readonly string[]) {
+    requirePermission(ctx, 'payments', 'read');
+    return this.gtx.forPayments(ctx, paymentIds);
   }
 
   /**

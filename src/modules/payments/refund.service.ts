@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
-import { Filter, claimExpiredLease, rawPage } from '../../db/list';
+import { Filter, claimExpiredLease, groupBy, newestPerParent, rawPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
@@ -256,20 +256,13 @@ export class RefundService {
     return { data: rows.map(toApiRefund), total, page: input.page, pageSize: input.pageSize };
   }
 
-  /** Refunds of several payments at once, for DataLoader. */
+  /** The newest refunds of several payments at once (NESTED_LIST_LIMIT each), for DataLoader. */
   async forPayments(ctx: RequestContext, paymentIds: readonly string[]): Promise<Map<string, Refund[]>> {
     requirePermission(ctx, 'refunds', 'read');
-    const ids = [...new Set(paymentIds)];
-    const rows = await this.db.select(
-      `SELECT ${COLUMNS} FROM refunds WHERE account_id = $1 AND mode = $2 AND payment_id IN (${ids.map((_, i) => `$${i + 3}`).join(', ')}) ORDER BY created_at DESC, id DESC`,
-      [ctx.accountId, ctx.mode, ...ids],
-    );
-    const out = new Map<string, Refund[]>();
-    for (const row of rows) {
-      const r = toApiRefund(row);
-      out.set(r.paymentId, [...(out.get(r.paymentId) ?? []), r]);
-    }
-    return out;
+    const rows = await newestPerParent<Record<string, unknown>>(this.db, {
+      columns: COLUMNS, from: 'refunds', parentColumn: 'payment_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: paymentIds,
+    });
+    return groupBy(rows.map(toApiRefund), (r) => r.paymentId);
   }
 
   /** Asks the gateway about refunds left pending; settles the ones it can answer for. */

@@ -1,0 +1,132 @@
+import {
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+} from 'type-graphql';
+import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GqlContext } from './context';
+import { PageArgs, defined, toList } from './types/common';
+import { CustomerType } from './customer.resolver';
+import { CardInput, PaymentType } from './payment.resolver';
+import type { Payment } from '../src/modules/payments/payment.service';
+import type { Customer } from '../src/modules/customers/customer.service';
+
+@ObjectType('SavedCard')
+class SavedCardType {
+  @Field(() => String) brand!: string;
+  @Field(() => String) last4!: string;
+  @Field(() => Int) expMonth!: number;
+  @Field(() => Int) expYear!: number;
+  @Field(() => String) fingerprint!: string;
+}
+
+@ObjectType('PaymentMethod')
+export class PaymentMethodType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String) customerId!: string;
+  @Field(() => String) gatewayId!: string;
+  @Field(() => String) type!: string;
+  @Field(() => SavedCardType) card!: SavedCardType;
+  @Field(() => Boolean) isDefault!: boolean;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('PaymentMethodList')
+class PaymentMethodList {
+  @Field(() => [PaymentMethodType]) nodes!: PaymentMethodType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+@InputType('SavePaymentMethodInput')
+class SavePaymentMethodInput {
+  @Field(() => CardInput) card!: CardInput;
+  @Field(() => String, { nullable: true }) gatewayId?: string;
+  @Field(() => String, { nullable: true }) currency?: string;
+  @Field(() => Boolean, { nullable: true }) setDefault?: boolean;
+}
+
+@ObjectType('GatewayTransaction')
+export class GatewayTransactionType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String, { nullable: true }) paymentId!: string | null;
+  @Field(() => String, { nullable: true }) refundId!: string | null;
+  @Field(() => String) gatewayId!: string;
+  @Field(() => String) gatewayType!: string;
+  @Field(() => String) kind!: string;
+  @Field(() => Int) attempt!: number;
+  @Field(() => String) idempotencyKey!: string;
+  @Field(() => String) outcome!: string;
+  @Field(() => String, { nullable: true }) code!: string | null;
+  @Field(() => String, { nullable: true }) message!: string | null;
+  @Field(() => String, { nullable: true }) reference!: string | null;
+  @Field(() => Int) latencyMs!: number;
+  @Field(() => GraphQLJSONObject) request!: Record<string, unknown>;
+  @Field(() => GraphQLJSONObject) response!: Record<string, unknown>;
+  @Field(() => String) createdAt!: string;
+  @Field(() => String) updatedAt!: string;
+}
+
+@ObjectType('GatewayTransactionList')
+class GatewayTransactionList {
+  @Field(() => [GatewayTransactionType]) nodes!: GatewayTransactionType[];
+  @Field(() => Int) total!: number;
+  @Field(() => Int) page!: number;
+  @Field(() => Int) pageSize!: number;
+}
+
+/**
+ * Saved cards (`/v1/customers/{id}/payment-methods`) and the gateway calls of a payment
+ * (`/v1/payments/{id}/gateway-transactions`), through the same services as REST.
+ */
+@Resolver(() => PaymentMethodType)
+export class PaymentMethodResolver {
+  @Query(() => PaymentMethodList)
+  async paymentMethods(
+    @Arg('customerId', () => ID) customerId: string,
+    @Args(() => PageArgs) args: PageArgs,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return toList(await services.paymentMethods.list(rc, customerId, defined(args)));
+  }
+
+  @Mutation(() => PaymentMethodType)
+  savePaymentMethod(
+    @Arg('customerId', () => ID) customerId: string,
+    @Arg('input', () => SavePaymentMethodInput) input: SavePaymentMethodInput,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) });
+  }
+
+  @Query(() => GatewayTransactionList)
+  async gatewayTransactions(
+    @Arg('paymentId', () => ID) paymentId: string,
+    @Args(() => PageArgs) args: PageArgs,
+    @Ctx() { services, rc }: GqlContext,
+  ) {
+    return toList(await services.payments.gatewayTransactions(rc, paymentId, defined(args)));
+  }
+}
+
+@Resolver(() => CustomerType)
+export class CustomerPaymentMethodsResolver {
+  /** Newest first, as the REST list; batched over the customers of a list. */
+  @FieldResolver(() => [PaymentMethodType])
+  paymentMethods(@Root() customer: Customer, @Ctx() { loaders }: GqlContext) {
+    return loaders.paymentMethodsByCustomer.load(customer.id);
+  }
+}
+
+@Resolver(() => PaymentType)
+export class PaymentGatewayTransactionsResolver {
+  /** Newest first, as the REST list; batched over the payments of a list. */
+  @FieldResolver(() => [GatewayTransactionType])
+  gatewayTransactions(@Root() payment: Payment, @Ctx() { loaders }: GqlContext) {
+    return loaders.gatewayTransactionsByPayment.load(payment.id);
+  }
+}
