@@ -55,19 +55,72 @@ function withoutScalarValue(message: string): string {
  *   everything from the value on is dropped.
  */
 function withoutValues(message: string, error: unknown): string {
-  const variable = /^(Variable "\$\w+") got invalid value /.exec(message);
+  const variable = variableParts(message, error);
   if (variable) {
-    const reason = reasonOf(message, error);
-    const prefix = reason ? message.slice(0, -(reason.length + 2)) : '';
-    const path = / at "([\w.[\]]+)"$/.exec(prefix);
-    const where = path ? ` at "${path[1]}"` : '';
-    return redactPan(`${variable[1]} got an invalid value${where}${reason ? `; ${withoutScalarValue(withoutValues(reason, undefined))}` : ''}`);
+    const where = variable.path ? ` at "${variable.path}"` : '';
+    const { reason } = variable;
+    return redactPan(`Variable "$${variable.name}" got an invalid value${where}${reason ? `; ${withoutScalarValue(withoutValues(reason, undefined))}` : ''}`);
   }
   const argument = message.indexOf(' has invalid value ');
   if (argument !== -1) return redactPan(`${message.slice(0, argument)} has an invalid value.`);
   const found = message.indexOf(', found ');
   if (found !== -1) return redactPan(`${message.slice(0, found)}, found an invalid value.`);
   return redactPan(withoutQuotedInput(withoutScalarValue(message)));
+}
+
+/**
+ * The parts of `Variable "$v" got invalid value <value> [at "<path>"]; <reason>` that are not the
+ * value: the reason is the wrapped error's own message, so it is known exactly and the path sits
+ * just before it.
+ */
+function variableParts(message: string, error: unknown): { name: string; path: string | null; reason: string } | null {
+  const variable = /^Variable "\$(\w+)" got invalid value /.exec(message);
+  if (!variable) return null;
+  const reason = reasonOf(message, error);
+  const prefix = reason ? message.slice(0, -(reason.length + 2)) : '';
+  const path = / at "([\w.[\]]+)"$/.exec(prefix);
+  return { name: variable[1], path: path ? path[1] : null, reason };
+}
+
+type InputCode = 'invalid_parameter' | 'unknown_parameter' | 'missing_parameter';
+
+/** `a.b` + `c` → `a.b.c`; only GraphQL names (a key that is not one may be anything, card data included). */
+function joinParam(base: string | undefined, name: string): string | undefined {
+  if (!GRAPHQL_NAME.test(name)) return undefined;
+  return base ? `${base}.${name}` : name;
+}
+
+/**
+ * The REST code and `param` of an input error graphql-js raised, as REST gives them for the same
+ * mistake in a body: a field the type does not have is `unknown_parameter`, a required one left
+ * out `missing_parameter`, anything else `invalid_parameter`. `param` is the field's path inside
+ * the argument (`card.expMonth`, as a service names it), or the variable or argument itself.
+ */
+function inputErrorCode(message: string, error: unknown): { code: InputCode; param?: string } {
+  const variable = variableParts(message, error);
+  if (variable) {
+    // The path starts with the variable's name: `input.card.x` is `card.x` inside the argument.
+    const rest = variable.path?.slice(variable.name.length) ?? '';
+    const base = rest.startsWith('.') ? rest.slice(1) : rest ? `${variable.name}${rest}` : undefined;
+    const unknown = /^Field "([^"]*)" is not defined by type "\w+"\./.exec(variable.reason);
+    if (unknown) return { code: 'unknown_parameter', param: joinParam(base, unknown[1]) };
+    const missing = /^Field "(\w+)" of required type "[^"]+" was not provided\.$/.exec(variable.reason);
+    if (missing) return { code: 'missing_parameter', param: joinParam(base, missing[1]) };
+    return { code: 'invalid_parameter', param: base ?? variable.name };
+  }
+  const unprovidedVariable = /^Variable "\$(\w+)" of required type "[^"]+" was not provided\.$/.exec(message);
+  if (unprovidedVariable) return { code: 'missing_parameter', param: unprovidedVariable[1] };
+  // Written in the document itself (validation): the field or argument by name.
+  const missingField = /^Field "\w+\.(\w+)" of required type "[^"]+" was not provided\.$/.exec(message);
+  if (missingField) return { code: 'missing_parameter', param: missingField[1] };
+  const missingArgument = /^Field "\w+" argument "(\w+)" of type "[^"]+" is required, but it was not provided\.$/.exec(message);
+  if (missingArgument) return { code: 'missing_parameter', param: missingArgument[1] };
+  const unknownArgument = /^Unknown argument "(\w+)" on field "[\w.]+"\./.exec(message);
+  if (unknownArgument) return { code: 'unknown_parameter', param: unknownArgument[1] };
+  // (Only input objects say this; a selection of an unknown field is "Cannot query field".)
+  const unknownField = /^Field "([^"]*)" is not defined by type "\w+"\./.exec(message);
+  if (unknownField) return { code: 'unknown_parameter', param: joinParam(undefined, unknownField[1]) };
+  return { code: 'invalid_parameter' };
 }
 
 /** The message of the error (wrapped at any depth) that `message` ends with after "; ". */
@@ -122,7 +175,9 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
     apolloCode === 'GRAPHQL_PARSE_FAILED' || apolloCode === 'GRAPHQL_VALIDATION_FAILED' || apolloCode === 'BAD_USER_INPUT' || apolloCode === 'BAD_REQUEST'
     || apolloCode === 'OPERATION_RESOLUTION_FAILURE' || clientDocumentError(error)
   ) {
-    return { message: withoutValues(formatted.message, error), locations: formatted.locations, path: formatted.path, extensions: { code: 'invalid_parameter' } };
+    const { code, param } = inputErrorCode(formatted.message, error);
+    const extensions: Record<string, unknown> = param ? { code, param } : { code };
+    return { message: withoutValues(formatted.message, error), locations: formatted.locations, path: formatted.path, extensions };
   }
   return { message: 'An internal error occurred; quote the requestId to support', path: formatted.path, extensions: { code: 'internal_error' } };
 }

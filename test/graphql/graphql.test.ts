@@ -42,6 +42,42 @@ describe('GraphQL', () => {
     expect(syntax.body.errors[0].extensions.requestId).toBe(syntax.headers['x-request-id']);
   });
 
+  it('should give input errors the REST codes and params: unknown, missing or invalid field', async () => {
+    const err = async (query: string, variables: Record<string, unknown> = {}) => {
+      const res = await gql(query, variables);
+      expect(res.body.errors).toHaveLength(1);
+      return res.body.errors[0].extensions as { code: string; param?: string };
+    };
+    const pay = 'mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id } }';
+    const card = { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '123' };
+    // In variables: the path inside the argument, as a service names it.
+    expect(await err(pay, { input: { amount: 100, currency: 'usd', paymentMethod: 'card', color: 'red' } }))
+      .toMatchObject({ code: 'unknown_parameter', param: 'color' });
+    expect(await err(pay, { input: { amount: 100, currency: 'usd', paymentMethod: 'card', card: { ...card, name: 'A' } } }))
+      .toMatchObject({ code: 'unknown_parameter', param: 'card.name' });
+    expect(await err(pay, { input: { currency: 'usd', paymentMethod: 'card' } })).toMatchObject({ code: 'missing_parameter', param: 'amount' });
+    const { cvc: _cvc, ...noCvc } = card;
+    expect(await err(pay, { input: { amount: 100, currency: 'usd', paymentMethod: 'card', card: noCvc } }))
+      .toMatchObject({ code: 'missing_parameter', param: 'card.cvc' });
+    expect(await err(pay, { input: { amount: 100, currency: 'usd', paymentMethod: 'card', card: { ...card, expMonth: 'May' } } }))
+      .toMatchObject({ code: 'invalid_parameter', param: 'card.expMonth' });
+    expect(await err(pay, { input: 'all of it' })).toMatchObject({ code: 'invalid_parameter', param: 'input' });
+    expect(await err(pay)).toMatchObject({ code: 'missing_parameter', param: 'input' });
+    expect(await err('mutation($r: [FxRateInput!]!) { setFxRates(rates: $r) { __typename } }', { r: [{ from: 'USD', to: 'EUR', rate: '1.1', extra: 1 }] }))
+      .toMatchObject({ code: 'unknown_parameter', param: 'r[0].extra' });
+    // Written in the document: the field or argument by name.
+    expect(await err('mutation { createCustomer(input: { email: "a@example.com", colour: "red" }) { id } }'))
+      .toMatchObject({ code: 'unknown_parameter', param: 'colour' });
+    expect(await err('mutation { createCustomer(input: { name: "A" }) { id } }')).toMatchObject({ code: 'missing_parameter', param: 'email' });
+    expect(await err('{ customer { id } }')).toMatchObject({ code: 'missing_parameter', param: 'id' });
+    expect(await err('{ customer(id: "cus_x", expand: true) { id } }')).toMatchObject({ code: 'unknown_parameter', param: 'expand' });
+    // A key that is not a GraphQL name is never echoed, not even as the param.
+    const odd = await err(pay, { input: { amount: 100, currency: 'usd', paymentMethod: 'card', card: { ...card, '4242 4242 4242 4242': 1 } } });
+    expect(odd).toEqual({ code: 'unknown_parameter', requestId: expect.any(String) });
+    // Not an input: a field the type does not have is still invalid_parameter.
+    expect(await err('{ customers { nodes { colour } } }')).toEqual({ code: 'invalid_parameter', requestId: expect.any(String) });
+  });
+
   it('should refuse a request without a valid key with 401 and a GraphQL-shaped error', async () => {
     const res = await gql('{ customers { total } }', {}, null);
     expect(res.status).toBe(401);

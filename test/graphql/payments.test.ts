@@ -43,7 +43,7 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     const logsBefore = app.logs.length;
     const refused = async (body: { query: string; variables?: unknown; operationName?: string }, idempotencyKey: string) => {
       const res = await app.request('POST', '/graphql', { key: app.account.testKey, body, headers: { 'Idempotency-Key': idempotencyKey } });
-      expect(res.body.errors?.[0]?.extensions?.code).toBe('invalid_parameter');
+      expect(['invalid_parameter', 'unknown_parameter', 'missing_parameter']).toContain(res.body.errors?.[0]?.extensions?.code);
       expect(res.text).not.toMatch(CVC); // as a number of its own: a request id's hex may hold 987
       expect(res.text).not.toContain(number.slice(6, 12));
       return res.body.errors[0].message as string;
