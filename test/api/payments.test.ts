@@ -95,11 +95,22 @@ describe('payments with the built-in test simulator', () => {
     expect(saved.body.data.gatewayId).toBe(eur.id);
     const inEur = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key: k, body: { card: card('5555555555554444'), currency: 'eur' } });
     expect(inEur.body.data.gatewayId).toBe(eur.id);
+    // A currency no configured gateway takes: where a test payment in it goes, the built-in simulator.
+    const inJpy = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key: k, body: { card: card('5555555555554444'), currency: 'jpy' } });
+    expect(inJpy.body.data.gatewayId).toBe('gw_builtin_simulator');
+    const paid = await app.request('POST', '/v1/payments', { key: k, body: { customerId: cid, amount: 900, currency: 'eur', paymentMethod: saved.body.data.id } });
+    expect(paid.body.data).toMatchObject({ status: 'succeeded', gatewayId: eur.id });
+  });
+
+  it('should refuse to save a card in a currency no live gateway takes', async () => {
+    const k = (await app.createAccount()).liveKey;
+    const eur = (await app.request('POST', '/v1/gateways', { key: k, body: { name: 'EUR only', type: 'simulator', currencies: ['EUR'] } })).body.data;
+    const cid = (await app.request('POST', '/v1/customers', { key: k, body: { email: 'eur-live@example.com' } })).body.data.id;
+    const saved = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key: k, body: { card: card('4242424242424242') } });
+    expect(saved.body.data.gatewayId).toBe(eur.id);
     const inJpy = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key: k, body: { card: card('5555555555554444'), currency: 'jpy' } });
     expect(inJpy.status).toBe(422);
     expect(inJpy.body.error).toMatchObject({ code: 'no_gateway_available', param: 'currency' });
-    const paid = await app.request('POST', '/v1/payments', { key: k, body: { customerId: cid, amount: 900, currency: 'eur', paymentMethod: saved.body.data.id } });
-    expect(paid.body.data).toMatchObject({ status: 'succeeded', gatewayId: eur.id });
   });
 
   it('should save 4000000000000341 but decline every charge of it', async () => {

@@ -201,4 +201,42 @@ describe('routing', () => {
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('no_gateway_available');
   });
+
+  it('should fall back to the built-in simulator in test mode whenever no configured gateway is eligible', async () => {
+    const k = (await app.createAccount()).testKey;
+    const testPay = (currency: string, paymentMethod = 'pm_card_visa') =>
+      app.request('POST', '/v1/payments', { key: k, body: { amount: 700, currency, paymentMethod } });
+    const simulate = async (currency: string) => (await app.request('POST', '/v1/routing/simulate', { key: k, body: { amount: 700, currency } })).body.data;
+    const eur = (await app.request('POST', '/v1/gateways', { key: k, body: { name: 'EUR only', type: 'simulator', currencies: ['EUR'] } })).body.data;
+    // The configured gateway when it is eligible ...
+    expect((await testPay('eur')).body.data).toMatchObject({ status: 'succeeded', gatewayId: eur.id });
+    // ... the simulator when it does not take the currency ...
+    expect(await simulate('usd')).toMatchObject({ gateways: ['gw_builtin_simulator'], usesBuiltinSimulator: true });
+    expect((await testPay('usd')).body.data).toMatchObject({ status: 'succeeded', gatewayId: 'gw_builtin_simulator' });
+    // ... when its circuit is open (listed as skipped) ...
+    await app.request('PATCH', `/v1/gateways/${eur.id}`, { key: k, body: { settings: { outage: true } } });
+    for (let i = 0; i < 5; i++) expect((await testPay('eur')).body.data.attempts[0].gatewayId).toBe(eur.id);
+    expect(await simulate('eur')).toMatchObject({
+      gateways: ['gw_builtin_simulator'], usesBuiltinSimulator: true, skipped: [{ gatewayId: eur.id, reason: 'circuit_open' }],
+    });
+    expect((await testPay('eur')).body.data).toMatchObject({ status: 'succeeded', gatewayId: 'gw_builtin_simulator' });
+    // ... and when it is disabled.
+    await app.request('PATCH', `/v1/gateways/${eur.id}`, { key: k, body: { enabled: false, settings: { outage: false } } });
+    expect((await testPay('eur')).body.data).toMatchObject({ status: 'succeeded', gatewayId: 'gw_builtin_simulator' });
+  });
+
+  it("should not fall back for a saved card whose own gateway cannot take the payment, in test mode either", async () => {
+    const k = (await app.createAccount()).testKey;
+    const g = (await app.request('POST', '/v1/gateways', { key: k, body: { name: 'Cards', type: 'simulator' } })).body.data;
+    const cid = (await app.request('POST', '/v1/customers', { key: k, body: { email: 'saved-fallback@example.com' } })).body.data.id;
+    const saved = await app.request('POST', `/v1/customers/${cid}/payment-methods`, {
+      key: k, body: { card: { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '123' } },
+    });
+    expect(saved.body.data.gatewayId).toBe(g.id);
+    await app.request('PATCH', `/v1/gateways/${g.id}`, { key: k, body: { enabled: false } });
+    // The simulator holds no token for this card: nothing can charge it.
+    const res = await app.request('POST', '/v1/payments', { key: k, body: { amount: 700, currency: 'usd', paymentMethod: saved.body.data.id } });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('no_gateway_available');
+  });
 });

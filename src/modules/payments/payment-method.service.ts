@@ -71,10 +71,13 @@ export class PaymentMethodService {
       if (!usable) throw new DomainError('invalid_parameter', `Gateway '${gatewayId}' cannot save cards for this account`, 'gatewayId');
     } else {
       // Where a payment in `currency` (USD unless given) would go first. Without a currency, an
-      // account none of whose gateways takes USD still saves cards: on its first enabled gateway.
+      // account none of whose gateways takes USD still saves cards: on its first enabled gateway
+      // (in test mode too, rather than on the built-in simulator routing falls back to).
       const decision = await this.routing.decide(ctx, { amount: 100, currency: data.currency ?? 'USD', country: customer.country, cardBrand: null });
       gatewayId = decision.gateways[0];
-      if (!gatewayId && data.currency === undefined) gatewayId = (await this.gateways.routable(ctx)).find((g) => g.enabled)?.id;
+      if ((!gatewayId || decision.usesBuiltinSimulator) && data.currency === undefined) {
+        gatewayId = (await this.gateways.routable(ctx)).find((g) => g.enabled)?.id ?? gatewayId;
+      }
       if (!gatewayId) {
         throw new DomainError('no_gateway_available', `No enabled gateway can save a card for ${data.currency ?? 'this account'}`, data.currency ? 'currency' : undefined);
       }

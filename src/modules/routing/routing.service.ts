@@ -125,7 +125,9 @@ export class RoutingService {
 
   /**
    * The ordered gateways a payment tries. Without any rule set, every enabled gateway is a
-   * candidate in creation order; test mode with none at all uses the built-in simulator.
+   * candidate in creation order. Test mode without an eligible gateway (none configured, none
+   * enabled for this payment, every circuit open) falls back to the built-in simulator; live
+   * mode gets none. A saved card's own gateway is the only one it can use.
    */
   async decide(ctx: RequestContext, input: RoutingInput, restrictTo?: string): Promise<RoutingDecision> {
     const [{ config }, gateways] = await this.routingInputs(ctx);
@@ -149,7 +151,7 @@ export class RoutingService {
     let candidates = ordered.candidates;
     let skipped = ordered.skipped;
     let builtin = false;
-    if (candidates.length === 0 && ctx.mode === 'test' && (gateways.length === 0 || restrictTo === BUILTIN_SIMULATOR_ID)) {
+    if (candidates.length === 0 && ctx.mode === 'test' && (restrictTo === undefined || restrictTo === BUILTIN_SIMULATOR_ID)) {
       // Its circuit is this account's and mode's, checked as for any gateway.
       if (this.breaker.isOpen(this.healthKey(ctx, BUILTIN_SIMULATOR_ID))) {
         skipped = [...skipped, { gatewayId: BUILTIN_SIMULATOR_ID, reason: 'circuit_open' }];
