@@ -84,10 +84,31 @@ function variableParts(message: string, error: unknown): { name: string; path: s
 
 type InputCode = 'invalid_parameter' | 'unknown_parameter' | 'missing_parameter';
 
-/** `a.b` + `c` → `a.b.c`; only GraphQL names (a key that is not one may be anything, card data included). */
+/** Longer than any field path of the schema: a name this long is the client's text, not a field. */
+const MAX_PARAM_LENGTH = 200;
+
+/**
+ * `a.b` + `c` → `a.b.c`; only GraphQL names (a key that is not one may be anything). A name can
+ * still be card digits after a letter, so the caller redacts the result like any quoted text.
+ */
 function joinParam(base: string | undefined, name: string): string | undefined {
   if (!GRAPHQL_NAME.test(name)) return undefined;
   return base ? `${base}.${name}` : name;
+}
+
+/**
+ * graphql-js's "unknown input field" message, whole: the name, the type and the suggestions it
+ * may add (schema names only). Anchored, so a key quoting the message itself does not match.
+ */
+const DID_YOU_MEAN = String.raw`(?: Did you mean (?:"\w+"(?:, or |, | or )?)+\?)?`;
+const UNKNOWN_FIELD = new RegExp(String.raw`^Field "(\w+)" is not defined by type "\w+"\.${DID_YOU_MEAN}$`);
+const UNKNOWN_ODD_FIELD = new RegExp(String.raw`^Field "[\s\S]*" is not defined by type "\w+"\.${DID_YOU_MEAN}$`);
+
+/** An unknown input field: its name when it is a GraphQL name, else none (it may be anything). */
+function unknownInputField(message: string): { name?: string } | null {
+  const named = UNKNOWN_FIELD.exec(message);
+  if (named) return { name: named[1] };
+  return UNKNOWN_ODD_FIELD.test(message) ? {} : null;
 }
 
 /**
@@ -102,8 +123,8 @@ function inputErrorCode(message: string, error: unknown): { code: InputCode; par
     // The path starts with the variable's name: `input.card.x` is `card.x` inside the argument.
     const rest = variable.path?.slice(variable.name.length) ?? '';
     const base = rest.startsWith('.') ? rest.slice(1) : rest ? `${variable.name}${rest}` : undefined;
-    const unknown = /^Field "([^"]*)" is not defined by type "\w+"\./.exec(variable.reason);
-    if (unknown) return { code: 'unknown_parameter', param: joinParam(base, unknown[1]) };
+    const unknown = unknownInputField(variable.reason);
+    if (unknown) return { code: 'unknown_parameter', param: unknown.name === undefined ? undefined : joinParam(base, unknown.name) };
     const missing = /^Field "(\w+)" of required type "[^"]+" was not provided\.$/.exec(variable.reason);
     if (missing) return { code: 'missing_parameter', param: joinParam(base, missing[1]) };
     return { code: 'invalid_parameter', param: base ?? variable.name };
@@ -115,11 +136,11 @@ function inputErrorCode(message: string, error: unknown): { code: InputCode; par
   if (missingField) return { code: 'missing_parameter', param: missingField[1] };
   const missingArgument = /^Field "\w+" argument "(\w+)" of type "[^"]+" is required, but it was not provided\.$/.exec(message);
   if (missingArgument) return { code: 'missing_parameter', param: missingArgument[1] };
-  const unknownArgument = /^Unknown argument "(\w+)" on field "[\w.]+"\./.exec(message);
+  const unknownArgument = new RegExp(String.raw`^Unknown argument "(\w+)" on field "\w+\.\w+"\.${DID_YOU_MEAN}$`).exec(message);
   if (unknownArgument) return { code: 'unknown_parameter', param: unknownArgument[1] };
   // (Only input objects say this; a selection of an unknown field is "Cannot query field".)
-  const unknownField = /^Field "([^"]*)" is not defined by type "\w+"\./.exec(message);
-  if (unknownField) return { code: 'unknown_parameter', param: joinParam(undefined, unknownField[1]) };
+  const unknownField = unknownInputField(message);
+  if (unknownField) return { code: 'unknown_parameter', param: unknownField.name };
   return { code: 'invalid_parameter' };
 }
 
@@ -176,7 +197,9 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
     || apolloCode === 'OPERATION_RESOLUTION_FAILURE' || clientDocumentError(error)
   ) {
     const { code, param } = inputErrorCode(formatted.message, error);
-    const extensions: Record<string, unknown> = param ? { code, param } : { code };
+    // Redacted like every other quoted text (a name like `n4242…` is a GraphQL name), and only
+    // when it can be a field path at all.
+    const extensions: Record<string, unknown> = param && param.length <= MAX_PARAM_LENGTH ? { code, param: redactPan(param) } : { code };
     return { message: withoutValues(formatted.message, error), locations: formatted.locations, path: formatted.path, extensions };
   }
   return { message: 'An internal error occurred; quote the requestId to support', path: formatted.path, extensions: { code: 'internal_error' } };

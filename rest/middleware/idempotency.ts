@@ -27,11 +27,16 @@ function publicScope(path: string): string {
  * its last (see IdempotencyHandle): the hot path then spends no statements on idempotency.
  */
 const FOLDED: Array<[RegExp, number]> = [
-  [/^POST \/v1\/payments$/, PAYMENT_CREATED_STATUS],
-  [/^POST \/v1\/(?:refunds|payments\/[^/]+\/refunds)$/, REFUND_CREATED_STATUS],
+  [/^POST \/v1\/payments$/i, PAYMENT_CREATED_STATUS],
+  [/^POST \/v1\/(?:refunds|payments\/[^/]+\/refunds)$/i, REFUND_CREATED_STATUS],
 ];
 
-function foldedStatus(operation: string): number | undefined {
+/**
+ * Matched as the router matches: it ignores case and a trailing slash, so `POST /v1/refunds/`
+ * runs the same handler and must fold the same way (else its key is freed by a 5xx).
+ */
+function foldedStatus(method: string, path: string): number | undefined {
+  const operation = `${method} ${canonicalPath(path).replace(/\/+$/, '')}`;
   return FOLDED.find(([pattern]) => pattern.test(operation))?.[1];
 }
 
@@ -73,7 +78,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       ctx.body = body;
       ctx.set('Idempotent-Replayed', 'true');
     };
-    const folded = state.rc ? foldedStatus(`${ctx.method} ${canonicalPath(ctx.path)}`) : undefined;
+    const folded = state.rc ? foldedStatus(ctx.method, ctx.path) : undefined;
     const handle: IdempotencyHandle = { scope, key, fingerprint, status: folded ?? 200, claimed: false };
     if (state.rc && folded !== undefined) {
       state.rc.idempotency = handle;

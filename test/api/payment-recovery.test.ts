@@ -341,22 +341,28 @@ describe("crash safety of a refund's Idempotency-Key", () => {
     }
   });
 
-  it('should keep the key of a refund that got a 5xx after its reservation, so a retry cannot refund again', async () => {
+  // Every spelling the router sends to the refund handlers (it ignores case and a trailing slash).
+  it.each([
+    ['/v1/refunds', false], ['/v1/refunds/', false], ['/v1/Refunds', false],
+    ['/v1/payments/{id}/refunds', true], ['/api/v1/payments/{id}/refunds/', true],
+  ])('should keep the key of a refund that got a 5xx after its reservation at %s, so a retry cannot refund again', async (path, perPayment) => {
     const app = await startTestApp({ database, clock });
     try {
       const key = app.account.testKey;
       const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 3300, currency: 'usd', paymentMethod: 'pm_card_visa' } });
       const paymentId = pay.body.data.id as string;
+      const url = path.replace('{id}', paymentId);
+      const body = perPayment ? { amount: 900 } : { paymentId, amount: 900 };
       const refunds = app.server.services.refunds as unknown as { execute: (...a: unknown[]) => Promise<unknown> };
       const execute = refunds.execute;
       refunds.execute = async () => {
         throw new Error('lost after the reservation');
       };
-      const headers = { 'idempotency-key': 'refund-5xx' };
-      const failed = await app.request('POST', '/v1/refunds', { key, body: { paymentId, amount: 900 }, headers });
+      const headers = { 'idempotency-key': `refund-5xx-${path}` };
+      const failed = await app.request('POST', url, { key, body, headers });
       expect(failed.status).toBe(500);
       refunds.execute = execute;
-      const retry = await app.request('POST', '/v1/refunds', { key, body: { paymentId, amount: 900 }, headers });
+      const retry = await app.request('POST', url, { key, body, headers });
       expect(retry.status).toBe(409);
       expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.amountRefunded).toBe(900);
       expect(await app.server.services.db.select('SELECT id FROM refunds WHERE payment_id = $1', [paymentId])).toHaveLength(1);

@@ -74,6 +74,25 @@ describe('GraphQL', () => {
     // A key that is not a GraphQL name is never echoed, not even as the param.
     const odd = await err(pay, { input: { amount: 100, currency: 'usd', paymentMethod: 'card', card: { ...card, '4242 4242 4242 4242': 1 } } });
     expect(odd).toEqual({ code: 'unknown_parameter', requestId: expect.any(String) });
+    // A GraphQL name can still hold card digits: the param is redacted like any quoted text,
+    // also in the answer stored for an Idempotency-Key.
+    const pan = '4000056655665556';
+    const digits = await app.request('POST', '/graphql', {
+      key: app.account.testKey, headers: { 'idempotency-key': 'gql-param-pan' },
+      body: { query: pay, variables: { input: { amount: 100, currency: 'usd', paymentMethod: 'card', card: { ...card, [`n${pan}`]: 1 } } } },
+    });
+    expect(digits.body.errors[0].extensions).toMatchObject({ code: 'unknown_parameter', param: 'card.n[redacted-card]' });
+    expect(digits.text).not.toContain(pan);
+    const [stored] = await app.server.services.db.select<{ response_body: string }>("SELECT response_body FROM idempotency_keys WHERE idempotency_key = 'gql-param-pan'");
+    expect(stored.response_body).not.toContain(pan);
+    expect(await err(`{ customer(id: "cus_x", c${pan}: 1) { id } }`)).toMatchObject({ code: 'unknown_parameter', param: 'c[redacted-card]' });
+    expect(await err(`mutation { createCustomer(input: { email: "a@example.com", x${pan}: "red" }) { id } }`))
+      .toMatchObject({ code: 'unknown_parameter', param: 'x[redacted-card]' });
+    // A name far longer than any field path is the client's text: no param.
+    expect(await err(`{ customer(id: "cus_x", ${'a'.repeat(5000)}: 1) { id } }`)).toEqual({ code: 'unknown_parameter', requestId: expect.any(String) });
+    // A key quoting graphql-js's own message cannot make another field look like the culprit.
+    expect(await err(pay, { input: { amount: 100, currency: 'usd', paymentMethod: 'card', card: { ...card, 'amount" is not defined by type "X". Did you mean "y"?': 1 } } }))
+      .toEqual({ code: 'unknown_parameter', requestId: expect.any(String) });
     // Not an input: a field the type does not have is still invalid_parameter.
     expect(await err('{ customers { nodes { colour } } }')).toEqual({ code: 'invalid_parameter', requestId: expect.any(String) });
   });

@@ -312,8 +312,9 @@ export class PaymentService {
       if (changed === 0) return (await this.retrieveRow(ctx, done.id, t)) as Payment;
       if (idem) {
         const p = new Params();
-        stored = { status: idem.status, body: dataEnvelope(JSON.stringify(done)) };
-        await this.db.execute(this.idempotency.completeSql(idem, stored.status, stored.body, p), p.values, t);
+        const answer = { status: idem.status, body: dataEnvelope(JSON.stringify(done)) };
+        // Nothing written when the key is no longer running for this payment: not ours to claim.
+        if ((await this.db.execute(this.idempotency.completeSql(idem, answer.status, answer.body, p), p.values, t)) === 1) stored = answer;
       }
       return done;
     });

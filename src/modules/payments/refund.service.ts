@@ -211,8 +211,9 @@ export class RefundService {
       if (idem) {
         // The key's answer with the settling write (only while it still runs for this refund).
         const p = new Params();
-        stored = { status: idem.status, body: dataEnvelope(JSON.stringify(done)) };
-        await this.db.execute(this.idempotency.completeSql(idem, stored.status, stored.body, p), p.values, t);
+        const answer = { status: idem.status, body: dataEnvelope(JSON.stringify(done)) };
+        // Nothing written when the key is no longer running for this refund: not ours to claim.
+        if ((await this.db.execute(this.idempotency.completeSql(idem, answer.status, answer.body, p), p.values, t)) === 1) stored = answer;
       }
       return done;
     });
