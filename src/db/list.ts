@@ -129,6 +129,8 @@ export const NESTED_LIST_LIMIT = 100;
  * The `limit` newest rows (created_at, then id, descending) of each of many parents in one query,
  * for DataLoader. `from` may join (`payment_methods pm JOIN customers c …`); `prefix` is then the
  * main table's alias with its dot, and `columns` must name `created_at` and `id` unqualified.
+ * The parent ids are bound as one JSON array, so the statement's text (and on PostgreSQL its
+ * prepared plan) is the same whatever the number of parents.
  */
 export async function newestPerParent<R>(
   db: Database,
@@ -138,12 +140,13 @@ export async function newestPerParent<R>(
   if (ids.length === 0) return [];
   const a = opts.prefix ?? '';
   const parent = `${a}${opts.parentColumn}`;
+  const idList = db.dialect === 'postgres' ? 'SELECT json_array_elements_text($4::json)' : 'SELECT value FROM json_each($4)';
   return db.select<R>(
     `SELECT * FROM (
        SELECT ${opts.columns}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${a}created_at DESC, ${a}id DESC) AS rank_in_parent
-         FROM ${opts.from} WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${parent} IN (${ids.map((_, i) => `$${i + 4}`).join(', ')})
+         FROM ${opts.from} WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${parent} IN (${idList})
      ) ranked WHERE rank_in_parent <= $3 ORDER BY created_at DESC, id DESC`,
-    [opts.accountId, opts.mode, opts.limit ?? NESTED_LIST_LIMIT, ...ids],
+    [opts.accountId, opts.mode, opts.limit ?? NESTED_LIST_LIMIT, JSON.stringify(ids)],
   );
 }
 

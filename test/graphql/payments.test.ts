@@ -191,6 +191,12 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
       columns: 'id, payment_id, created_at', from: 'refunds', parentColumn: 'payment_id', accountId: account.accountId, mode: 'test', parentIds: [a, b, a], limit: 2,
     });
     expect(app.sql.length - before).toBe(1);
+    // One statement text whatever the number of parents (one prepared plan on PostgreSQL).
+    await newestPerParent(app.server.services.db, {
+      columns: 'id, payment_id, created_at', from: 'refunds', parentColumn: 'payment_id', accountId: account.accountId, mode: 'test', parentIds: [a], limit: 2,
+    });
+    expect(app.sql.length - before).toBe(2);
+    expect(app.sql[before + 1]).toBe(app.sql[before]);
     const grouped = groupBy(rows, (r) => r.payment_id);
     // Newest first (ties by id, as the REST list): the first two of each payment's full list.
     for (const p of [a, b]) {
