@@ -61,9 +61,11 @@ class FxRateType {
 
 @ObjectType('FxRateSet')
 class FxRateSetType {
+  @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => [FxRateType]) rates!: FxRateType[];
   @Field(() => Boolean) demoRatesAvailable!: boolean;
+  @Field(() => [FxRateType]) demoRates!: FxRateType[];
 }
 
 @InputType('FxRateInput')
@@ -81,6 +83,7 @@ class RoutingSkipType {
 
 @ObjectType('RoutingDecision')
 class RoutingDecisionType {
+  @Field(() => String) object!: string;
   @Field(() => String, { nullable: true }) rule!: string | null;
   @Field(() => [String]) gateways!: string[];
   @Field(() => Int) maxAttempts!: number;

@@ -63,8 +63,10 @@ function failedGraphQL(ctx: Context): boolean {
 
 export function idempotency(service: IdempotencyService, onServerError: (err: unknown, ctx: Context) => void) {
   return async (ctx: Context, next: Next) => {
-    const key = ctx.get('idempotency-key');
-    if (ctx.method !== 'POST' || key === '') return next();
+    // Absent is no key; sent empty (ctx.get cannot tell the two apart) is a malformed one.
+    const sent = ctx.headers['idempotency-key'];
+    if (ctx.method !== 'POST' || sent === undefined) return next();
+    const key = Array.isArray(sent) ? sent.join(', ') : sent;
     if (!IDEMPOTENCY_KEY_PATTERN.test(key)) {
       throw new DomainError('invalid_parameter', 'Idempotency-Key must be 1 to 255 printable ASCII characters', 'Idempotency-Key');
     }

@@ -130,3 +130,13 @@ export const countrySchema = z
   .string({ error: 'must be an ISO 3166-1 alpha-2 country code' })
   .regex(/^[A-Za-z]{2}$/, { error: 'must be an ISO 3166-1 alpha-2 country code' })
   .transform((v) => v.toUpperCase());
+
+/**
+ * A PUT body without the read-only fields its GET answer carries (`object`, `livemode`,
+ * `updatedAt`, …), so what GET returned can be edited and sent back as is. Anything else still
+ * goes to the strict schema.
+ */
+export function withoutReadOnly(input: unknown, fields: readonly string[]): unknown {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return input;
+  return Object.fromEntries(Object.entries(input as Record<string, unknown>).filter(([k]) => !fields.includes(k)));
+}

@@ -6,7 +6,8 @@ import { CARD_BRANDS } from '../gateways/card';
 export const ROUTING_STRATEGIES = ['priority', 'weighted', 'success_rate'] as const;
 export type RoutingStrategy = (typeof ROUTING_STRATEGIES)[number];
 
-const cardBrandSchema = z
+/** A card brand as rules name them (case and spaces ignored). */
+export const cardBrandSchema = z
   .string({ error: `must be a card brand (${CARD_BRANDS.join(', ')})` })
   .transform((v) => v.trim().toLowerCase())
   .pipe(z.enum(CARD_BRANDS, { error: `must be a card brand (${CARD_BRANDS.join(', ')})` }));

@@ -147,6 +147,14 @@ describe('idempotency', () => {
     const res = await create('x'.repeat(256), { email: 'long@example.com' });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'invalid_parameter', param: 'Idempotency-Key' });
+    // Sent but empty (or only spaces, which HTTP trims) is not "no key": nothing is created.
+    for (const empty of ['', '   ']) {
+      const blank = await create(empty, { email: 'blank-key@example.com' });
+      expect(blank.status).toBe(400);
+      expect(blank.body.error).toMatchObject({ code: 'invalid_parameter', param: 'Idempotency-Key' });
+    }
+    const customers = await app.request('GET', '/v1/customers?search=blank-key', { key });
+    expect(customers.body.meta.total).toBe(0);
   });
 
   it('should keep keys 24 h, then purge them and accept the key afresh', async () => {

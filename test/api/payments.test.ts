@@ -138,6 +138,24 @@ describe('payments with the built-in test simulator', () => {
     expect(none.body.error.code).toBe('fx_rate_unavailable');
   });
 
+  it('should list the demo rates in test mode and take back what GET /v1/fx-rates returned', async () => {
+    const k = await app.createAccount();
+    const testRates = await app.request('GET', '/v1/fx-rates', { key: k.testKey });
+    expect(testRates.body.data).toMatchObject({ object: 'fx_rates', livemode: false, rates: [], demoRatesAvailable: true });
+    expect(testRates.body.data.demoRates).toContainEqual({ from: 'USD', to: 'EUR', rate: '0.92', updatedAt: null });
+    // The listed demo rate is the one a payment uses.
+    const paid = await pay({ amount: 920, currency: 'eur', originalCurrency: 'usd', paymentMethod: 'pm_card_visa' }, k.testKey);
+    expect(paid.body.data).toMatchObject({ exchangeRate: '0.92', originalAmount: 1000 });
+    expect((await app.request('GET', '/v1/fx-rates', { key: k.liveKey })).body.data).toMatchObject({ rates: [], demoRatesAvailable: false, demoRates: [] });
+    const put = await app.request('PUT', '/v1/fx-rates', { key: k.testKey, body: { rates: [{ from: 'EUR', to: 'GBP', rate: '0.85' }] } });
+    // Sent back as GET gave it (object, livemode, updatedAt, the demo list): the same table, no demo rate pinned.
+    const again = await app.request('PUT', '/v1/fx-rates', { key: k.testKey, body: put.body.data });
+    expect(again.status).toBe(200);
+    expect(again.body.data.rates).toEqual([expect.objectContaining({ from: 'EUR', to: 'GBP', rate: '0.85' })]);
+    const unknown = await app.request('PUT', '/v1/fx-rates', { key: k.testKey, body: { ...put.body.data, colour: 'red' } });
+    expect(unknown.body.error).toMatchObject({ code: 'unknown_parameter', param: 'colour' });
+  });
+
   it.each([
     [{ currency: 'usd', paymentMethod: 'card' }, 'missing_parameter', 'amount'],
     [{ amount: 1.5, currency: 'usd', paymentMethod: 'card' }, 'invalid_parameter', 'amount'],

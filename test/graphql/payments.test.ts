@@ -237,5 +237,36 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     expect(eur.body.data.simulateRouting).toEqual({ gateways: [], skipped: [{ gatewayId: gw.id, reason: 'currency' }] });
     const fx = await gql('mutation { setFxRates(rates: [{ from: "EUR", to: "USD", rate: "1.10" }]) { rates { from to rate } } }', {}, key);
     expect(fx.body.data.setFxRates.rates).toEqual([{ from: 'EUR', to: 'USD', rate: '1.1' }]);
+    const read = await gql('{ fxRates { object livemode rates { from to rate } demoRatesAvailable demoRates { to } } simulateRouting(input: { amount: 1, currency: "usd" }) { object } }', {}, key);
+    expect(read.body.data.fxRates).toEqual({ object: 'fx_rates', livemode: true, rates: [{ from: 'EUR', to: 'USD', rate: '1.1' }], demoRatesAvailable: false, demoRates: [] });
+    expect(read.body.data.simulateRouting.object).toBe('routing_decision');
+    const testFx = await gql('{ fxRates { demoRatesAvailable demoRates { from to rate } } }');
+    expect(testFx.body.data.fxRates.demoRates).toContainEqual({ from: 'USD', to: 'EUR', rate: '0.92' });
+    // Update through the same service as REST: its validation and its answer.
+    const updated = await gql('mutation($id: ID!) { updateGateway(id: $id, input: { name: "Sim 2", enabled: false }) { name enabled } }', { id: gw.id }, key);
+    expect(updated.body.data.updateGateway).toEqual({ name: 'Sim 2', enabled: false });
+    expect((await app.request('GET', `/v1/gateways/${gw.id}`, { key })).body.data).toMatchObject({ name: 'Sim 2', enabled: false });
+    const badUpdate = await gql('mutation($id: ID!) { updateGateway(id: $id, input: { settings: { outage: "yes" } }) { id } }', { id: gw.id }, key);
+    expect(badUpdate.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'settings.outage' });
+  });
+
+  it('should update a payment and read refunds through GraphQL as REST does', async () => {
+    const p = (await gql('mutation { createPayment(input: { amount: 4100, currency: "usd", paymentMethod: "pm_card_visa" }) { id } }')).body.data.createPayment;
+    const patched = await gql('mutation($id: ID!) { updatePayment(id: $id, input: { description: "order 7", metadata: { ref: "r7" } }) { description metadata } }', { id: p.id });
+    expect(patched.body.data.updatePayment).toEqual({ description: 'order 7', metadata: { ref: 'r7' } });
+    const notAllowed = await gql('mutation($id: ID!) { updatePayment(id: $id, input: { amount: 1 }) { id } }', { id: p.id });
+    expect(notAllowed.body.errors[0].extensions).toMatchObject({ code: 'unknown_parameter', param: 'amount' });
+    const r1 = (await gql('mutation($id: ID!) { refundPayment(paymentId: $id, amount: 1000) { id } }', { id: p.id })).body.data.refundPayment;
+    await gql('mutation($id: ID!) { refundPayment(paymentId: $id, amount: 500) { id } }', { id: p.id });
+    const one = await gql('query($id: ID!) { refund(id: $id) { id paymentId amount status } }', { id: r1.id });
+    expect(one.body.data.refund).toEqual({ id: r1.id, paymentId: p.id, amount: 1000, status: 'succeeded' });
+    const listed = await gql('query($p: String!) { refunds(paymentId: $p, sortField: "amount", sortDirection: "asc") { total nodes { amount } } }', { p: p.id });
+    expect(listed.body.data.refunds).toEqual({ total: 2, nodes: [{ amount: 500 }, { amount: 1000 }] });
+    const rest = await app.request('GET', `/v1/refunds?paymentId=${p.id}&sortField=amount&sortDirection=asc`, { key: app.account.testKey });
+    expect(rest.body.data.map((r: { amount: number }) => r.amount)).toEqual([500, 1000]);
+    const missing = await gql('{ refund(id: "re_nope") { id } }');
+    expect(missing.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found' });
+    const badFilter = await gql('{ refunds(status: "done") { total } }');
+    expect(badFilter.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'status' });
   });
 });

@@ -5,9 +5,9 @@ import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError } from '../../core/errors';
 import { currencySchema } from '../../core/money';
-import { parseInput } from '../../core/validation';
+import { parseInput, withoutReadOnly } from '../../core/validation';
 import { exchangeRateSchema, invertRate } from './fx-math';
-import { demoRate } from './demo-rates';
+import { DEMO_BASE, DEMO_CURRENCIES, DEMO_RATES, demoRate } from './demo-rates';
 
 /** A rate says how many units of `to` one unit of `from` buys (major units). */
 export interface FxRate {
@@ -23,7 +23,13 @@ export interface FxRateSet {
   rates: FxRate[];
   /** Test mode falls back to fixed demo rates for pairs the account has not set. */
   demoRatesAvailable: boolean;
+  /** Those demo rates (test mode; empty in live mode), as USD → currency; crossed through USD. */
+  demoRates: FxRate[];
 }
+
+const DEMO_RATE_LIST: readonly FxRate[] = Object.freeze(
+  DEMO_CURRENCIES.filter((c) => c !== DEMO_BASE).map((c) => ({ from: DEMO_BASE, to: c, rate: DEMO_RATES[c], updatedAt: null })),
+);
 
 const putRatesInput = z
   .object({
@@ -59,13 +65,17 @@ export class FxService {
       livemode: ctx.mode === 'live',
       rates: rows.map((r) => ({ from: r.from_currency, to: r.to_currency, rate: r.rate, updatedAt: isoTime(r.updated_at) })),
       demoRatesAvailable: ctx.mode === 'test',
+      demoRates: ctx.mode === 'test' ? DEMO_RATE_LIST.map((r) => ({ ...r })) : [],
     };
   }
 
   /** Replaces the account's whole rate table for the mode. */
   async replace(ctx: RequestContext, input: unknown): Promise<FxRateSet> {
     requirePermission(ctx, 'fx_rates', 'write');
-    const data = parseInput(putRatesInput, input);
+    // What GET returned may come back as is: its read-only parts are dropped, demo rates included.
+    const body = withoutReadOnly(input, ['object', 'livemode', 'demoRatesAvailable', 'demoRates']) as { rates?: unknown };
+    if (body && typeof body === 'object' && Array.isArray(body.rates)) body.rates = body.rates.map((r) => withoutReadOnly(r, ['updatedAt']));
+    const data = parseInput(putRatesInput, body);
     const now = ctx.clock.now();
     await this.db.transaction(async (t) => {
       await this.db.execute('DELETE FROM fx_rates WHERE account_id = $1 AND mode = $2', [ctx.accountId, ctx.mode], t);

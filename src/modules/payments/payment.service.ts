@@ -249,7 +249,7 @@ export class PaymentService {
       }
       const gatewayId = plan[i];
       // A half-open circuit lets exactly one trial through; concurrent payments move on.
-      if (!this.routing.tryAcquire(ctx, gatewayId)) continue;
+      if (!this.routing.tryAcquire(gatewayId)) continue;
       const idempotencyKey = chargeKey(payment.id, i);
       const { gateway, type } = await this.gateways.connector(ctx, gatewayId);
       const request: ChargeRequest = {
@@ -270,10 +270,10 @@ export class PaymentService {
         // The card may have been charged here: another gateway could charge it a second time,
         // so stop and let recovery ask this gateway again later.
         attempts.push(toAttempt(gatewayId, result));
-        this.routing.recordOutcome(ctx, gatewayId, 'timeout');
+        this.routing.recordOutcome(gatewayId, 'timeout');
         return { result, gatewayId, attempts, log, unresolved: true };
       }
-      this.routing.recordOutcome(ctx, gatewayId, result.outcome);
+      this.routing.recordOutcome(gatewayId, result.outcome);
       attempts.push(toAttempt(gatewayId, result));
       last = { result, gatewayId };
       if (result.outcome === 'succeeded' || result.outcome === 'declined') break;

@@ -6,8 +6,8 @@ import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError } from '../../core/errors';
 import { amountSchema, currencySchema } from '../../core/money';
-import { countrySchema, metadataSchema, parseInput } from '../../core/validation';
-import { routingConfigSchema } from '../../routing/routing.inputs';
+import { countrySchema, metadataSchema, parseInput, withoutReadOnly } from '../../core/validation';
+import { cardBrandSchema, routingConfigSchema } from '../../routing/routing.inputs';
 import { orderCandidates } from '../../routing/candidates';
 import type { RoutingInput } from '../../routing/rules';
 import { SuccessRateTracker } from '../../routing/success-rate';
@@ -40,7 +40,8 @@ const simulateInput = z
     amount: amountSchema,
     currency: currencySchema,
     country: countrySchema.optional(),
-    cardBrand: z.string().trim().toLowerCase().max(20).optional(),
+    // Only brands a rule can name: simulate refuses what PUT /v1/routing would.
+    cardBrand: cardBrandSchema.optional(),
     metadata: metadataSchema.optional(),
   })
   .strict();
@@ -91,7 +92,7 @@ export class RoutingService {
 
   async replace(ctx: RequestContext, input: unknown): Promise<RoutingView> {
     requirePermission(ctx, 'routing', 'write');
-    const config = parseInput(routingConfigSchema, input);
+    const config = parseInput(routingConfigSchema, withoutReadOnly(input, ['object', 'livemode', 'updatedAt']));
     const named = [...config.rules.flatMap((r) => r.gateways.map((g) => g.gatewayId)), ...config.fallback];
     const known = await this.gateways.exists(ctx, [...new Set(named)]);
     config.rules.forEach((rule, i) =>
@@ -149,16 +150,11 @@ export class RoutingService {
       now: ctx.clock.now(),
     });
     let candidates = ordered.candidates;
-    let skipped = ordered.skipped;
+    const skipped = ordered.skipped;
     let builtin = false;
     if (candidates.length === 0 && ctx.mode === 'test' && (restrictTo === undefined || restrictTo === BUILTIN_SIMULATOR_ID)) {
-      // Its circuit is this account's and mode's, checked as for any gateway.
-      if (this.breaker.isOpen(this.healthKey(ctx, BUILTIN_SIMULATOR_ID))) {
-        skipped = [...skipped, { gatewayId: BUILTIN_SIMULATOR_ID, reason: 'circuit_open' }];
-      } else {
-        candidates = [BUILTIN_SIMULATOR_ID];
-        builtin = true;
-      }
+      candidates = [BUILTIN_SIMULATOR_ID];
+      builtin = true;
     }
     return {
       object: 'routing_decision',
@@ -171,28 +167,24 @@ export class RoutingService {
   }
 
   /**
-   * Whose health an outcome counts towards. A configured gateway belongs to one account; the
-   * built-in simulator's id is shared by every account's test mode, so its health is kept per
-   * account and mode: one account's failing test cards must not open its circuit for others.
+   * Whether an attempt may go to the gateway now (a half-open circuit lets one trial through).
+   * The built-in simulator has no circuit: its errors are test cards' fixed answers, not its
+   * health, and as test mode's last resort an open circuit would only refuse later test payments.
    */
-  private healthKey(ctx: { accountId: string; mode: string }, gatewayId: string): string {
-    return gatewayId === BUILTIN_SIMULATOR_ID ? `${gatewayId}:${ctx.accountId}:${ctx.mode}` : gatewayId;
+  tryAcquire(gatewayId: string): boolean {
+    return gatewayId === BUILTIN_SIMULATOR_ID || this.breaker.tryAcquire(gatewayId);
   }
 
-  /** Whether an attempt may go to the gateway now (a half-open circuit lets one trial through). */
-  tryAcquire(ctx: { accountId: string; mode: string }, gatewayId: string): boolean {
-    return this.breaker.tryAcquire(this.healthKey(ctx, gatewayId));
-  }
-
-  recordOutcome(ctx: { accountId: string; mode: string }, gatewayId: string, outcome: 'succeeded' | 'declined' | 'retryable_error' | 'timeout'): void {
-    const key = this.healthKey(ctx, gatewayId);
+  /** A configured gateway's outcome, for its circuit and its success rate (see tryAcquire). */
+  recordOutcome(gatewayId: string, outcome: 'succeeded' | 'declined' | 'retryable_error' | 'timeout'): void {
+    if (gatewayId === BUILTIN_SIMULATOR_ID) return;
     if (outcome === 'succeeded' || outcome === 'declined') {
       // A decline is the card's answer, not a gateway fault: the gateway worked.
-      this.breaker.recordSuccess(key);
-      this.successRates.record(key, outcome === 'succeeded');
+      this.breaker.recordSuccess(gatewayId);
+      this.successRates.record(gatewayId, outcome === 'succeeded');
     } else {
-      this.breaker.recordFailure(key);
-      this.successRates.record(key, false);
+      this.breaker.recordFailure(gatewayId);
+      this.successRates.record(gatewayId, false);
     }
   }
 
