@@ -23,6 +23,8 @@ export type ErrorCode =
   | 'invalid_state'
   | 'no_gateway_available'
   | 'fx_rate_unavailable'
+  | 'card_declined'
+  | 'gateway_unavailable'
   | 'gateway_in_use'
   | 'limit_exceeded'
   | 'rate_limited'
@@ -56,10 +58,13 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_state: 422,
   no_gateway_available: 422,
   fx_rate_unavailable: 422,
+  card_declined: 422,
   limit_exceeded: 422,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,
+  // A gateway that could not do what was asked (outage, timeout): try again; the key is freed.
+  gateway_unavailable: 503,
 };
 
 export class DomainError extends Error {

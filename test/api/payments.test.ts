@@ -113,6 +113,29 @@ describe('payments with the built-in test simulator', () => {
     expect(inJpy.body.error).toMatchObject({ code: 'no_gateway_available', param: 'currency' });
   });
 
+  it("should answer a card the gateway declines to save with 422 card_declined, and a gateway that cannot answer with 503", async () => {
+    const k = await app.createAccount();
+    const cid = (await app.request('POST', '/v1/customers', { key: k.testKey, body: { email: 'save-fail@example.com' } })).body.data.id;
+    const declined = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key: k.testKey, body: { card: card('4000000000000002') } });
+    expect(declined.status).toBe(422);
+    expect(declined.body.error).toMatchObject({ code: 'card_declined', param: 'card' });
+    const [call] = await app.server.services.db.select<{ kind: string; outcome: string; code: string }>(
+      "SELECT kind, outcome, code FROM gateway_transactions WHERE account_id = $1 AND kind = 'save_card'", [k.accountId],
+    );
+    expect(call).toEqual({ kind: 'save_card', outcome: 'declined', code: 'card_declined' });
+    const g = (await app.request('POST', '/v1/gateways', { key: k.testKey, body: { name: 'Down', type: 'simulator', settings: { outage: true } } })).body.data;
+    const headers = { 'idempotency-key': 'save-while-down' };
+    const down = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key: k.testKey, body: { card: card('4242424242424242'), gatewayId: g.id }, headers });
+    expect(down.status).toBe(503);
+    expect(down.body.error.code).toBe('gateway_unavailable');
+    // Not the request's fault: the key is free for the retry once the gateway is back.
+    await app.request('PATCH', `/v1/gateways/${g.id}`, { key: k.testKey, body: { settings: { outage: false } } });
+    const retry = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key: k.testKey, body: { card: card('4242424242424242'), gatewayId: g.id }, headers });
+    expect(retry.status).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    expect((await app.request('GET', `/v1/customers/${cid}/payment-methods`, { key: k.testKey })).body.meta.total).toBe(1);
+  });
+
   it('should save 4000000000000341 but decline every charge of it', async () => {
     const customer = await app.request('POST', '/v1/customers', { key, body: { email: 'chargefail@example.com' } });
     const saved = await app.request('POST', `/v1/customers/${customer.body.data.id}/payment-methods`, { key, body: { card: card('4000000000000341') } });

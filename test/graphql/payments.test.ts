@@ -160,6 +160,10 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
       c: customerId, input: { card: { number: '4242424242424241', expMonth: 1, expYear: 2033, cvc: '321' } },
     });
     expect(badCard.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'card.number' });
+    const declinedCard = await gql('mutation($c: ID!, $input: SavePaymentMethodInput!) { savePaymentMethod(customerId: $c, input: $input) { id } }', {
+      c: customerId, input: { card: { number: '4000000000000002', expMonth: 1, expYear: 2033, cvc: '321' } },
+    });
+    expect(declinedCard.body.errors[0].extensions).toMatchObject({ code: 'card_declined', param: 'card' });
     const unknownPayment = await gql('{ gatewayTransactions(paymentId: "pay_nope") { total } }');
     expect(unknownPayment.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found' });
     const badPage = await gql('query($c: ID!) { paymentMethods(customerId: $c, pageSize: 500) { total } }', { c: customerId });

@@ -90,7 +90,15 @@ export class PaymentMethodService {
       card: { number: data.card.number, expMonth: data.card.expMonth, expYear: data.card.expYear, cvc: data.card.cvc },
     });
     if (result.outcome !== 'succeeded' || !result.token) {
-      throw new DomainError('invalid_parameter', result.message ?? 'The card could not be saved', 'card');
+      // The call is on record whatever it answered; nothing else is written.
+      const call = { kind: 'save_card' as const, gatewayId: gatewayId!, gatewayType: type, attempt: 1, idempotencyKey: `${id}_save`, result };
+      await this.db.transaction((t) => this.gtx.insert(ctx, t, {}, [call]));
+      // The card's answer is the card's (422); a gateway that could not answer is not the
+      // request's fault (503: try again, the Idempotency-Key is freed).
+      if (result.outcome === 'declined') {
+        throw new DomainError('card_declined', `The card could not be saved: ${result.message ?? 'declined'} (${result.declineCode ?? 'card_declined'})`, 'card');
+      }
+      throw new DomainError('gateway_unavailable', `Gateway '${gatewayId}' could not save the card just now; try again`);
     }
     const now = ctx.clock.now();
     const makeDefault = data.setDefault ?? customer.defaultPaymentMethodId === null;
