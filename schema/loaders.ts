@@ -19,29 +19,20 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
       const found = await find(ids);
       return ids.map((id) => found.get(id) ?? null);
     }, { cache });
+  /** Each parent's children (an empty list for none), from one batched lookup. */
+  const byParent = <T>(find: (ids: readonly string[]) => Promise<Map<string, T[]>>) =>
+    new DataLoader<string, T[]>(async (ids) => {
+      const found = await find(ids);
+      return ids.map((id) => found.get(id) ?? []);
+    }, { cache });
   return {
     customer: byIds<Customer>((ids) => services.customers.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
-    paymentsByCustomer: new DataLoader<string, Payment[]>(async (customerIds) => {
-      const found = await services.payments.forCustomers(rc, customerIds);
-      return customerIds.map((id) => found.get(id) ?? []);
-    }, { cache }),
-    refundsByPayment: new DataLoader<string, Refund[]>(async (paymentIds) => {
-      const found = await services.refunds.forPayments(rc, paymentIds);
-      return paymentIds.map((id) => found.get(id) ?? []);
-    }, { cache }),
-    paymentMethodsByCustomer: new DataLoader<string, SavedPaymentMethod[]>(async (customerIds) => {
-      const found = await services.paymentMethods.forCustomers(rc, customerIds);
-      return customerIds.map((id) => found.get(id) ?? []);
-    }, { cache }),
-    gatewayTransactionsByPayment: new DataLoader<string, GatewayTransaction[]>(async (paymentIds) => {
-      const found = await services.payments.gatewayTransactionsFor(rc, paymentIds);
-      return paymentIds.map((id) => found.get(id) ?? []);
-    }, { cache }),
-    pricesByProduct: new DataLoader<string, Price[]>(async (productIds) => {
-      const found = await services.catalog.pricesForProducts(rc, productIds);
-      return productIds.map((id) => found.get(id) ?? []);
-    }, { cache }),
+    paymentsByCustomer: byParent<Payment>((ids) => services.payments.forCustomers(rc, ids)),
+    refundsByPayment: byParent<Refund>((ids) => services.refunds.forPayments(rc, ids)),
+    paymentMethodsByCustomer: byParent<SavedPaymentMethod>((ids) => services.paymentMethods.forCustomers(rc, ids)),
+    gatewayTransactionsByPayment: byParent<GatewayTransaction>((ids) => services.payments.gatewayTransactionsFor(rc, ids)),
+    pricesByProduct: byParent<Price>((ids) => services.catalog.pricesForProducts(rc, ids)),
   };
 }
 
