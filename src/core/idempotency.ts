@@ -30,6 +30,16 @@ export function idempotencyScope(accountId: string, mode: string): string {
   return `${accountId}:${mode}`;
 }
 
+/**
+ * For recovery settling an object whose creating request named `key`: if that request died, the
+ * key still runs for the object and the settled object becomes its answer (`status`). A key the
+ * request answered (a pending 201), or that expired and was claimed again, is left alone
+ * (objectId).
+ */
+export function recoveredKey(ctx: { accountId: string; mode: string }, key: string, status: number, objectId: string): IdempotencyHandle {
+  return { scope: idempotencyScope(ctx.accountId, ctx.mode), key, fingerprint: '', status, claimed: true, objectId };
+}
+
 /** Thrown by a service that found the key already answered: the middleware sends `body` as is. */
 export class IdempotentReplay extends Error {
   constructor(

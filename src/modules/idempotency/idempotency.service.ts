@@ -1,10 +1,11 @@
 import { createHmac } from 'node:crypto';
+import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { readTime } from '../../db/database';
 import type { Clock } from '../../core/clock';
 import { DomainError } from '../../core/errors';
 import type { SecretBox } from '../../core/crypto';
-import { IdempotentReplay, type IdempotencyHandle } from '../../core/idempotency';
+import { IdempotentReplay, dataEnvelope, type IdempotencyHandle } from '../../core/idempotency';
 import { Params } from '../../db/params';
 
 export type IdempotencyClaim =
@@ -136,6 +137,34 @@ export class IdempotencyService {
   async afterLostClaim(handle: IdempotencyHandle, requester?: string): Promise<void> {
     const existing = await this.inspect(handle.scope, handle.key, handle.fingerprint, requester);
     if (existing) throw new IdempotentReplay(existing.status, existing.body);
+  }
+
+  /**
+   * A folded claim (see IdempotencyHandle): `write` claims `handle` in its own first statement and
+   * returns null when the key was taken, having written nothing. A taken key ends the request with
+   * its stored answer (IdempotentReplay) or a 409; one that had expired meanwhile is claimed again.
+   */
+  async foldedClaim<T>(handle: IdempotencyHandle | undefined, requester: string | undefined, write: () => Promise<T | null>): Promise<T> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const written = await write();
+      if (written !== null) {
+        if (handle) handle.claimed = true;
+        return written;
+      }
+      await this.afterLostClaim(handle as IdempotencyHandle, requester);
+    }
+    throw idempotencyKeyInUse();
+  }
+
+  /**
+   * Inside the settling transaction: stores `objectJson` (in the REST envelope) as the answer of a
+   * key claimed for that object, only while the key still runs for it. Returns what it stored, for
+   * `handle.completed` once the transaction has committed; nothing when the answer is not ours.
+   */
+  async completeIn(t: Transaction, handle: IdempotencyHandle, objectJson: string): Promise<{ status: number; body: string } | undefined> {
+    const p = new Params();
+    const answer = { status: handle.status, body: dataEnvelope(objectJson) };
+    return (await this.db.execute(this.completeSql(handle, answer.status, answer.body, p), p.values, t)) === 1 ? answer : undefined;
   }
 
   /** The stored outcome of a taken key, or null when it expired (now deleted) or vanished. */

@@ -22,8 +22,8 @@ import { testTokenCard } from '../../gateways/card';
 import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
 import { GatewayTransactionLog, type PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
-import { idempotencyKeyInUse, type IdempotencyService } from '../idempotency/idempotency.service';
-import { dataEnvelope, idempotencyScope, type IdempotencyHandle } from '../../core/idempotency';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import { dataEnvelope, recoveredKey, type IdempotencyHandle } from '../../core/idempotency';
 import { Params } from '../../db/params';
 import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.writes';
 import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, settlingRow } from './payment.rows';
@@ -310,12 +310,7 @@ export class PaymentService {
       const eventType = outcomeEvent(done);
       if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
       if (changed === 0) return (await this.retrieveRow(ctx, done.id, t)) as Payment;
-      if (idem) {
-        const p = new Params();
-        const answer = { status: idem.status, body: dataEnvelope(JSON.stringify(done)) };
-        // Nothing written when the key is no longer running for this payment: not ours to claim.
-        if ((await this.db.execute(this.idempotency.completeSql(idem, answer.status, answer.body, p), p.values, t)) === 1) stored = answer;
-      }
+      if (idem) stored = await this.idempotency.completeIn(t, idem, JSON.stringify(done));
       return done;
     });
     if (idem && stored) idem.completed = stored;
@@ -348,18 +343,12 @@ export class PaymentService {
     // The key and the payment name each other: if this process dies before the settling write,
     // recovery stores the settled payment as the key's response.
     if (idem) idem.objectId = payment.id;
-    for (let attempt = 0; attempt < 2; attempt++) {
+    await this.idempotency.foldedClaim(idem, ctx.keyId, async () => {
       const claimed = this.db.dialect === 'postgres'
         ? await this.batch.writePending({ ctx, payment, plan, leaseUntil, searchText: searchText(payment), idem })
         : await this.insertPendingSqlite(ctx, payment, plan, leaseUntil, idem);
-      if (claimed) {
-        if (idem) idem.claimed = true;
-        return;
-      }
-      // Taken: replays or 409s by throwing; returns when the old row had expired (claim again).
-      await this.idempotency.afterLostClaim(idem as IdempotencyHandle, ctx.keyId);
-    }
-    throw idempotencyKeyInUse();
+      return claimed ? true : null;
+    });
   }
 
   /** SQLite: the claim (if any) and the insert in one transaction; false when the key is taken. */
@@ -528,15 +517,8 @@ export class PaymentService {
       accountId: row.account_id as string, mode: payment.livemode ? 'live' : 'test', permissions: ['*'],
       requestId: `recovery_${payment.id}`, clock: { now: () => now },
     };
-    if (row.idempotency_key) {
-      // The creating request's key: if that request died, the key is still running and the
-      // settled payment becomes its answer (what POST /v1/payments would have sent). A key the
-      // request answered, or that expired and was claimed again, is left alone (objectId).
-      ctx.idempotency = {
-        scope: idempotencyScope(ctx.accountId, ctx.mode), key: row.idempotency_key as string, fingerprint: '',
-        status: PAYMENT_CREATED_STATUS, claimed: true, objectId: payment.id,
-      };
-    }
+    // The creating request's key: the settled payment becomes its answer if that request died.
+    if (row.idempotency_key) ctx.idempotency = recoveredKey(ctx, row.idempotency_key as string, PAYMENT_CREATED_STATUS, payment.id);
     const plan = readJson<string[]>(row.routing_plan, []);
     const log: PendingTransaction[] = [];
     const attempts: PaymentAttempt[] = [];

@@ -17,8 +17,8 @@ import { LEASE_SLACK_MS, PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, leaseCovers
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 import { Params } from '../../db/params';
-import { dataEnvelope, idempotencyScope, type IdempotencyHandle } from '../../core/idempotency';
-import { idempotencyKeyInUse, type IdempotencyService } from '../idempotency/idempotency.service';
+import { recoveredKey, type IdempotencyHandle } from '../../core/idempotency';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
 
 export interface Refund {
   id: string;
@@ -40,9 +40,6 @@ const COLUMNS = 'id, mode, payment_id, amount, currency, reason, status, gateway
 
 /** What creating a refund answers with: the status its Idempotency-Key's stored response carries. */
 export const REFUND_CREATED_STATUS = 201;
-
-/** The reservation found the request's Idempotency-Key taken: nothing is written. */
-class KeyTaken extends Error {}
 
 /**
  * Refunds reserve their amount on the payment row inside a transaction (the UPDATE only
@@ -72,30 +69,21 @@ export class RefundService {
     // if this process dies before settling, recovery stores the settled refund as its answer.
     const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
     if (idem) idem.objectId = refundId;
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        const reserved = await this.reserve(ctx, data, refundId, idem);
-        if (idem) idem.claimed = true;
-        return await this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, reserved.leaseUntil);
-      } catch (err) {
-        if (!(err instanceof KeyTaken)) throw err;
-        // Replays or 409s by throwing; returns when the old row had expired (claim again).
-        await this.idempotency.afterLostClaim(idem as IdempotencyHandle, ctx.keyId);
-      }
-    }
-    throw idempotencyKeyInUse();
+    const reserved = await this.idempotency.foldedClaim(idem, ctx.keyId, () => this.reserve(ctx, data, refundId, idem));
+    return this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, reserved.leaseUntil);
   }
 
   /**
    * The refund row, pending, with its amount reserved on the payment, `refund.created` and
    * `payment.updated`, and the claim of the request's key (first: a key already answered is
-   * answered again whatever the payment now allows) in one transaction.
+   * answered again whatever the payment now allows) in one transaction. Null, with nothing
+   * written, when the key is taken.
    */
   private async reserve(ctx: RequestContext, data: { paymentId: string; amount?: number; reason?: string | null }, refundId: string, idem?: IdempotencyHandle) {
     return this.db.transaction(async (t) => {
       if (idem) {
         const p = new Params();
-        if ((await this.db.execute(this.idempotency.claimSql(idem, p), p.values, t)) !== 1) throw new KeyTaken();
+        if ((await this.db.execute(this.idempotency.claimSql(idem, p), p.values, t)) !== 1) return null;
       }
       const [row] = await this.db.select(
         `SELECT ${PAYMENT_COLUMNS}, gateway_reference FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3${this.db.forUpdate}`,
@@ -208,13 +196,8 @@ export class RefundService {
         ], t);
         await this.recordPaymentUpdated(ctx, t, refund.paymentId);
       }
-      if (idem) {
-        // The key's answer with the settling write (only while it still runs for this refund).
-        const p = new Params();
-        const answer = { status: idem.status, body: dataEnvelope(JSON.stringify(done)) };
-        // Nothing written when the key is no longer running for this refund: not ours to claim.
-        if ((await this.db.execute(this.idempotency.completeSql(idem, answer.status, answer.body, p), p.values, t)) === 1) stored = answer;
-      }
+      // The key's answer with the settling write.
+      if (idem) stored = await this.idempotency.completeIn(t, idem, JSON.stringify(done));
       return done;
     });
     if (idem && stored) idem.completed = stored;
@@ -282,15 +265,8 @@ export class RefundService {
         const ctx: RequestContext = {
           accountId: row.account_id as string, mode: refund.livemode ? 'live' : 'test', permissions: ['*'], requestId: `recovery_${refund.id}`, clock: { now: () => now },
         };
-        if (row.idempotency_key) {
-          // The creating request's key: if that request died it is still running, and the
-          // settled refund becomes its answer. One already answered (a pending 201), or expired
-          // and claimed again, is left alone (objectId).
-          ctx.idempotency = {
-            scope: idempotencyScope(ctx.accountId, ctx.mode), key: row.idempotency_key as string, fingerprint: '',
-            status: REFUND_CREATED_STATUS, claimed: true, objectId: refund.id,
-          };
-        }
+        // The creating request's key: the settled refund becomes its answer if that request died.
+        if (row.idempotency_key) ctx.idempotency = recoveredKey(ctx, row.idempotency_key as string, REFUND_CREATED_STATUS, refund.id);
         const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
         const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
         const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
