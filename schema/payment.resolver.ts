@@ -20,9 +20,11 @@ class PaymentMethodDetailsType {
 
 @ObjectType('PaymentAttempt')
 class PaymentAttemptType {
+  @Field(() => String, { description: 'The gateway tried (same value as gatewayId).' }) gateway!: string;
   @Field(() => String) gatewayId!: string;
   @Field(() => String) outcome!: string;
   @Field(() => String, { nullable: true }) code!: string | null;
+  @Field(() => Int, { description: 'Milliseconds the gateway call took (same value as latencyMs).' }) latency!: number;
   @Field(() => Int) latencyMs!: number;
 }
 

@@ -29,6 +29,18 @@ describe('payments with the built-in test simulator', () => {
     expect(res.text).not.toContain('"cvc"');
   });
 
+  it('should name each attempt\'s gateway and latency as API.md does, for new and previously stored attempts', async () => {
+    const created = (await pay({ amount: 700, currency: 'eur', paymentMethod: 'pm_card_visa' })).body.data;
+    const [attempt] = created.attempts;
+    expect(attempt).toEqual({ gateway: 'gw_builtin_simulator', gatewayId: 'gw_builtin_simulator', outcome: 'succeeded', code: null, latency: attempt.latencyMs, latencyMs: expect.any(Number) });
+    expect((await app.request('GET', `/v1/payments/${created.id}`, { key })).body.data.attempts).toEqual(created.attempts);
+    // A row written before the API.md names existed carries only gatewayId/latencyMs.
+    await app.server.services.db.execute('UPDATE payments SET attempts = $1 WHERE id = $2', [JSON.stringify([{ gatewayId: 'gw_old', outcome: 'declined', code: 'card_declined', latencyMs: 12 }]), created.id]);
+    expect((await app.request('GET', `/v1/payments/${created.id}`, { key })).body.data.attempts).toEqual([
+      { gateway: 'gw_old', gatewayId: 'gw_old', outcome: 'declined', code: 'card_declined', latency: 12, latencyMs: 12 },
+    ]);
+  });
+
   it.each([
     ['4000000000000002', 'card_declined'],
     ['4000000000009995', 'insufficient_funds'],

@@ -13,12 +13,13 @@ const gql = (query: string, variables: Record<string, unknown> = {}, key = app.a
 describe('GraphQL payments, refunds, gateways and routing', () => {
   it('should create a payment with a card, refund it, and read it back', async () => {
     const created = await gql(
-      `mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id status amount currency paymentMethodDetails { brand last4 } attempts { gatewayId outcome } } }`,
+      `mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id status amount currency paymentMethodDetails { brand last4 } attempts { gateway gatewayId outcome latency latencyMs } } }`,
       { input: { amount: 2500, currency: 'eur', paymentMethod: 'card', card: { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '321' } } },
     );
     expect(created.body.errors).toBeUndefined();
     const p = created.body.data.createPayment;
     expect(p).toMatchObject({ status: 'succeeded', amount: 2500, currency: 'EUR', paymentMethodDetails: { brand: 'visa', last4: '4242' } });
+    expect(p.attempts).toEqual([{ gateway: 'gw_builtin_simulator', gatewayId: 'gw_builtin_simulator', outcome: 'succeeded', latency: p.attempts[0].latencyMs, latencyMs: expect.any(Number) }]);
     const refund = await gql('mutation($id: ID!) { refundPayment(paymentId: $id, amount: 500, reason: "dup") { status amount } }', { id: p.id });
     expect(refund.body.data.refundPayment).toEqual({ status: 'succeeded', amount: 500 });
     const read = await gql('query($id: ID!) { payment(id: $id) { amountRefunded refunds { amount reason } } }', { id: p.id });

@@ -37,10 +37,16 @@ export interface PaymentMethodDetails {
   fingerprint: string | null;
 }
 
+/**
+ * One gateway tried. API.md names the fields "gateway, outcome, code, latency"; `gatewayId` and
+ * `latencyMs` carry the same values under the names the rest of the API uses.
+ */
 export interface PaymentAttempt {
+  gateway: string;
   gatewayId: string;
   outcome: string;
   code: string | null;
+  latency: number;
   latencyMs: number;
 }
 
@@ -575,7 +581,18 @@ export function chargeKey(paymentId: string, attemptIndex: number): string {
 }
 
 function toAttempt(gatewayId: string, r: GatewayResult): PaymentAttempt {
-  return { gatewayId, outcome: r.outcome, code: r.declineCode, latencyMs: Math.round(r.latencyMs) };
+  const latency = Math.round(r.latencyMs);
+  return { gateway: gatewayId, gatewayId, outcome: r.outcome, code: r.declineCode, latency, latencyMs: latency };
+}
+
+/** Attempts as stored; rows written before the `gateway`/`latency` names get them here. */
+function readAttempts(raw: unknown): PaymentAttempt[] {
+  const stored = readJson<Array<Partial<PaymentAttempt>>>(raw, []);
+  return stored.map((a) => {
+    const gatewayId = a.gatewayId ?? a.gateway ?? '';
+    const latency = a.latencyMs ?? a.latency ?? 0;
+    return { gateway: gatewayId, gatewayId, outcome: a.outcome ?? '', code: a.code ?? null, latency, latencyMs: latency };
+  });
 }
 
 /** What `search` matches besides the id and the customer's e-mail: description and metadata values. */
@@ -606,7 +623,7 @@ export function toApiPayment(row: Record<string, unknown>): Payment {
     amountRefunded: refundedAmount,
     refunded: refundedAmount >= amount,
     gatewayId: (row.gateway_id as string | null) ?? null,
-    attempts: readJson<PaymentAttempt[]>(row.attempts, []),
+    attempts: readAttempts(row.attempts),
     invoiceId: (row.invoice_id as string | null) ?? null,
     subscriptionId: (row.subscription_id as string | null) ?? null,
     checkoutSessionId: (row.checkout_session_id as string | null) ?? null,
