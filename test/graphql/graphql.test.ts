@@ -1,3 +1,4 @@
+import type { RequestContext } from '../../src/core/context';
 import { startTestApp, type TestApp } from '../helpers/app';
 
 let app: TestApp;
@@ -167,5 +168,34 @@ describe('GraphQL', () => {
     for (const n of large.nodes) expect(n.product.name).toMatch(/^P\d+$/);
     expect(large.queries).toBe(small.queries);
     expect(large.queries).toBeLessThanOrEqual(4);
+  });
+
+  it('should give Product.prices newest first, at most 100 per product, in one query for many products', async () => {
+    const account = await app.createAccount();
+    const key = account.testKey;
+    const product = async (name: string, prices: number) => {
+      const p = (await app.request('POST', '/v1/products', { key, body: { name } })).body.data;
+      for (let i = 0; i < prices; i++) {
+        const res = await app.request('POST', '/v1/prices', { key, body: { productId: p.id, unitAmount: 100 + i, currency: 'usd', nickname: `${name}${i}`, recurring: i === 0 ? { interval: 'month' } : undefined } });
+        expect(res.status).toBe(201);
+      }
+      return p.id as string;
+    };
+    const a = await product('A', 3);
+    const b = await product('B', 2);
+    const res = await gql('{ products(pageSize: 10) { nodes { name prices { nickname unitAmount active type recurring { interval intervalCount } product { name } } } } }', {}, key);
+    expect(res.body.errors).toBeUndefined();
+    const byName = (n: string) => res.body.data.products.nodes.find((p: { name: string }) => p.name === n);
+    const [pa, pb] = [byName('A'), byName('B')];
+    expect(pa.prices.map((x: { nickname: string }) => x.nickname)).toEqual(['A2', 'A1', 'A0']);
+    expect(pa.prices[2]).toEqual({ nickname: 'A0', unitAmount: 100, active: true, type: 'recurring', recurring: { interval: 'month', intervalCount: 1 }, product: { name: 'A' } });
+    expect(pb.prices.map((x: { nickname: string }) => x.nickname)).toEqual(['B1', 'B0']);
+    // The cap, exercised with a small limit: the newest of each product, one statement for all.
+    const rc: RequestContext = { accountId: account.accountId, mode: 'test', permissions: ['*'], requestId: 'req_prices_test', clock: app.server.services.clock };
+    const before = app.sql.length;
+    const capped = await app.server.services.catalog.pricesForProducts(rc, [a, b, a], 2);
+    expect(app.sql.slice(before).filter((q) => /\bprices\b/.test(q))).toHaveLength(1);
+    expect(capped.get(a)!.map((x) => x.nickname)).toEqual(['A2', 'A1']);
+    expect(capped.get(b)!.map((x) => x.nickname)).toEqual(['B1', 'B0']);
   });
 });

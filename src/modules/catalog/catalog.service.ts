@@ -1,7 +1,7 @@
 import { Op } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readBool, readJson } from '../../db/database';
-import { pageOf, searchAny } from '../../db/list';
+import { NESTED_LIST_LIMIT, groupBy, newestPerParent, pageOf, searchAny } from '../../db/list';
 import { ProductModel } from './product.model';
 import { PriceModel } from './price.model';
 import {
@@ -45,6 +45,11 @@ export interface Price {
 
 type Row = Record<string, unknown>;
 
+/** Price columns under the model's attribute names (what toApiPrice reads), plus created_at and id for ordering. */
+const PRICE_NESTED_COLUMNS =
+  'id, mode, product_id AS "productId", unit_amount AS "unitAmount", currency, recurring_interval AS "recurringInterval", ' +
+  'recurring_interval_count AS "recurringIntervalCount", nickname, active, metadata, created_at, created_at AS "createdAt", updated_at AS "updatedAt"';
+
 export class CatalogService {
   constructor(
     private readonly db: Database,
@@ -84,19 +89,13 @@ export class CatalogService {
   }
 
   /** Prices of several products at once (newest first), for DataLoader. */
-  async pricesForProducts(ctx: RequestContext, productIds: readonly string[]): Promise<Map<string, Price[]>> {
+  /** The newest prices of several products at once (at most `limit` each), for DataLoader. */
+  async pricesForProducts(ctx: RequestContext, productIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Price[]>> {
     requirePermission(ctx, 'prices', 'read');
-    const rows = await PriceModel.findAll({
-      where: { productId: [...new Set(productIds)], accountId: ctx.accountId, mode: ctx.mode },
-      order: [['createdAt', 'DESC'], ['id', 'DESC']],
-      raw: true,
+    const rows = await newestPerParent<Row>(this.db, {
+      columns: PRICE_NESTED_COLUMNS, from: 'prices', parentColumn: 'product_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: productIds, limit,
     });
-    const byProduct = new Map<string, Price[]>();
-    for (const row of rows) {
-      const price = toApiPrice(row as unknown as Row);
-      byProduct.set(price.productId, [...(byProduct.get(price.productId) ?? []), price]);
-    }
-    return byProduct;
+    return groupBy(rows.map(toApiPrice), (price) => price.productId);
   }
 
   async listProducts(ctx: RequestContext, query: unknown): Promise<Page<Product>> {
