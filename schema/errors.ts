@@ -1,7 +1,7 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { isDomainError } from '../src/core/errors';
-import { redactQuoted as redactPan } from '../src/core/card';
+import { redactQuoted } from '../src/core/card';
 
 const TOO_COMPLEX = 'Query is too complex';
 
@@ -59,13 +59,13 @@ function withoutValues(message: string, error: unknown): string {
   if (variable) {
     const where = variable.path ? ` at "${variable.path}"` : '';
     const { reason } = variable;
-    return redactPan(`Variable "$${variable.name}" got an invalid value${where}${reason ? `; ${withoutScalarValue(withoutValues(reason, undefined))}` : ''}`);
+    return redactQuoted(`Variable "$${variable.name}" got an invalid value${where}${reason ? `; ${withoutScalarValue(withoutValues(reason, undefined))}` : ''}`);
   }
   const argument = message.indexOf(' has invalid value ');
-  if (argument !== -1) return redactPan(`${message.slice(0, argument)} has an invalid value.`);
+  if (argument !== -1) return redactQuoted(`${message.slice(0, argument)} has an invalid value.`);
   const found = message.indexOf(', found ');
-  if (found !== -1) return redactPan(`${message.slice(0, found)}, found an invalid value.`);
-  return redactPan(withoutQuotedInput(withoutScalarValue(message)));
+  if (found !== -1) return redactQuoted(`${message.slice(0, found)}, found an invalid value.`);
+  return redactQuoted(withoutQuotedInput(withoutScalarValue(message)));
 }
 
 /**
@@ -177,8 +177,8 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   if (original instanceof GraphQLError && !original.path && isDomainError(original.originalError)) original = original.originalError;
   if (isDomainError(original)) {
     const extensions: Record<string, unknown> = { code: original.code };
-    if (original.param) extensions.param = redactPan(original.param);
-    return { message: redactPan(original.message), path: formatted.path, locations: formatted.locations, extensions };
+    if (original.param) extensions.param = redactQuoted(original.param);
+    return { message: redactQuoted(original.message), path: formatted.path, locations: formatted.locations, extensions };
   }
   const apolloCode = formatted.extensions?.code;
   if (isTooComplex(error)) {
@@ -199,7 +199,7 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
     const { code, param } = inputErrorCode(formatted.message, error);
     // Redacted like every other quoted text (a name like `n4242…` is a GraphQL name), and only
     // when it can be a field path at all.
-    const extensions: Record<string, unknown> = param && param.length <= MAX_PARAM_LENGTH ? { code, param: redactPan(param) } : { code };
+    const extensions: Record<string, unknown> = param && param.length <= MAX_PARAM_LENGTH ? { code, param: redactQuoted(param) } : { code };
     return { message: withoutValues(formatted.message, error), locations: formatted.locations, path: formatted.path, extensions };
   }
   return { message: 'An internal error occurred; quote the requestId to support', path: formatted.path, extensions: { code: 'internal_error' } };

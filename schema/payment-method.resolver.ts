@@ -1,5 +1,5 @@
 import {
-  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+  Arg, Args, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';

@@ -13,6 +13,29 @@ beforeAll(async () => {
 });
 afterAll(() => database.drop());
 
+/**
+ * The state a process leaves when it dies after the gateway answered, before the settling write
+ * (`payments.finish` or `refunds.settle`): the object pending and its Idempotency-Key claimed but
+ * unanswered. (The request here still gets its pending answer; what matters is that nothing was
+ * stored for the key.)
+ */
+function dieBeforeSettling(app: TestApp, settling: 'payments' | 'refunds' = 'payments'): void {
+  const services = app.server.services as unknown as Record<string, Record<string, unknown>>;
+  services[settling][settling === 'payments' ? 'finish' : 'settle'] = async () => {
+    throw new Error('process died after the gateway answered');
+  };
+  const keys = app.server.services.idempotency as unknown as { complete: (...a: unknown[]) => Promise<void> };
+  keys.complete = async () => {
+    throw new Error('process died before storing the response');
+  };
+}
+
+/** An Idempotency-Key's row, as recovery and retries leave it. */
+const keyState = async (app: TestApp, idemKey: string) =>
+  (await app.server.services.db.select<{ state: string; response_body: string | null; object_id: string | null }>(
+    'SELECT state, response_body, object_id FROM idempotency_keys WHERE idempotency_key = $1', [idemKey],
+  ))[0];
+
 describe('crash safety of a charge', () => {
   it('should resolve a payment left pending after the charge by asking the gateway, without charging again', async () => {
     let app: TestApp = await startTestApp({ database, clock });
@@ -67,27 +90,6 @@ describe('crash safety of a charge', () => {
     expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${row.id}_a1`)).toBe(0);
     await app.stop();
   });
-
-  /**
-   * The state a process leaves when it dies after the charge, before the settling write: the
-   * payment pending and its Idempotency-Key claimed but unanswered. (The request here still
-   * gets its pending answer; what matters is that nothing was stored for the key.)
-   */
-  function dieBeforeSettling(app: TestApp): void {
-    const payments = app.server.services.payments as unknown as { finish: (...a: unknown[]) => Promise<unknown> };
-    payments.finish = async () => {
-      throw new Error('process died after the gateway answered');
-    };
-    const keys = app.server.services.idempotency as unknown as { complete: (...a: unknown[]) => Promise<void> };
-    keys.complete = async () => {
-      throw new Error('process died before storing the response');
-    };
-  }
-
-  const keyState = async (app: TestApp, idemKey: string) =>
-    (await app.server.services.db.select<{ state: string; response_body: string | null }>(
-      'SELECT state, response_body FROM idempotency_keys WHERE idempotency_key = $1', [idemKey],
-    ))[0];
 
   it('should answer a retry of a request that died before settling with the payment recovery settled', async () => {
     let app = await startTestApp({ database, clock });
@@ -260,23 +262,6 @@ describe('crash safety of a charge', () => {
 });
 
 describe("crash safety of a refund's Idempotency-Key", () => {
-  /** The refund reserved, its key claimed, and the process gone before the settling write. */
-  function dieBeforeSettlingRefund(app: TestApp): void {
-    const refunds = app.server.services.refunds as unknown as { settle: (...a: unknown[]) => Promise<unknown> };
-    refunds.settle = async () => {
-      throw new Error('process died after the gateway refunded');
-    };
-    const keys = app.server.services.idempotency as unknown as { complete: (...a: unknown[]) => Promise<void> };
-    keys.complete = async () => {
-      throw new Error('process died before storing the response');
-    };
-  }
-
-  const keyRow = async (app: TestApp, idemKey: string) =>
-    (await app.server.services.db.select<{ state: string; object_id: string | null }>(
-      'SELECT state, object_id FROM idempotency_keys WHERE idempotency_key = $1', [idemKey],
-    ))[0];
-
   it('should answer a retry of a refund whose request died with the refund recovery settled, never refunding twice', async () => {
     let app = await startTestApp({ database, clock });
     const key = app.account.testKey;
@@ -284,10 +269,10 @@ describe("crash safety of a refund's Idempotency-Key", () => {
     const paymentId = pay.body.data.id as string;
     const body = { paymentId, amount: 1000 };
     const headers = { 'idempotency-key': 'refund-died-before-settling' };
-    dieBeforeSettlingRefund(app);
+    dieBeforeSettling(app, 'refunds');
     const first = await app.request('POST', '/v1/refunds', { key, body, headers });
     const refundId = first.body.data.id as string;
-    expect(await keyRow(app, 'refund-died-before-settling')).toEqual({ state: 'running', object_id: refundId });
+    expect(await keyState(app, 'refund-died-before-settling')).toMatchObject({ state: 'running', object_id: refundId });
     await app.stop();
 
     app = await startTestApp({ database, clock });
@@ -320,7 +305,7 @@ describe("crash safety of a refund's Idempotency-Key", () => {
       const headers = { 'idempotency-key': 'per-payment-refund' };
       const first = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 700 }, headers });
       expect(first.status).toBe(201);
-      expect(await keyRow(app, 'per-payment-refund')).toEqual({ state: 'completed', object_id: first.body.data.id });
+      expect(await keyState(app, 'per-payment-refund')).toMatchObject({ state: 'completed', object_id: first.body.data.id });
       const again = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 700 }, headers });
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.text).toBe(first.text);

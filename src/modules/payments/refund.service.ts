@@ -60,9 +60,7 @@ export class RefundService {
   async create(ctx: RequestContext, input: unknown, paymentIdFromPath?: string): Promise<Refund> {
     requirePermission(ctx, 'refunds', 'write');
     const body = (input ?? {}) as Record<string, unknown>;
-    if (paymentIdFromPath !== undefined && 'paymentId' in body) {
-      throw new DomainError('unknown_parameter', 'paymentId comes from the path on this route', 'paymentId');
-    }
+    refusePaymentIdBesidePath(body, paymentIdFromPath);
     const data = parseInput(createRefundInput, paymentIdFromPath !== undefined ? { ...body, paymentId: paymentIdFromPath } : body);
     const refundId = newId('re');
     // A REST Idempotency-Key is claimed in the reservation's transaction and the refund names it:
@@ -224,9 +222,7 @@ export class RefundService {
 
   async list(ctx: RequestContext, query: unknown, paymentIdFromPath?: string): Promise<Page<Refund>> {
     requirePermission(ctx, 'refunds', 'read');
-    if (paymentIdFromPath !== undefined && query && typeof query === 'object' && 'paymentId' in query) {
-      throw new DomainError('unknown_parameter', 'paymentId comes from the path on this route', 'paymentId');
-    }
+    refusePaymentIdBesidePath(query, paymentIdFromPath);
     const input = parseInput(listRefundsInput, query);
     const paymentId = paymentIdFromPath ?? input.paymentId;
     if (paymentIdFromPath) {
@@ -281,6 +277,13 @@ export class RefundService {
       }
     }
     return settled;
+  }
+}
+
+/** On `/v1/payments/{id}/refunds` the payment is the path's: a `paymentId` beside it is refused. */
+function refusePaymentIdBesidePath(input: unknown, paymentIdFromPath: string | undefined): void {
+  if (paymentIdFromPath !== undefined && input !== null && typeof input === 'object' && 'paymentId' in input) {
+    throw new DomainError('unknown_parameter', 'paymentId comes from the path on this route', 'paymentId');
   }
 }
 

@@ -150,7 +150,6 @@ export class RoutingService {
       now: ctx.clock.now(),
     });
     let candidates = ordered.candidates;
-    const skipped = ordered.skipped;
     let builtin = false;
     if (candidates.length === 0 && ctx.mode === 'test' && (restrictTo === undefined || restrictTo === BUILTIN_SIMULATOR_ID)) {
       candidates = [BUILTIN_SIMULATOR_ID];
@@ -161,7 +160,7 @@ export class RoutingService {
       rule: ordered.rule,
       gateways: candidates,
       maxAttempts: effective.maxAttempts,
-      skipped,
+      skipped: ordered.skipped,
       usesBuiltinSimulator: builtin,
     };
   }
