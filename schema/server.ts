@@ -3,7 +3,9 @@ import type https from 'node:https';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
-import { GraphQLError, parse, specifiedRules, validate, type GraphQLFormattedError, type ValidationContext } from 'graphql';
+import {
+  GraphQLError, Kind, getOperationAST, parse, specifiedRules, validate, type GraphQLFormattedError, type ValidationContext,
+} from 'graphql';
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
@@ -89,6 +91,36 @@ const requestIdPlugin: ApolloServerPlugin<GqlContext> = {
   },
 };
 
+/**
+ * Mutations that record the object they create on the request's Idempotency-Key, and whether
+ * that object is settled (see DocumentKey): a retry may then answer with it.
+ */
+const ADOPTABLE: Record<string, (services: Services, rc: RequestContext, id: string) => Promise<boolean>> = {
+  createPayment: (services, rc, id) => services.payments.settled(rc, id),
+  refundPayment: (services, rc, id) => services.refunds.settled(rc, id),
+};
+
+/**
+ * The creating mutation a document runs when it is all the document runs (one root field, no
+ * directives): running it again with that field answering for the object already made repeats
+ * nothing. Anything else gets the usual 409 while its key is held.
+ */
+function soleCreation(body: unknown): string | undefined {
+  const { query, operationName } = (body ?? {}) as { query?: unknown; operationName?: unknown };
+  if (typeof query !== 'string') return undefined;
+  let document;
+  try {
+    document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens });
+  } catch {
+    return undefined; // Apollo answers the syntax error
+  }
+  const operation = getOperationAST(document, typeof operationName === 'string' ? operationName : undefined);
+  if (operation?.operation !== 'mutation' || operation.directives?.length) return undefined;
+  const [only, ...others] = operation.selectionSet.selections;
+  if (others.length || only?.kind !== Kind.FIELD || only.directives?.length) return undefined;
+  return Object.hasOwn(ADOPTABLE, only.name.value) ? only.name.value : undefined;
+}
+
 /** Apollo mounted inside Koa at /graphql, behind the same auth, rate limit and body parser. */
 /** The key from graphql-ws connectionParams: "Bearer sk_…" or the bare key. */
 function keyFromParams(params: Record<string, unknown> | undefined): string | null {
@@ -123,6 +155,8 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     const nul = findNul((ctx.request as { body?: unknown }).body);
     if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
     const rc = state.rc!;
+    const creation = ctx.headers['idempotency-key'] !== undefined ? soleCreation((ctx.request as { body?: unknown }).body) : undefined;
+    if (creation) state.adoptObject = (id) => ADOPTABLE[creation](services, rc, id);
     // Idempotency-Key works here as on every POST: same key and body replay the first answer.
     await shared.idempotency(ctx, async () => {
       const headers = new HeaderMap();

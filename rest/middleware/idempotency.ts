@@ -85,9 +85,12 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     if (state.rc && folded !== undefined) {
       state.rc.idempotency = handle;
     } else {
-      const claim = await service.claim(scope, key, fingerprint, requester);
+      const claim = await service.claim(scope, key, fingerprint, requester, state.adoptObject);
       if (claim.kind === 'replay') return replay(claim.status, claim.body);
       handle.claimed = true;
+      // A GraphQL document runs any mutation under the one key: those that create a payment or
+      // a refund record it there (see DocumentKey).
+      if (state.graphql && state.rc) state.rc.documentKey = { scope, key, adopted: claim.kind === 'adopted' ? claim.objectId : undefined };
     }
     try {
       await next();
@@ -100,7 +103,10 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     }
     // A key the service claimed for its object is answered only while it is still running for
     // it: recovery may have stored that object's settled answer first, and that one stands.
-    const owner = handle.claimed ? handle.objectId : undefined;
+    const doc = state.rc?.documentKey;
+    const owner = handle.claimed ? (handle.objectId ?? doc?.objectId ?? doc?.adopted) : undefined;
+    // An answer for an object an earlier request made is not this request's own doing.
+    if (doc?.adopted) ctx.set('Idempotent-Replayed', 'true');
     if (!handle.claimed) {
       // A folded operation that stopped before writing anything (a 4xx): claim now, so the
       // outcome is stored like any other; a request that got there first decides instead.
@@ -110,9 +116,10 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       handle.claimed = true;
     }
     if (ctx.status >= 500 || failedGraphQL(ctx)) {
-      // A key claimed with its object's first write stays running: the object exists (a
-      // reservation, a pending charge) and recovery stores its settled answer. Freed, a retry
-      // would make a second one.
+      // A key claimed with its object's first write, or a GraphQL key its mutation recorded an
+      // object on, stays running: the object exists (a reservation, a pending charge), and
+      // recovery stores its settled answer (REST) or a retry answers with it once settled
+      // (GraphQL, see DocumentKey). Freed, a retry would make a second one.
       if (!owner) await service.release(scope, key);
       return;
     }

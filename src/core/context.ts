@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Clock } from './clock';
 import { DomainError } from './errors';
-import type { IdempotencyHandle } from './idempotency';
+import type { DocumentKey, IdempotencyHandle } from './idempotency';
 
 export type Mode = 'test' | 'live';
 
@@ -18,6 +18,8 @@ export interface RequestContext {
   sensitiveResponse?: boolean;
   /** An Idempotency-Key the service claims and completes in its own writes (see IdempotencyHandle). */
   idempotency?: IdempotencyHandle;
+  /** A GraphQL request's Idempotency-Key, on which creating mutations record their object. */
+  documentKey?: DocumentKey;
 }
 
 export type Access = 'read' | 'write';

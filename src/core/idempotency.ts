@@ -25,6 +25,34 @@ export interface IdempotencyHandle {
   objectId?: string;
 }
 
+/**
+ * The Idempotency-Key of a GraphQL request, claimed by the middleware before the document runs.
+ * A mutation that creates a payment or a refund records its object on the key in the object's
+ * first write (`objectId`): the key then stays held when the request fails (money may have
+ * moved), and once the object is settled a retry of a document that is only that mutation is
+ * answered with it (`adopted`) instead of making another.
+ */
+export interface DocumentKey {
+  scope: string;
+  key: string;
+  /** Set once this request's object is recorded on the key. */
+  objectId?: string;
+  /** A retry answering for the object an earlier request with this key recorded. */
+  adopted?: string;
+}
+
+/** The object a retried GraphQL mutation answers with instead of creating one (id prefix checked). */
+export function adoptedObject(ctx: { documentKey?: DocumentKey }, prefix: string): string | undefined {
+  const id = ctx.documentKey?.adopted;
+  return id?.startsWith(`${prefix}_`) ? id : undefined;
+}
+
+/** A document key on which this request may still record its object (the first one it creates). */
+export function keyToRecord(ctx: { documentKey?: DocumentKey }): DocumentKey | undefined {
+  const doc = ctx.documentKey;
+  return doc && !doc.objectId && !doc.adopted ? doc : undefined;
+}
+
 /** The scope of an API key's Idempotency-Keys: its account and mode. */
 export function idempotencyScope(accountId: string, mode: string): string {
   return `${accountId}:${mode}`;

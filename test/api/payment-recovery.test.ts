@@ -356,3 +356,128 @@ describe("crash safety of a refund's Idempotency-Key", () => {
     }
   });
 });
+
+describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
+  const createPayment = 'mutation Pay($input: CreatePaymentInput!) { createPayment(input: $input) { id status amount attempts { gateway outcome } } }';
+  const refundPayment = 'mutation Refund($paymentId: ID!, $amount: Float) { refundPayment(paymentId: $paymentId, amount: $amount) { id status amount paymentId } }';
+
+  it('should answer a retry of a createPayment whose request died with the payment once settled, never charging twice', async () => {
+    let app = await startTestApp({ database, clock });
+    const key = app.account.testKey;
+    const body = { query: createPayment, variables: { input: { amount: 2950, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
+    const headers = { 'idempotency-key': 'gql-died-before-settling' };
+    dieBeforeSettling(app);
+    const first = await app.request('POST', '/graphql', { key, body, headers });
+    const id = first.body.data.createPayment.id as string;
+    // The key names the payment it made, from the payment's own first write.
+    expect(await keyState(app, 'gql-died-before-settling')).toMatchObject({ state: 'running', object_id: id });
+    await app.stop();
+
+    app = await startTestApp({ database, clock });
+    try {
+      // Still pending: its request may yet answer, so the key is in use.
+      const early = await app.request('POST', '/graphql', { key, body, headers });
+      expect(early.status).toBe(409);
+      expect(early.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      clock.advance(6 * 60_000);
+      expect(await app.server.services.payments.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
+      const retry = await app.request('POST', '/graphql', { key, body, headers });
+      expect(retry.status).toBe(200);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.body.errors).toBeUndefined();
+      expect(retry.body.data.createPayment).toEqual({ id, status: 'succeeded', amount: 2950, attempts: [{ gateway: BUILTIN_SIMULATOR_ID, outcome: 'succeeded' }] });
+      expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${id}_a1`)).toBe(1);
+      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2950')).toHaveLength(1);
+      // That answer is now the key's: later retries replay it byte for byte.
+      expect(await keyState(app, 'gql-died-before-settling')).toMatchObject({ state: 'completed', object_id: id });
+      const again = await app.request('POST', '/graphql', { key, body, headers });
+      expect(again.text).toBe(retry.text);
+      // Another document under the key is still refused.
+      const other = await app.request('POST', '/graphql', { key, body: { ...body, variables: { input: { ...body.variables.input, amount: 2951 } } }, headers });
+      expect(other.body.errors[0].extensions.code).toBe('idempotency_key_reused');
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should answer a retry of a refundPayment whose request died with the refund once settled, never refunding twice', async () => {
+    let app = await startTestApp({ database, clock });
+    const key = app.account.testKey;
+    const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 3150, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    const paymentId = pay.body.data.id as string;
+    const body = { query: refundPayment, variables: { paymentId, amount: 1100 } };
+    const headers = { 'idempotency-key': 'gql-refund-died' };
+    dieBeforeSettling(app, 'refunds');
+    const first = await app.request('POST', '/graphql', { key, body, headers });
+    const refundId = first.body.data.refundPayment.id as string;
+    expect(await keyState(app, 'gql-refund-died')).toMatchObject({ state: 'running', object_id: refundId });
+    await app.stop();
+
+    app = await startTestApp({ database, clock });
+    try {
+      expect((await app.request('POST', '/graphql', { key, body, headers })).body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      clock.advance(6 * 60_000);
+      expect(await app.server.services.refunds.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
+      const retry = await app.request('POST', '/graphql', { key, body, headers });
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.body.data.refundPayment).toEqual({ id: refundId, status: 'succeeded', amount: 1100, paymentId });
+      expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.amountRefunded).toBe(1100);
+      expect(await app.server.services.db.select('SELECT id FROM refunds WHERE payment_id = $1', [paymentId])).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should keep the key of a refundPayment that failed after its reservation, so a retry cannot refund again', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 3350, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      const paymentId = pay.body.data.id as string;
+      const refunds = app.server.services.refunds as unknown as { execute: (...a: unknown[]) => Promise<unknown> };
+      const execute = refunds.execute;
+      refunds.execute = async () => {
+        throw new Error('lost after the reservation');
+      };
+      const body = { query: refundPayment, variables: { paymentId, amount: 950 } };
+      const headers = { 'idempotency-key': 'gql-refund-internal-error' };
+      const failed = await app.request('POST', '/graphql', { key, body, headers });
+      expect(failed.body.errors[0].extensions.code).toBe('internal_error');
+      refunds.execute = execute;
+      // An internal error alone frees a GraphQL key, but not once a refund was reserved under it.
+      const retry = await app.request('POST', '/graphql', { key, body, headers });
+      expect(retry.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.amountRefunded).toBe(950);
+      expect(await app.server.services.db.select('SELECT id FROM refunds WHERE payment_id = $1', [paymentId])).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should not run again a document that does more than create one payment, even once its payment settled', async () => {
+    let app = await startTestApp({ database, clock });
+    const key = app.account.testKey;
+    const query = `mutation Both($input: CreatePaymentInput!) {
+      createPayment(input: $input) { id status }
+      createCustomer(input: { email: "both@example.com" }) { id }
+    }`;
+    const body = { query, variables: { input: { amount: 2960, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
+    const headers = { 'idempotency-key': 'gql-two-mutations' };
+    dieBeforeSettling(app);
+    const first = await app.request('POST', '/graphql', { key, body, headers });
+    expect(await keyState(app, 'gql-two-mutations')).toMatchObject({ state: 'running', object_id: first.body.data.createPayment.id });
+    await app.stop();
+
+    app = await startTestApp({ database, clock });
+    try {
+      clock.advance(6 * 60_000);
+      expect(await app.server.services.payments.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
+      // Running it again would make a second customer: the key stays in use.
+      const retry = await app.request('POST', '/graphql', { key, body, headers });
+      expect(retry.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      expect(await app.server.services.db.select("SELECT id FROM customers WHERE email = 'both@example.com'")).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+});

@@ -5,12 +5,21 @@ import { readTime } from '../../db/database';
 import type { Clock } from '../../core/clock';
 import { DomainError } from '../../core/errors';
 import type { SecretBox } from '../../core/crypto';
-import { IdempotentReplay, dataEnvelope, type IdempotencyHandle } from '../../core/idempotency';
+import { IdempotentReplay, dataEnvelope, type DocumentKey, type IdempotencyHandle } from '../../core/idempotency';
 import { Params } from '../../db/params';
 
 export type IdempotencyClaim =
   | { kind: 'claimed' }
-  | { kind: 'replay'; status: number; body: string };
+  | { kind: 'replay'; status: number; body: string }
+  /** The key still runs for an object its first request recorded and `adopt` accepted. */
+  | { kind: 'adopted'; objectId: string };
+
+/**
+ * Asked about the object recorded on a key that is still running: true when the request may
+ * answer for it (the object exists and is settled, so its first request is over or no longer
+ * needed), false for the usual 409.
+ */
+export type AdoptObject = (objectId: string) => Promise<boolean>;
 
 /** Sorted keys at every level, so the same JSON in any key order hashes the same. */
 export function canonicalJson(value: unknown): string {
@@ -80,15 +89,28 @@ export class IdempotencyService {
    * `requester` is the API key asking; a stored response that carries a secret (sealed at
    * rest) is replayed only to the key that created it.
    */
-  async claim(scope: string, key: string, fingerprint: string, requester?: string): Promise<IdempotencyClaim> {
+  async claim(scope: string, key: string, fingerprint: string, requester?: string, adopt?: AdoptObject): Promise<IdempotencyClaim> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const p = new Params();
       const inserted = await this.db.execute(this.claimSql({ scope, key, fingerprint }, p), p.values);
       if (inserted === 1) return { kind: 'claimed' };
-      const existing = await this.inspect(scope, key, fingerprint, requester);
+      const existing = await this.inspect(scope, key, fingerprint, requester, adopt);
       if (existing) return existing;
     }
     throw idempotencyKeyInUse();
+  }
+
+  /**
+   * Inside the transaction that writes an object's first row: records the object on a GraphQL
+   * request's key (see DocumentKey), once, while the key still runs. True when recorded.
+   */
+  async recordObjectIn(t: Transaction, doc: DocumentKey, objectId: string): Promise<boolean> {
+    const recorded = await this.db.execute(
+      `UPDATE idempotency_keys SET object_id = $1 WHERE scope = $2 AND idempotency_key = $3 AND state = 'running' AND object_id IS NULL`,
+      [objectId, doc.scope, doc.key],
+      t,
+    );
+    return recorded === 1;
   }
 
   /** The INSERT that claims a key (no row when another request holds it). */
@@ -136,7 +158,7 @@ export class IdempotencyService {
    */
   async afterLostClaim(handle: IdempotencyHandle, requester?: string): Promise<void> {
     const existing = await this.inspect(handle.scope, handle.key, handle.fingerprint, requester);
-    if (existing) throw new IdempotentReplay(existing.status, existing.body);
+    if (existing?.kind === 'replay') throw new IdempotentReplay(existing.status, existing.body);
   }
 
   /**
@@ -167,13 +189,18 @@ export class IdempotencyService {
     return (await this.db.execute(this.completeSql(handle, answer.status, answer.body, p), p.values, t)) === 1 ? answer : undefined;
   }
 
-  /** The stored outcome of a taken key, or null when it expired (now deleted) or vanished. */
-  private async inspect(scope: string, key: string, fingerprint: string, requester?: string): Promise<{ kind: 'replay'; status: number; body: string } | null> {
+  /**
+   * The stored outcome of a taken key (or, with `adopt`, the object a running key recorded), or
+   * null when it expired (now deleted) or vanished.
+   */
+  private async inspect(
+    scope: string, key: string, fingerprint: string, requester?: string, adopt?: AdoptObject,
+  ): Promise<Exclude<IdempotencyClaim, { kind: 'claimed' }> | null> {
     const now = this.clock.now();
     const [existing] = await this.db.select<{
-      request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown;
+      request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown; object_id: string | null;
     }>(
-      'SELECT request_hash, state, response_status, response_body, expires_at FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
+      'SELECT request_hash, state, response_status, response_body, expires_at, object_id FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
       [scope, key],
     );
     if (!existing) return null; // released between our insert and select: try again
@@ -188,7 +215,10 @@ export class IdempotencyService {
         'Idempotency-Key',
       );
     }
-    if (existing.state !== 'completed') throw idempotencyKeyInUse();
+    if (existing.state !== 'completed') {
+      if (adopt && existing.object_id && (await adopt(existing.object_id))) return { kind: 'adopted', objectId: existing.object_id };
+      throw idempotencyKeyInUse();
+    }
     const stored = existing.response_body as string;
     if (stored.startsWith(SEALED)) {
       const { body, owner } = this.box.open<{ body: string; owner: string | null }>(stored.slice(SEALED.length));

@@ -23,7 +23,7 @@ import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreateP
 import { GatewayTransactionLog, type PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
-import { dataEnvelope, recoveredKey, type IdempotencyHandle } from '../../core/idempotency';
+import { adoptedObject, dataEnvelope, keyToRecord, recoveredKey, type DocumentKey, type IdempotencyHandle } from '../../core/idempotency';
 import { Params } from '../../db/params';
 import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.writes';
 import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, settlingRow } from './payment.rows';
@@ -166,6 +166,9 @@ export class PaymentService {
    */
   async create(ctx: RequestContext, input: unknown, links: PaymentLinks = {}): Promise<Payment> {
     requirePermission(ctx, 'payments', 'write');
+    // A retried GraphQL document whose first run made this payment (see DocumentKey).
+    const adopted = adoptedObject(ctx, 'pay');
+    if (adopted) return this.retrieve(ctx, adopted);
     const data = parseInput(createPaymentInput, input);
     const findCustomer = async (id: string): Promise<Customer> => {
       const found = (await this.customers.lookup(ctx, [id])).get(id);
@@ -349,29 +352,51 @@ export class PaymentService {
     // The key and the payment name each other: if this process dies before the settling write,
     // recovery stores the settled payment as the key's response.
     if (idem) idem.objectId = payment.id;
+    // A GraphQL request's key records the payment with the same write (no batching: not the hot path).
+    const doc = keyToRecord(ctx);
     await this.idempotency.foldedClaim(idem, ctx.keyId, async () => {
-      const claimed = this.db.dialect === 'postgres'
+      const claimed = this.db.dialect === 'postgres' && !doc
         ? await this.batch.writePending({ ctx, payment, plan, leaseUntil, searchText: searchText(payment), idem })
-        : await this.insertPendingSqlite(ctx, payment, plan, leaseUntil, idem);
+        : await this.insertPendingAlone(ctx, payment, plan, leaseUntil, idem, doc);
       return claimed ? true : null;
     });
   }
 
-  /** SQLite: the claim (if any) and the insert in one transaction; false when the key is taken. */
-  private async insertPendingSqlite(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, idem?: IdempotencyHandle): Promise<boolean> {
+  /**
+   * SQLite, and a GraphQL request's payment: the claim of a folded key (if any), or the record of
+   * the payment on a document key (if any), and the insert in one transaction; false when the
+   * folded key is taken.
+   */
+  private async insertPendingAlone(
+    ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, idem?: IdempotencyHandle, doc?: DocumentKey,
+  ): Promise<boolean> {
     const p = new Params();
     const row = pendingRow(ctx, payment, plan, leaseUntil, searchText(payment), idem?.key ?? null);
     const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}) VALUES (${PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ')})`;
-    if (!idem) {
+    if (!idem && !doc) {
       await this.db.execute(insert, p.values);
       return true;
     }
-    return this.db.transaction(async (t) => {
-      const claimParams = new Params();
-      if ((await this.db.execute(this.idempotency.claimSql(idem, claimParams), claimParams.values, t)) !== 1) return false;
+    let recorded = false;
+    const inserted = await this.db.transaction(async (t) => {
+      if (idem) {
+        const claimParams = new Params();
+        if ((await this.db.execute(this.idempotency.claimSql(idem, claimParams), claimParams.values, t)) !== 1) return false;
+      }
+      if (doc) recorded = await this.idempotency.recordObjectIn(t, doc, payment.id);
       await this.db.execute(insert, p.values, t);
       return true;
     });
+    if (doc && recorded) doc.objectId = payment.id;
+    return inserted;
+  }
+
+  /** Whether a payment of the account exists and is no longer pending (see AdoptObject). */
+  async settled(ctx: RequestContext, id: string): Promise<boolean> {
+    const [row] = await this.db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3', [
+      id, ctx.accountId, ctx.mode,
+    ]);
+    return row !== undefined && row.status !== 'pending';
   }
 
   private async resolveMethod(ctx: RequestContext, data: CreatePaymentInput): Promise<ResolvedMethod> {

@@ -17,7 +17,7 @@ import { LEASE_SLACK_MS, PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, leaseCovers
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 import { Params } from '../../db/params';
-import { recoveredKey, type IdempotencyHandle } from '../../core/idempotency';
+import { adoptedObject, keyToRecord, recoveredKey, type IdempotencyHandle } from '../../core/idempotency';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 
 export interface Refund {
@@ -61,13 +61,18 @@ export class RefundService {
     requirePermission(ctx, 'refunds', 'write');
     const body = (input ?? {}) as Record<string, unknown>;
     refusePaymentIdBesidePath(body, paymentIdFromPath);
+    // A retried GraphQL document whose first run made this refund (see DocumentKey).
+    const adopted = adoptedObject(ctx, 're');
+    if (adopted) return this.retrieve(ctx, adopted);
     const data = parseInput(createRefundInput, paymentIdFromPath !== undefined ? { ...body, paymentId: paymentIdFromPath } : body);
     const refundId = newId('re');
     // A REST Idempotency-Key is claimed in the reservation's transaction and the refund names it:
     // if this process dies before settling, recovery stores the settled refund as its answer.
     const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
     if (idem) idem.objectId = refundId;
+    const doc = keyToRecord(ctx);
     const reserved = await this.idempotency.foldedClaim(idem, ctx.keyId, () => this.reserve(ctx, data, refundId, idem));
+    if (doc && reserved.recorded) doc.objectId = refundId;
     return this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, reserved.leaseUntil);
   }
 
@@ -125,7 +130,10 @@ export class RefundService {
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
       // The reservation is what changes the payment (amountRefunded, refunded).
       await this.recordPaymentUpdated(ctx, t, payment.id);
-      return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
+      // A GraphQL request's key names the refund from the same transaction (see DocumentKey).
+      const doc = keyToRecord(ctx);
+      const recorded = doc ? await this.idempotency.recordObjectIn(t, doc, refund.id) : false;
+      return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil, recorded };
     });
   }
 
@@ -213,6 +221,12 @@ export class RefundService {
     const refund = await this.retrieveRow(ctx, id);
     if (!refund) throw notFound('refund', id);
     return refund;
+  }
+
+  /** Whether a refund of the account exists and is no longer pending (see AdoptObject). */
+  async settled(ctx: RequestContext, id: string): Promise<boolean> {
+    const refund = await this.retrieveRow(ctx, id);
+    return refund !== null && refund.status !== 'pending';
   }
 
   private async retrieveRow(ctx: { accountId: string; mode: string }, id: string): Promise<Refund | null> {
