@@ -454,6 +454,37 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
     }
   });
 
+  it('should never free a key that names an object, even when the request did not learn it was recorded', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 3360, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      const paymentId = pay.body.data.id as string;
+      // The commit went through but its reply was lost: the key names the refund, the request thinks not.
+      const keys = app.server.services.idempotency as unknown as { recordObjectIn: (...a: unknown[]) => Promise<boolean> };
+      const recordObjectIn = keys.recordObjectIn.bind(keys);
+      keys.recordObjectIn = async (...a: unknown[]) => {
+        await recordObjectIn(...a);
+        return false;
+      };
+      const refunds = app.server.services.refunds as unknown as { execute: (...a: unknown[]) => Promise<unknown> };
+      const execute = refunds.execute;
+      refunds.execute = async () => {
+        throw new Error('lost after the reservation');
+      };
+      const body = { query: refundPayment, variables: { paymentId, amount: 960 } };
+      const headers = { 'idempotency-key': 'gql-refund-record-reply-lost' };
+      expect((await app.request('POST', '/graphql', { key, body, headers })).body.errors[0].extensions.code).toBe('internal_error');
+      refunds.execute = execute;
+      keys.recordObjectIn = recordObjectIn;
+      const retry = await app.request('POST', '/graphql', { key, body, headers });
+      expect(retry.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      expect(await app.server.services.db.select('SELECT id FROM refunds WHERE payment_id = $1', [paymentId])).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+
   it('should not run again a document that does more than create one payment, even once its payment settled', async () => {
     let app = await startTestApp({ database, clock });
     const key = app.account.testKey;

@@ -247,9 +247,12 @@ export class IdempotencyService {
     await this.db.execute(this.completeSql({ scope, key, objectId }, status, stored, p), p.values);
   }
 
-  /** A 5xx outcome is not an outcome: the key is free for a retry. */
+  /**
+   * A 5xx outcome is not an outcome: the key is free for a retry. Never a key that names an
+   * object (a commit whose reply was lost may have recorded one unbeknown to the request).
+   */
   async release(scope: string, key: string): Promise<void> {
-    await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2', [scope, key]);
+    await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND object_id IS NULL', [scope, key]);
   }
 
   async purgeExpired(): Promise<number> {
