@@ -90,7 +90,9 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       handle.claimed = true;
       // A GraphQL document runs any mutation under the one key: those that create a payment or
       // a refund record it there (see DocumentKey).
-      if (state.graphql && state.rc) state.rc.documentKey = { scope, key, adopted: claim.kind === 'adopted' ? claim.objectId : undefined };
+      if (state.graphql && state.rc) {
+        state.rc.documentKey = claim.kind === 'adopted' ? { scope, key, adopted: claim.objectId } : { scope, key, claimedAt: claim.claimedAt };
+      }
     }
     try {
       await next();
@@ -120,7 +122,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
       // object on, stays running: the object exists (a reservation, a pending charge), and
       // recovery stores its settled answer (REST) or a retry answers with it once settled
       // (GraphQL, see DocumentKey). Freed, a retry would make a second one.
-      if (!owner) await service.release(scope, key);
+      if (!owner) await service.release(scope, key, doc?.claimedAt);
       return;
     }
     if (handle.completed && handle.completed.status === ctx.status) {
@@ -136,7 +138,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     // Secrets (new API keys, webhook secrets) are kept sealed and replayed only to their creator.
     const sensitive = state.rc?.sensitiveResponse ? { owner: state.rc.keyId ?? null } : undefined;
     try {
-      await service.complete(scope, key, ctx.status, text, sensitive, owner);
+      await service.complete(scope, key, ctx.status, text, sensitive, { objectId: owner, claimedAt: doc?.claimedAt });
     } catch (err) {
       // The operation happened; answer it. The key stays claimed until it expires.
       onServerError(err, ctx);

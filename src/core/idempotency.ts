@@ -39,6 +39,13 @@ export interface DocumentKey {
   objectId?: string;
   /** A retry answering for the object an earlier request with this key recorded. */
   adopted?: string;
+  /**
+   * When this request claimed the key (the row's `created_at`). A retry that takes over a key
+   * whose request made nothing for ABANDONED_CLAIM_AFTER_MS changes it, and every later write of
+   * the old request under the key (recording an object, storing or freeing the answer) then
+   * does nothing; recording throws, so the old request's object is never written.
+   */
+  claimedAt?: Date;
 }
 
 /** The object a retried GraphQL mutation answers with instead of creating one (id prefix checked). */
@@ -47,7 +54,10 @@ export function adoptedObject(ctx: { documentKey?: DocumentKey }, prefix: string
   return id?.startsWith(`${prefix}_`) ? id : undefined;
 }
 
-/** A document key on which this request may still record its object (the first one it creates). */
+/**
+ * A document key on which this request may still record its object (the first one it creates).
+ * The object's first write must record it (IdempotencyService.recordObjectIn) or write nothing.
+ */
 export function keyToRecord(ctx: { documentKey?: DocumentKey }): DocumentKey | undefined {
   const doc = ctx.documentKey;
   return doc && !doc.objectId && !doc.adopted ? doc : undefined;

@@ -4,6 +4,7 @@ import { FixedClock } from '../../src/core/clock';
 import { operationKey, simulatorChargeCount, simulatorState } from '../../src/gateways/simulator/simulator.state';
 import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.service';
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
+import { ABANDONED_CLAIM_AFTER_MS } from '../../src/modules/idempotency/idempotency.service';
 
 let database: TestDatabase;
 const clock = new FixedClock(new Date('2026-11-20T12:00:00.000Z'));
@@ -460,26 +461,98 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
       const key = app.account.testKey;
       const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 3360, currency: 'usd', paymentMethod: 'pm_card_visa' } });
       const paymentId = pay.body.data.id as string;
-      // The commit went through but its reply was lost: the key names the refund, the request thinks not.
-      const keys = app.server.services.idempotency as unknown as { recordObjectIn: (...a: unknown[]) => Promise<boolean> };
-      const recordObjectIn = keys.recordObjectIn.bind(keys);
-      keys.recordObjectIn = async (...a: unknown[]) => {
-        await recordObjectIn(...a);
-        return false;
-      };
-      const refunds = app.server.services.refunds as unknown as { execute: (...a: unknown[]) => Promise<unknown> };
-      const execute = refunds.execute;
-      refunds.execute = async () => {
-        throw new Error('lost after the reservation');
+      // The reservation committed but its reply was lost: the key names the refund, the request thinks not.
+      const refunds = app.server.services.refunds as unknown as { reserve: (...a: unknown[]) => Promise<unknown> };
+      const reserve = refunds.reserve;
+      refunds.reserve = async function (this: unknown, ...a: unknown[]) {
+        await reserve.apply(this, a);
+        throw new Error('connection lost after COMMIT');
       };
       const body = { query: refundPayment, variables: { paymentId, amount: 960 } };
       const headers = { 'idempotency-key': 'gql-refund-record-reply-lost' };
       expect((await app.request('POST', '/graphql', { key, body, headers })).body.errors[0].extensions.code).toBe('internal_error');
-      refunds.execute = execute;
-      keys.recordObjectIn = recordObjectIn;
+      refunds.reserve = reserve;
       const retry = await app.request('POST', '/graphql', { key, body, headers });
       expect(retry.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
       expect(await app.server.services.db.select('SELECT id FROM refunds WHERE payment_id = $1', [paymentId])).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should let a retry take over the key of a createPayment whose request died before writing anything, once abandoned', async () => {
+    let app = await startTestApp({ database, clock });
+    const key = app.account.testKey;
+    const body = { query: createPayment, variables: { input: { amount: 2970, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
+    const headers = { 'idempotency-key': 'gql-died-before-writing' };
+    // The process dies after the key's claim, before the payment's first write: nothing is stored or freed.
+    const services = app.server.services as unknown as Record<string, Record<string, unknown>>;
+    services.payments.insertPending = async () => {
+      throw new Error('process died before the pending write');
+    };
+    services.idempotency.complete = services.idempotency.release = async () => {
+      throw new Error('process died');
+    };
+    await app.request('POST', '/graphql', { key, body, headers });
+    expect(await keyState(app, 'gql-died-before-writing')).toMatchObject({ state: 'running', object_id: null });
+    await app.stop();
+
+    app = await startTestApp({ database, clock });
+    try {
+      // A slow request and a dead one look alike for a while.
+      clock.advance(ABANDONED_CLAIM_AFTER_MS - 1000);
+      expect((await app.request('POST', '/graphql', { key, body, headers })).body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      clock.advance(1000);
+      const retry = await app.request('POST', '/graphql', { key, body, headers });
+      expect(retry.body.errors).toBeUndefined();
+      expect(retry.body.data.createPayment).toMatchObject({ status: 'succeeded', amount: 2970 });
+      expect(retry.headers['idempotent-replayed']).toBeUndefined();
+      expect(await keyState(app, 'gql-died-before-writing')).toMatchObject({ state: 'completed', object_id: retry.body.data.createPayment.id });
+      expect((await app.request('POST', '/graphql', { key, body, headers })).text).toBe(retry.text);
+      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2970')).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should fence off a stalled request whose key a retry took over: it writes no payment and stores nothing', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const body = { query: createPayment, variables: { input: { amount: 2980, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
+      const headers = { 'idempotency-key': 'gql-stalled-before-writing' };
+      const payments = app.server.services.payments as unknown as { insertPending: (...a: unknown[]) => Promise<unknown> };
+      const insertPending = payments.insertPending;
+      let calls = 0;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let stalled!: () => void;
+      const reached = new Promise<void>((resolve) => {
+        stalled = resolve;
+      });
+      payments.insertPending = async function (this: unknown, ...a: unknown[]) {
+        if (calls++ === 0) {
+          stalled();
+          await held; // the first request stalls before its pending write
+        }
+        return insertPending.apply(this, a);
+      };
+      const slow = app.request('POST', '/graphql', { key, body, headers });
+      await reached;
+      clock.advance(ABANDONED_CLAIM_AFTER_MS);
+      const retry = await app.request('POST', '/graphql', { key, body, headers });
+      expect(retry.body.data.createPayment).toMatchObject({ status: 'succeeded', amount: 2980 });
+      release();
+      const late = await slow;
+      // The stalled request finds its key gone and makes no payment.
+      expect(late.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      expect(late.body.data).toBeNull();
+      payments.insertPending = insertPending;
+      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2980')).toHaveLength(1);
+      // The key keeps the retry's answer.
+      expect((await app.request('POST', '/graphql', { key, body, headers })).text).toBe(retry.text);
     } finally {
       await app.stop();
     }

@@ -9,7 +9,8 @@ import { IdempotentReplay, dataEnvelope, type DocumentKey, type IdempotencyHandl
 import { Params } from '../../db/params';
 
 export type IdempotencyClaim =
-  | { kind: 'claimed' }
+  /** `claimedAt`: the key row's `created_at`, which fences a GraphQL request's writes (see DocumentKey). */
+  | { kind: 'claimed'; claimedAt: Date }
   | { kind: 'replay'; status: number; body: string }
   /** The key still runs for an object its first request recorded and `adopt` accepted. */
   | { kind: 'adopted'; objectId: string };
@@ -20,6 +21,17 @@ export type IdempotencyClaim =
  * needed), false for the usual 409.
  */
 export type AdoptObject = (objectId: string) => Promise<boolean>;
+
+/**
+ * A key held this long by a request that wrote no object is taken over by a retry that may
+ * adopt (see DocumentKey): its request is dead, or so stalled that it is fenced off.
+ */
+export const ABANDONED_CLAIM_AFTER_MS = 5 * 60_000;
+
+/** The condition that a key is still held by the request that claimed it at `claimedAt`. */
+function fenced(claimedAt: Date | undefined, p: Params): string {
+  return claimedAt ? ` AND created_at = ${p.add(claimedAt)}` : '';
+}
 
 /** Sorted keys at every level, so the same JSON in any key order hashes the same. */
 export function canonicalJson(value: unknown): string {
@@ -92,8 +104,9 @@ export class IdempotencyService {
   async claim(scope: string, key: string, fingerprint: string, requester?: string, adopt?: AdoptObject): Promise<IdempotencyClaim> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const p = new Params();
-      const inserted = await this.db.execute(this.claimSql({ scope, key, fingerprint }, p), p.values);
-      if (inserted === 1) return { kind: 'claimed' };
+      const now = this.clock.now();
+      const inserted = await this.db.execute(this.claimSql({ scope, key, fingerprint }, p, now), p.values);
+      if (inserted === 1) return { kind: 'claimed', claimedAt: now };
       const existing = await this.inspect(scope, key, fingerprint, requester, adopt);
       if (existing) return existing;
     }
@@ -102,20 +115,23 @@ export class IdempotencyService {
 
   /**
    * Inside the transaction that writes an object's first row: records the object on a GraphQL
-   * request's key (see DocumentKey), once, while the key still runs. True when recorded.
+   * request's key (see DocumentKey), once, while the key still runs and is still this request's
+   * (`claimedAt`). Anything else throws the 409 and the transaction writes nothing: a retry took
+   * the key over, or it expired.
    */
-  async recordObjectIn(t: Transaction, doc: DocumentKey, objectId: string): Promise<boolean> {
+  async recordObjectIn(t: Transaction, doc: DocumentKey, objectId: string): Promise<void> {
+    const p = new Params();
     const recorded = await this.db.execute(
-      `UPDATE idempotency_keys SET object_id = $1 WHERE scope = $2 AND idempotency_key = $3 AND state = 'running' AND object_id IS NULL`,
-      [objectId, doc.scope, doc.key],
+      `UPDATE idempotency_keys SET object_id = ${p.add(objectId)}
+        WHERE scope = ${p.add(doc.scope)} AND idempotency_key = ${p.add(doc.key)} AND state = 'running' AND object_id IS NULL${fenced(doc.claimedAt, p)}`,
+      p.values,
       t,
     );
-    return recorded === 1;
+    if (recorded !== 1) throw idempotencyKeyInUse();
   }
 
   /** The INSERT that claims a key (no row when another request holds it). */
-  claimSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'fingerprint' | 'objectId'>, p: Params): string {
-    const now = this.clock.now();
+  claimSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'fingerprint' | 'objectId'>, p: Params, now = this.clock.now()): string {
     const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
     return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
       VALUES (${p.add(handle.scope)}, ${p.add(handle.key)}, ${p.add(handle.fingerprint)}, ${p.add(handle.objectId ?? null)}, 'running', ${p.add(now)}, ${p.add(expiresAt)})
@@ -190,17 +206,20 @@ export class IdempotencyService {
   }
 
   /**
-   * The stored outcome of a taken key (or, with `adopt`, the object a running key recorded), or
-   * null when it expired (now deleted) or vanished.
+   * The stored outcome of a taken key (or, with `adopt`, the object a running key recorded, or
+   * the key itself taken over from a request that made nothing), or null when it expired (now
+   * deleted) or vanished.
    */
   private async inspect(
     scope: string, key: string, fingerprint: string, requester?: string, adopt?: AdoptObject,
-  ): Promise<Exclude<IdempotencyClaim, { kind: 'claimed' }> | null> {
+  ): Promise<IdempotencyClaim | null> {
     const now = this.clock.now();
     const [existing] = await this.db.select<{
       request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown; object_id: string | null;
+      created_at: unknown;
     }>(
-      'SELECT request_hash, state, response_status, response_body, expires_at, object_id FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
+      `SELECT request_hash, state, response_status, response_body, expires_at, object_id, created_at
+         FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2`,
       [scope, key],
     );
     if (!existing) return null; // released between our insert and select: try again
@@ -217,6 +236,17 @@ export class IdempotencyService {
     }
     if (existing.state !== 'completed') {
       if (adopt && existing.object_id && (await adopt(existing.object_id))) return { kind: 'adopted', objectId: existing.object_id };
+      const abandoned = new Date(now.getTime() - ABANDONED_CLAIM_AFTER_MS);
+      if (adopt && !existing.object_id && (readTime(existing.created_at) as Date).getTime() <= abandoned.getTime()) {
+        // Its request made nothing and is gone: this one takes the key over. The new created_at
+        // fences the old request off (recordObjectIn, complete, release), and only one retry wins.
+        const taken = await this.db.execute(
+          `UPDATE idempotency_keys SET created_at = $1
+            WHERE scope = $2 AND idempotency_key = $3 AND state = 'running' AND object_id IS NULL AND created_at <= $4`,
+          [now, scope, key, abandoned],
+        );
+        if (taken === 1) return { kind: 'claimed', claimedAt: now };
+      }
       throw idempotencyKeyInUse();
     }
     const stored = existing.response_body as string;
@@ -234,25 +264,35 @@ export class IdempotencyService {
    * The UPDATE that stores a (non-secret) response for a claimed key; with an `objectId`, only
    * while the row is still running for that object (see IdempotencyHandle.objectId).
    */
-  completeSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'objectId'>, status: number, body: string, p: Params): string {
+  completeSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'objectId'>, status: number, body: string, p: Params, claimedAt?: Date): string {
     const owned = handle.objectId === undefined ? '' : ` AND object_id = ${p.add(handle.objectId)} AND state = 'running'`;
     return `UPDATE idempotency_keys SET state = 'completed', response_status = ${p.add(status)}, response_body = ${p.add(body)}
-      WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}${owned}`;
+      WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}${owned}${fenced(claimedAt, p)}`;
   }
 
-  /** `objectId`: the key was claimed for that object; store only while it still runs for it. */
-  async complete(scope: string, key: string, status: number, body: string, sensitive?: { owner: string | null }, objectId?: string): Promise<void> {
+  /**
+   * `objectId`: the key was claimed for that object; store only while it still runs for it.
+   * `claimedAt`: only while the key is still this request's (see DocumentKey).
+   */
+  async complete(
+    scope: string, key: string, status: number, body: string, sensitive?: { owner: string | null }, held: { objectId?: string; claimedAt?: Date } = {},
+  ): Promise<void> {
     const stored = sensitive ? `${SEALED}${this.box.seal({ body, owner: sensitive.owner })}` : body;
     const p = new Params();
-    await this.db.execute(this.completeSql({ scope, key, objectId }, status, stored, p), p.values);
+    await this.db.execute(this.completeSql({ scope, key, objectId: held.objectId }, status, stored, p, held.claimedAt), p.values);
   }
 
   /**
    * A 5xx outcome is not an outcome: the key is free for a retry. Never a key that names an
-   * object (a commit whose reply was lost may have recorded one unbeknown to the request).
+   * object (a commit whose reply was lost may have recorded one unbeknown to the request), nor,
+   * with `claimedAt`, one a retry has taken over.
    */
-  async release(scope: string, key: string): Promise<void> {
-    await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND object_id IS NULL', [scope, key]);
+  async release(scope: string, key: string, claimedAt?: Date): Promise<void> {
+    const p = new Params();
+    await this.db.execute(
+      `DELETE FROM idempotency_keys WHERE scope = ${p.add(scope)} AND idempotency_key = ${p.add(key)} AND object_id IS NULL${fenced(claimedAt, p)}`,
+      p.values,
+    );
   }
 
   async purgeExpired(): Promise<number> {

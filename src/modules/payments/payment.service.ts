@@ -377,17 +377,16 @@ export class PaymentService {
       await this.db.execute(insert, p.values);
       return true;
     }
-    let recorded = false;
     const inserted = await this.db.transaction(async (t) => {
       if (idem) {
         const claimParams = new Params();
         if ((await this.db.execute(this.idempotency.claimSql(idem, claimParams), claimParams.values, t)) !== 1) return false;
       }
-      if (doc) recorded = await this.idempotency.recordObjectIn(t, doc, payment.id);
+      if (doc) await this.idempotency.recordObjectIn(t, doc, payment.id);
       await this.db.execute(insert, p.values, t);
       return true;
     });
-    if (doc && recorded) doc.objectId = payment.id;
+    if (doc) doc.objectId = payment.id;
     return inserted;
   }
 

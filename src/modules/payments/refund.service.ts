@@ -72,7 +72,7 @@ export class RefundService {
     if (idem) idem.objectId = refundId;
     const doc = keyToRecord(ctx);
     const reserved = await this.idempotency.foldedClaim(idem, ctx.keyId, () => this.reserve(ctx, data, refundId, idem));
-    if (doc && reserved.recorded) doc.objectId = refundId;
+    if (doc) doc.objectId = refundId;
     return this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, reserved.leaseUntil);
   }
 
@@ -132,8 +132,8 @@ export class RefundService {
       await this.recordPaymentUpdated(ctx, t, payment.id);
       // A GraphQL request's key names the refund from the same transaction (see DocumentKey).
       const doc = keyToRecord(ctx);
-      const recorded = doc ? await this.idempotency.recordObjectIn(t, doc, refund.id) : false;
-      return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil, recorded };
+      if (doc) await this.idempotency.recordObjectIn(t, doc, refund.id);
+      return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
     });
   }
 
