@@ -85,7 +85,7 @@ export function idempotency(service: IdempotencyService, onServerError: (err: un
     if (state.rc && folded !== undefined) {
       state.rc.idempotency = handle;
     } else {
-      const claim = await service.claim(scope, key, fingerprint, requester, state.adoptObject);
+      const claim = await service.claim(scope, key, fingerprint, requester, state.adoptObject, state.graphql === true);
       if (claim.kind === 'replay') return replay(claim.status, claim.body);
       handle.claimed = true;
       // A GraphQL document runs any mutation under the one key: those that create a payment or

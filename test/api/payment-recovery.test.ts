@@ -1,6 +1,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { freshDatabase, type TestDatabase } from '../helpers/db';
 import { FixedClock } from '../../src/core/clock';
+import { readTime } from '../../src/db/database';
 import { operationKey, simulatorChargeCount, simulatorState } from '../../src/gateways/simulator/simulator.state';
 import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.service';
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
@@ -494,7 +495,8 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
       throw new Error('process died');
     };
     await app.request('POST', '/graphql', { key, body, headers });
-    expect(await keyState(app, 'gql-died-before-writing')).toMatchObject({ state: 'running', object_id: null });
+    // Claimed by a request that records its object, and nothing recorded.
+    expect(await keyState(app, 'gql-died-before-writing')).toMatchObject({ state: 'running', object_id: '' });
     await app.stop();
 
     app = await startTestApp({ database, clock });
@@ -507,9 +509,34 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
       expect(retry.body.errors).toBeUndefined();
       expect(retry.body.data.createPayment).toMatchObject({ status: 'succeeded', amount: 2970 });
       expect(retry.headers['idempotent-replayed']).toBeUndefined();
+      // The retry's answer lasts as long as any new claim's.
+      const [row] = await app.server.services.db.select<{ expires_at: unknown }>("SELECT expires_at FROM idempotency_keys WHERE idempotency_key = 'gql-died-before-writing'");
+      expect(readTime(row.expires_at)?.getTime()).toBe(clock.now().getTime() + 24 * 3_600_000);
       expect(await keyState(app, 'gql-died-before-writing')).toMatchObject({ state: 'completed', object_id: retry.body.data.createPayment.id });
       expect((await app.request('POST', '/graphql', { key, body, headers })).text).toBe(retry.text);
       expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2970')).toHaveLength(1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should never take over a key claimed by a version that did not record objects on it', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const body = { query: createPayment, variables: { input: { amount: 2990, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
+      const headers = { 'idempotency-key': 'gql-claimed-by-old-version' };
+      // What an earlier version left when it died after charging: a running key with no object
+      // on it (NULL), though a payment exists.
+      const first = await app.request('POST', '/graphql', { key, body, headers });
+      expect(first.body.data.createPayment.status).toBe('succeeded');
+      await app.server.services.db.execute(
+        "UPDATE idempotency_keys SET state = 'running', object_id = NULL, response_status = NULL, response_body = NULL WHERE idempotency_key = 'gql-claimed-by-old-version'",
+      );
+      clock.advance(ABANDONED_CLAIM_AFTER_MS + 60_000);
+      const retry = await app.request('POST', '/graphql', { key, body, headers });
+      expect(retry.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2990')).toHaveLength(1);
     } finally {
       await app.stop();
     }

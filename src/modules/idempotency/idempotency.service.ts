@@ -28,6 +28,13 @@ export type AdoptObject = (objectId: string) => Promise<boolean>;
  */
 export const ABANDONED_CLAIM_AFTER_MS = 5 * 60_000;
 
+/**
+ * `object_id` of a key claimed by a request that records its object there (GraphQL, see
+ * DocumentKey) and has recorded none yet. Only such a key can be taken over: a key claimed by
+ * an earlier version (NULL) may have an unrecorded payment behind it.
+ */
+const NOTHING_RECORDED = '';
+
 /** The condition that a key is still held by the request that claimed it at `claimedAt`. */
 function fenced(claimedAt: Date | undefined, p: Params): string {
   return claimedAt ? ` AND created_at = ${p.add(claimedAt)}` : '';
@@ -101,11 +108,14 @@ export class IdempotencyService {
    * `requester` is the API key asking; a stored response that carries a secret (sealed at
    * rest) is replayed only to the key that created it.
    */
-  async claim(scope: string, key: string, fingerprint: string, requester?: string, adopt?: AdoptObject): Promise<IdempotencyClaim> {
+  async claim(
+    scope: string, key: string, fingerprint: string, requester?: string, adopt?: AdoptObject, recordsObject = false,
+  ): Promise<IdempotencyClaim> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const p = new Params();
       const now = this.clock.now();
-      const inserted = await this.db.execute(this.claimSql({ scope, key, fingerprint }, p, now), p.values);
+      const objectId = recordsObject ? NOTHING_RECORDED : undefined;
+      const inserted = await this.db.execute(this.claimSql({ scope, key, fingerprint, objectId }, p, now), p.values);
       if (inserted === 1) return { kind: 'claimed', claimedAt: now };
       const existing = await this.inspect(scope, key, fingerprint, requester, adopt);
       if (existing) return existing;
@@ -123,7 +133,8 @@ export class IdempotencyService {
     const p = new Params();
     const recorded = await this.db.execute(
       `UPDATE idempotency_keys SET object_id = ${p.add(objectId)}
-        WHERE scope = ${p.add(doc.scope)} AND idempotency_key = ${p.add(doc.key)} AND state = 'running' AND object_id IS NULL${fenced(doc.claimedAt, p)}`,
+        WHERE scope = ${p.add(doc.scope)} AND idempotency_key = ${p.add(doc.key)} AND state = 'running'
+          AND object_id = ${p.add(NOTHING_RECORDED)}${fenced(doc.claimedAt, p)}`,
       p.values,
       t,
     );
@@ -237,13 +248,14 @@ export class IdempotencyService {
     if (existing.state !== 'completed') {
       if (adopt && existing.object_id && (await adopt(existing.object_id))) return { kind: 'adopted', objectId: existing.object_id };
       const abandoned = new Date(now.getTime() - ABANDONED_CLAIM_AFTER_MS);
-      if (adopt && !existing.object_id && (readTime(existing.created_at) as Date).getTime() <= abandoned.getTime()) {
-        // Its request made nothing and is gone: this one takes the key over. The new created_at
-        // fences the old request off (recordObjectIn, complete, release), and only one retry wins.
+      if (adopt && existing.object_id === NOTHING_RECORDED && (readTime(existing.created_at) as Date).getTime() <= abandoned.getTime()) {
+        // Its request made nothing and is gone: this one takes the key over, for as long as a
+        // new claim lasts. The new created_at fences the old request off (recordObjectIn,
+        // complete, release), and only one retry wins.
         const taken = await this.db.execute(
-          `UPDATE idempotency_keys SET created_at = $1
-            WHERE scope = $2 AND idempotency_key = $3 AND state = 'running' AND object_id IS NULL AND created_at <= $4`,
-          [now, scope, key, abandoned],
+          `UPDATE idempotency_keys SET created_at = $1, expires_at = $2
+            WHERE scope = $3 AND idempotency_key = $4 AND state = 'running' AND object_id = $5 AND created_at <= $6`,
+          [now, new Date(now.getTime() + this.ttlHours * 3_600_000), scope, key, NOTHING_RECORDED, abandoned],
         );
         if (taken === 1) return { kind: 'claimed', claimedAt: now };
       }
@@ -290,7 +302,8 @@ export class IdempotencyService {
   async release(scope: string, key: string, claimedAt?: Date): Promise<void> {
     const p = new Params();
     await this.db.execute(
-      `DELETE FROM idempotency_keys WHERE scope = ${p.add(scope)} AND idempotency_key = ${p.add(key)} AND object_id IS NULL${fenced(claimedAt, p)}`,
+      `DELETE FROM idempotency_keys WHERE scope = ${p.add(scope)} AND idempotency_key = ${p.add(key)}
+        AND (object_id IS NULL OR object_id = ${p.add(NOTHING_RECORDED)})${fenced(claimedAt, p)}`,
       p.values,
     );
   }
