@@ -141,9 +141,14 @@ export class IdempotencyService {
     if (recorded !== 1) throw idempotencyKeyInUse();
   }
 
+  /** When a key claimed at `now` expires. */
+  private expiryFrom(now: Date): Date {
+    return new Date(now.getTime() + this.ttlHours * 3_600_000);
+  }
+
   /** The INSERT that claims a key (no row when another request holds it). */
   claimSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'fingerprint' | 'objectId'>, p: Params, now = this.clock.now()): string {
-    const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
+    const expiresAt = this.expiryFrom(now);
     return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
       VALUES (${p.add(handle.scope)}, ${p.add(handle.key)}, ${p.add(handle.fingerprint)}, ${p.add(handle.objectId ?? null)}, 'running', ${p.add(now)}, ${p.add(expiresAt)})
       ON CONFLICT (scope, idempotency_key) DO NOTHING`;
@@ -157,7 +162,7 @@ export class IdempotencyService {
    */
   claimFromSql(source: string, p: Params): string {
     const now = this.clock.now();
-    const expiresAt = new Date(now.getTime() + this.ttlHours * 3_600_000);
+    const expiresAt = this.expiryFrom(now);
     return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
       SELECT s.idem_scope, s.idem_key, s.idem_hash, s.idem_object, 'running', ${p.add(now, 'timestamptz')}, ${p.add(expiresAt, 'timestamptz')}
         FROM ${source} s WHERE s.idem_key IS NOT NULL
@@ -255,7 +260,7 @@ export class IdempotencyService {
         const taken = await this.db.execute(
           `UPDATE idempotency_keys SET created_at = $1, expires_at = $2
             WHERE scope = $3 AND idempotency_key = $4 AND state = 'running' AND object_id = $5 AND created_at <= $6`,
-          [now, new Date(now.getTime() + this.ttlHours * 3_600_000), scope, key, NOTHING_RECORDED, abandoned],
+          [now, this.expiryFrom(now), scope, key, NOTHING_RECORDED, abandoned],
         );
         if (taken === 1) return { kind: 'claimed', claimedAt: now };
       }

@@ -392,10 +392,8 @@ export class PaymentService {
 
   /** Whether a payment of the account exists and is no longer pending (see AdoptObject). */
   async settled(ctx: RequestContext, id: string): Promise<boolean> {
-    const [row] = await this.db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3', [
-      id, ctx.accountId, ctx.mode,
-    ]);
-    return row !== undefined && row.status !== 'pending';
+    const payment = await this.retrieveRow(ctx, id);
+    return payment !== null && payment.status !== 'pending';
   }
 
   private async resolveMethod(ctx: RequestContext, data: CreatePaymentInput): Promise<ResolvedMethod> {

@@ -17,7 +17,7 @@ import { LEASE_SLACK_MS, PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, leaseCovers
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 import { Params } from '../../db/params';
-import { adoptedObject, keyToRecord, recoveredKey, type IdempotencyHandle } from '../../core/idempotency';
+import { adoptedObject, keyToRecord, recoveredKey, type DocumentKey, type IdempotencyHandle } from '../../core/idempotency';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 
 export interface Refund {
@@ -70,8 +70,9 @@ export class RefundService {
     // if this process dies before settling, recovery stores the settled refund as its answer.
     const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
     if (idem) idem.objectId = refundId;
+    // A GraphQL request's key names the refund from the reservation's transaction (see DocumentKey).
     const doc = keyToRecord(ctx);
-    const reserved = await this.idempotency.foldedClaim(idem, ctx.keyId, () => this.reserve(ctx, data, refundId, idem));
+    const reserved = await this.idempotency.foldedClaim(idem, ctx.keyId, () => this.reserve(ctx, data, refundId, idem, doc));
     if (doc) doc.objectId = refundId;
     return this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, reserved.leaseUntil);
   }
@@ -79,10 +80,13 @@ export class RefundService {
   /**
    * The refund row, pending, with its amount reserved on the payment, `refund.created` and
    * `payment.updated`, and the claim of the request's key (first: a key already answered is
-   * answered again whatever the payment now allows) in one transaction. Null, with nothing
-   * written, when the key is taken.
+   * answered again whatever the payment now allows) or the refund recorded on a GraphQL
+   * request's key (`doc`, last) in one transaction. Null, with nothing written, when the key is
+   * taken.
    */
-  private async reserve(ctx: RequestContext, data: { paymentId: string; amount?: number; reason?: string | null }, refundId: string, idem?: IdempotencyHandle) {
+  private async reserve(
+    ctx: RequestContext, data: { paymentId: string; amount?: number; reason?: string | null }, refundId: string, idem?: IdempotencyHandle, doc?: DocumentKey,
+  ) {
     return this.db.transaction(async (t) => {
       if (idem) {
         const p = new Params();
@@ -130,8 +134,6 @@ export class RefundService {
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
       // The reservation is what changes the payment (amountRefunded, refunded).
       await this.recordPaymentUpdated(ctx, t, payment.id);
-      // A GraphQL request's key names the refund from the same transaction (see DocumentKey).
-      const doc = keyToRecord(ctx);
       if (doc) await this.idempotency.recordObjectIn(t, doc, refund.id);
       return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
     });
