@@ -39,7 +39,7 @@ export function listSchema<F extends readonly [string, ...string[]], S extends z
     .strict();
 }
 
-export const searchSchema = z.string({ error: 'search must be a string' }).max(200).optional();
+export const searchSchema = z.string({ error: 'search must be a string' }).max(200, { error: 'search must be at most 200 characters' }).optional();
 
 export interface Page<T> {
   data: T[];

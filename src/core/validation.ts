@@ -29,9 +29,10 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.ou
   if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
   // An unpaired surrogate is not Unicode: it becomes U+FFFD here, so what is answered, stored
   // and replayed is the same text.
-  const result = schema.safeParse(hasSurrogate(input) ? storableDeep(input) : (input ?? {}), { reportInput: true });
+  const value = hasSurrogate(input) ? storableDeep(input) : (input ?? {});
+  const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
-  throw toDomainError(result.error);
+  throw toDomainError(result.error, value);
 }
 
 function hasSurrogate(value: unknown): boolean {
@@ -67,7 +68,24 @@ function joinPath(path: PropertyKey[]): string {
     .join('');
 }
 
-export function toDomainError(error: z.ZodError): DomainError {
+/**
+ * Whether `path` names a key its object in `input` does not have. A required field left out fails
+ * as a type (`z.number()`), an option (`z.enum`) or a union, depending on its schema; the client's
+ * mistake is the same, so the answer is too. Refinements (`custom`) may point at a key on purpose.
+ */
+function absentIn(input: unknown, issue: z.core.$ZodIssue): boolean {
+  if (issue.code === 'custom' || issue.path.length === 0) return false;
+  let parent = input;
+  for (const segment of issue.path.slice(0, -1)) {
+    if (parent === null || typeof parent !== 'object') return false;
+    parent = (parent as Record<PropertyKey, unknown>)[segment];
+  }
+  if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) return false;
+  const key = issue.path[issue.path.length - 1];
+  return !Object.prototype.hasOwnProperty.call(parent, key) || (parent as Record<PropertyKey, unknown>)[key] === undefined;
+}
+
+export function toDomainError(error: z.ZodError, input?: unknown): DomainError {
   const issue = error.issues[0];
   const base = joinPath(issue.path);
   if (issue.code === 'unrecognized_keys') {
@@ -75,7 +93,7 @@ export function toDomainError(error: z.ZodError): DomainError {
     const param = base ? `${base}.${key}` : key;
     return new DomainError('unknown_parameter', `Unknown parameter: '${param}'`, param);
   }
-  if (issue.code === 'invalid_type' && issue.input === undefined) {
+  if ((issue.code === 'invalid_type' && issue.input === undefined) || (input !== undefined && absentIn(input, issue))) {
     return new DomainError('missing_parameter', `Missing required parameter: '${base}'`, base);
   }
   const param = base || undefined;

@@ -39,7 +39,7 @@ const ruleGatewaySchema = z
 
 const ruleSchema = z
   .object({
-    name: z.string({ error: 'must be a rule name' }).trim().min(1).max(100),
+    name: z.string({ error: 'must be a rule name' }).trim().min(1, { error: 'must not be empty' }).max(100, { error: 'must be at most 100 characters' }),
     when: conditionsSchema.optional(),
     strategy: z.enum(ROUTING_STRATEGIES, { error: `must be one of ${ROUTING_STRATEGIES.join(', ')}` }),
     gateways: z.array(ruleGatewaySchema).min(1, { error: 'a rule needs at least one gateway' }).max(20),

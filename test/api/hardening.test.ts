@@ -158,6 +158,42 @@ describe('search', () => {
   });
 });
 
+describe('required fields left out', () => {
+  it('should answer missing_parameter naming the field, whatever kind of schema it has (an option list, a number)', async () => {
+    const gateway = await app.request('POST', '/v1/gateways', { key, body: { name: 'no type' } });
+    expect(gateway.status).toBe(400);
+    expect(gateway.body.error).toMatchObject({ code: 'missing_parameter', param: 'type' });
+    const created = (await app.request('POST', '/v1/gateways', { key, body: { name: 'typed', type: 'simulator' } })).body.data;
+    const routing = await app.request('PUT', '/v1/routing', {
+      key, body: { rules: [{ name: 'no strategy', gateways: [{ gatewayId: created.id }] }], fallback: [], maxAttempts: 1 },
+    });
+    expect(routing.status).toBe(400);
+    expect(routing.body.error).toMatchObject({ code: 'missing_parameter', param: 'rules[0].strategy' });
+    const fx = await app.request('PUT', '/v1/fx-rates', { key, body: { rates: [{ from: 'eur', to: 'usd' }] } });
+    expect(fx.status).toBe(400);
+    expect(fx.body.error).toMatchObject({ code: 'missing_parameter', param: 'rates[0].rate' });
+  });
+
+  it('should still answer invalid_parameter for a field that is there with a wrong value', async () => {
+    const gateway = await app.request('POST', '/v1/gateways', { key, body: { name: 'odd type', type: 'paypal' } });
+    expect(gateway.body.error).toMatchObject({ code: 'invalid_parameter', param: 'type' });
+    const nulled = await app.request('POST', '/v1/gateways', { key, body: { name: 'null type', type: null } });
+    expect(nulled.body.error).toMatchObject({ code: 'invalid_parameter', param: 'type' });
+    // A refinement pointing at a key is about that key's value, not a missing field.
+    const metadata = await app.request('POST', '/v1/payments', {
+      key, body: { amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa', metadata: { ['k'.repeat(41)]: 'v' } },
+    });
+    expect(metadata.body.error).toMatchObject({ code: 'invalid_parameter' });
+  });
+
+  it('should say what is wrong with a search that is too long', async () => {
+    const res = await app.request('GET', `/v1/payments?search=${'a'.repeat(201)}`, { key });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_parameter', param: 'search' });
+    expect(res.body.error.message).toMatch(/at most 200 characters/);
+  });
+});
+
 describe('input the database cannot store', () => {
   it('should answer 400, never 500, for NUL characters in bodies, ids and queries', async () => {
     const body = await app.request('POST', '/v1/customers', { key, body: { email: 'nul@example.com', name: 'a\u0000b' } });

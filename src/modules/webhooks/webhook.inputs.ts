@@ -20,7 +20,7 @@ const url = z.string({ error: 'url must be a string' }).trim().min(1, { error: '
   error: 'url must be at most 2048 characters',
 });
 
-const description = z.string({ error: 'description must be a string' }).max(5000).nullable();
+const description = z.string({ error: 'description must be a string' }).max(5000, { error: 'description must be at most 5000 characters' }).nullable();
 
 export const createEndpointInput = z
   .object({
