@@ -198,8 +198,8 @@ export class WebhookEndpointService {
   /** The receiver answered 410 Gone: stop delivering to it until it is enabled again. */
   async disableGone(t: Transaction, scope: Scope, id: string, now: Date): Promise<void> {
     const changed = await this.db.execute(
-      "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'gone', updated_at = $1 WHERE id = $2 AND status = 'enabled'",
-      [now, id],
+      "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'gone', updated_at = $1 WHERE id = $2 AND account_id = $3 AND mode = $4 AND status = 'enabled'",
+      [now, id, scope.accountId, scope.mode],
       t,
     );
     if (changed) await this.abandonPending(t, id, now, 'endpoint gone (HTTP 410)');
