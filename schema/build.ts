@@ -1,6 +1,8 @@
 import 'reflect-metadata';
 import { buildSchemaSync, type PubSub } from 'type-graphql';
 import { printSchema, type GraphQLSchema } from 'graphql';
+import type { GqlContext } from './context';
+import { clearLoaders } from './loaders';
 import { CustomerResolver } from './customer.resolver';
 import { PriceResolver, ProductResolver } from './catalog.resolver';
 import { EventResolver } from './event.resolver';
@@ -31,7 +33,24 @@ export function buildPayorchSchema(): GraphQLSchema {
       },
     } as unknown as PubSub,
   });
+  freshLoadersPerMutation(cached);
   return cached;
+}
+
+/**
+ * Wraps each mutation's resolver (once, when the schema is built) so that it starts with empty
+ * loaders (see clearLoaders). Only the Mutation type's own fields: nothing is added to the
+ * resolution of any other field.
+ */
+function freshLoadersPerMutation(schema: GraphQLSchema): void {
+  for (const field of Object.values(schema.getMutationType()?.getFields() ?? {})) {
+    const resolve = field.resolve;
+    if (!resolve) continue;
+    field.resolve = (source, args, context: GqlContext, info) => {
+      clearLoaders(context.loaders);
+      return resolve(source, args, context, info);
+    };
+  }
 }
 
 export function printPayorchSchema(): string {

@@ -130,12 +130,12 @@ export class ProductResolver {
     return toList(await services.catalog.listProducts(rc, defined(args)));
   }
 
-  @Mutation(() => ProductType)
+  @Mutation(() => ProductType, { nullable: true })
   createProduct(@Arg('input', () => CreateProductInput) input: CreateProductInput, @Ctx() { services, rc }: GqlContext) {
     return services.catalog.createProduct(rc, defined(input));
   }
 
-  @Mutation(() => ProductType)
+  @Mutation(() => ProductType, { nullable: true })
   updateProduct(
     @Arg('id', () => ID) id: string,
     @Arg('input', () => UpdateProductInput) input: UpdateProductInput,
@@ -157,14 +157,14 @@ export class PriceResolver {
     return toList(await services.catalog.listPrices(rc, defined(args)));
   }
 
-  @Mutation(() => PriceType)
+  @Mutation(() => PriceType, { nullable: true })
   createPrice(@Arg('input', () => CreatePriceInput) input: CreatePriceInput, @Ctx() { services, rc }: GqlContext) {
     const data = defined(input);
     if (input.recurring) data.recurring = defined(input.recurring);
     return services.catalog.createPrice(rc, data);
   }
 
-  @Mutation(() => PriceType)
+  @Mutation(() => PriceType, { nullable: true })
   updatePrice(
     @Arg('id', () => ID) id: string,
     @Arg('input', () => UpdatePriceInput) input: UpdatePriceInput,

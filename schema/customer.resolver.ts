@@ -62,12 +62,12 @@ export class CustomerResolver {
     return toList(await services.customers.list(rc, defined(args)));
   }
 
-  @Mutation(() => CustomerType)
+  @Mutation(() => CustomerType, { nullable: true })
   createCustomer(@Arg('input', () => CreateCustomerInput) input: CreateCustomerInput, @Ctx() { services, rc }: GqlContext) {
     return services.customers.create(rc, defined(input));
   }
 
-  @Mutation(() => CustomerType)
+  @Mutation(() => CustomerType, { nullable: true })
   updateCustomer(
     @Arg('id', () => ID) id: string,
     @Arg('input', () => UpdateCustomerInput) input: UpdateCustomerInput,

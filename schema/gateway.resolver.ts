@@ -112,17 +112,17 @@ export class GatewayResolver {
     return toList(await services.gateways.list(rc, defined(args)));
   }
 
-  @Mutation(() => GatewayType)
+  @Mutation(() => GatewayType, { nullable: true })
   createGateway(@Arg('input', () => CreateGatewayInput) input: CreateGatewayInput, @Ctx() { services, rc }: GqlContext) {
     return services.gateways.create(rc, defined(input));
   }
 
-  @Mutation(() => GatewayType)
+  @Mutation(() => GatewayType, { nullable: true })
   updateGateway(@Arg('id', () => ID) id: string, @Arg('input', () => UpdateGatewayInput) input: UpdateGatewayInput, @Ctx() { services, rc }: GqlContext) {
     return services.gateways.update(rc, id, defined(input));
   }
 
-  @Mutation(() => GatewayType)
+  @Mutation(() => GatewayType, { nullable: true })
   deleteGateway(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.gateways.remove(rc, id);
   }
@@ -133,7 +133,7 @@ export class GatewayResolver {
     return services.routing.get(rc);
   }
 
-  @Mutation(() => GraphQLJSONObject)
+  @Mutation(() => GraphQLJSONObject, { nullable: true })
   setRouting(@Arg('config', () => GraphQLJSONObject) config: Record<string, unknown>, @Ctx() { services, rc }: GqlContext) {
     return services.routing.replace(rc, config);
   }
@@ -148,7 +148,7 @@ export class GatewayResolver {
     return services.fx.list(rc);
   }
 
-  @Mutation(() => FxRateSetType)
+  @Mutation(() => FxRateSetType, { nullable: true })
   setFxRates(@Arg('rates', () => [FxRateInput]) rates: FxRateInput[], @Ctx() { services, rc }: GqlContext) {
     return services.fx.replace(rc, { rates: rates.map((r) => defined(r)) });
   }

@@ -37,3 +37,12 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
 }
 
 export type Loaders = ReturnType<typeof createLoaders>;
+
+/**
+ * Forgets everything loaded so far. A document's mutations run one after another, and each may
+ * change what an earlier one's fields read (a refund changes its payment's refunds): each starts
+ * with nothing cached, so what it returns is read after the mutations before it.
+ */
+export function clearLoaders(loaders: Loaders): void {
+  for (const loader of Object.values(loaders)) loader.clearAll();
+}

@@ -94,7 +94,7 @@ export class PaymentMethodResolver {
     return toList(await services.paymentMethods.list(rc, customerId, defined(args)));
   }
 
-  @Mutation(() => PaymentMethodType)
+  @Mutation(() => PaymentMethodType, { nullable: true })
   savePaymentMethod(
     @Arg('customerId', () => ID) customerId: string,
     @Arg('input', () => SavePaymentMethodInput) input: SavePaymentMethodInput,

@@ -143,14 +143,14 @@ export class PaymentResolver {
     return toList(await services.payments.list(rc, defined(args)));
   }
 
-  @Mutation(() => PaymentType)
+  @Mutation(() => PaymentType, { nullable: true })
   createPayment(@Arg('input', () => CreatePaymentInput) input: CreatePaymentInput, @Ctx() { services, rc }: GqlContext) {
     const data = defined(input);
     if (input.card) data.card = defined(input.card);
     return services.payments.create(rc, data);
   }
 
-  @Mutation(() => PaymentType)
+  @Mutation(() => PaymentType, { nullable: true })
   updatePayment(@Arg('id', () => ID) id: string, @Arg('input', () => UpdatePaymentInput) input: UpdatePaymentInput, @Ctx() { services, rc }: GqlContext) {
     return services.payments.update(rc, id, defined(input));
   }
@@ -178,7 +178,7 @@ export class RefundResolver {
     return toList(await services.refunds.list(rc, defined(args)));
   }
 
-  @Mutation(() => RefundType)
+  @Mutation(() => RefundType, { nullable: true })
   refundPayment(
     @Arg('paymentId', () => ID) paymentId: string,
     @Arg('amount', () => Number, { nullable: true }) amount: number | undefined,

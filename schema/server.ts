@@ -92,6 +92,22 @@ const requestIdPlugin: ApolloServerPlugin<GqlContext> = {
 };
 
 /**
+ * A subscription sent with POST is the client's mistake (they stream over graphql-ws); run as a
+ * query, its field would have no event to resolve.
+ */
+const noSubscriptionOverHttp: ApolloServerPlugin<GqlContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ operation }) {
+        if (operation?.operation !== 'subscription') return;
+        const refusal = new DomainError('invalid_parameter', 'Subscriptions stream over WebSocket (graphql-ws) at /graphql, not over HTTP POST');
+        throw new GraphQLError(refusal.message, { originalError: refusal, extensions: { http: { status: 400 } } });
+      },
+    };
+  },
+};
+
+/**
  * Mutations that record the object they create on the request's Idempotency-Key, and whether
  * that object is settled (see DocumentKey): a retry may then answer with it.
  */
@@ -139,7 +155,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     formatError: formatGraphQLError,
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     validationRules: limitRules(),
-    plugins: [requestIdPlugin],
+    plugins: [requestIdPlugin, noSubscriptionOverHttp],
   });
 
   app.use(async (ctx, next) => {

@@ -88,12 +88,12 @@ export class WebhookEndpointResolver {
     return toList(await services.webhooks.endpoints.list(rc, defined(args)));
   }
 
-  @Mutation(() => WebhookEndpointType)
+  @Mutation(() => WebhookEndpointType, { nullable: true })
   createWebhookEndpoint(@Arg('input', () => CreateWebhookEndpointInput) input: CreateWebhookEndpointInput, @Ctx() { services, rc }: GqlContext) {
     return services.webhooks.endpoints.create(rc, defined(input));
   }
 
-  @Mutation(() => WebhookEndpointType)
+  @Mutation(() => WebhookEndpointType, { nullable: true })
   updateWebhookEndpoint(
     @Arg('id', () => ID) id: string,
     @Arg('input', () => UpdateWebhookEndpointInput) input: UpdateWebhookEndpointInput,
@@ -102,17 +102,17 @@ export class WebhookEndpointResolver {
     return services.webhooks.endpoints.update(rc, id, defined(input));
   }
 
-  @Mutation(() => WebhookEndpointType)
+  @Mutation(() => WebhookEndpointType, { nullable: true })
   deleteWebhookEndpoint(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.webhooks.endpoints.remove(rc, id);
   }
 
-  @Mutation(() => WebhookEndpointType)
+  @Mutation(() => WebhookEndpointType, { nullable: true })
   rotateWebhookSecret(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.webhooks.endpoints.rotateSecret(rc, id, {});
   }
 
-  @Mutation(() => EventResendType)
+  @Mutation(() => EventResendType, { nullable: true })
   resendEvent(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.webhooks.deliveries.resend(rc, id, {});
   }

@@ -275,3 +275,55 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     expect(badFilter.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'status' });
   });
 });
+
+describe('documents with more than one mutation', () => {
+  it('should keep what a mutation did in the answer when a later one in the same document fails', async () => {
+    const res = await gql(`mutation {
+      a: createPayment(input: { amount: 777, currency: "usd", paymentMethod: "pm_card_visa" }) { id status }
+      b: createPayment(input: { amount: 0, currency: "usd", paymentMethod: "pm_card_visa" }) { id }
+    }`);
+    expect(res.body.data.a).toMatchObject({ id: expect.stringMatching(/^pay_/), status: 'succeeded' });
+    expect(res.body.data.b).toBeNull();
+    expect(res.body.errors).toEqual([expect.objectContaining({ path: ['b'], extensions: expect.objectContaining({ code: 'invalid_parameter', param: 'amount' }) })]);
+    const made = await app.request('GET', `/v1/payments/${res.body.data.a.id}`, { key: app.account.testKey });
+    expect(made.body.data).toMatchObject({ amount: 777, status: 'succeeded' });
+
+    const paid = (await gql('mutation { createPayment(input: { amount: 1000, currency: "usd", paymentMethod: "pm_card_visa" }) { id } }')).body.data.createPayment;
+    const refunds = await gql(`mutation($p: ID!) {
+      a: refundPayment(paymentId: $p, amount: 600) { id amount }
+      b: refundPayment(paymentId: $p, amount: 600) { id }
+    }`, { p: paid.id });
+    expect(refunds.body.data.a).toMatchObject({ id: expect.stringMatching(/^re_/), amount: 600 });
+    expect(refunds.body.data.b).toBeNull();
+    expect(refunds.body.errors[0].extensions).toMatchObject({ code: 'refund_exceeds_remaining', param: 'amount' });
+    expect(refunds.body.errors[0].message).toBe('At most 400 (4.00 USD) can still be refunded');
+  });
+
+  it('should read what each mutation returns after the mutations before it, not from their cache', async () => {
+    const customer = (await app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'before@example.com' } })).body.data;
+    const paid = (await gql('mutation { createPayment(input: { amount: 1000, currency: "usd", paymentMethod: "pm_card_visa" }) { id } }')).body.data.createPayment;
+    const res = await gql(`mutation($p: ID!, $c: ID!, $cs: String!) {
+      x: updatePayment(id: $p, input: { description: "d1" }) { amountRefunded refunds { id } }
+      y: refundPayment(paymentId: $p, amount: 400) { id }
+      z: updatePayment(id: $p, input: { description: "d2" }) { amountRefunded refunds { id } }
+      c1: createPayment(input: { amount: 300, currency: "usd", paymentMethod: "pm_card_visa", customerId: $cs }) { id customer { email payments { id } } }
+      u: updateCustomer(id: $c, input: { email: "after@example.com" }) { id }
+      c2: createPayment(input: { amount: 301, currency: "usd", paymentMethod: "pm_card_visa", customerId: $cs }) { id customer { email payments { id } } }
+    }`, { p: paid.id, c: customer.id, cs: customer.id });
+    expect(res.body.errors).toBeUndefined();
+    const { x, y, z, c1, c2 } = res.body.data;
+    expect(x).toEqual({ amountRefunded: 0, refunds: [] });
+    expect(z).toEqual({ amountRefunded: 400, refunds: [{ id: y.id }] });
+    expect(c1.customer).toEqual({ email: 'before@example.com', payments: [{ id: c1.id }] });
+    expect(c2.customer).toEqual({ email: 'after@example.com', payments: [{ id: c2.id }, { id: c1.id }] });
+  });
+
+  it('should refuse a subscription sent over HTTP as the client\'s mistake, not an internal error', async () => {
+    for (const query of ['subscription { paymentUpdated { id } }', 'subscription { events { id type } }']) {
+      const res = await gql(query);
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'invalid_parameter', requestId: expect.any(String) }) })]);
+      expect(res.body.errors[0].message).toMatch(/graphql-ws/);
+    }
+  });
+});

@@ -6,6 +6,7 @@ import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
+import { formatAmount } from '../../core/money';
 import { parseInput } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import type { GatewayResult } from '../../gateways/gateway';
@@ -116,7 +117,7 @@ export class RefundService {
         t,
       );
       if (reserved !== 1) {
-        throw new DomainError('refund_exceeds_remaining', `At most ${remaining} ${payment.currency} can still be refunded`, 'amount');
+        throw new DomainError('refund_exceeds_remaining', `At most ${remaining} (${formatAmount(remaining, payment.currency)}) can still be refunded`, 'amount');
       }
       const now = ctx.clock.now();
       const leaseUntil = new Date(now.getTime() + this.attemptBudgetMs + LEASE_SLACK_MS);
