@@ -73,6 +73,7 @@ class FxRateInput {
   @Field(() => String) from!: string;
   @Field(() => String) to!: string;
   @Field(() => String) rate!: string;
+  @Field(() => String, { nullable: true, description: 'Ignored: what `fxRates` returns may be sent back as it is.' }) updatedAt?: string | null;
 }
 
 @ObjectType('RoutingSkip', { description: 'A gateway the rules name that a payment would not try now, and why.' })

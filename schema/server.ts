@@ -92,6 +92,22 @@ const requestIdPlugin: ApolloServerPlugin<GqlContext> = {
 };
 
 /**
+ * Apollo refuses a malformed request (variables that are not an object, no query) before any
+ * plugin runs, so requestIdPlugin never sees those errors: the id is added to them here.
+ */
+function withRequestId(text: string, requestId: string): string {
+  let body: { errors?: Array<{ extensions?: Record<string, unknown> }> };
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  if (!Array.isArray(body?.errors) || body.errors.every((e) => e?.extensions?.requestId !== undefined)) return text;
+  for (const e of body.errors) e.extensions = { ...(e.extensions ?? {}), requestId };
+  return JSON.stringify(body);
+}
+
+/**
  * A subscription sent with POST is the client's mistake (they stream over graphql-ws); run as a
  * query, its field would have no event to resolve.
  */
@@ -184,7 +200,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       for (const [k, v] of result.headers) ctx.set(k, v);
       ctx.status = result.status ?? 200;
       if (result.body.kind === 'complete') {
-        ctx.body = result.body.string;
+        ctx.body = ctx.status >= 400 ? withRequestId(result.body.string, rc.requestId) : result.body.string;
       } else {
         let text = '';
         for await (const chunk of result.body.asyncIterator) text += chunk;

@@ -43,6 +43,14 @@ describe('GraphQL', () => {
     expect(syntax.body.errors[0].extensions.requestId).toBe(syntax.headers['x-request-id']);
   });
 
+  it('should put the requestId in the errors of a request refused before the document runs', async () => {
+    for (const body of [{ query: '{ customers { total } }', variables: 'x' }, {}]) {
+      const res = await app.request('POST', '/graphql', { key: app.account.testKey, body });
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', requestId: res.headers['x-request-id'] });
+    }
+  });
+
   it('should give input errors the REST codes and params: unknown, missing or invalid field', async () => {
     const err = async (query: string, variables: Record<string, unknown> = {}) => {
       const res = await gql(query, variables);

@@ -276,6 +276,18 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
   });
 });
 
+describe('FX rates round trip', () => {
+  it('should take back what fxRates returns, updatedAt included', async () => {
+    const set = await gql('mutation { setFxRates(rates: [{ from: "eur", to: "usd", rate: "1.08" }]) { rates { from to rate } } }');
+    expect(set.body.errors).toBeUndefined();
+    const read = (await gql('{ fxRates { rates { from to rate updatedAt } } }')).body.data.fxRates.rates;
+    expect(read).toEqual([{ from: 'EUR', to: 'USD', rate: '1.08', updatedAt: expect.any(String) }]);
+    const again = await gql('mutation($r: [FxRateInput!]!) { setFxRates(rates: $r) { rates { from to rate } } }', { r: read });
+    expect(again.body.errors).toBeUndefined();
+    expect(again.body.data.setFxRates.rates).toEqual([{ from: 'EUR', to: 'USD', rate: '1.08' }]);
+  });
+});
+
 describe('documents with more than one mutation', () => {
   it('should keep what a mutation did in the answer when a later one in the same document fails', async () => {
     const res = await gql(`mutation {
