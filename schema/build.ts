@@ -15,7 +15,8 @@ import { WebhookEndpointResolver } from './webhook.resolver';
 let cached: GraphQLSchema | undefined;
 
 export function buildPayorchSchema(): GraphQLSchema {
-  cached ??= buildSchemaSync({
+  if (cached) return cached;
+  const schema = buildSchemaSync({
     resolvers: [
       CustomerResolver, CustomerPaymentsResolver, ProductResolver, PriceResolver, EventResolver,
       PaymentResolver, RefundResolver, GatewayResolver, SubscriptionResolver, WebhookEndpointResolver,
@@ -33,8 +34,9 @@ export function buildPayorchSchema(): GraphQLSchema {
       },
     } as unknown as PubSub,
   });
-  freshLoadersPerMutation(cached);
-  return cached;
+  freshLoadersPerMutation(schema);
+  cached = schema;
+  return schema;
 }
 
 /**
