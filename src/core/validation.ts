@@ -82,10 +82,11 @@ function absentIn(input: unknown, issue: z.core.$ZodIssue): boolean {
   }
   if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) return false;
   const key = issue.path[issue.path.length - 1];
-  return !Object.prototype.hasOwnProperty.call(parent, key) || (parent as Record<PropertyKey, unknown>)[key] === undefined;
+  return !Object.hasOwn(parent, key) || (parent as Record<PropertyKey, unknown>)[key] === undefined;
 }
 
-export function toDomainError(error: z.ZodError, input?: unknown): DomainError {
+/** The first problem zod found in `input`, as the DomainError a client gets. */
+function toDomainError(error: z.ZodError, input: unknown): DomainError {
   const issue = error.issues[0];
   const base = joinPath(issue.path);
   if (issue.code === 'unrecognized_keys') {
@@ -93,7 +94,7 @@ export function toDomainError(error: z.ZodError, input?: unknown): DomainError {
     const param = base ? `${base}.${key}` : key;
     return new DomainError('unknown_parameter', `Unknown parameter: '${param}'`, param);
   }
-  if ((issue.code === 'invalid_type' && issue.input === undefined) || (input !== undefined && absentIn(input, issue))) {
+  if ((issue.code === 'invalid_type' && issue.input === undefined) || absentIn(input, issue)) {
     return new DomainError('missing_parameter', `Missing required parameter: '${base}'`, base);
   }
   const param = base || undefined;
