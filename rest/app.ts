@@ -3,7 +3,7 @@ import { Router } from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { Services } from '../src/services';
 import { DomainError } from '../src/core/errors';
-import { refuseDeepInput } from '../src/core/validation';
+import { refuseDeepInput, refuseProtoKey } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { requestLifecycle } from './middleware/errors';
 import { requireHttpsBehindProxy } from './middleware/https';
@@ -53,6 +53,14 @@ function jsonBody(): Koa.Middleware {
     // Bodies are JSON whatever the Content-Type says; a form post is malformed JSON.
     detectJSON: (ctx) => Number(ctx.get('content-length') || 0) > 0 || Boolean(ctx.get('transfer-encoding')),
     onError: (err) => {
+      // The parser refuses a valid body holding a "__proto__" key as if it were not JSON; say
+      // which key instead (JSON.parse keeps it an own property, and refuseProtoKey throws).
+      const raw = (err as { body?: unknown }).body;
+      if (/prototype property/.test(err.message) && typeof raw === 'string') {
+        const parsed: unknown = JSON.parse(raw);
+        refuseDeepInput(parsed, 'body');
+        refuseProtoKey(parsed);
+      }
       throw err;
     },
   }) as unknown as Koa.Middleware;

@@ -25,6 +25,7 @@ export function refuseDeepInput(value: unknown, param?: string): void {
 /** Parses service input once; the first problem becomes a DomainError naming its param. */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   refuseDeepInput(input);
+  refuseProtoKey(input);
   const nul = findNul(input);
   if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
   // An unpaired surrogate is not Unicode: it becomes U+FFFD here, so what is answered, stored
@@ -60,6 +61,23 @@ export function findNul(value: unknown, path: PropertyKey[] = []): string | null
     }
   }
   return null;
+}
+
+/**
+ * Refuses an object key named `__proto__` anywhere in the input, naming its path. JSON.parse
+ * makes it a harmless own property, but code that copies objects with assignment would turn it
+ * into a prototype, so no input carries one past the edge.
+ */
+export function refuseProtoKey(value: unknown, path: PropertyKey[] = []): void {
+  if (value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) refuseProtoKey(value[i], [...path, i]);
+    return;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (k === '__proto__') throw new DomainError('invalid_parameter', 'A key named "__proto__" is not accepted', joinPath([...path, k]));
+    refuseProtoKey(v, [...path, k]);
+  }
 }
 
 function joinPath(path: PropertyKey[]): string {

@@ -283,6 +283,21 @@ describe('input that would break the walks over it', () => {
     expect(failure).toMatchObject({ code: 'invalid_parameter' });
   });
 
+  it('should refuse a "__proto__" key as invalid_parameter naming it, not as malformed JSON, in a body or GraphQL variables', async () => {
+    const rest = await app.request('POST', '/v1/customers', { key, rawBody: '{"email":"proto@example.com","metadata":{"__proto__":{"admin":"1"}}}' });
+    expect({ status: rest.status, code: rest.body.error.code, param: rest.body.error.param }).toEqual({ status: 400, code: 'invalid_parameter', param: 'metadata.__proto__' });
+    expect(rest.body.error.message).toMatch(/__proto__/);
+    const top = await app.request('POST', '/v1/customers', { key, rawBody: '{"__proto__":{"email":"x@example.com"}}' });
+    expect({ status: top.status, code: top.body.error.code, param: top.body.error.param }).toEqual({ status: 400, code: 'invalid_parameter', param: '__proto__' });
+    const graphql = await app.request('POST', '/graphql', {
+      key,
+      rawBody: '{"query":"mutation($m: JSON) { createCustomer(input: {email: \\"proto@example.com\\", metadata: $m}) { id } }","variables":{"m":{"__proto__":{"admin":"1"}}}}',
+    });
+    expect(graphql.status).toBeLessThan(500);
+    expect(graphql.body.errors[0].extensions.code).toBe('invalid_parameter');
+    expect(({} as Record<string, unknown>).admin).toBeUndefined();
+  });
+
   it('should answer 400 malformed_json, never 500, for a compressed body that does not decompress', async () => {
     for (const encoding of ['gzip', 'deflate', 'br']) {
       const res = await app.request('POST', '/v1/customers', { key, rawBody: 'definitely not compressed', headers: { 'content-encoding': encoding } });
