@@ -1,6 +1,6 @@
-import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { GraphQLError, Kind, parse, visit, type ASTNode, type DocumentNode, type GraphQLFormattedError, type ValueNode } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { isDomainError } from '../src/core/errors';
+import { DomainError, isDomainError } from '../src/core/errors';
 import { redactQuoted } from '../src/core/card';
 
 const TOO_COMPLEX = 'Query is too complex';
@@ -133,15 +133,79 @@ function inputErrorCode(message: string, error: unknown): { code: InputCode; par
   if (unprovidedVariable) return { code: 'missing_parameter', param: unprovidedVariable[1] };
   // Written in the document itself (validation): the field or argument by name.
   const missingField = /^Field "\w+\.(\w+)" of required type "[^"]+" was not provided\.$/.exec(message);
-  if (missingField) return { code: 'missing_parameter', param: missingField[1] };
+  if (missingField) return { code: 'missing_parameter', param: joinParam(insideArgument(literalPath(error)), missingField[1]) };
   const missingArgument = /^Field "\w+" argument "(\w+)" of type "[^"]+" is required, but it was not provided\.$/.exec(message);
   if (missingArgument) return { code: 'missing_parameter', param: missingArgument[1] };
   const unknownArgument = new RegExp(String.raw`^Unknown argument "(\w+)" on field "\w+\.\w+"\.${DID_YOU_MEAN}$`).exec(message);
   if (unknownArgument) return { code: 'unknown_parameter', param: unknownArgument[1] };
   // (Only input objects say this; a selection of an unknown field is "Cannot query field".)
   const unknownField = unknownInputField(message);
-  if (unknownField) return { code: 'unknown_parameter', param: unknownField.name };
-  return { code: 'invalid_parameter' };
+  if (unknownField) return { code: 'unknown_parameter', param: unknownField.name === undefined ? undefined : insideArgument(literalPath(error)) ?? unknownField.name };
+  // A literal of the wrong type or value: its path, or the argument it is.
+  const literal = literalPath(error);
+  return { code: 'invalid_parameter', param: literal ? insideArgument(literal) ?? literal[0] : undefined };
+}
+
+/**
+ * Where in the document a literal the validator refused sits, as the variable path of the same
+ * value would read: the argument, then fields and list positions (`input.card`, `input.rules[0]`).
+ * The node is found again by its position in a fresh parse of the source (errors only).
+ */
+function literalPath(error: unknown): string[] | undefined {
+  const node = error instanceof GraphQLError ? error.nodes?.[0] : undefined;
+  if (!node?.loc || !(error instanceof GraphQLError) || !error.source) return undefined;
+  const target = { kind: node.kind, start: node.loc.start };
+  const at = (n: ASTNode) => n.kind === target.kind && n.loc?.start === target.start;
+  let found: string[] | undefined;
+  const walk = (value: ValueNode, path: string[]): void => {
+    if (found) return;
+    if (at(value)) found = path;
+    else if (value.kind === Kind.OBJECT) {
+      for (const field of value.fields) {
+        if (found) return;
+        if (at(field)) found = [...path, field.name.value];
+        else walk(field.value, [...path, field.name.value]);
+      }
+    } else if (value.kind === Kind.LIST) value.values.forEach((item, i) => walk(item, [...path.slice(0, -1), `${path[path.length - 1]}[${i}]`]));
+  };
+  const document = reparsed(error as GraphQLError);
+  if (!document) return undefined;
+  try {
+    visit(document, {
+      Argument(argument) {
+        if (!found) walk(argument.value, [argument.name.value]);
+      },
+    });
+  } catch {
+    return undefined; // nested past the stack: no path rather than a failed error answer
+  }
+  return found;
+}
+
+/** One parse per document however many of its errors ask (graphql-js reports up to 100). */
+const REPARSED = new WeakMap<object, DocumentNode | null>();
+function reparsed(error: GraphQLError): DocumentNode | undefined {
+  const source = error.source as object;
+  if (!REPARSED.has(source)) {
+    let document: DocumentNode | null = null;
+    try {
+      document = parse(error.source?.body ?? '');
+    } catch {
+      document = null;
+    }
+    REPARSED.set(source, document);
+  }
+  return REPARSED.get(source) ?? undefined;
+}
+
+/**
+ * A literal's path inside its argument (`card` for `input.card`), as a variable's is given; a
+ * list argument keeps its name (`rates[1]`), as REST's body field of the same name does.
+ */
+function insideArgument(path: string[] | undefined): string | undefined {
+  if (!path) return undefined;
+  if (path[0].includes('[')) return path.join('.');
+  return path.length > 1 ? path.slice(1).join('.') : undefined;
 }
 
 /** The message of the error (wrapped at any depth) that `message` ends with after "; ". */
@@ -171,6 +235,19 @@ function clientDocumentError(error: unknown): boolean {
 }
 
 /** The GraphQL side of the one error mapping: extensions.code is always a REST code. */
+/**
+ * A parent looked up by a field argument (`paymentId`, `customerId`) that does not exist: the
+ * services name the REST path's `id`, GraphQL names the argument the caller wrote.
+ */
+export async function notFoundAs<T>(argument: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (isDomainError(err) && err.code === 'resource_not_found' && err.param === 'id') throw new DomainError(err.code, err.message, argument);
+    throw err;
+  }
+}
+
 export function formatGraphQLError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   let original = unwrapResolverError(error);
   // Raised outside any field (a subscription's stream failing, over WebSocket): wrapped, no path.

@@ -1,3 +1,4 @@
+import { notFoundAs } from './errors';
 import {
   Arg, Args, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
 } from 'type-graphql';
@@ -91,7 +92,7 @@ export class PaymentMethodResolver {
     @Args(() => PageArgs) args: PageArgs,
     @Ctx() { services, rc }: GqlContext,
   ) {
-    return toList(await services.paymentMethods.list(rc, customerId, defined(args)));
+    return toList(await notFoundAs('customerId', services.paymentMethods.list(rc, customerId, defined(args))));
   }
 
   @Mutation(() => PaymentMethodType, { nullable: true })
@@ -100,7 +101,7 @@ export class PaymentMethodResolver {
     @Arg('input', () => SavePaymentMethodInput) input: SavePaymentMethodInput,
     @Ctx() { services, rc }: GqlContext,
   ) {
-    return services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) });
+    return notFoundAs('customerId', services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) }));
   }
 
   @Query(() => GatewayTransactionList)
@@ -109,7 +110,7 @@ export class PaymentMethodResolver {
     @Args(() => PageArgs) args: PageArgs,
     @Ctx() { services, rc }: GqlContext,
   ) {
-    return toList(await services.payments.gatewayTransactions(rc, paymentId, defined(args)));
+    return toList(await notFoundAs('paymentId', services.payments.gatewayTransactions(rc, paymentId, defined(args))));
   }
 }
 

@@ -156,7 +156,11 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     const unknownCustomer = await gql('mutation($input: SavePaymentMethodInput!) { savePaymentMethod(customerId: "cus_nope", input: $input) { id } }', {
       input: { card: { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '321' } },
     });
-    expect(unknownCustomer.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found' });
+    expect(unknownCustomer.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found', param: 'customerId' });
+    const unknownCustomerCards = await gql('{ paymentMethods(customerId: "cus_nope") { total } }');
+    expect(unknownCustomerCards.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found', param: 'customerId' });
+    const unknownRefunded = await gql('mutation { refundPayment(paymentId: "pay_nope") { id } }');
+    expect(unknownRefunded.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found', param: 'paymentId' });
     const badCard = await gql('mutation($c: ID!, $input: SavePaymentMethodInput!) { savePaymentMethod(customerId: $c, input: $input) { id } }', {
       c: customerId, input: { card: { number: '4242424242424241', expMonth: 1, expYear: 2033, cvc: '321' } },
     });
@@ -166,7 +170,7 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     });
     expect(declinedCard.body.errors[0].extensions).toMatchObject({ code: 'card_declined', param: 'card' });
     const unknownPayment = await gql('{ gatewayTransactions(paymentId: "pay_nope") { total } }');
-    expect(unknownPayment.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found' });
+    expect(unknownPayment.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found', param: 'paymentId' });
     const badPage = await gql('query($c: ID!) { paymentMethods(customerId: $c, pageSize: 500) { total } }', { c: customerId });
     expect(badPage.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'pageSize' });
     // Saved cards are customer data; gateway calls are payment data.
@@ -273,6 +277,26 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     expect(missing.body.errors[0].extensions).toMatchObject({ code: 'resource_not_found' });
     const badFilter = await gql('{ refunds(status: "done") { total } }');
     expect(badFilter.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'status' });
+  });
+});
+
+describe('mistakes written in the document itself', () => {
+  it('should name the field by its path inside the argument, as REST and variables do', async () => {
+    const card = 'number: "4242424242424242", expMonth: 1, expYear: 2033';
+    const cases: Array<[string, string, string]> = [
+      [`mutation { createPayment(input: {amount: 100, currency: "USD", paymentMethod: "card", card: {${card}}}) { id } }`, 'missing_parameter', 'card.cvc'],
+      [`mutation { createPayment(input: {amount: 100, currency: "USD", paymentMethod: "card", card: {${card}, cvc: "123", pin: "1"}}) { id } }`, 'unknown_parameter', 'card.pin'],
+      [`mutation { createPayment(input: {amount: "lots", currency: "USD", paymentMethod: "pm_card_visa"}) { id } }`, 'invalid_parameter', 'amount'],
+      ['mutation { setFxRates(rates: [{from: "EUR", to: "USD", rate: "1.1"}, {from: "GBP", to: "USD"}]) { rates { from } } }', 'missing_parameter', 'rates[1].rate'],
+      ['mutation { setFxRates(rates: [{from: "EUR", to: "USD", rate: 1.1}]) { rates { from } } }', 'invalid_parameter', 'rates[0].rate'],
+      ['mutation { refundPayment(paymentId: "pay_x", amount: "ten") { id } }', 'invalid_parameter', 'amount'],
+      ['mutation { createCustomer(input: {name: "no e-mail"}) { id } }', 'missing_parameter', 'email'],
+    ];
+    for (const [query, code, param] of cases) {
+      const res = await gql(query);
+      expect({ query, status: res.status, ...res.body.errors?.[0]?.extensions, requestId: undefined }).toEqual({ query, status: 400, code, param, requestId: undefined });
+      expect(JSON.stringify(res.body)).not.toContain('4242424242424242');
+    }
   });
 });
 
