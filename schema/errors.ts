@@ -1,4 +1,4 @@
-import { GraphQLError, Kind, parse, visit, type ASTNode, type DocumentNode, type GraphQLFormattedError, type ValueNode } from 'graphql';
+import { GraphQLError, Kind, parse, visit, type ASTNode, type GraphQLFormattedError, type ValueNode } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { DomainError, isDomainError } from '../src/core/errors';
 import { redactQuoted } from '../src/core/card';
@@ -146,56 +146,69 @@ function inputErrorCode(message: string, error: unknown): { code: InputCode; par
   return { code: 'invalid_parameter', param: literal ? insideArgument(literal) ?? literal[0] : undefined };
 }
 
+/** A literal's place: its own segment (`card`, `[1]`) under its parent's (an argument's has none). */
+interface LiteralPlace { segment: string; parent?: LiteralPlace }
+
 /**
  * Where in the document a literal the validator refused sits, as the variable path of the same
- * value would read: the argument, then fields and list positions (`input.card`, `input.rules[0]`).
- * The node is found again by its position in a fresh parse of the source (errors only).
+ * value would read: the argument, then fields and list positions (`input.card`, `rates[1]`).
+ * A variable is not a literal: its own errors name the variable.
  */
 function literalPath(error: unknown): string[] | undefined {
   const node = error instanceof GraphQLError ? error.nodes?.[0] : undefined;
-  if (!node?.loc || !(error instanceof GraphQLError) || !error.source) return undefined;
-  const target = { kind: node.kind, start: node.loc.start };
-  const at = (n: ASTNode) => n.kind === target.kind && n.loc?.start === target.start;
-  let found: string[] | undefined;
-  const walk = (value: ValueNode, path: string[]): void => {
-    if (found) return;
-    if (at(value)) found = path;
-    else if (value.kind === Kind.OBJECT) {
-      for (const field of value.fields) {
-        if (found) return;
-        if (at(field)) found = [...path, field.name.value];
-        else walk(field.value, [...path, field.name.value]);
-      }
-    } else if (value.kind === Kind.LIST) value.values.forEach((item, i) => walk(item, [...path.slice(0, -1), `${path[path.length - 1]}[${i}]`]));
-  };
-  const document = reparsed(error as GraphQLError);
-  if (!document) return undefined;
-  try {
-    visit(document, {
-      Argument(argument) {
-        if (!found) walk(argument.value, [argument.name.value]);
-      },
-    });
-  } catch {
-    return undefined; // nested past the stack: no path rather than a failed error answer
-  }
-  return found;
+  if (!node?.loc || !(error instanceof GraphQLError) || !error.source || node.kind === Kind.VARIABLE) return undefined;
+  let place = literalIndex(error)?.get(`${node.kind}:${node.loc.start}`);
+  const segments: string[] = [];
+  for (; place; place = place.parent) segments.unshift(place.segment);
+  if (segments.length === 0) return undefined;
+  // `[i]` belongs to the segment before it: `rates`, `[1]` → `rates[1]`.
+  return segments.reduce<string[]>((path, segment) => {
+    if (segment.startsWith('[') && path.length > 0) path[path.length - 1] += segment;
+    else path.push(segment);
+    return path;
+  }, []);
 }
 
-/** One parse per document however many of its errors ask (graphql-js reports up to 100). */
-const REPARSED = new WeakMap<object, DocumentNode | null>();
-function reparsed(error: GraphQLError): DocumentNode | undefined {
+/**
+ * Every literal of the document by kind and position, each linked to its parent, built once
+ * per document however many of its errors ask (graphql-js reports up to 100), in time linear in
+ * its size. Null when the source does not parse or nests past the stack.
+ */
+const LITERALS = new WeakMap<object, Map<string, LiteralPlace> | null>();
+function literalIndex(error: GraphQLError): Map<string, LiteralPlace> | undefined {
   const source = error.source as object;
-  if (!REPARSED.has(source)) {
-    let document: DocumentNode | null = null;
+  if (!LITERALS.has(source)) {
+    let index: Map<string, LiteralPlace> | null = new Map();
+    const places = index;
+    const mark = (n: ASTNode, place: LiteralPlace) => {
+      if (n.loc) places.set(`${n.kind}:${n.loc.start}`, place);
+    };
     try {
-      document = parse(error.source?.body ?? '');
+      visit(parse(error.source?.body ?? ''), {
+        Argument(argument) {
+          const stack: Array<[ValueNode, LiteralPlace]> = [[argument.value, { segment: argument.name.value }]];
+          while (stack.length > 0) {
+            const [value, place] = stack.pop() as [ValueNode, LiteralPlace];
+            mark(value, place);
+            if (value.kind === Kind.OBJECT) {
+              for (const field of value.fields) {
+                const fieldPlace = { segment: field.name.value, parent: place };
+                mark(field, fieldPlace);
+                stack.push([field.value, fieldPlace]);
+              }
+            } else if (value.kind === Kind.LIST) {
+              value.values.forEach((item, i) => stack.push([item, { segment: `[${i}]`, parent: place }]));
+            }
+          }
+          return false; // its values are indexed; nothing below an argument is another argument
+        },
+      });
     } catch {
-      document = null;
+      index = null;
     }
-    REPARSED.set(source, document);
+    LITERALS.set(source, index);
   }
-  return REPARSED.get(source) ?? undefined;
+  return LITERALS.get(source) ?? undefined;
 }
 
 /**
@@ -234,19 +247,23 @@ function clientDocumentError(error: unknown): boolean {
   return error.originalError instanceof GraphQLError && points(error);
 }
 
-/** The GraphQL side of the one error mapping: extensions.code is always a REST code. */
 /**
  * A parent looked up by a field argument (`paymentId`, `customerId`) that does not exist: the
  * services name the REST path's `id`, GraphQL names the argument the caller wrote.
  */
-export async function notFoundAs<T>(argument: string, work: Promise<T>): Promise<T> {
+export async function notFoundAs<T>(argument: string, resource: string, work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (err) {
-    if (isDomainError(err) && err.code === 'resource_not_found' && err.param === 'id') throw new DomainError(err.code, err.message, argument);
+    // Only the parent's own absence: another object missing later in the same work keeps its param.
+    if (isDomainError(err) && err.code === 'resource_not_found' && err.param === 'id' && err.message.startsWith(`No such ${resource}: `)) {
+      throw new DomainError(err.code, err.message, argument);
+    }
     throw err;
   }
 }
+
+/** The GraphQL side of the one error mapping: extensions.code is always a REST code. */
 
 export function formatGraphQLError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   let original = unwrapResolverError(error);

@@ -92,7 +92,7 @@ export class PaymentMethodResolver {
     @Args(() => PageArgs) args: PageArgs,
     @Ctx() { services, rc }: GqlContext,
   ) {
-    return toList(await notFoundAs('customerId', services.paymentMethods.list(rc, customerId, defined(args))));
+    return toList(await notFoundAs('customerId', 'customer', services.paymentMethods.list(rc, customerId, defined(args))));
   }
 
   @Mutation(() => PaymentMethodType, { nullable: true })
@@ -101,7 +101,7 @@ export class PaymentMethodResolver {
     @Arg('input', () => SavePaymentMethodInput) input: SavePaymentMethodInput,
     @Ctx() { services, rc }: GqlContext,
   ) {
-    return notFoundAs('customerId', services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) }));
+    return notFoundAs('customerId', 'customer', services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) }));
   }
 
   @Query(() => GatewayTransactionList)
@@ -110,7 +110,7 @@ export class PaymentMethodResolver {
     @Args(() => PageArgs) args: PageArgs,
     @Ctx() { services, rc }: GqlContext,
   ) {
-    return toList(await notFoundAs('paymentId', services.payments.gatewayTransactions(rc, paymentId, defined(args))));
+    return toList(await notFoundAs('paymentId', 'payment', services.payments.gatewayTransactions(rc, paymentId, defined(args))));
   }
 }
 

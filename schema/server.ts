@@ -14,7 +14,7 @@ import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
 import type { SharedMiddleware } from '../rest/app';
 import type { PayorchState } from '../rest/context';
-import { DomainError } from '../src/core/errors';
+import { DomainError, isDomainError } from '../src/core/errors';
 import { findNul } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { buildPayorchSchema } from './build';
@@ -183,7 +183,13 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       throw new DomainError('method_not_allowed', 'GraphQL queries are sent with POST');
     }
     await shared.auth(ctx, async () => undefined);
-    await shared.jsonBody(ctx, async () => undefined);
+    await shared.jsonBody(ctx, async () => undefined).catch((err: unknown) => {
+      // A key refused inside `variables` is named by its variable path (`m.__proto__`), as every
+      // other variable error is, not by its place in the request body.
+      const inVariables = isDomainError(err) ? /^(?:\[\d+\]\.)?variables\.(.+)$/.exec(err.param ?? '') : null;
+      if (isDomainError(err) && inVariables) throw new DomainError(err.code, err.message, inVariables[1]);
+      throw err;
+    });
     const nul = findNul((ctx.request as { body?: unknown }).body);
     if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
     const rc = state.rc!;

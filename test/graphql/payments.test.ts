@@ -297,6 +297,10 @@ describe('mistakes written in the document itself', () => {
       expect({ query, status: res.status, ...res.body.errors?.[0]?.extensions, requestId: undefined }).toEqual({ query, status: 400, code, param, requestId: undefined });
       expect(JSON.stringify(res.body)).not.toContain('4242424242424242');
     }
+    // A variable the operation does not define is not a wrong literal of the field it sits in.
+    const undefinedVariable = await gql('mutation { createPayment(input: {amount: $nope, currency: "USD", paymentMethod: "pm_card_visa"}) { id } }');
+    expect(undefinedVariable.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter' });
+    expect(undefinedVariable.body.errors[0].extensions.param).toBeUndefined();
   });
 });
 
