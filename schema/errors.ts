@@ -264,7 +264,6 @@ export async function notFoundAs<T>(argument: string, resource: string, work: Pr
 }
 
 /** The GraphQL side of the one error mapping: extensions.code is always a REST code. */
-
 export function formatGraphQLError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   let original = unwrapResolverError(error);
   // Raised outside any field (a subscription's stream failing, over WebSocket): wrapped, no path.

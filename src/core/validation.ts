@@ -43,24 +43,34 @@ function hasSurrogate(value: unknown): boolean {
   return false;
 }
 
-/** The path of the first string (or key) holding a NUL character, or null. Databases refuse them. */
-export function findNul(value: unknown, path: PropertyKey[] = []): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? joinPath(path) : null;
+/**
+ * The path of the first key, or string value, that `bad` refuses ('' for the input itself), or
+ * null. Callers bound the depth first (refuseDeepInput).
+ */
+function firstPath(value: unknown, badKey: (key: string) => boolean, badText: (text: string) => boolean, path: PropertyKey[] = []): string | null {
+  if (typeof value === 'string') return badText(value) ? joinPath(path) : null;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = findNul(value[i], [...path, i]);
+      const found = firstPath(value[i], badKey, badText, [...path, i]);
       if (found !== null) return found;
     }
     return null;
   }
   if (value !== null && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
-      if (k.includes('\u0000')) return joinPath([...path, k]);
-      const found = findNul(v, [...path, k]);
+      if (badKey(k)) return joinPath([...path, k]);
+      const found = firstPath(v, badKey, badText, [...path, k]);
       if (found !== null) return found;
     }
   }
   return null;
+}
+
+const hasNul = (text: string) => text.includes('\u0000');
+
+/** The path of the first string (or key) holding a NUL character, or null. Databases refuse them. */
+export function findNul(value: unknown): string | null {
+  return firstPath(value, hasNul, hasNul);
 }
 
 /**
@@ -68,16 +78,9 @@ export function findNul(value: unknown, path: PropertyKey[] = []): string | null
  * makes it a harmless own property, but code that copies objects with assignment would turn it
  * into a prototype, so no input carries one past the edge.
  */
-export function refuseProtoKey(value: unknown, path: PropertyKey[] = []): void {
-  if (value === null || typeof value !== 'object') return;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) refuseProtoKey(value[i], [...path, i]);
-    return;
-  }
-  for (const [k, v] of Object.entries(value)) {
-    if (k === '__proto__') throw new DomainError('invalid_parameter', 'A key named "__proto__" is not accepted', joinPath([...path, k]));
-    refuseProtoKey(v, [...path, k]);
-  }
+export function refuseProtoKey(value: unknown): void {
+  const found = firstPath(value, (key) => key === '__proto__', () => false);
+  if (found !== null) throw new DomainError('invalid_parameter', 'A key named "__proto__" is not accepted', found);
 }
 
 function joinPath(path: PropertyKey[]): string {

@@ -295,7 +295,6 @@ describe('input that would break the walks over it', () => {
     });
     expect(graphql.status).toBeLessThan(500);
     expect(graphql.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'm.__proto__' });
-    expect(({} as Record<string, unknown>).admin).toBeUndefined();
   });
 
   it('should answer 400 malformed_json, never 500, for a compressed body that does not decompress', async () => {
