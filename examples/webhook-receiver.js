@@ -6,7 +6,10 @@
  *   WEBHOOK_SECRET=whsec_... TLS_CERT_FILE=cert.pem TLS_KEY_FILE=key.pem PORT=8443 \
  *     node examples/webhook-receiver.js
  *
- * WEBHOOK_SECRET may hold several secrets separated by commas while you rotate.
+ * WEBHOOK_SECRET may hold several secrets separated by commas. After a rotation, for the overlap
+ * you chose, X-Service-Signature is still made with the old secret and X-Service-Signature-Next
+ * with the new one: a delivery is accepted when either matches one of your secrets, so you may
+ * switch WEBHOOK_SECRET to the new secret at any time during the overlap.
  */
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -66,7 +69,9 @@ function createReceiver({ secret, cert, key, onEvent }) {
       const signature = req.headers['x-service-signature'];
       if (typeof signature !== 'string' || signature.length === 0) return send(res, 400, { error: 'missing signature' });
       if (secrets.length === 0) return send(res, 401, { error: 'receiver has no secret configured' });
-      if (!secrets.some((s) => verifySignature(s, rawBody, signature))) return send(res, 401, { error: 'invalid signature' });
+      // During a rotation's overlap: the old secret's digest, then the new secret's.
+      const candidates = [signature, req.headers['x-service-signature-next']].filter((h) => typeof h === 'string' && h.length > 0);
+      if (!secrets.some((s) => candidates.some((h) => verifySignature(s, rawBody, h)))) return send(res, 401, { error: 'invalid signature' });
 
       let event;
       try {

@@ -4,11 +4,12 @@ import { bodyParser } from '@koa/bodyparser';
 import type { Services } from '../src/services';
 import { DomainError } from '../src/core/errors';
 import { refuseDeepInput, refuseProtoKey } from '../src/core/validation';
-import { errorForLog } from '../src/logger';
 import { requestLifecycle } from './middleware/errors';
+import { asDomainError } from './middleware/render';
 import { requireHttpsBehindProxy } from './middleware/https';
+import { securityHeaders } from './middleware/security-headers';
 import { authAndRateLimit } from './middleware/auth';
-import { idempotency } from './middleware/idempotency';
+import { restIdempotency } from './middleware/idempotency';
 import { customerRoutes } from './customers.routes';
 import { catalogRoutes } from './catalog.routes';
 import { eventRoutes } from './events.routes';
@@ -16,7 +17,7 @@ import { apiKeyRoutes } from './api-keys.routes';
 import { paymentRoutes } from './payments.routes';
 import { gatewayRoutes } from './gateways.routes';
 import { webhookRoutes } from './webhooks.routes';
-import type { PayorchState } from './context';
+import { isPagePath, pageRoutes } from './pages/pages.routes';
 
 const API_PREFIXES = ['/v1', '/api/v1'];
 
@@ -37,7 +38,6 @@ export function isPublicPath(path: string): boolean {
 export interface SharedMiddleware {
   auth: Koa.Middleware;
   jsonBody: Koa.Middleware;
-  idempotency: Koa.Middleware;
 }
 
 /** Extra mounts (GraphQL) are added by the server before the callback is taken. */
@@ -52,7 +52,7 @@ function jsonBody(): Koa.Middleware {
     jsonLimit: '1mb',
     // Bodies are JSON whatever the Content-Type says; a form post is malformed JSON.
     detectJSON: (ctx) => Number(ctx.get('content-length') || 0) > 0 || Boolean(ctx.get('transfer-encoding')),
-    onError: (err) => {
+    onError: (err, ctx) => {
       // The parser refuses a valid body holding a "__proto__" key as if it were not JSON; say
       // which key instead (JSON.parse keeps it an own property, and refuseProtoKey throws).
       const raw = (err as { body?: unknown }).body;
@@ -60,6 +60,14 @@ function jsonBody(): Koa.Middleware {
         const parsed: unknown = JSON.parse(raw);
         refuseDeepInput(parsed, 'body');
         refuseProtoKey(parsed);
+      }
+      // A form post (curl -d, an HTML form) is not JSON: say what the API takes.
+      const sent = ctx.get('content-type').split(';')[0].trim();
+      if (asDomainError(err).code === 'malformed_json' && !ctx.is('json')) {
+        throw new DomainError(
+          'malformed_json',
+          `Request body must be JSON sent with Content-Type: application/json${sent ? ` (this one is ${sent.slice(0, 100)})` : ''}`,
+        );
       }
       throw err;
     },
@@ -97,15 +105,14 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
       limiter: services.limiter,
       clock: services.clock,
       defaultLimit: config.defaultRateLimitPerMinute,
-      isPublic: isPublicPath,
+      // Pages are public too: limited per client IP like the public API routes.
+      isPublic: (path) => isPublicPath(path) || isPagePath(path),
     }),
     jsonBody: jsonBody(),
-    idempotency: idempotency(services.idempotency, (err, ctx) =>
-      logger.error({ requestId: (ctx.state as PayorchState).requestId, err: errorForLog(err) }, 'request failed'),
-    ),
   };
 
-  app.use(requestLifecycle(logger));
+  app.use(requestLifecycle(logger, isPagePath));
+  app.use(securityHeaders(isPagePath));
   app.use(requireHttpsBehindProxy(config.trustProxy, config.publicUrl));
   app.use(async (ctx: Context, next: Next) => {
     // A NUL in an id or query value can reach no stored object and breaks SQL drivers.
@@ -121,7 +128,7 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
     }
     if (ctx.path === '/ready' && ctx.method === 'GET') {
       try {
-        await services.db.select('SELECT 1 AS ok');
+        await services.db.ping();
         ctx.body = { data: { status: 'ready' }, error: null };
       } catch {
         throw new DomainError('service_unavailable', 'The database is not reachable');
@@ -134,14 +141,16 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   for (const extend of extensions) extend(app, services, shared);
 
   app.use(async (ctx: Context, next: Next) => {
-    if (stripPrefix(ctx.path) === null) {
+    // The API's namespace outside the routes (/graphql/x, /api/v2): JSON 404 before any key check.
+    if (stripPrefix(ctx.path) === null && !isPagePath(ctx.path)) {
       throw new DomainError('route_not_found', `No route for ${ctx.method} ${ctx.path}`);
     }
     await next();
   });
   app.use(shared.auth);
+  app.use(pageRoutes(services));
   app.use(shared.jsonBody);
-  app.use(shared.idempotency);
+  app.use(restIdempotency(services.idempotency));
   app.use(root.routes());
   app.use(async (ctx: Context) => {
     if (ctx.body !== undefined || ctx.status !== 404) return;

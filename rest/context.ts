@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { RequestContext } from '../src/core/context';
 import type { AuthenticatedKey } from '../src/modules/accounts/account.service';
 import type { DomainError } from '../src/core/errors';
-import type { AdoptObject } from '../src/modules/idempotency/idempotency.service';
+import type { IdempotencyKey } from '../src/core/idempotency';
 
 /** What the middleware chain leaves on ctx.state for the routes. */
 export interface PayorchState {
@@ -12,12 +12,9 @@ export interface PayorchState {
   authError?: DomainError;
   rc?: RequestContext;
   graphql?: boolean;
-  /**
-   * A GraphQL document that is a single payment or refund creation: how a retry of it decides to
-   * answer with the object its key recorded (see DocumentKey).
-   */
-  adoptObject?: AdoptObject;
   publicRoute?: boolean;
+  /** A POST's Idempotency-Key, for the route to hand to its service operation (rest/route.ts). */
+  idempotencyKey?: IdempotencyKey;
 }
 
 export type PayorchContext = Context & { state: PayorchState };

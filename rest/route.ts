@@ -2,7 +2,9 @@ import type { Context } from 'koa';
 import { DomainError } from '../src/core/errors';
 import type { RequestContext } from '../src/core/context';
 import type { Page } from '../src/core/pagination';
-import { requestContext } from './context';
+import type { IdempotencyKey } from '../src/core/idempotency';
+import { IDEMPOTENT_OPERATIONS, type IdempotentOperationName } from '../src/core/idempotent-operations';
+import { requestContext, type PayorchState } from './context';
 
 type Handler<T> = (rc: RequestContext, ctx: Context) => Promise<T>;
 
@@ -32,6 +34,14 @@ export function one<T>(handler: Handler<T>, status = 200) {
     refuseQuery(ctx);
     send(ctx, status, await handler(requestContext(ctx), ctx));
   };
+}
+
+/**
+ * A route running an idempotent operation: the request's Idempotency-Key, if any, is handed to
+ * the service operation, which answers with the operation's status (IDEMPOTENT_OPERATIONS).
+ */
+export function idempotent<T>(operation: IdempotentOperationName, handler: (rc: RequestContext, ctx: Context, idem: IdempotencyKey | undefined) => Promise<T>) {
+  return one((rc, ctx) => handler(rc, ctx, (ctx.state as PayorchState).idempotencyKey), IDEMPOTENT_OPERATIONS[operation].status);
 }
 
 /** A list route: the service validates the query, the route adds `meta`. */

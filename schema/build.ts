@@ -3,6 +3,7 @@ import { buildSchemaSync, type PubSub } from 'type-graphql';
 import { printSchema, type GraphQLSchema } from 'graphql';
 import type { GqlContext } from './context';
 import { clearLoaders } from './loaders';
+import { idempotentMutations } from './idempotency';
 import { CustomerResolver } from './customer.resolver';
 import { PriceResolver, ProductResolver } from './catalog.resolver';
 import { EventResolver } from './event.resolver';
@@ -34,6 +35,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       },
     } as unknown as PubSub,
   });
+  idempotentMutations(schema);
   freshLoadersPerMutation(schema);
   cached = schema;
   return schema;

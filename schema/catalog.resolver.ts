@@ -3,7 +3,8 @@ import {
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { PageArgs, defined, toList } from './types/common';
+import { Amount, DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { PriceType as PriceTypeEnum, RecurringInterval } from './types/enums';
 import type { Price } from '../src/modules/catalog/catalog.service';
 
 @ObjectType('Product')
@@ -15,13 +16,13 @@ export class ProductType {
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field(() => Boolean) active!: boolean;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('Recurring')
 export class RecurringType {
-  @Field(() => String) interval!: string;
+  @Field(() => RecurringInterval) interval!: string;
   @Field(() => Int) intervalCount!: number;
 }
 
@@ -31,16 +32,15 @@ export class PriceType {
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) productId!: string;
-  // Amounts reach 10^12, beyond GraphQL's 32-bit Int; Float carries every integer up to 2^53.
-  @Field(() => Number) unitAmount!: number;
+  @Field(() => Amount) unitAmount!: number;
   @Field(() => String) currency!: string;
-  @Field(() => String) type!: string;
+  @Field(() => PriceTypeEnum) type!: Price['type'];
   @Field(() => RecurringType, { nullable: true }) recurring!: RecurringType | null;
   @Field(() => String, { nullable: true }) nickname!: string | null;
   @Field(() => Boolean) active!: boolean;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('ProductList')
@@ -77,14 +77,14 @@ class UpdateProductInput {
 
 @InputType('RecurringInput')
 class RecurringInput {
-  @Field(() => String) interval!: string;
+  @Field(() => RecurringInterval) interval!: string;
   @Field(() => Int, { nullable: true }) intervalCount?: number;
 }
 
 @InputType('CreatePriceInput')
 class CreatePriceInput {
   @Field(() => String) productId!: string;
-  @Field(() => Number) unitAmount!: number;
+  @Field(() => Amount) unitAmount!: number;
   @Field(() => String) currency!: string;
   @Field(() => RecurringInput, { nullable: true }) recurring?: RecurringInput | null;
   @Field(() => String, { nullable: true }) nickname?: string | null;
@@ -110,14 +110,14 @@ class PriceListArgs extends PageArgs {
   @Field(() => String, { nullable: true }) productId?: string;
   @Field(() => Boolean, { nullable: true }) active?: boolean;
   @Field(() => String, { nullable: true }) currency?: string;
-  @Field(() => String, { nullable: true }) type?: string;
+  @Field(() => PriceTypeEnum, { nullable: true }) type?: Price['type'];
 }
 
 @Resolver(() => ProductType)
 export class ProductResolver {
-  @FieldResolver(() => [PriceType])
-  prices(@Root() product: { id: string }, @Ctx() { loaders }: GqlContext) {
-    return loaders.pricesByProduct.load(product.id);
+  @FieldResolver(() => [PriceType], { description: 'Newest first.' })
+  prices(@Root() product: { id: string }, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
+    return loaders.pricesByProduct.load(product.id, nestedLimit(args));
   }
 
   @Query(() => ProductType)
@@ -131,8 +131,8 @@ export class ProductResolver {
   }
 
   @Mutation(() => ProductType, { nullable: true })
-  createProduct(@Arg('input', () => CreateProductInput) input: CreateProductInput, @Ctx() { services, rc }: GqlContext) {
-    return services.catalog.createProduct(rc, defined(input));
+  createProduct(@Arg('input', () => CreateProductInput) input: CreateProductInput, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.catalog.createProduct(rc, defined(input), idem);
   }
 
   @Mutation(() => ProductType, { nullable: true })
@@ -158,10 +158,10 @@ export class PriceResolver {
   }
 
   @Mutation(() => PriceType, { nullable: true })
-  createPrice(@Arg('input', () => CreatePriceInput) input: CreatePriceInput, @Ctx() { services, rc }: GqlContext) {
+  createPrice(@Arg('input', () => CreatePriceInput) input: CreatePriceInput, @Ctx() { services, rc, idem }: GqlContext) {
     const data = defined(input);
     if (input.recurring) data.recurring = defined(input.recurring);
-    return services.catalog.createPrice(rc, data);
+    return services.catalog.createPrice(rc, data, idem);
   }
 
   @Mutation(() => PriceType, { nullable: true })

@@ -1,7 +1,7 @@
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, toList } from './types/common';
 
 @ObjectType('Customer')
 export class CustomerType {
@@ -14,8 +14,8 @@ export class CustomerType {
   @Field(() => String, { nullable: true }) phone!: string | null;
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('CustomerList')
@@ -63,8 +63,8 @@ export class CustomerResolver {
   }
 
   @Mutation(() => CustomerType, { nullable: true })
-  createCustomer(@Arg('input', () => CreateCustomerInput) input: CreateCustomerInput, @Ctx() { services, rc }: GqlContext) {
-    return services.customers.create(rc, defined(input));
+  createCustomer(@Arg('input', () => CreateCustomerInput) input: CreateCustomerInput, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.customers.create(rc, defined(input), idem);
   }
 
   @Mutation(() => CustomerType, { nullable: true })

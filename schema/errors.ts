@@ -7,8 +7,8 @@ const TOO_COMPLEX = 'Query is too complex';
 
 /** Our own size limits' refusal (depth, cost, result size). Recognised by class, never by text the client could also send. */
 export class TooComplexError extends GraphQLError {
-  constructor(reason: string) {
-    super(`${TOO_COMPLEX}: ${reason}`);
+  constructor(reason: string, nodes?: readonly ASTNode[]) {
+    super(`${TOO_COMPLEX}: ${reason}`, { nodes });
   }
 }
 

@@ -1,7 +1,7 @@
 import { Arg, Args, ArgsType, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, toList } from './types/common';
 
 @ObjectType('Event')
 export class EventType {
@@ -9,7 +9,7 @@ export class EventType {
   @Field(() => String) object!: string;
   @Field(() => String) type!: string;
   @Field(() => Boolean) livemode!: boolean;
-  @Field(() => String) createdAt!: string;
+  @Field(() => DateTime) createdAt!: string;
   @Field(() => GraphQLJSONObject) data!: Record<string, unknown>;
 }
 

@@ -1,7 +1,7 @@
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { PageArgs, defined, toList } from './types/common';
+import { Amount, DateTime, PageArgs, defined, toList } from './types/common';
 
 @ObjectType('Gateway')
 class GatewayType {
@@ -14,8 +14,8 @@ class GatewayType {
   @Field(() => [String], { nullable: true }) currencies!: string[] | null;
   @Field(() => GraphQLJSONObject) settings!: Record<string, unknown>;
   @Field(() => Boolean) credentialsSet!: boolean;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('GatewayList')
@@ -56,7 +56,7 @@ class FxRateType {
   @Field(() => String) from!: string;
   @Field(() => String) to!: string;
   @Field(() => String) rate!: string;
-  @Field(() => String, { nullable: true }) updatedAt!: string | null;
+  @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
 }
 
 @ObjectType('FxRateSet')
@@ -94,7 +94,7 @@ class RoutingDecisionType {
 
 @InputType('RoutingSimulationInput')
 class RoutingSimulationInput {
-  @Field(() => Number) amount!: number;
+  @Field(() => Amount) amount!: number;
   @Field(() => String) currency!: string;
   @Field(() => String, { nullable: true }) country?: string;
   @Field(() => String, { nullable: true }) cardBrand?: string;
@@ -114,8 +114,8 @@ export class GatewayResolver {
   }
 
   @Mutation(() => GatewayType, { nullable: true })
-  createGateway(@Arg('input', () => CreateGatewayInput) input: CreateGatewayInput, @Ctx() { services, rc }: GqlContext) {
-    return services.gateways.create(rc, defined(input));
+  createGateway(@Arg('input', () => CreateGatewayInput) input: CreateGatewayInput, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.gateways.create(rc, defined(input), idem);
   }
 
   @Mutation(() => GatewayType, { nullable: true })

@@ -25,14 +25,35 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
       const found = await find(ids);
       return ids.map((id) => found.get(id) ?? []);
     }, { cache });
+  /**
+   * Each parent's newest `limit` children. One statement takes one limit, so there is one loader
+   * per limit asked for (at most NESTED_LIST_MAX of them): parents asking the same size still
+   * share a statement.
+   */
+  const byParentUpTo = <T>(find: (ids: readonly string[], limit: number) => Promise<Map<string, T[]>>) => {
+    const perLimit = new Map<number, DataLoader<string, T[]>>();
+    return {
+      load(parentId: string, limit: number): Promise<T[]> {
+        let loader = perLimit.get(limit);
+        if (!loader) {
+          loader = byParent((ids) => find(ids, limit));
+          perLimit.set(limit, loader);
+        }
+        return loader.load(parentId);
+      },
+      clearAll(): void {
+        for (const loader of perLimit.values()) loader.clearAll();
+      },
+    };
+  };
   return {
     customer: byIds<Customer>((ids) => services.customers.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
-    paymentsByCustomer: byParent<Payment>((ids) => services.payments.forCustomers(rc, ids)),
-    refundsByPayment: byParent<Refund>((ids) => services.refunds.forPayments(rc, ids)),
-    paymentMethodsByCustomer: byParent<SavedPaymentMethod>((ids) => services.paymentMethods.forCustomers(rc, ids)),
-    gatewayTransactionsByPayment: byParent<GatewayTransaction>((ids) => services.payments.gatewayTransactionsFor(rc, ids)),
-    pricesByProduct: byParent<Price>((ids) => services.catalog.pricesForProducts(rc, ids)),
+    paymentsByCustomer: byParentUpTo<Payment>((ids, limit) => services.payments.forCustomers(rc, ids, limit)),
+    refundsByPayment: byParentUpTo<Refund>((ids, limit) => services.refunds.forPayments(rc, ids, limit)),
+    paymentMethodsByCustomer: byParentUpTo<SavedPaymentMethod>((ids, limit) => services.paymentMethods.forCustomers(rc, ids, limit)),
+    gatewayTransactionsByPayment: byParentUpTo<GatewayTransaction>((ids, limit) => services.payments.gatewayTransactionsFor(rc, ids, limit)),
+    pricesByProduct: byParentUpTo<Price>((ids, limit) => services.catalog.pricesForProducts(rc, ids, limit)),
   };
 }
 

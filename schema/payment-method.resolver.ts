@@ -4,7 +4,9 @@ import {
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { PageArgs, defined, toList } from './types/common';
+import { DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { GatewayTransactionKind } from './types/enums';
+import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.log';
 import { CustomerType } from './customer.resolver';
 import { CardInput, PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
@@ -29,8 +31,8 @@ export class PaymentMethodType {
   @Field(() => String) type!: string;
   @Field(() => SavedCardType) card!: SavedCardType;
   @Field(() => Boolean) isDefault!: boolean;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('PaymentMethodList')
@@ -58,7 +60,7 @@ export class GatewayTransactionType {
   @Field(() => String, { nullable: true }) refundId!: string | null;
   @Field(() => String) gatewayId!: string;
   @Field(() => String) gatewayType!: string;
-  @Field(() => String) kind!: string;
+  @Field(() => GatewayTransactionKind) kind!: PendingTransaction['kind'];
   @Field(() => Int) attempt!: number;
   @Field(() => String) idempotencyKey!: string;
   @Field(() => String) outcome!: string;
@@ -68,8 +70,8 @@ export class GatewayTransactionType {
   @Field(() => Int) latencyMs!: number;
   @Field(() => GraphQLJSONObject) request!: Record<string, unknown>;
   @Field(() => GraphQLJSONObject) response!: Record<string, unknown>;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('GatewayTransactionList')
@@ -99,9 +101,9 @@ export class PaymentMethodResolver {
   savePaymentMethod(
     @Arg('customerId', () => ID) customerId: string,
     @Arg('input', () => SavePaymentMethodInput) input: SavePaymentMethodInput,
-    @Ctx() { services, rc }: GqlContext,
+    @Ctx() { services, rc, idem }: GqlContext,
   ) {
-    return notFoundAs('customerId', 'customer', services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) }));
+    return notFoundAs('customerId', 'customer', services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) }, idem));
   }
 
   @Query(() => GatewayTransactionList)
@@ -117,17 +119,17 @@ export class PaymentMethodResolver {
 @Resolver(() => CustomerType)
 export class CustomerPaymentMethodsResolver {
   /** Newest first, as the REST list; batched over the customers of a list. */
-  @FieldResolver(() => [PaymentMethodType])
-  paymentMethods(@Root() customer: Customer, @Ctx() { loaders }: GqlContext) {
-    return loaders.paymentMethodsByCustomer.load(customer.id);
+  @FieldResolver(() => [PaymentMethodType], { description: 'Newest first.' })
+  paymentMethods(@Root() customer: Customer, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
+    return loaders.paymentMethodsByCustomer.load(customer.id, nestedLimit(args));
   }
 }
 
 @Resolver(() => PaymentType)
 export class PaymentGatewayTransactionsResolver {
   /** Newest first, as the REST list; batched over the payments of a list. */
-  @FieldResolver(() => [GatewayTransactionType])
-  gatewayTransactions(@Root() payment: Payment, @Ctx() { loaders }: GqlContext) {
-    return loaders.gatewayTransactionsByPayment.load(payment.id);
+  @FieldResolver(() => [GatewayTransactionType], { description: 'Newest first.' })
+  gatewayTransactions(@Root() payment: Payment, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
+    return loaders.gatewayTransactionsByPayment.load(payment.id, nestedLimit(args));
   }
 }

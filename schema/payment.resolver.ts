@@ -3,10 +3,12 @@ import {
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { PageArgs, defined, toList } from './types/common';
+import { Amount, DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { PaymentStatus, RefundStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Customer } from '../src/modules/customers/customer.service';
+import type { Refund } from '../src/modules/payments/refund.service';
 
 @ObjectType('PaymentMethodDetails')
 class PaymentMethodDetailsType {
@@ -20,12 +22,10 @@ class PaymentMethodDetailsType {
 
 @ObjectType('PaymentAttempt')
 class PaymentAttemptType {
-  @Field(() => String, { description: 'The gateway tried (same value as gatewayId).' }) gateway!: string;
-  @Field(() => String) gatewayId!: string;
+  @Field(() => String, { description: 'The gateway tried.' }) gateway!: string;
   @Field(() => String) outcome!: string;
   @Field(() => String, { nullable: true }) code!: string | null;
-  @Field(() => Int, { description: 'Milliseconds the gateway call took (same value as latencyMs).' }) latency!: number;
-  @Field(() => Int) latencyMs!: number;
+  @Field(() => Int, { description: 'Milliseconds the gateway call took.' }) latency!: number;
 }
 
 @ObjectType('Refund')
@@ -34,15 +34,15 @@ export class RefundType {
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) paymentId!: string;
-  @Field(() => Number) amount!: number;
+  @Field(() => Amount) amount!: number;
   @Field(() => String) currency!: string;
   @Field(() => String, { nullable: true }) reason!: string | null;
-  @Field(() => String) status!: string;
+  @Field(() => RefundStatus) status!: Refund['status'];
   @Field(() => String, { nullable: true }) gatewayId!: string | null;
   @Field(() => String, { nullable: true }) failureCode!: string | null;
   @Field(() => String, { nullable: true }) failureMessage!: string | null;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('Payment')
@@ -51,20 +51,19 @@ export class PaymentType {
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String, { nullable: true }) customerId!: string | null;
-  // Amounts reach 10^12, beyond GraphQL's 32-bit Int; Float carries every integer up to 2^53.
-  @Field(() => Number) amount!: number;
+  @Field(() => Amount) amount!: number;
   @Field(() => String) currency!: string;
   @Field(() => String) originalCurrency!: string;
-  @Field(() => Number, { nullable: true }) originalAmount!: number | null;
+  @Field(() => Amount, { nullable: true }) originalAmount!: number | null;
   @Field(() => String, { nullable: true }) exchangeRate!: string | null;
   @Field(() => String) paymentMethod!: string;
   @Field(() => PaymentMethodDetailsType) paymentMethodDetails!: PaymentMethodDetailsType;
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
-  @Field(() => String) status!: string;
+  @Field(() => PaymentStatus) status!: Payment['status'];
   @Field(() => String, { nullable: true }) failureCode!: string | null;
   @Field(() => String, { nullable: true }) failureMessage!: string | null;
-  @Field(() => Number) amountRefunded!: number;
+  @Field(() => Amount) amountRefunded!: number;
   @Field(() => Boolean) refunded!: boolean;
   @Field(() => String, { nullable: true }) gatewayId!: string | null;
   @Field(() => [PaymentAttemptType]) attempts!: PaymentAttemptType[];
@@ -72,8 +71,8 @@ export class PaymentType {
   @Field(() => String, { nullable: true }) subscriptionId!: string | null;
   @Field(() => String, { nullable: true }) checkoutSessionId!: string | null;
   @Field(() => String, { nullable: true }) paymentLinkId!: string | null;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('PaymentList')
@@ -103,7 +102,7 @@ export class CardInput {
 @InputType('CreatePaymentInput')
 class CreatePaymentInput {
   @Field(() => String, { nullable: true }) customerId?: string;
-  @Field(() => Number) amount!: number;
+  @Field(() => Amount) amount!: number;
   @Field(() => String) currency!: string;
   @Field(() => String, { nullable: true }) originalCurrency?: string;
   @Field(() => String) paymentMethod!: string;
@@ -121,13 +120,13 @@ class UpdatePaymentInput {
 @ArgsType()
 class PaymentListArgs extends PageArgs {
   @Field(() => String, { nullable: true }) search?: string;
-  @Field(() => String, { nullable: true }) status?: string;
+  @Field(() => PaymentStatus, { nullable: true }) status?: Payment['status'];
   @Field(() => String, { nullable: true }) customerId?: string;
 }
 
 @ArgsType()
 class RefundListArgs extends PageArgs {
-  @Field(() => String, { nullable: true }) status?: string;
+  @Field(() => RefundStatus, { nullable: true }) status?: Refund['status'];
   @Field(() => String, { nullable: true }) paymentId?: string;
 }
 
@@ -144,10 +143,10 @@ export class PaymentResolver {
   }
 
   @Mutation(() => PaymentType, { nullable: true })
-  createPayment(@Arg('input', () => CreatePaymentInput) input: CreatePaymentInput, @Ctx() { services, rc }: GqlContext) {
+  createPayment(@Arg('input', () => CreatePaymentInput) input: CreatePaymentInput, @Ctx() { services, rc, idem }: GqlContext) {
     const data = defined(input);
     if (input.card) data.card = defined(input.card);
-    return services.payments.create(rc, data);
+    return services.payments.create(rc, data, idem);
   }
 
   @Mutation(() => PaymentType, { nullable: true })
@@ -160,9 +159,9 @@ export class PaymentResolver {
     return payment.customerId ? loaders.customer.load(payment.customerId) : null;
   }
 
-  @FieldResolver(() => [RefundType])
-  refunds(@Root() payment: Payment, @Ctx() { loaders }: GqlContext) {
-    return loaders.refundsByPayment.load(payment.id);
+  @FieldResolver(() => [RefundType], { description: 'Newest first.' })
+  refunds(@Root() payment: Payment, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
+    return loaders.refundsByPayment.load(payment.id, nestedLimit(args));
   }
 }
 
@@ -181,18 +180,18 @@ export class RefundResolver {
   @Mutation(() => RefundType, { nullable: true })
   refundPayment(
     @Arg('paymentId', () => ID) paymentId: string,
-    @Arg('amount', () => Number, { nullable: true }) amount: number | undefined,
+    @Arg('amount', () => Amount, { nullable: true }) amount: number | undefined,
     @Arg('reason', () => String, { nullable: true }) reason: string | undefined,
-    @Ctx() { services, rc }: GqlContext,
+    @Ctx() { services, rc, idem }: GqlContext,
   ) {
-    return services.refunds.create(rc, defined({ paymentId, amount, reason }));
+    return services.refunds.create(rc, defined({ paymentId, amount, reason }), idem);
   }
 }
 
 @Resolver(() => CustomerType)
 export class CustomerPaymentsResolver {
-  @FieldResolver(() => [PaymentType])
-  payments(@Root() customer: Customer, @Ctx() { loaders }: GqlContext) {
-    return loaders.paymentsByCustomer.load(customer.id);
+  @FieldResolver(() => [PaymentType], { description: 'Newest first.' })
+  payments(@Root() customer: Customer, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
+    return loaders.paymentsByCustomer.load(customer.id, nestedLimit(args));
   }
 }

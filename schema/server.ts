@@ -2,9 +2,8 @@ import type Koa from 'koa';
 import type https from 'node:https';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 import {
-  GraphQLError, Kind, getOperationAST, parse, specifiedRules, validate, type GraphQLFormattedError, type ValidationContext,
+  GraphQLError, parse, specifiedRules, validate, type GraphQLFormattedError, type ValidationContext,
 } from 'graphql';
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer } from 'ws';
@@ -19,7 +18,8 @@ import { findNul } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { buildPayorchSchema } from './build';
 import { createLoaders } from './loaders';
-import type { GqlContext } from './context';
+import type { GqlContext, GraphQLIdempotency } from './context';
+import { graphqlIdempotency } from '../rest/middleware/idempotency';
 import { TooComplexError, formatGraphQLError } from './errors';
 import { resultSizeRule } from './result-size';
 
@@ -29,19 +29,23 @@ import { resultSizeRule } from './result-size';
  * spreading the next, overflowed the stack in validation (a 500 over HTTP, a 4500 close over
  * WebSocket). Real documents, introspection included, stay far below it.
  */
-export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 5000, maxResultFields: 50_000, maxTokens: 5000 };
+export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 50_000, maxTokens: 5000 };
 
-/** graphql-armor's rejection becomes an ordinary validation error with our wording. */
+/** A limit's rejection becomes an ordinary validation error with our wording, pointing where it says. */
 function reportTooComplex(context: ValidationContext | null, error: GraphQLError): void {
-  context?.reportError(new TooComplexError(error.message.replace(/^Syntax Error: /, '')));
+  context?.reportError(new TooComplexError(error.message.replace(/^Syntax Error: /, ''), error.nodes));
 }
 
-/** Our size limits, the same for documents over HTTP and over WebSocket. */
+/**
+ * Our size limits, the same for documents over HTTP and over WebSocket. The cost is the number
+ * of fields the query can resolve, lists counted by their size argument (resultSizeRule):
+ * graphql-armor's cost limit was dropped because it counts a list once unless `first` is a
+ * literal, so it neither saw default or variable sizes nor could say which field cost most.
+ */
 function limitRules() {
   return [
     maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-    costLimitRule({ maxCost: GRAPHQL_LIMITS.maxCost, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-    resultSizeRule(GRAPHQL_LIMITS.maxResultFields, reportTooComplex),
+    resultSizeRule(GRAPHQL_LIMITS.maxCost, reportTooComplex),
   ];
 }
 
@@ -55,7 +59,9 @@ export interface GraphQLMount {
  * client's own mistakes are not logged: their messages quote the values sent, card fields too.
  */
 function logIfInternal(services: Services, requestId: string, e: GraphQLError): void {
-  if (formatGraphQLError({ message: e.message, extensions: e.extensions }, e).extensions?.code !== 'internal_error') return;
+  const code = formatGraphQLError({ message: e.message, extensions: e.extensions }, e).extensions?.code;
+  // A database outage too: REST logs its 503s, and the driver's error (the cause) is only here.
+  if (code !== 'internal_error' && code !== 'service_unavailable') return;
   services.logger.error({ requestId, err: errorForLog(e.originalError ?? e) }, 'graphql resolver failed');
 }
 
@@ -123,37 +129,11 @@ const noSubscriptionOverHttp: ApolloServerPlugin<GqlContext> = {
   },
 };
 
-/**
- * Mutations that record the object they create on the request's Idempotency-Key, and whether
- * that object is settled (see DocumentKey): a retry may then answer with it.
- */
-const ADOPTABLE: Record<string, (services: Services, rc: RequestContext, id: string) => Promise<boolean>> = {
-  createPayment: (services, rc, id) => services.payments.settled(rc, id),
-  refundPayment: (services, rc, id) => services.refunds.settled(rc, id),
-};
+// WebSocket close reasons are at most 123 bytes.
+const WS_KEY_MISSING = 'Forbidden: no API key; send connectionParams {"authorization": "Bearer sk_..."}';
+const WS_KEY_REFUSED = 'Forbidden: the API key in connectionParams.authorization is invalid or revoked';
+const WS_KEY_REVOKED = 'Forbidden: the API key of this connection was revoked';
 
-/**
- * The creating mutation a document runs when it is all the document runs (one root field, no
- * directives): running it again with that field answering for the object already made repeats
- * nothing. Anything else gets the usual 409 while its key is held.
- */
-function soleCreation(body: unknown): string | undefined {
-  const { query, operationName } = (body ?? {}) as { query?: unknown; operationName?: unknown };
-  if (typeof query !== 'string') return undefined;
-  let document;
-  try {
-    document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens });
-  } catch {
-    return undefined; // Apollo answers the syntax error
-  }
-  const operation = getOperationAST(document, typeof operationName === 'string' ? operationName : undefined);
-  if (operation?.operation !== 'mutation' || operation.directives?.length) return undefined;
-  const [only, ...others] = operation.selectionSet.selections;
-  if (others.length || only?.kind !== Kind.FIELD || only.directives?.length) return undefined;
-  return Object.hasOwn(ADOPTABLE, only.name.value) ? only.name.value : undefined;
-}
-
-/** Apollo mounted inside Koa at /graphql, behind the same auth, rate limit and body parser. */
 /** The key from graphql-ws connectionParams: "Bearer sk_…" or the bare key. */
 function keyFromParams(params: Record<string, unknown> | undefined): string | null {
   const raw = params?.authorization ?? params?.Authorization;
@@ -162,6 +142,7 @@ function keyFromParams(params: Record<string, unknown> | undefined): string | nu
   return m ? m[1] : null;
 }
 
+/** Apollo mounted inside Koa at /graphql, behind the same auth, rate limit and body parser. */
 export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Server, shared: SharedMiddleware): GraphQLMount {
   const schema = buildPayorchSchema();
   const server = new ApolloServer<GqlContext>({
@@ -193,26 +174,25 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     const nul = findNul((ctx.request as { body?: unknown }).body);
     if (nul !== null) throw new DomainError('invalid_parameter', 'Text may not contain NUL characters', nul || undefined);
     const rc = state.rc!;
-    const creation = ctx.headers['idempotency-key'] !== undefined ? soleCreation((ctx.request as { body?: unknown }).body) : undefined;
-    if (creation) state.adoptObject = (id) => ADOPTABLE[creation](services, rc, id);
-    // Idempotency-Key works here as on every POST: same key and body replay the first answer.
-    await shared.idempotency(ctx, async () => {
-      const headers = new HeaderMap();
-      for (const [k, v] of Object.entries(ctx.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
-      const result = await server.executeHTTPGraphQLRequest({
-        httpGraphQLRequest: { method: 'POST', headers, search: ctx.querystring, body: (ctx.request as { body?: unknown }).body },
-        context: async () => ({ rc, services, loaders: createLoaders(services, rc) }),
-      });
-      for (const [k, v] of result.headers) ctx.set(k, v);
-      ctx.status = result.status ?? 200;
-      if (result.body.kind === 'complete') {
-        ctx.body = ctx.status >= 400 ? withRequestId(result.body.string, rc.requestId) : result.body.string;
-      } else {
-        let text = '';
-        for await (const chunk of result.body.asyncIterator) text += chunk;
-        ctx.body = text;
-      }
+    // Each idempotent mutation of the document runs under the key (schema/idempotency.ts).
+    const sent = graphqlIdempotency(ctx);
+    const idempotency: GraphQLIdempotency | undefined = sent && { ...sent, replayed: false };
+    const headers = new HeaderMap();
+    for (const [k, v] of Object.entries(ctx.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+    const result = await server.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: 'POST', headers, search: ctx.querystring, body: (ctx.request as { body?: unknown }).body },
+      context: async () => ({ rc, services, loaders: createLoaders(services, rc), idempotency }),
     });
+    for (const [k, v] of result.headers) ctx.set(k, v);
+    ctx.status = result.status ?? 200;
+    if (result.body.kind === 'complete') {
+      ctx.body = ctx.status >= 400 ? withRequestId(result.body.string, rc.requestId) : result.body.string;
+    } else {
+      let text = '';
+      for await (const chunk of result.body.asyncIterator) text += chunk;
+      ctx.body = text;
+    }
+    if (idempotency?.replayed) ctx.set('Idempotent-Replayed', 'true');
   });
 
   // Subscriptions: graphql-ws on the same path; the key travels in connectionParams.
@@ -223,13 +203,18 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       onConnect: async (ctx) => {
         const key = keyFromParams(ctx.connectionParams);
         const auth = key ? await services.accounts.authenticate(key) : null;
-        if (!auth) return false; // closes with 4403 Forbidden
+        if (!auth) {
+          // graphql-ws would close with a bare "Forbidden"; say what is wrong and where the key goes
+          // (its own close after this one is ignored).
+          ctx.extra.socket.close(4403, key ? WS_KEY_REFUSED : WS_KEY_MISSING);
+          return false;
+        }
         ctx.extra.auth = auth;
         // A key revoked (or narrowed) while the socket is open stops streaming within one period.
         ctx.extra.recheck = setInterval(() => {
           services.accounts.authenticate(key as string).then(
             (current) => {
-              if (!current) ctx.extra.socket.close(4403, 'Forbidden');
+              if (!current) ctx.extra.socket.close(4403, WS_KEY_REVOKED);
               else ctx.extra.auth = current;
             },
             () => undefined,

@@ -14,7 +14,7 @@ function streamFor(data: Data, resource: string, accepts: (type: string) => bool
   const { rc, services } = data.context;
   requirePermission(rc, resource, 'read');
   const livemode = rc.mode === 'live';
-  return services.bus.stream((e) => e.accountId === rc.accountId && e.livemode === livemode && accepts(e.type));
+  return services.bus.stream({ accountId: rc.accountId, livemode }, (e) => accepts(e.type));
 }
 
 function asEvent(e: PublishedEvent) {

@@ -1,6 +1,8 @@
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import type { GqlContext } from './context';
-import { PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, toList } from './types/common';
+import { WebhookDeliveryAttemptStatus, WebhookEndpointStatus } from './types/enums';
+import type { EndpointStatus } from '../src/modules/webhooks/endpoint.service';
 
 @ObjectType('WebhookEndpoint')
 class WebhookEndpointType {
@@ -10,12 +12,12 @@ class WebhookEndpointType {
   @Field(() => String) url!: string;
   @Field(() => [String]) events!: string[];
   @Field(() => String, { nullable: true }) description!: string | null;
-  @Field(() => String) status!: string;
+  @Field(() => WebhookEndpointStatus) status!: EndpointStatus;
   @Field(() => String, { nullable: true }) disabledReason!: string | null;
   /** Only in the answers of createWebhookEndpoint and rotateWebhookSecret. */
   @Field(() => String, { nullable: true }) secret?: string | null;
-  @Field(() => String) createdAt!: string;
-  @Field(() => String) updatedAt!: string;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('WebhookEndpointList')
@@ -34,12 +36,12 @@ class WebhookAttemptType {
   @Field(() => String) eventId!: string;
   @Field(() => String) eventType!: string;
   @Field(() => Int) attempt!: number;
-  @Field(() => String) status!: string;
+  @Field(() => WebhookDeliveryAttemptStatus) status!: 'succeeded' | 'failed';
   @Field(() => Int, { nullable: true }) statusCode!: number | null;
   @Field(() => Int) latencyMs!: number;
   @Field(() => String, { nullable: true }) error!: string | null;
-  @Field(() => String, { nullable: true }) nextRetryAt!: string | null;
-  @Field(() => String) createdAt!: string;
+  @Field(() => DateTime, { nullable: true }) nextRetryAt!: string | null;
+  @Field(() => DateTime) createdAt!: string;
 }
 
 @ObjectType('WebhookDeliveryAttemptList')
@@ -68,12 +70,12 @@ class UpdateWebhookEndpointInput {
   @Field(() => String, { nullable: true }) url?: string;
   @Field(() => [String], { nullable: true }) events?: string[];
   @Field(() => String, { nullable: true }) description?: string | null;
-  @Field(() => String, { nullable: true }) status?: string;
+  @Field(() => WebhookEndpointStatus, { nullable: true }) status?: EndpointStatus;
 }
 
 @ArgsType()
 class WebhookEndpointListArgs extends PageArgs {
-  @Field(() => String, { nullable: true }) status?: string;
+  @Field(() => WebhookEndpointStatus, { nullable: true }) status?: EndpointStatus;
 }
 
 @Resolver(() => WebhookEndpointType)
@@ -89,8 +91,8 @@ export class WebhookEndpointResolver {
   }
 
   @Mutation(() => WebhookEndpointType, { nullable: true })
-  createWebhookEndpoint(@Arg('input', () => CreateWebhookEndpointInput) input: CreateWebhookEndpointInput, @Ctx() { services, rc }: GqlContext) {
-    return services.webhooks.endpoints.create(rc, defined(input));
+  createWebhookEndpoint(@Arg('input', () => CreateWebhookEndpointInput) input: CreateWebhookEndpointInput, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.webhooks.endpoints.create(rc, defined(input), idem);
   }
 
   @Mutation(() => WebhookEndpointType, { nullable: true })
@@ -108,13 +110,18 @@ export class WebhookEndpointResolver {
   }
 
   @Mutation(() => WebhookEndpointType, { nullable: true })
-  rotateWebhookSecret(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
-    return services.webhooks.endpoints.rotateSecret(rc, id, {});
+  rotateWebhookSecret(
+    @Arg('id', () => ID) id: string,
+    @Arg('overlapSeconds', () => Int, { nullable: true, description: 'How long the old secret keeps signing X-Service-Signature (default 86400; 0: at once)' })
+    overlapSeconds: number | null | undefined,
+    @Ctx() { services, rc, idem }: GqlContext,
+  ) {
+    return services.webhooks.endpoints.rotateSecret(rc, id, defined({ overlapSeconds: overlapSeconds ?? undefined }), idem);
   }
 
   @Mutation(() => EventResendType, { nullable: true })
-  resendEvent(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
-    return services.webhooks.deliveries.resend(rc, id, {});
+  resendEvent(@Arg('id', () => ID) id: string, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.webhooks.deliveries.resend(rc, id, {}, idem);
   }
 
   @FieldResolver(() => WebhookAttemptList)

@@ -32,9 +32,13 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
  * Error fields safe to log: no SQL parameters, no request data. A card number quoted in a
  * message (a library echoing a value it refused) is masked as a last line of defence.
  */
-export function errorForLog(err: unknown): { name?: string; message?: string; stack?: string } {
+export function errorForLog(err: unknown): { name?: string; message?: string; stack?: string; cause?: { name?: string; message?: string } } {
   if (err instanceof Error) {
-    return { name: err.name, message: redactPanBounded(err.message, 4000), stack: err.stack === undefined ? undefined : redactPanBounded(err.stack, 16_000) };
+    const logged = { name: err.name, message: redactPanBounded(err.message, 4000), stack: err.stack === undefined ? undefined : redactPanBounded(err.stack, 16_000) };
+    // A translated error (a driver failure behind service_unavailable): what the driver said.
+    const { cause } = err;
+    if (cause instanceof Error) return { ...logged, cause: { name: cause.name, message: redactPanBounded(cause.message, 4000) } };
+    return logged;
   }
   return { message: redactPanBounded(String(err), 4000) };
 }

@@ -21,6 +21,7 @@ import { GatewayTransactionLog } from './modules/payments/gateway-transaction.lo
 import { PaymentMethodService } from './modules/payments/payment-method.service';
 import { PaymentService } from './modules/payments/payment.service';
 import { RefundService } from './modules/payments/refund.service';
+import { LeaseKeeper } from './modules/payments/lease-keeper';
 import type { Rng } from './routing/rng';
 import { createWebhookServices, type WebhookOptions, type WebhookServices } from './modules/webhooks';
 
@@ -60,12 +61,16 @@ export interface ServiceOptions {
   gatewayTimeoutMs?: number;
   gatewayCa?: string;
   webhooks?: WebhookOptions;
+  /** How long a SQLite statement waits for another writer's lock (default 15 s). */
+  sqliteBusyTimeoutMs?: number;
+  /** How long a pending payment or refund stays its process's after a heartbeat (LeaseKeeper). */
+  leaseMs?: number;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const db = new Database({ url: config.databaseUrl, models: MODELS, logging: options.onSql });
+  const db = new Database({ url: config.databaseUrl, models: MODELS, logging: options.onSql, sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs });
   await db.init();
   if (options.migrate !== false) {
     const applied = await migrateUp(db);
@@ -77,29 +82,28 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // Committed events reach subscribers on every instance: Redis when configured, else NOTIFY.
   const loadEvent = (ids: string[]) => events.loadPublished(ids);
   const fanout: EventFanout | undefined = redis
-    ? new RedisFanout(redis, bus, loadEvent, logger)
+    ? new RedisFanout(redis, bus, loadEvent, logger, clock)
     : db.dialect === 'postgres'
-      ? new PostgresFanout(config.databaseUrl, bus, loadEvent, logger)
+      ? new PostgresFanout(config.databaseUrl, bus, loadEvent, (...args) => events.loadPublishedSince(...args), logger, clock)
       : undefined;
   await fanout?.start();
   bus.connectRemote(fanout);
-  const customers = new CustomerService(db, events);
   const encryptionKey = loadEncryptionKey({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
+  const idempotency = new IdempotencyService(
+    db, clock, config.idempotencyTtlHours, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')), deriveKey(encryptionKey, 'idempotency-fingerprint'),
+  );
+  const customers = new CustomerService(db, events, idempotency);
   const fingerprintKey = deriveKey(encryptionKey, 'card-fingerprint');
   const gateways = new GatewayConfigService(db, new SecretBox(deriveKey(encryptionKey, 'gateway-credentials')), {
     timeoutMs: options.gatewayTimeoutMs,
     ca: options.gatewayCa,
     clock,
-  });
+  }, idempotency);
   const fx = new FxService(db);
-  // One gateway attempt is at most a charge, its repeat and a status lookup.
-  const attemptBudgetMs = 3 * (options.gatewayTimeoutMs ?? 10_000);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);
   const gtx = new GatewayTransactionLog(db);
-  const idempotency = new IdempotencyService(
-    db, clock, config.idempotencyTtlHours, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')), deriveKey(encryptionKey, 'idempotency-fingerprint'),
-  );
-  const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, fingerprintKey);
+  const leases = new LeaseKeeper(db, clock, logger, options.leaseMs);
+  const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, idempotency, fingerprintKey);
   const services: Services = {
     config,
     db,
@@ -108,19 +112,20 @@ export async function createServices(config: Config, options: ServiceOptions = {
     bus,
     redis,
     limiter: new RateLimiter(redis),
-    accounts: new AccountService(db, clock, config.apiKeyCacheMs),
+    accounts: new AccountService(db, clock, idempotency, config.apiKeyCacheMs),
     customers,
-    catalog: new CatalogService(db, events),
+    catalog: new CatalogService(db, events, idempotency),
     events,
     idempotency,
     fx,
     gateways,
     routing,
     paymentMethods,
-    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, fingerprintKey, logger, attemptBudgetMs),
-    refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, attemptBudgetMs),
-    webhooks: createWebhookServices({ db, events, bus, clock, logger, config, options: options.webhooks }),
+    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, fingerprintKey, logger, leases),
+    refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, leases),
+    webhooks: createWebhookServices({ db, events, bus, clock, logger, config, options: options.webhooks, idempotency }),
     async close() {
+      leases.stop();
       await fanout?.stop();
       if (redis) redis.disconnect();
       await db.close();

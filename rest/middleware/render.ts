@@ -29,20 +29,7 @@ export function asDomainError(err: unknown): DomainError {
   if (/^(Z_|ERR__ERROR_)/.test(String((err as { code?: unknown })?.code ?? ''))) {
     return new DomainError('malformed_json', 'Request body could not be decompressed');
   }
-  const name = e?.name ?? '';
-  const wrapped = err as { code?: string; parent?: { code?: string }; original?: { code?: string } };
-  const code = String(wrapped?.code ?? wrapped?.parent?.code ?? wrapped?.original?.code ?? '');
-  // 22021: text the database cannot store (a NUL character in an id, say): the caller's input.
-  if (code === '22021' || code === '22P05') {
-    return new DomainError('invalid_parameter', 'Text may not contain NUL or invalid characters');
-  }
-  // Raw pg statements: connection classes 08xxx, admin shutdown 57P0x, socket errors.
-  if (/^08|^57P0/.test(code) || code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'ETIMEDOUT') {
-    return new DomainError('service_unavailable', 'The database is unavailable; try again shortly');
-  }
-  if (name === 'SequelizeConnectionError' || name === 'SequelizeConnectionRefusedError' || name === 'SequelizeConnectionAcquireTimeoutError' || name === 'SequelizeHostNotFoundError') {
-    return new DomainError('service_unavailable', 'The database is unavailable; try again shortly');
-  }
+  // Database and driver errors arrive already translated (src/db/database-errors.ts).
   return new DomainError('internal_error', 'An internal error occurred; quote the requestId to support');
 }
 

@@ -1,4 +1,8 @@
 import { ArgsType, Field, Int } from 'type-graphql';
+import { GraphQLScalarType } from 'graphql';
+import { GraphQLDateTime, GraphQLSafeInt } from 'graphql-scalars';
+import { DomainError } from '../../src/core/errors';
+import { NESTED_LIST_LIMIT } from '../../src/db/list';
 
 /** Paging and sorting arguments every list query takes; the service validates them. */
 @ArgsType()
@@ -7,6 +11,48 @@ export class PageArgs {
   @Field(() => Int, { nullable: true }) pageSize?: number;
   @Field(() => String, { nullable: true }) sortField?: string;
   @Field(() => String, { nullable: true }) sortDirection?: string;
+}
+
+/**
+ * Amounts in minor units reach 10^12, past GraphQL's 32-bit Int; SafeInt holds every integer up
+ * to 2^53 − 1 and, unlike Float, refuses fractions.
+ */
+export const Amount = GraphQLSafeInt;
+
+/**
+ * graphql-scalars' DateTime, answering with the string itself: its own serialize returns a Date
+ * and leaves the text to whoever stringifies the result. `toISOString` is what REST sends
+ * (`2026-11-24T21:07:55.000Z`), so clients can compare the two.
+ */
+export const DateTime = new GraphQLScalarType({
+  ...GraphQLDateTime.toConfig(),
+  description: 'A UTC timestamp in ISO 8601 with milliseconds, as REST gives it: `2026-11-24T21:07:55.000Z`.',
+  serialize: (value) => (GraphQLDateTime.serialize(value) as Date).toISOString(),
+});
+
+/** How many children a nested list (`Customer.payments`, `Payment.refunds`, …) gives unless `first` says. */
+export const NESTED_LIST_DEFAULT = 10;
+/** The most `first` may ask for. */
+export const NESTED_LIST_MAX = NESTED_LIST_LIMIT;
+
+/** The `first` argument of every nested list; the cost limit counts the list by it. */
+@ArgsType()
+export class NestedListArgs {
+  @Field(() => Int, {
+    nullable: true,
+    defaultValue: NESTED_LIST_DEFAULT,
+    description: `How many of the newest (1 to ${NESTED_LIST_MAX}).`,
+  })
+  first?: number | null;
+}
+
+/** `first` as a row limit: absent or null is the default; outside 1..max is refused, as a pageSize is. */
+export function nestedLimit(args: NestedListArgs): number {
+  const first = args.first ?? NESTED_LIST_DEFAULT;
+  if (first < 1 || first > NESTED_LIST_MAX) {
+    throw new DomainError('invalid_parameter', `first must be between 1 and ${NESTED_LIST_MAX}`, 'first');
+  }
+  return first;
 }
 
 /** Drops arguments GraphQL left undefined so services see the same shape as REST bodies. */

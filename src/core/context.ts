@@ -1,7 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { Clock } from './clock';
 import { DomainError } from './errors';
-import type { DocumentKey, IdempotencyHandle } from './idempotency';
 
 export type Mode = 'test' | 'live';
 
@@ -14,12 +13,14 @@ export interface RequestContext {
   keyId?: string;
   clock: Clock;
   transaction?: Transaction;
-  /** Set by a service whose response carries a secret: it is then stored sealed, if at all. */
-  sensitiveResponse?: boolean;
-  /** An Idempotency-Key the service claims and completes in its own writes (see IdempotencyHandle). */
-  idempotency?: IdempotencyHandle;
-  /** A GraphQL request's Idempotency-Key, on which creating mutations record their object. */
-  documentKey?: DocumentKey;
+}
+
+/**
+ * The context of work no request asked for (recovery settling a payment or refund, jobs): every
+ * permission, on the account and mode the work belongs to, at a fixed `now`.
+ */
+export function systemContext(accountId: string, mode: Mode, now: Date, requestId: string): RequestContext {
+  return { accountId, mode, permissions: ['*'], requestId, clock: { now: () => now } };
 }
 
 export type Access = 'read' | 'write';

@@ -73,8 +73,10 @@ export class DomainError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly param?: string,
+    // The driver's own error behind a translated one: logged, never shown to the caller.
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
     this.name = 'DomainError';
     this.status = STATUS_BY_CODE[code];
   }

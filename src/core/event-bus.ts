@@ -10,6 +10,12 @@ export interface PublishedEvent {
   data: { object: Record<string, unknown> };
 }
 
+/** An account and mode that open streams (GraphQL subscriptions) listen to. */
+export interface StreamScope {
+  accountId: string;
+  livemode: boolean;
+}
+
 /** Carries committed events to the other instances (PostgreSQL NOTIFY or Redis pub/sub). */
 export interface RemoteEventSink {
   send(event: PublishedEvent): void;
@@ -22,6 +28,8 @@ export interface RemoteEventSink {
 export class EventBus {
   private readonly emitter = new EventEmitter();
   private remote?: RemoteEventSink;
+  /** Open streams per account and mode: what the fan-out replays after missing events. */
+  private readonly openStreams = new Map<string, StreamScope & { streams: number }>();
 
   constructor() {
     this.emitter.setMaxListeners(0);
@@ -46,17 +54,33 @@ export class EventBus {
     return () => this.emitter.off('event', listener);
   }
 
-  /** An async iterator of the events passing `filter`, for GraphQL subscriptions. */
-  stream(filter: (event: PublishedEvent) => boolean): AsyncIterableIterator<PublishedEvent> {
+  /** The accounts and modes that open streams listen to. */
+  streamScopes(): StreamScope[] {
+    return [...this.openStreams.values()].map(({ accountId, livemode }) => ({ accountId, livemode }));
+  }
+
+  /**
+   * An async iterator of the events of `scope` passing `filter`, for GraphQL subscriptions. The
+   * scope is remembered while the stream is open, so events missed can be read back for it.
+   */
+  stream(scope: StreamScope, filter: (event: PublishedEvent) => boolean): AsyncIterableIterator<PublishedEvent> {
     const queue: PublishedEvent[] = [];
     let wake: (() => void) | undefined;
     let done = false;
+    const scopeKey = `${scope.accountId}:${scope.livemode}`;
+    const open = this.openStreams.get(scopeKey) ?? { ...scope, streams: 0 };
+    open.streams += 1;
+    this.openStreams.set(scopeKey, open);
     const unsubscribe = this.subscribe((event) => {
-      if (!filter(event)) return;
+      if (event.accountId !== scope.accountId || event.livemode !== scope.livemode || !filter(event)) return;
       queue.push(event);
       wake?.();
     });
     const finish = async () => {
+      if (!done) {
+        open.streams -= 1;
+        if (open.streams === 0) this.openStreams.delete(scopeKey);
+      }
       done = true;
       unsubscribe();
       wake?.();

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Redis } from 'ioredis';
-import type { EventBus, PublishedEvent, RemoteEventSink } from './event-bus';
+import type { EventBus, PublishedEvent, RemoteEventSink, StreamScope } from './event-bus';
+import type { Clock } from './clock';
 import { errorForLog, type Logger } from '../logger';
 
 const CHANNEL = 'payorch_events';
@@ -11,6 +12,10 @@ const MAX_INLINE = 7000;
 // Events committed within this window travel in one message: under load one NOTIFY (a round
 // trip and a commit in PostgreSQL) carries many events; a remote subscriber waits at most this.
 const FLUSH_WINDOW_MS = 10;
+// Ids of events delivered here are kept this long (and at most SEEN_MAX of them), so events read
+// back after a gap are not delivered twice.
+const SEEN_KEEP_MS = 120_000;
+const SEEN_MAX = 100_000;
 
 export interface EventFanout extends RemoteEventSink {
   start(): Promise<void>;
@@ -19,6 +24,11 @@ export interface EventFanout extends RemoteEventSink {
 
 /** Reads committed events back by id (those that exist, in any order). */
 type LoadEvents = (ids: string[]) => Promise<PublishedEvent[]>;
+
+/** Reads one account and mode's committed events from `since` on, oldest first, after a cursor. */
+export type LoadEventsSince = (
+  scope: StreamScope, since: Date, after: { createdAt: string; id: string } | undefined, limit: number,
+) => Promise<PublishedEvent[]>;
 
 /** Shared plumbing: tag outgoing events with our origin and ignore our own echoes. */
 abstract class BaseFanout implements EventFanout {
@@ -33,6 +43,7 @@ abstract class BaseFanout implements EventFanout {
      * events back in one query.
      */
     private readonly inline: boolean,
+    protected readonly clock: Clock,
   ) {}
   abstract start(): Promise<void>;
   abstract stop(): Promise<void>;
@@ -44,6 +55,7 @@ abstract class BaseFanout implements EventFanout {
 
   /** Events committed within FLUSH_WINDOW_MS travel together: one message instead of one each. */
   send(event: PublishedEvent): void {
+    this.remember(event.id);
     const whole = this.inline ? JSON.stringify(event) : undefined;
     this.pending.push(whole !== undefined && Buffer.byteLength(whole) + 64 <= MAX_INLINE ? whole : JSON.stringify({ ref: event.id }));
     if (!this.flushScheduled) {
@@ -75,7 +87,36 @@ abstract class BaseFanout implements EventFanout {
     this.pending = [];
   }
 
+  /** Ids of the events published or delivered here lately (oldest first), with when. */
+  private readonly seen = new Map<string, number>();
+  /** Ids are forgotten only while nothing may have been missed: a replay needs them all. */
+  protected keepSeen = false;
+
+  private remember(id: string): void {
+    const now = this.clock.now().getTime();
+    this.seen.delete(id);
+    this.seen.set(id, now);
+    for (const [oldest, at] of this.seen) {
+      if (this.seen.size <= SEEN_MAX && (this.keepSeen || at >= now - SEEN_KEEP_MS)) break;
+      this.seen.delete(oldest);
+    }
+  }
+
+  /** Delivers an event to this process's listeners unless it was published or delivered here already. */
+  protected deliverOnce(event: PublishedEvent): void {
+    if (this.seen.has(event.id)) return;
+    this.remember(event.id);
+    this.bus.deliverLocal(event);
+  }
+
   private receiving: Promise<void> = Promise.resolve();
+
+  /** Work on received events runs one piece at a time, in the order it was queued. */
+  protected enqueue(work: () => Promise<void>): Promise<void> {
+    const next = this.receiving.then(work);
+    this.receiving = next.catch(() => undefined);
+    return next;
+  }
 
   /**
    * Messages are handled one at a time, in the order they arrived: a message whose events must
@@ -84,19 +125,26 @@ abstract class BaseFanout implements EventFanout {
   protected receive(payload: string): Promise<void> {
     // Our own messages come back too (NOTIFY reaches every listener): skip them unparsed.
     if (payload.startsWith(`{"origin":"${this.origin}"`)) return Promise.resolve();
-    const next = this.receiving.then(() => this.deliver(payload));
-    this.receiving = next.catch(() => undefined);
-    return next;
+    return this.enqueue(() => this.deliver(payload));
   }
+
+  /** A message's events could not be read back: they are lost unless the fan-out reads them later. */
+  protected missed(): void {}
 
   private async deliver(payload: string): Promise<void> {
     const envelope = JSON.parse(payload) as { origin: string; items: Array<PublishedEvent | { ref: string }> };
     if (envelope.origin === this.origin) return;
     const refs = envelope.items.flatMap((item) => ('ref' in item ? [item.ref] : []));
-    const loaded = new Map((refs.length > 0 ? await this.loadWithRetry(refs) : []).map((e) => [e.id, e]));
+    let loaded: Map<string, PublishedEvent>;
+    try {
+      loaded = new Map((refs.length > 0 ? await this.loadWithRetry(refs) : []).map((e) => [e.id, e]));
+    } catch (err) {
+      this.missed();
+      throw err;
+    }
     for (const item of envelope.items) {
       const event = 'ref' in item ? loaded.get(item.ref) : item;
-      if (event) this.bus.deliverLocal(event);
+      if (event) this.deliverOnce(event);
     }
   }
 
@@ -111,59 +159,187 @@ abstract class BaseFanout implements EventFanout {
   }
 }
 
-/** PostgreSQL LISTEN/NOTIFY on a dedicated connection. */
+// Connecting to PostgreSQL gives up after this (a server that does not answer, not only one that refuses).
+const CONNECT_TIMEOUT_MS = 5_000;
+// Reconnecting the LISTEN connection: 250 ms doubling up to this, so the fan-out resumes within
+// about this long once the server is back.
+const MAX_RECONNECT_DELAY_MS = 2_000;
+// The LISTEN connection proves it is alive this often; a check unanswered for CHECK_TIMEOUT_MS
+// counts as a lost connection (a peer gone without a word is otherwise noticed only by TCP).
+const CHECK_INTERVAL_MS = 10_000;
+const CHECK_TIMEOUT_MS = 5_000;
+// After a gap, events are read back from this long before the connection was last known good:
+// covers transactions that committed after their events were stamped, and clocks apart by less.
+const REPLAY_MARGIN_MS = 30_000;
+const REPLAY_PAGE = 500;
+
+/**
+ * PostgreSQL LISTEN/NOTIFY on a dedicated connection. When it drops (a server restart, a
+ * network failure), it reconnects with backoff and, once it listens again, reads back from the
+ * events table what open streams may have missed meanwhile (deduplicated by id), before any
+ * newer notification: subscribers get every committed event, at least once.
+ */
 export class PostgresFanout extends BaseFanout {
   private listener?: pg.Client;
   private notifier?: pg.Pool;
+  private stopped = false;
+  private failures = 0;
+  private reconnectTimer?: NodeJS.Timeout;
+  private checkTimer?: NodeJS.Timeout;
+  /** When the LISTEN connection was last known to receive everything. */
+  private healthyAt = 0;
+  /** Since when notifications may have been missed; unset once they have been read back. */
+  private missedSince?: number;
 
-  constructor(private readonly url: string, bus: EventBus, load: LoadEvents, logger: Logger) {
-    super(bus, load, logger, false);
+  constructor(
+    private readonly url: string,
+    bus: EventBus,
+    load: LoadEvents,
+    private readonly loadSince: LoadEventsSince,
+    logger: Logger,
+    clock: Clock,
+  ) {
+    super(bus, load, logger, false, clock);
   }
 
-  private stopped = false;
-
   async start(): Promise<void> {
-    this.notifier = new pg.Pool({ connectionString: this.url, max: 2 });
-    await this.listen();
+    this.notifier = new pg.Pool({ connectionString: this.url, max: 2, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    // An idle connection that the server drops is an 'error' on the pool: unheard, it ends the process.
+    this.notifier.on('error', (err) => this.logger.warn({ err: errorForLog(err) }, 'event notifier connection lost'));
+    await this.listen(true);
   }
 
   /** A dedicated LISTEN connection; when it drops, reconnect with backoff and LISTEN again. */
-  private async listen(attempt = 0): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url });
+  private async listen(first = false): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     client.on('notification', (msg) => {
       if (msg.channel === CHANNEL && msg.payload) {
+        this.healthyAt = this.clock.now().getTime();
         this.receive(msg.payload).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out receive failed'));
       }
     });
-    let reconnecting = false;
+    let lost = false;
     const reconnect = (err?: unknown) => {
-      if (this.stopped || reconnecting) return;
-      reconnecting = true;
-      if (err) this.logger.error({ err: errorForLog(err) }, 'event listener connection lost; reconnecting');
+      if (lost) return;
+      lost = true;
+      if (this.listener === client) this.listener = undefined;
+      clearInterval(this.checkTimer);
       client.end().catch(() => undefined);
-      const delay = Math.min(30_000, 250 * 2 ** attempt);
-      setTimeout(() => this.listen(attempt + 1).catch((e) => this.logger.error({ err: errorForLog(e) }, 'event listener reconnect failed')), delay).unref();
+      if (this.stopped) return;
+      this.openGap();
+      this.logger.error({ err: err ? errorForLog(err) : undefined, attempt: this.failures + 1 }, 'event listener connection lost; reconnecting');
+      const delay = Math.min(MAX_RECONNECT_DELAY_MS, 250 * 2 ** this.failures) * (0.8 + 0.4 * Math.random());
+      this.failures += 1;
+      this.reconnectTimer = setTimeout(() => {
+        if (this.stopped) return;
+        this.listen().catch((e) => this.logger.error({ err: errorForLog(e) }, 'event listener reconnect failed'));
+      }, delay);
+      this.reconnectTimer.unref();
     };
     client.on('error', reconnect);
     client.on('end', () => reconnect());
     try {
       await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
+      if (!lost) this.listener = client;
+      const listening = client.query(`LISTEN ${CHANNEL}`);
+      // Queued before any notification can arrive, so what was missed is delivered first.
+      if (this.missedSince !== undefined) this.enqueue(() => listening.then(() => this.replay(client), () => undefined));
+      await listening;
     } catch (err) {
-      if (attempt === 0) throw err; // first start: fail loudly
+      if (first) {
+        // First start: fail loudly, and leave nothing behind that tries again.
+        this.stopped = true;
+        clearTimeout(this.reconnectTimer);
+        await client.end().catch(() => undefined);
+        throw err;
+      }
       reconnect(err);
       return;
     }
-    this.listener = client;
+    if (lost || this.stopped) return;
+    this.failures = 0;
+    this.healthyAt = this.clock.now().getTime();
+    this.checkTimer = setInterval(() => this.check(client, reconnect), CHECK_INTERVAL_MS);
+    this.checkTimer.unref();
+  }
+
+  private check(client: pg.Client, reconnect: (err?: unknown) => void): void {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('event listener check timed out')), CHECK_TIMEOUT_MS);
+    });
+    Promise.race([client.query('SELECT 1'), timedOut]).then(
+      () => {
+        if (this.listener === client) this.healthyAt = this.clock.now().getTime();
+        if (this.missedSince !== undefined && this.listener === client) this.enqueue(() => this.replay(client));
+      },
+      (err) => reconnect(err),
+    ).finally(() => clearTimeout(timer));
+  }
+
+  /** From now on events may be missed, from the last moment the connection was known good. */
+  private openGap(): void {
+    this.missedSince ??= this.healthyAt || this.clock.now().getTime();
+    this.keepSeen = true;
+  }
+
+  /** A message could not be read back: read it (and whatever else) back again soon. */
+  protected override missed(): void {
+    this.openGap();
+  }
+
+  /**
+   * Reads back, for every open stream's account and mode, the events committed since the gap
+   * opened, and delivers those not delivered here yet. On failure the gap stays open: the next
+   * check or reconnection tries again.
+   */
+  private async replay(client: pg.Client): Promise<void> {
+    const gapSince = this.missedSince;
+    if (gapSince === undefined || this.stopped) return;
+    const since = new Date(gapSince - REPLAY_MARGIN_MS);
+    let replayed = 0;
+    try {
+      for (const scope of this.bus.streamScopes()) {
+        let after: { createdAt: string; id: string } | undefined;
+        for (;;) {
+          const page = await this.loadSince(scope, since, after, REPLAY_PAGE);
+          for (const event of page) {
+            this.deliverOnce(event);
+            replayed += 1;
+          }
+          if (page.length < REPLAY_PAGE) break;
+          const last = page[page.length - 1];
+          after = { createdAt: last.createdAt, id: last.id };
+        }
+      }
+    } catch (err) {
+      this.logger.warn({ err: errorForLog(err) }, 'reading back missed events failed; trying again later');
+      return;
+    }
+    // Only if nothing was lost meanwhile (a gap opened again keeps its earlier start).
+    if (this.listener === client && this.missedSince === gapSince) {
+      this.missedSince = undefined;
+      this.keepSeen = false;
+      this.logger.info({ since: since.toISOString(), read: replayed }, 'event fan-out caught up after a gap');
+    }
   }
 
   protected async transmit(payload: string): Promise<void> {
-    await this.notifier?.query({ name: 'payorch_notify', text: 'SELECT pg_notify($1, $2)', values: [CHANNEL, payload] });
+    const notify = () => this.notifier?.query({ name: 'payorch_notify', text: 'SELECT pg_notify($1, $2)', values: [CHANNEL, payload] });
+    try {
+      await notify();
+    } catch {
+      // An idle pool connection the server dropped fails once; a new one is taken for the retry.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await notify();
+    }
   }
 
   async stop(): Promise<void> {
     this.flush();
     this.stopped = true;
+    clearTimeout(this.reconnectTimer);
+    clearInterval(this.checkTimer);
     await this.listener?.end().catch(() => undefined);
     await this.notifier?.end().catch(() => undefined);
   }
@@ -173,8 +349,8 @@ export class PostgresFanout extends BaseFanout {
 export class RedisFanout extends BaseFanout {
   private subscriber?: Redis;
 
-  constructor(private readonly redis: Redis, bus: EventBus, load: LoadEvents, logger: Logger) {
-    super(bus, load, logger, true);
+  constructor(private readonly redis: Redis, bus: EventBus, load: LoadEvents, logger: Logger, clock: Clock) {
+    super(bus, load, logger, true, clock);
   }
 
   async start(): Promise<void> {

@@ -1,20 +1,49 @@
 import { Transaction } from 'sequelize';
 import { Sequelize, type ModelCtor } from 'sequelize-typescript';
 import pg from 'pg';
+import fs from 'node:fs';
 import { createHash } from 'node:crypto';
-import { DomainError } from '../core/errors';
+import { DomainError, isDomainError } from '../core/errors';
 import { storableDeep } from '../core/text';
+import { translateDatabaseError } from './database-errors';
+import {
+  acquireConnection, releaseConnection, shareSqliteTransactionConnection, transactionConnection, type SqliteConnection,
+} from './sequelize-internals';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
 
 export type Dialect = 'sqlite' | 'postgres';
 
+const CONNECT_TIMEOUT_MS = 5_000;
+const POOL_ACQUIRE_MS = 8_000;
+
+function rethrowTranslated(err: unknown): never {
+  throw translateDatabaseError(err);
+}
+
+/**
+ * Every statement Sequelize runs (model calls, migrations, BEGIN/COMMIT) goes through `query`:
+ * its driver errors are translated here, once, as the raw statements' are. Sequelize has no
+ * error hook (`afterQuery` runs, but cannot replace the error).
+ */
+class TranslatingSequelize extends Sequelize {
+  override async query(...args: Parameters<Sequelize['query']>): Promise<never> {
+    try {
+      return (await super.query(...args)) as never;
+    } catch (err) {
+      return rethrowTranslated(err);
+    }
+  }
+}
+
 export interface DatabaseOptions {
   url: string;
   models: ModelCtor[];
   logging?: (sql: string) => void;
   poolMax?: number;
+  /** How long a SQLite statement waits for another writer's lock before SQLITE_BUSY. */
+  sqliteBusyTimeoutMs?: number;
 }
 
 /**
@@ -28,6 +57,7 @@ export class Database {
   private sqliteWriteQueue: Promise<unknown> = Promise.resolve();
   private readonly logSql?: (sql: string) => void;
   private readonly statementNames = new Map<string, string>();
+  private readonly sqliteFile?: string;
 
   constructor(options: DatabaseOptions) {
     const logging = options.logging ?? false;
@@ -35,7 +65,8 @@ export class Database {
     if (options.url.startsWith('sqlite:')) {
       this.dialect = 'sqlite';
       const storage = options.url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || ':memory:';
-      this.sequelize = new Sequelize({
+      if (storage !== ':memory:' && !storage.startsWith('file:')) this.sqliteFile = storage;
+      this.sequelize = new TranslatingSequelize({
         dialect: 'sqlite',
         storage,
         logging,
@@ -45,55 +76,27 @@ export class Database {
         transactionType: Transaction.TYPES.IMMEDIATE,
         define: { timestamps: false, underscored: true },
       });
-      this.configureSqliteConnections();
+      this.configureSqliteConnections(options.sqliteBusyTimeoutMs ?? 15_000);
     } else {
       this.dialect = 'postgres';
-      this.sequelize = new Sequelize(options.url, {
+      this.sequelize = new TranslatingSequelize(options.url, {
         dialect: 'postgres',
         logging,
         models: options.models,
-        pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
+        // Fail fast when the server is gone: a connection attempt gives up after 5 s (a server
+        // that does not answer, not only one that refuses), and a request waits at most 8 s for a
+        // pooled connection, so it is answered service_unavailable well within 10 s.
+        pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: POOL_ACQUIRE_MS },
+        dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
         define: { timestamps: false, underscored: true },
       });
     }
   }
 
-  /**
-   * Every connection waits up to 15 s for SQLite's lock. Sequelize opens a new connection (file
-   * open, schema read) for each transaction and closes it after; since `transaction` runs
-   * SQLite transactions one at a time anyway, they all share one persistent connection instead.
-   */
-  private configureSqliteConnections(): void {
-    type SqliteConnection = { configure(opt: string, v: number): void; __payorch?: boolean; __payorchTx?: boolean };
-    const manager = this.sequelize.connectionManager as unknown as {
-      getConnection(options?: { uuid?: string }): Promise<SqliteConnection>;
-      releaseConnection(connection: SqliteConnection, force?: boolean): unknown;
-    };
-    const original = manager.getConnection.bind(manager);
-    const release = manager.releaseConnection.bind(manager);
-    manager.getConnection = async (options?: { uuid?: string }) => {
-      const forTransaction = options?.uuid !== undefined && options.uuid !== 'default';
-      const connection = await original(forTransaction ? { ...options, uuid: 'payorch-transactions' } : options);
-      if (!connection.__payorch) {
-        connection.configure('busyTimeout', 15_000);
-        connection.__payorch = true;
-      }
-      if (forTransaction) connection.__payorchTx = true;
-      return connection;
-    };
-    manager.releaseConnection = (connection: SqliteConnection, force?: boolean) => {
-      if (connection.__payorchTx && !force) return undefined; // kept for the next transaction
-      return release(connection, force);
-    };
-    // After a failed transaction the shared connection is closed (rolling back whatever may be
-    // left open) and the next transaction opens a fresh one.
-    this.discardTransactionConnection = () => {
-      const connections = (manager as unknown as { connections: Record<string, { close(cb: () => void): void }> }).connections;
-      const connection = connections['payorch-transactions'];
-      if (!connection) return;
-      delete connections['payorch-transactions'];
-      connection.close(() => undefined);
-    };
+  /** SQLite: one shared connection for transactions; every connection waits for the lock (15 s by default). */
+  private configureSqliteConnections(busyTimeoutMs: number): void {
+    const shared = shareSqliteTransactionConnection(this.sequelize, (connection) => connection.configure('busyTimeout', busyTimeoutMs));
+    this.discardTransactionConnection = () => shared.discard();
   }
 
   private discardTransactionConnection?: () => void;
@@ -105,14 +108,36 @@ export class Database {
     }
   }
 
-  /** Runs fn in a transaction; on SQLite write transactions are queued in-process. */
+  /**
+   * Runs fn in a transaction; on SQLite write transactions are queued in-process. A lost or
+   * refused connection (taking one, BEGIN, COMMIT) is `service_unavailable`, as in every
+   * statement; what fn throws is its own (its statements are translated already, and an error
+   * of something else it called, a socket error say, is not the database's).
+   */
   async transaction<T>(fn: (t: Transaction) => Promise<T>): Promise<T> {
-    if (this.dialect === 'postgres') return this.sequelize.transaction((t) => fn(t));
-    const once = () =>
-      this.sequelize.transaction((t) => fn(t)).catch((err: unknown) => {
-        this.discardTransactionConnection?.();
-        throw err;
+    const once = () => {
+      const failures = new WeakSet<object>();
+      // Sequelize runs afterCommit hooks even when COMMIT fails (a lost connection): they are
+      // held here and run only once the commit is known to have succeeded, so no event of a
+      // change that did not happen is published.
+      const afterCommit: Array<{ hook: (t: Transaction) => unknown; t: Transaction }> = [];
+      return this.sequelize.transaction((t) => {
+        t.afterCommit = (hook) => {
+          afterCommit.push({ hook, t });
+        };
+        return fn(t).catch((err: unknown) => {
+          if (err !== null && typeof err === 'object') failures.add(err);
+          throw err;
+        });
+      }).then(async (result) => {
+        for (const { hook, t } of afterCommit) await hook(t);
+        return result;
+      }, (err: unknown) => {
+        if (this.dialect === 'sqlite') this.discardTransactionConnection?.();
+        throw err !== null && typeof err === 'object' && failures.has(err) ? err : translateDatabaseError(err);
       });
+    };
+    if (this.dialect === 'postgres') return once();
     const run = this.sqliteWriteQueue.then(once, once);
     this.sqliteWriteQueue = run.catch(() => undefined);
     return run;
@@ -120,14 +145,22 @@ export class Database {
 
   /** Bound SELECT returning plain rows; `$1, $2…` placeholders on both dialects. */
   async select<R = Record<string, unknown>>(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<R[]> {
-    if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rows as R[];
-    return (await this.sqliteQuery('all', sql, bind, transaction)) as R[];
+    try {
+      if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rows as R[];
+      return (await this.sqliteQuery('all', sql, bind, transaction)) as R[];
+    } catch (err) {
+      return rethrowTranslated(err);
+    }
   }
 
   /** Bound INSERT/UPDATE/DELETE; returns the number of rows it touched. */
   async execute(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<number> {
-    if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rowCount ?? 0;
-    return (await this.sqliteQuery('run', sql, bind, transaction)) as number;
+    try {
+      if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rowCount ?? 0;
+      return (await this.sqliteQuery('run', sql, bind, transaction)) as number;
+    } catch (err) {
+      return rethrowTranslated(err);
+    }
   }
 
   /**
@@ -137,14 +170,8 @@ export class Database {
    * Returns the rows (`all`) or the number of rows changed (`run`).
    */
   private async sqliteQuery(method: 'all' | 'run', sql: string, bind: unknown[], transaction?: Transaction): Promise<unknown[] | number> {
-    type SqliteConnection = {
-      uuid?: string;
-      serialize(fn: () => void): void;
-      all(sql: string, params: object, cb: (err: Error | null, rows: unknown[]) => void): void;
-      run(sql: string, params: object, cb: (this: { changes: number }, err: Error | null) => void): void;
-    };
-    const held = (transaction as unknown as { connection?: SqliteConnection } | undefined)?.connection;
-    const connection = held ?? (await (this.sequelize.connectionManager as unknown as { getConnection(o: object): Promise<SqliteConnection> }).getConnection({}));
+    // SQLite's default connection stays open: nothing to release.
+    const connection = transaction ? transactionConnection<SqliteConnection>(transaction) : await acquireConnection<SqliteConnection>(this.sequelize);
     this.logSql?.(`Executing (${connection.uuid || 'default'}): ${sql}`);
     const params: Record<string, unknown> = {};
     bind.forEach((v, i) => {
@@ -169,17 +196,12 @@ export class Database {
   private async pgQuery(sql: string, bind: unknown[], transaction?: Transaction): Promise<pg.QueryResult> {
     this.logSql?.(`Executing (${transaction ? 'transaction' : 'default'}): ${sql}`);
     const query = { name: this.statementName(sql), text: sql, values: bind.map((v) => this.encode(v)) };
-    const held = (transaction as unknown as { connection?: pg.ClientBase } | undefined)?.connection;
-    if (held) return held.query(query);
-    const manager = this.sequelize.connectionManager as unknown as {
-      getConnection(o: { type: 'read' | 'write' }): Promise<pg.ClientBase>;
-      releaseConnection(c: pg.ClientBase): Promise<void>;
-    };
-    const client = await manager.getConnection({ type: 'write' });
+    if (transaction) return transactionConnection<pg.ClientBase>(transaction).query(query);
+    const client = await acquireConnection<pg.ClientBase>(this.sequelize);
     try {
       return await client.query(query);
     } finally {
-      await manager.releaseConnection(client);
+      await releaseConnection(this.sequelize, client);
     }
   }
 
@@ -221,6 +243,18 @@ export class Database {
     return this.dialect === 'postgres' ? ' FOR UPDATE' : '';
   }
 
+  /**
+   * Whether the database answers (for /ready): a statement on PostgreSQL; on SQLite also that the
+   * file is still there, since an open handle keeps reading and writing a file deleted or moved
+   * away, and what it writes is then lost on restart.
+   */
+  async ping(): Promise<void> {
+    if (this.dialect === 'sqlite' && this.sqliteFile && !fs.existsSync(this.sqliteFile)) {
+      throw new DomainError('service_unavailable', 'The database file is missing');
+    }
+    await this.select('SELECT 1 AS ok');
+  }
+
   async close(): Promise<void> {
     await this.sequelize.close();
   }
@@ -231,7 +265,9 @@ export class Database {
  * wrote nothing (as opposed to a lost connection, after which its outcome is unknown).
  */
 export function isStatementRefused(err: unknown): boolean {
-  return err instanceof pg.DatabaseError;
+  // Text PostgreSQL cannot store arrives translated to invalid_parameter, its refusal as cause.
+  const driverError = isDomainError(err) && err.code === 'invalid_parameter' ? err.cause : err;
+  return driverError instanceof pg.DatabaseError;
 }
 
 function pad(n: number, width = 2): string {

@@ -1,54 +1,11 @@
-import { Op, literal, type Sequelize, type WhereOptions } from 'sequelize';
 import type { ModelStatic, Model } from 'sequelize';
+import { DomainError } from '../core/errors';
 import type { ListParams, Page } from '../core/pagination';
 import type { Database } from './database';
 
 /** Escapes LIKE wildcards in user text; used with ESCAPE '\'. */
 export function likePattern(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-/** Case-insensitive substring match on any of the given columns (wildcards in `text` are literal). */
-export function searchAny(sequelize: Sequelize, columns: string[], text: string) {
-  const pattern = sequelize.escape(likePattern(text));
-  // SQLite has no default LIKE escape character, so name it on both dialects.
-  return {
-    [Op.or]: columns.map((c) => literal(`LOWER(${sequelize.getQueryInterface().quoteIdentifier(c)}) LIKE ${pattern} ESCAPE '\\'`)),
-  };
-}
-
-/**
- * A page of plain rows (no model instances): count and rows in parallel, ordered by the sort
- * column with the id as tie-breaker so pages never overlap.
- */
-export async function pageOf<M extends Model, T>(
-  model: ModelStatic<M>,
-  where: WhereOptions,
-  params: ListParams,
-  sortColumns: Record<string, string>,
-  toApi: (row: Record<string, unknown>) => T,
-): Promise<Page<T>> {
-  const dir = params.sortDirection === 'asc' ? 'ASC' : 'DESC';
-  const sortAttribute = sortColumns[params.sortField] ?? 'createdAt';
-  const [rows, total] = await Promise.all([
-    model.findAll({
-      where,
-      order: [
-        [sortAttribute, dir],
-        ['id', dir],
-      ],
-      limit: params.pageSize,
-      offset: (params.page - 1) * params.pageSize,
-      raw: true,
-    }),
-    model.count({ where }),
-  ]);
-  return {
-    data: (rows as unknown as Record<string, unknown>[]).map(toApi),
-    total,
-    page: params.page,
-    pageSize: params.pageSize,
-  };
 }
 
 export function isUniqueViolation(err: unknown): boolean {
@@ -63,13 +20,22 @@ export function isUniqueViolation(err: unknown): boolean {
 export class Filter {
   readonly clauses: string[] = [];
   readonly bind: unknown[] = [];
-  constructor(initial: Record<string, unknown>) {
+  constructor(initial: Record<string, unknown> = {}) {
     for (const [column, value] of Object.entries(initial)) this.eq(column, value);
   }
   /** Adds `column = $n`; undefined values are skipped. */
   eq(column: string, value: unknown): this {
     if (value !== undefined) this.clauses.push(`${column} = ${this.param(value)}`);
     return this;
+  }
+  /** Case-insensitive substring match on any of the columns (wildcards in `text` are literal); empty text adds nothing. */
+  search(columns: string[], text: string | undefined): this {
+    if (!text) return this;
+    // SQLite has no default LIKE escape character, so name it on both dialects.
+    return this.raw((param) => {
+      const pattern = param(likePattern(text));
+      return `(${columns.map((c) => `LOWER(${c}) LIKE ${pattern} ESCAPE '\\'`).join(' OR ')})`;
+    });
   }
   raw(clause: (param: (value: unknown) => string) => string): this {
     this.clauses.push(clause((v) => this.param(v)));
@@ -84,45 +50,72 @@ export class Filter {
   }
 }
 
-/** A page of raw rows plus the total, with a stable order (sort column, then id). */
-export async function rawPage<R>(
-  db: import('./database').Database,
-  opts: { table: string; columns: string; filter: Filter; sortColumn: string; params: ListParams },
-): Promise<{ rows: R[]; total: number }> {
-  const dir = opts.params.sortDirection === 'asc' ? 'ASC' : 'DESC';
-  const offset = (opts.params.page - 1) * opts.params.pageSize;
-  const where = opts.filter.sql;
-  // Paging values are bound too, so each filter shape is one prepared statement.
-  const n = opts.filter.bind.length;
-  const [rows, [count]] = await Promise.all([
-    db.select<R>(
-      `SELECT ${opts.columns} FROM ${opts.table} WHERE ${where} ORDER BY ${opts.sortColumn} ${dir}, id ${dir} LIMIT $${n + 1} OFFSET $${n + 2}`,
-      [...opts.filter.bind, opts.params.pageSize, offset],
-    ),
-    db.select<{ total: number }>(`SELECT COUNT(*) AS total FROM ${opts.table} WHERE ${where}`, opts.filter.bind),
-  ]);
-  return { rows, total: Number(count.total) };
+/** A table and the columns a list reads from it. */
+export interface ListSource {
+  table: string;
+  columns: string;
+}
+
+const modelSources = new WeakMap<object, ListSource>();
+
+/**
+ * A model's table with every column under its attribute name, the keys `findAll({ raw: true })`
+ * gives, so the model's own to-API mapper reads list rows unchanged.
+ */
+export function modelSource(model: ModelStatic<Model>): ListSource {
+  let source = modelSources.get(model);
+  if (!source) {
+    const columns = Object.entries(model.getAttributes()).map(([attribute, definition]) => {
+      const field = definition.field ?? attribute;
+      return field === attribute ? field : `${field} AS "${attribute}"`;
+    });
+    source = { table: model.getTableName() as string, columns: columns.join(', ') };
+    modelSources.set(model, source);
+  }
+  return source;
+}
+
+export interface ListQuery<R, T, F extends string> extends ListSource {
+  filter: Filter;
+  params: ListParams<F>;
+  /** sortField → column: the only columns the statement may be ordered by. */
+  sortColumns: Record<NoInfer<F>, string>;
+  toApi: (row: R) => T;
 }
 
 /**
- * Takes over a pending row whose lease has run out, for `leaseMs` more: of several instances
- * exactly one gets it. Returns whether this caller did.
+ * The one way a list is read: a page of plain rows (bound statements, no model instances) and
+ * the total, counted in parallel. Ordered by the sort column then the id, in the same direction,
+ * so equal sort values never make pages overlap or skip rows. Paging values are bound too, so
+ * each filter shape is one prepared statement.
+ *
+ * A sortField outside `sortColumns` is refused (invalid_parameter, param sortField) rather than
+ * mapped to a default: the list schema's enum already refuses it, so reaching here means the
+ * schema and the whitelist disagree, and a silent default would hide that. Only the whitelist's
+ * column names ever reach the SQL text.
  */
-export async function claimExpiredLease(
-  db: import('./database').Database,
-  table: 'payments' | 'refunds',
-  id: string,
-  now: Date,
-  leaseMs: number,
-): Promise<boolean> {
-  const claimed = await db.execute(
-    `UPDATE ${table} SET lease_until = $1 WHERE id = $2 AND status = 'pending' AND lease_until < $3`,
-    [new Date(now.getTime() + leaseMs), id, now],
-  );
-  return claimed === 1;
+export async function listPage<R = Record<string, unknown>, T = R, F extends string = string>(
+  db: Database,
+  query: ListQuery<R, T, F>,
+): Promise<Page<T>> {
+  const { params, filter } = query;
+  const sortColumns: Record<string, string> = query.sortColumns;
+  if (!Object.hasOwn(sortColumns, params.sortField)) {
+    throw new DomainError('invalid_parameter', `sortField must be one of ${Object.keys(sortColumns).join(', ')}`, 'sortField');
+  }
+  const dir = params.sortDirection === 'asc' ? 'ASC' : 'DESC';
+  const where = filter.sql ? ` WHERE ${filter.sql}` : '';
+  const n = filter.bind.length;
+  const [rows, [count]] = await Promise.all([
+    db.select<R>(
+      `SELECT ${query.columns} FROM ${query.table}${where} ORDER BY ${sortColumns[params.sortField]} ${dir}, id ${dir} LIMIT $${n + 1} OFFSET $${n + 2}`,
+      [...filter.bind, params.pageSize, (params.page - 1) * params.pageSize],
+    ),
+    db.select<{ total: number | string }>(`SELECT COUNT(*) AS total FROM ${query.table}${where}`, filter.bind),
+  ]);
+  return { data: rows.map((row) => query.toApi(row)), total: Number(count.total), page: params.page, pageSize: params.pageSize };
 }
 
-/** How many objects a nested GraphQL list (`Customer.payments`, `Payment.refunds`, …) holds. */
 export const NESTED_LIST_LIMIT = 100;
 
 /**

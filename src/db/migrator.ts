@@ -8,6 +8,9 @@ import * as m0004 from './migrations/0004-partial-indexes';
 import * as m0005 from './migrations/0005-keyed-idempotency-fingerprints';
 import * as m0006 from './migrations/0006-idempotency-key-owner';
 import * as m0007 from './migrations/0007-refund-idempotency-key';
+import * as m0008 from './migrations/0008-webhook-fair-claims';
+import * as m0009 from './migrations/0009-webhook-secret-overlap';
+import * as m0010 from './migrations/0010-payment-requires-review';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -20,6 +23,9 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0005-keyed-idempotency-fingerprints', m0005],
   ['0006-idempotency-key-owner', m0006],
   ['0007-refund-idempotency-key', m0007],
+  ['0008-webhook-fair-claims', m0008],
+  ['0009-webhook-secret-overlap', m0009],
+  ['0010-payment-requires-review', m0010],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -29,15 +29,22 @@ export function redactCardNumbers(text: string): string {
 }
 
 /** Test tokens shared by the simulator and Stripe test mode, with the card each stands for. */
-export const TEST_TOKEN_CARDS: Readonly<Record<string, { brand: CardBrand; last4: string }>> = {
+export const TEST_TOKEN_CARDS = {
   pm_card_visa: { brand: 'visa', last4: '4242' },
   pm_card_mastercard: { brand: 'mastercard', last4: '4444' },
   pm_card_declined: { brand: 'visa', last4: '0002' },
   pm_card_insufficient_funds: { brand: 'visa', last4: '9995' },
   pm_card_gateway_error: { brand: 'visa', last4: '0119' },
-};
+} as const satisfies Readonly<Record<string, { brand: CardBrand; last4: string }>>;
+
+/** One of our documented test tokens; each connector maps every one of them (the compiler checks). */
+export type TestToken = keyof typeof TEST_TOKEN_CARDS;
+
+export function isTestToken(token: string): token is TestToken {
+  return Object.prototype.hasOwnProperty.call(TEST_TOKEN_CARDS, token);
+}
 
 /** Brand and last4 of a test token, or null for anything else (saved-card tokens included). */
 export function testTokenCard(token: string): { brand: CardBrand; last4: string } | null {
-  return Object.prototype.hasOwnProperty.call(TEST_TOKEN_CARDS, token) ? TEST_TOKEN_CARDS[token] : null;
+  return isTestToken(token) ? TEST_TOKEN_CARDS[token] : null;
 }

@@ -134,6 +134,12 @@ export interface GatewayResult {
  */
 export interface StatusResult extends GatewayResult {
   found: boolean;
+  /**
+   * `found: false` is final at once: the gateway records an operation before answering it, so a
+   * lookup never trails the operation (the built-in simulator). Otherwise "not found" is trusted
+   * only for old operations, since search indexes (Stripe's) lag behind.
+   */
+  definitive?: boolean;
 }
 
 export interface SaveCardResult extends GatewayResult {
@@ -148,6 +154,13 @@ export interface SaveCardResult extends GatewayResult {
 export interface Gateway {
   /** The registry key (`simulator`, `stripe`, …). */
   readonly type: string;
+  /**
+   * How long after a charge the same request repeated under its idempotency key is answered with
+   * the first call's stored result instead of being run anew (Stripe keeps keys 24 h). Recovery
+   * repeats a charge whose outcome is unknown only within this window, and only when it can
+   * rebuild the request exactly; absent, it only asks `status()`.
+   */
+  readonly chargeReplayWindowMs?: number;
   charge(request: ChargeRequest): Promise<GatewayResult>;
   refund(request: RefundRequest): Promise<GatewayResult>;
   /** Looks an earlier charge or refund up by the idempotency key it was sent with. */

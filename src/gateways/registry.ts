@@ -1,8 +1,11 @@
 import { storableDeep } from '../core/text';
 import { z } from 'zod';
+import { GatewayConfigError } from './config-error';
 import type { Gateway } from './gateway';
 import { SimulatorGateway } from './simulator/simulator.gateway';
-import { STRIPE_DEFAULT_BASE_URL, StripeGateway } from './stripe/stripe.gateway';
+import { STRIPE_DEFAULT_BASE_URL, StripeGateway, stripeBaseUrlProblem } from './stripe/stripe.gateway';
+
+export { GatewayConfigError } from './config-error';
 
 export const GATEWAY_TYPES = ['simulator', 'stripe'] as const;
 export type GatewayType = (typeof GATEWAY_TYPES)[number];
@@ -38,8 +41,9 @@ export const gatewaySettingsSchemas = {
     .strict(),
   stripe: z
     .object({
+      // https; http only to a loopback emulator (checked with the key in validateGatewayConfig).
       baseUrl: z
-        .url({ protocol: /^https$/, error: 'must be an https URL' })
+        .url({ protocol: /^https?$/, error: 'must be an https URL' })
         .default(STRIPE_DEFAULT_BASE_URL),
     })
     .strict(),
@@ -49,20 +53,6 @@ export type SimulatorCredentials = z.output<typeof gatewayCredentialsSchemas.sim
 export type StripeCredentials = z.output<typeof gatewayCredentialsSchemas.stripe>;
 export type SimulatorSettingsConfig = z.output<typeof gatewaySettingsSchemas.simulator>;
 export type StripeSettingsConfig = z.output<typeof gatewaySettingsSchemas.stripe>;
-
-/** A plain error (not a DomainError) so this module stays transport- and service-agnostic. */
-export class GatewayConfigError extends Error {
-  constructor(
-    /** `type`, `credentials.<key>` or `settings.<key>`. */
-    readonly param: string,
-    message: string,
-    /** How the service should report it: `unknown_parameter` for unexpected keys, else invalid/missing. */
-    readonly code: 'invalid_parameter' | 'missing_parameter' | 'unknown_parameter' = 'invalid_parameter',
-  ) {
-    super(message);
-    this.name = 'GatewayConfigError';
-  }
-}
 
 export interface ValidGatewayConfig {
   type: GatewayType;
@@ -103,6 +93,11 @@ export function validateGatewayConfig(type: string, credentials: unknown, settin
   if (!creds.success) throw configError('credentials', creds.error, credentials ?? {});
   const sets = gatewaySettingsSchemas[type].safeParse(settings ?? {});
   if (!sets.success) throw configError('settings', sets.error, settings ?? {});
+  if (type === 'stripe') {
+    const { baseUrl } = sets.data as StripeSettingsConfig;
+    const problem = stripeBaseUrlProblem(baseUrl, (creds.data as StripeCredentials).secretKey);
+    if (problem) throw new GatewayConfigError('settings.baseUrl', `Invalid 'settings.baseUrl': ${problem}`);
+  }
   return { type, credentials: creds.data as Record<string, string>, settings: sets.data as Record<string, unknown> };
 }
 
@@ -152,6 +147,7 @@ export function createGateway(type: string, opts: CreateGatewayOptions): Gateway
 export function withStorableResults(gateway: Gateway): Gateway {
   return {
     type: gateway.type,
+    chargeReplayWindowMs: gateway.chargeReplayWindowMs,
     charge: async (request) => storableDeep(await gateway.charge(request)),
     refund: async (request) => storableDeep(await gateway.refund(request)),
     status: async (request) => storableDeep(await gateway.status(request)),

@@ -1,4 +1,5 @@
 import type { GatewayResult, StatusResult } from './gateway';
+import { elapsedMs } from './redaction';
 
 /** One gateway call made while learning an operation's outcome, for the gateway transaction log. */
 export type KnownCall = { kind: 'operation'; result: GatewayResult } | { kind: 'status'; result: StatusResult };
@@ -7,6 +8,7 @@ export interface Learned {
   /**
    * `succeeded` or `declined` (final), or `retryable_error` when the gateway certainly did
    * nothing; when `known` is false, a `timeout` result: the operation may have happened.
+   * Its `latencyMs` is the wall time of every call made here, not of the last one only.
    */
   result: GatewayResult;
   known: boolean;
@@ -31,17 +33,18 @@ export async function untilKnown(
   lookup: () => Promise<StatusResult>,
   record: (call: KnownCall) => void,
 ): Promise<Learned> {
+  // The attempt's latency is its wall time: after a 10 s timeout a quick repeat's answer must
+  // not report the repeat's few milliseconds as the attempt's.
+  const started = performance.now();
+  const learned = (result: GatewayResult, known: boolean): Learned => ({ result: { ...result, latencyMs: elapsedMs(started) }, known });
   const first = await operation();
   record({ kind: 'operation', result: first });
-  if (first.outcome !== 'timeout') return { result: first, known: true };
+  if (first.outcome !== 'timeout') return learned(first, true);
   const repeat = await operation();
   record({ kind: 'operation', result: repeat });
-  if (isFinal(repeat)) return { result: repeat, known: true };
+  if (isFinal(repeat)) return learned(repeat, true);
   const status = await lookup();
   record({ kind: 'status', result: status });
-  const latencyMs = first.latencyMs + repeat.latencyMs + status.latencyMs;
-  if (status.found && (isFinal(status) || status.outcome === 'retryable_error')) {
-    return { result: { ...status, latencyMs }, known: true };
-  }
-  return { result: { ...first, latencyMs }, known: false };
+  if (status.found && (isFinal(status) || status.outcome === 'retryable_error')) return learned(status, true);
+  return learned(first, false);
 }

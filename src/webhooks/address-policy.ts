@@ -1,5 +1,6 @@
 import dns from 'node:dns';
 import net from 'node:net';
+import { defaultHostResolver, isLocalhostName } from './host-resolver';
 
 /**
  * SSRF policy for outgoing webhook calls: which destination addresses a delivery may reach.
@@ -169,16 +170,36 @@ export type ResolveHost = (host: string) => Promise<string[]>;
 
 export type UrlCheckResult = { ok: true } | { ok: false; reason: string };
 
-export interface UrlCheckOptions {
+/** The only ports a live-mode endpoint URL may name. */
+export const LIVE_WEBHOOK_PORTS: readonly number[] = [443, 8443];
+
+/** What an endpoint of one mode may reach. */
+export interface DestinationPolicy {
+  /** Private, loopback, link-local … destinations are allowed. */
   allowPrivate: boolean;
-  /** All A and AAAA addresses of a name; defaults to dns.promises.lookup with all: true. */
+  /** The ports a URL may name; null for any. */
+  ports: readonly number[] | null;
+}
+
+/**
+ * The policy of a mode. WEBHOOK_ALLOW_PRIVATE (`allowPrivate`) is a process-wide switch for
+ * development: it only ever applies to test mode, so a live endpoint always gets the strict policy.
+ */
+export function destinationPolicy(livemode: boolean, allowPrivate: boolean): DestinationPolicy {
+  if (livemode) return { allowPrivate: false, ports: LIVE_WEBHOOK_PORTS };
+  return { allowPrivate, ports: null };
+}
+
+export interface UrlCheckOptions {
+  /** The endpoint's mode: live mode ignores allowPrivate and allows only LIVE_WEBHOOK_PORTS. */
+  livemode: boolean;
+  /** WEBHOOK_ALLOW_PRIVATE. */
+  allowPrivate: boolean;
+  /** All A and AAAA addresses of a name; defaults to the c-ares resolver (host-resolver.ts). */
   resolve?: ResolveHost;
 }
 
-export const defaultResolveHost: ResolveHost = async (host) => {
-  const records = await dns.promises.lookup(host, { all: true });
-  return records.map((r) => r.address);
-};
+export const defaultResolveHost: ResolveHost = (host) => defaultHostResolver.addresses(host);
 
 /** The hostname of a parsed URL without IPv6 brackets, or null when it is a name. */
 export function literalAddressOf(url: URL): string | null {
@@ -186,13 +207,13 @@ export function literalAddressOf(url: URL): string | null {
   return net.isIP(host) ? host : null;
 }
 
-function isLocalhostName(hostname: string): boolean {
-  const name = hostname.replace(/\.$/, '').toLowerCase();
-  return name === 'localhost' || name.endsWith('.localhost');
+/** The port a URL connects to (URL drops an explicit :443 from https URLs). */
+function portOf(url: URL): number {
+  return url.port === '' ? 443 : Number(url.port);
 }
 
-/** The parts of the URL rules that need no DNS: https, no credentials, literal address allowed. */
-export function checkWebhookUrlSyntax(rawUrl: string, allowPrivate: boolean): { ok: true; url: URL } | { ok: false; reason: string } {
+/** The parts of the URL rules that need no DNS: https, no credentials, the port, a literal address. */
+export function checkWebhookUrlSyntax(rawUrl: string, policy: DestinationPolicy): { ok: true; url: URL } | { ok: false; reason: string } {
   let url: URL;
   try {
     url = new URL(rawUrl);
@@ -202,7 +223,10 @@ export function checkWebhookUrlSyntax(rawUrl: string, allowPrivate: boolean): { 
   if (url.protocol !== 'https:') return { ok: false, reason: 'URL must use https' };
   if (url.username !== '' || url.password !== '') return { ok: false, reason: 'URL must not contain credentials' };
   if (url.hostname === '') return { ok: false, reason: 'URL must have a host' };
-  if (allowPrivate) return { ok: true, url };
+  if (policy.ports !== null && !policy.ports.includes(portOf(url))) {
+    return { ok: false, reason: `URL port must be ${policy.ports.join(' or ')} in live mode` };
+  }
+  if (policy.allowPrivate) return { ok: true, url };
   const literal = literalAddressOf(url);
   if (literal !== null) {
     const cls = forbiddenAddressClass(literal);
@@ -214,18 +238,21 @@ export function checkWebhookUrlSyntax(rawUrl: string, allowPrivate: boolean): { 
 }
 
 /**
- * Registration-time check of a webhook URL. Unless `allowPrivate`, every address a name resolves
- * to must be public; delivery re-checks at connect time (see safeLookup) against DNS rebinding.
+ * Registration-time check of a webhook URL. Unless the mode's policy allows private addresses,
+ * every address a name resolves to must be public; delivery re-checks at connect time (see
+ * safeLookup) against DNS rebinding.
  */
 export async function checkWebhookUrl(rawUrl: string, opts: UrlCheckOptions): Promise<UrlCheckResult> {
-  const syntax = checkWebhookUrlSyntax(rawUrl, opts.allowPrivate);
+  const policy = destinationPolicy(opts.livemode, opts.allowPrivate);
+  const syntax = checkWebhookUrlSyntax(rawUrl, policy);
   if (!syntax.ok) return syntax;
-  if (opts.allowPrivate || literalAddressOf(syntax.url) !== null) return { ok: true };
+  if (policy.allowPrivate || literalAddressOf(syntax.url) !== null) return { ok: true };
   let addresses: string[];
   try {
     addresses = await (opts.resolve ?? defaultResolveHost)(syntax.url.hostname);
-  } catch {
-    return { ok: false, reason: 'URL host could not be resolved' };
+  } catch (err) {
+    const timedOut = (err as NodeJS.ErrnoException).code === dns.TIMEOUT;
+    return { ok: false, reason: timedOut ? 'URL host could not be resolved (DNS timed out)' : 'URL host could not be resolved' };
   }
   if (addresses.length === 0) return { ok: false, reason: 'URL host could not be resolved' };
   for (const address of addresses) {
@@ -250,9 +277,10 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.
 /**
  * A `lookup` for `https.request({ lookup })` that refuses, at connect time, any resolution containing
  * a forbidden address (error code EFORBIDDENADDRESS). Node skips `lookup` for IP-literal hosts:
- * callers check those themselves. `baseLookup` replaces dns.lookup (tests).
+ * callers check those themselves. `baseLookup` defaults to the c-ares resolver (never dns.lookup,
+ * see host-resolver.ts); tests replace it. `allowPrivate` is the mode's (destinationPolicy).
  */
-export function safeLookup(allowPrivate: boolean, baseLookup: net.LookupFunction = dns.lookup as net.LookupFunction): net.LookupFunction {
+export function safeLookup(allowPrivate: boolean, baseLookup: net.LookupFunction = defaultHostResolver.lookup): net.LookupFunction {
   return (hostname: string, options: dns.LookupOptions, callback: LookupCallback) => {
     // Resolve everything, whatever was asked, so no forbidden address hides behind the first one.
     baseLookup(hostname, { ...options, all: true }, (err, result) => {

@@ -3,7 +3,7 @@ import https from 'node:https';
 import type net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
-import { FORBIDDEN_ADDRESS_CODE, checkWebhookUrlSyntax, safeLookup } from './address-policy';
+import { FORBIDDEN_ADDRESS_CODE, checkWebhookUrlSyntax, destinationPolicy, safeLookup } from './address-policy';
 
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 10_000;
 export const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -31,10 +31,13 @@ export interface DeliverWebhookOptions {
   headers: Record<string, string>;
   /** Covers connect, TLS, request and response; default 10 s. */
   timeoutMs?: number;
+  /** The endpoint's mode: live mode never reaches private addresses and only ports 443 and 8443. */
+  livemode: boolean;
+  /** WEBHOOK_ALLOW_PRIVATE; applies to test mode only. */
   allowPrivate: boolean;
   /** Extra trusted CA certificates (PEM), added to Node's bundled roots. */
   ca?: string | Buffer;
-  /** Replaces dns.lookup underneath the address policy (tests); the policy still applies. */
+  /** Replaces the c-ares resolver underneath the address policy (tests); the policy still applies. */
   lookup?: net.LookupFunction;
 }
 
@@ -103,6 +106,8 @@ function describeNetworkError(err: NodeJS.ErrnoException): string {
       return 'host not found';
     case 'EAI_AGAIN':
       return 'DNS lookup failed';
+    case 'ETIMEOUT':
+      return 'DNS lookup timed out';
     case 'ETIMEDOUT':
       return 'connect timed out';
     case 'ENETUNREACH':
@@ -138,7 +143,8 @@ function failure(error: string, latencyMs = 0): DeliveryOutcome {
  * 2xx is delivered; redirects are not followed; at most 64 KiB of the answer is read and dropped.
  */
 export function deliverWebhook(opts: DeliverWebhookOptions): Promise<DeliveryOutcome> {
-  const checked = checkWebhookUrlSyntax(opts.url, opts.allowPrivate);
+  const policy = destinationPolicy(opts.livemode, opts.allowPrivate);
+  const checked = checkWebhookUrlSyntax(opts.url, policy);
   if (!checked.ok) return Promise.resolve(failure(`destination not allowed: ${checked.reason}`));
   const url = checked.url;
   const timeoutMs = opts.timeoutMs !== undefined && Number.isFinite(opts.timeoutMs) && opts.timeoutMs > 0 ? opts.timeoutMs : DEFAULT_DELIVERY_TIMEOUT_MS;
@@ -150,8 +156,8 @@ export function deliverWebhook(opts: DeliverWebhookOptions): Promise<DeliveryOut
   headers['content-length'] = String(Buffer.byteLength(opts.body));
 
   // A test lookup gets a one-shot agent so its sockets never join the shared pool.
-  const agent = opts.lookup ? new https.Agent(agentOptions(opts.ca, false)) : pooledAgent(opts.ca, opts.allowPrivate);
-  const lookup = safeLookup(opts.allowPrivate, opts.lookup);
+  const agent = opts.lookup ? new https.Agent(agentOptions(opts.ca, false)) : pooledAgent(opts.ca, policy.allowPrivate);
+  const lookup = safeLookup(policy.allowPrivate, opts.lookup);
 
   return new Promise<DeliveryOutcome>((resolve) => {
     const started = performance.now();

@@ -3,6 +3,8 @@ import crypto from 'node:crypto';
 /** Header names of a delivery, as the receiver sees them. */
 export const WEBHOOK_HEADERS = {
   signature: 'X-Service-Signature',
+  /** Only while a rotated-out secret still signs: the new secret's digest. */
+  signatureNext: 'X-Service-Signature-Next',
   eventId: 'X-Service-Event-Id',
   attempt: 'X-Service-Delivery-Attempt',
 } as const;
@@ -33,10 +35,27 @@ export function generateWebhookSecret(): string {
   return WEBHOOK_SECRET_PREFIX + crypto.randomBytes(32).toString('base64url');
 }
 
-/** The signed headers of one delivery attempt (1 = first attempt). */
-export function buildDeliveryHeaders(secret: string, rawBody: string | Buffer, eventId: string, attempt: number): Record<string, string> {
+/** The secrets an endpoint signs with at one moment. */
+export interface SigningSecrets {
+  current: string;
+  /** The secret a rotation replaced, while its overlap lasts; null after it (or with no overlap). */
+  previous: string | null;
+}
+
+/**
+ * The signed headers of one delivery attempt (1 = first attempt). During a rotation's overlap
+ * X-Service-Signature stays one digest made with the previous secret, so receivers not yet
+ * updated keep working (its format never changes), and X-Service-Signature-Next carries the new
+ * secret's digest. Otherwise there is only X-Service-Signature, made with the current secret.
+ */
+export function buildDeliveryHeaders(secrets: string | SigningSecrets, rawBody: string | Buffer, eventId: string, attempt: number): Record<string, string> {
+  const { current, previous } = typeof secrets === 'string' ? { current: secrets, previous: null } : secrets;
+  const signatures: Record<string, string> =
+    previous === null
+      ? { [WEBHOOK_HEADERS.signature]: signPayload(current, rawBody) }
+      : { [WEBHOOK_HEADERS.signature]: signPayload(previous, rawBody), [WEBHOOK_HEADERS.signatureNext]: signPayload(current, rawBody) };
   return {
-    [WEBHOOK_HEADERS.signature]: signPayload(secret, rawBody),
+    ...signatures,
     [WEBHOOK_HEADERS.eventId]: eventId,
     [WEBHOOK_HEADERS.attempt]: String(attempt),
   };

@@ -1,7 +1,8 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { FakeStripe, StripeLikeBackend, type FakeHandler, type RecordedRequest } from '../gateways/fake-stripe';
+import { STRIPE_CHARGE_REPLAY_WINDOW_MS } from '../../src/gateways/stripe/stripe.gateway';
 import { simulatorChargeCount } from '../../src/gateways/simulator/simulator.state';
-import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
+import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS } from '../../src/modules/payments/payment.service';
 
 /**
  * When a gateway's answer is lost, the operation may have happened there. Nothing may then be
@@ -118,7 +119,7 @@ describe('a charge whose answer was lost', () => {
     const res = await app.request('POST', '/v1/payments', { key, body: { amount: 1800, currency: 'usd', paymentMethod: 'card', card } });
     const p = res.body.data;
     expect(p).toMatchObject({ status: 'succeeded', gatewayId: simId });
-    expect(p.attempts.map((a: { gatewayId: string; outcome: string }) => [a.gatewayId, a.outcome])).toEqual([[stripeId, 'retryable_error'], [simId, 'succeeded']]);
+    expect(p.attempts.map((a: { gateway: string; outcome: string }) => [a.gateway, a.outcome])).toEqual([[stripeId, 'retryable_error'], [simId, 'succeeded']]);
   });
 });
 
@@ -221,7 +222,7 @@ describe('a Stripe key that no longer works', () => {
     const res = await app.request('POST', '/v1/payments', { key, body: { amount: 1200, currency: 'usd', paymentMethod: 'card', card } });
     expect(res.status).toBe(201);
     expect(res.body.data).toMatchObject({ status: 'succeeded', gatewayId: simId });
-    expect(res.body.data.attempts.map((a: { gatewayId: string; code: string | null }) => [a.gatewayId, a.code])).toEqual([[stripeId, 'gateway_unavailable'], [simId, null]]);
+    expect(res.body.data.attempts.map((a: { gateway: string; code: string | null }) => [a.gateway, a.code])).toEqual([[stripeId, 'gateway_unavailable'], [simId, null]]);
   });
 });
 
@@ -236,7 +237,151 @@ describe('a charge Stripe refuses without creating anything', () => {
       : backend.handle(req)));
     const res = await app.request('POST', '/v1/payments', { key, body: { amount, currency, paymentMethod: 'card', card } });
     expect(res.body.data).toMatchObject({ status: 'succeeded', gatewayId: simId });
-    expect(res.body.data.attempts.map((a: { gatewayId: string; outcome: string }) => [a.gatewayId, a.outcome])).toEqual([[stripeId, 'retryable_error'], [simId, 'succeeded']]);
+    expect(res.body.data.attempts.map((a: { gateway: string; outcome: string }) => [a.gateway, a.outcome])).toEqual([[stripeId, 'retryable_error'], [simId, 'succeeded']]);
     expect(backend.intents.size).toBe(0);
+  });
+});
+
+describe('a Stripe decline, whatever its error body says', () => {
+  it.each([
+    ['no type', { status: 402, body: { error: { code: 'card_declined', message: 'Your card was declined.' } } }],
+    ['a wrong type', { status: 402, body: { error: { type: 'invalid_request_error', code: 'card_declined', message: 'Your card was declined.' } } }],
+    ['no body', { status: 402, rawBody: '' }],
+  ])('should fail the payment on a 402 with %s and never try the next gateway', async (_what, answer) => {
+    await routeStripeThenSimulator();
+    fake.reset((req) => (req.method === 'POST' ? answer : backend.handle(req)));
+    const res = await app.request('POST', '/v1/payments', { key, body: { amount: 1300, currency: 'usd', paymentMethod: 'card', card } });
+    expect(res.body.data).toMatchObject({ status: 'failed', failureCode: 'card_declined' });
+    expect(res.body.data.attempts.map((a: { gateway: string; outcome: string }) => [a.gateway, a.outcome])).toEqual([[stripeId, 'declined']]);
+    expect(simulatorChargeCount(simId, `${res.body.data.id}_a2`)).toBe(0);
+  });
+});
+
+describe('test tokens through Stripe', () => {
+  it.each([
+    ['pm_card_visa', 'succeeded', null],
+    ['pm_card_declined', 'failed', 'card_declined'],
+    ['pm_card_insufficient_funds', 'failed', 'insufficient_funds'],
+  ])('should charge %s as Stripe test mode knows it', async (paymentMethod, status, failureCode) => {
+    await routeStripeThenSimulator();
+    const res = await app.request('POST', '/v1/payments', { key, body: { amount: 1400, currency: 'usd', paymentMethod } });
+    expect(res.body.data).toMatchObject({ status, failureCode, gatewayId: stripeId });
+    expect(res.body.data.attempts).toHaveLength(1);
+  });
+});
+
+describe('the latency of an attempt', () => {
+  it('should be the wall time of the attempt: a charge that timed out and its repeat', async () => {
+    await routeStripeThenSimulator();
+    onPosts('/v1/payment_intents', [processedThen('hang')]);
+    const started = Date.now();
+    const res = await app.request('POST', '/v1/payments', { key, body: { amount: 1500, currency: 'usd', paymentMethod: 'card', card } });
+    const wallMs = Date.now() - started;
+    expect(res.body.data).toMatchObject({ status: 'succeeded', gatewayId: stripeId });
+    const [attempt] = res.body.data.attempts;
+    // The gateway timeout is 300 ms; the repeat's replayed answer alone takes a few.
+    expect(attempt.latency).toBeGreaterThanOrEqual(300);
+    expect(attempt.latency).toBeLessThanOrEqual(wallMs);
+  });
+});
+
+describe('recovery of a charge whose outcome stays unknown (search unavailable)', () => {
+  const searchUnavailable = (inner: FakeHandler): FakeHandler => (req) =>
+    (req.method === 'GET' ? { status: 503, body: { error: { type: 'api_error', message: 'Search is temporarily unavailable.' } } } : inner(req));
+  const stripeOnly = () => app.request('PUT', '/v1/routing', { key, body: { rules: [], fallback: [stripeId], maxAttempts: 1 } });
+
+  it('should learn the outcome by repeating the charge under its Idempotency-Key, charging once', async () => {
+    await stripeOnly();
+    onPosts('/v1/payment_intents', [processedThen('hang'), () => 'hang']);
+    fake.handler = searchUnavailable(fake.handler);
+    const res = await app.request('POST', '/v1/payments', { key, body: { amount: 2100, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    const p = res.body.data;
+    expect(p.status).toBe('pending');
+    // Stripe now answers again, except its search.
+    fake.reset(searchUnavailable(backend.handle));
+    await app.server.services.payments.recoverPending(new Date(Date.parse(p.createdAt) + 5 * 60_000));
+    const after = (await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data;
+    expect(after).toMatchObject({ status: 'succeeded', gatewayId: stripeId });
+    // The repeat got the stored answer: one PaymentIntent made, under the attempt's key.
+    expect(backend.chargeCounts.get(`${p.id}_a1`)).toBe(1);
+    expect(intentsOf(p.id)).toHaveLength(1);
+    const repeats = fake.requests.filter((r) => r.method === 'POST' && r.headers['idempotency-key'] === `${p.id}_a1`);
+    expect(repeats).toHaveLength(1);
+  });
+
+  it('should not repeat the charge past the replay window, where Stripe would run it anew', async () => {
+    await stripeOnly();
+    // Neither call reached Stripe's processing: a repeat now would make the charge.
+    onPosts('/v1/payment_intents', [() => 'hang', () => 'hang']);
+    fake.handler = searchUnavailable(fake.handler);
+    const p = (await app.request('POST', '/v1/payments', { key, body: { amount: 2300, currency: 'usd', paymentMethod: 'pm_card_visa' } })).body.data;
+    expect(p.status).toBe('pending');
+    fake.reset(searchUnavailable(backend.handle));
+    await app.server.services.payments.recoverPending(new Date(Date.parse(p.createdAt) + STRIPE_CHARGE_REPLAY_WINDOW_MS + 60_000));
+    expect(fake.requests.filter((r) => r.method === 'POST')).toHaveLength(0);
+    expect(backend.chargeCounts.get(`${p.id}_a1`)).toBeUndefined();
+    expect((await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data.status).toBe('pending');
+  });
+
+  it('should log each failed look with the payment id, then mark a raw-card payment requires_review after the bound and stop asking', async () => {
+    await stripeOnly();
+    onPosts('/v1/payment_intents', [processedThen('hang'), () => 'hang']);
+    fake.handler = searchUnavailable(fake.handler);
+    // The request dies before it stores any answer for its key: recovery's answer is the key's.
+    const services = app.server.services as unknown as { payments: { finish: unknown }; idempotency: { answerIfRunning: unknown } };
+    const { finish } = services.payments;
+    const { answerIfRunning } = services.idempotency;
+    services.payments.finish = async () => {
+      throw new Error('process died after the gateway timed out');
+    };
+    services.idempotency.answerIfRunning = async () => undefined;
+    const idemKey = `review-${Date.now()}`;
+    let p: { id: string; createdAt: string; status: string };
+    try {
+      const res = await app.request('POST', '/v1/payments', { key, headers: { 'Idempotency-Key': idemKey }, body: { amount: 2200, currency: 'usd', paymentMethod: 'card', card } });
+      p = res.body.data;
+    } finally {
+      services.payments.finish = finish;
+      services.idempotency.answerIfRunning = answerIfRunning;
+    }
+    expect(p.status).toBe('pending');
+    const created = Date.parse(p.createdAt);
+    fake.reset(searchUnavailable(backend.handle));
+
+    const logsBefore = app.logs.length;
+    await app.server.services.payments.recoverPending(new Date(created + 5 * 60_000));
+    expect((await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data.status).toBe('pending');
+    const warned = app.logs.slice(logsBefore).map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.paymentId === p.id);
+    expect(warned).toEqual([expect.objectContaining({ level: 'warn', gatewayId: stripeId, via: 'status', reason: 'unavailable' })]);
+    // A raw card cannot be charged again (its number was never stored): no repeat was sent.
+    expect(fake.requests.filter((r) => r.method === 'POST')).toHaveLength(0);
+
+    // Just inside the bound it is still asked about and left pending.
+    await app.server.services.payments.recoverPending(new Date(created + UNKNOWN_OUTCOME_REVIEW_AFTER_MS - 60_000));
+    expect((await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data.status).toBe('pending');
+    await app.server.services.payments.recoverPending(new Date(created + UNKNOWN_OUTCOME_REVIEW_AFTER_MS + 5 * 60_000));
+    const after = (await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data;
+    expect(after).toMatchObject({ status: 'requires_review', failureCode: null });
+    const events = (await app.request('GET', '/v1/events?type=payment.requires_review&pageSize=100', { key })).body.data as Array<{ data: { object: { id: string; status: string } } }>;
+    expect(events.filter((e) => e.data.object.id === p.id).map((e) => e.data.object.status)).toEqual(['requires_review']);
+    const retry = await app.request('POST', '/v1/payments', { key, headers: { 'Idempotency-Key': idemKey }, body: { amount: 2200, currency: 'usd', paymentMethod: 'card', card } });
+    expect(retry.status).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body.data).toMatchObject({ id: p.id, status: 'requires_review' });
+    const listed = (await app.request('GET', '/v1/payments?status=requires_review&pageSize=100', { key })).body.data as Array<{ id: string }>;
+    expect(listed.map((x) => x.id)).toContain(p.id);
+
+    // No longer asked about.
+    fake.reset(searchUnavailable(backend.handle));
+    await app.server.services.payments.recoverPending(new Date(created + UNKNOWN_OUTCOME_REVIEW_AFTER_MS + 60 * 60_000));
+    expect(fake.requests.filter((r) => (r.query.get('query') ?? '').includes(p.id))).toHaveLength(0);
+
+    // Not refundable; its description and metadata can still be updated.
+    const refund = await app.request('POST', '/v1/refunds', { key, body: { paymentId: p.id } });
+    expect(refund.status).toBe(422);
+    expect(refund.body.error.code).toBe('payment_not_refundable');
+    const patched = await app.request('PATCH', `/v1/payments/${p.id}`, { key, body: { metadata: { checked: 'no' } } });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data).toMatchObject({ status: 'requires_review', metadata: { checked: 'no' } });
   });
 });

@@ -31,13 +31,35 @@ describe('idempotency', () => {
     expect(list.body.meta.total).toBe(1);
   });
 
-  it('should replay a stored 4xx too', async () => {
+  it('should not use up a key on a request refused by validation: the corrected retry runs', async () => {
     const first = await create('idem-400', { email: 'bad' });
     expect(first.status).toBe(400);
-    const again = await create('idem-400', { email: 'bad' });
-    expect(again.status).toBe(400);
-    expect(again.text).toBe(first.text);
+    expect(first.body.error.param).toBe('email');
+    const fixed = await create('idem-400', { email: 'fixed@example.com' });
+    expect(fixed.status).toBe(201);
+    expect(fixed.headers['idempotent-replayed']).toBeUndefined();
+    const again = await create('idem-400', { email: 'fixed@example.com' });
+    expect(again.status).toBe(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(fixed.text);
+  });
+
+  it('should not use up a key on a request whose parent does not exist: the retry after creating it runs', async () => {
+    const body = { productId: 'prod_notyet', unitAmount: 500, currency: 'USD' };
+    const missing = await create('idem-404', body, '/v1/prices');
+    expect(missing.status).toBe(404);
+    const product = await app.request('POST', '/v1/products', { key, body: { name: 'Later' } });
+    const retry = await create('idem-404', { ...body, productId: product.body.data.id }, '/v1/prices');
+    expect(retry.status).toBe(201);
+    expect(retry.body.data.productId).toBe(product.body.data.id);
+  });
+
+  it('should not use up a key on a request refused for lack of permission', async () => {
+    const readOnly = await app.request('POST', '/v1/api-keys', { key, body: { permissions: ['customers:read'] } });
+    const refused = await app.request('POST', '/v1/customers', { key: readOnly.body.data.secret, body: { email: 'perm403@example.com' }, headers: { 'Idempotency-Key': 'idem-403' } });
+    expect(refused.status).toBe(403);
+    const allowed = await create('idem-403', { email: 'perm403@example.com' });
+    expect(allowed.status).toBe(201);
   });
 
   it('should refuse the same key with a different request with 409 idempotency_key_reused', async () => {
@@ -45,7 +67,7 @@ describe('idempotency', () => {
     const other = await create('idem-reuse', { email: 'reuse2@example.com' });
     expect(other.status).toBe(409);
     expect(other.body.error.code).toBe('idempotency_key_reused');
-    const otherPath = await create('idem-reuse', { email: 'reuse1@example.com' }, '/v1/products');
+    const otherPath = await create('idem-reuse', { name: 'Same key, other operation' }, '/v1/products');
     expect(otherPath.status).toBe(409);
     expect(otherPath.body.error.code).toBe('idempotency_key_reused');
   });
@@ -69,7 +91,7 @@ describe('idempotency', () => {
   it("should not replay one API key's answer to another key of the account", async () => {
     const created = await create('idem-perm', { email: 'perm@example.com' });
     expect(created.status).toBe(201);
-    const narrow = await app.request('POST', '/v1/api-keys', { key, body: { permissions: ['products:read'] } });
+    const narrow = await app.request('POST', '/v1/api-keys', { key, body: { permissions: ['customers:write'] } });
     const other = await app.request('POST', '/v1/customers', { key: narrow.body.data.secret, body: { email: 'perm@example.com' }, headers: { 'Idempotency-Key': 'idem-perm' } });
     expect(other.status).toBe(409);
     expect(other.body.error.code).toBe('idempotency_key_reused');

@@ -5,7 +5,7 @@ import { readTime } from '../../src/db/database';
 import { operationKey, simulatorChargeCount, simulatorState } from '../../src/gateways/simulator/simulator.state';
 import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.service';
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
-import { ABANDONED_CLAIM_AFTER_MS } from '../../src/modules/idempotency/idempotency.service';
+import { LEASE_MS } from '../../src/modules/payments/lease-keeper';
 
 let database: TestDatabase;
 const clock = new FixedClock(new Date('2026-11-20T12:00:00.000Z'));
@@ -26,10 +26,12 @@ function dieBeforeSettling(app: TestApp, settling: 'payments' | 'refunds' = 'pay
   services[settling][settling === 'payments' ? 'finish' : 'settle'] = async () => {
     throw new Error('process died after the gateway answered');
   };
-  const keys = app.server.services.idempotency as unknown as { complete: (...a: unknown[]) => Promise<void> };
+  const keys = app.server.services.idempotency as unknown as { complete: (...a: unknown[]) => Promise<void>; answerIfRunning: (...a: unknown[]) => Promise<void> };
   keys.complete = async () => {
     throw new Error('process died before storing the response');
   };
+  // A process that dies stores no answer, not even the pending one.
+  keys.answerIfRunning = async () => undefined;
 }
 
 /** An Idempotency-Key's row, as recovery and retries leave it. */
@@ -57,10 +59,10 @@ describe('crash safety of a charge', () => {
 
     // A new process on the same database: the recovery job finds the pending payment.
     app = await startTestApp({ database, clock });
-    clock.advance(60_000);
-    // Still inside the creating request's lease: recovery must not touch it yet.
+    clock.advance(LEASE_MS / 2);
+    // Still inside the lease the creating request last wrote: recovery must not touch it yet.
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0);
-    clock.advance(5 * 60_000);
+    clock.advance(LEASE_MS);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
     const after = await app.server.services.db.select<{ status: string; gateway_id: string }>('SELECT status, gateway_id FROM payments WHERE id = $1', [row.id]);
     expect(after[0]).toMatchObject({ status: 'succeeded', gateway_id: BUILTIN_SIMULATOR_ID });
@@ -70,7 +72,7 @@ describe('crash safety of a charge', () => {
     await app.stop();
   });
 
-  it('should fail a payment left pending before any charge reached the gateway', async () => {
+  it('should fail a payment left pending before any charge reached the simulator as soon as its lease runs out', async () => {
     const app = await startTestApp({ database, clock });
     const service = app.server.services.payments as unknown as { chargeAlongPlan: (...a: unknown[]) => Promise<unknown> };
     service.chargeAlongPlan = async () => {
@@ -80,12 +82,12 @@ describe('crash safety of a charge', () => {
     expect(crashed.status).toBe(201);
     expect(crashed.body.data.status).toBe('pending');
     const [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2600');
-    // The gateway has no such charge, but a young payment's charge may not be indexed yet
-    // (Stripe's search lags): "not found" is final only once the payment is old enough.
-    clock.advance(10 * 60_000);
+    // The simulator records a charge before answering it, so its "not found" is final at once
+    // (a gateway whose search lags, like Stripe's, is believed only for old payments).
+    clock.advance(LEASE_MS / 2);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0);
     expect((await app.server.services.db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1', [row.id]))[0].status).toBe('pending');
-    clock.advance(NOT_FOUND_FINAL_AFTER_MS);
+    clock.advance(LEASE_MS);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
     const [after] = await app.server.services.db.select<{ status: string; failure_code: string }>('SELECT status, failure_code FROM payments WHERE id = $1', [row.id]);
     expect(after.status).toBe('failed');
@@ -314,15 +316,16 @@ describe("crash safety of a refund's Idempotency-Key", () => {
       const reused = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 701 }, headers });
       expect(reused.status).toBe(409);
       expect(reused.body.error).toMatchObject({ code: 'idempotency_key_reused', param: 'Idempotency-Key' });
-      // A refusal before anything was written is stored like any other answer.
+      // A refusal before anything was written leaves the key unused: the corrected retry runs.
       const refusedHeaders = { 'idempotency-key': 'refund-refused' };
       const refused = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 5000 }, headers: refusedHeaders });
       expect(refused.status).toBe(422);
       expect(refused.body.error.code).toBe('refund_exceeds_remaining');
-      const refusedAgain = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 5000 }, headers: refusedHeaders });
-      expect(refusedAgain.headers['idempotent-replayed']).toBe('true');
-      expect(refusedAgain.text).toBe(refused.text);
-      expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.amountRefunded).toBe(700);
+      expect(await keyState(app, 'refund-refused')).toBeUndefined();
+      const corrected = await app.request('POST', `/v1/payments/${paymentId}/refunds`, { key, body: { amount: 500 }, headers: refusedHeaders });
+      expect(corrected.status).toBe(201);
+      expect(corrected.headers['idempotent-replayed']).toBeUndefined();
+      expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.amountRefunded).toBe(1200);
     } finally {
       await app.stop();
     }
@@ -361,7 +364,7 @@ describe("crash safety of a refund's Idempotency-Key", () => {
 
 describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
   const createPayment = 'mutation Pay($input: CreatePaymentInput!) { createPayment(input: $input) { id status amount attempts { gateway outcome } } }';
-  const refundPayment = 'mutation Refund($paymentId: ID!, $amount: Float) { refundPayment(paymentId: $paymentId, amount: $amount) { id status amount paymentId } }';
+  const refundPayment = 'mutation Refund($paymentId: ID!, $amount: SafeInt) { refundPayment(paymentId: $paymentId, amount: $amount) { id status amount paymentId } }';
 
   it('should answer a retry of a createPayment whose request died with the payment once settled, never charging twice', async () => {
     let app = await startTestApp({ database, clock });
@@ -379,7 +382,6 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
     try {
       // Still pending: its request may yet answer, so the key is in use.
       const early = await app.request('POST', '/graphql', { key, body, headers });
-      expect(early.status).toBe(409);
       expect(early.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
       clock.advance(6 * 60_000);
       expect(await app.server.services.payments.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
@@ -446,7 +448,7 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
       const failed = await app.request('POST', '/graphql', { key, body, headers });
       expect(failed.body.errors[0].extensions.code).toBe('internal_error');
       refunds.execute = execute;
-      // An internal error alone frees a GraphQL key, but not once a refund was reserved under it.
+      // The key was claimed with the reservation: the refund exists, so the key stays in use.
       const retry = await app.request('POST', '/graphql', { key, body, headers });
       expect(retry.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
       expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.amountRefunded).toBe(950);
@@ -481,132 +483,101 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
     }
   });
 
-  it('should let a retry take over the key of a createPayment whose request died before writing anything, once abandoned', async () => {
+  it('should leave no key behind when a createPayment dies before its first write, so the retry simply runs', async () => {
     let app = await startTestApp({ database, clock });
     const key = app.account.testKey;
     const body = { query: createPayment, variables: { input: { amount: 2970, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
     const headers = { 'idempotency-key': 'gql-died-before-writing' };
-    // The process dies after the key's claim, before the payment's first write: nothing is stored or freed.
+    // The process dies before the payment's first write, which is also the key's claim.
     const services = app.server.services as unknown as Record<string, Record<string, unknown>>;
     services.payments.insertPending = async () => {
       throw new Error('process died before the pending write');
     };
-    services.idempotency.complete = services.idempotency.release = async () => {
-      throw new Error('process died');
-    };
     await app.request('POST', '/graphql', { key, body, headers });
-    // Claimed by a request that records its object, and nothing recorded.
-    expect(await keyState(app, 'gql-died-before-writing')).toMatchObject({ state: 'running', object_id: '' });
+    expect(await keyState(app, 'gql-died-before-writing')).toBeUndefined();
     await app.stop();
 
     app = await startTestApp({ database, clock });
     try {
-      // A slow request and a dead one look alike for a while.
-      clock.advance(ABANDONED_CLAIM_AFTER_MS - 1000);
-      expect((await app.request('POST', '/graphql', { key, body, headers })).body.errors[0].extensions.code).toBe('idempotency_key_in_use');
-      clock.advance(1000);
       const retry = await app.request('POST', '/graphql', { key, body, headers });
       expect(retry.body.errors).toBeUndefined();
       expect(retry.body.data.createPayment).toMatchObject({ status: 'succeeded', amount: 2970 });
       expect(retry.headers['idempotent-replayed']).toBeUndefined();
-      // The retry's answer lasts as long as any new claim's.
-      const [row] = await app.server.services.db.select<{ expires_at: unknown }>("SELECT expires_at FROM idempotency_keys WHERE idempotency_key = 'gql-died-before-writing'");
-      expect(readTime(row.expires_at)?.getTime()).toBe(clock.now().getTime() + 24 * 3_600_000);
       expect(await keyState(app, 'gql-died-before-writing')).toMatchObject({ state: 'completed', object_id: retry.body.data.createPayment.id });
-      expect((await app.request('POST', '/graphql', { key, body, headers })).text).toBe(retry.text);
+      const again = await app.request('POST', '/graphql', { key, body, headers });
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body.data).toEqual(retry.body.data);
       expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2970')).toHaveLength(1);
     } finally {
       await app.stop();
     }
   });
 
-  it('should never take over a key claimed by a version that did not record objects on it', async () => {
-    const app = await startTestApp({ database, clock });
-    try {
-      const key = app.account.testKey;
-      const body = { query: createPayment, variables: { input: { amount: 2990, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
-      const headers = { 'idempotency-key': 'gql-claimed-by-old-version' };
-      // What an earlier version left when it died after charging: a running key with no object
-      // on it (NULL), though a payment exists.
-      const first = await app.request('POST', '/graphql', { key, body, headers });
-      expect(first.body.data.createPayment.status).toBe('succeeded');
-      await app.server.services.db.execute(
-        "UPDATE idempotency_keys SET state = 'running', object_id = NULL, response_status = NULL, response_body = NULL WHERE idempotency_key = 'gql-claimed-by-old-version'",
-      );
-      clock.advance(ABANDONED_CLAIM_AFTER_MS + 60_000);
-      const retry = await app.request('POST', '/graphql', { key, body, headers });
-      expect(retry.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
-      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2990')).toHaveLength(1);
-    } finally {
-      await app.stop();
-    }
-  });
-
-  it('should fence off a stalled request whose key a retry took over: it writes no payment and stores nothing', async () => {
+  it('should leave a key that an earlier version left running without an object in use until it expires', async () => {
     const app = await startTestApp({ database, clock });
     try {
       const key = app.account.testKey;
       const body = { query: createPayment, variables: { input: { amount: 2980, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
-      const headers = { 'idempotency-key': 'gql-stalled-before-writing' };
-      const payments = app.server.services.payments as unknown as { insertPending: (...a: unknown[]) => Promise<unknown> };
-      const insertPending = payments.insertPending;
-      let calls = 0;
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let stalled!: () => void;
-      const reached = new Promise<void>((resolve) => {
-        stalled = resolve;
-      });
-      payments.insertPending = async function (this: unknown, ...a: unknown[]) {
-        if (calls++ === 0) {
-          stalled();
-          await held; // the first request stalls before its pending write
-        }
-        return insertPending.apply(this, a);
-      };
-      const slow = app.request('POST', '/graphql', { key, body, headers });
-      await reached;
-      clock.advance(ABANDONED_CLAIM_AFTER_MS);
-      const retry = await app.request('POST', '/graphql', { key, body, headers });
-      expect(retry.body.data.createPayment).toMatchObject({ status: 'succeeded', amount: 2980 });
-      release();
-      const late = await slow;
-      // The stalled request finds its key gone and makes no payment.
-      expect(late.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
-      expect(late.body.data).toEqual({ createPayment: null });
-      payments.insertPending = insertPending;
-      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2980')).toHaveLength(1);
-      // The key keeps the retry's answer.
-      expect((await app.request('POST', '/graphql', { key, body, headers })).text).toBe(retry.text);
+      const headers = { 'idempotency-key': 'gql-legacy-running' };
+      // What the document-level claim of earlier versions left when its request died: it may
+      // have made a payment it never recorded, so it is never taken over.
+      const fingerprint = app.server.services.idempotency.fingerprint('POST', '/graphql createPayment', undefined, {});
+      await app.server.services.db.execute(
+        `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at) VALUES ($1, $2, 'legacy', NULL, 'running', $3, $4)`,
+        [`${app.account.accountId}:test`, 'gql-legacy-running', clock.now(), new Date(clock.now().getTime() + 3_600_000)],
+      );
+      expect(fingerprint).not.toBe('legacy');
+      const refused = await app.request('POST', '/graphql', { key, body, headers });
+      expect(refused.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
+      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2980')).toHaveLength(0);
+      clock.advance(3_600_000);
+      const later = await app.request('POST', '/graphql', { key, body, headers });
+      expect(later.body.data.createPayment).toMatchObject({ status: 'succeeded', amount: 2980 });
     } finally {
       await app.stop();
     }
   });
 
-  it('should not run again a document that does more than create one payment, even once its payment settled', async () => {
-    let app = await startTestApp({ database, clock });
-    const key = app.account.testKey;
-    const query = `mutation Both($input: CreatePaymentInput!) {
-      createPayment(input: $input) { id status }
-      createCustomer(input: { email: "both@example.com" }) { id }
-    }`;
-    const body = { query, variables: { input: { amount: 2960, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
-    const headers = { 'idempotency-key': 'gql-two-mutations' };
-    dieBeforeSettling(app);
-    const first = await app.request('POST', '/graphql', { key, body, headers });
-    expect(await keyState(app, 'gql-two-mutations')).toMatchObject({ state: 'running', object_id: first.body.data.createPayment.id });
-    await app.stop();
-
-    app = await startTestApp({ database, clock });
+  it('should give each mutation of a document its own key, so a retried document replays each and runs nothing twice', async () => {
+    const app = await startTestApp({ database, clock });
     try {
-      clock.advance(6 * 60_000);
-      expect(await app.server.services.payments.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
-      // Running it again would make a second customer: the key stays in use.
-      const retry = await app.request('POST', '/graphql', { key, body, headers });
-      expect(retry.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
-      expect(await app.server.services.db.select("SELECT id FROM customers WHERE email = 'both@example.com'")).toHaveLength(1);
+      const key = app.account.testKey;
+      const query = `mutation Both($input: CreatePaymentInput!) {
+        pay: createPayment(input: $input) { id status amount }
+        buyer: createCustomer(input: { email: "both-mutations@example.com" }) { id email }
+      }`;
+      const body = { query, variables: { input: { amount: 2990, currency: 'usd', paymentMethod: 'pm_card_visa' } } };
+      const headers = { 'idempotency-key': 'gql-two-mutations' };
+      const first = await app.request('POST', '/graphql', { key, body, headers });
+      expect(first.body.errors).toBeUndefined();
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      const again = await app.request('POST', '/graphql', { key, body, headers });
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body.data).toEqual(first.body.data);
+      expect(await app.server.services.db.select('SELECT id FROM payments WHERE amount = 2990')).toHaveLength(1);
+      expect((await app.request('GET', '/v1/customers?search=both-mutations', { key })).body.meta.total).toBe(1);
+      expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${first.body.data.pay.id}_a1`)).toBe(1);
+      // Other arguments under the same key are another request.
+      const other = await app.request('POST', '/graphql', { key, body: { ...body, variables: { input: { ...body.variables.input, amount: 2991 } } }, headers });
+      expect(other.body.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toContain('idempotency_key_reused');
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('should not use up the key of a mutation refused by validation: the corrected mutation runs under it', async () => {
+    const app = await startTestApp({ database, clock });
+    try {
+      const key = app.account.testKey;
+      const create = (email: string) => app.request('POST', '/graphql', {
+        key, headers: { 'idempotency-key': 'gql-validation' },
+        body: { query: 'mutation($email: String!) { createCustomer(input: { email: $email }) { id email } }', variables: { email } },
+      });
+      const refused = await create('not-an-email');
+      expect(refused.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'email' });
+      expect(await keyState(app, 'gql-validation')).toBeUndefined();
+      const created = await create('gql-validation@example.com');
+      expect(created.body.data.createCustomer.email).toBe('gql-validation@example.com');
     } finally {
       await app.stop();
     }

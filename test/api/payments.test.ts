@@ -24,7 +24,7 @@ describe('payments with the built-in test simulator', () => {
     expect(p.id).toMatch(/^pay_[0-9A-Za-z]{24}$/);
     expect(p.paymentMethodDetails.fingerprint).toMatch(/^[0-9a-f]{32}$/);
     expect(p.attempts).toHaveLength(1);
-    expect(p.attempts[0]).toMatchObject({ gatewayId: 'gw_builtin_simulator', outcome: 'succeeded' });
+    expect(p.attempts[0]).toMatchObject({ gateway: 'gw_builtin_simulator', outcome: 'succeeded' });
     expect(res.text).not.toContain('4242424242424242');
     expect(res.text).not.toContain('"cvc"');
   });
@@ -32,12 +32,13 @@ describe('payments with the built-in test simulator', () => {
   it('should name each attempt\'s gateway and latency as API.md does, for new and previously stored attempts', async () => {
     const created = (await pay({ amount: 700, currency: 'eur', paymentMethod: 'pm_card_visa' })).body.data;
     const [attempt] = created.attempts;
-    expect(attempt).toEqual({ gateway: 'gw_builtin_simulator', gatewayId: 'gw_builtin_simulator', outcome: 'succeeded', code: null, latency: attempt.latencyMs, latencyMs: expect.any(Number) });
+    // One name per value (API.md): gateway and latency only.
+    expect(attempt).toEqual({ gateway: 'gw_builtin_simulator', outcome: 'succeeded', code: null, latency: expect.any(Number) });
     expect((await app.request('GET', `/v1/payments/${created.id}`, { key })).body.data.attempts).toEqual(created.attempts);
-    // A row written before the API.md names existed carries only gatewayId/latencyMs.
+    // A row written under the old names carries only gatewayId/latencyMs.
     await app.server.services.db.execute('UPDATE payments SET attempts = $1 WHERE id = $2', [JSON.stringify([{ gatewayId: 'gw_old', outcome: 'declined', code: 'card_declined', latencyMs: 12 }]), created.id]);
     expect((await app.request('GET', `/v1/payments/${created.id}`, { key })).body.data.attempts).toEqual([
-      { gateway: 'gw_old', gatewayId: 'gw_old', outcome: 'declined', code: 'card_declined', latency: 12, latencyMs: 12 },
+      { gateway: 'gw_old', outcome: 'declined', code: 'card_declined', latency: 12 },
     ]);
   });
 

@@ -64,9 +64,11 @@ describe('transport and envelope', () => {
     expect(wrong.body.error.code).toBe('method_not_allowed');
     expect(wrong.headers.allow).toContain('POST');
     expect(wrong.headers.allow).toContain('GET');
+    // Outside the API's namespace a path belongs to the pages: the same 404, as an HTML page.
     const outside = await app.request('GET', '/elsewhere');
     expect(outside.status).toBe(404);
-    expect(outside.body.error.code).toBe('route_not_found');
+    expect(outside.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(outside.text).toContain('<code>route_not_found</code>');
   });
 
   it('should refuse malformed JSON with 400 malformed_json', async () => {

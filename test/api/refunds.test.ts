@@ -86,6 +86,16 @@ describe('refunds', () => {
     expect(res.body.error).toMatchObject({ code: 'unknown_parameter', param: 'paymentId' });
   });
 
+  it('should name the path\'s id, not paymentId, in errors about the payment on the nested refund route', async () => {
+    const missing = await app.request('POST', '/v1/payments/pay_nope/refunds', { key, body: {} });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toMatchObject({ code: 'resource_not_found', param: 'id' });
+    const declined = await payment(500, 'pm_card_declined');
+    const refused = await app.request('POST', `/v1/payments/${declined.id}/refunds`, { key, body: {} });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error).toMatchObject({ code: 'payment_not_refundable', param: 'id' });
+  });
+
   it('should list, retrieve and validate refunds', async () => {
     const list = await app.request('GET', '/v1/refunds?status=succeeded&pageSize=2', { key });
     expect(list.body.meta.pageSize).toBe(2);

@@ -147,7 +147,7 @@ describe('routing', () => {
     });
     const retried = await pay({ card: { ...card, number: '4000000000000119' } });
     expect(retried.body.data.status).toBe('failed');
-    expect(retried.body.data.attempts.map((x: { gatewayId: string; outcome: string }) => [x.gatewayId, x.outcome])).toEqual([
+    expect(retried.body.data.attempts.map((x: { gateway: string; outcome: string }) => [x.gateway, x.outcome])).toEqual([
       [a.id, 'retryable_error'], [b.id, 'retryable_error'],
     ]);
     const declined = await pay({ card: { ...card, number: '4000000000000002' } });
@@ -236,7 +236,7 @@ describe('routing', () => {
     expect((await testPay('usd')).body.data).toMatchObject({ status: 'succeeded', gatewayId: 'gw_builtin_simulator' });
     // ... when its circuit is open (listed as skipped) ...
     await app.request('PATCH', `/v1/gateways/${eur.id}`, { key: k, body: { settings: { outage: true } } });
-    for (let i = 0; i < 5; i++) expect((await testPay('eur')).body.data.attempts[0].gatewayId).toBe(eur.id);
+    for (let i = 0; i < 5; i++) expect((await testPay('eur')).body.data.attempts[0].gateway).toBe(eur.id);
     expect(await simulate('eur')).toMatchObject({
       gateways: ['gw_builtin_simulator'], usesBuiltinSimulator: true, skipped: [{ gatewayId: eur.id, reason: 'circuit_open' }],
     });

@@ -67,6 +67,7 @@ describe('webhook URL policy with WEBHOOK_ALLOW_PRIVATE off', () => {
     ['a name with one private address among public ones', 'https://mixed.example/hook'],
     ['a name resolving to IPv6 loopback', 'https://v6loop.example/hook'],
     ['a name that does not resolve', 'https://nowhere.example/hook'],
+    ['a port other than 443 and 8443', 'https://public.example:8080/hook'],
   ])('should refuse %s at registration in live mode', async (_label, url) => {
     const res = await register(app.account.liveKey, url);
     expect(res.status).toBe(400);
@@ -89,13 +90,14 @@ describe('webhook URL policy with WEBHOOK_ALLOW_PRIVATE off', () => {
   });
 
   it('should refuse at connect time a delivery whose host now resolves to a forbidden address', async () => {
-    const { liveKey } = await app.createAccount();
+    // Test mode, where the receiver's own port is allowed; the private-address rule is the same.
+    const { testKey: key } = await app.createAccount();
     const route = rx.route('rebind');
-    const created = await register(liveKey, `https://rebind.example:${rx.port}/hooks/rebind`);
+    const created = await register(key, `https://rebind.example:${rx.port}/hooks/rebind`);
     expect(created.status).toBe(201);
-    await app.request('POST', '/v1/customers', { key: liveKey, body: { email: 'rebind@example.com' } });
+    await app.request('POST', '/v1/customers', { key, body: { email: 'rebind@example.com' } });
     const log = await waitFor(async () => {
-      const res = await app.request('GET', `/v1/webhook-endpoints/${created.body.data.id}/deliveries`, { key: liveKey });
+      const res = await app.request('GET', `/v1/webhook-endpoints/${created.body.data.id}/deliveries`, { key });
       return res.body.data.length > 0 ? res.body.data : null;
     }, 10_000, 'a refused attempt');
     // Newest first, and a retry may already have followed: the first attempt, and every one since, was refused.

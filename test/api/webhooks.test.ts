@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { ReceiverHarness, makeCertificate, sleep, waitFor, type Route } from '../unit/webhooks/receiver-harness';
 
+const GONE_WINDOW_MS = 400;
+
 let app: TestApp;
 let rx: ReceiverHarness;
 
@@ -12,7 +14,7 @@ beforeAll(async () => {
   app = await startTestApp({
     env: { WEBHOOK_CA_FILE: tls.caFile },
     runWorkers: true,
-    serviceOptions: { webhooks: { retry: { baseMs: 50, maxMs: 500 }, pollMs: 50, timeoutMs: 2000 } },
+    serviceOptions: { webhooks: { retry: { baseMs: 50, maxMs: 500 }, pollMs: 50, timeoutMs: 2000, goneWindowMs: GONE_WINDOW_MS } },
   });
 });
 
@@ -259,9 +261,10 @@ describe('webhook deliveries', () => {
     expect(log.data[0]).toMatchObject({ attempt: 2, status: 'succeeded', statusCode: 200 });
   });
 
-  it('should disable an endpoint that answers 410 and stop delivering to it', async () => {
+  it('should disable an endpoint only after its 410s persist for the gone window, and deliver what it held once enabled again', async () => {
     const key = await freshKey();
-    const route = rx.route('gone', [], () => 410);
+    let gone = true;
+    const route = rx.route('gone', [], () => (gone ? 410 : 'pass'));
     const ep = await register(key, route, ['customer.created']);
     await createCustomer(key);
     const disabled = await waitFor(async () => {
@@ -269,20 +272,46 @@ describe('webhook deliveries', () => {
       return res.body.data.status === 'disabled' ? res.body.data : null;
     }, 10_000, 'the endpoint to be disabled');
     expect(disabled.disabledReason).toBe('gone');
+    // Retried, not given up at the first 410, and disabled only once the 410s spanned the window.
+    expect(route.requests.length).toBeGreaterThanOrEqual(2);
+    expect(route.requests[route.requests.length - 1].at - route.requests[0].at).toBeGreaterThanOrEqual(GONE_WINDOW_MS - 50);
     const rows = await app.server.services.db.select<{ status: string }>('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [ep.id]);
-    expect(rows).toEqual([{ status: 'abandoned' }]);
+    expect(rows).toEqual([{ status: 'held' }]);
 
-    await createCustomer(key);
+    const sent = route.requests.length;
+    await createCustomer(key); // not queued for a disabled endpoint
     await sleep(300);
-    expect(route.requests).toHaveLength(1);
+    expect(route.requests).toHaveLength(sent);
     const log = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key });
-    expect(log.body.data).toEqual([expect.objectContaining({ attempt: 1, statusCode: 410, status: 'failed', nextRetryAt: null })]);
+    expect(log.body.data[0]).toMatchObject({ attempt: sent, statusCode: 410, status: 'failed', nextRetryAt: null });
 
+    gone = false;
     const reenabled = await app.request('PATCH', `/v1/webhook-endpoints/${ep.id}`, { key, body: { status: 'enabled' } });
     expect(reenabled.body.data).toMatchObject({ status: 'enabled', disabledReason: null });
+    await waitFor(() => route.verified.length === 1, 10_000, 'the held delivery');
+    expect(route.verified[0]).toMatchObject({ attempt: sent + 1, duplicate: false });
+    await sleep(300);
+    expect(route.verified).toHaveLength(1); // the event of the disabled time was never queued
   });
 
-  it('should sign deliveries made after a rotation with the new secret only', async () => {
+  it('should cancel queued deliveries of the event types a PATCH drops', async () => {
+    const key = await freshKey();
+    const route = rx.route('narrowed', [], () => 500);
+    const ep = await register(key, route, ['customer.created', 'customer.updated']);
+    await createCustomer(key);
+    await waitFor(() => route.requests.length >= 2, 10_000, 'a retry of the failing delivery');
+    const patched = await app.request('PATCH', `/v1/webhook-endpoints/${ep.id}`, { key, body: { events: ['customer.updated'] } });
+    expect(patched.status).toBe(200);
+    const rows = await app.server.services.db.select<{ status: string; last_error: string }>('SELECT status, last_error FROM webhook_deliveries WHERE endpoint_id = $1', [ep.id]);
+    // An attempt in flight at that moment still settles (its 5xx does not requeue a cancelled delivery).
+    expect(rows).toEqual([{ status: 'abandoned', last_error: expect.any(String) }]);
+    await sleep(300); // 50 ms retry steps: a delivery still queued would have been tried again by now
+    const sent = route.requests.length;
+    await sleep(300);
+    expect(route.requests).toHaveLength(sent);
+  });
+
+  it('should sign deliveries made after a rotation without overlap with the new secret only', async () => {
     const key = await freshKey();
     const route = rx.route('rotating');
     const ep = await register(key, route, ['customer.created']);
@@ -290,7 +319,7 @@ describe('webhook deliveries', () => {
     await createCustomer(key);
     await waitFor(() => route.verified.length >= 1, 10_000, 'the first delivery');
 
-    const rotated = await app.request('POST', `/v1/webhook-endpoints/${ep.id}/rotate-secret`, { key });
+    const rotated = await app.request('POST', `/v1/webhook-endpoints/${ep.id}/rotate-secret`, { key, body: { overlapSeconds: 0 } });
     expect(rotated.status).toBe(200);
     const newSecret = rotated.body.data.secret;
     expect(newSecret).toMatch(/^whsec_/);
@@ -306,6 +335,40 @@ describe('webhook deliveries', () => {
     expect(ReceiverHarness.signedWith(before, oldSecret)).toBe(true);
     expect(ReceiverHarness.signedWith(after, newSecret)).toBe(true);
     expect(ReceiverHarness.signedWith(after, oldSecret)).toBe(false);
+    expect(after.signatureNext).toBe('');
+  });
+
+  it('should keep signing with the old secret for 24 hours by default, the new secret in X-Service-Signature-Next', async () => {
+    const key = await freshKey();
+    const route = rx.route('rotating-overlap');
+    const ep = await register(key, route, ['customer.created']);
+    const rotated = await app.request('POST', `/v1/webhook-endpoints/${ep.id}/rotate-secret`, { key });
+    expect(rotated.status).toBe(200);
+    const newSecret = rotated.body.data.secret;
+    // The receiver is not updated yet: it still holds only the old secret, and keeps working.
+    await createCustomer(key);
+    await waitFor(() => route.verified.length >= 1, 10_000, 'a delivery during the overlap');
+    const [during] = route.requests;
+    expect(ReceiverHarness.signedWith(during, ep.secret)).toBe(true);
+    expect(during.signature).toMatch(/^[0-9a-f]{64}$/);
+    expect(ReceiverHarness.signedWith({ ...during, signature: during.signatureNext }, newSecret)).toBe(true);
+
+    const bad = await app.request('POST', `/v1/webhook-endpoints/${ep.id}/rotate-secret`, { key, body: { overlapSeconds: -5 } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_parameter', param: 'overlapSeconds' });
+  });
+
+  it('should refuse a loopback URL or another port in live mode although WEBHOOK_ALLOW_PRIVATE is on', async () => {
+    const { liveKey, testKey } = await app.createAccount();
+    const route = rx.route('live-refused');
+    const loopback = await app.request('POST', '/v1/webhook-endpoints', { key: liveKey, body: { url: route.url, events: ['*'] } });
+    expect(loopback.status).toBe(400);
+    expect(loopback.body.error).toMatchObject({ code: 'invalid_parameter', param: 'url' });
+    const port = await app.request('POST', '/v1/webhook-endpoints', { key: liveKey, body: { url: 'https://93.184.216.34:8080/hook', events: ['*'] } });
+    expect(port.status).toBe(400);
+    expect(port.body.error).toMatchObject({ code: 'invalid_parameter', param: 'url', message: "Invalid 'url': URL port must be 443 or 8443 in live mode" });
+    // Test mode keeps the development switch.
+    expect((await app.request('POST', '/v1/webhook-endpoints', { key: testKey, body: { url: route.url, events: ['*'] } })).status).toBe(201);
   });
 
   it('should queue a fresh delivery of an event on resend', async () => {

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -40,21 +41,24 @@ function certificate(): Promise<{ cert: string; key: string }> {
   return tlsMaterial;
 }
 
-/** A local HTTPS server standing in for api.stripe.com; records requests, answers via `handler`. */
+/**
+ * A local HTTPS server standing in for api.stripe.com; records requests, answers via `handler`.
+ * `start({ http: true })` serves plain http instead, like a local Stripe emulator.
+ */
 export class FakeStripe {
   readonly requests: RecordedRequest[] = [];
   handler: FakeHandler = () => ({ status: 500, body: { error: { type: 'api_error', message: 'no handler' } } });
 
   private constructor(
-    private readonly server: https.Server,
+    private readonly server: http.Server,
     readonly baseUrl: string,
     readonly ca: string,
   ) {}
 
-  static async start(): Promise<FakeStripe> {
+  static async start(opts: { http?: boolean } = {}): Promise<FakeStripe> {
     const { cert, key } = await certificate();
     let fake: FakeStripe | null = null;
-    const server = https.createServer({ cert, key }, (req, res) => {
+    const listener: http.RequestListener = (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -91,10 +95,11 @@ export class FakeStripe {
         });
         res.end(text);
       });
-    });
+    };
+    const server = opts.http ? http.createServer(listener) : https.createServer({ cert, key }, listener);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    fake = new FakeStripe(server, `https://127.0.0.1:${port}`, cert);
+    fake = new FakeStripe(server, `${opts.http ? 'http' : 'https'}://127.0.0.1:${port}`, cert);
     return fake;
   }
 
@@ -118,12 +123,13 @@ const DECLINES: Record<string, { code: string; decline_code?: string; message: s
   '4000000000000341': { code: 'card_declined', decline_code: 'generic_decline', message: 'Your card was declined.' },
 };
 const GATEWAY_ERROR_CARDS = new Set(['4000000000000119']);
+/** Stripe's own test PaymentMethods (docs.stripe.com/testing); ours, such as `pm_card_declined`, are unknown to Stripe. */
 const TOKENS: Record<string, string> = {
   pm_card_visa: '4242424242424242',
   pm_card_mastercard: '5555555555554444',
-  pm_card_declined: '4000000000000002',
-  pm_card_insufficient_funds: '4000000000009995',
-  pm_card_gateway_error: '4000000000000119',
+  pm_card_visa_chargeDeclined: '4000000000000002',
+  pm_card_visa_chargeDeclinedInsufficientFunds: '4000000000009995',
+  pm_card_chargeDeclinedProcessingError: '4000000000000119',
 };
 
 /**
@@ -179,7 +185,7 @@ export class StripeLikeBackend {
           expYear = 2099;
         } else {
           const method = this.methods.get(f.payment_method);
-          if (!method) return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', message: 'No such PaymentMethod' } } };
+          if (!method) return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'payment_method', message: `No such PaymentMethod: '${f.payment_method}'` } } };
           if (method.customer && method.customer !== f.customer) {
             return { status: 400, body: { error: { type: 'invalid_request_error', message: 'The provided PaymentMethod belongs to another customer.' } } };
           }

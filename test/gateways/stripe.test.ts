@@ -1,8 +1,10 @@
 import net from 'node:net';
+import { TEST_TOKEN_CARDS } from '../../src/gateways/card';
 import type { ChargeRequest, Gateway, GatewayResult } from '../../src/gateways/gateway';
 import { createGateway } from '../../src/gateways/registry';
 import { STRIPE_API_VERSION } from '../../src/gateways/stripe/stripe.transformers';
-import { FakeStripe, type FakeResponse, type RecordedRequest } from './fake-stripe';
+import { untilKnown } from '../../src/gateways/until-known';
+import { FakeStripe, StripeLikeBackend, type FakeResponse, type RecordedRequest } from './fake-stripe';
 
 const SECRET = 'sk_test_51FakeSecretKey';
 const PAN = '4242424242424242';
@@ -17,10 +19,10 @@ afterAll(async () => {
   await fake.close();
 });
 
-function stripe(opts: { timeoutMs?: number; ca?: string | null; baseUrl?: string } = {}): Gateway {
+function stripe(opts: { timeoutMs?: number; ca?: string | null; baseUrl?: string; secretKey?: string } = {}): Gateway {
   return createGateway('stripe', {
     gatewayId: 'gw_stripe_test',
-    credentials: { secretKey: SECRET },
+    credentials: { secretKey: opts.secretKey ?? SECRET },
     settings: { baseUrl: opts.baseUrl ?? fake.baseUrl },
     httpsAgentOptions: opts.ca === null ? undefined : { ca: opts.ca ?? fake.ca },
     timeoutMs: opts.timeoutMs ?? 3000,
@@ -105,6 +107,39 @@ describe('stripe connector: charge', () => {
     ]);
   });
 
+  it.each([
+    ['pm_card_visa', 'pm_card_visa'],
+    ['pm_card_mastercard', 'pm_card_mastercard'],
+    ['pm_card_declined', 'pm_card_visa_chargeDeclined'],
+    ['pm_card_insufficient_funds', 'pm_card_visa_chargeDeclinedInsufficientFunds'],
+    ['pm_card_gateway_error', 'pm_card_chargeDeclinedProcessingError'],
+  ])('should charge our test token %s as Stripe test PaymentMethod %s', async (token, stripeMethod) => {
+    answer({ status: 200, body: intent('succeeded') });
+    const result = await stripe().charge(cardCharge({ source: { kind: 'token', token } }));
+    expect(fake.requests[0].form.payment_method).toBe(stripeMethod);
+    expect(result.request).toMatchObject({ source: { kind: 'token', token }, stripePaymentMethod: stripeMethod });
+  });
+
+  it('should charge every documented test token as a PaymentMethod Stripe test mode knows', async () => {
+    // The backend knows Stripe's test PaymentMethods only, and answers others "No such PaymentMethod".
+    const backend = new StripeLikeBackend(SECRET);
+    fake.reset(backend.handle);
+    for (const token of Object.keys(TEST_TOKEN_CARDS)) {
+      const result = await stripe().charge(cardCharge({ idempotencyKey: `pay_tok_${token}`, source: { kind: 'token', token } }));
+      expect({ token, message: result.message }).not.toMatchObject({ message: expect.stringMatching(/No such PaymentMethod/) });
+      expect(result.outcome).not.toBe('timeout');
+    }
+    expect(backend.intents.size).toBe(Object.keys(TEST_TOKEN_CARDS).length - 1); // the processing error creates none
+  });
+
+  it('should not send a test token through a live Stripe key, and say why', async () => {
+    answer({ status: 200, body: intent('succeeded') });
+    const result = await stripe({ secretKey: 'sk_live_51RealKey' }).charge(cardCharge({ source: { kind: 'token', token: 'pm_card_visa' } }));
+    expect(fake.requests).toHaveLength(0);
+    expect(result).toMatchObject({ outcome: 'declined', declineCode: 'invalid_token', reference: null });
+    expect(result.message).toMatch(/test key/);
+  });
+
   it('should charge a saved token with its customer, off session', async () => {
     answer({ status: 200, body: intent('succeeded') });
     await stripe().charge(cardCharge({ source: { kind: 'token', token: 'cus_Abc:pm_Def' } }));
@@ -140,6 +175,33 @@ describe('stripe connector: charge', () => {
     expect(result).toMatchObject({ outcome: 'declined', declineCode: code, reference: 'pi_declined', message: 'Your card was declined.' });
     expect(result.response).toMatchObject({ httpStatus: 402, errorType: 'card_error' });
     expectNoCardData(result);
+  });
+
+  it.each([
+    ['no type', { code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' }, 'insufficient_funds'],
+    ['an invalid_request_error type', { type: 'invalid_request_error', code: 'card_declined', message: 'Your card was declined.' }, 'card_declined'],
+    ['an api_error type', { type: 'api_error', message: 'Your card was declined.' }, 'card_declined'],
+    ['an unknown type', { type: 'emulator_error', code: 'expired_card', message: 'Your card has expired.' }, 'expired_card'],
+  ])('should decline a 402 whose error has %s, never retry it elsewhere', async (_label, error, code) => {
+    answer({ status: 402, body: { error: { ...error, payment_intent: intent('requires_payment_method', { id: 'pi_402' }) } } });
+    const result = await stripe().charge(cardCharge());
+    expect(result).toMatchObject({ outcome: 'declined', declineCode: code, reference: 'pi_402', message: error.message });
+    expect(result.response).toMatchObject({ httpStatus: 402 });
+  });
+
+  it.each([
+    ['an empty body', { rawBody: '' }],
+    ['a body that is not JSON', { rawBody: '<html>Payment Required</html>' }],
+    ['no error object', { body: { message: 'declined' } }],
+  ])('should decline a 402 with %s as card_declined', async (_label, response) => {
+    answer({ status: 402, ...response });
+    const result = await stripe().charge(cardCharge());
+    expect(result).toMatchObject({ outcome: 'declined', declineCode: 'card_declined', reference: null, message: 'Stripe answered HTTP 402.' });
+  });
+
+  it('should still treat a 402 processing_error without a type as retryable, as Stripe says to retry it', async () => {
+    answer({ status: 402, body: { error: { code: 'processing_error', message: 'An error occurred while processing your card.' } } });
+    expect(await stripe().charge(cardCharge())).toMatchObject({ outcome: 'retryable_error', declineCode: 'gateway_error' });
   });
 
   it('should treat a card_error processing_error as retryable', async () => {
@@ -428,5 +490,64 @@ describe('stripe connector: saveCard', () => {
     const result = await stripe().saveCard({ idempotencyKey: 'pm_c_save', card: { number: PAN, expMonth: 12, expYear: 2031 } });
     expect(result).toMatchObject({ outcome: 'timeout', token: null });
     expect(fake.requests[0].rawBody).not.toContain('cvc');
+  });
+});
+
+describe('stripe connector: latency of an attempt', () => {
+  it('should report the wall time of a timed-out call and its repeat, not the repeat alone', async () => {
+    let calls = 0;
+    fake.reset(() => (++calls === 1 ? 'hang' : { status: 200, body: intent('succeeded'), headers: { 'idempotent-replayed': 'true' } }));
+    const gateway = stripe({ timeoutMs: 400 });
+    const request = cardCharge();
+    const started = performance.now();
+    const learned = await untilKnown(
+      () => gateway.charge(request),
+      () => gateway.status({ idempotencyKey: request.idempotencyKey, kind: 'charge', objectId: request.paymentId }),
+      () => undefined,
+    );
+    const wallMs = performance.now() - started;
+    expect(learned).toMatchObject({ known: true, result: { outcome: 'succeeded', reference: 'pi_123' } });
+    expect(calls).toBe(2);
+    expect(learned.result.latencyMs).toBeGreaterThanOrEqual(400);
+    expect(learned.result.latencyMs).toBeLessThanOrEqual(Math.ceil(wallMs));
+    expect(learned.result.latencyMs).toBeGreaterThan(wallMs - 50);
+  });
+});
+
+describe('stripe connector: base URL', () => {
+  let emulator: FakeStripe;
+
+  beforeAll(async () => {
+    emulator = await FakeStripe.start({ http: true });
+  });
+
+  afterAll(async () => {
+    await emulator.close();
+  });
+
+  it('should charge through a local emulator over http on a loopback address', async () => {
+    expect(emulator.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:/);
+    emulator.reset(() => ({ status: 200, body: intent('succeeded') }));
+    const result = await stripe({ baseUrl: emulator.baseUrl, ca: null }).charge(cardCharge());
+    expect(result).toMatchObject({ outcome: 'succeeded', reference: 'pi_123' });
+    expect(emulator.requests).toHaveLength(1);
+    expectCommonHeaders(emulator.requests[0], 'pay_abc123_0');
+  });
+
+  it.each(['http://localhost:12111', 'http://[::1]:12111', 'http://127.0.0.2/stripe'])('should accept http to loopback %s', (baseUrl) => {
+    expect(() => stripe({ baseUrl })).not.toThrow();
+  });
+
+  it.each(['http://api.stripe.com', 'http://10.0.0.5:12111', 'http://stripe-emulator.internal', 'http://169.254.169.254', 'ftp://127.0.0.1'])(
+    'should refuse %s: http only to a loopback address',
+    (baseUrl) => {
+      expect(() => stripe({ baseUrl })).toThrow(expect.objectContaining({ name: 'GatewayConfigError', param: 'settings.baseUrl' }));
+    },
+  );
+
+  it('should refuse http with a live Stripe key, even to loopback', () => {
+    expect(() => stripe({ baseUrl: 'http://127.0.0.1:12111', secretKey: 'sk_live_51RealKey' })).toThrow(
+      expect.objectContaining({ param: 'settings.baseUrl', message: expect.stringMatching(/test key/) }),
+    );
   });
 });

@@ -13,13 +13,13 @@ const gql = (query: string, variables: Record<string, unknown> = {}, key = app.a
 describe('GraphQL payments, refunds, gateways and routing', () => {
   it('should create a payment with a card, refund it, and read it back', async () => {
     const created = await gql(
-      `mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id status amount currency paymentMethodDetails { brand last4 } attempts { gateway gatewayId outcome latency latencyMs } } }`,
+      `mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id status amount currency paymentMethodDetails { brand last4 } attempts { gateway outcome latency } } }`,
       { input: { amount: 2500, currency: 'eur', paymentMethod: 'card', card: { number: '4242424242424242', expMonth: 1, expYear: 2033, cvc: '321' } } },
     );
     expect(created.body.errors).toBeUndefined();
     const p = created.body.data.createPayment;
     expect(p).toMatchObject({ status: 'succeeded', amount: 2500, currency: 'EUR', paymentMethodDetails: { brand: 'visa', last4: '4242' } });
-    expect(p.attempts).toEqual([{ gateway: 'gw_builtin_simulator', gatewayId: 'gw_builtin_simulator', outcome: 'succeeded', latency: p.attempts[0].latencyMs, latencyMs: expect.any(Number) }]);
+    expect(p.attempts).toEqual([{ gateway: 'gw_builtin_simulator', outcome: 'succeeded', latency: expect.any(Number) }]);
     const refund = await gql('mutation($id: ID!) { refundPayment(paymentId: $id, amount: 500, reason: "dup") { status amount } }', { id: p.id });
     expect(refund.body.data.refundPayment).toEqual({ status: 'succeeded', amount: 500 });
     const read = await gql('query($id: ID!) { payment(id: $id) { amountRefunded refunds { amount reason } } }', { id: p.id });
@@ -74,10 +74,9 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     expect(await refused({ query: 'query A { __typename } query B { __typename }' }, 'gql-card-no-opname')).toMatch(/operation name/);
     expect(await refused({ query, variables: { input: { ...inputs[0], card: { ...card, 'Query is too complex': 1 } } } }, 'gql-card-too-complex'))
       .toMatch(/got an invalid value/);
+    // Refused before any mutation ran: nothing is kept under those keys, card data least of all.
     const stored = await app.server.services.db.select<{ response_body: string }>("SELECT response_body FROM idempotency_keys WHERE idempotency_key LIKE 'gql-card-%'");
-    expect(stored.length).toBe(inputs.length + 10);
-    expect(JSON.stringify(stored)).not.toMatch(CVC);
-    expect(JSON.stringify(stored)).not.toContain(number.slice(6, 12));
+    expect(stored).toEqual([]);
     // None of these is logged: their messages held the values before they were rebuilt.
     expect(app.logs.slice(logsBefore).join('')).not.toMatch(/invalid value|cannot represent|graphql resolver failed/);
   });

@@ -59,13 +59,16 @@ async function take<T>(client: Client, query: string, n: number, start: () => Pr
 }
 
 describe('GraphQL subscriptions over graphql-ws', () => {
-  it('should refuse a connection without a valid key', async () => {
-    for (const key of [null, 'sk_test_' + 'q'.repeat(43)]) {
+  it('should refuse a connection without a valid key, saying why and where the key goes', async () => {
+    for (const [key, reason] of [
+      [null, 'Forbidden: no API key; send connectionParams {"authorization": "Bearer sk_..."}'],
+      ['sk_test_' + 'q'.repeat(43), 'Forbidden: the API key in connectionParams.authorization is invalid or revoked'],
+    ] as const) {
       const client = wsClient(app.baseUrl, app.server.cert, key);
       const outcome = await new Promise<unknown>((resolve) => {
         client.subscribe({ query: 'subscription { events { id } }' }, { next: () => resolve('data'), error: (e) => resolve(e), complete: () => resolve('complete') });
       });
-      expect((outcome as { code?: number }).code).toBe(4403);
+      expect(outcome).toMatchObject({ code: 4403, reason });
       await client.dispose();
     }
   });
@@ -112,12 +115,12 @@ describe('GraphQL subscriptions over graphql-ws', () => {
   it('should close an open subscription with 4403 once its key is revoked', async () => {
     const created = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: {} });
     const client = wsClient(app.baseUrl, app.server.cert, created.body.data.secret);
-    const closed = new Promise<number>((resolve) => client.on('closed', (event) => resolve((event as { code: number }).code)));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => client.on('closed', (event) => resolve(event as { code: number; reason: string })));
     const subscribed = new Promise<void>((resolve) => client.on('connected', () => resolve()));
     client.subscribe({ query: 'subscription { events { id } }' }, { next: () => undefined, error: () => undefined, complete: () => undefined });
     await subscribed;
     await app.request('DELETE', `/v1/api-keys/${created.body.data.id}`, { key: app.account.testKey });
-    expect(await closed).toBe(4403);
+    expect(await closed).toMatchObject({ code: 4403, reason: 'Forbidden: the API key of this connection was revoked' });
     await client.dispose();
   });
 

@@ -18,14 +18,16 @@ describe('GraphQL webhook endpoints', () => {
     expect(endpoint).toMatchObject({ status: 'enabled', events: ['customer.created'] });
     const listed = await gql('{ webhookEndpoints { total nodes { id secret } } }');
     expect(listed.body.data.webhookEndpoints.nodes).toEqual([{ id: endpoint.id, secret: null }]);
-    const updated = await gql('mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: { description: "ops", status: "disabled" }) { description status } }', { id: endpoint.id });
+    // status is the WebhookEndpointStatus enum: written bare in a document, REST's string in variables and answers.
+    const updated = await gql('mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: { description: "ops", status: disabled }) { description status } }', { id: endpoint.id });
     expect(updated.body.data.updateWebhookEndpoint).toEqual({ description: 'ops', status: 'disabled' });
     const rotated = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id) { secret } }', { id: endpoint.id });
     expect(rotated.body.data.rotateWebhookSecret.secret).toMatch(/^whsec_/);
     expect(rotated.body.data.rotateWebhookSecret.secret).not.toBe(endpoint.secret);
     const bad = await gql('mutation { createWebhookEndpoint(input: { url: "http://example.com", events: ["*"] }) { id } }');
     expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'url' });
-    await gql('mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: { status: "enabled" }) { status } }', { id: endpoint.id });
+    const enabled = await gql('mutation($id: ID!, $s: WebhookEndpointStatus) { updateWebhookEndpoint(id: $id, input: { status: $s }) { status } }', { id: endpoint.id, s: 'enabled' });
+    expect(enabled.body.data.updateWebhookEndpoint.status).toBe('enabled');
     const customer = await app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'gql-hook@example.com' } });
     const events = await app.request('GET', '/v1/events?type=customer.created', { key: app.account.testKey });
     const event = events.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === customer.body.data.id);
@@ -57,5 +59,18 @@ describe('webhook log retention', () => {
     expect(purged.deliveries).toBe(1);
     const left = await db.select<{ id: string }>("SELECT id FROM webhook_deliveries WHERE id LIKE 'whd_old%' OR id LIKE 'whd_new%' ORDER BY id");
     expect(left.map((r) => r.id)).toEqual(['whd_new_delivered', 'whd_old_pending']);
+  });
+
+  it('should rotate with the overlap the caller chooses, as REST does', async () => {
+    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/overlap", events: ["*"] }) { id secret } }');
+    const { id, secret } = created.body.data.createWebhookEndpoint;
+    const endpoints = app.server.services.webhooks.endpoints;
+    const kept = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id, overlapSeconds: 600) { secret } }', { id });
+    const next = kept.body.data.rotateWebhookSecret.secret;
+    expect(await endpoints.signingSecrets(id, new Date())).toEqual({ current: next, previous: secret });
+    const atOnce = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id, overlapSeconds: 0) { secret } }', { id });
+    expect(await endpoints.signingSecrets(id, new Date())).toEqual({ current: atOnce.body.data.rotateWebhookSecret.secret, previous: null });
+    const bad = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id, overlapSeconds: -1) { secret } }', { id });
+    expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'overlapSeconds' });
   });
 });

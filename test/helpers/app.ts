@@ -1,7 +1,4 @@
 import 'reflect-metadata';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../src/config';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server';
@@ -29,9 +26,6 @@ export interface TestApp {
   stop(): Promise<void>;
 }
 
-// One certificate per test process: generating one per app is wasted time.
-const certDir = path.join(os.tmpdir(), `payorch-test-tls-${process.pid}`);
-
 export interface TestAppOptions {
   env?: Record<string, string>;
   clock?: Clock;
@@ -53,11 +47,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   liveApp = true;
   const ownsDatabase = !options.database;
   const database = options.database ?? (await freshDatabase());
-  const tlsDir = path.join(certDir);
-  fs.mkdirSync(tlsDir, { recursive: true });
+  // The certificate and encryption key live beside the database and go with it: apps sharing a
+  // database share the key that reads its webhook secrets, and nothing is left in /tmp.
   const config = loadConfig({
     DATABASE_URL: database.url,
-    DATA_DIR: tlsDir,
+    DATA_DIR: database.dataDir,
     HOST: '127.0.0.1',
     PORT: '0',
     HTTP_PORT: '0',

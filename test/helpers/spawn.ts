@@ -10,13 +10,22 @@ export interface SpawnedInstance {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-const ROOT = path.join(__dirname, '..', '..');
+export const ROOT = path.join(__dirname, '..', '..');
 
-/** A second service instance in its own process (the real multi-instance situation). */
-export function spawnInstance(env: Record<string, string>, ca: string): Promise<SpawnedInstance> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'payorch.js'), 'start'], {
+export interface SpawnOptions {
+  /** The program and its arguments; `node bin/payorch.js start` unless given. */
+  command?: string;
+  args?: string[];
+}
+
+/**
+ * A second service instance in its own process (the real multi-instance situation). It runs the
+ * TypeScript sources (PAYORCH_FROM_SOURCE), so tests never depend on what dist/ holds.
+ */
+export function spawnInstance(env: Record<string, string>, ca: string, opts: SpawnOptions = {}): Promise<SpawnedInstance> {
+  const child = spawn(opts.command ?? process.execPath, opts.args ?? [path.join(ROOT, 'bin', 'payorch.js'), 'start'], {
     cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PAYORCH_FROM_SOURCE: '1', HOST: '127.0.0.1', PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Database } from '../../src/db/database';
 import { MODELS } from '../../src/db/models';
+import { isUniqueViolation } from '../../src/db/list';
 import { freshDatabase, DIALECT, type TestDatabase } from '../helpers/db';
 
 let database: TestDatabase;
@@ -28,14 +29,48 @@ describe(`transactions on ${DIALECT}`, () => {
     expect(await count()).toBe(0);
     // A statement error inside the transaction (duplicate key) leaves nothing behind either.
     await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [2, 'kept']);
-    await expect(db.transaction(async (t) => {
+    const duplicate = await db.transaction(async (t) => {
       await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [3, 'doomed'], t);
       await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [2, 'duplicate'], t);
-    })).rejects.toBeDefined();
+    }).then(() => null, (err: unknown) => err);
+    // The duplicate key itself, as services recognise it (not any failure, say a broken statement).
+    expect(isUniqueViolation(duplicate)).toBe(true);
     for (let i = 10; i < 15; i++) {
       await db.transaction((t) => db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [i, 'ok'], t));
     }
     expect(await count()).toBe(6);
+  });
+
+  it('should run afterCommit hooks once the commit succeeded, and never when it failed', async () => {
+    const ran: string[] = [];
+    await db.transaction(async (t) => {
+      t.afterCommit(() => {
+        ran.push('committed');
+      });
+      await db.execute('INSERT INTO tx_probe (id, note) VALUES ($1, $2)', [50, 'hooked'], t);
+      expect(ran).toEqual([]); // not before the commit
+    });
+    expect(ran).toEqual(['committed']);
+    await expect(db.transaction(async (t) => {
+      t.afterCommit(() => {
+        ran.push('rolled back');
+      });
+      throw new Error('boom');
+    })).rejects.toThrow('boom');
+    if (DIALECT === 'postgres') {
+      // COMMIT itself fails (a deferred constraint here; a lost connection in an outage): Sequelize
+      // would still run the hooks, and an event of a change that never happened would go out.
+      await db.execute('CREATE TABLE tx_deferred (id INTEGER, CONSTRAINT tx_deferred_u UNIQUE (id) DEFERRABLE INITIALLY DEFERRED)');
+      const failed = await db.transaction(async (t) => {
+        t.afterCommit(() => {
+          ran.push('commit failed');
+        });
+        await db.execute('INSERT INTO tx_deferred (id) VALUES (1), (1)', [], t);
+      }).then(() => null, (err: unknown) => err);
+      expect(isUniqueViolation(failed)).toBe(true);
+    }
+    expect(ran).toEqual(['committed']);
+    await db.execute('DELETE FROM tx_probe WHERE id = 50');
   });
 
   it('should run concurrent transactions one after another without losing writes', async () => {

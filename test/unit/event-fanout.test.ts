@@ -1,12 +1,14 @@
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { EventBus, type PublishedEvent } from '../../src/core/event-bus';
-import { PostgresFanout, RedisFanout } from '../../src/core/event-fanout';
+import { PostgresFanout, RedisFanout, type LoadEventsSince } from '../../src/core/event-fanout';
 import { createLogger } from '../../src/logger';
+import { systemClock } from '../../src/core/clock';
 import { freshPostgresDatabase } from '../helpers/db';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHANNEL = 'payorch_events';
+const noReplay = async () => [];
 
 function event(i: number): PublishedEvent {
   return { id: `evt_${i}`, object: 'event', type: 'customer.created', createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), livemode: false, accountId: 'acct_x', data: { object: { i } } };
@@ -19,7 +21,7 @@ describe('event fan-out over Redis', () => {
     const redis = new Redis(REDIS_URL);
     clients.push(redis);
     const bus = new EventBus();
-    const fanout = new RedisFanout(redis, bus, async () => [], createLogger('silent'));
+    const fanout = new RedisFanout(redis, bus, async () => [], createLogger('silent'), systemClock);
     await fanout.start();
     bus.connectRemote(fanout);
     fanouts.push(fanout);
@@ -80,7 +82,7 @@ describe('event fan-out over PostgreSQL NOTIFY', () => {
       const fanout = new PostgresFanout(url, bus, async (ids) => {
         lookups.push(ids);
         return ids.flatMap((id) => (stored.has(id) ? [stored.get(id)!] : []));
-      }, createLogger('silent'));
+      }, noReplay, createLogger('silent'), systemClock);
       await fanout.start();
       bus.connectRemote(fanout);
       fanouts.push(fanout);
@@ -119,9 +121,9 @@ describe('event fan-out over PostgreSQL NOTIFY', () => {
       return ids.flatMap((id) => (stored.has(id) ? [stored.get(id)!] : []));
     };
     const busA = new EventBus();
-    const a = new PostgresFanout(url, busA, async () => [], createLogger('silent'));
+    const a = new PostgresFanout(url, busA, async () => [], noReplay, createLogger('silent'), systemClock);
     const busB = new EventBus();
-    const b = new PostgresFanout(url, busB, load, createLogger('silent'));
+    const b = new PostgresFanout(url, busB, load, noReplay, createLogger('silent'), systemClock);
     for (const [f, bus] of [[a, busA], [b, busB]] as const) {
       await f.start();
       bus.connectRemote(f);
@@ -137,4 +139,96 @@ describe('event fan-out over PostgreSQL NOTIFY', () => {
     expect(received).toEqual(['evt_0', 'evt_1', 'evt_2']);
     expect(calls).toBe(3); // the failed read was tried again
   });
+});
+
+describe('event fan-out over PostgreSQL NOTIFY, when the LISTEN connection drops', () => {
+  let url: string;
+  let drop: () => Promise<void>;
+  let admin: Client;
+  const fanouts: PostgresFanout[] = [];
+  beforeAll(async () => {
+    ({ url, drop } = await freshPostgresDatabase());
+    const adminUrl = new URL(url);
+    adminUrl.pathname = '/postgres';
+    admin = new Client({ connectionString: adminUrl.toString() });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    for (const f of fanouts) await f.stop().catch(() => undefined);
+    await admin.end();
+    await drop();
+  });
+
+  it('should reconnect and deliver the events committed while it was down to open streams, once each', async () => {
+    const database = new URL(url).pathname.slice(1);
+    // The events table, as far as the fan-out can tell.
+    const stored: PublishedEvent[] = [];
+    const readsSince: Date[] = [];
+    const loadSince: LoadEventsSince = async (scope, since, after, limit) => {
+      readsSince.push(since);
+      return stored
+        .filter((e) => e.accountId === scope.accountId && e.livemode === scope.livemode)
+        .filter((e) => !after || e.createdAt > after.createdAt || (e.createdAt === after.createdAt && e.id > after.id))
+        .slice(0, limit);
+    };
+    const load = async (ids: string[]) => stored.filter((e) => ids.includes(e.id));
+    const logger = createLogger('silent');
+    const busA = new EventBus();
+    const a = new PostgresFanout(url, busA, load, loadSince, logger, systemClock);
+    const busB = new EventBus();
+    const b = new PostgresFanout(url, busB, load, loadSince, logger, systemClock);
+    for (const [f, bus] of [[a, busA], [b, busB]] as const) {
+      await f.start();
+      bus.connectRemote(f);
+      fanouts.push(f);
+    }
+    const publish = (i: number) => {
+      stored.push(event(i));
+      busA.publish(event(i));
+    };
+    // A subscriber on each instance; another account's stream on B sees none of them.
+    const streamA = busA.stream({ accountId: 'acct_x', livemode: false }, () => true);
+    const streamB = busB.stream({ accountId: 'acct_x', livemode: false }, () => true);
+    const otherB = busB.stream({ accountId: 'acct_y', livemode: false }, () => true);
+    const collect = (stream: AsyncIterableIterator<PublishedEvent>, into: string[]) => {
+      void (async () => {
+        for await (const e of stream) into.push(e.id);
+      })();
+    };
+    const gotA: string[] = [];
+    const gotB: string[] = [];
+    const gotOther: string[] = [];
+    collect(streamA, gotA);
+    collect(streamB, gotB);
+    collect(otherB, gotOther);
+
+    publish(0);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(gotB).toEqual(['evt_0']);
+
+    // Both LISTEN connections are cut and cannot come back for now; NOTIFY itself still works.
+    await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS false`);
+    try {
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query = 'LISTEN payorch_events'", [database]);
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 1; i <= 3; i++) publish(i);
+      await new Promise((r) => setTimeout(r, 800));
+      expect(gotB).toEqual(['evt_0']); // nobody was listening
+    } finally {
+      await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
+    }
+
+    // Back: B reads back what it missed (A had published those itself: nothing twice).
+    await new Promise((r) => setTimeout(r, 2_500));
+    publish(4);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(gotB).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4']);
+    expect(gotA).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4']);
+    expect(gotOther).toEqual([]);
+    expect(readsSince.length).toBeGreaterThan(0);
+    await streamA.return?.();
+    await streamB.return?.();
+    await otherB.return?.();
+    expect(busB.streamScopes()).toEqual([]);
+  }, 20_000);
 });

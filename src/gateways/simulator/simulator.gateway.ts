@@ -143,7 +143,7 @@ export class SimulatorGateway implements Gateway {
       return {
         outcome: 'declined', reference: null, declineCode: 'not_found',
         message: `No ${r.kind} was made with this idempotency key.`,
-        latencyMs: elapsedMs(started), request, response: { found: false }, found: false,
+        latencyMs: elapsedMs(started), request, response: { found: false }, found: false, definitive: true,
       };
     }
     const first = await stored.result;

@@ -1,4 +1,7 @@
+import http from 'node:http';
 import https from 'node:https';
+import { isIPv4 } from 'node:net';
+import { GatewayConfigError } from '../config-error';
 import type {
   ChargeRequest,
   Gateway,
@@ -24,6 +27,7 @@ import {
   customerForm,
   encodeForm,
   encodeSavedToken,
+  isStripeTestKey,
   mapChargeAnswer,
   mapChargeSearchAnswer,
   mapCustomerAnswer,
@@ -33,6 +37,7 @@ import {
   paymentMethodForm,
   refundForm,
   refundListPath,
+  stripeTestPaymentMethod,
   toStripeAmount,
   type FormFields,
   type Mapped,
@@ -68,6 +73,34 @@ type Exchange =
    */
   | { kind: 'connection'; message: string; sent: boolean };
 
+/** 127.0.0.0/8, [::1] and `localhost`: a Stripe emulator on the developer's own machine. */
+function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase();
+  if (host === 'localhost' || host === '[::1]') return true;
+  return isIPv4(host) && host.startsWith('127.');
+}
+
+/**
+ * Why the connector will not send to `baseUrl`, or null. Stripe is https only; plain http is
+ * for a local emulator: a loopback host, and never with a live key (it would cross in clear).
+ * Payorch's live mode refuses any base URL before this (gateway settings).
+ */
+export function stripeBaseUrlProblem(baseUrl: string, secretKey: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return 'must be an https URL';
+  }
+  if (url.protocol === 'https:') return null;
+  if (url.protocol !== 'http:') return 'must be an https URL';
+  if (!isLoopbackHost(url.hostname)) {
+    return 'must be an https URL; http is only allowed to a loopback address (127.0.0.1, [::1], localhost), for a local Stripe emulator';
+  }
+  if (!isStripeTestKey(secretKey)) return 'http is only allowed with a Stripe test key (sk_test_…)';
+  return null;
+}
+
 /** Keep-alive agents shared by every connector with the same trust roots (connectors may be built per request). */
 const agents = new Map<string, https.Agent>();
 
@@ -81,32 +114,54 @@ function agentFor(ca: string | Buffer | undefined): https.Agent {
   return agent;
 }
 
+/** Within this, a charge repeated under its Idempotency-Key gets Stripe's stored answer (Stripe keeps keys 24 h). */
+export const STRIPE_CHARGE_REPLAY_WINDOW_MS = 23 * 3600_000;
+
+/** For a local emulator over http (loopback only, see stripeBaseUrlProblem). */
+const loopbackAgent = new http.Agent({ keepAlive: true });
+
 /**
  * Stripe connector over its REST API with node's `https` (no SDK). Every call carries our
  * idempotency key as `Idempotency-Key`, so a repeat after a timeout returns Stripe's first answer.
  */
 export class StripeGateway implements Gateway {
   readonly type = 'stripe';
+  /** Stripe replays a key's stored answer for 24 h; an hour less leaves room for clock skew and the attempt's lag behind the payment's creation. */
+  readonly chargeReplayWindowMs = STRIPE_CHARGE_REPLAY_WINDOW_MS;
   private readonly secretKey: string;
   private readonly baseUrl: URL;
-  private readonly agent: https.Agent;
+  private readonly agent: http.Agent;
   private readonly timeoutMs: number;
 
   constructor(opts: StripeGatewayOptions) {
     this.secretKey = opts.credentials.secretKey;
-    this.baseUrl = new URL(opts.settings?.baseUrl ?? STRIPE_DEFAULT_BASE_URL);
-    this.agent = agentFor(opts.httpsAgentOptions?.ca);
+    const baseUrl = opts.settings?.baseUrl ?? STRIPE_DEFAULT_BASE_URL;
+    // Checked here too, not only when settings are saved: the secret and card data go there.
+    const problem = stripeBaseUrlProblem(baseUrl, this.secretKey);
+    if (problem) throw new GatewayConfigError('settings.baseUrl', `Invalid 'settings.baseUrl': ${problem}`);
+    this.baseUrl = new URL(baseUrl);
+    this.agent = this.baseUrl.protocol === 'http:' ? loopbackAgent : agentFor(opts.httpsAgentOptions?.ca);
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
   async charge(r: ChargeRequest): Promise<GatewayResult> {
     const started = performance.now();
+    const summary = { ...summarizeChargeRequest(r), endpoint: 'POST /v1/payment_intents' };
+    const testMethod = r.source.kind === 'token' ? stripeTestPaymentMethod(r.source.token) : null;
+    if (testMethod && !isStripeTestKey(this.secretKey)) {
+      // Stripe's test PaymentMethods do not exist for a live key: say so instead of a 404.
+      return {
+        outcome: 'declined', reference: null, declineCode: 'invalid_token',
+        message: 'Test tokens can only be charged through a Stripe gateway with a test key (sk_test_…).',
+        response: { sent: false }, latencyMs: elapsedMs(started), request: summary,
+      };
+    }
     const converted = toStripeAmount(r.amount, r.currency);
-    if ('refused' in converted) return this.refusedAmount(converted.refused, { ...summarizeChargeRequest(r), endpoint: 'POST /v1/payment_intents' }, started);
+    if ('refused' in converted) return this.refusedAmount(converted.refused, summary, started);
     const { fields, droppedMetadataKeys } = chargeForm(r, converted.amount);
     const request = {
-      ...summarizeChargeRequest(r),
-      endpoint: 'POST /v1/payment_intents',
+      ...summary,
+      ...(testMethod ? { stripePaymentMethod: testMethod } : {}),
       ...(converted.amount !== r.amount ? { stripeAmount: converted.amount } : {}),
       ...(droppedMetadataKeys.length > 0 ? { droppedMetadataKeys } : {}),
     };
@@ -227,7 +282,7 @@ export class StripeGateway implements Gateway {
     };
   }
 
-  /** One HTTPS exchange; never rejects. The deadline covers connecting, sending and reading. */
+  /** One HTTPS (or loopback http) exchange; never rejects. The deadline covers connecting, sending and reading. */
   private send(method: 'GET' | 'POST', path: string, form: FormFields | null, idempotencyKey: string | null): Promise<Exchange> {
     // Joined, not resolved: a base URL with a path (a proxy's `/stripe`) keeps it.
     const url = new URL(`${this.baseUrl.pathname.replace(/\/+$/, '')}${path}`, this.baseUrl.origin);
@@ -253,7 +308,8 @@ export class StripeGateway implements Gateway {
         clearTimeout(timer);
         resolve(exchange);
       };
-      const req = https.request(url, { method, headers, agent: this.agent }, (res) => {
+      const request = url.protocol === 'http:' ? http.request : https.request;
+      const req = request(url, { method, headers, agent: this.agent }, (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {

@@ -1,5 +1,5 @@
 import { currencyExponent } from '../../core/money';
-import { normalizeCardNumber } from '../card';
+import { isTestToken, normalizeCardNumber, type TestToken } from '../card';
 import type { CardData, ChargeRequest, GatewayOutcome, RefundRequest, SaveCardRequest } from '../gateway';
 import { safeMessage } from '../redaction';
 
@@ -26,6 +26,29 @@ const STRIPE_MAX_METADATA_KEYS = 50;
 
 /** A token from saveCard: a payment method attached to its own Stripe customer (needed to reuse it). */
 const SAVED_TOKEN = /^(cus_[0-9A-Za-z]+):(pm_[0-9A-Za-z]+)$/;
+
+/**
+ * Our documented test tokens as Stripe's own test PaymentMethods (docs.stripe.com/testing):
+ * Stripe knows `pm_card_visa` and `pm_card_mastercard` but not our decline tokens, which it
+ * would answer "No such PaymentMethod". Each stands for the same test card as ours.
+ */
+export const STRIPE_TEST_PAYMENT_METHODS: Readonly<Record<TestToken, string>> = {
+  pm_card_visa: 'pm_card_visa',
+  pm_card_mastercard: 'pm_card_mastercard',
+  pm_card_declined: 'pm_card_visa_chargeDeclined',
+  pm_card_insufficient_funds: 'pm_card_visa_chargeDeclinedInsufficientFunds',
+  pm_card_gateway_error: 'pm_card_chargeDeclinedProcessingError',
+};
+
+/** Stripe's test PaymentMethod for one of our test tokens, or null for any other token. */
+export function stripeTestPaymentMethod(token: string): string | null {
+  return isTestToken(token) ? STRIPE_TEST_PAYMENT_METHODS[token] : null;
+}
+
+/** Stripe's test PaymentMethods exist only for test-mode keys (`sk_test_…`, `rk_test_…`). */
+export function isStripeTestKey(secretKey: string): boolean {
+  return /^(sk|rk)_test_/.test(secretKey);
+}
 
 export function encodeSavedToken(customerId: string, paymentMethodId: string): string {
   return `${customerId}:${paymentMethodId}`;
@@ -104,7 +127,7 @@ export function chargeForm(r: ChargeRequest, stripeAmount: number): { fields: Fo
       // A saved card is charged without the customer present.
       fields.push(['customer', saved[1]], ['payment_method', saved[2]], ['off_session', 'true']);
     } else {
-      fields.push(['payment_method', r.source.token]);
+      fields.push(['payment_method', stripeTestPaymentMethod(r.source.token) ?? r.source.token]);
     }
   }
   if (r.description) fields.push(['description', r.description]);
@@ -212,6 +235,8 @@ const DECLINE_CODES: Readonly<Record<string, string>> = {
 /** Card errors Stripe itself says to retry: nothing was charged. */
 const RETRYABLE_CARD_CODES = new Set(['processing_error', 'try_again_later', 'issuer_not_available', 'reenter_transaction']);
 
+const NO_ERROR_DETAILS: StripeError = { type: null, code: null, declineCode: null, message: null, paymentIntentId: null };
+
 function mapCardError(error: StripeError): Pick<Mapped, 'outcome' | 'declineCode'> {
   const code = error.declineCode ?? error.code ?? '';
   if (RETRYABLE_CARD_CODES.has(code) || RETRYABLE_CARD_CODES.has(error.code ?? '')) return { outcome: 'retryable_error', declineCode: 'gateway_error' };
@@ -245,6 +270,12 @@ function mapError(a: StripeAnswer): Mapped {
   const response = errorResponse(a, error);
   const message = safeMessage(error?.message) ?? `Stripe answered HTTP ${a.status}.`;
   if (a.status === 429) return { outcome: 'retryable_error', reference: null, declineCode: 'rate_limited', message, response };
+  // 402 is Stripe's card error status: a decline whatever `type` says (an emulator or a proxy may
+  // send none, or another), so it never moves on to another gateway. Only codes Stripe itself
+  // calls retryable (processing_error, try_again_later…) stay retryable, as for a card_error.
+  if (a.status === 402) {
+    return { ...mapCardError(error ?? NO_ERROR_DETAILS), reference: error?.paymentIntentId ?? null, message, response };
+  }
   if (a.status >= 500 || a.status === 409 || error?.type === 'api_error' || error?.type === 'idempotency_error') {
     return { outcome: 'timeout', reference: null, declineCode: 'gateway_error', message, response };
   }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
+import { Filter, listPage, modelSource } from '../../db/list';
 import { AccountModel } from './account.model';
 import { ApiKeyModel } from './api-key.model';
 import type { Clock } from '../../core/clock';
@@ -11,6 +12,9 @@ import { DomainError, notFound } from '../../core/errors';
 import { newId, randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Page } from '../../core/pagination';
+import type { IdempotencyKey } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
 
 export interface AuthenticatedKey {
   keyId: string;
@@ -37,8 +41,18 @@ export interface ApiKeyView {
 
 const PERMISSION_PATTERN = new RegExp(`^(\\*|(${PERMISSION_RESOURCES.join('|')}):(read|write))$`);
 
+/** Says which part of a refused permission is wrong, listing what is valid there. */
+function permissionError(input: unknown): string {
+  const [resource, access, ...rest] = String(input).slice(0, 64).split(':');
+  if (!(PERMISSION_RESOURCES as readonly string[]).includes(resource)) {
+    return `unknown resource '${resource}'; use "*" or "<resource>:read|write" with one of: ${PERMISSION_RESOURCES.join(', ')}`;
+  }
+  if (rest.length > 0 || (access !== 'read' && access !== 'write')) return `use '${resource}:read' or '${resource}:write'`;
+  return 'must be "*" or "<resource>:read|write"';
+}
+
 export const permissionsSchema = z
-  .array(z.string().regex(PERMISSION_PATTERN, { error: 'must be "*" or "<resource>:read|write"' }), {
+  .array(z.string({ error: 'must be a string' }).regex(PERMISSION_PATTERN, { error: (issue) => permissionError(issue.input) }), {
     error: 'permissions must be an array of strings',
   })
   .min(1, { error: 'permissions must not be empty' })
@@ -77,6 +91,7 @@ export class AccountService {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    private readonly idempotency: IdempotencyService,
     private readonly keyCacheMs = 0,
   ) {}
 
@@ -123,18 +138,36 @@ export class AccountService {
     return this.db.transaction((t) => this.insertKey(accountId, mode, perms, name ?? null, t));
   }
 
+  /** Administrative (CLI): every account, oldest first, so lost start-up output is recoverable. */
+  async listAccounts(): Promise<Array<{ id: string; name: string; rateLimitPerMinute: number | null; createdAt: string }>> {
+    const rows = await AccountModel.findAll({ order: [['createdAt', 'ASC'], ['id', 'ASC']], raw: true });
+    return rows.map((a) => ({ id: a.id, name: a.name, rateLimitPerMinute: a.rateLimitPerMinute ?? null, createdAt: isoTime(a.createdAt) as string }));
+  }
+
+  /** Administrative (CLI): an account's keys in both modes, oldest first (hints only, never a secret). */
+  async listKeysForAccount(accountId: string): Promise<ApiKeyView[]> {
+    if (!(await AccountModel.findByPk(accountId, { raw: true }))) throw notFound('account', accountId, 'account');
+    const rows = await ApiKeyModel.findAll({ where: { accountId }, order: [['createdAt', 'ASC'], ['id', 'ASC']], raw: true });
+    return rows.map((row) => toKeyView(row as unknown as Record<string, unknown>));
+  }
+
   async revokeKeyById(keyId: string): Promise<ApiKeyView> {
-    const key = await ApiKeyModel.findByPk(keyId);
-    if (!key) throw notFound('api_key', keyId);
-    if (!key.revokedAt) {
-      const now = this.clock.now();
-      await key.update({ revokedAt: now, updatedAt: now });
-    }
-    this.forgetKeys((k) => k.keyId === keyId);
+    return this.revoke({ id: keyId }, this.clock.now());
+  }
+
+  /**
+   * Revokes once: the first revocation's time stands, and every concurrent or later revocation
+   * answers with it (one conditional UPDATE, then the row as it is).
+   */
+  private async revoke(where: { id: string; accountId?: string; mode?: Mode }, now: Date): Promise<ApiKeyView> {
+    await ApiKeyModel.update({ revokedAt: now, updatedAt: now }, { where: { ...where, revokedAt: null } });
+    this.forgetKeys((k) => k.keyId === where.id);
+    const key = await ApiKeyModel.findOne({ where });
+    if (!key) throw notFound('api_key', where.id);
     return toKeyView(key.get({ plain: true }));
   }
 
-  async createKey(ctx: RequestContext, input: unknown): Promise<ApiKeyView> {
+  async createKey(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<ApiKeyView> {
     requirePermission(ctx, 'api_keys', 'write');
     const parsed = parseInput(createKeyInput, input);
     const wanted = parsed.permissions ?? ['*'];
@@ -144,34 +177,22 @@ export class AccountService {
       const held = permission === '*' ? ctx.permissions.includes('*') : hasPermission(ctx.permissions, resource, access as Access);
       if (!held) throw new DomainError('permission_denied', `This API key cannot grant '${permission}'`, `permissions[${i}]`);
     });
-    ctx.sensitiveResponse = true;
-    return this.db.transaction((t) => this.insertKey(ctx.accountId, ctx.mode, wanted, parsed.name ?? null, t));
+    return this.db.transaction((t) =>
+      this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createApiKey, () => this.insertKey(ctx.accountId, ctx.mode, wanted, parsed.name ?? null, t)));
   }
 
   async listKeys(ctx: RequestContext, query: unknown): Promise<Page<ApiKeyView>> {
     requirePermission(ctx, 'api_keys', 'read');
     const input = parseInput(listKeysInput, query);
-    const dir = input.sortDirection === 'asc' ? 'ASC' : 'DESC';
-    const { rows, count } = await ApiKeyModel.findAndCountAll({
-      where: { accountId: ctx.accountId, mode: ctx.mode },
-      order: [['createdAt', dir], ['id', dir]],
-      limit: input.pageSize,
-      offset: (input.page - 1) * input.pageSize,
-      raw: true,
+    return listPage(this.db, {
+      ...modelSource(ApiKeyModel), filter: new Filter({ account_id: ctx.accountId, mode: ctx.mode }), params: input,
+      sortColumns: { createdAt: 'created_at' }, toApi: toKeyView,
     });
-    return { data: rows.map((r) => toKeyView(r as unknown as Record<string, unknown>)), total: count, page: input.page, pageSize: input.pageSize };
   }
 
   async revokeKey(ctx: RequestContext, id: string): Promise<ApiKeyView> {
     requirePermission(ctx, 'api_keys', 'write');
-    const key = await ApiKeyModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode } });
-    if (!key) throw notFound('api_key', id);
-    if (!key.revokedAt) {
-      const now = ctx.clock.now();
-      await key.update({ revokedAt: now, updatedAt: now });
-    }
-    this.forgetKeys((k) => k.keyId === id);
-    return toKeyView(key.get({ plain: true }));
+    return this.revoke({ id, accountId: ctx.accountId, mode: ctx.mode }, ctx.clock.now());
   }
 
   /** One indexed lookup by the key's hash; revoked and unknown keys are indistinguishable. */

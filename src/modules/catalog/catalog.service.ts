@@ -1,7 +1,6 @@
-import { Op } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readBool, readJson } from '../../db/database';
-import { NESTED_LIST_LIMIT, groupBy, newestPerParent, pageOf, searchAny } from '../../db/list';
+import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, modelSource, newestPerParent } from '../../db/list';
 import { ProductModel } from './product.model';
 import { PriceModel } from './price.model';
 import {
@@ -14,6 +13,9 @@ import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import type { EventService } from '../events/event.service';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { IdempotencyKey } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 
 export interface Product {
   id: string;
@@ -54,13 +56,14 @@ export class CatalogService {
   constructor(
     private readonly db: Database,
     private readonly events: EventService,
+    private readonly idempotency: IdempotencyService,
   ) {}
 
-  async createProduct(ctx: RequestContext, input: unknown): Promise<Product> {
+  async createProduct(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Product> {
     requirePermission(ctx, 'products', 'write');
     const data = parseInput(createProductInput, input);
     const now = ctx.clock.now();
-    return this.db.transaction(async (transaction) => {
+    return this.db.transaction((transaction) => this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createProduct, async () => {
       const row = await ProductModel.create(
         {
           id: newId('prod'), accountId: ctx.accountId, mode: ctx.mode, name: data.name,
@@ -72,7 +75,7 @@ export class CatalogService {
       const product = toApiProduct(row.get({ plain: true }));
       await this.events.record(ctx, transaction, 'product.created', product as unknown as Row);
       return product;
-    });
+    }));
   }
 
   async retrieveProduct(ctx: RequestContext, id: string): Promise<Product> {
@@ -101,17 +104,20 @@ export class CatalogService {
   async listProducts(ctx: RequestContext, query: unknown): Promise<Page<Product>> {
     requirePermission(ctx, 'products', 'read');
     const input = parseInput(listProductsInput, query);
-    const where: Record<string | symbol, unknown> = { accountId: ctx.accountId, mode: ctx.mode };
-    if (input.active !== undefined) where.active = input.active;
-    if (input.search) Object.assign(where, searchAny(this.db.sequelize, ['name', 'description'], input.search));
-    return pageOf(ProductModel, where, input, { createdAt: 'createdAt', name: 'name' }, toApiProduct);
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, active: input.active }).search(['name', 'description'], input.search);
+    return listPage(this.db, {
+      ...modelSource(ProductModel), filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi: toApiProduct,
+    });
   }
 
   async updateProduct(ctx: RequestContext, id: string, input: unknown): Promise<Product> {
     requirePermission(ctx, 'products', 'write');
     const data = parseInput(updateProductInput, input);
     return this.db.transaction(async (transaction) => {
-      const row = await ProductModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction });
+      // Locked: concurrent metadata patches each merge into the one before (none is lost).
+      const row = await ProductModel.findOne({
+        where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction, lock: this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+      });
       if (!row) throw notFound('product', id);
       const current = toApiProduct(row.get({ plain: true }));
       const changes: Row = {};
@@ -128,11 +134,11 @@ export class CatalogService {
     });
   }
 
-  async createPrice(ctx: RequestContext, input: unknown): Promise<Price> {
+  async createPrice(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Price> {
     requirePermission(ctx, 'prices', 'write');
     const data = parseInput(createPriceInput, input);
     const now = ctx.clock.now();
-    return this.db.transaction(async (transaction) => {
+    return this.db.transaction((transaction) => this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createPrice, async () => {
       const product = await ProductModel.findOne({
         where: { id: data.productId, accountId: ctx.accountId, mode: ctx.mode },
         transaction,
@@ -153,7 +159,7 @@ export class CatalogService {
       const price = toApiPrice(row.get({ plain: true }));
       await this.events.record(ctx, transaction, 'price.created', price as unknown as Row);
       return price;
-    });
+    }));
   }
 
   async retrievePrice(ctx: RequestContext, id: string): Promise<Price> {
@@ -166,19 +172,24 @@ export class CatalogService {
   async listPrices(ctx: RequestContext, query: unknown): Promise<Page<Price>> {
     requirePermission(ctx, 'prices', 'read');
     const input = parseInput(listPricesInput, query);
-    const where: Record<string | symbol, unknown> = { accountId: ctx.accountId, mode: ctx.mode };
-    if (input.productId) where.productId = input.productId;
-    if (input.active !== undefined) where.active = input.active;
-    if (input.currency) where.currency = input.currency;
-    if (input.type) where.recurringInterval = input.type === 'recurring' ? { [Op.ne]: null } : null;
-    return pageOf(PriceModel, where, input, { createdAt: 'createdAt', unitAmount: 'unitAmount', amount: 'unitAmount' }, toApiPrice);
+    const filter = new Filter({
+      account_id: ctx.accountId, mode: ctx.mode, product_id: input.productId || undefined, active: input.active, currency: input.currency || undefined,
+    });
+    if (input.type) filter.raw(() => (input.type === 'recurring' ? 'recurring_interval IS NOT NULL' : 'recurring_interval IS NULL'));
+    return listPage(this.db, {
+      ...modelSource(PriceModel), filter, params: input,
+      sortColumns: { createdAt: 'created_at', unitAmount: 'unit_amount', amount: 'unit_amount' }, toApi: toApiPrice,
+    });
   }
 
   async updatePrice(ctx: RequestContext, id: string, input: unknown): Promise<Price> {
     requirePermission(ctx, 'prices', 'write');
     const data = parseInput(updatePriceInput, input);
     return this.db.transaction(async (transaction) => {
-      const row = await PriceModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction });
+      // Locked: concurrent metadata patches each merge into the one before (none is lost).
+      const row = await PriceModel.findOne({
+        where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction, lock: this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+      });
       if (!row) throw notFound('price', id);
       const current = toApiPrice(row.get({ plain: true }));
       const changes: Row = {};

@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
-import { isUniqueViolation, pageOf, searchAny } from '../../db/list';
+import { Filter, isUniqueViolation, listPage, modelSource } from '../../db/list';
 import { CustomerModel } from './customer.model';
 import { createCustomerInput, listCustomersInput, updateCustomerInput } from './customer.inputs';
 import type { RequestContext } from '../../core/context';
@@ -11,6 +11,9 @@ import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import type { EventService } from '../events/event.service';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { IdempotencyKey } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 
 export interface Customer {
   id: string;
@@ -34,14 +37,15 @@ export class CustomerService {
   constructor(
     private readonly db: Database,
     private readonly events: EventService,
+    private readonly idempotency: IdempotencyService,
   ) {}
 
-  async create(ctx: RequestContext, input: unknown): Promise<Customer> {
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Customer> {
     requirePermission(ctx, 'customers', 'write');
     const data = parseInput(createCustomerInput, input);
     const now = ctx.clock.now();
     try {
-      return await this.db.transaction(async (transaction) => {
+      return await this.db.transaction((transaction) => this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createCustomer, async () => {
         const row = await CustomerModel.create(
           {
             id: newId('cus'),
@@ -63,7 +67,7 @@ export class CustomerService {
         const customer = toApiCustomer(row.get({ plain: true }));
         await this.events.record(ctx, transaction, 'customer.created', customer as unknown as Record<string, unknown>);
         return customer;
-      });
+      }));
     } catch (err) {
       // The unique index decides, so two concurrent creates cannot both win.
       if (isUniqueViolation(err)) throw duplicateEmail(data.email);
@@ -96,10 +100,9 @@ export class CustomerService {
   async list(ctx: RequestContext, query: unknown): Promise<Page<Customer>> {
     requirePermission(ctx, 'customers', 'read');
     const input = parseInput(listCustomersInput, query);
-    const where: Record<string | symbol, unknown> = { accountId: ctx.accountId, mode: ctx.mode };
-    if (input.email) where.emailNormalized = input.email.toLowerCase();
-    if (input.search) Object.assign(where, searchAny(this.db.sequelize, ['email_normalized', 'name'], input.search));
-    return pageOf(CustomerModel, where, input, { createdAt: 'createdAt' }, toApiCustomer);
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, email_normalized: input.email?.toLowerCase() || undefined })
+      .search(['email_normalized', 'name'], input.search);
+    return listPage(this.db, { ...modelSource(CustomerModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiCustomer });
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<Customer> {

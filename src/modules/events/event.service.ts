@@ -8,14 +8,15 @@ import { newId } from '../../core/ids';
 import { notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Page } from '../../core/pagination';
-import { Filter, rawPage } from '../../db/list';
-import type { EventBus, PublishedEvent } from '../../core/event-bus';
+import { Filter, listPage } from '../../db/list';
+import type { EventBus, PublishedEvent, StreamScope } from '../../core/event-bus';
 import type { Params } from '../../db/params';
+import { EventModel } from './event.model';
 
 export const EVENT_TYPES = [
   'customer.created', 'customer.updated',
   'product.created', 'product.updated', 'price.created', 'price.updated',
-  'payment.succeeded', 'payment.failed', 'payment.updated',
+  'payment.succeeded', 'payment.failed', 'payment.requires_review', 'payment.updated',
   'refund.created', 'refund.succeeded', 'refund.failed',
   'checkout.session.completed', 'checkout.session.expired',
   'subscription.created', 'subscription.updated', 'subscription.paused', 'subscription.resumed',
@@ -145,12 +146,9 @@ export class EventService {
 
   async retrieve(ctx: RequestContext, id: string): Promise<ApiEvent> {
     requirePermission(ctx, 'events', 'read');
-    const [row] = await this.db.select(
-      'SELECT id, type, data, created_at, mode FROM events WHERE id = $1 AND account_id = $2 AND mode = $3',
-      [id, ctx.accountId, ctx.mode],
-    );
-    if (!row) throw notFound('event', id);
-    return toApiEvent(row);
+    const event = await findEvent(ctx, id);
+    if (!event) throw notFound('event', id);
+    return event;
   }
 
   /** Events as the bus carries them, by id (for fan-out messages that carry ids only). */
@@ -163,14 +161,27 @@ export class EventService {
     return rows.map((row) => ({ ...toApiEvent(row), accountId: row.account_id as string }));
   }
 
+  /**
+   * One account and mode's committed events from `since` on, oldest first, after the `after`
+   * cursor: what the live fan-out reads back once it may have missed some.
+   */
+  async loadPublishedSince(scope: StreamScope, since: Date, after: { createdAt: string; id: string } | undefined, limit: number): Promise<PublishedEvent[]> {
+    const cursor = after ? ' AND (created_at > $4 OR (created_at = $4 AND id > $5))' : '';
+    const rows = await this.db.select(
+      `SELECT id, type, data, created_at, mode, account_id FROM events WHERE account_id = $1 AND mode = $2 AND created_at >= $3${cursor}
+       ORDER BY created_at, id LIMIT ${Math.trunc(limit)}`,
+      [scope.accountId, scope.livemode ? 'live' : 'test', since, ...(after ? [new Date(after.createdAt), after.id] : [])],
+    );
+    return rows.map((row) => ({ ...toApiEvent(row), accountId: row.account_id as string }));
+  }
+
   async list(ctx: RequestContext, query: unknown): Promise<Page<ApiEvent>> {
     requirePermission(ctx, 'events', 'read');
     const input = parseInput(listEventsInput, query);
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, type: input.type });
-    const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
-      table: 'events', columns: 'id, type, data, created_at, mode', filter, sortColumn: 'created_at', params: input,
+    return listPage(this.db, {
+      table: 'events', columns: 'id, type, data, created_at, mode', filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent,
     });
-    return { data: rows.map(toApiEvent), total, page: input.page, pageSize: input.pageSize };
   }
 }
 
@@ -183,6 +194,14 @@ function newEvent(ctx: RequestContext, type: EventType, object: Record<string, u
     livemode: ctx.mode === 'live',
     data: { object },
   };
+}
+
+/** One event of the caller's account and mode, or null. */
+export async function findEvent(ctx: { accountId: string; mode: string }, id: string): Promise<ApiEvent | null> {
+  const row = await EventModel.findOne({
+    attributes: ['id', 'type', 'data', 'createdAt', 'mode'], where: { id, accountId: ctx.accountId, mode: ctx.mode }, raw: true,
+  });
+  return row && toApiEvent({ id: row.id, type: row.type, data: row.data, created_at: row.createdAt, mode: row.mode });
 }
 
 export function toApiEvent(row: Record<string, unknown>): ApiEvent {

@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { Op, type Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
+import { lockAccount } from '../../db/account-lock';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError } from '../../core/errors';
@@ -8,6 +10,7 @@ import { currencySchema } from '../../core/money';
 import { parseInput, withoutReadOnly } from '../../core/validation';
 import { exchangeRateSchema, invertRate } from './fx-math';
 import { DEMO_BASE, DEMO_CURRENCIES, DEMO_RATES, demoRate } from './demo-rates';
+import { FxRateModel } from './fx-rate.model';
 
 /** A rate says how many units of `to` one unit of `from` buys (major units). */
 export interface FxRate {
@@ -56,14 +59,21 @@ export class FxService {
 
   async list(ctx: RequestContext): Promise<FxRateSet> {
     requirePermission(ctx, 'fx_rates', 'read');
-    const rows = await this.db.select<{ from_currency: string; to_currency: string; rate: string; updated_at: unknown }>(
-      'SELECT from_currency, to_currency, rate, updated_at FROM fx_rates WHERE account_id = $1 AND mode = $2 ORDER BY from_currency, to_currency',
-      [ctx.accountId, ctx.mode],
-    );
+    return this.read(ctx);
+  }
+
+  private async read(ctx: RequestContext, t?: Transaction): Promise<FxRateSet> {
+    const rows = await FxRateModel.findAll({
+      attributes: ['fromCurrency', 'toCurrency', 'rate', 'updatedAt'],
+      where: { accountId: ctx.accountId, mode: ctx.mode },
+      order: [['fromCurrency', 'ASC'], ['toCurrency', 'ASC']],
+      transaction: t,
+      raw: true,
+    });
     return {
       object: 'fx_rates',
       livemode: ctx.mode === 'live',
-      rates: rows.map((r) => ({ from: r.from_currency, to: r.to_currency, rate: r.rate, updatedAt: isoTime(r.updated_at) })),
+      rates: rows.map((r) => ({ from: r.fromCurrency, to: r.toCurrency, rate: r.rate, updatedAt: isoTime(r.updatedAt) })),
       demoRatesAvailable: ctx.mode === 'test',
       demoRates: ctx.mode === 'test' ? DEMO_RATE_LIST.map((r) => ({ ...r })) : [],
     };
@@ -77,28 +87,36 @@ export class FxService {
     if (body && typeof body === 'object' && Array.isArray(body.rates)) body.rates = body.rates.map((r) => withoutReadOnly(r, ['updatedAt']));
     const data = parseInput(putRatesInput, body);
     const now = ctx.clock.now();
-    await this.db.transaction(async (t) => {
-      await this.db.execute('DELETE FROM fx_rates WHERE account_id = $1 AND mode = $2', [ctx.accountId, ctx.mode], t);
-      for (const r of data.rates) {
-        await this.db.execute(
-          'INSERT INTO fx_rates (account_id, mode, from_currency, to_currency, rate, updated_at) VALUES ($1, $2, $3, $4, $5, $6)',
-          [ctx.accountId, ctx.mode, r.from, r.to, r.rate, now],
-          t,
+    return this.db.transaction(async (t) => {
+      // Replaces run one at a time per account: each deletes what the one before it wrote
+      // (without the lock, both would insert the same pairs and collide; upserting row by row
+      // instead could leave a mix of two tables, or deadlock).
+      await lockAccount(this.db, t, ctx.accountId);
+      await FxRateModel.destroy({ where: { accountId: ctx.accountId, mode: ctx.mode }, transaction: t });
+      if (data.rates.length > 0) {
+        await FxRateModel.bulkCreate(
+          data.rates.map((r) => ({ accountId: ctx.accountId, mode: ctx.mode, fromCurrency: r.from, toCurrency: r.to, rate: r.rate, updatedAt: now })),
+          { transaction: t, returning: false },
         );
       }
+      // The table this replace wrote, even when another one follows it at once.
+      return this.read(ctx, t);
     });
-    return this.list(ctx);
   }
 
   /** Units of `to` per unit of `from`: the account's pair, its inverse, then (test mode) demo rates. */
   async rateFor(ctx: RequestContext, from: string, to: string): Promise<string> {
     if (from === to) return '1';
-    const rows = await this.db.select<{ from_currency: string; rate: string }>(
-      `SELECT from_currency, rate FROM fx_rates WHERE account_id = $1 AND mode = $2
-         AND ((from_currency = $3 AND to_currency = $4) OR (from_currency = $4 AND to_currency = $3))`,
-      [ctx.accountId, ctx.mode, from, to],
-    );
-    const direct = rows.find((r) => r.from_currency === from);
+    const rows = await FxRateModel.findAll({
+      attributes: ['fromCurrency', 'rate'],
+      where: {
+        accountId: ctx.accountId,
+        mode: ctx.mode,
+        [Op.or]: [{ fromCurrency: from, toCurrency: to }, { fromCurrency: to, toCurrency: from }],
+      },
+      raw: true,
+    });
+    const direct = rows.find((r) => r.fromCurrency === from);
     if (direct) return direct.rate;
     if (rows[0]) return invertRate(rows[0].rate);
     const demo = ctx.mode === 'test' ? demoRate(from, to) : null;

@@ -1,6 +1,10 @@
 import { z } from 'zod';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { IdempotencyKey } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
-import { isoTime, readBool, readJson } from '../../db/database';
+import { isoTime, readBool, readJson, readTime } from '../../db/database';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
@@ -8,10 +12,11 @@ import { newId } from '../../core/ids';
 import { currencySchema } from '../../core/money';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Page } from '../../core/pagination';
-import { Filter, rawPage } from '../../db/list';
+import { Filter, listPage } from '../../db/list';
 import type { SecretBox } from '../../core/crypto';
 import type { Gateway } from '../../gateways/gateway';
 import { GATEWAY_TYPES, GatewayConfigError, createGateway, validateGatewayConfig, withStorableResults } from '../../gateways/registry';
+import { GatewayModel } from './gateway.model';
 
 export interface GatewayView {
   id: string;
@@ -86,7 +91,8 @@ const COLUMNS = 'id, mode, name, type, credentials_sealed, settings, currencies,
 
 /**
  * A connector's base URL receives the gateway secret and raw card data, so it may only be
- * changed in test mode (local fakes), and changing it needs the credentials sent again.
+ * changed in test mode (local fakes, emulators: the only place the Stripe connector's plain
+ * http to a loopback address can be set), and changing it needs the credentials sent again.
  */
 function guardBaseUrl(ctx: RequestContext, settings: Record<string, unknown> | undefined, credentialsSent: boolean, previous?: Record<string, unknown>): void {
   if (!settings || settings.baseUrl === undefined) return;
@@ -107,10 +113,13 @@ export class GatewayConfigService {
   private readonly instances = new Map<string, { version: string; gateway: Gateway }>();
   private builtin?: Gateway;
   private readonly changeListeners: Array<(accountId: string, mode: string) => void> = [];
-  private readonly removalGuards: Array<(ctx: RequestContext, id: string) => Promise<boolean>> = [];
+  private readonly removalGuards: Array<(ctx: RequestContext, id: string, t: Transaction) => Promise<boolean>> = [];
 
-  /** A guard answering true keeps a gateway from being deleted (routing rules still name it). */
-  guardRemoval(inUse: (ctx: RequestContext, id: string) => Promise<boolean>): void {
+  /**
+   * A guard answering true keeps a gateway from being deleted (routing rules still name it). It
+   * runs in the deleting transaction, after the gateway's row is locked.
+   */
+  guardRemoval(inUse: (ctx: RequestContext, id: string, t: Transaction) => Promise<boolean>): void {
     this.removalGuards.push(inUse);
   }
 
@@ -127,9 +136,11 @@ export class GatewayConfigService {
     private readonly db: Database,
     private readonly box: SecretBox,
     private readonly connectorOptions: { timeoutMs?: number; ca?: string; clock?: { now(): Date } } = {},
+    /** Creates answer their Idempotency-Key through it (tests of the service alone go without). */
+    private readonly idempotency?: IdempotencyService,
   ) {}
 
-  async create(ctx: RequestContext, input: unknown): Promise<GatewayView> {
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'write');
     const data = parseInput(createInput, input);
     const credentials = data.credentials ?? {};
@@ -141,101 +152,113 @@ export class GatewayConfigService {
       configError(err);
     }
     const now = ctx.clock.now();
-    const id = newId('gw');
-    await this.db.execute(
-      `INSERT INTO gateways (id, account_id, mode, name, type, credentials_sealed, settings, currencies, enabled, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
-      [
-        id, ctx.accountId, ctx.mode, data.name, data.type,
-        Object.keys(credentials).length ? this.box.seal(credentials) : null,
-        JSON.stringify(settings), data.currencies ? JSON.stringify(data.currencies) : null, data.enabled ?? true, now,
-      ],
-    );
+    if (idem && !this.idempotency) throw new Error('an Idempotency-Key needs the idempotency service');
+    const view = await this.db.transaction((transaction) => {
+      const write = async () => gatewayView(await GatewayModel.create({
+        id: newId('gw'), accountId: ctx.accountId, mode: ctx.mode, name: data.name, type: data.type,
+        credentialsSealed: Object.keys(credentials).length ? this.box.seal(credentials) : null,
+        settings: JSON.stringify(settings), currencies: data.currencies ? JSON.stringify(data.currencies) : null,
+        enabled: data.enabled ?? true, deletedAt: null, createdAt: now, updatedAt: now,
+      }, { transaction }));
+      return this.idempotency ? this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createGateway, write) : write();
+    });
     this.changed(ctx);
-    return this.retrieve(ctx, id);
+    return view;
   }
 
   async retrieve(ctx: RequestContext, id: string): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'read');
-    return toView(await this.row(ctx, id));
+    return gatewayView(await this.find(ctx, id));
   }
 
   async list(ctx: RequestContext, query: unknown): Promise<Page<GatewayView>> {
     requirePermission(ctx, 'gateways', 'read');
     const input = parseInput(listInput, query);
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, type: input.type, enabled: input.enabled }).raw(() => 'deleted_at IS NULL');
-    const { rows, total } = await rawPage<GatewayRow>(this.db, {
-      table: 'gateways', columns: COLUMNS, filter, sortColumn: input.sortField === 'name' ? 'name' : 'created_at', params: input,
+    return listPage(this.db, {
+      table: 'gateways', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi: toView,
     });
-    return { data: rows.map(toView), total, page: input.page, pageSize: input.pageSize };
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'write');
     const data = parseInput(updateInput, input);
-    const row = await this.row(ctx, id);
-    const sets: string[] = [];
-    const bind: unknown[] = [];
-    const set = (column: string, value: unknown) => {
-      bind.push(value);
-      sets.push(`${column} = $${bind.length}`);
-    };
-    guardBaseUrl(ctx, data.settings, data.credentials !== undefined, readJson<Record<string, unknown>>(row.settings, {}));
-    if (data.credentials !== undefined || data.settings !== undefined) {
-      const credentials = data.credentials ?? (row.credentials_sealed ? this.box.open<Record<string, string>>(row.credentials_sealed) : {});
-      const settings = data.settings ?? readJson<Record<string, unknown>>(row.settings, {});
-      try {
-        validateGatewayConfig(row.type, credentials, settings);
-      } catch (err) {
-        configError(err);
+    // Read, validate and write under one lock: the credentials are checked against the settings
+    // they will be used with, not against ones a concurrent update is replacing.
+    const { view, changed } = await this.db.transaction(async (transaction) => {
+      const gateway = await this.find(ctx, id, transaction);
+      const changes: Partial<Pick<GatewayModel, 'name' | 'credentialsSealed' | 'settings' | 'currencies' | 'enabled' | 'updatedAt'>> = {};
+      guardBaseUrl(ctx, data.settings, data.credentials !== undefined, readJson<Record<string, unknown>>(gateway.settings, {}));
+      if (data.credentials !== undefined || data.settings !== undefined) {
+        const credentials = data.credentials ?? (gateway.credentialsSealed ? this.box.open<Record<string, string>>(gateway.credentialsSealed) : {});
+        const settings = data.settings ?? readJson<Record<string, unknown>>(gateway.settings, {});
+        try {
+          validateGatewayConfig(gateway.type, credentials, settings);
+        } catch (err) {
+          configError(err);
+        }
+        if (data.credentials !== undefined) changes.credentialsSealed = Object.keys(credentials).length ? this.box.seal(credentials) : null;
+        if (data.settings !== undefined) changes.settings = JSON.stringify(settings);
       }
-      if (data.credentials !== undefined) set('credentials_sealed', Object.keys(credentials).length ? this.box.seal(credentials) : null);
-      if (data.settings !== undefined) set('settings', JSON.stringify(settings));
-    }
-    if (data.name !== undefined) set('name', data.name);
-    if (data.currencies !== undefined) set('currencies', data.currencies ? JSON.stringify(data.currencies) : null);
-    if (data.enabled !== undefined) set('enabled', data.enabled);
-    if (sets.length === 0) return toView(row);
-    set('updated_at', ctx.clock.now());
-    bind.push(id, ctx.accountId, ctx.mode);
-    const n = bind.length;
-    await this.db.execute(`UPDATE gateways SET ${sets.join(', ')} WHERE id = $${n - 2} AND account_id = $${n - 1} AND mode = $${n}`, bind);
+      if (data.name !== undefined) changes.name = data.name;
+      if (data.currencies !== undefined) changes.currencies = data.currencies ? JSON.stringify(data.currencies) : null;
+      if (data.enabled !== undefined) changes.enabled = data.enabled;
+      if (Object.keys(changes).length === 0) return { view: gatewayView(gateway), changed: false };
+      changes.updatedAt = ctx.clock.now();
+      await gateway.update(changes, { transaction });
+      return { view: gatewayView(gateway), changed: true };
+    });
+    if (!changed) return view;
     this.instances.delete(id);
     this.changed(ctx);
-    return this.retrieve(ctx, id);
+    return view;
   }
 
   /** Soft delete: past payments keep a gateway to refund through; routing may not name it. */
   async remove(ctx: RequestContext, id: string): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'write');
-    const row = await this.row(ctx, id);
-    const inUse = await Promise.all(this.removalGuards.map((guard) => guard(ctx, id)));
-    if (inUse.some(Boolean)) {
-      throw new DomainError('gateway_in_use', 'The routing rules still use this gateway; remove it from them first', 'id');
-    }
-    const now = ctx.clock.now();
-    await this.db.execute('UPDATE gateways SET deleted_at = $1, enabled = $2, updated_at = $1 WHERE id = $3', [now, false, id]);
+    // The row lock orders this against a rule replace naming the gateway (RoutingService.replace
+    // locks the gateways it names): the guards read the rules only once that one has committed.
+    // Concurrent deletes of one gateway: the first deletes it, the others find none (404).
+    const gateway = await this.db.transaction(async (transaction) => {
+      const gateway = await this.find(ctx, id, transaction);
+      const inUse = await Promise.all(this.removalGuards.map((guard) => guard(ctx, id, transaction)));
+      if (inUse.some(Boolean)) {
+        throw new DomainError('gateway_in_use', 'The routing rules still use this gateway; remove it from them first', 'id');
+      }
+      const now = ctx.clock.now();
+      await gateway.update({ deletedAt: now, enabled: false, updatedAt: now }, { transaction });
+      return gateway;
+    });
     this.instances.delete(id);
     this.changed(ctx);
-    return { ...toView(row), enabled: false, updatedAt: now.toISOString() };
+    return gatewayView(gateway);
   }
 
   /** Every live (not deleted) gateway of the account and mode, for routing. */
   async routable(ctx: RequestContext): Promise<RoutableGateway[]> {
-    const rows = await this.db.select<{ id: string; type: string; enabled: unknown; currencies: string | null }>(
-      'SELECT id, type, enabled, currencies FROM gateways WHERE account_id = $1 AND mode = $2 AND deleted_at IS NULL ORDER BY created_at, id',
-      [ctx.accountId, ctx.mode],
-    );
-    return rows.map((r) => ({ id: r.id, type: r.type, enabled: readBool(r.enabled), currencies: r.currencies ? readJson<string[]>(r.currencies, []) : null }));
+    const gateways = await GatewayModel.findAll({
+      attributes: ['id', 'type', 'enabled', 'currencies'],
+      where: { accountId: ctx.accountId, mode: ctx.mode, deletedAt: null },
+      order: [['createdAt', 'ASC'], ['id', 'ASC']],
+    });
+    return gateways.map((g) => ({ id: g.id, type: g.type, enabled: g.enabled, currencies: g.currencies ? readJson<string[]>(g.currencies, []) : null }));
   }
 
-  async exists(ctx: RequestContext, ids: string[]): Promise<Set<string>> {
+  /**
+   * Which of `ids` are live gateways, each locked until `transaction` ends so none can be deleted
+   * meanwhile (remove locks the row first). Locked in id order: two callers never deadlock.
+   */
+  async lockLive(ctx: RequestContext, ids: string[], transaction: Transaction): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = await this.db.select<{ id: string }>(
-      `SELECT id FROM gateways WHERE account_id = $1 AND mode = $2 AND deleted_at IS NULL AND id IN (${ids.map((_, i) => `$${i + 3}`).join(', ')})`,
-      [ctx.accountId, ctx.mode, ...ids],
-    );
-    return new Set(rows.map((r) => r.id));
+    const gateways = await GatewayModel.findAll({
+      attributes: ['id'],
+      where: { id: ids, accountId: ctx.accountId, mode: ctx.mode, deletedAt: null },
+      order: [['id', 'ASC']],
+      transaction,
+      lock: this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+    });
+    return new Set(gateways.map((g) => g.id));
   }
 
   /** A connector instance for a gateway of this account (deleted ones included, for refunds). */
@@ -246,6 +269,7 @@ export class GatewayConfigService {
       );
       return { gateway: this.builtin, type: 'simulator' };
     }
+    // Every charge and refund attempt asks for its connector: a bound statement, not a model read.
     const [row] = await this.db.select<GatewayRow>(`SELECT ${COLUMNS} FROM gateways WHERE id = $1 AND account_id = $2 AND mode = $3`, [
       id, ctx.accountId, ctx.mode,
     ]);
@@ -265,28 +289,41 @@ export class GatewayConfigService {
     return { gateway, type: row.type };
   }
 
-  private async row(ctx: RequestContext, id: string): Promise<GatewayRow> {
-    const [row] = await this.db.select<GatewayRow>(
-      `SELECT ${COLUMNS} FROM gateways WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`,
-      [id, ctx.accountId, ctx.mode],
-    );
-    if (!row) throw notFound('gateway', id);
-    return row;
+  /** A live gateway of the caller's account and mode; locked for the transaction when given one. */
+  private async find(ctx: RequestContext, id: string, transaction?: Transaction): Promise<GatewayModel> {
+    const gateway = await GatewayModel.findOne({
+      where: { id, accountId: ctx.accountId, mode: ctx.mode, deletedAt: null },
+      transaction,
+      lock: transaction && this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+    });
+    if (!gateway) throw notFound('gateway', id);
+    return gateway;
   }
 }
 
-function toView(row: GatewayRow): GatewayView {
+type GatewayRecord = Pick<GatewayModel, 'id' | 'mode' | 'name' | 'type' | 'credentialsSealed' | 'settings' | 'currencies' | 'enabled' | 'createdAt' | 'updatedAt'>;
+
+function gatewayView(gateway: GatewayRecord): GatewayView {
   return {
-    id: row.id,
+    id: gateway.id,
     object: 'gateway',
-    livemode: row.mode === 'live',
-    name: row.name,
-    type: row.type,
-    enabled: readBool(row.enabled),
-    currencies: row.currencies ? readJson<string[]>(row.currencies, []) : null,
-    settings: readJson<Record<string, unknown>>(row.settings, {}),
-    credentialsSet: Boolean(row.credentials_sealed),
-    createdAt: isoTime(row.created_at) as string,
-    updatedAt: isoTime(row.updated_at) as string,
+    livemode: gateway.mode === 'live',
+    name: gateway.name,
+    type: gateway.type,
+    enabled: gateway.enabled,
+    currencies: gateway.currencies ? readJson<string[]>(gateway.currencies, []) : null,
+    settings: readJson<Record<string, unknown>>(gateway.settings, {}),
+    credentialsSet: Boolean(gateway.credentialsSealed),
+    createdAt: gateway.createdAt.toISOString(),
+    updatedAt: gateway.updatedAt.toISOString(),
   };
+}
+
+/** A raw row of a list page. */
+function toView(row: GatewayRow): GatewayView {
+  return gatewayView({
+    id: row.id, mode: row.mode as GatewayModel['mode'], name: row.name, type: row.type, credentialsSealed: row.credentials_sealed,
+    settings: row.settings, currencies: row.currencies, enabled: readBool(row.enabled),
+    createdAt: readTime(row.created_at) as Date, updatedAt: readTime(row.updated_at) as Date,
+  });
 }

@@ -1,44 +1,17 @@
 import { createHmac } from 'node:crypto';
-import type { Transaction } from 'sequelize';
+import { Op, type Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { readTime } from '../../db/database';
 import type { Clock } from '../../core/clock';
 import { DomainError } from '../../core/errors';
 import type { SecretBox } from '../../core/crypto';
-import { IdempotentReplay, dataEnvelope, type DocumentKey, type IdempotencyHandle } from '../../core/idempotency';
+import { IdempotentReplay, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
+import type { IdempotentOperation } from '../../core/idempotent-operations';
 import { Params } from '../../db/params';
+import { IdempotencyKeyModel } from './idempotency-key.model';
 
-export type IdempotencyClaim =
-  /** `claimedAt`: the key row's `created_at`, which fences a GraphQL request's writes (see DocumentKey). */
-  | { kind: 'claimed'; claimedAt: Date }
-  | { kind: 'replay'; status: number; body: string }
-  /** The key still runs for an object its first request recorded and `adopt` accepted. */
-  | { kind: 'adopted'; objectId: string };
-
-/**
- * Asked about the object recorded on a key that is still running: true when the request may
- * answer for it (the object exists and is settled, so its first request is over or no longer
- * needed), false for the usual 409.
- */
-export type AdoptObject = (objectId: string) => Promise<boolean>;
-
-/**
- * A key held this long by a request that wrote no object is taken over by a retry that may
- * adopt (see DocumentKey): its request is dead, or so stalled that it is fenced off.
- */
-export const ABANDONED_CLAIM_AFTER_MS = 5 * 60_000;
-
-/**
- * `object_id` of a key claimed by a request that records its object there (GraphQL, see
- * DocumentKey) and has recorded none yet. Only such a key can be taken over: a key claimed by
- * an earlier version (NULL) may have an unrecorded payment behind it.
- */
-const NOTHING_RECORDED = '';
-
-/** The condition that a key is still held by the request that claimed it at `claimedAt`. */
-function fenced(claimedAt: Date | undefined, p: Params): string {
-  return claimedAt ? ` AND created_at = ${p.add(claimedAt)}` : '';
-}
+/** What a key holds when a request meets it already claimed (or null: expired, now free). */
+type KeyState = { kind: 'replay'; status: number; body: string };
 
 /** Sorted keys at every level, so the same JSON in any key order hashes the same. */
 export function canonicalJson(value: unknown): string {
@@ -104,50 +77,13 @@ export class IdempotencyService {
     return requestFingerprint(this.fingerprintKey, method, path, requester, body);
   }
 
-  /**
-   * `requester` is the API key asking; a stored response that carries a secret (sealed at
-   * rest) is replayed only to the key that created it.
-   */
-  async claim(
-    scope: string, key: string, fingerprint: string, requester?: string, adopt?: AdoptObject, recordsObject = false,
-  ): Promise<IdempotencyClaim> {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const p = new Params();
-      const now = this.clock.now();
-      const objectId = recordsObject ? NOTHING_RECORDED : undefined;
-      const inserted = await this.db.execute(this.claimSql({ scope, key, fingerprint, objectId }, p, now), p.values);
-      if (inserted === 1) return { kind: 'claimed', claimedAt: now };
-      const existing = await this.inspect(scope, key, fingerprint, requester, adopt);
-      if (existing) return existing;
-    }
-    throw idempotencyKeyInUse();
-  }
-
-  /**
-   * Inside the transaction that writes an object's first row: records the object on a GraphQL
-   * request's key (see DocumentKey), once, while the key still runs and is still this request's
-   * (`claimedAt`). Anything else throws the 409 and the transaction writes nothing: a retry took
-   * the key over, or it expired.
-   */
-  async recordObjectIn(t: Transaction, doc: DocumentKey, objectId: string): Promise<void> {
-    const p = new Params();
-    const recorded = await this.db.execute(
-      `UPDATE idempotency_keys SET object_id = ${p.add(objectId)}
-        WHERE scope = ${p.add(doc.scope)} AND idempotency_key = ${p.add(doc.key)} AND state = 'running'
-          AND object_id = ${p.add(NOTHING_RECORDED)}${fenced(doc.claimedAt, p)}`,
-      p.values,
-      t,
-    );
-    if (recorded !== 1) throw idempotencyKeyInUse();
-  }
-
   /** When a key claimed at `now` expires. */
   private expiryFrom(now: Date): Date {
     return new Date(now.getTime() + this.ttlHours * 3_600_000);
   }
 
   /** The INSERT that claims a key (no row when another request holds it). */
-  claimSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'fingerprint' | 'objectId'>, p: Params, now = this.clock.now()): string {
+  claimSql(handle: Pick<ObjectClaim, 'scope' | 'key' | 'fingerprint'> & { objectId?: string | null }, p: Params, now = this.clock.now()): string {
     const expiresAt = this.expiryFrom(now);
     return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
       VALUES (${p.add(handle.scope)}, ${p.add(handle.key)}, ${p.add(handle.fingerprint)}, ${p.add(handle.objectId ?? null)}, 'running', ${p.add(now)}, ${p.add(expiresAt)})
@@ -156,7 +92,7 @@ export class IdempotencyService {
 
   /**
    * Claims for many requests in one statement (PostgreSQL): `source` names a relation with
-   * columns `idem_scope`, `idem_key`, `idem_hash`, `idem_object` (see IdempotencyHandle.objectId;
+   * columns `idem_scope`, `idem_key`, `idem_hash`, `idem_object` (see ObjectClaim;
    * rows with a null key claim nothing). Returns
    * the `scope` and `idempotency_key` of each key it claimed; a key already held returns nothing.
    */
@@ -175,7 +111,7 @@ export class IdempotencyService {
   /**
    * Stores responses for many keys claimed with an object (claimFromSql): `source` has
    * `idem_scope`, `idem_key`, `idem_object`, `idem_status`, `idem_body`. Only rows still
-   * running for that object are written (see IdempotencyHandle.objectId).
+   * running for that object are written (see ObjectClaim).
    */
   completeFromSql(source: string): string {
     return `UPDATE idempotency_keys k SET state = 'completed', response_status = s.idem_status, response_body = s.idem_body
@@ -184,63 +120,92 @@ export class IdempotencyService {
   }
 
   /**
-   * After a folded claim found the key taken: throws the stored answer as an IdempotentReplay,
-   * or the 409 for a key in use or reused; returns when the row expired or vanished meanwhile
-   * (the caller claims again).
-   */
-  async afterLostClaim(handle: IdempotencyHandle, requester?: string): Promise<void> {
-    const existing = await this.inspect(handle.scope, handle.key, handle.fingerprint, requester);
-    if (existing?.kind === 'replay') throw new IdempotentReplay(existing.status, existing.body);
-  }
-
-  /**
-   * A folded claim (see IdempotencyHandle): `write` claims `handle` in its own first statement and
+   * A claim made by an object's first write (see ObjectClaim): `write` claims `handle` in its own first statement and
    * returns null when the key was taken, having written nothing. A taken key ends the request with
    * its stored answer (IdempotentReplay) or a 409; one that had expired meanwhile is claimed again.
    */
-  async foldedClaim<T>(handle: IdempotencyHandle | undefined, requester: string | undefined, write: () => Promise<T | null>): Promise<T> {
+  async foldedClaim<T>(handle: ObjectClaim | undefined, requester: string | undefined, write: () => Promise<T | null>): Promise<T> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const written = await write();
-      if (written !== null) {
-        if (handle) handle.claimed = true;
-        return written;
-      }
-      await this.afterLostClaim(handle as IdempotencyHandle, requester);
+      if (written !== null) return written;
+      // Taken: its stored answer, or the 409 for a key in use or reused; expired meanwhile: claim again.
+      await this.replayIfAnswered({ ...(handle as ObjectClaim), requester });
     }
     throw idempotencyKeyInUse();
   }
 
   /**
-   * Inside the settling transaction: stores `objectJson` (in the REST envelope) as the answer of a
-   * key claimed for that object, only while the key still runs for it. Returns what it stored, for
-   * `handle.completed` once the transaction has committed; nothing when the answer is not ours.
+   * Inside the settling transaction: stores `objectJson` as the answer of a key claimed for that
+   * object, only while the key still runs for it (an answer stored first stands).
    */
-  async completeIn(t: Transaction, handle: IdempotencyHandle, objectJson: string): Promise<{ status: number; body: string } | undefined> {
+  async completeIn(t: Transaction, handle: ObjectClaim, objectJson: string): Promise<void> {
     const p = new Params();
-    const answer = { status: handle.status, body: dataEnvelope(objectJson) };
-    return (await this.db.execute(this.completeSql(handle, answer.status, answer.body, p), p.values, t)) === 1 ? answer : undefined;
+    await this.db.execute(this.completeSql(handle, handle.status, objectJson, p), p.values, t);
   }
 
   /**
-   * The stored outcome of a taken key (or, with `adopt`, the object a running key recorded, or
-   * the key itself taken over from a request that made nothing), or null when it expired (now
-   * deleted) or vanished.
+   * Throws a key's stored answer (IdempotentReplay), or the 409 for a key in use or used by
+   * another request; returns when the key is free (never used, or expired). Used before an
+   * operation that calls a gateway ahead of its one transaction (saving a card: a key already
+   * answered is replayed without asking the gateway again), and after a claim found a key taken.
    */
-  private async inspect(
-    scope: string, key: string, fingerprint: string, requester?: string, adopt?: AdoptObject,
-  ): Promise<IdempotencyClaim | null> {
+  async replayIfAnswered(idem: IdempotencyKey | undefined): Promise<void> {
+    if (!idem) return;
+    const existing = await this.inspect(idem.scope, idem.key, idem.fingerprint, idem.requester);
+    if (existing?.kind === 'replay') throw new IdempotentReplay(existing.status, existing.body);
+  }
+
+  /**
+   * After an object's request answers without settling it (still pending): that answer is stored,
+   * unless recovery stored the settled object first. Best effort: when the database refuses, the
+   * key keeps running and recovery answers it.
+   */
+  async answerIfRunning(claim: ObjectClaim, objectJson: string): Promise<void> {
+    const p = new Params();
+    await this.db.execute(this.completeSql(claim, claim.status, objectJson, p), p.values).catch(() => undefined);
+  }
+
+  /**
+   * Runs an operation that writes in one transaction under its Idempotency-Key: the key is
+   * claimed by the transaction's first statement and answered (the operation's object, with
+   * `operation.status`) by its last. A crash or an error anywhere rolls the claim back with the
+   * writes, so the key is never left locked and a retry simply runs. A key already answered
+   * throws its answer (IdempotentReplay) and writes nothing; a concurrent request with the same
+   * key waits for the first to commit (PostgreSQL's unique index; SQLite runs one writer at a
+   * time) and is then answered with its result.
+   */
+  async once<T>(t: Transaction, idem: IdempotencyKey | undefined, operation: IdempotentOperation, write: () => Promise<T>): Promise<T> {
+    if (!idem) return write();
+    for (let attempt = 0; ; attempt++) {
+      const p = new Params();
+      if ((await this.db.execute(this.claimSql(idem, p), p.values, t)) === 1) break;
+      const existing = await this.inspect(idem.scope, idem.key, idem.fingerprint, idem.requester, t);
+      if (existing?.kind === 'replay') throw new IdempotentReplay(existing.status, existing.body);
+      if (attempt > 0) throw idempotencyKeyInUse();
+    }
+    const result = await write();
+    const json = JSON.stringify(result);
+    const stored = operation.sensitive ? `${SEALED}${this.box.seal({ body: json, owner: idem.requester ?? null })}` : json;
+    const p = new Params();
+    await this.db.execute(this.completeSql({ scope: idem.scope, key: idem.key }, operation.status, stored, p), p.values, t);
+    return result;
+  }
+
+  /**
+   * The stored answer of a taken key, or null when it expired (now deleted) or vanished; throws
+   * the 409 for a key still running (a payment or refund being processed) or used differently.
+   */
+  private async inspect(scope: string, key: string, fingerprint: string, requester?: string, t?: Transaction): Promise<KeyState | null> {
     const now = this.clock.now();
-    const [existing] = await this.db.select<{
-      request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown; object_id: string | null;
-      created_at: unknown;
-    }>(
-      `SELECT request_hash, state, response_status, response_body, expires_at, object_id, created_at
+    const [existing] = await this.db.select<{ request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown }>(
+      `SELECT request_hash, state, response_status, response_body, expires_at
          FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2`,
       [scope, key],
+      t,
     );
     if (!existing) return null; // released between our insert and select: try again
     if ((readTime(existing.expires_at) as Date).getTime() <= now.getTime()) {
-      await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now]);
+      await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now], t);
       return null;
     }
     if (existing.request_hash !== fingerprint && existing.request_hash !== LEGACY_FINGERPRINT) {
@@ -250,22 +215,9 @@ export class IdempotencyService {
         'Idempotency-Key',
       );
     }
-    if (existing.state !== 'completed') {
-      if (adopt && existing.object_id && (await adopt(existing.object_id))) return { kind: 'adopted', objectId: existing.object_id };
-      const abandoned = new Date(now.getTime() - ABANDONED_CLAIM_AFTER_MS);
-      if (adopt && existing.object_id === NOTHING_RECORDED && (readTime(existing.created_at) as Date).getTime() <= abandoned.getTime()) {
-        // Its request made nothing and is gone: this one takes the key over, for as long as a
-        // new claim lasts. The new created_at fences the old request off (recordObjectIn,
-        // complete, release), and only one retry wins.
-        const taken = await this.db.execute(
-          `UPDATE idempotency_keys SET created_at = $1, expires_at = $2
-            WHERE scope = $3 AND idempotency_key = $4 AND state = 'running' AND object_id = $5 AND created_at <= $6`,
-          [now, this.expiryFrom(now), scope, key, NOTHING_RECORDED, abandoned],
-        );
-        if (taken === 1) return { kind: 'claimed', claimedAt: now };
-      }
-      throw idempotencyKeyInUse();
-    }
+    // Running: a payment or refund still being processed (or recovered). Rows an earlier version
+    // left running without an object are left to expire.
+    if (existing.state !== 'completed') throw idempotencyKeyInUse();
     const stored = existing.response_body as string;
     if (stored.startsWith(SEALED)) {
       const { body, owner } = this.box.open<{ body: string; owner: string | null }>(stored.slice(SEALED.length));
@@ -278,42 +230,16 @@ export class IdempotencyService {
   }
 
   /**
-   * The UPDATE that stores a (non-secret) response for a claimed key; with an `objectId`, only
-   * while the row is still running for that object (see IdempotencyHandle.objectId).
+   * The UPDATE that stores an answer for a claimed key; with an `objectId`, only while the row
+   * is still running for that object (see ObjectClaim).
    */
-  completeSql(handle: Pick<IdempotencyHandle, 'scope' | 'key' | 'objectId'>, status: number, body: string, p: Params, claimedAt?: Date): string {
+  completeSql(handle: Pick<ObjectClaim, 'scope' | 'key'> & { objectId?: string }, status: number, body: string, p: Params): string {
     const owned = handle.objectId === undefined ? '' : ` AND object_id = ${p.add(handle.objectId)} AND state = 'running'`;
     return `UPDATE idempotency_keys SET state = 'completed', response_status = ${p.add(status)}, response_body = ${p.add(body)}
-      WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}${owned}${fenced(claimedAt, p)}`;
-  }
-
-  /**
-   * `objectId`: the key was claimed for that object; store only while it still runs for it.
-   * `claimedAt`: only while the key is still this request's (see DocumentKey).
-   */
-  async complete(
-    scope: string, key: string, status: number, body: string, sensitive?: { owner: string | null }, held: { objectId?: string; claimedAt?: Date } = {},
-  ): Promise<void> {
-    const stored = sensitive ? `${SEALED}${this.box.seal({ body, owner: sensitive.owner })}` : body;
-    const p = new Params();
-    await this.db.execute(this.completeSql({ scope, key, objectId: held.objectId }, status, stored, p, held.claimedAt), p.values);
-  }
-
-  /**
-   * A 5xx outcome is not an outcome: the key is free for a retry. Never a key that names an
-   * object (a commit whose reply was lost may have recorded one unbeknown to the request), nor,
-   * with `claimedAt`, one a retry has taken over.
-   */
-  async release(scope: string, key: string, claimedAt?: Date): Promise<void> {
-    const p = new Params();
-    await this.db.execute(
-      `DELETE FROM idempotency_keys WHERE scope = ${p.add(scope)} AND idempotency_key = ${p.add(key)}
-        AND (object_id IS NULL OR object_id = ${p.add(NOTHING_RECORDED)})${fenced(claimedAt, p)}`,
-      p.values,
-    );
+      WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}${owned}`;
   }
 
   async purgeExpired(): Promise<number> {
-    return this.db.execute('DELETE FROM idempotency_keys WHERE expires_at <= $1', [this.clock.now()]);
+    return IdempotencyKeyModel.destroy({ where: { expiresAt: { [Op.lte]: this.clock.now() } } });
   }
 }

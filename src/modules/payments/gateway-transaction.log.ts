@@ -2,7 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { Params } from '../../db/params';
 import { isoTime, readJson } from '../../db/database';
-import { Filter, groupBy, newestPerParent, rawPage } from '../../db/list';
+import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
@@ -108,16 +108,15 @@ export class GatewayTransactionLog {
   async list(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown): Promise<Page<GatewayTransaction>> {
     const input = parseInput(listInput, query);
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId, refund_id: owner.refundId });
-    const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
-      table: 'gateway_transactions', columns: COLUMNS, filter, sortColumn: 'created_at', params: input,
+    return listPage(this.db, {
+      table: 'gateway_transactions', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
     });
-    return { data: rows.map(toApi), total, page: input.page, pageSize: input.pageSize };
   }
 
-  /** The newest calls of several payments (NESTED_LIST_LIMIT each) in one query, for DataLoader. */
-  async forPayments(ctx: RequestContext, paymentIds: readonly string[]): Promise<Map<string, GatewayTransaction[]>> {
+  /** The newest calls of several payments (at most `limit` each) in one query, for DataLoader. */
+  async forPayments(ctx: RequestContext, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, GatewayTransaction[]>> {
     const rows = await newestPerParent<Record<string, unknown>>(this.db, {
-      columns: COLUMNS, from: 'gateway_transactions', parentColumn: 'payment_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: paymentIds,
+      columns: COLUMNS, from: 'gateway_transactions', parentColumn: 'payment_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: paymentIds, limit,
     });
     return groupBy(rows.map(toApi), (tx) => tx.paymentId as string);
   }

@@ -2,11 +2,11 @@ import { isStatementRefused, type Database } from '../../db/database';
 import { Params } from '../../db/params';
 import { WriteBatcher } from '../../db/batcher';
 import type { RequestContext } from '../../core/context';
-import { dataEnvelopeSql, type IdempotencyHandle } from '../../core/idempotency';
+import type { ObjectClaim } from '../../core/idempotency';
 import type { EventService, EventType } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
-import type { Payment } from './payment.service';
+import type { Payment } from './payment.types';
 import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, recordsetDefinition, settlingRow } from './payment.rows';
 
 /** A payment's pending row, with the Idempotency-Key to claim in the same write. */
@@ -16,7 +16,7 @@ export interface PendingWrite {
   plan: string;
   leaseUntil: Date;
   searchText: string;
-  idem?: IdempotencyHandle;
+  idem?: ObjectClaim;
 }
 
 /** A payment's settling write: outcome, gateway calls, event (with webhook deliveries), stored response. */
@@ -27,8 +27,8 @@ export interface FinalWrite {
   reference: string | null;
   log: PendingTransaction[];
   eventType?: EventType;
-  /** The Idempotency-Key whose response (`dataEnvelope(doneJson)` with this status) is stored. */
-  idem?: { handle: IdempotencyHandle; status: number };
+  /** The Idempotency-Key whose answer (`doneJson` with its status) is stored. */
+  idem?: ObjectClaim;
 }
 
 export interface PaymentBatchOptions {
@@ -94,7 +94,7 @@ export class PaymentBatchWrites {
       ...pendingRow(ctx, payment, plan, leaseUntil, searchText, idem?.key ?? null),
       idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null, idem_hash: idem?.fingerprint ?? null,
       // The key is claimed for this payment, and answered below only while it still is.
-      idem_object: idem ? payment.id : null,
+      idem_object: idem?.objectId ?? null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
     const inserted = await this.db.select<{ id: string }>(
@@ -120,8 +120,8 @@ export class PaymentBatchWrites {
     // response are built from it in the statement.
     const rows = items.map(({ done, doneJson, reference, idem }) => ({
       id: done.id, ...settlingRow(done, reference),
-      done_json: doneJson, idem_scope: idem?.handle.scope ?? null, idem_key: idem?.handle.key ?? null,
-      idem_object: idem ? done.id : null, idem_status: idem?.status ?? null,
+      done_json: doneJson, idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null,
+      idem_object: idem?.objectId ?? null, idem_status: idem?.status ?? null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
     const gtx = this.gtx.batchInsertSql(items.map((w) => ({ ctx: w.ctx, owner: { paymentId: w.done.id }, entries: w.log })), p);
@@ -141,7 +141,7 @@ export class PaymentBatchWrites {
         RETURNING p.id),
       gtx AS (${gtx}),
       ${event.parts.map((part) => `${part.name} AS (${part.sql})`).join(',\n')},
-      idem AS (${this.idempotency.completeFromSql(`(SELECT i.idem_scope, i.idem_key, i.idem_object, i.idem_status, ${dataEnvelopeSql('i.done_json')} AS idem_body
+      idem AS (${this.idempotency.completeFromSql(`(SELECT i.idem_scope, i.idem_key, i.idem_object, i.idem_status, i.done_json AS idem_body
         FROM input i JOIN upd ON upd.id = i.id)`)})
       SELECT id FROM upd`,
       p.values,

@@ -1,6 +1,9 @@
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
-import { Filter, groupBy, newestPerParent, rawPage } from '../../db/list';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { IdempotencyKey } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
@@ -10,11 +13,13 @@ import { listSchema, type Page } from '../../core/pagination';
 import type { ChargeRequest } from '../../gateways/gateway';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
-import type { CustomerService } from '../customers/customer.service';
+import { toApiCustomer, type CustomerService } from '../customers/customer.service';
+import { CustomerModel } from '../customers/customer.model';
+import { PaymentMethodModel } from './payment-method.model';
 import type { EventService } from '../events/event.service';
 import { describeCard } from '../../core/card';
 import { savePaymentMethodInput } from './payment.inputs';
-import type { PaymentMethodDetails } from './payment.service';
+import type { PaymentMethodDetails } from './payment.types';
 import type { GatewayTransactionLog } from './gateway-transaction.log';
 
 export interface SavedPaymentMethod {
@@ -57,13 +62,20 @@ export class PaymentMethodService {
     private readonly routing: RoutingService,
     private readonly events: EventService,
     private readonly gtx: GatewayTransactionLog,
+    private readonly idempotency: IdempotencyService,
     private readonly fingerprintKey: Buffer,
   ) {}
 
-  async save(ctx: RequestContext, customerId: string, input: unknown): Promise<SavedPaymentMethod> {
+  /**
+   * Saves the card at a gateway, then records it. The Idempotency-Key is claimed and answered
+   * with the record, so a crash before it leaves the key free (and at most an unused token at
+   * the gateway); a key already answered is replayed before the gateway is asked again.
+   */
+  async save(ctx: RequestContext, customerId: string, input: unknown, idem?: IdempotencyKey): Promise<SavedPaymentMethod> {
     requirePermission(ctx, 'customers', 'write');
     const data = parseInput(savePaymentMethodInput, input);
     const customer = await this.customers.retrieve(ctx, customerId);
+    await this.idempotency.replayIfAnswered(idem);
     let gatewayId = data.gatewayId;
     if (gatewayId) {
       // Only a live, enabled gateway of this account (the built-in simulator in test mode only).
@@ -101,30 +113,37 @@ export class PaymentMethodService {
       throw new DomainError('gateway_unavailable', `Gateway '${gatewayId}' could not save the card just now; try again`);
     }
     const now = ctx.clock.now();
-    const makeDefault = data.setDefault ?? customer.defaultPaymentMethodId === null;
-    await this.db.transaction(async (t) => {
-      await this.db.execute(
-        `INSERT INTO payment_methods (id, account_id, mode, customer_id, gateway_id, gateway_token, brand, last4, exp_month, exp_year, fingerprint, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
-        [id, ctx.accountId, ctx.mode, customerId, gatewayId, result.token, details.brand, details.last4, details.expMonth, details.expYear, details.fingerprint, now],
-        t,
-      );
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.savePaymentMethod, async () => {
+      // The customer's default is read under its row lock: of first cards saved at once, exactly
+      // one becomes the default, and the event carries the customer as this save leaves it.
+      const locked = await CustomerModel.findOne({
+        where: { id: customerId, accountId: ctx.accountId, mode: ctx.mode },
+        transaction: t,
+        lock: this.db.dialect === 'postgres' ? t.LOCK.UPDATE : undefined,
+        raw: true,
+      });
+      if (!locked) throw notFound('customer', customerId);
+      const current = toApiCustomer(locked as unknown as Record<string, unknown>);
+      const makeDefault = data.setDefault ?? current.defaultPaymentMethodId === null;
+      const saved = await PaymentMethodModel.create({
+        id, accountId: ctx.accountId, mode: ctx.mode, customerId, gatewayId, gatewayToken: result.token,
+        brand: details.brand, last4: details.last4, expMonth: details.expMonth, expYear: details.expYear, fingerprint: details.fingerprint,
+        createdAt: now, updatedAt: now,
+      }, { transaction: t });
       await this.gtx.insert(ctx, t, {}, [{ kind: 'save_card', gatewayId: gatewayId!, gatewayType: type, attempt: 1, idempotencyKey: `${id}_save`, result }]);
       if (makeDefault) {
-        await this.db.execute('UPDATE customers SET default_payment_method_id = $1, updated_at = $2 WHERE id = $3', [id, now, customerId], t);
-        await this.events.record(ctx, t, 'customer.updated', { ...customer, defaultPaymentMethodId: id, updatedAt: now.toISOString() } as unknown as Record<string, unknown>);
+        await CustomerModel.update({ defaultPaymentMethodId: id, updatedAt: now }, { where: { id: customerId }, transaction: t });
+        await this.events.record(ctx, t, 'customer.updated', { ...current, defaultPaymentMethodId: id, updatedAt: now.toISOString() } as unknown as Record<string, unknown>);
       }
-    });
-    return this.retrieve(ctx, customerId, id);
+      return toApi(rowOf(saved.get({ plain: true })), makeDefault ? id : current.defaultPaymentMethodId);
+    }));
   }
 
   async retrieve(ctx: RequestContext, customerId: string, id: string): Promise<SavedPaymentMethod> {
-    const [row] = await this.db.select<Row>(`SELECT ${COLUMNS} FROM payment_methods WHERE id = $1 AND customer_id = $2 AND account_id = $3 AND mode = $4`, [
-      id, customerId, ctx.accountId, ctx.mode,
-    ]);
+    const row = await PaymentMethodModel.findOne({ where: { id, customerId, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
     if (!row) throw notFound('payment method', id);
     const customer = await this.customers.retrieve(ctx, customerId);
-    return toApi(row, customer.defaultPaymentMethodId);
+    return toApi(rowOf(row), customer.defaultPaymentMethodId);
   }
 
   async list(ctx: RequestContext, customerId: string, query: unknown): Promise<Page<SavedPaymentMethod>> {
@@ -132,17 +151,19 @@ export class PaymentMethodService {
     const input = parseInput(listInput, query);
     const customer = await this.customers.retrieve(ctx, customerId);
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, customer_id: customerId });
-    const { rows, total } = await rawPage<Row>(this.db, { table: 'payment_methods', columns: COLUMNS, filter, sortColumn: 'created_at', params: input });
-    return { data: rows.map((r) => toApi(r, customer.defaultPaymentMethodId)), total, page: input.page, pageSize: input.pageSize };
+    return listPage(this.db, {
+      table: 'payment_methods', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' },
+      toApi: (row: Row) => toApi(row, customer.defaultPaymentMethodId),
+    });
   }
 
-  /** The newest saved cards of several customers (NESTED_LIST_LIMIT each) in one query, for DataLoader. */
-  async forCustomers(ctx: RequestContext, customerIds: readonly string[]): Promise<Map<string, SavedPaymentMethod[]>> {
+  /** The newest saved cards of several customers (at most `limit` each) in one query, for DataLoader. */
+  async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, SavedPaymentMethod[]>> {
     requirePermission(ctx, 'customers', 'read');
     const rows = await newestPerParent<Row & { default_payment_method_id: string | null }>(this.db, {
       columns: `${COLUMNS.split(', ').map((c) => `pm.${c}`).join(', ')}, c.default_payment_method_id`,
       from: 'payment_methods pm JOIN customers c ON c.id = pm.customer_id', prefix: 'pm.', parentColumn: 'customer_id',
-      accountId: ctx.accountId, mode: ctx.mode, parentIds: customerIds,
+      accountId: ctx.accountId, mode: ctx.mode, parentIds: customerIds, limit,
     });
     return groupBy(rows.map((row) => toApi(row, row.default_payment_method_id)), (m) => m.customerId);
   }
@@ -166,6 +187,14 @@ export class PaymentMethodService {
     );
     return row?.default_payment_method_id ? this.resolve(ctx, row.default_payment_method_id) : null;
   }
+}
+
+/** A model's attributes in the column names the list statements return. */
+function rowOf(m: Pick<PaymentMethodModel, 'id' | 'mode' | 'customerId' | 'gatewayId' | 'gatewayToken' | 'brand' | 'last4' | 'expMonth' | 'expYear' | 'fingerprint' | 'createdAt' | 'updatedAt'>): Row {
+  return {
+    id: m.id, mode: m.mode, customer_id: m.customerId, gateway_id: m.gatewayId, gateway_token: m.gatewayToken, brand: m.brand, last4: m.last4,
+    exp_month: m.expMonth, exp_year: m.expYear, fingerprint: m.fingerprint, created_at: m.createdAt, updated_at: m.updatedAt,
+  };
 }
 
 function toApi(row: Row, defaultId: string | null): SavedPaymentMethod {

@@ -37,7 +37,7 @@ export const updatePaymentInput = z
 
 export const listPaymentsInput = listSchema(['createdAt', 'amount'] as const, {
   search: searchSchema,
-  status: z.enum(['pending', 'succeeded', 'failed', 'canceled'], { error: 'status must be pending, succeeded, failed or canceled' }).optional(),
+  status: z.enum(['pending', 'succeeded', 'failed', 'canceled', 'requires_review'], { error: 'status must be pending, succeeded, failed, canceled or requires_review' }).optional(),
   customerId: z.string().max(64).optional(),
 });
 

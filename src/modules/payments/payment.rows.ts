@@ -1,5 +1,7 @@
 import type { RequestContext } from '../../core/context';
-import type { Payment } from './payment.service';
+import { isoTime, readJson } from '../../db/database';
+import type { Metadata } from '../../core/validation';
+import type { Payment, PaymentAttempt, PaymentMethodDetails } from './payment.types';
 
 /**
  * The two writes of a payment as rows keyed by column, shared by the SQLite statements and the
@@ -19,7 +21,7 @@ export const PENDING_COLUMNS: Columns = [
   ['lease_until', 'timestamptz'], ['idempotency_key', 'text'],
 ];
 
-/** `idempotencyKey`: the key claimed in the same write (IdempotencyHandle.objectId), if any. */
+/** `idempotencyKey`: the key claimed in the same write (see ObjectClaim), if any. */
 export function pendingRow(
   ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, searchText: string, idempotencyKey: string | null,
 ): Record<string, unknown> {
@@ -58,4 +60,52 @@ export function columnList(columns: Columns, prefix = ''): string {
 /** `a text, b bigint, …` for `json_to_recordset(…) AS x(…)`. */
 export function recordsetDefinition(columns: Columns): string {
   return columns.map(([c, t]) => `${c} ${t}`).join(', ');
+}
+
+/** The columns a payment is read from. */
+export const PAYMENT_COLUMNS =
+  'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at';
+
+/** Attempts as stored; older rows named the fields `gatewayId`/`latencyMs`. */
+function readAttempts(raw: unknown): PaymentAttempt[] {
+  const stored = readJson<Array<Partial<PaymentAttempt> & { gatewayId?: string; latencyMs?: number }>>(raw, []);
+  return stored.map((a) => ({ gateway: a.gateway ?? a.gatewayId ?? '', outcome: a.outcome ?? '', code: a.code ?? null, latency: a.latency ?? a.latencyMs ?? 0 }));
+}
+
+/** What `search` matches besides the id and the customer's e-mail: description and metadata values. */
+export function searchText(p: Pick<Payment, 'description' | 'metadata'>): string {
+  return [p.description ?? '', ...Object.values(p.metadata)].join('\n').toLowerCase();
+}
+
+export function toApiPayment(row: Record<string, unknown>): Payment {
+  const amount = Number(row.amount);
+  const refundedAmount = Number(row.amount_refunded ?? 0);
+  return {
+    id: row.id as string,
+    object: 'payment',
+    livemode: row.mode === 'live',
+    customerId: (row.customer_id as string | null) ?? null,
+    amount,
+    currency: row.currency as string,
+    originalCurrency: row.original_currency as string,
+    originalAmount: row.original_amount == null ? null : Number(row.original_amount),
+    exchangeRate: (row.exchange_rate as string | null) ?? null,
+    paymentMethod: row.payment_method as string,
+    paymentMethodDetails: readJson<PaymentMethodDetails>(row.payment_method_details, { type: 'card', brand: 'unknown', last4: '', expMonth: null, expYear: null, fingerprint: null }),
+    description: (row.description as string | null) ?? null,
+    metadata: readJson<Metadata>(row.metadata, {}),
+    status: row.status as Payment['status'],
+    failureCode: (row.failure_code as string | null) ?? null,
+    failureMessage: (row.failure_message as string | null) ?? null,
+    amountRefunded: refundedAmount,
+    refunded: refundedAmount >= amount,
+    gatewayId: (row.gateway_id as string | null) ?? null,
+    attempts: readAttempts(row.attempts),
+    invoiceId: (row.invoice_id as string | null) ?? null,
+    subscriptionId: (row.subscription_id as string | null) ?? null,
+    checkoutSessionId: (row.checkout_session_id as string | null) ?? null,
+    paymentLinkId: (row.payment_link_id as string | null) ?? null,
+    createdAt: isoTime(row.created_at) as string,
+    updatedAt: isoTime(row.updated_at) as string,
+  };
 }

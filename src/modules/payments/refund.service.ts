@@ -1,9 +1,9 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
-import { Filter, claimExpiredLease, groupBy, newestPerParent, rawPage } from '../../db/list';
+import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
 import type { RequestContext } from '../../core/context';
-import { requirePermission } from '../../core/context';
+import { requirePermission, systemContext } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { formatAmount } from '../../core/money';
@@ -14,11 +14,15 @@ import { untilKnown } from '../../gateways/until-known';
 import type { EventService } from '../events/event.service';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import { createRefundInput, listRefundsInput } from './payment.inputs';
-import { LEASE_SLACK_MS, PAYMENT_COLUMNS, PENDING_RECOVERY_AFTER_MS, leaseCoversAttempt, toApiPayment, type Payment } from './payment.service';
+import { PAYMENT_COLUMNS, toApiPayment } from './payment.rows';
+import type { Payment } from './payment.types';
+import { recoverRows } from './pending-recovery';
+import type { LeaseKeeper } from './lease-keeper';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 import { Params } from '../../db/params';
-import { adoptedObject, keyToRecord, recoveredKey, type DocumentKey, type IdempotencyHandle } from '../../core/idempotency';
+import { claimFor, recoveredKey, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 
 export interface Refund {
@@ -40,7 +44,7 @@ export interface Refund {
 const COLUMNS = 'id, mode, payment_id, amount, currency, reason, status, gateway_id, failure_code, failure_message, created_at, updated_at';
 
 /** What creating a refund answers with: the status its Idempotency-Key's stored response carries. */
-export const REFUND_CREATED_STATUS = 201;
+export const REFUND_CREATED_STATUS = IDEMPOTENT_OPERATIONS.createRefund.status;
 
 /**
  * Refunds reserve their amount on the payment row inside a transaction (the UPDATE only
@@ -55,38 +59,44 @@ export class RefundService {
     private readonly gtx: GatewayTransactionLog,
     private readonly idempotency: IdempotencyService,
     private readonly logger: Logger,
-    private readonly attemptBudgetMs = 3 * 10_000,
+    /** Heartbeats on the pending refunds this process is making (see LeaseKeeper). */
+    private readonly leases: LeaseKeeper,
   ) {}
 
-  async create(ctx: RequestContext, input: unknown, paymentIdFromPath?: string): Promise<Refund> {
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, paymentIdFromPath?: string): Promise<Refund> {
     requirePermission(ctx, 'refunds', 'write');
     const body = (input ?? {}) as Record<string, unknown>;
     refusePaymentIdBesidePath(body, paymentIdFromPath);
-    // A retried GraphQL document whose first run made this refund (see DocumentKey).
-    const adopted = adoptedObject(ctx, 're');
-    if (adopted) return this.retrieve(ctx, adopted);
     const data = parseInput(createRefundInput, paymentIdFromPath !== undefined ? { ...body, paymentId: paymentIdFromPath } : body);
     const refundId = newId('re');
-    // A REST Idempotency-Key is claimed in the reservation's transaction and the refund names it:
+    // The Idempotency-Key is claimed in the reservation's transaction and the refund names it:
     // if this process dies before settling, recovery stores the settled refund as its answer.
-    const idem = ctx.idempotency && !ctx.idempotency.claimed ? ctx.idempotency : undefined;
-    if (idem) idem.objectId = refundId;
-    // A GraphQL request's key names the refund from the reservation's transaction (see DocumentKey).
-    const doc = keyToRecord(ctx);
-    const reserved = await this.idempotency.foldedClaim(idem, ctx.keyId, () => this.reserve(ctx, data, refundId, idem, doc));
-    if (doc) doc.objectId = refundId;
-    return this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, reserved.leaseUntil);
+    const claim = idem ? claimFor(idem, refundId, REFUND_CREATED_STATUS) : undefined;
+    const reserved = await this.idempotency.foldedClaim(claim, idem?.requester, () => this.reserve(ctx, data, refundId, claim))
+      .catch((err) => {
+        throw paymentAtPath(err, paymentIdFromPath);
+      });
+    const release = this.leases.hold('refunds', refundId, reserved.leaseUntil);
+    let refund: Refund;
+    try {
+      refund = await this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, claim);
+    } finally {
+      release();
+    }
+    // Left pending (unanswered, or no time left for the call): that is this request's answer,
+    // unless recovery has already stored the settled refund.
+    if (claim && refund.status === 'pending') await this.idempotency.answerIfRunning(claim, JSON.stringify(refund));
+    return refund;
   }
 
   /**
    * The refund row, pending, with its amount reserved on the payment, `refund.created` and
    * `payment.updated`, and the claim of the request's key (first: a key already answered is
-   * answered again whatever the payment now allows) or the refund recorded on a GraphQL
-   * request's key (`doc`, last) in one transaction. Null, with nothing written, when the key is
-   * taken.
+   * answered again whatever the payment now allows) in one transaction. Null, with nothing
+   * written, when the key is taken.
    */
   private async reserve(
-    ctx: RequestContext, data: { paymentId: string; amount?: number; reason?: string | null }, refundId: string, idem?: IdempotencyHandle, doc?: DocumentKey,
+    ctx: RequestContext, data: { paymentId: string; amount?: number; reason?: string | null }, refundId: string, idem?: ObjectClaim,
   ) {
     return this.db.transaction(async (t) => {
       if (idem) {
@@ -120,7 +130,7 @@ export class RefundService {
         throw new DomainError('refund_exceeds_remaining', `At most ${remaining} (${formatAmount(remaining, payment.currency)}) can still be refunded`, 'amount');
       }
       const now = ctx.clock.now();
-      const leaseUntil = new Date(now.getTime() + this.attemptBudgetMs + LEASE_SLACK_MS);
+      const leaseUntil = this.leases.firstLease(now);
       const refund: Refund = {
         id: refundId, object: 'refund', livemode: ctx.mode === 'live', paymentId: payment.id, amount, currency: payment.currency,
         reason: data.reason ?? null, status: 'pending', gatewayId: payment.gatewayId, failureCode: null, failureMessage: null,
@@ -135,13 +145,14 @@ export class RefundService {
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
       // The reservation is what changes the payment (amountRefunded, refunded).
       await this.recordPaymentUpdated(ctx, t, payment.id);
-      if (doc) await this.idempotency.recordObjectIn(t, doc, refund.id);
       return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
     });
   }
 
   /** The refund runs on the gateway that captured the payment, keyed by the refund id. */
-  private async execute(ctx: RequestContext, refund: Refund, payment: Payment, chargeReference: string, leaseUntil: Date): Promise<Refund> {
+  private async execute(
+    ctx: RequestContext, refund: Refund, payment: Payment, chargeReference: string, claim: ObjectClaim | undefined,
+  ): Promise<Refund> {
     const gatewayId = payment.gatewayId as string;
     let connector;
     try {
@@ -149,11 +160,11 @@ export class RefundService {
     } catch (err) {
       // Nothing was sent: give the reserved amount back at once.
       this.logger.error({ requestId: ctx.requestId, refundId: refund.id, err: errorForLog(err) }, 'refund gateway unavailable');
-      return this.settle(ctx, refund, notSent('The gateway that captured the payment is not available'), []);
+      return this.settle(ctx, refund, notSent('The gateway that captured the payment is not available'), [], claim);
     }
     const { gateway, type } = connector;
-    if (!leaseCoversAttempt(ctx.clock.now(), this.attemptBudgetMs, leaseUntil)) {
-      this.logger.warn({ requestId: ctx.requestId, refundId: refund.id }, 'refund lease too short for the gateway call; left to recovery');
+    if (!this.leases.holds('refunds', refund.id, ctx.clock.now())) {
+      this.logger.warn({ requestId: ctx.requestId, refundId: refund.id }, 'refund lease no longer fresh; left to recovery');
       return refund;
     }
     const log: PendingTransaction[] = [];
@@ -168,7 +179,7 @@ export class RefundService {
       // recovery. A retryable error known to have done nothing fails it and frees the amount.
       let result = learned.result;
       if (learned.known && result.outcome === 'retryable_error') result = { ...result, outcome: 'declined', declineCode: result.declineCode ?? 'gateway_unavailable' };
-      return await this.settle(ctx, refund, result, log);
+      return await this.settle(ctx, refund, result, log, claim);
     } catch (err) {
       // The request may have reached the gateway: leave it pending for recovery, never 5xx.
       this.logger.error({ requestId: ctx.requestId, refundId: refund.id, err: errorForLog(err) }, 'refund left pending for recovery');
@@ -176,7 +187,7 @@ export class RefundService {
     }
   }
 
-  private async settle(ctx: RequestContext, refund: Refund, result: GatewayResult, log: PendingTransaction[]): Promise<Refund> {
+  private async settle(ctx: RequestContext, refund: Refund, result: GatewayResult, log: PendingTransaction[], claim: ObjectClaim | undefined): Promise<Refund> {
     const status: Refund['status'] = result.outcome === 'succeeded' ? 'succeeded' : result.outcome === 'declined' ? 'failed' : 'pending';
     const done: Refund = {
       ...refund,
@@ -185,9 +196,7 @@ export class RefundService {
       failureMessage: status === 'failed' ? (result.message ?? 'The gateway refused the refund') : null,
       updatedAt: ctx.clock.now().toISOString(),
     };
-    const idem = ctx.idempotency?.claimed && !ctx.idempotency.completed && ctx.idempotency.objectId === refund.id ? ctx.idempotency : undefined;
-    let stored: { status: number; body: string } | undefined;
-    const final = await this.db.transaction(async (t) => {
+    return this.db.transaction(async (t) => {
       await this.gtx.insert(ctx, t, { paymentId: refund.paymentId, refundId: refund.id }, log);
       if (status === 'pending') return done; // unanswered: the recovery job asks again later
       const changed = await this.db.execute(
@@ -206,11 +215,9 @@ export class RefundService {
         await this.recordPaymentUpdated(ctx, t, refund.paymentId);
       }
       // The key's answer with the settling write.
-      if (idem) stored = await this.idempotency.completeIn(t, idem, JSON.stringify(done));
+      if (claim) await this.idempotency.completeIn(t, claim, JSON.stringify(done));
       return done;
     });
-    if (idem && stored) idem.completed = stored;
-    return final;
   }
 
   /** `payment.updated` with the payment as this transaction has just left it. */
@@ -224,12 +231,6 @@ export class RefundService {
     const refund = await this.retrieveRow(ctx, id);
     if (!refund) throw notFound('refund', id);
     return refund;
-  }
-
-  /** Whether a refund of the account exists and is no longer pending (see AdoptObject). */
-  async settled(ctx: RequestContext, id: string): Promise<boolean> {
-    const refund = await this.retrieveRow(ctx, id);
-    return refund !== null && refund.status !== 'pending';
   }
 
   private async retrieveRow(ctx: { accountId: string; mode: string }, id: string): Promise<Refund | null> {
@@ -247,17 +248,16 @@ export class RefundService {
       if (!exists) throw notFound('payment', paymentIdFromPath);
     }
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, status: input.status, payment_id: paymentId });
-    const { rows, total } = await rawPage<Record<string, unknown>>(this.db, {
-      table: 'refunds', columns: COLUMNS, filter, sortColumn: input.sortField === 'amount' ? 'amount' : 'created_at', params: input,
+    return listPage(this.db, {
+      table: 'refunds', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiRefund,
     });
-    return { data: rows.map(toApiRefund), total, page: input.page, pageSize: input.pageSize };
   }
 
-  /** The newest refunds of several payments at once (NESTED_LIST_LIMIT each), for DataLoader. */
-  async forPayments(ctx: RequestContext, paymentIds: readonly string[]): Promise<Map<string, Refund[]>> {
+  /** The newest refunds of several payments at once (at most `limit` each), for DataLoader. */
+  async forPayments(ctx: RequestContext, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Refund[]>> {
     requirePermission(ctx, 'refunds', 'read');
     const rows = await newestPerParent<Record<string, unknown>>(this.db, {
-      columns: COLUMNS, from: 'refunds', parentColumn: 'payment_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: paymentIds,
+      columns: COLUMNS, from: 'refunds', parentColumn: 'payment_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: paymentIds, limit,
     });
     return groupBy(rows.map(toApiRefund), (r) => r.paymentId);
   }
@@ -270,31 +270,28 @@ export class RefundService {
          FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.lease_until < $1 ORDER BY r.lease_until LIMIT 50`,
       [now],
     );
-    let settled = 0;
-    for (const row of rows) {
-      if (!(await claimExpiredLease(this.db, 'refunds', row.id as string, now, PENDING_RECOVERY_AFTER_MS))) continue;
-      try {
-        const refund = toApiRefund(row);
-        const ctx: RequestContext = {
-          accountId: row.account_id as string, mode: refund.livemode ? 'live' : 'test', permissions: ['*'], requestId: `recovery_${refund.id}`, clock: { now: () => now },
-        };
-        // The creating request's key: the settled refund becomes its answer if that request died.
-        if (row.idempotency_key) ctx.idempotency = recoveredKey(ctx, row.idempotency_key as string, REFUND_CREATED_STATUS, refund.id);
-        const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
-        const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
-        const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
-        const definite = status.found ? status.outcome !== 'timeout' : status.declineCode === 'not_found';
-        if (!definite) continue;
-        // Found and failed without effect, or not found: no money moved; the refund fails.
-        const result: GatewayResult = status.found && status.outcome !== 'retryable_error' ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
-        await this.settle(ctx, refund, result, log);
-        settled++;
-      } catch (err) {
-        this.logger.error({ refundId: row.id, err: errorForLog(err) }, 'refund recovery failed; will retry');
-      }
-    }
-    return settled;
+    return recoverRows(this.db, this.logger, { table: 'refunds', idField: 'refundId' }, rows, now, async (row) => {
+      const refund = toApiRefund(row);
+      const ctx = systemContext(row.account_id as string, refund.livemode ? 'live' : 'test', now, `recovery_${refund.id}`);
+      // The creating request's key: the settled refund becomes its answer if that request died.
+      const claim = row.idempotency_key ? recoveredKey(ctx, row.idempotency_key as string, REFUND_CREATED_STATUS, refund.id) : undefined;
+      const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
+      const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
+      const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
+      const definite = status.found ? status.outcome !== 'timeout' : status.declineCode === 'not_found';
+      if (!definite) return false;
+      // Found and failed without effect, or not found: no money moved; the refund fails.
+      const result: GatewayResult = status.found && status.outcome !== 'retryable_error' ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
+      await this.settle(ctx, refund, result, log, claim);
+      return true;
+    });
   }
+}
+
+/** On `/v1/payments/{id}/refunds` an error about the payment names the path's `id`, as the list does. */
+function paymentAtPath(err: unknown, paymentIdFromPath: string | undefined): unknown {
+  if (paymentIdFromPath === undefined || !(err instanceof DomainError) || err.param !== 'paymentId') return err;
+  return new DomainError(err.code, err.message, 'id', { cause: err.cause });
 }
 
 /** On `/v1/payments/{id}/refunds` the payment is the path's: a `paymentId` beside it is refused. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
 import type { Clock } from '../../core/clock';
@@ -14,6 +15,7 @@ import { SuccessRateTracker } from '../../routing/success-rate';
 import { CircuitBreaker } from '../../routing/circuit-breaker';
 import type { Rng } from '../../routing/rng';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
+import { RoutingConfigModel } from './routing-config.model';
 
 export type RoutingConfig = z.output<typeof routingConfigSchema>;
 
@@ -66,7 +68,7 @@ export class RoutingService {
   ) {
     this.breaker = new CircuitBreaker({ clock });
     gateways.onChange((accountId, mode) => this.forget(accountId, mode));
-    gateways.guardRemoval((ctx, id) => this.references(ctx, id));
+    gateways.guardRemoval((ctx, id, t) => this.references(ctx, id, t));
   }
 
   private forget(accountId: string, mode: string): void {
@@ -75,7 +77,9 @@ export class RoutingService {
 
   private routingInputs(ctx: RequestContext) {
     const key = `${ctx.accountId}:${ctx.mode}`;
-    const now = Date.now();
+    // Cache age, not business time: monotonic, so a test clock (frozen or jumping) cannot keep
+    // another instance's rule change out of here. The breaker's cooldown runs on the clock.
+    const now = performance.now();
     const hit = this.inputsCache.get(key);
     if (hit && hit.expires > now) return hit.value;
     const value = Promise.all([this.load(ctx), this.gateways.routable(ctx)]);
@@ -94,28 +98,33 @@ export class RoutingService {
     requirePermission(ctx, 'routing', 'write');
     const config = parseInput(routingConfigSchema, withoutReadOnly(input, ['object', 'livemode', 'updatedAt']));
     const named = [...config.rules.flatMap((r) => r.gateways.map((g) => g.gatewayId)), ...config.fallback];
-    const known = await this.gateways.exists(ctx, [...new Set(named)]);
-    config.rules.forEach((rule, i) =>
-      rule.gateways.forEach((g, j) => {
-        if (!known.has(g.gatewayId)) throw unknownGateway(`rules[${i}].gateways[${j}].gatewayId`, g.gatewayId);
-      }),
-    );
-    config.fallback.forEach((id, i) => {
-      if (!known.has(id)) throw unknownGateway(`fallback[${i}]`, id);
-    });
     const now = ctx.clock.now();
     await this.db.transaction(async (t) => {
-      await this.db.execute('DELETE FROM routing_configs WHERE account_id = $1 AND mode = $2', [ctx.accountId, ctx.mode], t);
-      await this.db.execute('INSERT INTO routing_configs (account_id, mode, config, updated_at) VALUES ($1, $2, $3, $4)', [
-        ctx.accountId, ctx.mode, JSON.stringify(config), now,
-      ], t);
+      // The named gateways are checked and kept locked until the rules are written; removing a
+      // gateway locks its row too and reads the rules after, so one of the two waits for the
+      // other and sees its outcome: rules never name a deleted gateway.
+      const known = await this.gateways.lockLive(ctx, [...new Set(named)], t);
+      config.rules.forEach((rule, i) =>
+        rule.gateways.forEach((g, j) => {
+          if (!known.has(g.gatewayId)) throw unknownGateway(`rules[${i}].gateways[${j}].gatewayId`, g.gatewayId);
+        }),
+      );
+      config.fallback.forEach((id, i) => {
+        if (!known.has(id)) throw unknownGateway(`fallback[${i}]`, id);
+      });
+      // One statement: concurrent replaces of one rule set each win in turn, never collide.
+      await RoutingConfigModel.upsert(
+        { accountId: ctx.accountId, mode: ctx.mode, config: JSON.stringify(config), updatedAt: now },
+        { transaction: t, conflictFields: ['account_id', 'mode'], returning: false },
+      );
     });
     this.forget(ctx.accountId, ctx.mode);
     return { object: 'routing', livemode: ctx.mode === 'live', ...config, updatedAt: now.toISOString() };
   }
 
-  async references(ctx: RequestContext, gatewayId: string): Promise<boolean> {
-    const { config } = await this.load(ctx);
+  /** Whether the rules name the gateway, read in the caller's transaction (see replace). */
+  async references(ctx: RequestContext, gatewayId: string, t?: Transaction): Promise<boolean> {
+    const { config } = await this.load(ctx, t);
     return config.fallback.includes(gatewayId) || config.rules.some((r) => r.gateways.some((g) => g.gatewayId === gatewayId));
   }
 
@@ -187,13 +196,12 @@ export class RoutingService {
     }
   }
 
-  private async load(ctx: { accountId: string; mode: string }): Promise<{ config: RoutingConfig; updatedAt: string | null }> {
-    const [row] = await this.db.select<{ config: string; updated_at: unknown }>(
-      'SELECT config, updated_at FROM routing_configs WHERE account_id = $1 AND mode = $2',
-      [ctx.accountId, ctx.mode],
-    );
+  private async load(ctx: { accountId: string; mode: string }, t?: Transaction): Promise<{ config: RoutingConfig; updatedAt: string | null }> {
+    const row = await RoutingConfigModel.findOne({
+      attributes: ['config', 'updatedAt'], where: { accountId: ctx.accountId, mode: ctx.mode }, transaction: t, raw: true,
+    });
     if (!row) return { config: EMPTY, updatedAt: null };
-    return { config: readJson<RoutingConfig>(row.config, EMPTY), updatedAt: isoTime(row.updated_at) };
+    return { config: readJson<RoutingConfig>(row.config, EMPTY), updatedAt: isoTime(row.updatedAt) };
   }
 }
 

@@ -11,6 +11,8 @@ export interface DeliveryLoopOptions {
   concurrency: number;
   /** Deliveries in flight per endpoint, so one slow receiver cannot hold every slot. */
   perEndpointConcurrency: number;
+  /** How often the leases of deliveries in flight are extended; none when absent. */
+  renewLeasesMs?: number;
 }
 
 /**
@@ -21,6 +23,9 @@ export interface DeliveryLoopOptions {
  */
 export class DeliveryLoop {
   private readonly perEndpoint = new Map<string, number>();
+  /** Claim tokens of deliveries in flight, with how many each still has. */
+  private readonly leases = new Map<string, number>();
+  private renewTimer?: NodeJS.Timeout;
   private readonly tasks = new Set<Promise<void>>();
   private active = 0;
   private timer?: NodeJS.Timeout;
@@ -40,7 +45,19 @@ export class DeliveryLoop {
     private readonly options: DeliveryLoopOptions,
   ) {
     this.unsubscribe = [bus.subscribe(() => this.wake()), service.onWake(() => this.wake())];
+    if (options.renewLeasesMs) {
+      this.renewTimer = setInterval(() => this.renewLeases(), options.renewLeasesMs);
+      this.renewTimer.unref();
+    }
     this.wake();
+  }
+
+  /** A delivery's settle can outlast its lease (a slow database, a long receiver): keep the lease while it is ours. */
+  private renewLeases(): void {
+    if (this.leases.size === 0) return;
+    this.service.renewLeases([...this.leases.keys()]).catch((err) => {
+      this.logger.warn({ err: errorForLog(err) }, 'webhook lease renewal failed');
+    });
   }
 
   /** Runs a claim round now, or right after the one in progress. */
@@ -78,8 +95,10 @@ export class DeliveryLoop {
       this.stopped = true;
       if (this.timer) clearTimeout(this.timer);
       for (const off of this.unsubscribe) off();
+      // Renewal goes on while the deliveries in flight finish.
       await this.ticking;
       await Promise.allSettled([...this.tasks]);
+      if (this.renewTimer) clearInterval(this.renewTimer);
       closeDeliveryAgents();
     })();
     return this.stopping;
@@ -97,10 +116,11 @@ export class DeliveryLoop {
         this.backlog = true;
         return;
       }
-      const saturated = [...this.perEndpoint].filter(([, n]) => n >= this.options.perEndpointConcurrency).map(([id]) => id);
+      const saturated = [...this.perEndpoint.values()].some((n) => n >= this.options.perEndpointConcurrency);
       let claimed: ClaimedDelivery[];
       try {
-        claimed = await this.service.claim(free, (id) => this.options.perEndpointConcurrency - (this.perEndpoint.get(id) ?? 0), saturated);
+        // What this instance already sends per endpoint counts against that endpoint's turn.
+        claimed = await this.service.claim(free, this.perEndpoint);
       } catch (err) {
         this.failures += 1;
         if (!this.stopped && (this.failures === 1 || this.failures % 10 === 0)) {
@@ -110,7 +130,7 @@ export class DeliveryLoop {
       }
       this.failures = 0;
       // Anything claimed, or endpoints left out for being busy, means more may be due after a delivery.
-      this.backlog = claimed.length > 0 || saturated.length > 0;
+      this.backlog = claimed.length > 0 || saturated;
       for (const c of claimed) this.launch(c);
     } while (this.again && !this.stopped);
   }
@@ -118,6 +138,7 @@ export class DeliveryLoop {
   private launch(c: ClaimedDelivery): void {
     this.active += 1;
     this.perEndpoint.set(c.endpointId, (this.perEndpoint.get(c.endpointId) ?? 0) + 1);
+    this.leases.set(c.lockToken, (this.leases.get(c.lockToken) ?? 0) + 1);
     const task: Promise<void> = this.service
       .deliver(c)
       .then(
@@ -129,6 +150,9 @@ export class DeliveryLoop {
         const left = (this.perEndpoint.get(c.endpointId) ?? 1) - 1;
         if (left > 0) this.perEndpoint.set(c.endpointId, left);
         else this.perEndpoint.delete(c.endpointId);
+        const sharing = (this.leases.get(c.lockToken) ?? 1) - 1;
+        if (sharing > 0) this.leases.set(c.lockToken, sharing);
+        else this.leases.delete(c.lockToken);
         this.tasks.delete(task);
         if (this.backlog) this.wake();
       });

@@ -13,6 +13,7 @@ import { DEFAULT_DELIVERY_TIMEOUT_MS } from '../../webhooks/http-delivery';
 import { WebhookEndpointService } from './endpoint.service';
 import { WebhookDeliveryService } from './delivery.service';
 import { DeliveryLoop } from './delivery-loop';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
 
 export { WebhookEndpointService, type WebhookEndpoint } from './endpoint.service';
 export { WebhookDeliveryService, type WebhookAttempt, type ClaimedDelivery, type DeliveryResult } from './delivery.service';
@@ -25,8 +26,10 @@ export interface WebhookOptions {
   pollMs?: number;
   /** Per delivery attempt; default 10 s. */
   timeoutMs?: number;
-  /** How long a claimed delivery stays leased to its worker; default timeoutMs + 30 s. */
+  /** How long a claimed delivery stays leased to its worker (renewed while it is sent); default timeoutMs + 30 s. */
   leaseMs?: number;
+  /** How long a receiver must keep answering 410 before its endpoint is disabled; default 24 h. */
+  goneWindowMs?: number;
   /** Deliveries in flight per instance (default 32) and per endpoint (default 4). */
   concurrency?: number;
   perEndpointConcurrency?: number;
@@ -47,6 +50,7 @@ export const DEFAULT_CONCURRENCY = 64;
 // One slow receiver can hold at most a quarter of the slots; the rest serve everyone else.
 export const DEFAULT_PER_ENDPOINT_CONCURRENCY = 16;
 const LEASE_MARGIN_MS = 30_000;
+export const DEFAULT_GONE_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /** Optional tuning from the environment (operators, and spawned test instances). */
 function envMs(env: NodeJS.ProcessEnv, name: string): number | undefined {
@@ -72,6 +76,7 @@ export function createWebhookServices(deps: {
   logger: Logger;
   config: Config;
   options?: WebhookOptions;
+  idempotency?: IdempotencyService;
 }): WebhookServices {
   const { db, events, bus, clock, logger, config } = deps;
   const options = deps.options ?? {};
@@ -85,6 +90,7 @@ export function createWebhookServices(deps: {
   const timeoutMs = options.timeoutMs ?? envMs(env, 'WEBHOOK_TIMEOUT_MS') ?? DEFAULT_DELIVERY_TIMEOUT_MS;
   const leaseMs = options.leaseMs ?? envMs(env, 'WEBHOOK_LEASE_MS') ?? timeoutMs + LEASE_MARGIN_MS;
   if (leaseMs <= timeoutMs) throw new ConfigError('Invalid configuration: WEBHOOK_LEASE_MS must be longer than the delivery timeout');
+  const goneWindowMs = options.goneWindowMs ?? envMs(env, 'WEBHOOK_GONE_WINDOW_MS') ?? DEFAULT_GONE_WINDOW_MS;
   const pollMs = options.pollMs ?? envMs(env, 'WEBHOOK_POLL_MS') ?? DEFAULT_POLL_MS;
   const concurrency = options.concurrency ?? envInt(env, 'WEBHOOK_CONCURRENCY') ?? DEFAULT_CONCURRENCY;
   const perEndpointConcurrency = Math.min(
@@ -105,17 +111,18 @@ export function createWebhookServices(deps: {
   const masterKey = loadEncryptionKey({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
   const box = new SecretBox(deriveKey(masterKey, 'webhook-secrets'));
 
-  const endpoints = new WebhookEndpointService(db, box, { allowPrivate: config.webhookAllowPrivate, resolveHost: options.resolveHost });
+  const endpoints = new WebhookEndpointService(db, box, { allowPrivate: config.webhookAllowPrivate, resolveHost: options.resolveHost }, deps.idempotency);
   const deliveries = new WebhookDeliveryService(db, endpoints, clock, logger, {
     retry,
     timeoutMs,
     leaseMs,
+    goneWindowMs,
     allowPrivate: config.webhookAllowPrivate,
     ca,
     lookup: options.lookup,
     concurrency,
     perEndpointConcurrency,
-  });
+  }, deps.idempotency);
 
   // The durable outbox: deliveries are written in the same transaction as the event.
   events.onWrite({
@@ -126,6 +133,7 @@ export function createWebhookServices(deps: {
   return {
     endpoints,
     deliveries,
-    startDeliveryLoop: () => new DeliveryLoop(deliveries, bus, logger, { pollMs, concurrency, perEndpointConcurrency }),
+    startDeliveryLoop: () =>
+      new DeliveryLoop(deliveries, bus, logger, { pollMs, concurrency, perEndpointConcurrency, renewLeasesMs: Math.max(Math.floor(leaseMs / 3), 1) }),
   };
 }

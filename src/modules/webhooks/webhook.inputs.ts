@@ -6,7 +6,7 @@ export const WILDCARD = '*';
 const SUBSCRIBABLE = [WILDCARD, ...EVENT_TYPES] as [string, ...string[]];
 
 const eventType = z.enum(SUBSCRIBABLE, {
-  error: (issue) => `unknown event type '${String(issue.input).slice(0, 64)}'; use one of the event types or "*"`,
+  error: (issue) => `unknown event type '${String(issue.input).slice(0, 64)}'; use "*" or one of: ${EVENT_TYPES.join(', ')}`,
 });
 
 const events = z
@@ -39,7 +39,20 @@ export const updateEndpointInput = z
   })
   .strict();
 
-export const rotateSecretInput = z.object({}).strict();
+export const DEFAULT_SECRET_OVERLAP_SECONDS = 24 * 60 * 60;
+export const MAX_SECRET_OVERLAP_SECONDS = 7 * 24 * 60 * 60;
+
+export const rotateSecretInput = z
+  .object({
+    // How long the replaced secret keeps signing X-Service-Signature; 0 retires it at once.
+    overlapSeconds: z
+      .number({ error: 'overlapSeconds must be a number of seconds' })
+      .int({ error: 'overlapSeconds must be a whole number of seconds' })
+      .min(0, { error: 'overlapSeconds must not be negative' })
+      .max(MAX_SECRET_OVERLAP_SECONDS, { error: `overlapSeconds may be at most ${MAX_SECRET_OVERLAP_SECONDS} (7 days)` })
+      .default(DEFAULT_SECRET_OVERLAP_SECONDS),
+  })
+  .strict();
 
 export const listEndpointsInput = listSchema(['createdAt'] as const, {
   status: z.enum(['enabled', 'disabled'], { error: 'status must be enabled or disabled' }).optional(),

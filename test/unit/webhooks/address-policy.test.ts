@@ -2,7 +2,9 @@ import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import {
   FORBIDDEN_ADDRESS_CODE,
+  LIVE_WEBHOOK_PORTS,
   checkWebhookUrl,
+  destinationPolicy,
   forbiddenAddressClass,
   isForbiddenAddress,
   parseIPv6,
@@ -147,10 +149,10 @@ describe('parseIPv6', () => {
 });
 
 describe('checkWebhookUrl', () => {
-  const publicOpts = { allowPrivate: false, resolve: fixed([PUBLIC_V4]) };
+  const publicOpts = { livemode: false, allowPrivate: false, resolve: fixed([PUBLIC_V4]) };
 
   it('should accept an https URL whose host resolves to public addresses', async () => {
-    await expect(checkWebhookUrl('https://hooks.example.com/payorch?x=1', { allowPrivate: false, resolve: fixed([PUBLIC_V4, PUBLIC_V6]) })).resolves.toEqual({ ok: true });
+    await expect(checkWebhookUrl('https://hooks.example.com/payorch?x=1', { livemode: false, allowPrivate: false, resolve: fixed([PUBLIC_V4, PUBLIC_V6]) })).resolves.toEqual({ ok: true });
   });
 
   it('should refuse a URL that is not https', async () => {
@@ -160,8 +162,8 @@ describe('checkWebhookUrl', () => {
   });
 
   it('should refuse https-only rules even when private addresses are allowed', async () => {
-    await expect(checkWebhookUrl('http://127.0.0.1/', { allowPrivate: true })).resolves.toMatchObject({ ok: false });
-    await expect(checkWebhookUrl('https://user:pw@127.0.0.1/', { allowPrivate: true })).resolves.toMatchObject({ ok: false });
+    await expect(checkWebhookUrl('http://127.0.0.1/', { livemode: false, allowPrivate: true })).resolves.toMatchObject({ ok: false });
+    await expect(checkWebhookUrl('https://user:pw@127.0.0.1/', { livemode: false, allowPrivate: true })).resolves.toMatchObject({ ok: false });
   });
 
   it('should refuse credentials in the URL', async () => {
@@ -201,57 +203,94 @@ describe('checkWebhookUrl', () => {
     ['https://255.255.255.255/', 'broadcast'],
   ])('should refuse the literal host of %s without resolving it', async (url, cls) => {
     const resolve = jest.fn(fixed([PUBLIC_V4]));
-    await expect(checkWebhookUrl(url, { allowPrivate: false, resolve })).resolves.toEqual({ ok: false, reason: `URL host is a ${cls} address` });
+    await expect(checkWebhookUrl(url, { livemode: false, allowPrivate: false, resolve })).resolves.toEqual({ ok: false, reason: `URL host is a ${cls} address` });
     expect(resolve).not.toHaveBeenCalled();
   });
 
   it('should accept a public literal host without resolving it', async () => {
     const resolve = jest.fn(fixed(['127.0.0.1']));
-    await expect(checkWebhookUrl(`https://${PUBLIC_V4}/`, { allowPrivate: false, resolve })).resolves.toEqual({ ok: true });
-    await expect(checkWebhookUrl(`https://[${PUBLIC_V6}]:8443/`, { allowPrivate: false, resolve })).resolves.toEqual({ ok: true });
+    await expect(checkWebhookUrl(`https://${PUBLIC_V4}/`, { livemode: false, allowPrivate: false, resolve })).resolves.toEqual({ ok: true });
+    await expect(checkWebhookUrl(`https://[${PUBLIC_V6}]:8443/`, { livemode: false, allowPrivate: false, resolve })).resolves.toEqual({ ok: true });
     expect(resolve).not.toHaveBeenCalled();
   });
 
   it('should refuse localhost names without asking DNS', async () => {
     const resolve = jest.fn(fixed([PUBLIC_V4]));
     for (const url of ['https://localhost/', 'https://LOCALHOST:8443/', 'https://localhost./', 'https://api.localhost/']) {
-      await expect(checkWebhookUrl(url, { allowPrivate: false, resolve })).resolves.toEqual({ ok: false, reason: 'URL host is a loopback address' });
+      await expect(checkWebhookUrl(url, { livemode: false, allowPrivate: false, resolve })).resolves.toEqual({ ok: false, reason: 'URL host is a loopback address' });
     }
     expect(resolve).not.toHaveBeenCalled();
   });
 
   it('should resolve a name and refuse it when it resolves to a forbidden address', async () => {
-    await expect(checkWebhookUrl('https://internal.example.com/', { allowPrivate: false, resolve: fixed(['10.0.0.5']) })).resolves.toEqual({
+    await expect(checkWebhookUrl('https://internal.example.com/', { livemode: false, allowPrivate: false, resolve: fixed(['10.0.0.5']) })).resolves.toEqual({
       ok: false,
       reason: 'URL host resolves to a private address',
     });
   });
 
   it('should refuse a name when any one of its addresses is forbidden', async () => {
-    await expect(checkWebhookUrl('https://mixed.example.com/', { allowPrivate: false, resolve: fixed([PUBLIC_V4, PUBLIC_V6, '::1']) })).resolves.toEqual({
+    await expect(checkWebhookUrl('https://mixed.example.com/', { livemode: false, allowPrivate: false, resolve: fixed([PUBLIC_V4, PUBLIC_V6, '::1']) })).resolves.toEqual({
       ok: false,
       reason: 'URL host resolves to a loopback address',
     });
-    await expect(checkWebhookUrl('https://mixed.example.com/', { allowPrivate: false, resolve: fixed(['::ffff:169.254.169.254', PUBLIC_V4]) })).resolves.toMatchObject({ ok: false });
+    await expect(checkWebhookUrl('https://mixed.example.com/', { livemode: false, allowPrivate: false, resolve: fixed(['::ffff:169.254.169.254', PUBLIC_V4]) })).resolves.toMatchObject({ ok: false });
   });
 
   it('should refuse a name that cannot be resolved or resolves to nothing', async () => {
-    await expect(checkWebhookUrl('https://nowhere.invalid/', { allowPrivate: false, resolve: failing })).resolves.toEqual({ ok: false, reason: 'URL host could not be resolved' });
-    await expect(checkWebhookUrl('https://empty.example.com/', { allowPrivate: false, resolve: fixed([]) })).resolves.toEqual({ ok: false, reason: 'URL host could not be resolved' });
+    await expect(checkWebhookUrl('https://nowhere.invalid/', { livemode: false, allowPrivate: false, resolve: failing })).resolves.toEqual({ ok: false, reason: 'URL host could not be resolved' });
+    await expect(checkWebhookUrl('https://empty.example.com/', { livemode: false, allowPrivate: false, resolve: fixed([]) })).resolves.toEqual({ ok: false, reason: 'URL host could not be resolved' });
   });
 
   it('should pass the URL hostname to the resolver', async () => {
     const resolve = jest.fn(fixed([PUBLIC_V4]));
-    await checkWebhookUrl('https://Hooks.Example.COM:8443/path', { allowPrivate: false, resolve });
+    await checkWebhookUrl('https://Hooks.Example.COM:8443/path', { livemode: false, allowPrivate: false, resolve });
     expect(resolve).toHaveBeenCalledWith('hooks.example.com');
   });
 
   it('should allow private, loopback and link-local destinations when allowPrivate is set', async () => {
     const resolve = jest.fn(fixed(['127.0.0.1']));
     for (const url of ['https://127.0.0.1:8443/', 'https://localhost/', 'https://[::1]/', 'https://169.254.169.254/', 'https://2130706433/', 'https://internal.example.com/']) {
-      await expect(checkWebhookUrl(url, { allowPrivate: true, resolve })).resolves.toEqual({ ok: true });
+      await expect(checkWebhookUrl(url, { livemode: false, allowPrivate: true, resolve })).resolves.toEqual({ ok: true });
     }
     expect(resolve).not.toHaveBeenCalled();
+  });
+});
+
+describe('live mode', () => {
+  it('should ignore WEBHOOK_ALLOW_PRIVATE: the live policy never allows private addresses', () => {
+    expect(destinationPolicy(true, true)).toEqual({ allowPrivate: false, ports: LIVE_WEBHOOK_PORTS });
+    expect(destinationPolicy(true, false)).toEqual({ allowPrivate: false, ports: LIVE_WEBHOOK_PORTS });
+    expect(destinationPolicy(false, true)).toEqual({ allowPrivate: true, ports: null });
+    expect(destinationPolicy(false, false)).toEqual({ allowPrivate: false, ports: null });
+  });
+
+  it('should refuse private, loopback and link-local destinations in live mode even when allowPrivate is set', async () => {
+    const resolve = jest.fn(fixed(['10.0.0.5']));
+    const live = { livemode: true, allowPrivate: true, resolve };
+    await expect(checkWebhookUrl('https://127.0.0.1/', live)).resolves.toEqual({ ok: false, reason: 'URL host is a loopback address' });
+    await expect(checkWebhookUrl('https://localhost:8443/', live)).resolves.toEqual({ ok: false, reason: 'URL host is a loopback address' });
+    await expect(checkWebhookUrl('https://[fe80::1]/', live)).resolves.toEqual({ ok: false, reason: 'URL host is a link-local address' });
+    await expect(checkWebhookUrl('https://169.254.169.254/latest/meta-data', live)).resolves.toEqual({ ok: false, reason: 'URL host is a link-local address' });
+    // A name is resolved and judged, as if WEBHOOK_ALLOW_PRIVATE were off.
+    await expect(checkWebhookUrl('https://internal.example.com/', live)).resolves.toEqual({ ok: false, reason: 'URL host resolves to a private address' });
+    expect(resolve).toHaveBeenCalledWith('internal.example.com');
+  });
+
+  it('should allow only ports 443 and 8443 in live mode', async () => {
+    const live = { livemode: true, allowPrivate: false, resolve: fixed([PUBLIC_V4]) };
+    for (const url of ['https://hooks.example.com/', 'https://hooks.example.com:443/', 'https://hooks.example.com:8443/h', `https://[${PUBLIC_V6}]:8443/`]) {
+      await expect(checkWebhookUrl(url, live)).resolves.toEqual({ ok: true });
+    }
+    for (const url of ['https://hooks.example.com:8080/', 'https://hooks.example.com:80/', 'https://hooks.example.com:1/', `https://${PUBLIC_V4}:9443/`]) {
+      await expect(checkWebhookUrl(url, live)).resolves.toEqual({ ok: false, reason: 'URL port must be 443 or 8443 in live mode' });
+    }
+    await expect(checkWebhookUrl('https://hooks.example.com:8080/', { ...live, allowPrivate: true })).resolves.toMatchObject({ ok: false });
+  });
+
+  it('should allow any port in test mode', async () => {
+    await expect(checkWebhookUrl('https://hooks.example.com:8080/', { livemode: false, allowPrivate: false, resolve: fixed([PUBLIC_V4]) })).resolves.toEqual({ ok: true });
+    await expect(checkWebhookUrl('https://127.0.0.1:49152/', { livemode: false, allowPrivate: true })).resolves.toEqual({ ok: true });
   });
 });
 
@@ -313,7 +352,7 @@ describe('safeLookup', () => {
     const resolve = (host: string) =>
       runLookup(rebinding, host, { all: true }).then(({ address }) => (address as LookupAddress[]).map((a) => a.address));
 
-    await expect(checkWebhookUrl('https://rebind.example.com/', { allowPrivate: false, resolve })).resolves.toEqual({ ok: true });
+    await expect(checkWebhookUrl('https://rebind.example.com/', { livemode: false, allowPrivate: false, resolve })).resolves.toEqual({ ok: true });
     const atConnect = await runLookup(safeLookup(false, rebinding), 'rebind.example.com', { all: true });
     expect(rebinding.calls).toBe(2);
     expect(atConnect.err?.code).toBe(FORBIDDEN_ADDRESS_CODE);

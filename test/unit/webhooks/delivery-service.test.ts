@@ -9,14 +9,18 @@ import { EventBus } from '../../../src/core/event-bus';
 import type { RequestContext } from '../../../src/core/context';
 import { createLogger } from '../../../src/logger';
 import { EventService } from '../../../src/modules/events/event.service';
-import { DeliveryLoop, createWebhookServices, type WebhookDeliveryService, type WebhookServices } from '../../../src/modules/webhooks';
+import { DeliveryLoop, WebhookDeliveryService, createWebhookServices, type WebhookServices } from '../../../src/modules/webhooks';
 import { closeDeliveryAgents } from '../../../src/webhooks/http-delivery';
+import { signPayload } from '../../../src/webhooks/signature';
 import { freshDatabase, type TestDatabase } from '../../helpers/db';
-import { ReceiverHarness, makeCertificate, waitFor, type Respond, type Route } from './receiver-harness';
+import { ReceiverHarness, makeCertificate, sleep, waitFor, type Respond, type Route } from './receiver-harness';
+import { readTime } from '../../../src/db/database';
 
 const BASE_MS = 1_000;
 const WINDOW_MS = 60_000;
 const LEASE_MS = 15_000;
+const GONE_WINDOW_MS = 30_000;
+const POLL_MS = 200;
 
 let database: TestDatabase;
 let db: Database;
@@ -46,7 +50,10 @@ beforeAll(async () => {
     clock,
     logger: createLogger('silent'),
     config,
-    options: { retry: { baseMs: BASE_MS, maxMs: 10_000, windowMs: WINDOW_MS }, timeoutMs: 2_000, leaseMs: LEASE_MS, perEndpointConcurrency: 4 },
+    options: {
+      retry: { baseMs: BASE_MS, maxMs: 10_000, windowMs: WINDOW_MS }, timeoutMs: 2_000, leaseMs: LEASE_MS, goneWindowMs: GONE_WINDOW_MS, perEndpointConcurrency: 4, pollMs: POLL_MS,
+      resolveHost: async () => ['93.184.216.34'],
+    },
   });
 });
 
@@ -87,6 +94,27 @@ async function deliverDue() {
   return webhooks.deliveries.deliverDue(100);
 }
 
+/** Every lease runs out, as it does on the database's clock when its worker died (business time has nothing to do with it). */
+async function expireLeases() {
+  await db.execute("UPDATE webhook_deliveries SET locked_until = $1 WHERE status = 'pending' AND locked_until IS NOT NULL", [new Date(Date.now() - 1_000)]);
+}
+
+/** Another instance on the same database, with its own clock and options. */
+function otherInstance(instanceClock: FixedClock, options: Partial<WebhookDeliveryService['options']> = {}) {
+  return new WebhookDeliveryService(db, webhooks.endpoints, instanceClock, createLogger('silent'), { ...webhooks.deliveries.options, ...options });
+}
+
+/** `count` deliveries queued for an endpoint by one statement (no wake-up), due since `at`. */
+async function queueBacklog(ctx: RequestContext, endpointId: string, prefix: string, count: number, at: Date) {
+  const time = db.dialect === 'postgres' ? '$5::timestamptz' : '$5';
+  await db.execute(
+    `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+     INSERT INTO webhook_deliveries (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
+     SELECT $2 || i, $3, 'test', $4, 'evt_' || $2 || i, 'customer.created', '{}', 'pending', 0, ${time}, ${time}, ${time} FROM n`,
+    [count, prefix, ctx.accountId, endpointId, at],
+  );
+}
+
 describe('the webhook outbox', () => {
   it('should write deliveries in the event transaction, so a rollback leaves none', async () => {
     const ctx = context();
@@ -116,7 +144,8 @@ describe('the webhook outbox', () => {
     await webhooks.endpoints.update(ctx, disabled.id, { status: 'disabled' });
     const deleted = await endpoint(ctx, 'deleted', ['*']);
     await webhooks.endpoints.remove(ctx, deleted.id);
-    await endpoint(context('live', ctx.accountId), 'live', ['*']);
+    // Live mode never reaches the local receiver (WEBHOOK_ALLOW_PRIVATE is test mode only): a public name.
+    await webhooks.endpoints.create(context('live', ctx.accountId), { url: 'https://hooks.example.com/live', events: ['*'] });
     await endpoint(context('test'), 'other-account', ['*']);
 
     await record(ctx, 'customer.created');
@@ -181,7 +210,7 @@ describe('claiming and delivering', () => {
     expect(await webhooks.deliveries.claim(100)).toHaveLength(0);
 
     // Nobody settled them (a crashed worker): after the lease they are claimed again, as attempt 2.
-    clock.advance(LEASE_MS + 1);
+    await expireLeases();
     const again = [...(await webhooks.deliveries.claim(100)), ...(await webhooks.deliveries.claim(100))];
     expect(again).toHaveLength(10);
     expect(again.every((c) => c.attempt === 2)).toBe(true);
@@ -221,42 +250,188 @@ describe('claiming and delivering', () => {
     expect(route.requests.map((r) => r.attempt)).toEqual(route.requests.map((_, i) => i + 1));
   });
 
-  it('should abandon, without sending, a delivery whose endpoint was disabled after it was queued', async () => {
+  it('should hold, without sending, a delivery whose endpoint was disabled after it was queued, and send it once enabled', async () => {
     const ctx = context();
     const { id, route } = await endpoint(ctx, 'late-disable');
     await record(ctx);
     // Disabled behind the service's back (another instance, mid-claim): the worker still checks.
     await db.execute("UPDATE webhook_endpoints SET status = 'disabled' WHERE id = $1", [id]);
     const [result] = await deliverDue();
-    expect(result).toMatchObject({ status: 'abandoned', outcome: null });
+    expect(result).toMatchObject({ status: 'held', outcome: null });
     expect(route.requests).toHaveLength(0);
-    expect(await deliveries(ctx)).toEqual([expect.objectContaining({ status: 'abandoned', attempts: 0 })]);
+    expect(await deliveries(ctx)).toEqual([expect.objectContaining({ status: 'held', attempts: 0 })]);
+
+    await webhooks.endpoints.update(ctx, id, { status: 'enabled' });
+    expect(await deliverDue()).toEqual([expect.objectContaining({ status: 'delivered', attempt: 1 })]);
+    expect(route.verified).toHaveLength(1);
   });
 
-  it('should abandon queued deliveries when the endpoint is disabled or deleted', async () => {
+  it('should abandon, without sending, a delivery of a type its endpoint stopped subscribing to after it was queued', async () => {
+    const ctx = context();
+    const { id, route } = await endpoint(ctx, 'late-narrow', ['customer.created', 'customer.updated']);
+    await record(ctx, 'customer.created');
+    // Narrowed while the event's transaction was still open (it read the old list): the worker still checks.
+    await db.execute('UPDATE webhook_endpoints SET events = $1 WHERE id = $2', [JSON.stringify(['customer.updated']), id]);
+    expect(await deliverDue()).toEqual([expect.objectContaining({ status: 'abandoned', outcome: null })]);
+    expect(route.requests).toHaveLength(0);
+  });
+
+  it('should hold queued deliveries when the endpoint is disabled and abandon them when it is deleted', async () => {
     const ctx = context();
     const one = await endpoint(ctx, 'disable-queued');
     const two = await endpoint(ctx, 'delete-queued');
     await record(ctx);
     await webhooks.endpoints.update(ctx, one.id, { status: 'disabled' });
     await webhooks.endpoints.remove(ctx, two.id);
-    expect((await deliveries(ctx)).map((d) => d.status)).toEqual(['abandoned', 'abandoned']);
+    const rows = await deliveries(ctx);
+    expect(Object.fromEntries(rows.map((d) => [d.endpoint_id, d.status]))).toEqual({ [one.id]: 'held', [two.id]: 'abandoned' });
     expect(await deliverDue()).toHaveLength(0);
   });
 
-  it('should keep a worker whose lease ran out from overwriting the new owner', async () => {
+  it('should cancel the queued deliveries of event types a PATCH drops, and send the others', async () => {
     const ctx = context();
-    await endpoint(ctx, 'lease-lost', ['*'], (n) => (n === 1 ? 500 : 'pass'));
+    const { id, route } = await endpoint(ctx, 'narrowed', ['customer.created', 'customer.updated']);
+    await record(ctx, 'customer.created');
+    await record(ctx, 'customer.updated');
+    await webhooks.endpoints.update(ctx, id, { events: ['customer.updated'] });
+    const results = await deliverDue();
+    expect(results.map((r) => r.status)).toEqual(['delivered']);
+    expect(route.verified.map((v) => v.event.type)).toEqual(['customer.updated']);
+    expect((await deliveries(ctx)).map((d) => d.status).sort()).toEqual(['abandoned', 'delivered']);
+  });
+
+  it('should record a 2xx that arrives after the lease ran out instead of sending the event again', async () => {
+    const ctx = context();
+    const { route } = await endpoint(ctx, 'lease-lost', ['*'], (n) => (n === 1 ? 500 : 'pass'));
     await record(ctx);
     const [stale] = await webhooks.deliveries.claim(100);
-    clock.advance(LEASE_MS + 1);
+    await expireLeases();
     const [owner] = await webhooks.deliveries.claim(100);
     expect(owner.attempt).toBe(stale.attempt + 1);
     await webhooks.deliveries.deliver(owner); // 500: back to pending with a retry time
     const settled = await webhooks.deliveries.deliver(stale); // 200, but no longer the owner
     expect(settled.outcome?.delivered).toBe(true);
     const [row] = await deliveries(ctx);
-    expect(row).toMatchObject({ status: 'pending', attempts: 2 });
+    expect(row).toMatchObject({ status: 'delivered', attempts: 2 });
+    clock.advance(60_000);
+    expect(await deliverDue()).toHaveLength(0);
+    expect(route.requests).toHaveLength(2);
+  });
+
+  it('should keep a late failure from overwriting the 2xx the new owner recorded', async () => {
+    const ctx = context();
+    await endpoint(ctx, 'lease-lost-late-failure', ['*'], (n) => (n === 1 ? 500 : 'pass'));
+    await record(ctx);
+    const [stale] = await webhooks.deliveries.claim(100);
+    await expireLeases();
+    const [owner] = await webhooks.deliveries.claim(100);
+    const late = webhooks.deliveries.deliver(stale); // the receiver's 1st request: 500
+    await late;
+    await webhooks.deliveries.deliver(owner); // 200
+    expect((await deliveries(ctx))[0]).toMatchObject({ status: 'delivered', attempts: 2 });
+  });
+
+  it('should measure leases on the database clock, so an instance whose clock runs ahead takes no live lease', async () => {
+    const ctx = context();
+    const { route } = await endpoint(ctx, 'skewed');
+    await record(ctx);
+    const [claimed] = await webhooks.deliveries.claim(100);
+    expect(claimed).toBeDefined();
+    const ahead = otherInstance(new FixedClock(new Date(clock.now().getTime() + LEASE_MS + 60_000)));
+    expect(await ahead.claim(100)).toHaveLength(0);
+    // An instance whose clock runs far behind still sees a lease that ran out on the database's clock.
+    await expireLeases();
+    const behind = otherInstance(new FixedClock(new Date(clock.now().getTime() - 3_600_000)));
+    await db.execute('UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE id = $2', [new Date(clock.now().getTime() - 7_200_000), claimed.id]);
+    const [taken] = await behind.claim(100);
+    expect(taken).toMatchObject({ id: claimed.id, attempt: 2 });
+    const [row] = await db.select<{ locked_until: unknown }>('SELECT locked_until FROM webhook_deliveries WHERE id = $1', [claimed.id]);
+    const leaseEnd = (readTime(row.locked_until) as Date).getTime();
+    expect(Math.abs(leaseEnd - (Date.now() + LEASE_MS))).toBeLessThan(5_000);
+    await behind.deliver(taken);
+    expect(route.verified).toHaveLength(1);
+  });
+
+  it('should extend the leases of the claims it names', async () => {
+    const ctx = context();
+    await endpoint(ctx, 'renewed');
+    await record(ctx);
+    const short = otherInstance(clock, { leaseMs: 1_000 });
+    const [claimed] = await short.claim(100);
+    const leaseEnd = async () => (readTime((await db.select<{ locked_until: unknown }>('SELECT locked_until FROM webhook_deliveries WHERE id = $1', [claimed.id]))[0].locked_until) as Date).getTime();
+    const first = await leaseEnd();
+    await sleep(50);
+    expect(await short.renewLeases([claimed.lockToken, 'tok_unknown'])).toBe(1);
+    expect(await leaseEnd()).toBeGreaterThan(first);
+    expect(await leaseEnd()).toBeLessThan(Date.now() + 1_500);
+  });
+
+  it('should retry a 410, disable the endpoint only once 410s persist for the gone window, and requeue on enable', async () => {
+    const ctx = context();
+    let gone = true;
+    const { id, route } = await endpoint(ctx, 'gone-window', ['*'], () => (gone ? 410 : 'pass'));
+    await record(ctx);
+    const [first] = await deliverDue();
+    expect(first).toMatchObject({ status: 'pending', attempt: 1 });
+    expect((await webhooks.endpoints.retrieve(ctx, id)).status).toBe('enabled');
+
+    // Retries inside the gone window keep the endpoint enabled.
+    clock.set(first.nextAttemptAt as Date);
+    const [second] = await deliverDue();
+    expect(second).toMatchObject({ status: 'pending', attempt: 2 });
+    expect((await webhooks.endpoints.retrieve(ctx, id)).status).toBe('enabled');
+
+    // A 410 once the window has passed since the first one disables it and holds what is queued.
+    clock.advance(GONE_WINDOW_MS);
+    await record(ctx);
+    const third = await deliverDue();
+    expect(third.map((r) => r.status).sort()).toEqual(['held', 'held']);
+    expect(await webhooks.endpoints.retrieve(ctx, id)).toMatchObject({ status: 'disabled', disabledReason: 'gone' });
+    expect((await deliveries(ctx)).map((d) => d.status)).toEqual(['held', 'held']);
+    const sent = route.requests.length;
+    clock.advance(60_000);
+    expect(await deliverDue()).toHaveLength(0);
+    expect(route.requests).toHaveLength(sent);
+
+    // The receiver is back: enabling the endpoint sends both.
+    gone = false;
+    await webhooks.endpoints.update(ctx, id, { status: 'enabled' });
+    expect((await deliverDue()).map((r) => r.status)).toEqual(['delivered', 'delivered']);
+    expect(route.verified).toHaveLength(2);
+  });
+
+  it('should start the 410 run over after any other HTTP answer', async () => {
+    const ctx = context();
+    const { id } = await endpoint(ctx, 'gone-then-500', ['*'], (n) => (n === 2 ? 500 : 410));
+    await record(ctx);
+    const [first] = await deliverDue(); // 410: the run begins
+    expect((await webhooks.endpoints.row(ctx, id)).goneSince).not.toBeNull();
+    clock.set(first.nextAttemptAt as Date);
+    const [second] = await deliverDue(); // 500: the run is over
+    expect((await webhooks.endpoints.row(ctx, id)).goneSince).toBeNull();
+    clock.set(new Date((second.nextAttemptAt as Date).getTime() + GONE_WINDOW_MS));
+    await deliverDue(); // 410 again, long after the first one: a new run, not a disable
+    expect((await webhooks.endpoints.retrieve(ctx, id)).status).toBe('enabled');
+  });
+});
+
+describe('configuration', () => {
+  it('should take the gone window from WEBHOOK_GONE_WINDOW_MS, 24 h by default, and refuse a bad value', () => {
+    const build = (env: Record<string, string>) => {
+      const saved = process.env.WEBHOOK_GONE_WINDOW_MS;
+      if (env.WEBHOOK_GONE_WINDOW_MS === undefined) delete process.env.WEBHOOK_GONE_WINDOW_MS;
+      else process.env.WEBHOOK_GONE_WINDOW_MS = env.WEBHOOK_GONE_WINDOW_MS;
+      try {
+        const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: database.dataDir });
+        return createWebhookServices({ db, events: new EventService(db, new EventBus()), bus: new EventBus(), clock, logger: createLogger('silent'), config }).deliveries.options.goneWindowMs;
+      } finally {
+        if (saved === undefined) delete process.env.WEBHOOK_GONE_WINDOW_MS;
+        else process.env.WEBHOOK_GONE_WINDOW_MS = saved;
+      }
+    };
+    expect(build({})).toBe(24 * 60 * 60 * 1000);
+    expect(build({ WEBHOOK_GONE_WINDOW_MS: '600000' })).toBe(600_000);
+    expect(() => build({ WEBHOOK_GONE_WINDOW_MS: 'soon' })).toThrow(/WEBHOOK_GONE_WINDOW_MS/);
   });
 });
 
@@ -291,6 +466,47 @@ describe('the delivery loop', () => {
     }
   });
 
+  it("should not let one endpoint's backlog of 10,000 delay another endpoint's first delivery beyond one poll interval plus its latency", async () => {
+    const ctx = context();
+    const backlogged = await endpoint(ctx, 'backlogged', ['*'], () => ({ holdMs: 50, then: 200 }));
+    const other = await endpoint(ctx, 'first-delivery', ['*'], () => 200);
+    await queueBacklog(ctx, backlogged.id, 'whd_backlog_', 10_000, new Date(clock.now().getTime() - 60_000));
+    // The backlogged endpoint may fill every slot of the instance: the next free one must go to the other endpoint.
+    const loop = new DeliveryLoop(webhooks.deliveries, new EventBus(), createLogger('silent'), { pollMs: POLL_MS, concurrency: 4, perEndpointConcurrency: 4 });
+    try {
+      await waitFor(() => backlogged.route.requests.length >= 8, 10_000, 'the backlog to be under way');
+      // Queued with no wake-up (a retry falling due, another instance's event): polling or
+      // finished deliveries must find it, however many older rows the backlog has.
+      const queuedAt = Date.now();
+      await queueBacklog(ctx, other.id, 'whd_first_', 1, clock.now());
+      await waitFor(() => other.route.requests.length === 1, 10_000, "the other endpoint's first delivery");
+      const waited = other.route.requests[0].at - queuedAt;
+      const attempt = await waitFor(async () => (await db.select<{ latency_ms: number }>('SELECT latency_ms FROM webhook_attempts WHERE endpoint_id = $1', [other.id]))[0], 5_000, 'its attempt');
+      expect(waited).toBeLessThanOrEqual(POLL_MS + Number(attempt.latency_ms));
+      expect(backlogged.route.requests.length).toBeLessThan(10_000);
+    } finally {
+      await loop.stop();
+    }
+  });
+
+  it('should renew the leases of deliveries in flight, so a slow one is not sent again by another instance', async () => {
+    const ctx = context();
+    const { route } = await endpoint(ctx, 'renew-in-flight', ['*'], () => ({ holdMs: 2_500, then: 200 }));
+    await record(ctx);
+    const shortLease = otherInstance(clock, { leaseMs: 1_000, timeoutMs: 5_000 });
+    const loop = new DeliveryLoop(shortLease, new EventBus(), createLogger('silent'), { pollMs: 50, concurrency: 4, perEndpointConcurrency: 4, renewLeasesMs: 200 });
+    try {
+      await waitFor(() => route.requests.length === 1, 5_000, 'the delivery to start');
+      await sleep(1_500); // past the first lease, on every clock
+      clock.advance(1_500);
+      expect(await webhooks.deliveries.claim(100)).toHaveLength(0);
+    } finally {
+      await loop.stop();
+    }
+    expect(route.requests).toHaveLength(1);
+    expect((await deliveries(ctx))[0]).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+
   it('should slow its polling down and log sparingly while claims fail', async () => {
     const claim = jest.fn().mockRejectedValue(new Error('database unreachable'));
     const service = { claim, onWake: () => () => undefined } as unknown as WebhookDeliveryService;
@@ -315,5 +531,49 @@ describe('the delivery loop', () => {
     expect(claim.mock.calls.length).toBeGreaterThanOrEqual(3);
     expect(claim.mock.calls.length).toBeLessThanOrEqual(7);
     expect(lines.filter((l) => l.includes('webhook claim failed'))).toHaveLength(1);
+  });
+});
+
+describe('signing after a secret rotation', () => {
+  async function rotatedEndpoint(ctx: RequestContext, name: string, overlapSeconds: number) {
+    const route = rx.route(`${name}-${accountSeq}`);
+    const created = await webhooks.endpoints.create(ctx, { url: route.url, events: ['customer.created'] });
+    const rotated = await webhooks.endpoints.rotateSecret(ctx, created.id, { overlapSeconds });
+    return { route, oldSecret: created.secret as string, newSecret: rotated.secret as string };
+  }
+
+  it('should sign with the old secret and add the new one in X-Service-Signature-Next until the overlap ends, then with the new one only', async () => {
+    const ctx = context();
+    const { route, oldSecret, newSecret } = await rotatedEndpoint(ctx, 'overlap', 3600);
+    // A receiver already switched to the new secret accepts through X-Service-Signature-Next.
+    route.setSecret(newSecret);
+    await record(ctx);
+    await deliverDue();
+    const [during] = route.requests;
+    expect(during.signature).toBe(signPayload(oldSecret, during.body));
+    expect(during.signatureNext).toBe(signPayload(newSecret, during.body));
+    await waitFor(() => route.verified.length === 1, 5_000, 'the receiver to accept the overlap delivery');
+
+    clock.advance(3600 * 1000 - 1);
+    await record(ctx);
+    await deliverDue();
+    expect(route.requests[1].signature).toBe(signPayload(oldSecret, route.requests[1].body));
+
+    clock.advance(1); // the overlap has ended
+    await record(ctx);
+    await deliverDue();
+    const after = route.requests[2];
+    expect(after.signature).toBe(signPayload(newSecret, after.body));
+    expect(after.signatureNext).toBe('');
+  });
+
+  it('should sign with the new secret only, at once, after a rotation without overlap', async () => {
+    const ctx = context();
+    const { route, newSecret } = await rotatedEndpoint(ctx, 'no-overlap', 0);
+    await record(ctx);
+    await deliverDue();
+    const [sent] = route.requests;
+    expect(sent.signature).toBe(signPayload(newSecret, sent.body));
+    expect(sent.signatureNext).toBe('');
   });
 });

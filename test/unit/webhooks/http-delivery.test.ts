@@ -51,6 +51,7 @@ function deliver(path: string, extra: Partial<Parameters<typeof deliverWebhook>[
     url: `${base}${path}`,
     body: EVENT,
     headers: buildDeliveryHeaders(SECRET, EVENT, 'evt_1', 1),
+    livemode: false,
     allowPrivate: true,
     ca: cert,
     ...extra,
@@ -74,6 +75,9 @@ beforeAll(async () => {
       switch (path) {
         case '/ok':
           res.writeHead(200, { 'content-type': 'text/plain', 'retry-after': '30' }).end('ok');
+          return;
+        case '/ok-slowly':
+          setTimeout(() => res.writeHead(200).end('ok'), 150);
           return;
         case '/accepted':
           res.writeHead(204).end();
@@ -166,7 +170,15 @@ describe('deliverWebhook against a local HTTPS receiver', () => {
   it('should count a 200 as delivered', async () => {
     const outcome = await deliver('/ok');
     expect(outcome).toEqual({ delivered: true, statusCode: 200, latencyMs: expect.any(Number), error: null, retryAfterMs: null, gone: false });
-    expect(outcome.latencyMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('should report as latency the time the receiver took to answer', async () => {
+    const started = performance.now();
+    const outcome = await deliver('/ok-slowly');
+    const elapsed = performance.now() - started;
+    expect(outcome).toMatchObject({ delivered: true, statusCode: 200 });
+    expect(outcome.latencyMs).toBeGreaterThanOrEqual(140);
+    expect(outcome.latencyMs).toBeLessThanOrEqual(Math.ceil(elapsed));
   });
 
   it('should count any 2xx, such as 204, as delivered', async () => {
@@ -249,7 +261,7 @@ describe('deliverWebhook against a local HTTPS receiver', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const closedPort = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    const outcome = await deliverWebhook({ url: `https://127.0.0.1:${closedPort}/`, body: EVENT, headers: {}, allowPrivate: true, ca: cert });
+    const outcome = await deliverWebhook({ url: `https://127.0.0.1:${closedPort}/`, body: EVENT, headers: {}, livemode: false, allowPrivate: true, ca: cert });
     expect(outcome).toMatchObject({ delivered: false, statusCode: null, error: 'connection refused' });
   });
 
@@ -285,6 +297,27 @@ describe('deliverWebhook address policy', () => {
     expect(received).toHaveLength(0);
   });
 
+  it('should refuse private destinations in live mode even when private addresses are allowed', async () => {
+    const lookup = lookupReturning('127.0.0.1');
+    for (const url of [`https://localhost:8443/ok`, `https://127.0.0.1:443/ok`]) {
+      const outcome = await deliver('/ok', { url, livemode: true, allowPrivate: true });
+      expect(outcome).toMatchObject({ delivered: false, statusCode: null });
+      expect(outcome.error).toContain('loopback');
+    }
+    // A name resolving to loopback is refused at connect time in live mode too.
+    const byName = await deliver('/ok', { url: 'https://hooks.example:8443/ok', livemode: true, allowPrivate: true, lookup });
+    expect(byName.error).toContain('destination address not allowed');
+    expect(received).toHaveLength(0);
+  });
+
+  it('should refuse ports other than 443 and 8443 in live mode, and allow them in test mode', async () => {
+    const live = await deliver('/ok', { livemode: true, allowPrivate: true });
+    expect(live).toMatchObject({ delivered: false, statusCode: null, error: 'destination not allowed: URL port must be 443 or 8443 in live mode' });
+    expect(received).toHaveLength(0);
+    const test = await deliver('/ok', { livemode: false, allowPrivate: true });
+    expect(test).toMatchObject({ delivered: true, statusCode: 200 });
+  });
+
   it('should refuse localhost when private addresses are not allowed', async () => {
     const outcome = await deliver('/ok', { allowPrivate: false });
     expect(outcome.error).toContain('loopback');
@@ -296,7 +329,7 @@ describe('deliverWebhook address policy', () => {
     const rebinding = lookupReturning('93.184.216.34', '127.0.0.1');
     const resolve = (host: string) =>
       new Promise<string[]>((ok) => rebinding(host, { all: true }, (_e, a) => ok((a as LookupAddress[]).map((x) => x.address))));
-    await expect(checkWebhookUrl(`https://rebind.example:${port}/ok`, { allowPrivate: false, resolve })).resolves.toEqual({ ok: true });
+    await expect(checkWebhookUrl(`https://rebind.example:${port}/ok`, { livemode: false, allowPrivate: false, resolve })).resolves.toEqual({ ok: true });
 
     const outcome = await deliver('/ok', { url: `https://rebind.example:${port}/ok`, allowPrivate: false, lookup: rebinding });
     expect(rebinding.calls).toBe(2);

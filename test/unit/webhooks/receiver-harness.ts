@@ -19,6 +19,8 @@ export interface ReceivedRequest {
   eventId: string;
   attempt: number;
   signature: string;
+  /** X-Service-Signature-Next ('' when absent). */
+  signatureNext: string;
   body: string;
   at: number;
 }
@@ -124,6 +126,7 @@ export class ReceiverHarness {
       eventId: String(req.headers['x-service-event-id'] ?? ''),
       attempt: Number(req.headers['x-service-delivery-attempt'] ?? 0),
       signature: String(req.headers['x-service-signature'] ?? ''),
+      signatureNext: String(req.headers['x-service-signature-next'] ?? ''),
       body: '',
       at: Date.now(),
     };

@@ -125,3 +125,24 @@ describe('buildDeliveryHeaders', () => {
     expect(Object.keys(headers)).toEqual(['X-Service-Signature', 'X-Service-Event-Id', 'X-Service-Delivery-Attempt']);
   });
 });
+
+describe('buildDeliveryHeaders during a secret rotation', () => {
+  const oldSecret = 'whsec_old';
+  const newSecret = 'whsec_new';
+
+  it('should sign X-Service-Signature with the old secret and X-Service-Signature-Next with the new one during the overlap', () => {
+    const headers = buildDeliveryHeaders({ current: newSecret, previous: oldSecret }, UTF8_BODY, 'evt_1', 1);
+    expect(headers[WEBHOOK_HEADERS.signature]).toBe(signPayload(oldSecret, UTF8_BODY));
+    expect(headers[WEBHOOK_HEADERS.signatureNext]).toBe(signPayload(newSecret, UTF8_BODY));
+    // The header's format never changes: exactly one lower-case hex digest.
+    expect(headers[WEBHOOK_HEADERS.signature]).toMatch(/^[0-9a-f]{64}$/);
+    expect(Object.keys(headers)).toEqual(['X-Service-Signature', 'X-Service-Signature-Next', 'X-Service-Event-Id', 'X-Service-Delivery-Attempt']);
+  });
+
+  it('should sign with the new secret only when no old secret is in its overlap', () => {
+    const headers = buildDeliveryHeaders({ current: newSecret, previous: null }, UTF8_BODY, 'evt_1', 1);
+    expect(headers).toEqual(buildDeliveryHeaders(newSecret, UTF8_BODY, 'evt_1', 1));
+    expect(headers[WEBHOOK_HEADERS.signature]).toBe(signPayload(newSecret, UTF8_BODY));
+    expect(headers).not.toHaveProperty(WEBHOOK_HEADERS.signatureNext);
+  });
+});

@@ -166,15 +166,31 @@ describe('createReceiver', () => {
     expect((await post(body, buildDeliveryHeaders(generateWebhookSecret(), body, 'evt_rotate', 3))).status).toBe(401);
   });
 
+  it('should accept a delivery during a rotation overlap with the old secret or with the new one', async () => {
+    const next = generateWebhookSecret();
+    const body = eventBody('evt_overlap');
+    const overlap = buildDeliveryHeaders({ current: next, previous: SECRET }, body, 'evt_overlap', 1);
+    await start(SECRET); // not yet updated: X-Service-Signature
+    expect((await post(body, overlap)).status).toBe(200);
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await start(next); // already switched: X-Service-Signature-Next
+    expect((await post(body, overlap)).status).toBe(200);
+    // Neither header made with a secret it holds.
+    expect((await post(body, buildDeliveryHeaders({ current: generateWebhookSecret(), previous: generateWebhookSecret() }, body, 'evt_overlap', 2))).status).toBe(401);
+    // X-Service-Signature stays required: the next digest alone is not a signed delivery.
+    expect((await post(body, { 'x-service-signature-next': overlap['X-Service-Signature-Next'] })).status).toBe(400);
+  });
+
   it('should be delivered to by deliverWebhook end to end', async () => {
     await start(SECRET);
     const body = eventBody('evt_e2e');
-    const outcome = await deliverWebhook({ url: `${base}/webhooks`, body, headers: buildDeliveryHeaders(SECRET, body, 'evt_e2e', 1), allowPrivate: true, ca: cert });
+    const outcome = await deliverWebhook({ url: `${base}/webhooks`, body, headers: buildDeliveryHeaders(SECRET, body, 'evt_e2e', 1), livemode: false, allowPrivate: true, ca: cert });
     await settle();
     expect(outcome).toMatchObject({ delivered: true, statusCode: 200 });
     expect(events[0]?.info).toEqual({ eventId: 'evt_e2e', attempt: 1, duplicate: false });
 
-    const forged = await deliverWebhook({ url: `${base}/webhooks`, body, headers: buildDeliveryHeaders('whsec_wrong', body, 'evt_e2e', 1), allowPrivate: true, ca: cert });
+    const forged = await deliverWebhook({ url: `${base}/webhooks`, body, headers: buildDeliveryHeaders('whsec_wrong', body, 'evt_e2e', 1), livemode: false, allowPrivate: true, ca: cert });
     expect(forged).toMatchObject({ delivered: false, statusCode: 401, error: 'HTTP 401' });
   });
 });
@@ -236,11 +252,11 @@ describe('node examples/webhook-receiver.js', () => {
     });
     const [, port] = await waitFor(output, /listening on https:\/\/localhost:(\d+)\//);
     const body = eventBody('evt_cli');
-    const outcome = await deliverWebhook({ url: `https://localhost:${port}/`, body, headers: buildDeliveryHeaders(SECRET, body, 'evt_cli', 1), allowPrivate: true, ca: cert });
+    const outcome = await deliverWebhook({ url: `https://localhost:${port}/`, body, headers: buildDeliveryHeaders(SECRET, body, 'evt_cli', 1), livemode: false, allowPrivate: true, ca: cert });
     expect(outcome).toMatchObject({ delivered: true, statusCode: 200 });
     await waitFor(output, /received customer\.created evt_cli \(attempt 1, livemode false\)/);
 
-    const tampered = await deliverWebhook({ url: `https://localhost:${port}/`, body: body.replace('Zoë', 'Eve'), headers: buildDeliveryHeaders(SECRET, body, 'evt_cli', 2), allowPrivate: true, ca: cert });
+    const tampered = await deliverWebhook({ url: `https://localhost:${port}/`, body: body.replace('Zoë', 'Eve'), headers: buildDeliveryHeaders(SECRET, body, 'evt_cli', 2), livemode: false, allowPrivate: true, ca: cert });
     expect(tampered).toMatchObject({ delivered: false, statusCode: 401 });
     closeDeliveryAgents();
   });

@@ -1,0 +1,14 @@
+import type { Services } from '../../src/services';
+import type { PageView } from './page-layout';
+
+/** What a page route gets besides the services: its path parameters and the request id. */
+export interface PageRequest {
+  params: Record<string, string>;
+  requestId: string;
+}
+
+/** A public HTML page (no API key): a GET route whose body is one service call and a template. */
+export interface Page {
+  path: string;
+  render(services: Services, request: PageRequest): PageView | Promise<PageView>;
+}

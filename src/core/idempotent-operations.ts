@@ -1,0 +1,36 @@
+/**
+ * The operations that honour an Idempotency-Key, and what their stored answer carries. Both
+ * transports look operations up here: a REST route hands the request's key to the service
+ * operation it calls (rest/route.ts `idempotent`), and the service claims and answers the key in
+ * its own transaction (IdempotencyService.once, or the payment and refund writes).
+ *
+ * What is stored is the operation's object and this status; each transport renders its own
+ * envelope on a replay. An operation answering with a secret (`sensitive`) is stored sealed and
+ * replayed only to the API key that sent the first request.
+ */
+export interface IdempotentOperation {
+  /** The success status the stored answer is replayed with. */
+  status: number;
+  /** The answer holds a secret (a new API key, a webhook signing secret). */
+  sensitive?: boolean;
+  /** Calls a gateway between its writes: claimed with its first write, answered by its last or by recovery. */
+  callsGateway?: boolean;
+  /** The GraphQL mutation running the same operation. */
+  graphqlMutation?: string;
+}
+
+export const IDEMPOTENT_OPERATIONS = {
+  createPayment: { status: 201, callsGateway: true, graphqlMutation: 'createPayment' },
+  createRefund: { status: 201, callsGateway: true, graphqlMutation: 'refundPayment' },
+  savePaymentMethod: { status: 201, graphqlMutation: 'savePaymentMethod' },
+  createCustomer: { status: 201, graphqlMutation: 'createCustomer' },
+  createProduct: { status: 201, graphqlMutation: 'createProduct' },
+  createPrice: { status: 201, graphqlMutation: 'createPrice' },
+  createApiKey: { status: 201, sensitive: true },
+  createGateway: { status: 201, graphqlMutation: 'createGateway' },
+  createWebhookEndpoint: { status: 201, sensitive: true, graphqlMutation: 'createWebhookEndpoint' },
+  rotateWebhookSecret: { status: 200, sensitive: true, graphqlMutation: 'rotateWebhookSecret' },
+  resendEvent: { status: 200, graphqlMutation: 'resendEvent' },
+} as const satisfies Record<string, IdempotentOperation>;
+
+export type IdempotentOperationName = keyof typeof IDEMPOTENT_OPERATIONS;

@@ -1,0 +1,94 @@
+import type { Transaction } from 'sequelize';
+import type { Sequelize } from 'sequelize-typescript';
+
+/*
+ * Everything Payorch relies on in Sequelize 6 that is not its documented API, in one place.
+ * test/unit/sequelize-internals.test.ts exercises each of these against the installed Sequelize
+ * on both dialects and fails when an upgrade changes them.
+ *
+ * Why they are needed:
+ * - Hot-path statements run as named prepared statements (PostgreSQL) or bound statements
+ *   (SQLite) straight on the driver connection, skipping Sequelize's per-query work, which costs
+ *   about four times the CPU of the statements themselves (bench/README.md). A statement inside a
+ *   transaction must run on the transaction's own connection: Sequelize keeps it on
+ *   `transaction.connection`, which its typings do not declare. Outside a transaction the
+ *   connection comes from `connectionManager.getConnection`, which its typings declare as an
+ *   opaque object: that it is a `pg.Client` or a `sqlite3.Database` is undocumented.
+ * - SQLite: Sequelize opens a new connection (file open, schema read) for every transaction and
+ *   closes it after; it has no option to keep one, no busy-timeout option, and its SQLite dialect
+ *   runs no `afterConnect` hook. Transactions run one at a time anyway (Database.transaction), so
+ *   they share one persistent connection, and each connection is configured as it opens.
+ */
+
+/** What Payorch uses of a sqlite3 `Database` (the driver's public API). */
+export interface SqliteConnection {
+  uuid?: string;
+  configure(option: 'busyTimeout', value: number): void;
+  serialize(fn: () => void): void;
+  all(sql: string, params: object, cb: (err: Error | null, rows: unknown[]) => void): void;
+  run(sql: string, params: object, cb: (this: { changes: number }, err: Error | null) => void): void;
+  close(cb?: (err: Error | null) => void): void;
+}
+
+/** The driver connection a transaction runs on (a `pg.Client` or a `sqlite3.Database`). */
+export function transactionConnection<C extends object>(transaction: Transaction): C {
+  const connection = (transaction as Transaction & { connection?: C }).connection;
+  if (!connection) throw new Error('Sequelize transaction has no connection: has Transaction#connection moved?');
+  return connection;
+}
+
+/** A driver connection from Sequelize's pool (PostgreSQL) or its default connection (SQLite). */
+export async function acquireConnection<C extends object>(sequelize: Sequelize): Promise<C> {
+  return (await sequelize.connectionManager.getConnection({ type: 'write' })) as C;
+}
+
+export async function releaseConnection(sequelize: Sequelize, connection: object): Promise<void> {
+  // Typed as void; PostgreSQL's returns the pool's release, which is awaited.
+  await sequelize.connectionManager.releaseConnection(connection);
+}
+
+const SHARED_UUID = 'payorch-transactions';
+
+interface SqliteConnectionManager {
+  connections: Record<string, SqliteConnection & { __payorchConfigured?: boolean; __payorchShared?: boolean }>;
+  getConnection(options?: { uuid?: string }): Promise<SqliteConnection>;
+  releaseConnection(connection: SqliteConnection, force?: boolean): unknown;
+}
+
+/**
+ * SQLite: every transaction runs on one persistent connection (Sequelize would open one per
+ * transaction), and every connection is configured by `configure` once, as it opens.
+ * Returns `discard`, which closes the shared connection (rolling back whatever a failed
+ * transaction may have left open); the next transaction opens a fresh one.
+ */
+export function shareSqliteTransactionConnection(sequelize: Sequelize, configure: (connection: SqliteConnection) => void): { discard(): void } {
+  const manager = sequelize.connectionManager as unknown as SqliteConnectionManager;
+  if (typeof manager.getConnection !== 'function' || typeof manager.releaseConnection !== 'function' || typeof manager.connections !== 'object') {
+    throw new Error('Sequelize SQLite connection manager changed: getConnection/releaseConnection/connections not found');
+  }
+  const getConnection = manager.getConnection.bind(manager);
+  const releaseConnection = manager.releaseConnection.bind(manager);
+  manager.getConnection = async (options?: { uuid?: string }) => {
+    // Transactions ask for a connection under their own id; the rest under 'default' or none.
+    const forTransaction = options?.uuid !== undefined && options.uuid !== 'default';
+    const connection = (await getConnection(forTransaction ? { ...options, uuid: SHARED_UUID } : options)) as SqliteConnectionManager['connections'][string];
+    if (!connection.__payorchConfigured) {
+      configure(connection);
+      connection.__payorchConfigured = true;
+    }
+    if (forTransaction) connection.__payorchShared = true;
+    return connection;
+  };
+  manager.releaseConnection = (connection: SqliteConnection, force?: boolean) => {
+    if ((connection as { __payorchShared?: boolean }).__payorchShared && !force) return undefined; // kept for the next transaction
+    return releaseConnection(connection, force);
+  };
+  return {
+    discard() {
+      const connection = manager.connections[SHARED_UUID];
+      if (!connection) return;
+      delete manager.connections[SHARED_UUID];
+      connection.close(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,16 @@
+import { BelongsTo, Column, DataType, Model, Table } from 'sequelize-typescript';
+import { AccountModel } from '../accounts/account.model';
+
+/** An event, written in the transaction of the change it reports. */
+@Table({ tableName: 'events' })
+export class EventModel extends Model {
+  @Column({ type: DataType.STRING(64), primaryKey: true }) declare id: string;
+  @Column({ type: DataType.STRING(64), allowNull: false }) declare accountId: string;
+  @Column({ type: DataType.STRING(4), allowNull: false }) declare mode: 'test' | 'live';
+  @Column({ type: DataType.STRING(64), allowNull: false }) declare type: string;
+  /** JSON object, as text. */
+  @Column({ type: DataType.TEXT, allowNull: false }) declare data: string;
+  @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
+
+  @BelongsTo(() => AccountModel, { foreignKey: 'accountId', constraints: false }) declare account?: AccountModel;
+}

@@ -1,0 +1,121 @@
+import type { RequestContext } from '../../core/context';
+import type { ChargeRequest, GatewayResult } from '../../gateways/gateway';
+import { untilKnown } from '../../gateways/until-known';
+import type { Logger } from '../../logger';
+import type { GatewayConfigService } from '../gateways/gateway-config.service';
+import type { RoutingService } from '../routing/routing.service';
+import type { PendingTransaction } from './gateway-transaction.log';
+import type { LeaseKeeper } from './lease-keeper';
+import type { Payment, PaymentAttempt } from './payment.types';
+
+/** What charging along a plan (or recovery's look-ups) learned about a pending payment. */
+export interface ChargeOutcome {
+  result: GatewayResult | null;
+  gatewayId: string | null;
+  attempts: PaymentAttempt[];
+  log: PendingTransaction[];
+  /** The card may have been charged, or no gateway was asked in time: the payment stays pending. */
+  unresolved: boolean;
+}
+
+const FAILURE_MESSAGES: Record<string, string> = {
+  card_declined: 'The card was declined.',
+  insufficient_funds: 'The card has insufficient funds.',
+  expired_card: 'The card has expired.',
+  incorrect_cvc: 'The card security code is incorrect.',
+  processing_error: 'The payment could not be processed.',
+  gateway_error: 'The payment gateway failed; no charge was made.',
+  gateway_unavailable: 'No payment gateway was available; no charge was made.',
+  timeout: 'The payment gateway did not answer in time.',
+};
+
+/** One key per payment and attempt: the same attempt repeated never charges twice. */
+export function chargeKey(paymentId: string, attemptIndex: number): string {
+  return `${paymentId}_a${attemptIndex + 1}`;
+}
+
+/**
+ * The charge request of a payment's attempt. Recovery rebuilds it with this to repeat it under
+ * the same key: the gateway replays its stored answer only for the very same request.
+ */
+export function chargeRequest(payment: Payment, attemptIndex: number, source: ChargeRequest['source']): ChargeRequest {
+  return {
+    idempotencyKey: chargeKey(payment.id, attemptIndex),
+    paymentId: payment.id,
+    amount: payment.amount,
+    currency: payment.currency,
+    source,
+    description: payment.description,
+    metadata: payment.metadata,
+  };
+}
+
+export function toAttempt(gatewayId: string, r: GatewayResult): PaymentAttempt {
+  const latency = Math.round(r.latencyMs);
+  return { gateway: gatewayId, outcome: r.outcome, code: r.declineCode, latency };
+}
+
+/** The payment as an outcome leaves it (still pending when unresolved). */
+export function settledPayment(payment: Payment, outcome: ChargeOutcome, now: Date): Payment {
+  const { result } = outcome;
+  const status: Payment['status'] = outcome.unresolved ? 'pending' : result?.outcome === 'succeeded' ? 'succeeded' : 'failed';
+  const failureCode = status === 'failed' ? (result ? (result.declineCode ?? 'processing_error') : 'gateway_unavailable') : null;
+  return {
+    ...payment,
+    status,
+    failureCode,
+    failureMessage: failureCode ? (FAILURE_MESSAGES[failureCode] ?? result?.message ?? 'The payment failed.') : null,
+    gatewayId: status === 'succeeded' ? outcome.gatewayId : (outcome.gatewayId ?? null),
+    attempts: [...payment.attempts, ...outcome.attempts],
+    updatedAt: now.toISOString(),
+  };
+}
+
+/**
+ * The charging loop: the routed gateways in order, each attempt under its own gateway
+ * idempotency key, never past a decline, and never on to another gateway once one may have
+ * charged (an unknown outcome stops the loop and leaves the payment to recovery).
+ */
+export class PaymentCharger {
+  constructor(
+    private readonly routing: RoutingService,
+    private readonly gateways: GatewayConfigService,
+    private readonly leases: LeaseKeeper,
+    private readonly logger: Logger,
+  ) {}
+
+  async chargeAlongPlan(ctx: RequestContext, payment: Payment, plan: string[], source: ChargeRequest['source']): Promise<ChargeOutcome> {
+    const attempts: PaymentAttempt[] = [];
+    const log: PendingTransaction[] = [];
+    let last: { result: GatewayResult; gatewayId: string } | null = null;
+    for (let i = 0; i < plan.length; i++) {
+      if (!this.leases.holds('payments', payment.id, ctx.clock.now())) {
+        this.logger.warn({ requestId: ctx.requestId, paymentId: payment.id, attempt: i + 1 }, 'payment lease no longer fresh (heartbeats failing or the process stalled); left to recovery');
+        return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: true };
+      }
+      const gatewayId = plan[i];
+      // A half-open circuit lets exactly one trial through; concurrent payments move on.
+      if (!this.routing.tryAcquire(gatewayId)) continue;
+      const idempotencyKey = chargeKey(payment.id, i);
+      const { gateway, type } = await this.gateways.connector(ctx, gatewayId);
+      const request = chargeRequest(payment, i, source);
+      const { result, known } = await untilKnown(
+        () => gateway.charge(request),
+        () => gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id }),
+        (call) => log.push({ kind: call.kind === 'operation' ? 'charge' : 'status', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result: call.result }),
+      );
+      if (!known) {
+        // The card may have been charged here: another gateway could charge it a second time,
+        // so stop and let recovery ask this gateway again later.
+        attempts.push(toAttempt(gatewayId, result));
+        this.routing.recordOutcome(gatewayId, 'timeout');
+        return { result, gatewayId, attempts, log, unresolved: true };
+      }
+      this.routing.recordOutcome(gatewayId, result.outcome);
+      attempts.push(toAttempt(gatewayId, result));
+      last = { result, gatewayId };
+      if (result.outcome === 'succeeded' || result.outcome === 'declined') break;
+    }
+    return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: false };
+  }
+}

@@ -1,0 +1,175 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import { Filter, NESTED_LIST_LIMIT, groupBy, likePattern, listPage, newestPerParent } from '../../db/list';
+import { Params } from '../../db/params';
+import type { RequestContext } from '../../core/context';
+import type { ObjectClaim } from '../../core/idempotency';
+import type { Page } from '../../core/pagination';
+import { errorForLog, type Logger } from '../../logger';
+import type { EventService } from '../events/event.service';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
+import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.writes';
+import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
+import type { Payment } from './payment.types';
+
+type Scope = { accountId: string; mode: string };
+
+/**
+ * Where payments are read and written. Creating and settling a payment are measured hot paths:
+ * named, bound statements, batched on PostgreSQL (PaymentBatchWrites, one statement for every
+ * payment ready at that moment), one transaction each on SQLite; the dialects differ only here.
+ * Each write claims or answers the payment's Idempotency-Key in the same statement or transaction.
+ */
+export class PaymentStore {
+  private readonly batch: PaymentBatchWrites;
+
+  constructor(
+    private readonly db: Database,
+    private readonly events: EventService,
+    private readonly gtx: GatewayTransactionLog,
+    private readonly idempotency: IdempotencyService,
+    logger: Logger,
+    // One statement of each kind at a time: measured best on a 2-core machine (bench/README.md),
+    // since larger batches cost less per payment than statements run side by side.
+    batchOptions: PaymentBatchOptions = { maxBatch: 64, maxInFlight: 1 },
+  ) {
+    this.batch = new PaymentBatchWrites(db, events, gtx, idempotency, {
+      onPublishError: (err) => logger.error({ err: errorForLog(err) }, 'event listener failed after a payment was recorded'),
+      ...batchOptions,
+    });
+  }
+
+  /**
+   * The pending row. With an Idempotency-Key the key is claimed in the same write; a key already
+   * taken ends the request with its stored answer or a 409 before anything is written.
+   */
+  async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim: ObjectClaim | undefined, requester: string | undefined): Promise<void> {
+    await this.idempotency.foldedClaim(claim, requester, async () => {
+      const claimed = this.db.dialect === 'postgres'
+        ? await this.batch.writePending({ ctx, payment, plan, leaseUntil, searchText: searchText(payment), idem: claim })
+        : await this.insertPendingAlone(ctx, payment, plan, leaseUntil, claim);
+      return claimed ? true : null;
+    });
+  }
+
+  /** SQLite: the claim of the key (if any) and the insert in one transaction; false when the key is taken. */
+  private async insertPendingAlone(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim?: ObjectClaim): Promise<boolean> {
+    const p = new Params();
+    const row = pendingRow(ctx, payment, plan, leaseUntil, searchText(payment), claim?.key ?? null);
+    const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}) VALUES (${PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ')})`;
+    if (!claim) {
+      await this.db.execute(insert, p.values);
+      return true;
+    }
+    return this.db.transaction(async (t) => {
+      const claimParams = new Params();
+      if ((await this.db.execute(this.idempotency.claimSql(claim, claimParams), claimParams.values, t)) !== 1) return false;
+      await this.db.execute(insert, p.values, t);
+      return true;
+    });
+  }
+
+  /**
+   * The settling write: the outcome (or `requires_review`, recovery's giving up), the gateway calls, the event (with its webhook deliveries)
+   * and the key's answer, together and only while the payment is still pending. Returns the
+   * payment as stored (as another writer settled it, when one got there first).
+   */
+  async settle(ctx: RequestContext, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined): Promise<Payment> {
+    const eventType = outcomeEvent(done);
+    if (this.db.dialect === 'postgres') {
+      const changed = await this.batch.writeFinal({ ctx, done, doneJson: JSON.stringify(done), reference, log, eventType, idem: claim });
+      return changed ? done : ((await this.find(ctx, done.id)) as Payment);
+    }
+    return this.db.transaction(async (t) => {
+      const p = new Params();
+      const changed = await this.db.execute(outcomeUpdateSql(done, reference, p), p.values, t);
+      await this.gtx.insert(ctx, t, { paymentId: done.id }, log);
+      if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
+      if (changed === 0) return (await this.find(ctx, done.id, t)) as Payment;
+      if (claim) await this.idempotency.completeIn(t, claim, JSON.stringify(done));
+      return done;
+    });
+  }
+
+  async find(scope: Scope, id: string, t?: Transaction): Promise<Payment | null> {
+    const [row] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3`, [id, scope.accountId, scope.mode], t);
+    return row ? toApiPayment(row) : null;
+  }
+
+  /** The payment, locked for the rest of the transaction (PostgreSQL; SQLite has one writer). */
+  async findForUpdate(scope: Scope, id: string, t: Transaction): Promise<Payment | null> {
+    const [row] = await this.db.select(
+      `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3${this.db.forUpdate}`,
+      [id, scope.accountId, scope.mode],
+      t,
+    );
+    return row ? toApiPayment(row) : null;
+  }
+
+  async writeDetails(t: Transaction, next: Payment): Promise<void> {
+    await this.db.execute('UPDATE payments SET description = $1, metadata = $2, updated_at = $3, search_text = $4 WHERE id = $5', [
+      next.description, JSON.stringify(next.metadata), new Date(next.updatedAt), searchText(next), next.id,
+    ], t);
+  }
+
+  async list(
+    scope: Scope,
+    input: { status?: string; customerId?: string; search?: string; page: number; pageSize: number; sortField: 'createdAt' | 'amount'; sortDirection: 'asc' | 'desc' },
+    filters: { subscriptionId?: string } = {},
+  ): Promise<Page<Payment>> {
+    const filter = new Filter({
+      account_id: scope.accountId, mode: scope.mode, status: input.status, customer_id: input.customerId, subscription_id: filters.subscriptionId,
+    });
+    if (input.search) {
+      const pattern = likePattern(input.search);
+      const search = input.search;
+      filter.raw((p) => {
+        const like = p(pattern);
+        // The customer's current e-mail, not a copy: it may have changed since the payment.
+        return `(id = ${p(search)} OR search_text LIKE ${like} ESCAPE '\\' OR customer_id IN (
+          SELECT c.id FROM customers c WHERE c.account_id = ${p(scope.accountId)} AND c.mode = ${p(scope.mode)} AND c.email_normalized LIKE ${like} ESCAPE '\\'))`;
+      });
+    }
+    return listPage(this.db, {
+      table: 'payments', columns: PAYMENT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiPayment,
+    });
+  }
+
+  /** The newest payments of several customers at once (at most `limit` each). */
+  async forCustomers(scope: Scope, customerIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
+    const rows = await newestPerParent<Record<string, unknown>>(this.db, {
+      columns: PAYMENT_COLUMNS, from: 'payments', parentColumn: 'customer_id', accountId: scope.accountId, mode: scope.mode, parentIds: customerIds, limit,
+    });
+    return groupBy(rows.map(toApiPayment), (p) => p.customerId as string);
+  }
+
+  /** Pending payments whose lease has run out, oldest lease first, with what recovery needs. */
+  async pendingPastLease(now: Date, limit: number): Promise<Array<{ id: string; payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null }>> {
+    const rows = await this.db.select(
+      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key FROM payments WHERE status = 'pending' AND lease_until < $1 ORDER BY lease_until LIMIT ${Number(limit)}`,
+      [now],
+    );
+    return rows.map((row) => ({
+      id: row.id as string,
+      payment: toApiPayment(row),
+      accountId: row.account_id as string,
+      plan: typeof row.routing_plan === 'string' ? (JSON.parse(row.routing_plan) as string[]) : ((row.routing_plan as string[] | null) ?? []),
+      idempotencyKey: (row.idempotency_key as string | null) ?? null,
+    }));
+  }
+}
+
+/** The settling write of a pending payment (nothing if recovery or a racing request settled it first). */
+function outcomeUpdateSql(done: Payment, reference: string | null, p: Params): string {
+  const row = settlingRow(done, reference);
+  return `UPDATE payments SET ${SETTLING_COLUMNS.map(([c]) => `${c} = ${p.add(row[c])}`).join(', ')}
+    WHERE id = ${p.add(done.id)} AND status = 'pending'`;
+}
+
+/** The event a settled payment records; a payment still pending records none. */
+function outcomeEvent(done: Payment): 'payment.succeeded' | 'payment.failed' | 'payment.requires_review' | undefined {
+  if (done.status === 'succeeded') return 'payment.succeeded';
+  if (done.status === 'requires_review') return 'payment.requires_review';
+  return done.status === 'failed' ? 'payment.failed' : undefined;
+}

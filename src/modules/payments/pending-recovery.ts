@@ -1,0 +1,57 @@
+import type { Database } from '../../db/database';
+import { errorForLog, type Logger } from '../../logger';
+
+/** How long recovery leaves an operation it could not settle before asking again. */
+export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
+
+/**
+ * A gateway's "no such charge" is taken as final only for payments at least this old (unless
+ * the gateway says its answer is definitive): search indexes (Stripe's) can trail a charge by a
+ * minute or more, longer during incidents.
+ */
+export const NOT_FOUND_FINAL_AFTER_MS = 15 * 60_000;
+
+/**
+ * A payment whose charge outcome no gateway could tell for this long (from its creation) is
+ * marked `requires_review` and no longer asked about: someone must check it at the gateway.
+ * Past Stripe's 24 h idempotency window a repeat of the charge is no longer safe either.
+ */
+export const UNKNOWN_OUTCOME_REVIEW_AFTER_MS = 24 * 3600_000;
+
+/**
+ * Takes over a pending row whose lease has run out, for PENDING_RECOVERY_AFTER_MS: of several
+ * instances exactly one gets it. Returns whether this caller did.
+ */
+async function claimExpiredLease(db: Database, table: 'payments' | 'refunds', id: string, now: Date): Promise<boolean> {
+  const claimed = await db.execute(
+    `UPDATE ${table} SET lease_until = $1 WHERE id = $2 AND status = 'pending' AND lease_until < $3`,
+    [new Date(now.getTime() + PENDING_RECOVERY_AFTER_MS), id, now],
+  );
+  return claimed === 1;
+}
+
+/**
+ * The recovery loop payments and refunds share: each pending row whose lease ran out is claimed
+ * (so one instance asks its gateway), then `settle` asks and records what it learns; true when it
+ * settled the row. A failure is logged with the row's id and retried at the next claim.
+ */
+export async function recoverRows<R extends object>(
+  db: Database,
+  logger: Logger,
+  what: { table: 'payments' | 'refunds'; idField: 'paymentId' | 'refundId' },
+  rows: R[],
+  now: Date,
+  settle: (row: R) => Promise<boolean>,
+): Promise<number> {
+  let settled = 0;
+  for (const row of rows) {
+    const id = (row as { id?: unknown }).id as string;
+    if (!(await claimExpiredLease(db, what.table, id, now))) continue;
+    try {
+      if (await settle(row)) settled++;
+    } catch (err) {
+      logger.error({ [what.idField]: id, err: errorForLog(err) }, `${what.table === 'payments' ? 'payment' : 'refund'} recovery failed; will retry`);
+    }
+  }
+  return settled;
+}

@@ -1,0 +1,239 @@
+import fs from 'node:fs';
+import WebSocket from 'ws';
+import { createClient, type Client } from 'graphql-ws';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { DIALECT, freshDatabase, type TestDatabase } from '../helpers/db';
+import type { HttpResponse } from '../helpers/http';
+import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
+import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+
+// The service as it runs for real (its own process, workers on) while its PostgreSQL server
+// crashes and comes back, under load: four client loops against it, a second instance writing,
+// and a GraphQL subscription open across the outage.
+
+const OUTAGE_MS = 5_000;
+const MAX_REQUEST_MS = 10_000;
+const RECOVERY_MS = 5_000;
+
+let app: TestApp;
+
+/** One request of a client loop: what it asked, when, and what came back. */
+interface Sample {
+  loop: string;
+  started: number;
+  ended: number;
+  status: number;
+  transport: 'rest' | 'graphql';
+  /** The error code over REST or GraphQL; '' on success. */
+  code: string;
+}
+
+function errorCode(res: HttpResponse, graphql: boolean): string {
+  if (graphql) return res.status === 200 && !res.body?.errors ? '' : String(res.body?.errors?.[0]?.extensions?.code ?? `http_${res.status}`);
+  return res.status < 300 ? '' : String(res.body?.error?.code ?? `http_${res.status}`);
+}
+
+/** Runs `request` back to back until stopped; a transport failure (no answer) is a sample too. */
+function clientLoop(loop: string, request: (i: number) => Promise<{ res: HttpResponse; graphql: boolean }>, samples: Sample[]) {
+  let running = true;
+  const done = (async () => {
+    for (let i = 0; running; i++) {
+      const started = Date.now();
+      try {
+        const { res, graphql } = await request(i);
+        samples.push({ loop, started, ended: Date.now(), status: res.status, transport: graphql ? 'graphql' : 'rest', code: errorCode(res, graphql) });
+      } catch (err) {
+        samples.push({ loop, started, ended: Date.now(), status: 0, transport: 'rest', code: `no answer: ${(err as Error).message}` });
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  })();
+  return async () => {
+    running = false;
+    await done;
+  };
+}
+
+function wsClient(baseUrl: string, ca: string, key: string): Client {
+  class TrustingWebSocket extends WebSocket {
+    constructor(address: string, protocols?: string | string[]) {
+      super(address, protocols, { ca, servername: 'localhost' } as WebSocket.ClientOptions);
+    }
+  }
+  return createClient({
+    url: `${baseUrl.replace('https:', 'wss:')}/graphql`,
+    webSocketImpl: TrustingWebSocket,
+    connectionParams: { authorization: `Bearer ${key}` },
+    retryAttempts: 0,
+    lazy: true,
+  });
+}
+
+async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+if (DIALECT === 'postgres') {
+  describe('a PostgreSQL restart under load', () => {
+    let cluster: PgCluster;
+    let instance: SpawnedInstance | undefined;
+
+    beforeAll(async () => {
+      cluster = await startPgCluster();
+      // This process migrates and holds the account; it is also the second instance.
+      app = await startTestApp({ database: { url: cluster.url, dataDir: '', drop: async () => undefined } });
+      instance = await spawnInstance({ DATABASE_URL: cluster.url, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'true', RATE_LIMIT_PER_MINUTE: '1000000' }, app.server.cert);
+    }, 120_000);
+    afterAll(async () => {
+      await instance?.stop('SIGKILL');
+      await app?.stop();
+      await cluster?.destroy();
+    }, 60_000);
+
+    it('should keep running, answer 503 quickly during the outage, recover within 5 s and deliver every event to a subscriber', async () => {
+      const spawned = instance!;
+      const key = app.account.testKey;
+      const gql = (query: string, variables: Record<string, unknown> = {}) =>
+        spawned.request('POST', '/graphql', { key, body: { query, variables } }).then((res) => ({ res, graphql: true }));
+      const rest = (method: string, p: string, body?: unknown) => spawned.request(method, p, { key, body }).then((res) => ({ res, graphql: false }));
+
+      // A subscriber on the spawned instance; customers are created through both instances.
+      const subscriber = wsClient(spawned.baseUrl, app.server.cert, key);
+      let subscriptionEnded = '';
+      subscriber.on('closed', (event) => {
+        subscriptionEnded ||= `socket closed ${(event as { code: number }).code}`;
+      });
+      const received = new Set<string>();
+      await new Promise<void>((resolve, reject) => {
+        subscriber.on('connected', () => resolve());
+        subscriber.subscribe<{ events: { id: string } }>(
+          { query: 'subscription { events(types: ["customer.created"]) { id } }' },
+          {
+            next: (result) => {
+              if (result.data) received.add(result.data.events.id);
+              else subscriptionEnded ||= JSON.stringify(result.errors);
+            },
+            error: (err) => {
+              subscriptionEnded ||= `error ${JSON.stringify(err)}`;
+              reject(err);
+            },
+            complete: () => {
+              subscriptionEnded ||= 'complete';
+            },
+          },
+        );
+      });
+      await new Promise((r) => setTimeout(r, 300)); // the subscription registers after connecting
+
+      const samples: Sample[] = [];
+      const written: Sample[] = [];
+      const stops = [
+        clientLoop('customers:read', (i) => (i % 2 ? gql('{ customers { total } }') : rest('GET', '/v1/customers?pageSize=5')), samples),
+        clientLoop('customers:write', (i) =>
+          i % 2
+            ? gql('mutation($input: CreateCustomerInput!) { createCustomer(input: $input) { id } }', { input: { email: `gql${i}@example.com` } })
+            : rest('POST', '/v1/customers', { email: `rest${i}@example.com` }), samples),
+        clientLoop('payments:read', (i) => (i % 2 ? gql('{ payments { total } }') : rest('GET', '/v1/payments?pageSize=5')), samples),
+        clientLoop('payments:write', () => rest('POST', '/v1/payments', { amount: 1250, currency: 'usd', paymentMethod: 'pm_card_visa' }), samples),
+        // The other instance writes too: its events reach the subscriber only through the fan-out.
+        clientLoop('other-instance', (i) =>
+          app.request('POST', '/v1/customers', { key, body: { email: `other${i}@example.com` } }).then((res) => ({ res, graphql: false })), written),
+      ];
+      const exited = () => new Error(`the service exited with ${spawned.child.exitCode}:\n${spawned.output.slice(-20).join('')}`);
+      const probeReady = async () => {
+        if (spawned.child.exitCode !== null) throw exited();
+        return spawned.request('GET', '/ready').catch((err: Error) => ({ status: 0, body: { error: { code: err.message } } }) as HttpResponse);
+      };
+
+      await new Promise((r) => setTimeout(r, 1500));
+      expect((await probeReady()).status).toBe(200);
+
+      await cluster.stop('immediate');
+      const down = Date.now();
+      await new Promise((r) => setTimeout(r, 500));
+      const readyDuringOutage = await probeReady();
+      await new Promise((r) => setTimeout(r, OUTAGE_MS - 500 - (Date.now() - down)));
+      const starting = Date.now();
+      await cluster.start();
+      const up = Date.now();
+      await waitFor(async () => (await probeReady()).status === 200, RECOVERY_MS, '/ready after the restart');
+      await new Promise((r) => setTimeout(r, RECOVERY_MS + 2000));
+      for (const stop of stops) await stop();
+
+      // The process never exited.
+      if (spawned.child.exitCode !== null) throw exited();
+      expect(spawned.child.exitCode).toBeNull();
+      expect(spawned.child.signalCode).toBeNull();
+
+      // No request was held long, and no request got anything but success or service_unavailable.
+      const all = [...samples, ...written];
+      const slowest = Math.max(...all.map((s) => s.ended - s.started));
+      expect(slowest).toBeLessThan(MAX_REQUEST_MS);
+      expect(samples.filter((s) => s.code !== '' && s.code !== 'service_unavailable').slice(0, 5)).toEqual([]);
+      expect(samples.filter((s) => s.transport === 'rest' && s.code === 'service_unavailable' && s.status !== 503).slice(0, 5)).toEqual([]);
+
+      // Every loop was answered service_unavailable while the server was down …
+      const duringOutage = samples.filter((s) => s.started >= down && s.ended <= starting);
+      for (const loop of ['customers:read', 'customers:write', 'payments:read', 'payments:write']) {
+        const ofLoop = duringOutage.filter((s) => s.loop === loop);
+        expect(ofLoop.length).toBeGreaterThan(0);
+        expect(ofLoop.filter((s) => s.code !== 'service_unavailable')).toEqual([]);
+      }
+      // … both transports included …
+      expect(duringOutage.some((s) => s.transport === 'graphql')).toBe(true);
+      expect(duringOutage.some((s) => s.transport === 'rest')).toBe(true);
+      expect(readyDuringOutage.status).toBe(503);
+      expect(readyDuringOutage.body.error.code).toBe('service_unavailable');
+      // … and everything works again within 5 s of the server being back.
+      const afterRecovery = samples.filter((s) => s.started >= up + RECOVERY_MS);
+      for (const loop of ['customers:read', 'customers:write', 'payments:read', 'payments:write']) {
+        const ofLoop = afterRecovery.filter((s) => s.loop === loop);
+        expect(ofLoop.length).toBeGreaterThan(0);
+        expect(ofLoop.filter((s) => s.code !== '')).toEqual([]);
+      }
+      expect((await probeReady()).status).toBe(200);
+
+      // Every customer.created event committed (through either instance, before, during or after
+      // the outage, whether or not its request got an answer) reached the subscriber.
+      const committed = await app.server.services.db.select<{ id: string }>(
+        "SELECT id FROM events WHERE account_id = $1 AND mode = 'test' AND type = 'customer.created'",
+        [app.account.accountId],
+      );
+      expect(written.filter((s) => s.code === '' && s.started >= up).length).toBeGreaterThan(0);
+      await waitFor(() => committed.every((e) => received.has(e.id)), 10_000, 'every event at the subscriber').catch(() => undefined);
+      expect(committed.filter((e) => !received.has(e.id))).toEqual([]);
+      expect(received.size).toBe(committed.length);
+      expect(subscriptionEnded).toBe('');
+      await subscriber.dispose();
+    }, 120_000);
+  });
+} else {
+  describe('readiness of a SQLite database', () => {
+    let database: TestDatabase;
+
+    beforeAll(async () => {
+      database = await freshDatabase();
+      app = await startTestApp({ database });
+    }, 60_000);
+    afterAll(async () => {
+      await app?.stop();
+      await database?.drop();
+    }, 60_000);
+
+    it('should answer /ready with 503 while the database file is missing, and 200 once it is back', async () => {
+      const file = database.url.slice('sqlite:'.length);
+      expect((await app.request('GET', '/ready')).status).toBe(200);
+      // The open handle still reads an unlinked file: what is written now would be lost on restart.
+      fs.renameSync(file, `${file}.moved`);
+      const missing = await app.request('GET', '/ready');
+      expect(missing.status).toBe(503);
+      expect(missing.body.error.code).toBe('service_unavailable');
+      fs.renameSync(`${file}.moved`, file);
+      expect((await app.request('GET', '/ready')).status).toBe(200);
+    });
+  });
+}

@@ -1,0 +1,93 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/**
+ * A throwaway PostgreSQL cluster of the test's own, on a free port, that the test may stop and
+ * start (an outage, a restart) without touching the shared server at 5432.
+ */
+export interface PgCluster {
+  /** A database URL for the cluster's `postgres` database (trust auth, user postgres). */
+  url: string;
+  port: number;
+  start(): Promise<void>;
+  /** `immediate`: the server drops every connection at once, as a crash or a failover would. */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
+  /** Stops the cluster (if running) and removes its files. */
+  destroy(): Promise<void>;
+}
+
+function binDir(): string {
+  const root = '/usr/lib/postgresql';
+  const versions = fs.existsSync(root) ? fs.readdirSync(root).filter((v) => fs.existsSync(path.join(root, v, 'bin', 'initdb'))) : [];
+  if (versions.length === 0) throw new Error(`no PostgreSQL server binaries under ${root}`);
+  versions.sort((a, b) => Number(b) - Number(a));
+  return path.join(root, versions[0], 'bin');
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** initdb and pg_ctl refuse to run as root: as root they run as the `postgres` OS user. */
+function asServerUser(command: string, args: string[]): [string, string[]] {
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+}
+
+async function serverCommand(command: string, args: string[]): Promise<void> {
+  const [file, argv] = asServerUser(command, args);
+  await run(file, argv, { timeout: 60_000 });
+}
+
+/** Creates and starts a cluster; the caller destroys it. */
+export async function startPgCluster(): Promise<PgCluster> {
+  const bin = binDir();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-pg-'));
+  const dataDir = path.join(dir, 'data');
+  if (process.getuid?.() === 0) {
+    const { stdout } = await run('id', ['-u', 'postgres']);
+    const uid = Number(stdout.trim());
+    const { stdout: gidText } = await run('id', ['-g', 'postgres']);
+    fs.chownSync(dir, uid, Number(gidText.trim()));
+  }
+  await serverCommand(path.join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+  const port = await freePort();
+  // Small and quick: the socket lives in the cluster's own directory, nothing is fsynced.
+  const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=40 -c shared_buffers=16MB`;
+  let running = false;
+  const cluster: PgCluster = {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    async start() {
+      await serverCommand(path.join(bin, 'pg_ctl'), ['-D', dataDir, '-o', serverOptions, '-l', path.join(dir, 'server.log'), '-w', 'start']);
+      running = true;
+    },
+    async stop(mode = 'fast') {
+      await serverCommand(path.join(bin, 'pg_ctl'), ['-D', dataDir, '-m', mode, '-w', 'stop']);
+      running = false;
+    },
+    async destroy() {
+      if (running) await cluster.stop('immediate').catch(() => undefined);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await cluster.start();
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return cluster;
+}

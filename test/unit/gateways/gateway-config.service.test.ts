@@ -1,0 +1,148 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { Database } from '../../../src/db/database';
+import { MODELS } from '../../../src/db/models';
+import { migrateUp } from '../../../src/db/migrator';
+import { FixedClock } from '../../../src/core/clock';
+import { SecretBox } from '../../../src/core/crypto';
+import type { RequestContext } from '../../../src/core/context';
+import { GatewayConfigService } from '../../../src/modules/gateways/gateway-config.service';
+import { freshDatabase, DIALECT, type TestDatabase } from '../../helpers/db';
+
+let database: TestDatabase;
+let db: Database;
+let clock: FixedClock;
+let gateways: GatewayConfigService;
+let changes: string[];
+let accountSeq = 0;
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  db = new Database({ url: database.url, models: MODELS });
+  await db.init();
+  await migrateUp(db);
+  clock = new FixedClock(new Date('2024-05-06T07:08:09.123Z'));
+  gateways = new GatewayConfigService(db, new SecretBox(randomBytes(32)), { clock });
+  gateways.onChange((accountId) => changes.push(accountId));
+});
+
+beforeEach(() => {
+  changes = [];
+});
+
+afterAll(async () => {
+  await db?.close();
+  await database?.drop();
+});
+
+function context(mode: 'test' | 'live' = 'test'): RequestContext {
+  return { accountId: `acct_gw_${++accountSeq}`, mode, permissions: ['*'], requestId: 'req_unit', clock };
+}
+
+describe(`gateway configuration through the model on ${DIALECT}`, () => {
+  it('should answer the same gateway from create, retrieve and the list page, and keep a deleted one out of all reads', async () => {
+    const ctx = context();
+    const first = await gateways.create(ctx, { name: 'Zeta', type: 'simulator', currencies: ['usd', 'eur'], enabled: false, settings: { latencyMs: 5 } });
+    clock.advance(1);
+    const second = await gateways.create(ctx, { name: 'Alpha', type: 'simulator' });
+    expect(first).toEqual({
+      id: first.id, object: 'gateway', livemode: false, name: 'Zeta', type: 'simulator', enabled: false, currencies: ['USD', 'EUR'],
+      settings: { latencyMs: 5 }, credentialsSet: false, createdAt: '2024-05-06T07:08:09.123Z', updatedAt: '2024-05-06T07:08:09.123Z',
+    });
+    expect(changes).toHaveLength(2);
+    expect(await gateways.retrieve(ctx, first.id)).toEqual(first);
+    // The list page still reads raw rows: model writes must sort and decode the same way.
+    expect((await gateways.list(ctx, {})).data).toEqual([second, first]);
+    expect((await gateways.list(ctx, { sortField: 'name', sortDirection: 'asc' })).data).toEqual([second, first]);
+    expect((await gateways.list(ctx, { enabled: 'false' })).data).toEqual([first]);
+    expect(await gateways.routable(ctx)).toEqual([
+      { id: first.id, type: 'simulator', enabled: false, currencies: ['USD', 'EUR'] },
+      { id: second.id, type: 'simulator', enabled: true, currencies: null },
+    ]);
+
+    clock.advance(1000);
+    const removed = await gateways.remove(ctx, first.id);
+    expect(removed).toEqual({ ...first, enabled: false, updatedAt: '2024-05-06T07:08:10.124Z' });
+    await expect(gateways.retrieve(ctx, first.id)).rejects.toMatchObject({ code: 'resource_not_found' });
+    await expect(gateways.remove(ctx, first.id)).rejects.toMatchObject({ code: 'resource_not_found' });
+    expect((await gateways.list(ctx, {})).data).toEqual([second]);
+    expect((await gateways.routable(ctx)).map((g) => g.id)).toEqual([second.id]);
+    // Deleted gateways still refund: the connector reads them.
+    expect((await gateways.connector(ctx, first.id)).type).toBe('simulator');
+    // Another account's gateway is not there at all.
+    await expect(gateways.retrieve(context(), second.id)).rejects.toMatchObject({ code: 'resource_not_found' });
+  });
+
+  it('should write only what a PATCH sends, move updatedAt only when something changed and rebuild the connector after', async () => {
+    const ctx = context();
+    const created = await gateways.create(ctx, { name: 'Sim', type: 'simulator', settings: { outage: true } });
+    const before = await gateways.connector(ctx, created.id);
+    changes = [];
+    clock.advance(5);
+    expect(await gateways.update(ctx, created.id, {})).toEqual(created);
+    expect(changes).toEqual([]);
+    expect((await gateways.connector(ctx, created.id)).gateway).toBe(before.gateway);
+
+    const updated = await gateways.update(ctx, created.id, { name: 'Sim 2', currencies: ['gbp'], settings: { outage: false } });
+    expect(updated).toEqual({ ...created, name: 'Sim 2', currencies: ['GBP'], settings: { outage: false }, updatedAt: clock.now().toISOString() });
+    expect(await gateways.retrieve(ctx, created.id)).toEqual(updated);
+    expect(changes).toHaveLength(1);
+    expect((await gateways.connector(ctx, created.id)).gateway).not.toBe(before.gateway);
+
+    clock.advance(5);
+    const cleared = await gateways.update(ctx, created.id, { currencies: null, enabled: false });
+    expect(cleared).toMatchObject({ name: 'Sim 2', currencies: null, enabled: false, updatedAt: clock.now().toISOString() });
+    expect((await gateways.list(ctx, {})).data).toEqual([cleared]);
+    await expect(gateways.update(ctx, 'gw_missing', { name: 'x' })).rejects.toMatchObject({ code: 'resource_not_found' });
+    await expect(gateways.update(ctx, created.id, { settings: { bogus: 1 } })).rejects.toMatchObject({ code: 'unknown_parameter', param: 'settings.bogus' });
+  });
+
+  it('should check a new base URL against the settings a concurrent update just committed, not the ones it read before', async () => {
+    const ctx = context();
+    const created = await gateways.create(ctx, {
+      name: 'Fake Stripe', type: 'stripe', credentials: { secretKey: 'sk_test_abcdefghijklmnop' }, settings: { baseUrl: 'https://127.0.0.1:9/' },
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    // Another writer holds the gateway and moves its base URL (with new credentials).
+    const other = db.transaction(async (t) => {
+      await db.select(`SELECT id FROM gateways WHERE id = $1${db.forUpdate}`, [created.id], t);
+      locked();
+      await held;
+      await db.execute(`UPDATE gateways SET settings = '{"baseUrl":"https://127.0.0.2:9/"}' WHERE id = $1`, [created.id], t);
+    });
+    await lockTaken;
+    // Sends the old base URL back without credentials: no change against what it would read now,
+    // a move back (the new credentials to the old host) against what the other writer commits.
+    const patch = gateways.update(ctx, created.id, { settings: { baseUrl: 'https://127.0.0.1:9/' } });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    release();
+    await other;
+    await expect(patch).rejects.toMatchObject({ code: 'missing_parameter', param: 'credentials' });
+    expect((await gateways.retrieve(ctx, created.id)).settings).toEqual({ baseUrl: 'https://127.0.0.2:9/' });
+  });
+
+  it('should take an http base URL to a loopback emulator in test mode only, and nowhere else', async () => {
+    const stripe = (baseUrl: string, secretKey = 'sk_test_abcdefghijklmnop') => ({ name: 'Emulator', type: 'stripe', credentials: { secretKey }, settings: { baseUrl } });
+    const ctx = context('test');
+    const created = await gateways.create(ctx, stripe('http://127.0.0.1:12111'));
+    expect(created.settings).toEqual({ baseUrl: 'http://127.0.0.1:12111' });
+    expect((await gateways.connector(ctx, created.id)).type).toBe('stripe');
+    const moved = await gateways.update(ctx, created.id, { credentials: { secretKey: 'sk_test_abcdefghijklmnop' }, settings: { baseUrl: 'http://localhost:12111' } });
+    expect(moved.settings).toEqual({ baseUrl: 'http://localhost:12111' });
+
+    for (const baseUrl of ['http://api.stripe.com', 'http://10.1.2.3:12111']) {
+      await expect(gateways.create(ctx, stripe(baseUrl))).rejects.toMatchObject({ code: 'invalid_parameter', param: 'settings.baseUrl' });
+    }
+    // A live Stripe key never crosses in clear, even to loopback, nor by changing the key alone.
+    await expect(gateways.create(ctx, stripe('http://127.0.0.1:12111', 'sk_live_abcdefghijklmnop'))).rejects.toMatchObject({ code: 'invalid_parameter', param: 'settings.baseUrl' });
+    await expect(gateways.update(ctx, created.id, { credentials: { secretKey: 'sk_live_abcdefghijklmnop' } })).rejects.toMatchObject({ code: 'invalid_parameter', param: 'settings.baseUrl' });
+    await expect(gateways.create(context('live'), stripe('http://127.0.0.1:12111'))).rejects.toMatchObject({ code: 'invalid_parameter', param: 'settings.baseUrl' });
+  });
+});

@@ -1,0 +1,97 @@
+import 'reflect-metadata';
+import pg from 'pg';
+import sqlite3 from 'sqlite3';
+import { Transaction } from 'sequelize';
+import { Sequelize } from 'sequelize-typescript';
+import {
+  acquireConnection, releaseConnection, shareSqliteTransactionConnection, transactionConnection, type SqliteConnection,
+} from '../../src/db/sequelize-internals';
+import { DIALECT, freshDatabase, type TestDatabase } from '../helpers/db';
+
+// Each undocumented Sequelize behaviour src/db/sequelize-internals.ts relies on, against the
+// installed Sequelize. A failure here after an upgrade means that file must change.
+
+let database: TestDatabase;
+let sequelize: Sequelize;
+
+function open(options: { pool?: { max: number } } = {}): Sequelize {
+  if (DIALECT === 'sqlite') {
+    return new Sequelize({ dialect: 'sqlite', storage: database.url.slice('sqlite:'.length), logging: false, transactionType: Transaction.TYPES.IMMEDIATE });
+  }
+  return new Sequelize(database.url, { dialect: 'postgres', logging: false, pool: options.pool });
+}
+
+/** A statement on the driver connection itself, as Database runs its hot-path statements. */
+function driverQuery(connection: object, sql: string): Promise<unknown[]> {
+  if (DIALECT === 'postgres') return (connection as pg.ClientBase).query(sql).then((r) => r.rows);
+  return new Promise((resolve, reject) => (connection as SqliteConnection).all(sql, {}, (err, rows) => (err ? reject(err) : resolve(rows))));
+}
+
+const DriverConnection = DIALECT === 'postgres' ? pg.Client : sqlite3.Database;
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  sequelize = open({ pool: { max: 1 } });
+  await sequelize.query('CREATE TABLE internals_probe (id INTEGER PRIMARY KEY)');
+});
+afterAll(async () => {
+  await sequelize.close();
+  await database.drop();
+});
+
+describe(`Sequelize internals on ${DIALECT}`, () => {
+  it("should hold the transaction's own driver connection on Transaction#connection", async () => {
+    await expect(sequelize.transaction(async (t) => {
+      const connection = transactionConnection(t);
+      expect(connection).toBeInstanceOf(DriverConnection);
+      await driverQuery(connection, 'INSERT INTO internals_probe (id) VALUES (1)');
+      // Visible inside the transaction through Sequelize, so it is the same connection…
+      const [inside] = await sequelize.query('SELECT id FROM internals_probe', { transaction: t });
+      expect(inside).toEqual([{ id: 1 }]);
+      throw new Error('roll back');
+    })).rejects.toThrow('roll back');
+    // …and rolled back with the transaction.
+    const [rows] = await sequelize.query('SELECT id FROM internals_probe');
+    expect(rows).toEqual([]);
+  });
+
+  it('should lend a driver connection from connectionManager and take it back on release', async () => {
+    const first = await acquireConnection(sequelize);
+    expect(first).toBeInstanceOf(DriverConnection);
+    expect(await driverQuery(first, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    await releaseConnection(sequelize, first);
+    // PostgreSQL: a pool of one hands the released client out again; SQLite: its default connection.
+    const second = await acquireConnection(sequelize);
+    expect(second).toBe(first);
+    await releaseConnection(sequelize, second);
+  });
+
+  if (DIALECT === 'sqlite') {
+    it('should run every transaction on one configured connection, until it is discarded', async () => {
+      const shared = open();
+      try {
+        const configured: object[] = [];
+        const sharing = shareSqliteTransactionConnection(shared, (connection) => {
+          connection.configure('busyTimeout', 1234);
+          configured.push(connection);
+        });
+        const inTransaction = () => shared.transaction(async (t) => transactionConnection<SqliteConnection>(t));
+        const first = await inTransaction();
+        expect(await inTransaction()).toBe(first); // Sequelize alone closes it and opens another
+        expect(await driverQuery(first, 'PRAGMA busy_timeout')).toEqual([{ timeout: 1234 }]);
+        const plain = await acquireConnection(shared);
+        expect(plain).not.toBe(first);
+        expect(await driverQuery(plain, 'PRAGMA busy_timeout')).toEqual([{ timeout: 1234 }]);
+        expect(configured).toEqual([first, plain]); // once each, as it opened
+
+        sharing.discard();
+        await expect(driverQuery(first, 'SELECT 1')).rejects.toThrow(/SQLITE_MISUSE|closed/);
+        const next = await inTransaction();
+        expect(next).not.toBe(first);
+        expect(await driverQuery(next, 'PRAGMA busy_timeout')).toEqual([{ timeout: 1234 }]);
+      } finally {
+        await shared.close();
+      }
+    });
+  }
+});

@@ -1,0 +1,53 @@
+import type { Services } from '../src/services';
+import { errorForLog } from '../src/logger';
+
+/**
+ * A scheduled job: a service call whose "now" is the services' clock (a test clock drives
+ * jobs exactly as it drives requests). The cron schedule only says how often it runs.
+ */
+export interface Job {
+  name: string;
+  schedule: string;
+  /** Also run once as the instance starts (recovery: a restart settles what a crash left). */
+  runAtStart?: boolean;
+  /** What the run did, as counts; logged when any is non-zero. */
+  run(services: Services): Promise<Record<string, number>>;
+}
+
+export const JOBS: readonly Job[] = [
+  {
+    name: 'purge-idempotency-keys',
+    schedule: '*/10 * * * *',
+    run: async (services) => ({ purged: await services.idempotency.purgeExpired() }),
+  },
+  // Payments or refunds left pending by a crash or an unanswered gateway are settled by asking
+  // the gateway under the original idempotency key: never a second charge. Every few seconds, so
+  // a row whose process died is settled soon after its lease (LEASE_MS) runs out.
+  {
+    name: 'recover-pending-payments',
+    schedule: '*/3 * * * * *',
+    runAtStart: true,
+    run: async (services) => ({ resolved: await services.payments.recoverPending(services.clock.now()) }),
+  },
+  {
+    name: 'recover-pending-refunds',
+    schedule: '*/3 * * * * *',
+    runAtStart: true,
+    run: async (services) => ({ resolved: await services.refunds.recoverPending(services.clock.now()) }),
+  },
+  {
+    name: 'purge-webhook-log',
+    schedule: '17 3 * * *',
+    run: async (services) => services.webhooks.deliveries.purgeOld(),
+  },
+];
+
+/** One run of a job, as the scheduler does it: a failure is logged, never thrown. */
+export async function runJob(services: Services, job: Job): Promise<void> {
+  try {
+    const done = await job.run(services);
+    if (Object.values(done).some((n) => n > 0)) services.logger.info({ job: job.name, ...done }, 'job done');
+  } catch (err) {
+    services.logger.error({ job: job.name, err: errorForLog(err) }, 'job failed');
+  }
+}
