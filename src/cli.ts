@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import fs from 'node:fs';
+import net from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createServices, type Services } from './services';
@@ -13,8 +15,59 @@ const positiveInt = (value: string) => {
   return n;
 };
 
+/** The database URL with any password hidden (a SQLite URL as given: relative paths stay relative). */
+export function describeDatabase(databaseUrl: string): string {
+  if (databaseUrl.startsWith('sqlite:')) return databaseUrl;
+  try {
+    const url = new URL(databaseUrl);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return databaseUrl.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');
+  }
+}
+
+/**
+ * One line on stderr naming the database a command is about to use: a CLI run from another
+ * directory, or without the server's DATA_DIR, would otherwise work on a new SQLite file silently.
+ */
+function announceDatabase(config: Config): void {
+  const file = config.databaseUrl.startsWith('sqlite:') ? config.databaseUrl.slice('sqlite:'.length) : null;
+  const fresh = file !== null && file !== ':memory:' && !fs.existsSync(file) ? ' (new file: not the server\'s database? set DATA_DIR or DATABASE_URL)' : '';
+  process.stderr.write(`payorch: database ${describeDatabase(config.databaseUrl)}${fresh}\n`);
+}
+
+/** Binds and releases a port: refused at once if something listens there (EADDRINUSE, EACCES). */
+function probePort(port: number, host: string): Promise<NodeJS.ErrnoException | null> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(null)));
+  });
+}
+
+/**
+ * Checked before the database is opened or migrated: a busy port is one line naming the
+ * variable to change, not a stack trace after the migrations ran.
+ */
+async function requireFreePorts(config: Config): Promise<void> {
+  if (config.port !== 0 && config.port === config.httpPort) {
+    throw new ConfigError(`Invalid configuration: PORT and HTTP_PORT are both ${config.port}; give them different ports`);
+  }
+  for (const [variable, port] of [['PORT', config.port], ['HTTP_PORT', config.httpPort]] as const) {
+    if (port === 0) continue;
+    const err = await probePort(port, config.host);
+    if (err?.code === 'EADDRINUSE') {
+      throw new ConfigError(`port ${port} on ${config.host} is already in use (${variable}): stop what listens there or set ${variable} to a free port`);
+    }
+    if (err?.code === 'EACCES') throw new ConfigError(`port ${port} on ${config.host} needs privileges this user lacks (${variable}): set ${variable} to a port above 1023`);
+    if (err) throw new ConfigError(`cannot listen on ${config.host}:${port} (${variable}): ${err.message}`);
+  }
+}
+
 async function withServices<T>(fn: (s: Services, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig();
+  announceDatabase(config);
   const services = await createServices(config, { logger: createLogger('warn') });
   try {
     return await fn(services, config);
@@ -31,6 +84,8 @@ export function buildCli(): Command {
     .description('run migrations, then serve HTTPS (and the HTTP redirect) with the workers')
     .action(async () => {
       const config = loadConfig();
+      await requireFreePorts(config);
+      announceDatabase(config);
       const server = await startServer(config);
       const { logger } = server.services;
       const created = await ensureDefaultAccount(server.services);
@@ -55,9 +110,12 @@ export function buildCli(): Command {
         logger.info({ signal }, 'shutting down');
         const force = setTimeout(() => process.exit(1), 25_000);
         force.unref();
+        // Exit only once the log lines are written: an asynchronous write still in flight on
+        // libuv's pool is dropped by process.exit, and with it the last words of the process.
+        const exit = (code: number) => logger.flush(() => process.exit(code));
         server.stop().then(
-          () => process.exit(0),
-          () => process.exit(1),
+          () => exit(0),
+          () => exit(1),
         );
       };
       process.on('SIGTERM', () => shutdown('SIGTERM'));
@@ -86,6 +144,18 @@ export function buildCli(): Command {
       }),
     );
   accounts
+    .command('list')
+    .description('list every account (ids and names; keys are listed with `keys list`)')
+    .option('--json', 'print an array of {id, name, rateLimitPerMinute, createdAt}')
+    .action((opts: { json?: boolean }) =>
+      withServices(async (s) => {
+        const all = await s.accounts.listAccounts();
+        if (opts.json) process.stdout.write(`${JSON.stringify(all)}\n`);
+        else if (all.length === 0) process.stdout.write('no accounts\n');
+        else for (const a of all) process.stdout.write(`${a.id}  ${a.createdAt}  ${a.name}${a.rateLimitPerMinute === null ? '' : `  (${a.rateLimitPerMinute}/min)`}\n`);
+      }),
+    );
+  accounts
     .command('set-rate-limit')
     .requiredOption('--account <id>', 'account id')
     .requiredOption('--rate-limit <n>', 'requests per minute', positiveInt)
@@ -110,8 +180,23 @@ export function buildCli(): Command {
     .action((opts: { account: string; mode: 'test' | 'live'; permissions?: string[]; name?: string; json?: boolean }) =>
       withServices(async (s) => {
         const key = await s.accounts.createKeyForAccount(opts.account, opts.mode, opts.permissions ?? ['*'], opts.name);
-        if (opts.json) process.stdout.write(`${JSON.stringify({ id: key.id, key: key.secret, mode: opts.mode, permissions: key.permissions })}\n`);
-        else process.stdout.write(`key id: ${key.id}\nkey:    ${key.secret}\n(shown only once)\n`);
+        // `secret`, as the REST API names it.
+        if (opts.json) process.stdout.write(`${JSON.stringify({ id: key.id, secret: key.secret, mode: opts.mode, permissions: key.permissions })}\n`);
+        else process.stdout.write(`key id: ${key.id}\nsecret: ${key.secret}\n(shown only once)\n`);
+      }),
+    );
+  keys
+    .command('list')
+    .description("an account's keys in both modes (hints only: a secret is shown once, when created)")
+    .requiredOption('--account <id>', 'account id')
+    .option('--json', 'print an array of API keys as the REST API shows them, plus mode')
+    .action((opts: { account: string; json?: boolean }) =>
+      withServices(async (s) => {
+        const list = (await s.accounts.listKeysForAccount(opts.account)).map((k) => ({ ...k, mode: k.livemode ? 'live' : 'test' }));
+        if (opts.json) process.stdout.write(`${JSON.stringify(list)}\n`);
+        else for (const k of list) {
+          process.stdout.write(`${k.id}  ${k.mode}  ${k.keyHint}  ${k.revoked ? 'revoked' : 'active'}  ${k.permissions.join(',')}${k.name ? `  ${k.name}` : ''}\n`);
+        }
       }),
     );
   keys
