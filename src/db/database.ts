@@ -243,6 +243,11 @@ export class Database {
     return this.dialect === 'postgres' ? ' FOR UPDATE' : '';
   }
 
+  /** The model finder's `lock` option for `forUpdate`: a row lock on PostgreSQL, none on SQLite. */
+  rowLock(t: Transaction | undefined): Transaction['LOCK'][keyof Transaction['LOCK']] | undefined {
+    return t && this.dialect === 'postgres' ? t.LOCK.UPDATE : undefined;
+  }
+
   /**
    * Whether the database answers (for /ready): a statement on PostgreSQL; on SQLite also that the
    * file is still there, since an open handle keeps reading and writing a file deleted or moved

@@ -116,7 +116,7 @@ export class CatalogService {
     return this.db.transaction(async (transaction) => {
       // Locked: concurrent metadata patches each merge into the one before (none is lost).
       const row = await ProductModel.findOne({
-        where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction, lock: this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+        where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction, lock: this.db.rowLock(transaction),
       });
       if (!row) throw notFound('product', id);
       const current = toApiProduct(row.get({ plain: true }));
@@ -188,7 +188,7 @@ export class CatalogService {
     return this.db.transaction(async (transaction) => {
       // Locked: concurrent metadata patches each merge into the one before (none is lost).
       const row = await PriceModel.findOne({
-        where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction, lock: this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+        where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction, lock: this.db.rowLock(transaction),
       });
       if (!row) throw notFound('price', id);
       const current = toApiPrice(row.get({ plain: true }));

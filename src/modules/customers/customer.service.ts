@@ -138,7 +138,7 @@ export class CustomerService {
     const row = await CustomerModel.findOne({
       where: { id, accountId: ctx.accountId, mode: ctx.mode },
       transaction,
-      lock: this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+      lock: this.db.rowLock(transaction),
     });
     if (!row) throw notFound('customer', id);
     return row;

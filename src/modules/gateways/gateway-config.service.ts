@@ -256,7 +256,7 @@ export class GatewayConfigService {
       where: { id: ids, accountId: ctx.accountId, mode: ctx.mode, deletedAt: null },
       order: [['id', 'ASC']],
       transaction,
-      lock: this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+      lock: this.db.rowLock(transaction),
     });
     return new Set(gateways.map((g) => g.id));
   }
@@ -294,7 +294,7 @@ export class GatewayConfigService {
     const gateway = await GatewayModel.findOne({
       where: { id, accountId: ctx.accountId, mode: ctx.mode, deletedAt: null },
       transaction,
-      lock: transaction && this.db.dialect === 'postgres' ? transaction.LOCK.UPDATE : undefined,
+      lock: this.db.rowLock(transaction),
     });
     if (!gateway) throw notFound('gateway', id);
     return gateway;

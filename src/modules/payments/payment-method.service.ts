@@ -119,7 +119,7 @@ export class PaymentMethodService {
       const locked = await CustomerModel.findOne({
         where: { id: customerId, accountId: ctx.accountId, mode: ctx.mode },
         transaction: t,
-        lock: this.db.dialect === 'postgres' ? t.LOCK.UPDATE : undefined,
+        lock: this.db.rowLock(t),
         raw: true,
       });
       if (!locked) throw notFound('customer', customerId);
