@@ -12,7 +12,9 @@ import { AccountService } from './modules/accounts/account.service';
 import { CustomerService } from './modules/customers/customer.service';
 import { CatalogService } from './modules/catalog/catalog.service';
 import { EventService } from './modules/events/event.service';
+import { EventStore } from './modules/events/event.store';
 import { IdempotencyService } from './modules/idempotency/idempotency.service';
+import { IdempotencyStore } from './modules/idempotency/idempotency.store';
 import { SecretBox, deriveKey, loadEncryptionKey } from './core/crypto';
 import { FxService } from './modules/fx/fx.service';
 import { GatewayConfigService } from './modules/gateways/gateway-config.service';
@@ -78,7 +80,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   }
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
   const bus = new EventBus();
-  const events = new EventService(db, bus);
+  const events = new EventService(new EventStore(db), bus);
   // Committed events reach subscribers on every instance: Redis when configured, else NOTIFY.
   const loadEvent = (ids: string[]) => events.loadPublished(ids);
   const fanout: EventFanout | undefined = redis
@@ -89,8 +91,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   await fanout?.start();
   bus.connectRemote(fanout);
   const encryptionKey = loadEncryptionKey({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
+  const keys = new IdempotencyStore(db, config.idempotencyTtlHours);
   const idempotency = new IdempotencyService(
-    db, clock, config.idempotencyTtlHours, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')), deriveKey(encryptionKey, 'idempotency-fingerprint'),
+    keys, clock, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')), deriveKey(encryptionKey, 'idempotency-fingerprint'),
   );
   const customers = new CustomerService(db, events, idempotency);
   const fingerprintKey = deriveKey(encryptionKey, 'card-fingerprint');
@@ -121,7 +124,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     gateways,
     routing,
     paymentMethods,
-    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, fingerprintKey, logger, leases),
+    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases),
     refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, leases),
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, options: options.webhooks, idempotency }),
     async close() {

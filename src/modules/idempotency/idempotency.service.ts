@@ -1,14 +1,11 @@
 import { createHmac } from 'node:crypto';
-import { Op, type Transaction } from 'sequelize';
-import type { Database } from '../../db/database';
-import { readTime } from '../../db/database';
+import type { Transaction } from 'sequelize';
 import type { Clock } from '../../core/clock';
 import { DomainError } from '../../core/errors';
 import type { SecretBox } from '../../core/crypto';
 import { IdempotentReplay, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
 import type { IdempotentOperation } from '../../core/idempotent-operations';
-import { Params } from '../../db/params';
-import { IdempotencyKeyModel } from './idempotency-key.model';
+import type { IdempotencyStore, KeyClaim } from './idempotency.store';
 
 /** What a key holds when a request meets it already claimed (or null: expired, now free). */
 type KeyState = { kind: 'replay'; status: number; body: string };
@@ -60,14 +57,13 @@ export function idempotencyKeyInUse(): DomainError {
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
 
 /**
- * The guard lives in the database: the primary key (scope, key) lets exactly one request claim
- * a key, whichever instance it reaches.
+ * The idempotency protocol: who may claim a key, what a taken key answers, and how an answer is
+ * kept (sealed when it holds a secret). Keys are kept by IdempotencyStore.
  */
 export class IdempotencyService {
   constructor(
-    private readonly db: Database,
+    private readonly store: IdempotencyStore,
     private readonly clock: Clock,
-    private readonly ttlHours: number,
     private readonly box: SecretBox,
     private readonly fingerprintKey: Buffer,
   ) {}
@@ -77,46 +73,9 @@ export class IdempotencyService {
     return requestFingerprint(this.fingerprintKey, method, path, requester, body);
   }
 
-  /** When a key claimed at `now` expires. */
-  private expiryFrom(now: Date): Date {
-    return new Date(now.getTime() + this.ttlHours * 3_600_000);
-  }
-
-  /** The INSERT that claims a key (no row when another request holds it). */
-  claimSql(handle: Pick<ObjectClaim, 'scope' | 'key' | 'fingerprint'> & { objectId?: string | null }, p: Params, now = this.clock.now()): string {
-    const expiresAt = this.expiryFrom(now);
-    return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
-      VALUES (${p.add(handle.scope)}, ${p.add(handle.key)}, ${p.add(handle.fingerprint)}, ${p.add(handle.objectId ?? null)}, 'running', ${p.add(now)}, ${p.add(expiresAt)})
-      ON CONFLICT (scope, idempotency_key) DO NOTHING`;
-  }
-
-  /**
-   * Claims for many requests in one statement (PostgreSQL): `source` names a relation with
-   * columns `idem_scope`, `idem_key`, `idem_hash`, `idem_object` (see ObjectClaim;
-   * rows with a null key claim nothing). Returns
-   * the `scope` and `idempotency_key` of each key it claimed; a key already held returns nothing.
-   */
-  claimFromSql(source: string, p: Params): string {
-    const now = this.clock.now();
-    const expiresAt = this.expiryFrom(now);
-    return `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
-      SELECT s.idem_scope, s.idem_key, s.idem_hash, s.idem_object, 'running', ${p.add(now, 'timestamptz')}, ${p.add(expiresAt, 'timestamptz')}
-        FROM ${source} s WHERE s.idem_key IS NOT NULL
-       -- One order for every statement: two batches holding the same keys cannot deadlock.
-       ORDER BY s.idem_scope, s.idem_key
-      ON CONFLICT (scope, idempotency_key) DO NOTHING
-      RETURNING scope, idempotency_key`;
-  }
-
-  /**
-   * Stores responses for many keys claimed with an object (claimFromSql): `source` has
-   * `idem_scope`, `idem_key`, `idem_object`, `idem_status`, `idem_body`. Only rows still
-   * running for that object are written (see ObjectClaim).
-   */
-  completeFromSql(source: string): string {
-    return `UPDATE idempotency_keys k SET state = 'completed', response_status = s.idem_status, response_body = s.idem_body
-      FROM ${source} s WHERE s.idem_key IS NOT NULL AND k.scope = s.idem_scope AND k.idempotency_key = s.idem_key
-       AND k.object_id = s.idem_object AND k.state = 'running'`;
+  /** Claims the key inside `t` (an object's first write); false when another request holds it. */
+  claimIn(t: Transaction, claim: KeyClaim): Promise<boolean> {
+    return this.store.claim(t, claim, this.clock.now());
   }
 
   /**
@@ -139,8 +98,7 @@ export class IdempotencyService {
    * object, only while the key still runs for it (an answer stored first stands).
    */
   async completeIn(t: Transaction, handle: ObjectClaim, objectJson: string): Promise<void> {
-    const p = new Params();
-    await this.db.execute(this.completeSql(handle, handle.status, objectJson, p), p.values, t);
+    await this.store.answer(t, handle, handle.status, objectJson);
   }
 
   /**
@@ -161,8 +119,7 @@ export class IdempotencyService {
    * key keeps running and recovery answers it.
    */
   async answerIfRunning(claim: ObjectClaim, objectJson: string): Promise<void> {
-    const p = new Params();
-    await this.db.execute(this.completeSql(claim, claim.status, objectJson, p), p.values).catch(() => undefined);
+    await this.store.answer(undefined, claim, claim.status, objectJson).catch(() => undefined);
   }
 
   /**
@@ -177,8 +134,7 @@ export class IdempotencyService {
   async once<T>(t: Transaction, idem: IdempotencyKey | undefined, operation: IdempotentOperation, write: () => Promise<T>): Promise<T> {
     if (!idem) return write();
     for (let attempt = 0; ; attempt++) {
-      const p = new Params();
-      if ((await this.db.execute(this.claimSql(idem, p), p.values, t)) === 1) break;
+      if (await this.store.claim(t, idem, this.clock.now())) break;
       const existing = await this.inspect(idem.scope, idem.key, idem.fingerprint, idem.requester, t);
       if (existing?.kind === 'replay') throw new IdempotentReplay(existing.status, existing.body);
       if (attempt > 0) throw idempotencyKeyInUse();
@@ -186,8 +142,7 @@ export class IdempotencyService {
     const result = await write();
     const json = JSON.stringify(result);
     const stored = operation.sensitive ? `${SEALED}${this.box.seal({ body: json, owner: idem.requester ?? null })}` : json;
-    const p = new Params();
-    await this.db.execute(this.completeSql({ scope: idem.scope, key: idem.key }, operation.status, stored, p), p.values, t);
+    await this.store.answer(t, { scope: idem.scope, key: idem.key }, operation.status, stored);
     return result;
   }
 
@@ -197,18 +152,13 @@ export class IdempotencyService {
    */
   private async inspect(scope: string, key: string, fingerprint: string, requester?: string, t?: Transaction): Promise<KeyState | null> {
     const now = this.clock.now();
-    const [existing] = await this.db.select<{ request_hash: string; state: string; response_status: number | null; response_body: string | null; expires_at: unknown }>(
-      `SELECT request_hash, state, response_status, response_body, expires_at
-         FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2`,
-      [scope, key],
-      t,
-    );
+    const existing = await this.store.read(scope, key, t);
     if (!existing) return null; // released between our insert and select: try again
-    if ((readTime(existing.expires_at) as Date).getTime() <= now.getTime()) {
-      await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now], t);
+    if (existing.expiresAt.getTime() <= now.getTime()) {
+      await this.store.deleteIfExpired(scope, key, now, t);
       return null;
     }
-    if (existing.request_hash !== fingerprint && existing.request_hash !== LEGACY_FINGERPRINT) {
+    if (existing.requestHash !== fingerprint && existing.requestHash !== LEGACY_FINGERPRINT) {
       throw new DomainError(
         'idempotency_key_reused',
         'This Idempotency-Key was already used with a different request',
@@ -218,28 +168,19 @@ export class IdempotencyService {
     // Running: a payment or refund still being processed (or recovered). Rows an earlier version
     // left running without an object are left to expire.
     if (existing.state !== 'completed') throw idempotencyKeyInUse();
-    const stored = existing.response_body as string;
+    const stored = existing.responseBody as string;
+    const status = existing.responseStatus as number;
     if (stored.startsWith(SEALED)) {
       const { body, owner } = this.box.open<{ body: string; owner: string | null }>(stored.slice(SEALED.length));
       if (owner !== (requester ?? null)) {
         throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used by another API key', 'Idempotency-Key');
       }
-      return { kind: 'replay', status: existing.response_status as number, body };
+      return { kind: 'replay', status, body };
     }
-    return { kind: 'replay', status: existing.response_status as number, body: stored };
+    return { kind: 'replay', status, body: stored };
   }
 
-  /**
-   * The UPDATE that stores an answer for a claimed key; with an `objectId`, only while the row
-   * is still running for that object (see ObjectClaim).
-   */
-  completeSql(handle: Pick<ObjectClaim, 'scope' | 'key'> & { objectId?: string }, status: number, body: string, p: Params): string {
-    const owned = handle.objectId === undefined ? '' : ` AND object_id = ${p.add(handle.objectId)} AND state = 'running'`;
-    return `UPDATE idempotency_keys SET state = 'completed', response_status = ${p.add(status)}, response_body = ${p.add(body)}
-      WHERE scope = ${p.add(handle.scope)} AND idempotency_key = ${p.add(handle.key)}${owned}`;
-  }
-
-  async purgeExpired(): Promise<number> {
-    return IdempotencyKeyModel.destroy({ where: { expiresAt: { [Op.lte]: this.clock.now() } } });
+  purgeExpired(): Promise<number> {
+    return this.store.purgeExpired(this.clock.now());
   }
 }

@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { Params } from '../../db/params';
+import type { CtePart } from '../../db/statement';
 import { isoTime, readJson } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
 import type { RequestContext } from '../../core/context';
@@ -87,7 +88,7 @@ export class GatewayTransactionLog {
    * One INSERT for the calls of many operations (PostgreSQL, as a CTE part): the rows are bound as
    * one JSON parameter, so the statement is the same whatever their number (none included).
    */
-  batchInsertSql(batches: Array<{ ctx: RequestContext; owner: { paymentId?: string; refundId?: string }; entries: PendingTransaction[] }>, p: Params): string {
+  insertPart(name: string, batches: Array<{ ctx: RequestContext; owner: { paymentId?: string; refundId?: string }; entries: PendingTransaction[] }>, p: Params): CtePart {
     const rows = batches.flatMap(({ ctx, owner, entries }) => {
       const now = ctx.clock.now().toISOString();
       const ids = idsInCallOrder(entries.length);
@@ -99,10 +100,13 @@ export class GatewayTransactionLog {
         created_at: now,
       }));
     });
-    return `INSERT INTO gateway_transactions (${INSERT_COLUMNS})
+    return {
+      name,
+      sql: `INSERT INTO gateway_transactions (${INSERT_COLUMNS})
       SELECT ${INSERT_COLUMNS} FROM json_to_recordset(${p.add(this.db.jsonParam(rows), 'json')}) AS g(
         id text, account_id text, mode text, payment_id text, refund_id text, gateway_id text, gateway_type text, kind text, attempt int,
-        idempotency_key text, outcome text, code text, message text, reference text, latency_ms int, request text, response text, created_at timestamptz)`;
+        idempotency_key text, outcome text, code text, message text, reference text, latency_ms int, request text, response text, created_at timestamptz)`,
+    };
   }
 
   async list(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown): Promise<Page<GatewayTransaction>> {

@@ -20,8 +20,9 @@ import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreateP
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import { claimFor, recoveredKey, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
-import type { PaymentBatchOptions } from './payment-batch.writes';
+import type { PaymentBatchOptions } from './payment-batch.store';
 import type { LeaseKeeper } from './lease-keeper';
 import { PaymentCharger, chargeKey, chargeRequest, settledPayment, toAttempt, type ChargeOutcome } from './payment-charging';
 import { PaymentStore } from './payment.store';
@@ -59,13 +60,14 @@ export class PaymentService {
     private readonly methods: PaymentMethodService,
     private readonly gtx: GatewayTransactionLog,
     private readonly idempotency: IdempotencyService,
+    keys: IdempotencyStore,
     private readonly fingerprintKey: Buffer,
     private readonly logger: Logger,
     /** Heartbeats on the pending payments this process is charging (see LeaseKeeper). */
     private readonly leases: LeaseKeeper,
     batchOptions?: PaymentBatchOptions,
   ) {
-    this.store = new PaymentStore(db, events, gtx, idempotency, logger, batchOptions);
+    this.store = new PaymentStore(db, events, gtx, keys, logger, batchOptions);
     this.charger = new PaymentCharger(routing, gateways, leases, logger);
   }
 
@@ -161,8 +163,9 @@ export class PaymentService {
   }
 
   // The three steps of a charge, each a seam where a crash can be simulated (tests replace them).
-  private insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim: ObjectClaim | undefined, requester: string | undefined): Promise<void> {
-    return this.store.insertPending(ctx, payment, plan, leaseUntil, claim, requester);
+  private async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim: ObjectClaim | undefined, requester: string | undefined): Promise<void> {
+    // A taken key ends the request with its stored answer or a 409, before anything is written.
+    await this.idempotency.foldedClaim(claim, requester, async () => ((await this.store.insertPending(ctx, payment, plan, leaseUntil, claim)) ? true : null));
   }
 
   private chargeAlongPlan(ctx: RequestContext, payment: Payment, plan: string[], source: ChargeRequest['source']): Promise<ChargeOutcome> {

@@ -7,9 +7,9 @@ import type { ObjectClaim } from '../../core/idempotency';
 import type { Page } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
 import type { EventService } from '../events/event.service';
-import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
-import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.writes';
+import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.store';
 import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';
 
@@ -28,29 +28,26 @@ export class PaymentStore {
     private readonly db: Database,
     private readonly events: EventService,
     private readonly gtx: GatewayTransactionLog,
-    private readonly idempotency: IdempotencyService,
+    private readonly keys: IdempotencyStore,
     logger: Logger,
     // One statement of each kind at a time: measured best on a 2-core machine (bench/README.md),
     // since larger batches cost less per payment than statements run side by side.
     batchOptions: PaymentBatchOptions = { maxBatch: 64, maxInFlight: 1 },
   ) {
-    this.batch = new PaymentBatchWrites(db, events, gtx, idempotency, {
+    this.batch = new PaymentBatchWrites(db, events, gtx, keys, {
       onPublishError: (err) => logger.error({ err: errorForLog(err) }, 'event listener failed after a payment was recorded'),
       ...batchOptions,
     });
   }
 
   /**
-   * The pending row. With an Idempotency-Key the key is claimed in the same write; a key already
-   * taken ends the request with its stored answer or a 409 before anything is written.
+   * The pending row. With an Idempotency-Key the key is claimed in the same write; false when the
+   * key is already held (nothing written: see IdempotencyService.foldedClaim).
    */
-  async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim: ObjectClaim | undefined, requester: string | undefined): Promise<void> {
-    await this.idempotency.foldedClaim(claim, requester, async () => {
-      const claimed = this.db.dialect === 'postgres'
-        ? await this.batch.writePending({ ctx, payment, plan, leaseUntil, searchText: searchText(payment), idem: claim })
-        : await this.insertPendingAlone(ctx, payment, plan, leaseUntil, claim);
-      return claimed ? true : null;
-    });
+  insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim: ObjectClaim | undefined): Promise<boolean> {
+    return this.db.dialect === 'postgres'
+      ? this.batch.writePending({ ctx, payment, plan, leaseUntil, searchText: searchText(payment), idem: claim })
+      : this.insertPendingAlone(ctx, payment, plan, leaseUntil, claim);
   }
 
   /** SQLite: the claim of the key (if any) and the insert in one transaction; false when the key is taken. */
@@ -63,8 +60,7 @@ export class PaymentStore {
       return true;
     }
     return this.db.transaction(async (t) => {
-      const claimParams = new Params();
-      if ((await this.db.execute(this.idempotency.claimSql(claim, claimParams), claimParams.values, t)) !== 1) return false;
+      if (!(await this.keys.claim(t, claim, ctx.clock.now()))) return false;
       await this.db.execute(insert, p.values, t);
       return true;
     });
@@ -87,7 +83,7 @@ export class PaymentStore {
       await this.gtx.insert(ctx, t, { paymentId: done.id }, log);
       if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
       if (changed === 0) return (await this.find(ctx, done.id, t)) as Payment;
-      if (claim) await this.idempotency.completeIn(t, claim, JSON.stringify(done));
+      if (claim) await this.keys.answer(t, claim, claim.status, JSON.stringify(done));
       return done;
     });
   }

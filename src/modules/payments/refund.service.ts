@@ -99,10 +99,7 @@ export class RefundService {
     ctx: RequestContext, data: { paymentId: string; amount?: number; reason?: string | null }, refundId: string, idem?: ObjectClaim,
   ) {
     return this.db.transaction(async (t) => {
-      if (idem) {
-        const p = new Params();
-        if ((await this.db.execute(this.idempotency.claimSql(idem, p), p.values, t)) !== 1) return null;
-      }
+      if (idem && !(await this.idempotency.claimIn(t, idem))) return null;
       const [row] = await this.db.select(
         `SELECT ${PAYMENT_COLUMNS}, gateway_reference FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3${this.db.forUpdate}`,
         [data.paymentId, ctx.accountId, ctx.mode],

@@ -8,6 +8,7 @@ import { FixedClock } from '../../../src/core/clock';
 import { EventBus } from '../../../src/core/event-bus';
 import type { RequestContext } from '../../../src/core/context';
 import { createLogger } from '../../../src/logger';
+import { EventStore } from '../../../src/modules/events/event.store';
 import { EventService } from '../../../src/modules/events/event.service';
 import { DeliveryLoop, WebhookDeliveryService, createWebhookServices, type WebhookServices } from '../../../src/modules/webhooks';
 import { closeDeliveryAgents } from '../../../src/webhooks/http-delivery';
@@ -41,7 +42,7 @@ beforeAll(async () => {
   await migrateUp(db);
   clock = new FixedClock(new Date());
   const bus = new EventBus();
-  events = new EventService(db, bus);
+  events = new EventService(new EventStore(db), bus);
   const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: database.dataDir, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile });
   webhooks = createWebhookServices({
     db,
@@ -423,7 +424,7 @@ describe('configuration', () => {
       else process.env.WEBHOOK_GONE_WINDOW_MS = env.WEBHOOK_GONE_WINDOW_MS;
       try {
         const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: database.dataDir });
-        return createWebhookServices({ db, events: new EventService(db, new EventBus()), bus: new EventBus(), clock, logger: createLogger('silent'), config }).deliveries.options.goneWindowMs;
+        return createWebhookServices({ db, events: new EventService(new EventStore(db), new EventBus()), bus: new EventBus(), clock, logger: createLogger('silent'), config }).deliveries.options.goneWindowMs;
       } finally {
         if (saved === undefined) delete process.env.WEBHOOK_GONE_WINDOW_MS;
         else process.env.WEBHOOK_GONE_WINDOW_MS = saved;

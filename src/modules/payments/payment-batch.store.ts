@@ -3,8 +3,9 @@ import { Params } from '../../db/params';
 import { WriteBatcher } from '../../db/batcher';
 import type { RequestContext } from '../../core/context';
 import type { ObjectClaim } from '../../core/idempotency';
+import { cteList } from '../../db/statement';
 import type { EventService, EventType } from '../events/event.service';
-import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import type { Payment } from './payment.types';
 import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, recordsetDefinition, settlingRow } from './payment.rows';
@@ -40,7 +41,7 @@ export interface PaymentBatchOptions {
   onPublishError?(err: unknown): void;
 }
 
-const IDEMPOTENCY_CLAIM_INPUT = 'idem_scope text, idem_key text, idem_hash text, idem_object text';
+const IDEMPOTENCY_CLAIM_INPUT = 'idem_scope text, idem_key text, idem_hash text, idem_object text, idem_at timestamptz';
 const IDEMPOTENCY_STORE_INPUT = 'done_json text, idem_scope text, idem_key text, idem_object text, idem_status int';
 
 /**
@@ -50,6 +51,9 @@ const IDEMPOTENCY_STORE_INPUT = 'done_json text, idem_scope text, idem_key text,
  *
  * - The pending insert claims each payment's Idempotency-Key in the same statement; a payment
  *   whose key is already held is not inserted.
+ * - The other modules' tables are written through the parts their stores hand out
+ *   (IdempotencyStore's claim and answer, the event with its hooks' writes, the gateway calls);
+ *   this file only arranges them and writes the payments table.
  * - The settling write records each outcome, the gateway calls, the event with its webhook
  *   deliveries and the stored response; all but the gateway calls only for payments still
  *   pending (recovery or a racing request may have settled one first).
@@ -65,7 +69,7 @@ export class PaymentBatchWrites {
     private readonly db: Database,
     private readonly events: EventService,
     private readonly gtx: GatewayTransactionLog,
-    private readonly idempotency: IdempotencyService,
+    private readonly keys: IdempotencyStore,
     private readonly options: PaymentBatchOptions,
   ) {
     this.pending = new WriteBatcher({
@@ -94,12 +98,12 @@ export class PaymentBatchWrites {
       ...pendingRow(ctx, payment, plan, leaseUntil, searchText, idem?.key ?? null),
       idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null, idem_hash: idem?.fingerprint ?? null,
       // The key is claimed for this payment, and answered below only while it still is.
-      idem_object: idem?.objectId ?? null,
+      idem_object: idem?.objectId ?? null, idem_at: ctx.clock.now().toISOString(),
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
     const inserted = await this.db.select<{ id: string }>(
       `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset(${input}) AS i(${recordsetDefinition(PENDING_COLUMNS)}, ${IDEMPOTENCY_CLAIM_INPUT})),
-      claim AS (${this.idempotency.claimFromSql('input', p)}),
+      ${cteList([this.keys.claimPart('claim', 'input', p)])},
       ins AS (
         INSERT INTO payments (${columnList(PENDING_COLUMNS)})
         SELECT ${columnList(PENDING_COLUMNS, 'i.')}
@@ -124,7 +128,7 @@ export class PaymentBatchWrites {
       idem_object: idem?.objectId ?? null, idem_status: idem?.status ?? null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
-    const gtx = this.gtx.batchInsertSql(items.map((w) => ({ ctx: w.ctx, owner: { paymentId: w.done.id }, entries: w.log })), p);
+    const gtx = this.gtx.insertPart('gtx', items.map((w) => ({ ctx: w.ctx, owner: { paymentId: w.done.id }, entries: w.log })), p);
     const withEvents = items.filter((w) => w.eventType);
     const event = this.events.batchParts(
       withEvents.map((w) => ({ ctx: w.ctx, type: w.eventType as EventType, object: w.done as unknown as Record<string, unknown>, sourceId: w.done.id })),
@@ -139,10 +143,12 @@ export class PaymentBatchWrites {
           FROM input i
          WHERE p.id = i.id AND p.status = 'pending'
         RETURNING p.id),
-      gtx AS (${gtx}),
-      ${event.parts.map((part) => `${part.name} AS (${part.sql})`).join(',\n')},
-      idem AS (${this.idempotency.completeFromSql(`(SELECT i.idem_scope, i.idem_key, i.idem_object, i.idem_status, i.done_json AS idem_body
-        FROM input i JOIN upd ON upd.id = i.id)`)})
+      ${cteList([
+        gtx,
+        ...event.parts,
+        this.keys.answerPart('idem', `(SELECT i.idem_scope, i.idem_key, i.idem_object, i.idem_status, i.done_json AS idem_body
+          FROM input i JOIN upd ON upd.id = i.id)`),
+      ])}
       SELECT id FROM upd`,
       p.values,
     );

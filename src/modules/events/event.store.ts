@@ -1,0 +1,132 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import { isoTime, readJson } from '../../db/database';
+import { Filter, listPage } from '../../db/list';
+import type { Params } from '../../db/params';
+import type { CtePart } from '../../db/statement';
+import type { Page } from '../../core/pagination';
+import type { PublishedEvent, StreamScope } from '../../core/event-bus';
+import { EventModel } from './event.model';
+
+export interface ApiEvent {
+  id: string;
+  object: 'event';
+  type: string;
+  createdAt: string;
+  livemode: boolean;
+  data: { object: Record<string, unknown> };
+}
+
+type Scope = { accountId: string; mode: string };
+
+/** An event of a batch part: its row, and the id of the caller's row holding its object's JSON. */
+export interface EventPartRow {
+  event: ApiEvent;
+  accountId: string;
+  mode: string;
+  sourceId: string;
+}
+
+/**
+ * SQL for an events row (alias `e`) as the JSON text of the event: the same bytes as
+ * JSON.stringify of the API object (`id`, `object`, `type`, `createdAt`, `livemode`, `data`;
+ * ids and types never need escaping). For other stores' batch parts that copy an event.
+ */
+export function eventJsonSql(e: string): string {
+  return `'{"id":"' || ${e}.id || '","object":"event","type":"' || ${e}.type || '","createdAt":"'
+    || to_char(${e}.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","livemode":'
+    || CASE WHEN ${e}.mode = 'live' THEN 'true' ELSE 'false' END || ',"data":' || ${e}.data || '}'`;
+}
+
+const COLUMNS = 'id, type, data, created_at, mode';
+
+/**
+ * Where events are kept. Writing an event is on every state change's path (one bound INSERT in
+ * the change's transaction, or a CTE part of the payments' PostgreSQL group commit); reading
+ * events back by id is the live fan-out's path. The dialects differ only here.
+ */
+export class EventStore {
+  constructor(private readonly db: Database) {}
+
+  async insert(t: Transaction, event: ApiEvent, scope: Scope): Promise<void> {
+    await this.db.execute(
+      'INSERT INTO events (id, account_id, mode, type, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      [event.id, scope.accountId, scope.mode, event.type, JSON.stringify(event.data), new Date(event.createdAt)],
+      t,
+    );
+  }
+
+  /**
+   * PostgreSQL: inserts `rows` as a CTE part of the caller's statement. Each event's object is
+   * read from the caller's relation `source` (its `id` column is the row's `sourceId`,
+   * `jsonColumn` the object's JSON text), so it is not bound a second time; an event is inserted
+   * only if the CTE `guard` returned its `sourceId` as `id`. The part returns the inserted rows'
+   * `id`, `account_id`, `mode`, `type`, `data` and `created_at` (see eventJsonSql). The text does
+   * not depend on the number of events (they are bound as one JSON parameter).
+   */
+  insertPart(name: string, rows: EventPartRow[], p: Params, guard: string, source: { relation: string; jsonColumn: string }): CtePart {
+    const bound = rows.map(({ event, accountId, mode, sourceId }) => ({
+      id: event.id, account_id: accountId, mode, type: event.type, created_at: event.createdAt, source: sourceId,
+    }));
+    return {
+      name,
+      sql: `INSERT INTO events (id, account_id, mode, type, data, created_at)
+        SELECT v.id, v.account_id, v.mode, v.type, '{"object":' || s.${source.jsonColumn} || '}', v.created_at
+          FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
+               AS v(id text, account_id text, mode text, type text, created_at timestamptz, source text)
+          JOIN ${source.relation} s ON s.id = v.source
+         WHERE v.source IN (SELECT id FROM ${guard})
+        RETURNING id, account_id, mode, type, data, created_at`,
+    };
+  }
+
+  find(scope: Scope, id: string): Promise<ApiEvent | null> {
+    return findEvent(scope, id);
+  }
+
+  /** Events as the bus carries them, by id, in one statement whatever their number. */
+  async loadPublished(ids: string[]): Promise<PublishedEvent[]> {
+    const idList = this.db.dialect === 'postgres' ? 'SELECT json_array_elements_text($1::json)' : 'SELECT value FROM json_each($1)';
+    const rows = await this.db.select(`SELECT ${COLUMNS}, account_id FROM events WHERE id IN (${idList})`, [this.db.jsonParam(ids)]);
+    return rows.map(toPublished);
+  }
+
+  /** One account and mode's events from `since` on, oldest first, after the `after` cursor. */
+  async loadPublishedSince(scope: StreamScope, since: Date, after: { createdAt: string; id: string } | undefined, limit: number): Promise<PublishedEvent[]> {
+    const cursor = after ? ' AND (created_at > $4 OR (created_at = $4 AND id > $5))' : '';
+    const rows = await this.db.select(
+      `SELECT ${COLUMNS}, account_id FROM events WHERE account_id = $1 AND mode = $2 AND created_at >= $3${cursor}
+       ORDER BY created_at, id LIMIT ${Math.trunc(limit)}`,
+      [scope.accountId, scope.livemode ? 'live' : 'test', since, ...(after ? [new Date(after.createdAt), after.id] : [])],
+    );
+    return rows.map(toPublished);
+  }
+
+  list(scope: Scope, input: { type?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }): Promise<Page<ApiEvent>> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type });
+    return listPage(this.db, { table: 'events', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent });
+  }
+}
+
+/** One event of the account and mode, or null. */
+export async function findEvent(scope: Scope, id: string): Promise<ApiEvent | null> {
+  const row = await EventModel.findOne({
+    attributes: ['id', 'type', 'data', 'createdAt', 'mode'], where: { id, accountId: scope.accountId, mode: scope.mode }, raw: true,
+  });
+  return row && toApiEvent({ id: row.id, type: row.type, data: row.data, created_at: row.createdAt, mode: row.mode });
+}
+
+function toPublished(row: Record<string, unknown>): PublishedEvent {
+  return { ...toApiEvent(row), accountId: row.account_id as string };
+}
+
+export function toApiEvent(row: Record<string, unknown>): ApiEvent {
+  return {
+    id: row.id as string,
+    object: 'event',
+    type: row.type as string,
+    createdAt: isoTime(row.created_at) as string,
+    livemode: row.mode === 'live',
+    data: readJson(row.data, { object: {} }),
+  };
+}

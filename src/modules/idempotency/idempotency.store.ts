@@ -1,0 +1,127 @@
+import { Op, type Transaction } from 'sequelize';
+import { readTime, type Database } from '../../db/database';
+import type { CtePart } from '../../db/statement';
+import { Params } from '../../db/params';
+import { IdempotencyKeyModel } from './idempotency-key.model';
+
+/** A key to claim: who may use it (scope), the key, the request it stands for, the object it will name. */
+export interface KeyClaim {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  objectId?: string | null;
+}
+
+/** Where an answer goes: the key, and (for an object's key) the object it must still run for. */
+export interface KeyAnswer {
+  scope: string;
+  key: string;
+  objectId?: string;
+}
+
+/** A key as stored. */
+export interface StoredKey {
+  requestHash: string;
+  state: 'running' | 'completed';
+  responseStatus: number | null;
+  responseBody: string | null;
+  expiresAt: Date;
+}
+
+/**
+ * Where Idempotency-Keys are kept. Claiming a key and answering it are on every idempotent
+ * request's path: named, bound statements, the same on both dialects. The primary key
+ * (scope, idempotency_key) lets exactly one request claim a key, whichever instance it reaches.
+ * For the payments' PostgreSQL group commit the store also hands out its claim and answer as
+ * CTE parts over a relation of many requests (`claimPart`, `answerPart`).
+ */
+export class IdempotencyStore {
+  constructor(
+    private readonly db: Database,
+    private readonly ttlHours: number,
+  ) {}
+
+  /** When a key claimed at `now` expires. */
+  expiryFrom(now: Date): Date {
+    return new Date(now.getTime() + this.ttlHours * 3_600_000);
+  }
+
+  /** Claims the key (in `t` when given); false when another request holds it. */
+  async claim(t: Transaction | undefined, claim: KeyClaim, now: Date): Promise<boolean> {
+    const p = new Params();
+    const sql = `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
+      VALUES (${p.add(claim.scope)}, ${p.add(claim.key)}, ${p.add(claim.fingerprint)}, ${p.add(claim.objectId ?? null)}, 'running', ${p.add(now)}, ${p.add(this.expiryFrom(now))})
+      ON CONFLICT (scope, idempotency_key) DO NOTHING`;
+    return (await this.db.execute(sql, p.values, t)) === 1;
+  }
+
+  /**
+   * Stores the answer of a claimed key; with an `objectId`, only while the key still runs for
+   * that object (an answer stored first stands). Returns whether it was stored.
+   */
+  async answer(t: Transaction | undefined, target: KeyAnswer, status: number, body: string): Promise<boolean> {
+    const p = new Params();
+    const owned = target.objectId === undefined ? '' : ` AND object_id = ${p.add(target.objectId)} AND state = 'running'`;
+    const sql = `UPDATE idempotency_keys SET state = 'completed', response_status = ${p.add(status)}, response_body = ${p.add(body)}
+      WHERE scope = ${p.add(target.scope)} AND idempotency_key = ${p.add(target.key)}${owned}`;
+    return (await this.db.execute(sql, p.values, t)) === 1;
+  }
+
+  async read(scope: string, key: string, t?: Transaction): Promise<StoredKey | null> {
+    const [row] = await this.db.select<{ request_hash: string; state: 'running' | 'completed'; response_status: number | null; response_body: string | null; expires_at: unknown }>(
+      'SELECT request_hash, state, response_status, response_body, expires_at FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
+      [scope, key],
+      t,
+    );
+    if (!row) return null;
+    return {
+      requestHash: row.request_hash,
+      state: row.state,
+      responseStatus: row.response_status === null ? null : Number(row.response_status),
+      responseBody: row.response_body,
+      expiresAt: readTime(row.expires_at) as Date,
+    };
+  }
+
+  /** Frees the key if it has expired by `now` (a retry may then claim it again). */
+  async deleteIfExpired(scope: string, key: string, now: Date, t?: Transaction): Promise<void> {
+    await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now], t);
+  }
+
+  async purgeExpired(now: Date): Promise<number> {
+    return IdempotencyKeyModel.destroy({ where: { expiresAt: { [Op.lte]: now } } });
+  }
+
+  /**
+   * PostgreSQL: claims for many requests at once, as a CTE of the caller's statement. `source`
+   * names a relation with columns `idem_scope`, `idem_key`, `idem_hash`, `idem_object` and
+   * `idem_at` (the request's time; rows with a null key claim nothing); the part returns `scope`
+   * and `idempotency_key` of each key it claimed, nothing for a key already held.
+   */
+  claimPart(name: string, source: string, p: Params): CtePart {
+    return {
+      name,
+      sql: `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
+      SELECT s.idem_scope, s.idem_key, s.idem_hash, s.idem_object, 'running', s.idem_at, s.idem_at + ${p.add(this.ttlHours, 'float8')} * interval '1 hour'
+        FROM ${source} s WHERE s.idem_key IS NOT NULL
+       -- One order for every statement: two batches holding the same keys cannot deadlock.
+       ORDER BY s.idem_scope, s.idem_key
+      ON CONFLICT (scope, idempotency_key) DO NOTHING
+      RETURNING scope, idempotency_key`,
+    };
+  }
+
+  /**
+   * PostgreSQL: answers for many keys claimed with an object, as a CTE of the caller's
+   * statement. `source` has `idem_scope`, `idem_key`, `idem_object`, `idem_status`, `idem_body`;
+   * only keys still running for that object are written.
+   */
+  answerPart(name: string, source: string): CtePart {
+    return {
+      name,
+      sql: `UPDATE idempotency_keys k SET state = 'completed', response_status = s.idem_status, response_body = s.idem_body
+      FROM ${source} s WHERE s.idem_key IS NOT NULL AND k.scope = s.idem_scope AND k.idempotency_key = s.idem_key
+       AND k.object_id = s.idem_object AND k.state = 'running'`,
+    };
+  }
+}

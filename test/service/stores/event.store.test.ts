@@ -1,0 +1,97 @@
+import { EventStore, type ApiEvent } from '../../../src/modules/events/event.store';
+import { newId } from '../../../src/core/ids';
+import { Params } from '../../../src/db/params';
+import { cteList } from '../../../src/db/statement';
+import { DIALECT } from '../../helpers/db';
+import { START, startServices, type ServiceHarness } from '../../helpers/services';
+
+/** EventStore's contract on both dialects (`npm test` runs this file on SQLite and PostgreSQL). */
+let h: ServiceHarness;
+let store: EventStore;
+beforeAll(async () => {
+  h = await startServices();
+  store = new EventStore(h.services.db);
+});
+afterAll(() => h?.stop());
+
+const A = { accountId: 'acct_evt_a', mode: 'test' };
+const B = { accountId: 'acct_evt_b', mode: 'test' };
+const event = (type: string, at: Date, mode = 'test'): ApiEvent => ({
+  id: newId('evt'), object: 'event', type, createdAt: at.toISOString(), livemode: mode === 'live', data: { object: { id: 'cus_1', name: 'Zoë "q" \\ ✓' } },
+});
+const write = (scope: { accountId: string; mode: string }, e: ApiEvent) => h.services.db.transaction((t) => store.insert(t, e, scope));
+const at = (seconds: number) => new Date(START.getTime() + seconds * 1000);
+
+describe('EventStore', () => {
+  it('should read back an event exactly as written, only in its account and mode', async () => {
+    const e = event('customer.created', at(1));
+    await write(A, e);
+    expect(await store.find(A, e.id)).toEqual(e);
+    expect(await store.find(B, e.id)).toBeNull();
+    expect(await store.find({ ...A, mode: 'live' }, e.id)).toBeNull();
+  });
+
+  it('should write nothing when the transaction rolls back', async () => {
+    const e = event('customer.created', at(2));
+    await expect(h.services.db.transaction(async (t) => {
+      await store.insert(t, e, A);
+      throw new Error('rolled back');
+    })).rejects.toThrow('rolled back');
+    expect(await store.find(A, e.id)).toBeNull();
+  });
+
+  it('should load events by id for the fan-out, with their account, ignoring unknown ids', async () => {
+    const e1 = event('customer.updated', at(3));
+    const e2 = event('payment.succeeded', at(4), 'live');
+    await write(A, e1);
+    await write({ ...B, mode: 'live' }, e2);
+    const loaded = await store.loadPublished([e1.id, 'evt_unknown', e2.id]);
+    expect(loaded.sort((x, y) => x.createdAt.localeCompare(y.createdAt))).toEqual([
+      { ...e1, accountId: A.accountId },
+      { ...e2, accountId: B.accountId },
+    ]);
+    expect(await store.loadPublished([])).toEqual([]);
+  });
+
+  it('should load one scope\'s events since a time, oldest first, after a cursor, up to a limit', async () => {
+    const scope = { accountId: 'acct_evt_since', mode: 'test' };
+    const written = [event('customer.created', at(10)), event('customer.updated', at(11)), event('customer.updated', at(12))];
+    for (const e of written) await write(scope, e);
+    await write({ ...scope, mode: 'live' }, event('customer.created', at(11), 'live'));
+    const stream = { accountId: scope.accountId, livemode: false };
+    expect((await store.loadPublishedSince(stream, at(10), undefined, 10)).map((e) => e.id)).toEqual(written.map((e) => e.id));
+    expect((await store.loadPublishedSince(stream, at(11), undefined, 10)).map((e) => e.id)).toEqual([written[1].id, written[2].id]);
+    expect((await store.loadPublishedSince(stream, at(10), { createdAt: written[0].createdAt, id: written[0].id }, 1)).map((e) => e.id)).toEqual([written[1].id]);
+  });
+
+  it('should list a scope\'s events newest first, filtered by type', async () => {
+    const scope = { accountId: 'acct_evt_list', mode: 'test' };
+    const written = [event('customer.created', at(20)), event('payment.failed', at(21)), event('customer.created', at(22))];
+    for (const e of written) await write(scope, e);
+    const page = await store.list(scope, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc', type: 'customer.created' });
+    expect(page.data.map((e) => e.id)).toEqual([written[2].id, written[0].id]);
+    expect(page.data[0]).toEqual(written[2]);
+  });
+
+  if (DIALECT === 'postgres') {
+    it('should insert, as a CTE part, only the events whose source row the guard returned, with the same JSON as written alone', async () => {
+      const scope = { accountId: 'acct_evt_part', mode: 'test' };
+      const kept = event('payment.succeeded', at(30));
+      const dropped = event('payment.succeeded', at(31));
+      const objects = [{ id: 'pay_kept', json: JSON.stringify(kept.data.object) }, { id: 'pay_dropped', json: JSON.stringify(dropped.data.object) }];
+      const p = new Params();
+      const part = store.insertPart('evt', [
+        { event: kept, ...scope, sourceId: 'pay_kept' },
+        { event: dropped, ...scope, sourceId: 'pay_dropped' },
+      ], p, 'guard', { relation: 'src', jsonColumn: 'json' });
+      await h.services.db.select(
+        `WITH src AS (SELECT * FROM json_to_recordset(${p.add(JSON.stringify(objects), 'json')}) AS s(id text, json text)),
+        guard AS (SELECT id FROM src WHERE id = 'pay_kept'),
+        ${cteList([part])} SELECT id FROM evt`,
+        p.values,
+      );
+      expect(await store.find(scope, kept.id)).toEqual(kept);
+      expect(await store.find(scope, dropped.id)).toBeNull();
+    });
+  }
+});

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import { IdempotencyStore } from '../../../src/modules/idempotency/idempotency.store';
+import { Params } from '../../../src/db/params';
+import { cteList } from '../../../src/db/statement';
+import { DIALECT } from '../../helpers/db';
+import { START, startServices, type ServiceHarness } from '../../helpers/services';
+
+/**
+ * IdempotencyStore's contract, the same on both dialects (`npm test` runs this file on SQLite
+ * and on PostgreSQL): a key is claimed once, answered as asked, read back as stored.
+ */
+let h: ServiceHarness;
+let store: IdempotencyStore;
+beforeAll(async () => {
+  h = await startServices();
+  store = new IdempotencyStore(h.services.db, 24);
+});
+afterAll(() => h?.stop());
+
+const scope = 'acct_store:test';
+const newKey = () => `k-${randomBytes(6).toString('hex')}`;
+const HOUR = 3_600_000;
+
+describe('IdempotencyStore', () => {
+  it('should let exactly one claim of a key succeed, even when claims race', async () => {
+    const key = newKey();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => h.services.db.transaction((t) => store.claim(t, { scope, key, fingerprint: `fp${i}` }, START))),
+    );
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const stored = await store.read(scope, key);
+    expect(stored).toMatchObject({ state: 'running', responseStatus: null, responseBody: null });
+    expect(stored!.expiresAt.getTime()).toBe(START.getTime() + 24 * HOUR);
+    expect(['fp0', 'fp1', 'fp2', 'fp3', 'fp4', 'fp5']).toContain(stored!.requestHash);
+  });
+
+  it('should keep keys of other scopes apart', async () => {
+    const key = newKey();
+    expect(await store.claim(undefined, { scope, key, fingerprint: 'a' }, START)).toBe(true);
+    expect(await store.claim(undefined, { scope: 'acct_store:live', key, fingerprint: 'a' }, START)).toBe(true);
+    expect(await store.read('acct_other:test', key)).toBeNull();
+  });
+
+  it('should roll a claim back with its transaction', async () => {
+    const key = newKey();
+    await expect(h.services.db.transaction(async (t) => {
+      await store.claim(t, { scope, key, fingerprint: 'a' }, START);
+      throw new Error('crash after the claim');
+    })).rejects.toThrow('crash after the claim');
+    expect(await store.read(scope, key)).toBeNull();
+    expect(await store.claim(undefined, { scope, key, fingerprint: 'a' }, START)).toBe(true);
+  });
+
+  it('should answer a key, and an object\'s key only while it still runs for that object', async () => {
+    const plain = newKey();
+    await store.claim(undefined, { scope, key: plain, fingerprint: 'a' }, START);
+    expect(await store.answer(undefined, { scope, key: plain }, 201, '{"id":"cus_1"}')).toBe(true);
+    expect(await store.read(scope, plain)).toMatchObject({ state: 'completed', responseStatus: 201, responseBody: '{"id":"cus_1"}' });
+
+    const owned = newKey();
+    await store.claim(undefined, { scope, key: owned, fingerprint: 'a', objectId: 'pay_1' }, START);
+    expect(await store.answer(undefined, { scope, key: owned, objectId: 'pay_2' }, 201, '{"id":"pay_2"}')).toBe(false);
+    expect(await store.answer(undefined, { scope, key: owned, objectId: 'pay_1' }, 201, '{"id":"pay_1","status":"pending"}')).toBe(true);
+    // The first answer stands: the settled object does not replace it.
+    expect(await store.answer(undefined, { scope, key: owned, objectId: 'pay_1' }, 201, '{"id":"pay_1","status":"succeeded"}')).toBe(false);
+    expect((await store.read(scope, owned))!.responseBody).toBe('{"id":"pay_1","status":"pending"}');
+  });
+
+  it('should free a key only once it has expired', async () => {
+    const key = newKey();
+    await store.claim(undefined, { scope, key, fingerprint: 'a' }, START);
+    await store.deleteIfExpired(scope, key, new Date(START.getTime() + 23 * HOUR));
+    expect(await store.read(scope, key)).not.toBeNull();
+    await store.deleteIfExpired(scope, key, new Date(START.getTime() + 24 * HOUR));
+    expect(await store.read(scope, key)).toBeNull();
+  });
+
+  it('should purge expired keys and keep the others', async () => {
+    const later = new Date(START.getTime() + 1000 * HOUR);
+    const old = newKey();
+    const fresh = newKey();
+    await store.claim(undefined, { scope, key: old, fingerprint: 'a' }, START);
+    await store.claim(undefined, { scope, key: fresh, fingerprint: 'a' }, later);
+    expect(await store.purgeExpired(new Date(later.getTime() + HOUR))).toBeGreaterThanOrEqual(1);
+    expect(await store.read(scope, old)).toBeNull();
+    expect(await store.read(scope, fresh)).not.toBeNull();
+  });
+
+  if (DIALECT === 'postgres') {
+    // The parts the payments' group commit composes (PostgreSQL only).
+    it('should claim and answer many keys through its CTE parts, skipping keys already held', async () => {
+      const held = newKey();
+      const free = newKey();
+      await store.claim(undefined, { scope, key: held, fingerprint: 'a', objectId: 'pay_held' }, START);
+      const p = new Params();
+      const rows = [held, free].map((key) => ({ idem_scope: scope, idem_key: key, idem_hash: 'b', idem_object: `pay_${key}`, idem_at: START.toISOString() }));
+      const claimed = await h.services.db.select<{ idempotency_key: string }>(
+        `WITH src AS (SELECT * FROM json_to_recordset(${p.add(JSON.stringify(rows), 'json')}) AS s(idem_scope text, idem_key text, idem_hash text, idem_object text, idem_at timestamptz)),
+        ${cteList([store.claimPart('claim', 'src', p)])} SELECT idempotency_key FROM claim`,
+        p.values,
+      );
+      expect(claimed.map((r) => r.idempotency_key)).toEqual([free]);
+      expect((await store.read(scope, free))!.expiresAt.getTime()).toBe(START.getTime() + 24 * HOUR);
+
+      const q = new Params();
+      const answers = [held, free].map((key) => ({ idem_scope: scope, idem_key: key, idem_object: `pay_${key}`, idem_status: 201, idem_body: `{"id":"pay_${key}"}` }));
+      await h.services.db.execute(
+        `WITH src AS (SELECT * FROM json_to_recordset(${q.add(JSON.stringify(answers), 'json')}) AS s(idem_scope text, idem_key text, idem_object text, idem_status int, idem_body text)),
+        ${cteList([store.answerPart('idem', 'src')])} SELECT 1`,
+        q.values,
+      );
+      expect(await store.read(scope, free)).toMatchObject({ state: 'completed', responseBody: `{"id":"pay_${free}"}` });
+      // Held for another object: not answered by this one.
+      expect(await store.read(scope, held)).toMatchObject({ state: 'running', responseBody: null });
+    });
+  }
+});
