@@ -199,10 +199,10 @@ describe('input the database cannot store', () => {
     const body = await app.request('POST', '/v1/customers', { key, body: { email: 'nul@example.com', name: 'a\u0000b' } });
     expect(body.status).toBe(400);
     expect(body.body.error).toMatchObject({ code: 'invalid_parameter', param: 'name' });
-    for (const path of ['/v1/customers/cus_%00x', '/v1/payments/pay_%00x', '/v1/webhook-endpoints/we_%00x', '/v1/events/evt_%00/resend']) {
-      const res = await app.request(path.endsWith('resend') ? 'POST' : 'GET', path, { key });
-      expect(res.status).toBeGreaterThanOrEqual(400);
-      expect(res.status).toBeLessThan(500);
+    // The same answer on both databases.
+    for (const path of ['/v1/customers/cus_%00x', '/v1/payments/pay_%00x', '/v1/webhook-endpoints/we_%00x', '/v1/events/evt_%00/resend', '/v1/payments/pay_%00/refunds']) {
+      const res = await app.request(path.endsWith('resend') || path.endsWith('refunds') ? 'POST' : 'GET', path, { key, body: path.endsWith('refunds') ? {} : undefined });
+      expect([path, res.status, res.body.error?.code]).toEqual([path, 400, 'invalid_parameter']);
     }
     const query = await app.request('GET', '/v1/payments?search=%00', { key });
     expect(query.status).toBe(400);
