@@ -18,6 +18,8 @@ import {
 } from '../redaction';
 import {
   countCharge,
+  rememberCharge,
+  rememberOperation,
   failureDraw,
   operationKey,
   simulatorState,
@@ -89,7 +91,7 @@ export class SimulatorGateway implements Gateway {
       // A retryable error means the gateway did nothing, so no charge object exists.
       const reference = decision.outcome === 'retryable_error' ? null : newChargeReference();
       if (reference) {
-        simulatorState().charges.set(reference, {
+        rememberCharge(reference, {
           gatewayId: this.gatewayId, amount: r.amount, currency: r.currency.toUpperCase(),
           succeeded: decision.outcome === 'succeeded', refunded: 0,
         });
@@ -192,7 +194,7 @@ export class SimulatorGateway implements Gateway {
       if (latency > 0) await sleep(latency);
       return { ...decided, latencyMs: latency, request } as T;
     })();
-    if (decided.outcome !== 'retryable_error') state.operations.set(key, { operation, result });
+    if (decided.outcome !== 'retryable_error') rememberOperation(key, { operation, result });
 
     if (latency > this.timeoutMs) {
       await sleep(this.timeoutMs);

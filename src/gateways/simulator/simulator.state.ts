@@ -42,6 +42,33 @@ export function simulatorState(): SimulatorState {
 
 export const operationKey = (gatewayId: string, idempotencyKey: string): string => `${gatewayId}\u0000${idempotencyKey}`;
 
+/**
+ * How many operations, charges and charge counts the simulator keeps. Past it the oldest are
+ * forgotten, so a long-running test-mode instance does not grow without bound (about 1 KB per
+ * payment was kept for the life of the process). 50,000 operations is hours of heavy test
+ * traffic; recovery asks about an operation within seconds, and a charge forgotten before its
+ * refund is still refunded (its reference is trusted, as after a restart).
+ */
+export const SIMULATOR_MEMORY = { limit: 50_000 };
+
+/** Sets (or refreshes) `key`, forgetting the oldest entries past SIMULATOR_MEMORY.limit. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  for (const oldest of map.keys()) {
+    if (map.size <= SIMULATOR_MEMORY.limit) break;
+    map.delete(oldest);
+  }
+}
+
+export function rememberOperation(key: string, operation: StoredOperation): void {
+  remember(simulatorState().operations, key, operation);
+}
+
+export function rememberCharge(reference: string, charge: KnownCharge): void {
+  remember(simulatorState().charges, reference, charge);
+}
+
 /** Forgets every stored operation, charge and PRNG stream (tests only). */
 export function resetSimulatorState(): void {
   const state = simulatorState();
@@ -59,7 +86,7 @@ export function simulatorChargeCount(gatewayId: string, idempotencyKey: string):
 export function countCharge(gatewayId: string, idempotencyKey: string): void {
   const counts = simulatorState().chargeCounts;
   const key = operationKey(gatewayId, idempotencyKey);
-  counts.set(key, (counts.get(key) ?? 0) + 1);
+  remember(counts, key, (counts.get(key) ?? 0) + 1);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { FixedClock } from '../../../src/core/clock';
 import type { CardData, ChargeRequest } from '../../../src/gateways/gateway';
 import { SimulatorGateway, type SimulatorSettings } from '../../../src/gateways/simulator/simulator.gateway';
-import { resetSimulatorState, simulatorChargeCount } from '../../../src/gateways/simulator/simulator.state';
+import { SIMULATOR_MEMORY, resetSimulatorState, simulatorChargeCount, simulatorState } from '../../../src/gateways/simulator/simulator.state';
 import { decodeSavedToken } from '../../../src/gateways/simulator/simulator.transformers';
 
 const GW = 'gw_sim_unit';
@@ -141,6 +141,27 @@ describe('simulator idempotency', () => {
     resetSimulatorState();
     expect(simulatorChargeCount(GW, request.idempotencyKey)).toBe(0);
     expect((await sim().status({ idempotencyKey: request.idempotencyKey, kind: 'charge', objectId: request.paymentId })).found).toBe(false);
+  });
+});
+
+describe('simulator memory', () => {
+  const limit = SIMULATOR_MEMORY.limit;
+  afterEach(() => {
+    SIMULATOR_MEMORY.limit = limit;
+  });
+
+  it('should keep at most its limit of operations and charges, forgetting the oldest first', async () => {
+    SIMULATOR_MEMORY.limit = 3;
+    const requests = Array.from({ length: 5 }, () => charge({ kind: 'token', token: 'pm_card_visa' }));
+    const results = [];
+    for (const request of requests) results.push(await sim().charge(request));
+    const state = simulatorState();
+    expect([state.operations.size, state.charges.size, state.chargeCounts.size]).toEqual([3, 3, 3]);
+    const found = async (i: number) => (await sim().status({ idempotencyKey: requests[i].idempotencyKey, kind: 'charge', objectId: requests[i].paymentId })).found;
+    expect([await found(0), await found(1), await found(2), await found(4)]).toEqual([false, false, true, true]);
+    // A forgotten charge can still be refunded (its reference is trusted, as after a restart).
+    const refund = await sim().refund({ idempotencyKey: 'refund_old', refundId: 're_old', chargeReference: results[0].reference!, amount: 100, currency: 'USD' });
+    expect(refund.outcome).toBe('succeeded');
   });
 });
 
