@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
-import { Filter, listPage, modelSource } from '../../db/list';
 import { AccountModel } from './account.model';
 import { ApiKeyModel } from './api-key.model';
+import { AccountStore } from './account.store';
 import type { Clock } from '../../core/clock';
 import type { Mode, RequestContext } from '../../core/context';
 import { PERMISSION_RESOURCES, hasPermission, requirePermission, type Access } from '../../core/context';
@@ -87,13 +87,16 @@ export class AccountService {
    * effect within one period.
    */
   private readonly keyCache = new Map<string, { key: AuthenticatedKey; until: number }>();
+  private readonly store: AccountStore;
 
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly idempotency: IdempotencyService,
     private readonly keyCacheMs = 0,
-  ) {}
+  ) {
+    this.store = new AccountStore(db);
+  }
 
   private forgetKeys(match: (key: AuthenticatedKey) => boolean): void {
     for (const [hash, entry] of this.keyCache) if (match(entry.key)) this.keyCache.delete(hash);
@@ -183,11 +186,7 @@ export class AccountService {
 
   async listKeys(ctx: RequestContext, query: unknown): Promise<Page<ApiKeyView>> {
     requirePermission(ctx, 'api_keys', 'read');
-    const input = parseInput(listKeysInput, query);
-    return listPage(this.db, {
-      ...modelSource(ApiKeyModel), filter: new Filter({ account_id: ctx.accountId, mode: ctx.mode }), params: input,
-      sortColumns: { createdAt: 'created_at' }, toApi: toKeyView,
-    });
+    return this.store.listKeys(ctx, parseInput(listKeysInput, query), toKeyView);
   }
 
   async revokeKey(ctx: RequestContext, id: string): Promise<ApiKeyView> {
@@ -213,13 +212,7 @@ export class AccountService {
   }
 
   private async lookupKey(secret: string, hash: string): Promise<AuthenticatedKey | null> {
-    const [row] = await this.db.select<{
-      id: string; account_id: string; mode: Mode; permissions: string; revoked_at: unknown; rate_limit_per_minute: number | null;
-    }>(
-      `SELECT k.id, k.account_id, k.mode, k.permissions, k.revoked_at, a.rate_limit_per_minute
-         FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
-      [hash],
-    );
+    const row = await this.store.lookupKey(hash);
     if (!row || row.revoked_at) return null;
     // The prefix and the stored mode must agree; a mismatch means a tampered row.
     if (!secret.startsWith(`sk_${row.mode}_`)) return null;

@@ -12,11 +12,11 @@ import { newId } from '../../core/ids';
 import { currencySchema } from '../../core/money';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Page } from '../../core/pagination';
-import { Filter, listPage } from '../../db/list';
 import type { SecretBox } from '../../core/crypto';
 import type { Gateway } from '../../gateways/gateway';
 import { GATEWAY_TYPES, GatewayConfigError, createGateway, validateGatewayConfig, withStorableResults } from '../../gateways/registry';
 import { GatewayModel } from './gateway.model';
+import { GatewayStore, type GatewayRow } from './gateway.store';
 
 export interface GatewayView {
   id: string;
@@ -74,21 +74,6 @@ const listInput = listSchema(['createdAt', 'name'] as const, {
   enabled: z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean()).optional(),
 });
 
-interface GatewayRow {
-  id: string;
-  mode: string;
-  name: string;
-  type: string;
-  credentials_sealed: string | null;
-  settings: string;
-  currencies: string | null;
-  enabled: unknown;
-  created_at: unknown;
-  updated_at: unknown;
-}
-
-const COLUMNS = 'id, mode, name, type, credentials_sealed, settings, currencies, enabled, created_at, updated_at';
-
 /**
  * A connector's base URL receives the gateway secret and raw card data, so it may only be
  * changed in test mode (local fakes, emulators: the only place the Stripe connector's plain
@@ -114,6 +99,7 @@ export class GatewayConfigService {
   private builtin?: Gateway;
   private readonly changeListeners: Array<(accountId: string, mode: string) => void> = [];
   private readonly removalGuards: Array<(ctx: RequestContext, id: string, t: Transaction) => Promise<boolean>> = [];
+  private readonly store: GatewayStore;
 
   /**
    * A guard answering true keeps a gateway from being deleted (routing rules still name it). It
@@ -138,7 +124,9 @@ export class GatewayConfigService {
     private readonly connectorOptions: { timeoutMs?: number; ca?: string; clock?: { now(): Date } } = {},
     /** Creates answer their Idempotency-Key through it (tests of the service alone go without). */
     private readonly idempotency?: IdempotencyService,
-  ) {}
+  ) {
+    this.store = new GatewayStore(db);
+  }
 
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'write');
@@ -173,11 +161,7 @@ export class GatewayConfigService {
 
   async list(ctx: RequestContext, query: unknown): Promise<Page<GatewayView>> {
     requirePermission(ctx, 'gateways', 'read');
-    const input = parseInput(listInput, query);
-    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, type: input.type, enabled: input.enabled }).raw(() => 'deleted_at IS NULL');
-    return listPage(this.db, {
-      table: 'gateways', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi: toView,
-    });
+    return this.store.list(ctx, parseInput(listInput, query), toView);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<GatewayView> {
@@ -269,10 +253,7 @@ export class GatewayConfigService {
       );
       return { gateway: this.builtin, type: 'simulator' };
     }
-    // Every charge and refund attempt asks for its connector: a bound statement, not a model read.
-    const [row] = await this.db.select<GatewayRow>(`SELECT ${COLUMNS} FROM gateways WHERE id = $1 AND account_id = $2 AND mode = $3`, [
-      id, ctx.accountId, ctx.mode,
-    ]);
+    const row = await this.store.forConnector(ctx, id);
     if (!row) throw new DomainError('no_gateway_available', `Gateway ${id} is not configured`);
     const version = String(isoTime(row.updated_at));
     const cached = this.instances.get(id);

@@ -1,13 +1,12 @@
 import type { Database } from '../../db/database';
 import type { Clock } from '../../core/clock';
 import { errorForLog, type Logger } from '../../logger';
+import { LeaseStore, type LeasedTable } from './lease.store';
 
 /** How long a pending payment or refund stays this process's after its last heartbeat. */
 export const LEASE_MS = 10_000;
 /** How often the leases of the objects this process is working on are renewed. */
 export const HEARTBEAT_MS = 2_500;
-
-export type LeasedTable = 'payments' | 'refunds';
 
 /**
  * Heartbeats for the pending payments and refunds this process is charging or refunding. Each
@@ -24,14 +23,17 @@ export class LeaseKeeper {
   private readonly held = new Map<string, { table: LeasedTable; id: string; until: number }>();
   private timer?: NodeJS.Timeout;
   private beating?: Promise<void>;
+  private readonly store: LeaseStore;
 
   constructor(
-    private readonly db: Database,
+    db: Database,
     private readonly clock: Clock,
     private readonly logger: Logger,
     readonly leaseMs = LEASE_MS,
     private readonly heartbeatMs = HEARTBEAT_MS,
-  ) {}
+  ) {
+    this.store = new LeaseStore(db);
+  }
 
   /** The lease a pending row is first written with. */
   firstLease(now: Date): Date {
@@ -67,7 +69,7 @@ export class LeaseKeeper {
         const leases = [...this.held.values()].filter((l) => l.table === table);
         if (leases.length === 0) continue;
         try {
-          await this.renew(table, leases.map((l) => l.id), until);
+          await this.store.renew(table, leases.map((l) => l.id), until);
           for (const l of leases) l.until = until.getTime();
         } catch (err) {
           this.logger.warn({ table, rows: leases.length, err: errorForLog(err) }, 'lease heartbeat failed; those rows go to recovery if it keeps failing');
@@ -77,12 +79,6 @@ export class LeaseKeeper {
       this.beating = undefined;
     });
     return this.beating;
-  }
-
-  /** Ids bound as one JSON array: one statement text (one prepared plan) whatever their number. */
-  private async renew(table: LeasedTable, ids: string[], until: Date): Promise<void> {
-    const idList = this.db.dialect === 'postgres' ? 'SELECT json_array_elements_text($2::json)' : 'SELECT value FROM json_each($2)';
-    await this.db.execute(`UPDATE ${table} SET lease_until = $1 WHERE status = 'pending' AND id IN (${idList})`, [until, JSON.stringify(ids)]);
   }
 
   stop(): void {

@@ -3,7 +3,7 @@ import { isoTime } from '../../db/database';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
-import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
+import { NESTED_LIST_LIMIT, groupBy } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
@@ -21,6 +21,7 @@ import { describeCard } from '../../core/card';
 import { savePaymentMethodInput } from './payment.inputs';
 import type { PaymentMethodDetails } from './payment.types';
 import type { GatewayTransactionLog } from './gateway-transaction.log';
+import { PaymentMethodStore, type PaymentMethodRow } from './payment-method.store';
 
 export interface SavedPaymentMethod {
   id: string;
@@ -35,26 +36,12 @@ export interface SavedPaymentMethod {
   updatedAt: string;
 }
 
-interface Row {
-  id: string;
-  mode: string;
-  customer_id: string;
-  gateway_id: string;
-  gateway_token: string;
-  brand: string;
-  last4: string;
-  exp_month: number;
-  exp_year: number;
-  fingerprint: string;
-  created_at: unknown;
-  updated_at: unknown;
-}
-
-const COLUMNS = 'id, mode, customer_id, gateway_id, gateway_token, brand, last4, exp_month, exp_year, fingerprint, created_at, updated_at';
 const listInput = listSchema(['createdAt'] as const, {});
 
 /** Cards saved with a gateway (its token is kept, never the number) and charged later. */
 export class PaymentMethodService {
+  private readonly store: PaymentMethodStore;
+
   constructor(
     private readonly db: Database,
     private readonly customers: CustomerService,
@@ -64,7 +51,9 @@ export class PaymentMethodService {
     private readonly gtx: GatewayTransactionLog,
     private readonly idempotency: IdempotencyService,
     private readonly fingerprintKey: Buffer,
-  ) {}
+  ) {
+    this.store = new PaymentMethodStore(db);
+  }
 
   /**
    * Saves the card at a gateway, then records it. The Idempotency-Key is claimed and answered
@@ -150,27 +139,19 @@ export class PaymentMethodService {
     requirePermission(ctx, 'customers', 'read');
     const input = parseInput(listInput, query);
     const customer = await this.customers.retrieve(ctx, customerId);
-    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, customer_id: customerId });
-    return listPage(this.db, {
-      table: 'payment_methods', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' },
-      toApi: (row: Row) => toApi(row, customer.defaultPaymentMethodId),
-    });
+    return this.store.list(ctx, customerId, input, (row) => toApi(row, customer.defaultPaymentMethodId));
   }
 
   /** The newest saved cards of several customers (at most `limit` each) in one query, for DataLoader. */
   async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, SavedPaymentMethod[]>> {
     requirePermission(ctx, 'customers', 'read');
-    const rows = await newestPerParent<Row & { default_payment_method_id: string | null }>(this.db, {
-      columns: `${COLUMNS.split(', ').map((c) => `pm.${c}`).join(', ')}, c.default_payment_method_id`,
-      from: 'payment_methods pm JOIN customers c ON c.id = pm.customer_id', prefix: 'pm.', parentColumn: 'customer_id',
-      accountId: ctx.accountId, mode: ctx.mode, parentIds: customerIds, limit,
-    });
+    const rows = await this.store.forCustomers(ctx, customerIds, limit);
     return groupBy(rows.map((row) => toApi(row, row.default_payment_method_id)), (m) => m.customerId);
   }
 
   /** A saved method as a charge source, bound to the gateway that holds its token. */
   async resolve(ctx: RequestContext, id: string): Promise<{ source: ChargeRequest['source']; details: PaymentMethodDetails; restrictTo: string; customerId: string } | null> {
-    const [row] = await this.db.select<Row>(`SELECT ${COLUMNS} FROM payment_methods WHERE id = $1 AND account_id = $2 AND mode = $3`, [id, ctx.accountId, ctx.mode]);
+    const row = await this.store.find(ctx, id);
     if (!row) return null;
     return {
       source: { kind: 'token', token: row.gateway_token },
@@ -181,23 +162,20 @@ export class PaymentMethodService {
   }
 
   async defaultFor(ctx: RequestContext, customerId: string) {
-    const [row] = await this.db.select<{ default_payment_method_id: string | null }>(
-      'SELECT default_payment_method_id FROM customers WHERE id = $1 AND account_id = $2 AND mode = $3',
-      [customerId, ctx.accountId, ctx.mode],
-    );
-    return row?.default_payment_method_id ? this.resolve(ctx, row.default_payment_method_id) : null;
+    const defaultId = await this.store.defaultIdFor(ctx, customerId);
+    return defaultId ? this.resolve(ctx, defaultId) : null;
   }
 }
 
 /** A model's attributes in the column names the list statements return. */
-function rowOf(m: Pick<PaymentMethodModel, 'id' | 'mode' | 'customerId' | 'gatewayId' | 'gatewayToken' | 'brand' | 'last4' | 'expMonth' | 'expYear' | 'fingerprint' | 'createdAt' | 'updatedAt'>): Row {
+function rowOf(m: Pick<PaymentMethodModel, 'id' | 'mode' | 'customerId' | 'gatewayId' | 'gatewayToken' | 'brand' | 'last4' | 'expMonth' | 'expYear' | 'fingerprint' | 'createdAt' | 'updatedAt'>): PaymentMethodRow {
   return {
     id: m.id, mode: m.mode, customer_id: m.customerId, gateway_id: m.gatewayId, gateway_token: m.gatewayToken, brand: m.brand, last4: m.last4,
     exp_month: m.expMonth, exp_year: m.expYear, fingerprint: m.fingerprint, created_at: m.createdAt, updated_at: m.updatedAt,
   };
 }
 
-function toApi(row: Row, defaultId: string | null): SavedPaymentMethod {
+function toApi(row: PaymentMethodRow, defaultId: string | null): SavedPaymentMethod {
   return {
     id: row.id,
     object: 'payment_method',

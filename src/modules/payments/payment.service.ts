@@ -24,6 +24,7 @@ import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import { claimFor, recoveredKey, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
 import type { PaymentBatchOptions } from './payment-batch.store';
 import type { LeaseKeeper } from './lease-keeper';
+import { LeaseStore } from './lease.store';
 import { PaymentCharger, chargeKey, chargeRequest, settledPayment, toAttempt, type ChargeOutcome } from './payment-charging';
 import { PaymentStore } from './payment.store';
 import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS, recoverRows } from './pending-recovery';
@@ -48,6 +49,7 @@ interface ResolvedMethod {
  */
 export class PaymentService {
   private readonly store: PaymentStore;
+  private readonly leaseStore: LeaseStore;
   private readonly charger: PaymentCharger;
 
   constructor(
@@ -68,6 +70,7 @@ export class PaymentService {
     batchOptions?: PaymentBatchOptions,
   ) {
     this.store = new PaymentStore(db, events, gtx, keys, logger, batchOptions);
+    this.leaseStore = new LeaseStore(db);
     this.charger = new PaymentCharger(routing, gateways, leases, logger);
   }
 
@@ -274,7 +277,7 @@ export class PaymentService {
    */
   async recoverPending(now: Date, limit = 50): Promise<number> {
     const rows = await this.store.pendingPastLease(now, limit);
-    return recoverRows(this.db, this.logger, { table: 'payments', idField: 'paymentId' }, rows, now, (row) => this.recoverOne(row, now));
+    return recoverRows(this.leaseStore, this.logger, { table: 'payments', idField: 'paymentId' }, rows, now, (row) => this.recoverOne(row, now));
   }
 
   private async recoverOne(row: { payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null }, now: Date): Promise<boolean> {

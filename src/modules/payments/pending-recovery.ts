@@ -1,5 +1,5 @@
-import type { Database } from '../../db/database';
 import { errorForLog, type Logger } from '../../logger';
+import type { LeasedTable, LeaseStore } from './lease.store';
 
 /** How long recovery leaves an operation it could not settle before asking again. */
 export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
@@ -19,26 +19,15 @@ export const NOT_FOUND_FINAL_AFTER_MS = 15 * 60_000;
 export const UNKNOWN_OUTCOME_REVIEW_AFTER_MS = 24 * 3600_000;
 
 /**
- * Takes over a pending row whose lease has run out, for PENDING_RECOVERY_AFTER_MS: of several
- * instances exactly one gets it. Returns whether this caller did.
- */
-async function claimExpiredLease(db: Database, table: 'payments' | 'refunds', id: string, now: Date): Promise<boolean> {
-  const claimed = await db.execute(
-    `UPDATE ${table} SET lease_until = $1 WHERE id = $2 AND status = 'pending' AND lease_until < $3`,
-    [new Date(now.getTime() + PENDING_RECOVERY_AFTER_MS), id, now],
-  );
-  return claimed === 1;
-}
-
-/**
  * The recovery loop payments and refunds share: each pending row whose lease ran out is claimed
- * (so one instance asks its gateway), then `settle` asks and records what it learns; true when it
- * settled the row. A failure is logged with the row's id and retried at the next claim.
+ * for PENDING_RECOVERY_AFTER_MS (so one instance asks its gateway), then `settle` asks and records
+ * what it learns; true when it settled the row. A failure is logged with the row's id and retried
+ * at the next claim.
  */
 export async function recoverRows<R extends object>(
-  db: Database,
+  leases: LeaseStore,
   logger: Logger,
-  what: { table: 'payments' | 'refunds'; idField: 'paymentId' | 'refundId' },
+  what: { table: LeasedTable; idField: 'paymentId' | 'refundId' },
   rows: R[],
   now: Date,
   settle: (row: R) => Promise<boolean>,
@@ -46,7 +35,7 @@ export async function recoverRows<R extends object>(
   let settled = 0;
   for (const row of rows) {
     const id = (row as { id?: unknown }).id as string;
-    if (!(await claimExpiredLease(db, what.table, id, now))) continue;
+    if (!(await leases.claimPastLease(what.table, id, now, new Date(now.getTime() + PENDING_RECOVERY_AFTER_MS)))) continue;
     try {
       if (await settle(row)) settled++;
     } catch (err) {

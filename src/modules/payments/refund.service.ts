@@ -1,7 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
-import { isoTime } from '../../db/database';
-import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
+import { NESTED_LIST_LIMIT } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission, systemContext } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
@@ -14,34 +13,18 @@ import { untilKnown } from '../../gateways/until-known';
 import type { EventService } from '../events/event.service';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import { createRefundInput, listRefundsInput } from './payment.inputs';
-import { PAYMENT_COLUMNS, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';
 import { recoverRows } from './pending-recovery';
 import type { LeaseKeeper } from './lease-keeper';
+import { LeaseStore } from './lease.store';
+import { RefundStore, type Refund } from './refund.store';
 import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
 import { errorForLog, type Logger } from '../../logger';
-import { Params } from '../../db/params';
 import { claimFor, recoveredKey, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 
-export interface Refund {
-  id: string;
-  object: 'refund';
-  livemode: boolean;
-  paymentId: string;
-  amount: number;
-  currency: string;
-  reason: string | null;
-  status: 'pending' | 'succeeded' | 'failed';
-  gatewayId: string | null;
-  failureCode: string | null;
-  failureMessage: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-const COLUMNS = 'id, mode, payment_id, amount, currency, reason, status, gateway_id, failure_code, failure_message, created_at, updated_at';
+export type { Refund } from './refund.store';
 
 /** What creating a refund answers with: the status its Idempotency-Key's stored response carries. */
 export const REFUND_CREATED_STATUS = IDEMPOTENT_OPERATIONS.createRefund.status;
@@ -52,6 +35,9 @@ export const REFUND_CREATED_STATUS = IDEMPOTENT_OPERATIONS.createRefund.status;
  * what was captured; a failed refund gives its reservation back.
  */
 export class RefundService {
+  private readonly store: RefundStore;
+  private readonly leaseStore: LeaseStore;
+
   constructor(
     private readonly db: Database,
     private readonly events: EventService,
@@ -61,7 +47,10 @@ export class RefundService {
     private readonly logger: Logger,
     /** Heartbeats on the pending refunds this process is making (see LeaseKeeper). */
     private readonly leases: LeaseKeeper,
-  ) {}
+  ) {
+    this.store = new RefundStore(db);
+    this.leaseStore = new LeaseStore(db);
+  }
 
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, paymentIdFromPath?: string): Promise<Refund> {
     requirePermission(ctx, 'refunds', 'write');
@@ -100,13 +89,9 @@ export class RefundService {
   ) {
     return this.db.transaction(async (t) => {
       if (idem && !(await this.idempotency.claimIn(t, idem))) return null;
-      const [row] = await this.db.select(
-        `SELECT ${PAYMENT_COLUMNS}, gateway_reference FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3${this.db.forUpdate}`,
-        [data.paymentId, ctx.accountId, ctx.mode],
-        t,
-      );
-      if (!row) throw notFound('payment', data.paymentId, 'paymentId');
-      const payment = toApiPayment(row);
+      const locked = await this.store.paymentForUpdate(ctx, data.paymentId, t);
+      if (!locked) throw notFound('payment', data.paymentId, 'paymentId');
+      const { payment, chargeReference } = locked;
       if (payment.status !== 'succeeded') {
         throw new DomainError('payment_not_refundable', `Only succeeded payments can be refunded; this one is ${payment.status}`, 'paymentId');
       }
@@ -118,12 +103,7 @@ export class RefundService {
         throw new DomainError('payment_not_refundable', 'This payment is already fully refunded', 'paymentId');
       }
       const amount = data.amount ?? remaining;
-      const reserved = await this.db.execute(
-        'UPDATE payments SET amount_refunded = amount_refunded + $1, updated_at = $2 WHERE id = $3 AND amount_refunded + $1 <= amount',
-        [amount, ctx.clock.now(), payment.id],
-        t,
-      );
-      if (reserved !== 1) {
+      if (!(await this.store.reserve(t, payment.id, amount, ctx.clock.now()))) {
         throw new DomainError('refund_exceeds_remaining', `At most ${remaining} (${formatAmount(remaining, payment.currency)}) can still be refunded`, 'amount');
       }
       const now = ctx.clock.now();
@@ -133,16 +113,11 @@ export class RefundService {
         reason: data.reason ?? null, status: 'pending', gatewayId: payment.gatewayId, failureCode: null, failureMessage: null,
         createdAt: now.toISOString(), updatedAt: now.toISOString(),
       };
-      await this.db.execute(
-        `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, lease_until, idempotency_key)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9, $10, $11)`,
-        [refund.id, ctx.accountId, ctx.mode, refund.paymentId, amount, refund.currency, refund.reason, refund.gatewayId, now, leaseUntil, idem?.key ?? null],
-        t,
-      );
+      await this.store.insertPending(t, ctx, refund, leaseUntil, idem?.key ?? null);
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
       // The reservation is what changes the payment (amountRefunded, refunded).
       await this.recordPaymentUpdated(ctx, t, payment.id);
-      return { refund, payment, chargeReference: row.gateway_reference as string, leaseUntil };
+      return { refund, payment, chargeReference, leaseUntil };
     });
   }
 
@@ -196,19 +171,12 @@ export class RefundService {
     return this.db.transaction(async (t) => {
       await this.gtx.insert(ctx, t, { paymentId: refund.paymentId, refundId: refund.id }, log);
       if (status === 'pending') return done; // unanswered: the recovery job asks again later
-      const changed = await this.db.execute(
-        `UPDATE refunds SET status = $1, failure_code = $2, failure_message = $3, gateway_reference = $4, updated_at = $5 WHERE id = $6 AND status = 'pending'`,
-        [status, done.failureCode, done.failureMessage, result.reference, new Date(done.updatedAt), refund.id],
-        t,
-      );
-      if (changed !== 1) return this.retrieveRow(ctx, refund.id) as Promise<Refund>;
+      if (!(await this.store.settle(t, done, result.reference))) return (await this.store.find(ctx, refund.id)) as Refund;
       await this.events.record(ctx, t, status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', done as unknown as Record<string, unknown>);
       if (status === 'failed') {
         // The reservation is given back: the payment changes again. (A success leaves it as
         // the reservation made it.)
-        await this.db.execute('UPDATE payments SET amount_refunded = amount_refunded - $1, updated_at = $2 WHERE id = $3', [
-          refund.amount, new Date(done.updatedAt), refund.paymentId,
-        ], t);
+        await this.store.release(t, refund, new Date(done.updatedAt));
         await this.recordPaymentUpdated(ctx, t, refund.paymentId);
       }
       // The key's answer with the settling write.
@@ -219,61 +187,39 @@ export class RefundService {
 
   /** `payment.updated` with the payment as this transaction has just left it. */
   private async recordPaymentUpdated(ctx: RequestContext, t: Transaction, paymentId: string): Promise<void> {
-    const [row] = await this.db.select(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [paymentId], t);
-    await this.events.record(ctx, t, 'payment.updated', toApiPayment(row) as unknown as Record<string, unknown>);
+    await this.events.record(ctx, t, 'payment.updated', (await this.store.paymentAsWritten(t, paymentId)) as unknown as Record<string, unknown>);
   }
 
   async retrieve(ctx: RequestContext, id: string): Promise<Refund> {
     requirePermission(ctx, 'refunds', 'read');
-    const refund = await this.retrieveRow(ctx, id);
+    const refund = await this.store.find(ctx, id);
     if (!refund) throw notFound('refund', id);
     return refund;
-  }
-
-  private async retrieveRow(ctx: { accountId: string; mode: string }, id: string): Promise<Refund | null> {
-    const [row] = await this.db.select(`SELECT ${COLUMNS} FROM refunds WHERE id = $1 AND account_id = $2 AND mode = $3`, [id, ctx.accountId, ctx.mode]);
-    return row ? toApiRefund(row) : null;
   }
 
   async list(ctx: RequestContext, query: unknown, paymentIdFromPath?: string): Promise<Page<Refund>> {
     requirePermission(ctx, 'refunds', 'read');
     refusePaymentIdBesidePath(query, paymentIdFromPath);
     const input = parseInput(listRefundsInput, query);
-    const paymentId = paymentIdFromPath ?? input.paymentId;
-    if (paymentIdFromPath) {
-      const [exists] = await this.db.select('SELECT id FROM payments WHERE id = $1 AND account_id = $2 AND mode = $3', [paymentIdFromPath, ctx.accountId, ctx.mode]);
-      if (!exists) throw notFound('payment', paymentIdFromPath);
-    }
-    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, status: input.status, payment_id: paymentId });
-    return listPage(this.db, {
-      table: 'refunds', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiRefund,
-    });
+    if (paymentIdFromPath && !(await this.store.paymentExists(ctx, paymentIdFromPath))) throw notFound('payment', paymentIdFromPath);
+    return this.store.list(ctx, { ...input, paymentId: paymentIdFromPath ?? input.paymentId });
   }
 
   /** The newest refunds of several payments at once (at most `limit` each), for DataLoader. */
   async forPayments(ctx: RequestContext, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Refund[]>> {
     requirePermission(ctx, 'refunds', 'read');
-    const rows = await newestPerParent<Record<string, unknown>>(this.db, {
-      columns: COLUMNS, from: 'refunds', parentColumn: 'payment_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: paymentIds, limit,
-    });
-    return groupBy(rows.map(toApiRefund), (r) => r.paymentId);
+    return this.store.forPayments(ctx, paymentIds, limit);
   }
 
   /** Asks the gateway about refunds left pending; settles the ones it can answer for. */
   async recoverPending(now: Date): Promise<number> {
-    const rows = await this.db.select(
-      `SELECT r.id, r.mode, r.payment_id, r.amount, r.currency, r.reason, r.status, r.gateway_id, r.failure_code, r.failure_message,
-              r.created_at, r.updated_at, r.account_id, r.idempotency_key, p.gateway_reference
-         FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.lease_until < $1 ORDER BY r.lease_until LIMIT 50`,
-      [now],
-    );
-    return recoverRows(this.db, this.logger, { table: 'refunds', idField: 'refundId' }, rows, now, async (row) => {
-      const refund = toApiRefund(row);
-      const ctx = systemContext(row.account_id as string, refund.livemode ? 'live' : 'test', now, `recovery_${refund.id}`);
+    const rows = await this.store.pendingPastLease(now, 50);
+    return recoverRows(this.leaseStore, this.logger, { table: 'refunds', idField: 'refundId' }, rows, now, async ({ refund, accountId, idempotencyKey, chargeReference }) => {
+      const ctx = systemContext(accountId, refund.livemode ? 'live' : 'test', now, `recovery_${refund.id}`);
       // The creating request's key: the settled refund becomes its answer if that request died.
-      const claim = row.idempotency_key ? recoveredKey(ctx, row.idempotency_key as string, REFUND_CREATED_STATUS, refund.id) : undefined;
+      const claim = idempotencyKey ? recoveredKey(ctx, idempotencyKey, REFUND_CREATED_STATUS, refund.id) : undefined;
       const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
-      const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference: row.gateway_reference as string });
+      const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference });
       const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
       const definite = status.found ? status.outcome !== 'timeout' : status.declineCode === 'not_found';
       if (!definite) return false;
@@ -300,22 +246,4 @@ function refusePaymentIdBesidePath(input: unknown, paymentIdFromPath: string | u
 
 function notSent(message: string): GatewayResult {
   return { outcome: 'declined', reference: null, declineCode: 'gateway_unavailable', message, latencyMs: 0, request: {}, response: {} };
-}
-
-export function toApiRefund(row: Record<string, unknown>): Refund {
-  return {
-    id: row.id as string,
-    object: 'refund',
-    livemode: row.mode === 'live',
-    paymentId: row.payment_id as string,
-    amount: Number(row.amount),
-    currency: row.currency as string,
-    reason: (row.reason as string | null) ?? null,
-    status: row.status as Refund['status'],
-    gatewayId: (row.gateway_id as string | null) ?? null,
-    failureCode: (row.failure_code as string | null) ?? null,
-    failureMessage: (row.failure_message as string | null) ?? null,
-    createdAt: isoTime(row.created_at) as string,
-    updatedAt: isoTime(row.updated_at) as string,
-  };
 }
