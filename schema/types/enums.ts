@@ -3,7 +3,7 @@ import type { Payment } from '../../src/modules/payments/payment.service';
 import type { Refund } from '../../src/modules/payments/refund.service';
 import type { Price } from '../../src/modules/catalog/catalog.service';
 import type { EndpointStatus } from '../../src/modules/webhooks/endpoint.service';
-import type { WebhookAttempt } from '../../src/modules/webhooks/delivery.service';
+import type { WebhookAttempt } from '../../src/modules/webhooks/webhook.store';
 import type { PendingTransaction } from '../../src/modules/payments/gateway-transaction.log';
 
 /**

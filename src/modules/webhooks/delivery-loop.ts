@@ -1,7 +1,8 @@
 import type { EventBus } from '../../core/event-bus';
 import { errorForLog, type Logger } from '../../logger';
 import { closeDeliveryAgents } from '../../webhooks/http-delivery';
-import type { ClaimedDelivery, WebhookDeliveryService } from './delivery.service';
+import type { WebhookDeliveryService } from './delivery.service';
+import type { ClaimedDelivery } from './webhook.store';
 
 const MAX_ERROR_BACKOFF_MS = 10_000;
 

@@ -2,7 +2,6 @@ import { Op, col, type Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { readJson, readTime } from '../../db/database';
 import { lockAccount } from '../../db/account-lock';
-import { Filter, listPage } from '../../db/list';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, invalidParameter, notFound } from '../../core/errors';
@@ -14,7 +13,7 @@ import { checkWebhookUrl, type ResolveHost } from '../../webhooks/address-policy
 import { generateWebhookSecret, type SigningSecrets } from '../../webhooks/signature';
 import { WILDCARD, createEndpointInput, listEndpointsInput, rotateSecretInput, updateEndpointInput } from './webhook.inputs';
 import { WebhookEndpointModel } from './webhook-endpoint.model';
-import { WebhookDeliveryModel } from './webhook-delivery.model';
+import { WebhookStore, type EndpointRow } from './webhook.store';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
@@ -38,23 +37,6 @@ export interface WebhookEndpoint {
   secret?: string;
 }
 
-export interface EndpointRow {
-  id: string;
-  account_id: string;
-  mode: string;
-  url: string;
-  description: string | null;
-  events: string;
-  secret_sealed: string;
-  status: string;
-  disabled_reason: string | null;
-  created_at: unknown;
-  updated_at: unknown;
-  deleted_at?: unknown;
-}
-
-const COLUMNS = 'id, account_id, mode, url, description, events, secret_sealed, status, disabled_reason, created_at, updated_at';
-
 type Scope = { accountId: string; mode: string };
 
 export interface EndpointServiceOptions {
@@ -68,13 +50,17 @@ export interface EndpointServiceOptions {
 export const MAX_ENDPOINTS = 16;
 
 export class WebhookEndpointService {
+  private readonly store: WebhookStore;
+
   constructor(
     private readonly db: Database,
     private readonly box: SecretBox,
     private readonly options: EndpointServiceOptions,
     /** Creates and rotations answer their Idempotency-Key through it (tests of the service alone go without). */
     private readonly idempotency?: IdempotencyService,
-  ) {}
+  ) {
+    this.store = new WebhookStore(db);
+  }
 
   /** Runs `write` in a transaction under `idem` (see IdempotencyService.once). */
   private once<T>(idem: IdempotencyKey | undefined, operation: IdempotentOperation, write: (t: Transaction) => Promise<T>): Promise<T> {
@@ -117,10 +103,7 @@ export class WebhookEndpointService {
   async list(ctx: RequestContext, query: unknown): Promise<Page<WebhookEndpoint>> {
     requirePermission(ctx, 'webhook_endpoints', 'read');
     const input = parseInput(listEndpointsInput, query);
-    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, status: input.status }).raw(() => 'deleted_at IS NULL');
-    return listPage(this.db, {
-      table: 'webhook_endpoints', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEndpoint,
-    });
+    return this.store.listEndpoints(ctx, input, toApiEndpoint);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<WebhookEndpoint> {
@@ -149,14 +132,9 @@ export class WebhookEndpointService {
       const [changed] = await WebhookEndpointModel.update(changes, { where: this.live(ctx, id), transaction });
       if (changed !== 1) throw notFound('webhook endpoint', id);
       // Queued deliveries of the types it no longer subscribes to are not owed any more.
-      if (data.events !== undefined && !data.events.includes(WILDCARD)) {
-        await WebhookDeliveryModel.update(
-          { status: 'abandoned', lastError: 'endpoint no longer subscribed to this event type', updatedAt: now },
-          { where: { endpointId: id, status: { [Op.in]: ['pending', 'held'] }, eventType: { [Op.notIn]: data.events } }, transaction },
-        );
-      }
-      if (changes.status === 'disabled') await this.holdPending(transaction, id, now, 'endpoint disabled');
-      if (changes.status === 'enabled') await this.requeueHeld(transaction, id, now);
+      if (data.events !== undefined && !data.events.includes(WILDCARD)) await this.store.abandonUnsubscribed(transaction, id, data.events, now);
+      if (changes.status === 'disabled') await this.store.holdPending(transaction, id, now, 'endpoint disabled');
+      if (changes.status === 'enabled') await this.store.requeueHeld(transaction, id, now);
     });
     return this.retrieve(ctx, id);
   }
@@ -171,7 +149,7 @@ export class WebhookEndpointService {
         { where: this.live(ctx, id), transaction },
       );
       if (changed !== 1) throw notFound('webhook endpoint', id);
-      await this.abandonPending(transaction, id, now, 'endpoint deleted');
+      await this.store.abandonPending(transaction, id, now, 'endpoint deleted');
     });
     const endpoint = await WebhookEndpointModel.findByPk(id);
     return { ...endpointView(endpoint as WebhookEndpointModel), deleted: true };
@@ -205,14 +183,9 @@ export class WebhookEndpointService {
 
   /** The secrets a delivery sent at `now` is signed with (the replaced one only while its overlap lasts). */
   async signingSecrets(endpointId: string, now: Date): Promise<SigningSecrets> {
-    const [row] = await this.db.select<{ secret_sealed: string; previous_secret_sealed: string | null; previous_secret_expires_at: unknown }>(
-      'SELECT secret_sealed, previous_secret_sealed, previous_secret_expires_at FROM webhook_endpoints WHERE id = $1',
-      [endpointId],
-    );
-    if (!row) throw notFound('webhook endpoint', endpointId);
-    const overlapEnds = readTime(row.previous_secret_expires_at);
-    const inOverlap = row.previous_secret_sealed !== null && overlapEnds !== null && overlapEnds.getTime() > now.getTime();
-    return { current: this.openSecret(row.secret_sealed), previous: inOverlap ? this.openSecret(row.previous_secret_sealed as string) : null };
+    const sealed = await this.store.sealedSigningSecrets(endpointId, now);
+    if (!sealed) throw notFound('webhook endpoint', endpointId);
+    return { current: this.openSecret(sealed.current), previous: sealed.previous === null ? null : this.openSecret(sealed.previous) };
   }
 
   /** The endpoint of the caller's account and mode (deleted ones included when asked). */
@@ -245,7 +218,7 @@ export class WebhookEndpointService {
       { status: 'disabled', disabledReason: 'gone', updatedAt: now },
       { where: { ...where, goneSince: { [Op.lte]: new Date(now.getTime() - windowMs) } }, transaction: t },
     );
-    if (changed) await this.holdPending(t, id, now, 'endpoint gone (HTTP 410 for the gone window)');
+    if (changed) await this.store.holdPending(t, id, now, 'endpoint gone (HTTP 410 for the gone window)');
     return changed === 1;
   }
 
@@ -254,33 +227,6 @@ export class WebhookEndpointService {
     await WebhookEndpointModel.update(
       { goneSince: null },
       { where: { id, accountId: scope.accountId, mode: scope.mode, goneSince: { [Op.ne]: null } }, transaction: t },
-    );
-  }
-
-  /**
-   * Queued deliveries of an endpoint that was disabled wait for it to be enabled again. Those in
-   * flight are held too; their attempt still settles them (a 2xx as delivered, a failure held).
-   */
-  private async holdPending(t: Transaction, endpointId: string, now: Date, reason: string): Promise<void> {
-    await WebhookDeliveryModel.update({ status: 'held', lastError: reason, updatedAt: now }, { where: { endpointId, status: 'pending' }, transaction: t });
-  }
-
-  /**
-   * Enabled again: held deliveries are due at once, each with a fresh retry window. The lease of
-   * one still in flight is kept, so its attempt settles it as usual and it is not sent twice.
-   */
-  private async requeueHeld(t: Transaction, endpointId: string, now: Date): Promise<void> {
-    await WebhookDeliveryModel.update(
-      { status: 'pending', nextAttemptAt: now, firstAttemptAt: null, lastError: null, updatedAt: now },
-      { where: { endpointId, status: 'held' }, transaction: t },
-    );
-  }
-
-  /** A deleted endpoint's queued and held deliveries are given up; ones in flight settle as not the owner. */
-  private async abandonPending(t: Transaction, endpointId: string, now: Date, reason: string): Promise<void> {
-    await WebhookDeliveryModel.update(
-      { status: 'abandoned', lastError: reason, updatedAt: now },
-      { where: { endpointId, status: { [Op.in]: ['pending', 'held'] } }, transaction: t },
     );
   }
 

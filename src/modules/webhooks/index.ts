@@ -16,7 +16,8 @@ import { DeliveryLoop } from './delivery-loop';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 
 export { WebhookEndpointService, type WebhookEndpoint } from './endpoint.service';
-export { WebhookDeliveryService, type WebhookAttempt, type ClaimedDelivery, type DeliveryResult } from './delivery.service';
+export { WebhookDeliveryService, type DeliveryResult } from './delivery.service';
+export type { WebhookAttempt, ClaimedDelivery } from './webhook.store';
 export { DeliveryLoop } from './delivery-loop';
 
 export interface WebhookOptions {

@@ -1,0 +1,486 @@
+import { Op, type Transaction } from 'sequelize';
+import type { z } from 'zod';
+import { Params } from '../../db/params';
+import type { Database } from '../../db/database';
+import { isoTime, readBool, readJson, readTime } from '../../db/database';
+import { Filter, likePattern, listPage } from '../../db/list';
+import type { Clock } from '../../core/clock';
+import { randomBase62 } from '../../core/ids';
+import type { Page } from '../../core/pagination';
+import { eventJsonSql, type ApiEvent, type BatchedEvent } from '../events/event.service';
+import type { listAttemptsInput, listEndpointsInput } from './webhook.inputs';
+import { WebhookDeliveryModel } from './webhook-delivery.model';
+
+type Scope = { accountId: string; mode: string };
+
+/** `held`: waiting for its disabled endpoint to be enabled again. */
+export type DeliveryStatus = 'pending' | 'held' | 'delivered' | 'failed' | 'abandoned';
+
+/** One HTTP attempt, as `GET /v1/webhook-endpoints/{id}/deliveries` lists it. */
+export interface WebhookAttempt {
+  id: string;
+  object: 'webhook_delivery_attempt';
+  livemode: boolean;
+  endpointId: string;
+  deliveryId: string;
+  eventId: string;
+  eventType: string;
+  /** 1 for the first try of a delivery, then 2, 3, … (the X-Service-Delivery-Attempt header). */
+  attempt: number;
+  status: 'succeeded' | 'failed';
+  statusCode: number | null;
+  latencyMs: number;
+  /** Short reason (never the receiver's body); null on success. */
+  error: string | null;
+  /** When the next attempt is due; null when delivered or given up. */
+  nextRetryAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A delivery this worker has leased, with what it needs to send it. */
+export interface ClaimedDelivery {
+  id: string;
+  accountId: string;
+  mode: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  payload: string;
+  /** The number of this attempt (already counted on the row). */
+  attempt: number;
+  firstAttemptAt: Date;
+  lockToken: string;
+  endpoint: { url: string; secretSealed: string; status: string; deleted: boolean; events: string[]; goneSince: Date | null };
+}
+
+/** What one attempt made of its delivery, as `settleClaim` writes it. */
+export interface SettleWrite {
+  status: DeliveryStatus;
+  nextAttemptAt: Date | null;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number;
+  deliveredAt: Date | null;
+  now: Date;
+}
+
+/** An attempt log row. */
+export interface AttemptWrite {
+  accountId: string;
+  mode: string;
+  endpointId: string;
+  deliveryId: string;
+  eventId: string;
+  eventType: string;
+  attempt: number;
+  succeeded: boolean;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  nextRetryAt: Date | null;
+  createdAt: Date;
+}
+
+/** A raw endpoint row of a list page. */
+export interface EndpointRow {
+  id: string;
+  account_id: string;
+  mode: string;
+  url: string;
+  description: string | null;
+  events: string;
+  secret_sealed: string;
+  status: string;
+  disabled_reason: string | null;
+  created_at: unknown;
+  updated_at: unknown;
+  deleted_at?: unknown;
+}
+
+const ENDPOINT_COLUMNS = 'id, account_id, mode, url, description, events, secret_sealed, status, disabled_reason, created_at, updated_at';
+
+const ATTEMPT_COLUMNS =
+  'id, mode, endpoint_id, delivery_id, event_id, event_type, attempt, succeeded, status_code, latency_ms, error, next_retry_at, created_at';
+
+/** Rows each purge transaction deletes at most. */
+const PURGE_BATCH = 1000;
+
+/**
+ * Leases are measured on the database's clock, never an instance's: instances compare each
+ * other's leases, and one whose clock runs ahead would take a live lease (or, behind, leave a
+ * dead one alone). Business time (when an attempt is due, the delivery window, the gone
+ * window) stays on the caller's Clock, which tests drive.
+ */
+function dbNowSql(dialect: Database['dialect']): string {
+  // SQLite: the text form the models write (sqliteTime), so comparisons stay textual.
+  return dialect === 'postgres' ? 'statement_timestamp()' : "(strftime('%Y-%m-%d %H:%M:%f', 'now') || ' +00:00')";
+}
+
+function leaseEndSql(dialect: Database['dialect'], ms: string): string {
+  return dialect === 'postgres'
+    ? `(statement_timestamp() + ${ms}::integer * interval '1 millisecond')`
+    : `(strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.3f seconds', ${ms} / 1000.0)) || ' +00:00')`;
+}
+
+/** A row that may be claimed now ($1: business now). */
+const dueSql = (dialect: Database['dialect'], d: string) =>
+  `${d}.status = 'pending' AND ${d}.next_attempt_at <= $1 AND (${d}.locked_until IS NULL OR ${d}.locked_until < ${dbNowSql(dialect)})`;
+
+/** The endpoints that have pending rows: one probe of webhook_deliveries_pending_idx each (a loose index scan). */
+const PENDING_ENDPOINTS = `pending_endpoint(endpoint_id) AS (
+    SELECT (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT q.endpoint_id FROM webhook_deliveries q WHERE q.status = 'pending' AND q.endpoint_id > p.endpoint_id ORDER BY q.endpoint_id LIMIT 1)
+      FROM pending_endpoint p WHERE p.endpoint_id IS NOT NULL
+  )`;
+
+const CLAIMED_COLUMNS = `d.id, d.account_id, d.mode, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts, d.first_attempt_at,
+       e.url, e.secret_sealed, e.status AS endpoint_status, e.deleted_at AS endpoint_deleted_at, e.events AS endpoint_events, e.gone_since AS endpoint_gone_since`;
+
+/*
+ * Claims: $1 business now, $2 how many, $3 JSON [{endpoint_id, used}] of this worker's deliveries
+ * in flight, $4 per-endpoint concurrency, $5 lease in ms, $6 the claim's token. Each endpoint's
+ * oldest due rows are ranked 1, 2, … after the ones it already has in flight, and the claim takes
+ * the lowest ranks first: round-robin over endpoints, oldest first within a round.
+ */
+const CLAIM_PG = `WITH RECURSIVE ${PENDING_ENDPOINTS},
+  busy AS (SELECT endpoint_id, used FROM json_to_recordset($3::json) AS b(endpoint_id text, used integer)),
+  ranked AS (
+    SELECT c.id, c.next_attempt_at, COALESCE(b.used, 0) + row_number() OVER (PARTITION BY p.endpoint_id ORDER BY c.next_attempt_at, c.id) AS turn
+      FROM pending_endpoint p
+      LEFT JOIN busy b ON b.endpoint_id = p.endpoint_id
+      CROSS JOIN LATERAL (
+        SELECT x.id, x.next_attempt_at FROM webhook_deliveries x
+         WHERE x.endpoint_id = p.endpoint_id AND ${dueSql('postgres', 'x')}
+         ORDER BY x.next_attempt_at, x.id
+         LIMIT GREATEST($4::integer - COALESCE(b.used, 0), 0)
+           FOR UPDATE SKIP LOCKED
+      ) c
+     WHERE p.endpoint_id IS NOT NULL
+  ),
+  chosen AS (SELECT id FROM ranked ORDER BY turn, next_attempt_at, id LIMIT $2)
+UPDATE webhook_deliveries d
+   SET attempts = d.attempts + 1, locked_until = ${leaseEndSql('postgres', '$5')}, lock_token = $6,
+       first_attempt_at = COALESCE(d.first_attempt_at, $1), updated_at = $1
+  FROM chosen, webhook_endpoints e
+ WHERE d.id = chosen.id AND e.id = d.endpoint_id
+RETURNING ${CLAIMED_COLUMNS}`;
+
+/** SQLite has no LATERAL: each endpoint's due rows are walked one index probe at a time instead. */
+const FAIR_DUE_SQLITE = `WITH RECURSIVE ${PENDING_ENDPOINTS},
+  walk(endpoint_id, id, next_attempt_at, k) AS (
+    SELECT p.endpoint_id, y.id, y.next_attempt_at, 1
+      FROM pending_endpoint p
+      JOIN webhook_deliveries y ON y.id = (
+        SELECT z.id FROM webhook_deliveries z WHERE z.endpoint_id = p.endpoint_id AND ${dueSql('sqlite', 'z')}
+         ORDER BY z.next_attempt_at, z.id LIMIT 1)
+    UNION ALL
+    SELECT w.endpoint_id, y.id, y.next_attempt_at, w.k + 1
+      FROM walk w
+      JOIN webhook_deliveries y ON y.id = (
+        SELECT z.id FROM webhook_deliveries z WHERE z.endpoint_id = w.endpoint_id AND ${dueSql('sqlite', 'z')}
+           AND (z.next_attempt_at, z.id) > (w.next_attempt_at, w.id)
+         ORDER BY z.next_attempt_at, z.id LIMIT 1)
+     WHERE w.k < $4
+  ),
+  busy AS (SELECT json_extract(value, '$.endpoint_id') AS endpoint_id, json_extract(value, '$.used') AS used FROM json_each($3)),
+  ranked AS (
+    SELECT w.id, w.next_attempt_at, COALESCE(b.used, 0) + w.k AS turn FROM walk w LEFT JOIN busy b ON b.endpoint_id = w.endpoint_id
+  )`;
+
+const ANY_DUE_SQLITE = `${FAIR_DUE_SQLITE} SELECT id FROM ranked WHERE turn <= $4 LIMIT $2`;
+
+const CLAIM_SQLITE = `${FAIR_DUE_SQLITE}
+UPDATE webhook_deliveries
+   SET attempts = attempts + 1, locked_until = ${leaseEndSql('sqlite', '$5')}, lock_token = $6,
+       first_attempt_at = COALESCE(first_attempt_at, $1), updated_at = $1
+ WHERE id IN (SELECT id FROM ranked WHERE turn <= $4 ORDER BY turn, next_attempt_at, id LIMIT $2)`;
+
+const CLAIMED_SQLITE = `SELECT ${CLAIMED_COLUMNS} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.lock_token = $1`;
+
+/** Still ours (our token) while pending, or held since it was claimed: a held row stays held. */
+const SETTLE = `UPDATE webhook_deliveries
+            SET status = CASE WHEN status = 'held' AND $1 = 'pending' THEN 'held' ELSE $1 END,
+                next_attempt_at = COALESCE($2, next_attempt_at), last_status_code = $3, last_error = $4, last_latency_ms = $5,
+                delivered_at = $6, locked_until = NULL, lock_token = NULL, updated_at = $7
+          WHERE id = $8 AND lock_token = $9 AND status IN ('pending', 'held')
+         RETURNING status`;
+
+const LATE_DELIVERED = `UPDATE webhook_deliveries
+                SET status = 'delivered', last_status_code = $1, last_error = NULL, last_latency_ms = $2, delivered_at = $3,
+                    locked_until = NULL, lock_token = NULL, updated_at = $3
+              WHERE id = $4 AND status <> 'delivered'`;
+
+const INSERT_ATTEMPT = `INSERT INTO webhook_attempts (id, account_id, mode, endpoint_id, delivery_id, event_id, event_type, attempt, succeeded, status_code, latency_ms, error, next_retry_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
+
+const RELEASE_UNSENT = `UPDATE webhook_deliveries SET status = $1, attempts = attempts - 1, last_error = $2, locked_until = NULL, lock_token = NULL, updated_at = $3
+          WHERE id = $4 AND lock_token = $5 AND status = 'pending'`;
+
+/**
+ * Where the webhooks module reads and writes its tables (webhook_endpoints, webhook_deliveries,
+ * webhook_attempts). The outbox insert (in the event's transaction, or as a part of the
+ * PostgreSQL batch statement) and the claim are measured hot paths: one statement each (on
+ * SQLite the claim looks first, then writes under the single writer lock). The dialects differ
+ * only here. Times are the caller's (its Clock); leases are on the database's clock.
+ */
+export class WebhookStore {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * One statement inserts a delivery for every enabled endpoint of the account and mode
+   * subscribed to the event's type, in the event's transaction `t`. Row ids: whd_ + 20 random
+   * characters shared by this batch + the endpoint id's random part. Returns how many.
+   */
+  async insertDeliveries(t: Transaction, scope: Scope, event: ApiEvent, now: Date): Promise<number> {
+    const payload = JSON.stringify({
+      id: event.id, object: 'event', type: event.type, createdAt: event.createdAt, livemode: event.livemode, data: event.data,
+    });
+    const p = new Params();
+    // Parameters in a SELECT list have no column to take a type from on PostgreSQL.
+    const pg = this.db.dialect === 'postgres';
+    const text = (v: string) => (pg ? p.add(v, 'text') : `CAST(${p.add(v)} AS TEXT)`);
+    const time = pg ? p.add(now, 'timestamptz') : p.add(now);
+    const sql = `INSERT INTO webhook_deliveries
+         (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
+       SELECT ${text(`whd_${randomBase62(20)}`)} || substr(e.id, 4), e.account_id, e.mode, e.id, ${text(event.id)}, ${text(event.type)}, ${text(payload)},
+              'pending', 0, ${time}, ${time}, ${time}
+         FROM webhook_endpoints e
+        WHERE e.account_id = ${p.add(scope.accountId)} AND e.mode = ${p.add(scope.mode)} AND e.status = 'enabled' AND e.deleted_at IS NULL
+          AND (e.events LIKE '%"*"%' OR e.events LIKE ${p.add(likePattern(`"${event.type}"`))} ESCAPE '\\')`;
+    return this.db.execute(sql, p.values, t);
+  }
+
+  /**
+   * The same inserts as a data-modifying CTE body of one PostgreSQL statement, for each event the
+   * CTE `eventCte` inserted (ids as in `insertDeliveries`; the payload is the event's JSON,
+   * built from its row). The text does not depend on the number of events.
+   */
+  deliveriesBatchPart(events: BatchedEvent[], p: Params, eventCte: string, now: Date): string {
+    const rows = events.map(({ event }) => ({ event_id: event.id, prefix: `whd_${randomBase62(20)}` }));
+    const time = p.add(now, 'timestamptz');
+    return `INSERT INTO webhook_deliveries
+         (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
+       SELECT v.prefix || substr(e.id, 4), e.account_id, e.mode, e.id, ev.id, ev.type, ${eventJsonSql('ev')}, 'pending', 0, ${time}, ${time}, ${time}
+         FROM json_to_recordset(${p.add(this.db.jsonParam(rows), 'json')}) AS v(event_id text, prefix text)
+         JOIN ${eventCte} ev ON ev.id = v.event_id
+         JOIN webhook_endpoints e ON e.account_id = ev.account_id AND e.mode = ev.mode AND e.status = 'enabled' AND e.deleted_at IS NULL
+          AND (e.events LIKE '%"*"%' OR e.events LIKE '%"' || replace(replace(replace(ev.type, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '"%' ESCAPE '\\')`;
+  }
+
+  /**
+   * Leases up to `limit` due deliveries (due on `clock`), round-robin per endpoint after what
+   * `inFlight` says this worker already sends per endpoint, at most `perEndpoint` each; the
+   * attempt counter moves on at claim time. One statement on PostgreSQL (SKIP LOCKED shares the
+   * rows between instances); on SQLite a cheap look first, then the write under the writer lock.
+   */
+  async claim(opts: { clock: Clock; limit: number; inFlight: ReadonlyMap<string, number>; perEndpoint: number; leaseMs: number }): Promise<ClaimedDelivery[]> {
+    const { clock, limit, perEndpoint } = opts;
+    if (limit <= 0) return [];
+    const busy = this.db.jsonParam([...opts.inFlight].map(([endpoint_id, used]) => ({ endpoint_id, used })));
+    const leaseMs = Math.ceil(opts.leaseMs);
+    const token = randomBase62(24);
+    if (this.db.dialect === 'postgres') {
+      const rows = await this.db.select(CLAIM_PG, [clock.now(), limit, busy, perEndpoint, leaseMs, token]);
+      return rows.map((r) => claimedDelivery(r, token));
+    }
+    // Most wake-ups (every committed event) find nothing due: look before queueing for the write lock.
+    const [due] = await this.db.select(ANY_DUE_SQLITE, [clock.now(), 1, busy, perEndpoint]);
+    if (!due) return [];
+    return this.db.transaction(async (t) => {
+      const claimed = await this.db.execute(CLAIM_SQLITE, [clock.now(), limit, busy, perEndpoint, leaseMs, token], t);
+      if (claimed === 0) return [];
+      return (await this.db.select(CLAIMED_SQLITE, [token], t)).map((r) => claimedDelivery(r, token));
+    });
+  }
+
+  /** Extends the leases of the claims `tokens` still pending to `leaseMs` from now (database time). */
+  async renewLeases(tokens: string[], leaseMs: number): Promise<number> {
+    if (tokens.length === 0) return 0;
+    const list = this.db.dialect === 'postgres' ? 'SELECT json_array_elements_text($1::json)' : 'SELECT value FROM json_each($1)';
+    return this.db.execute(
+      `UPDATE webhook_deliveries SET locked_until = ${leaseEndSql(this.db.dialect, '$2')} WHERE lock_token IN (${list}) AND status = 'pending'`,
+      [this.db.jsonParam(tokens), Math.ceil(leaseMs)],
+    );
+  }
+
+  /**
+   * Records an attempt's outcome on its delivery while the claim is still ours (a row held
+   * meanwhile stays held unless this attempt ends it) and ends the lease. Returns the status
+   * written, or null when the claim was not ours any more.
+   */
+  async settleClaim(t: Transaction, c: ClaimedDelivery, w: SettleWrite): Promise<DeliveryStatus | null> {
+    const [row] = await this.db.select<{ status: DeliveryStatus }>(
+      SETTLE,
+      [w.status, w.nextAttemptAt, w.statusCode, w.error, w.latencyMs, w.deliveredAt, w.now, c.id, c.lockToken],
+      t,
+    );
+    return row ? row.status : null;
+  }
+
+  /** Ends the lease of a claim whose row was given up while it was sent; true when the token was still on it. */
+  async dropLease(t: Transaction, c: ClaimedDelivery): Promise<boolean> {
+    return (await this.db.execute('UPDATE webhook_deliveries SET locked_until = NULL, lock_token = NULL WHERE id = $1 AND lock_token = $2', [c.id, c.lockToken], t)) === 1;
+  }
+
+  /**
+   * A 2xx answered to a claim that was lost or given up: the receiver has the event, so the row
+   * is delivered and no later attempt sends it again. True when this changed the row.
+   */
+  async recordLateDelivery(t: Transaction, deliveryId: string, w: { statusCode: number | null; latencyMs: number; now: Date }): Promise<boolean> {
+    return (await this.db.execute(LATE_DELIVERED, [w.statusCode, w.latencyMs, w.now, deliveryId], t)) === 1;
+  }
+
+  async deliveryStatus(t: Transaction, deliveryId: string): Promise<DeliveryStatus | null> {
+    const [row] = await this.db.select<{ status: DeliveryStatus }>('SELECT status FROM webhook_deliveries WHERE id = $1', [deliveryId], t);
+    return row ? row.status : null;
+  }
+
+  async insertAttempt(t: Transaction, a: AttemptWrite): Promise<void> {
+    await this.db.execute(INSERT_ATTEMPT, [
+      `wha_${randomBase62(24)}`, a.accountId, a.mode, a.endpointId, a.deliveryId, a.eventId, a.eventType, a.attempt, a.succeeded,
+      a.statusCode, a.latencyMs, a.error, a.nextRetryAt, a.createdAt,
+    ], t);
+  }
+
+  /** Gives a claim back unsent (the attempt is not counted): `held` until its endpoint is enabled, or `abandoned`. */
+  async releaseUnsent(c: ClaimedDelivery, status: 'held' | 'abandoned', reason: string, now: Date): Promise<void> {
+    await this.db.transaction((t) => this.db.execute(RELEASE_UNSENT, [status, reason, now, c.id, c.lockToken], t));
+  }
+
+  /** Deletes attempts, and finished deliveries, last changed before `cutoff` (pending and held ones stay). */
+  async purge(cutoff: Date): Promise<{ deliveries: number; attempts: number }> {
+    // Small batches, each its own transaction: other writers (SQLite's single lock) keep moving.
+    const sweep = async (table: string, condition: string) => {
+      let total = 0;
+      for (;;) {
+        const n = await this.db.transaction((t) =>
+          this.db.execute(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${condition} LIMIT ${PURGE_BATCH})`, [cutoff], t),
+        );
+        total += n;
+        if (n < PURGE_BATCH) return total;
+      }
+    };
+    const attempts = await sweep('webhook_attempts', 'created_at < $1');
+    const deliveries = await sweep('webhook_deliveries', "status IN ('delivered', 'failed', 'abandoned') AND updated_at < $1");
+    return { deliveries, attempts };
+  }
+
+  /** The attempt log of an endpoint (deleted ones included). */
+  async listAttempts(scope: Scope, endpointId: string, input: z.infer<typeof listAttemptsInput>): Promise<Page<WebhookAttempt>> {
+    const filter = new Filter({
+      account_id: scope.accountId,
+      mode: scope.mode,
+      endpoint_id: endpointId,
+      event_id: input.eventId,
+      succeeded: input.status === undefined ? undefined : input.status === 'succeeded',
+    });
+    return listPage(this.db, {
+      table: 'webhook_attempts', columns: ATTEMPT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiAttempt,
+    });
+  }
+
+  /** The endpoints of the scope that are not deleted, each through `toApi`. */
+  async listEndpoints<T>(scope: Scope, input: z.infer<typeof listEndpointsInput>, toApi: (row: EndpointRow) => T): Promise<Page<T>> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status }).raw(() => 'deleted_at IS NULL');
+    return listPage(this.db, {
+      table: 'webhook_endpoints', columns: ENDPOINT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
+    });
+  }
+
+  /**
+   * The sealed secrets a delivery sent at `now` is signed with: the replaced one only while its
+   * overlap lasts. Null when there is no such endpoint.
+   */
+  async sealedSigningSecrets(endpointId: string, now: Date): Promise<{ current: string; previous: string | null } | null> {
+    const [row] = await this.db.select<{ secret_sealed: string; previous_secret_sealed: string | null; previous_secret_expires_at: unknown }>(
+      'SELECT secret_sealed, previous_secret_sealed, previous_secret_expires_at FROM webhook_endpoints WHERE id = $1',
+      [endpointId],
+    );
+    if (!row) return null;
+    const overlapEnds = readTime(row.previous_secret_expires_at);
+    const inOverlap = row.previous_secret_sealed !== null && overlapEnds !== null && overlapEnds.getTime() > now.getTime();
+    return { current: row.secret_sealed, previous: inOverlap ? row.previous_secret_sealed : null };
+  }
+
+  /** Queued deliveries of the types the endpoint no longer subscribes to are not owed any more. */
+  async abandonUnsubscribed(t: Transaction, endpointId: string, events: string[], now: Date): Promise<void> {
+    await WebhookDeliveryModel.update(
+      { status: 'abandoned', lastError: 'endpoint no longer subscribed to this event type', updatedAt: now },
+      { where: { endpointId, status: { [Op.in]: ['pending', 'held'] }, eventType: { [Op.notIn]: events } }, transaction: t },
+    );
+  }
+
+  /**
+   * Queued deliveries of an endpoint that was disabled wait for it to be enabled again. Those in
+   * flight are held too; their attempt still settles them (a 2xx as delivered, a failure held).
+   */
+  async holdPending(t: Transaction, endpointId: string, now: Date, reason: string): Promise<void> {
+    await WebhookDeliveryModel.update({ status: 'held', lastError: reason, updatedAt: now }, { where: { endpointId, status: 'pending' }, transaction: t });
+  }
+
+  /**
+   * Enabled again: held deliveries are due at once, each with a fresh retry window. The lease of
+   * one still in flight is kept, so its attempt settles it as usual and it is not sent twice.
+   */
+  async requeueHeld(t: Transaction, endpointId: string, now: Date): Promise<void> {
+    await WebhookDeliveryModel.update(
+      { status: 'pending', nextAttemptAt: now, firstAttemptAt: null, lastError: null, updatedAt: now },
+      { where: { endpointId, status: 'held' }, transaction: t },
+    );
+  }
+
+  /** A deleted endpoint's queued and held deliveries are given up; ones in flight settle as not the owner. */
+  async abandonPending(t: Transaction, endpointId: string, now: Date, reason: string): Promise<void> {
+    await WebhookDeliveryModel.update(
+      { status: 'abandoned', lastError: reason, updatedAt: now },
+      { where: { endpointId, status: { [Op.in]: ['pending', 'held'] } }, transaction: t },
+    );
+  }
+}
+
+function claimedDelivery(r: Record<string, unknown>, lockToken: string): ClaimedDelivery {
+  return {
+    id: r.id as string,
+    accountId: r.account_id as string,
+    mode: r.mode as string,
+    endpointId: r.endpoint_id as string,
+    eventId: r.event_id as string,
+    eventType: r.event_type as string,
+    payload: r.payload as string,
+    attempt: Number(r.attempts),
+    firstAttemptAt: readTime(r.first_attempt_at) as Date,
+    lockToken,
+    endpoint: {
+      url: r.url as string,
+      secretSealed: r.secret_sealed as string,
+      status: r.endpoint_status as string,
+      deleted: r.endpoint_deleted_at !== null && r.endpoint_deleted_at !== undefined,
+      events: readJson<string[]>(r.endpoint_events, []),
+      goneSince: readTime(r.endpoint_gone_since),
+    },
+  };
+}
+
+function toApiAttempt(row: Record<string, unknown>): WebhookAttempt {
+  const createdAt = isoTime(row.created_at) as string;
+  const succeeded = readBool(row.succeeded);
+  return {
+    id: row.id as string,
+    object: 'webhook_delivery_attempt',
+    livemode: row.mode === 'live',
+    endpointId: row.endpoint_id as string,
+    deliveryId: row.delivery_id as string,
+    eventId: row.event_id as string,
+    eventType: row.event_type as string,
+    attempt: Number(row.attempt),
+    status: succeeded ? 'succeeded' : 'failed',
+    statusCode: row.status_code === null || row.status_code === undefined ? null : Number(row.status_code),
+    latencyMs: Number(row.latency_ms),
+    error: (row.error as string | null) ?? null,
+    nextRetryAt: isoTime(row.next_retry_at),
+    createdAt,
+    updatedAt: createdAt,
+  };
+}
