@@ -6,7 +6,7 @@ import type { Price, Product } from '../src/modules/catalog/catalog.service';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Refund } from '../src/modules/payments/refund.service';
 import type { SavedPaymentMethod } from '../src/modules/payments/payment-method.service';
-import type { GatewayTransaction } from '../src/modules/payments/gateway-transaction.log';
+import type { GatewayTransaction } from '../src/modules/payments/gateway-transaction.store';
 
 /**
  * One set per request, so batching and caching never cross accounts or modes. Subscriptions

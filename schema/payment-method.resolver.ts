@@ -6,7 +6,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
 import { DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
 import { GatewayTransactionKind } from './types/enums';
-import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.log';
+import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
 import { CustomerType } from './customer.resolver';
 import { CardInput, PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';

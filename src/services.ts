@@ -19,7 +19,7 @@ import { SecretBox, deriveKey, loadEncryptionKey } from './core/crypto';
 import { FxService } from './modules/fx/fx.service';
 import { GatewayConfigService } from './modules/gateways/gateway-config.service';
 import { RoutingService } from './modules/routing/routing.service';
-import { GatewayTransactionLog } from './modules/payments/gateway-transaction.log';
+import { GatewayTransactionStore } from './modules/payments/gateway-transaction.store';
 import { PaymentMethodService } from './modules/payments/payment-method.service';
 import { PaymentService } from './modules/payments/payment.service';
 import { RefundService } from './modules/payments/refund.service';
@@ -104,7 +104,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   }, idempotency);
   const fx = new FxService(db);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);
-  const gtx = new GatewayTransactionLog(db);
+  const gtx = new GatewayTransactionStore(db);
   const leases = new LeaseKeeper(db, clock, logger, options.leaseMs);
   const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, idempotency, fingerprintKey);
   const services: Services = {

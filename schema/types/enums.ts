@@ -4,7 +4,7 @@ import type { Refund } from '../../src/modules/payments/refund.service';
 import type { Price } from '../../src/modules/catalog/catalog.service';
 import type { EndpointStatus } from '../../src/modules/webhooks/endpoint.service';
 import type { WebhookAttempt } from '../../src/modules/webhooks/webhook.store';
-import type { PendingTransaction } from '../../src/modules/payments/gateway-transaction.log';
+import type { PendingTransaction } from '../../src/modules/payments/gateway-transaction.store';
 
 /**
  * The closed sets of the REST contract as GraphQL enums. Each value's name is REST's string

@@ -3,7 +3,7 @@ import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import { IdempotencyStore } from '../../src/modules/idempotency/idempotency.store';
 import { PaymentBatchWrites } from '../../src/modules/payments/payment-batch.store';
-import { GatewayTransactionLog } from '../../src/modules/payments/gateway-transaction.log';
+import { GatewayTransactionStore } from '../../src/modules/payments/gateway-transaction.store';
 import type { Payment } from '../../src/modules/payments/payment.service';
 import type { RequestContext } from '../../src/core/context';
 import { storedRestBody, type ObjectClaim } from '../../src/core/idempotency';
@@ -117,7 +117,7 @@ if (DIALECT === 'postgres') {
   describe('PaymentBatchWrites (PostgreSQL)', () => {
     const writer = () => {
       const s = app.server.services;
-      return new PaymentBatchWrites(s.db, s.events, new GatewayTransactionLog(s.db), new IdempotencyStore(s.db, s.config.idempotencyTtlHours), { maxBatch: 64, maxInFlight: 1 });
+      return new PaymentBatchWrites(s.db, s.events, new GatewayTransactionStore(s.db), new IdempotencyStore(s.db, s.config.idempotencyTtlHours), { maxBatch: 64, maxInFlight: 1 });
     };
     const ctx = (): RequestContext => ({ accountId: 'acct_batch_test', mode: 'test', permissions: ['*'], requestId: 'req_batch_test', clock: app.server.services.clock });
     const payment = (): Payment => {

@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database';
-import { isoTime, readBool, readJson } from '../../db/database';
-import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, modelSource, newestPerParent } from '../../db/list';
+import { NESTED_LIST_LIMIT } from '../../db/list';
+import { CatalogStore, toApiPrice, toApiProduct, type Price, type Product } from './catalog.store';
 import { ProductModel } from './product.model';
 import { PriceModel } from './price.model';
 import {
@@ -10,54 +10,27 @@ import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
-import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
+import { mergeMetadata, parseInput } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 
-export interface Product {
-  id: string;
-  object: 'product';
-  livemode: boolean;
-  name: string;
-  description: string | null;
-  active: boolean;
-  metadata: Metadata;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface Price {
-  id: string;
-  object: 'price';
-  livemode: boolean;
-  productId: string;
-  unitAmount: number;
-  currency: string;
-  type: 'one_time' | 'recurring';
-  recurring: { interval: string; intervalCount: number } | null;
-  nickname: string | null;
-  active: boolean;
-  metadata: Metadata;
-  createdAt: string;
-  updatedAt: string;
-}
+export { toApiPrice, toApiProduct, type Price, type Product } from './catalog.store';
 
 type Row = Record<string, unknown>;
 
-/** Price columns under the model's attribute names (what toApiPrice reads), plus created_at and id for ordering. */
-const PRICE_NESTED_COLUMNS =
-  'id, mode, product_id AS "productId", unit_amount AS "unitAmount", currency, recurring_interval AS "recurringInterval", ' +
-  'recurring_interval_count AS "recurringIntervalCount", nickname, active, metadata, created_at, created_at AS "createdAt", updated_at AS "updatedAt"';
-
 export class CatalogService {
+  private readonly store: CatalogStore;
+
   constructor(
     private readonly db: Database,
     private readonly events: EventService,
     private readonly idempotency: IdempotencyService,
-  ) {}
+  ) {
+    this.store = new CatalogStore(db);
+  }
 
   async createProduct(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Product> {
     requirePermission(ctx, 'products', 'write');
@@ -93,21 +66,15 @@ export class CatalogService {
 
   /** Prices of several products at once (newest first), for DataLoader. */
   /** The newest prices of several products at once (at most `limit` each), for DataLoader. */
-  async pricesForProducts(ctx: RequestContext, productIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Price[]>> {
+  pricesForProducts(ctx: RequestContext, productIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Price[]>> {
     requirePermission(ctx, 'prices', 'read');
-    const rows = await newestPerParent<Row>(this.db, {
-      columns: PRICE_NESTED_COLUMNS, from: 'prices', parentColumn: 'product_id', accountId: ctx.accountId, mode: ctx.mode, parentIds: productIds, limit,
-    });
-    return groupBy(rows.map(toApiPrice), (price) => price.productId);
+    return this.store.pricesForProducts(ctx, productIds, limit);
   }
 
   async listProducts(ctx: RequestContext, query: unknown): Promise<Page<Product>> {
     requirePermission(ctx, 'products', 'read');
     const input = parseInput(listProductsInput, query);
-    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, active: input.active }).search(['name', 'description'], input.search);
-    return listPage(this.db, {
-      ...modelSource(ProductModel), filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi: toApiProduct,
-    });
+    return this.store.listProducts(ctx, input);
   }
 
   async updateProduct(ctx: RequestContext, id: string, input: unknown): Promise<Product> {
@@ -172,14 +139,7 @@ export class CatalogService {
   async listPrices(ctx: RequestContext, query: unknown): Promise<Page<Price>> {
     requirePermission(ctx, 'prices', 'read');
     const input = parseInput(listPricesInput, query);
-    const filter = new Filter({
-      account_id: ctx.accountId, mode: ctx.mode, product_id: input.productId || undefined, active: input.active, currency: input.currency || undefined,
-    });
-    if (input.type) filter.raw(() => (input.type === 'recurring' ? 'recurring_interval IS NOT NULL' : 'recurring_interval IS NULL'));
-    return listPage(this.db, {
-      ...modelSource(PriceModel), filter, params: input,
-      sortColumns: { createdAt: 'created_at', unitAmount: 'unit_amount', amount: 'unit_amount' }, toApi: toApiPrice,
-    });
+    return this.store.listPrices(ctx, input);
   }
 
   async updatePrice(ctx: RequestContext, id: string, input: unknown): Promise<Price> {
@@ -204,37 +164,4 @@ export class CatalogService {
       return price;
     });
   }
-}
-
-export function toApiProduct(row: Row): Product {
-  return {
-    id: row.id as string,
-    object: 'product',
-    livemode: row.mode === 'live',
-    name: row.name as string,
-    description: (row.description as string | null) ?? null,
-    active: readBool(row.active),
-    metadata: readJson<Metadata>(row.metadata, {}),
-    createdAt: isoTime(row.createdAt) as string,
-    updatedAt: isoTime(row.updatedAt) as string,
-  };
-}
-
-export function toApiPrice(row: Row): Price {
-  const interval = (row.recurringInterval as string | null) ?? null;
-  return {
-    id: row.id as string,
-    object: 'price',
-    livemode: row.mode === 'live',
-    productId: row.productId as string,
-    unitAmount: Number(row.unitAmount),
-    currency: row.currency as string,
-    type: interval ? 'recurring' : 'one_time',
-    recurring: interval ? { interval, intervalCount: Number(row.recurringIntervalCount ?? 1) } : null,
-    nickname: (row.nickname as string | null) ?? null,
-    active: readBool(row.active),
-    metadata: readJson<Metadata>(row.metadata, {}),
-    createdAt: isoTime(row.createdAt) as string,
-    updatedAt: isoTime(row.updatedAt) as string,
-  };
 }

@@ -1,44 +1,35 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
-import { isoTime, readJson } from '../../db/database';
-import { Filter, isUniqueViolation, listPage, modelSource } from '../../db/list';
+import { isUniqueViolation } from '../../db/list';
+import { CustomerStore, toApiCustomer, type Customer } from './customer.store';
 import { CustomerModel } from './customer.model';
 import { createCustomerInput, listCustomersInput, updateCustomerInput } from './customer.inputs';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
-import { mergeMetadata, parseInput, type Metadata } from '../../core/validation';
+import { mergeMetadata, parseInput } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 
-export interface Customer {
-  id: string;
-  object: 'customer';
-  livemode: boolean;
-  email: string;
-  name: string | null;
-  country: string | null;
-  phone: string | null;
-  defaultPaymentMethodId: string | null;
-  testClockId: string | null;
-  metadata: Metadata;
-  createdAt: string;
-  updatedAt: string;
-}
+export { toApiCustomer, type Customer } from './customer.store';
 
 const duplicateEmail = (email: string) =>
   new DomainError('duplicate_email', `A customer with the e-mail '${email}' already exists`, 'email');
 
 export class CustomerService {
+  private readonly store: CustomerStore;
+
   constructor(
     private readonly db: Database,
     private readonly events: EventService,
     private readonly idempotency: IdempotencyService,
-  ) {}
+  ) {
+    this.store = new CustomerStore(db);
+  }
 
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Customer> {
     requirePermission(ctx, 'customers', 'write');
@@ -100,9 +91,7 @@ export class CustomerService {
   async list(ctx: RequestContext, query: unknown): Promise<Page<Customer>> {
     requirePermission(ctx, 'customers', 'read');
     const input = parseInput(listCustomersInput, query);
-    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, email_normalized: input.email?.toLowerCase() || undefined })
-      .search(['email_normalized', 'name'], input.search);
-    return listPage(this.db, { ...modelSource(CustomerModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiCustomer });
+    return this.store.list(ctx, input);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<Customer> {
@@ -143,21 +132,4 @@ export class CustomerService {
     if (!row) throw notFound('customer', id);
     return row;
   }
-}
-
-export function toApiCustomer(row: Record<string, unknown>): Customer {
-  return {
-    id: row.id as string,
-    object: 'customer',
-    livemode: row.mode === 'live',
-    email: row.email as string,
-    name: (row.name as string | null) ?? null,
-    country: (row.country as string | null) ?? null,
-    phone: (row.phone as string | null) ?? null,
-    defaultPaymentMethodId: (row.defaultPaymentMethodId as string | null) ?? null,
-    testClockId: (row.testClockId as string | null) ?? null,
-    metadata: readJson<Metadata>(row.metadata, {}),
-    createdAt: isoTime(row.createdAt) as string,
-    updatedAt: isoTime(row.updatedAt) as string,
-  };
 }

@@ -11,7 +11,6 @@ import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
 import type { ApiEvent, EventStore } from './event.store';
 
-export { eventJsonSql, findEvent, toApiEvent, type ApiEvent } from './event.store';
 
 export const EVENT_TYPES = [
   'customer.created', 'customer.updated',

@@ -6,7 +6,7 @@ import type { ObjectClaim } from '../../core/idempotency';
 import { cteList } from '../../db/statement';
 import type { EventService, EventType } from '../events/event.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
-import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
+import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import type { Payment } from './payment.types';
 import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, recordsetDefinition, settlingRow } from './payment.rows';
 
@@ -68,7 +68,7 @@ export class PaymentBatchWrites {
   constructor(
     private readonly db: Database,
     private readonly events: EventService,
-    private readonly gtx: GatewayTransactionLog,
+    private readonly gtx: GatewayTransactionStore,
     private readonly keys: IdempotencyStore,
     private readonly options: PaymentBatchOptions,
   ) {

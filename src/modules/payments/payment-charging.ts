@@ -4,7 +4,7 @@ import { untilKnown } from '../../gateways/until-known';
 import type { Logger } from '../../logger';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
-import type { PendingTransaction } from './gateway-transaction.log';
+import type { PendingTransaction } from './gateway-transaction.store';
 import type { LeaseKeeper } from './lease-keeper';
 import type { Payment, PaymentAttempt } from './payment.types';
 

@@ -20,7 +20,7 @@ import type { EventService } from '../events/event.service';
 import { describeCard } from '../../core/card';
 import { savePaymentMethodInput } from './payment.inputs';
 import type { PaymentMethodDetails } from './payment.types';
-import type { GatewayTransactionLog } from './gateway-transaction.log';
+import type { GatewayTransactionStore } from './gateway-transaction.store';
 import { PaymentMethodStore, type PaymentMethodRow } from './payment-method.store';
 
 export interface SavedPaymentMethod {
@@ -48,7 +48,7 @@ export class PaymentMethodService {
     private readonly gateways: GatewayConfigService,
     private readonly routing: RoutingService,
     private readonly events: EventService,
-    private readonly gtx: GatewayTransactionLog,
+    private readonly gtx: GatewayTransactionStore,
     private readonly idempotency: IdempotencyService,
     private readonly fingerprintKey: Buffer,
   ) {

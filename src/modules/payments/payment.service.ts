@@ -17,7 +17,7 @@ import type { PaymentMethodService } from './payment-method.service';
 import { describeCard } from '../../core/card';
 import { testTokenCard } from '../../gateways/card';
 import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
-import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
+import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import { errorForLog, type Logger } from '../../logger';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
@@ -60,7 +60,7 @@ export class PaymentService {
     private readonly routing: RoutingService,
     private readonly gateways: GatewayConfigService,
     private readonly methods: PaymentMethodService,
-    private readonly gtx: GatewayTransactionLog,
+    private readonly gtx: GatewayTransactionStore,
     private readonly idempotency: IdempotencyService,
     keys: IdempotencyStore,
     private readonly fingerprintKey: Buffer,

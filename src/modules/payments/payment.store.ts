@@ -8,7 +8,7 @@ import type { Page } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
-import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
+import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.store';
 import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';
@@ -27,7 +27,7 @@ export class PaymentStore {
   constructor(
     private readonly db: Database,
     private readonly events: EventService,
-    private readonly gtx: GatewayTransactionLog,
+    private readonly gtx: GatewayTransactionStore,
     private readonly keys: IdempotencyStore,
     logger: Logger,
     // One statement of each kind at a time: measured best on a 2-core machine (bench/README.md),

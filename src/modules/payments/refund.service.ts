@@ -18,7 +18,7 @@ import { recoverRows } from './pending-recovery';
 import type { LeaseKeeper } from './lease-keeper';
 import { LeaseStore } from './lease.store';
 import { RefundStore, type Refund } from './refund.store';
-import type { GatewayTransactionLog, PendingTransaction } from './gateway-transaction.log';
+import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import { errorForLog, type Logger } from '../../logger';
 import { claimFor, recoveredKey, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
@@ -42,7 +42,7 @@ export class RefundService {
     private readonly db: Database,
     private readonly events: EventService,
     private readonly gateways: GatewayConfigService,
-    private readonly gtx: GatewayTransactionLog,
+    private readonly gtx: GatewayTransactionStore,
     private readonly idempotency: IdempotencyService,
     private readonly logger: Logger,
     /** Heartbeats on the pending refunds this process is making (see LeaseKeeper). */

@@ -2,8 +2,6 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
-import { Params } from '../../db/params';
-import type { ObjectClaim } from '../../core/idempotency';
 import type { ListParams, Page } from '../../core/pagination';
 import { PAYMENT_COLUMNS, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';

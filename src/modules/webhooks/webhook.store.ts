@@ -7,7 +7,8 @@ import { Filter, likePattern, listPage } from '../../db/list';
 import type { Clock } from '../../core/clock';
 import { randomBase62 } from '../../core/ids';
 import type { Page } from '../../core/pagination';
-import { eventJsonSql, type ApiEvent, type BatchedEvent } from '../events/event.service';
+import type { BatchedEvent } from '../events/event.service';
+import { eventJsonSql, type ApiEvent } from '../events/event.store';
 import type { listAttemptsInput, listEndpointsInput } from './webhook.inputs';
 import { WebhookDeliveryModel } from './webhook-delivery.model';
 

@@ -3,7 +3,7 @@ import { newId } from '../../../src/core/ids';
 import type { RequestContext } from '../../../src/core/context';
 import type { ObjectClaim } from '../../../src/core/idempotency';
 import { IdempotencyStore } from '../../../src/modules/idempotency/idempotency.store';
-import { GatewayTransactionLog, type PendingTransaction } from '../../../src/modules/payments/gateway-transaction.log';
+import { GatewayTransactionStore, type PendingTransaction } from '../../../src/modules/payments/gateway-transaction.store';
 import { PaymentStore } from '../../../src/modules/payments/payment.store';
 import type { Payment } from '../../../src/modules/payments/payment.types';
 import { START, startServices, type ServiceHarness } from '../../helpers/services';
@@ -22,7 +22,7 @@ beforeAll(async () => {
   h = await startServices();
   const s = h.services;
   keys = new IdempotencyStore(s.db, 24);
-  store = new PaymentStore(s.db, s.events, new GatewayTransactionLog(s.db), keys, s.logger);
+  store = new PaymentStore(s.db, s.events, new GatewayTransactionStore(s.db), keys, s.logger);
   ctx = (await h.account()).test;
 });
 afterAll(() => h?.stop());
@@ -79,7 +79,7 @@ describe('PaymentStore', () => {
     const stored = await keys.read(claim(key, p).scope, key);
     expect(stored).toMatchObject({ state: 'completed', responseStatus: 201 });
     expect(JSON.parse(stored!.responseBody!)).toEqual(succeeded);
-    const calls = await new GatewayTransactionLog(h.services.db).list(ctx, { paymentId: p.id }, {});
+    const calls = await new GatewayTransactionStore(h.services.db).list(ctx, { paymentId: p.id }, {});
     expect(calls.data.map((c) => c.attempt).sort()).toEqual([1, 2]);
   });
 

@@ -5,7 +5,7 @@ import { migrateUp } from '../../../src/db/migrator';
 import { Params } from '../../../src/db/params';
 import { FixedClock } from '../../../src/core/clock';
 import { newId } from '../../../src/core/ids';
-import type { ApiEvent } from '../../../src/modules/events/event.service';
+import type { ApiEvent } from '../../../src/modules/events/event.store';
 import { WebhookEndpointModel } from '../../../src/modules/webhooks/webhook-endpoint.model';
 import { WebhookStore, type ClaimedDelivery } from '../../../src/modules/webhooks/webhook.store';
 import { DIALECT, freshDatabase, type TestDatabase } from '../../helpers/db';

@@ -60,7 +60,7 @@ function idsInCallOrder(n: number): string[] {
 }
 
 /** Every gateway call, with the connector's redacted request/response summaries. */
-export class GatewayTransactionLog {
+export class GatewayTransactionStore {
   constructor(private readonly db: Database) {}
 
   async insert(ctx: RequestContext, t: Transaction, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[]): Promise<void> {

@@ -1,0 +1,51 @@
+import type { Database } from '../../db/database';
+import { isoTime, readJson } from '../../db/database';
+import { Filter, listPage, modelSource } from '../../db/list';
+import type { Page } from '../../core/pagination';
+import type { Metadata } from '../../core/validation';
+import { CustomerModel } from './customer.model';
+
+export interface Customer {
+  id: string;
+  object: 'customer';
+  livemode: boolean;
+  email: string;
+  name: string | null;
+  country: string | null;
+  phone: string | null;
+  defaultPaymentMethodId: string | null;
+  testClockId: string | null;
+  metadata: Metadata;
+  createdAt: string;
+  updatedAt: string;
+}
+
+type Scope = { accountId: string; mode: string };
+
+/** Customers' list page (ordinary reads and writes go through CustomerModel in the service). */
+export class CustomerStore {
+  constructor(private readonly db: Database) {}
+
+  list(scope: Scope, input: { email?: string; search?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }): Promise<Page<Customer>> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, email_normalized: input.email?.toLowerCase() || undefined })
+      .search(['email_normalized', 'name'], input.search);
+    return listPage(this.db, { ...modelSource(CustomerModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiCustomer });
+  }
+}
+
+export function toApiCustomer(row: Record<string, unknown>): Customer {
+  return {
+    id: row.id as string,
+    object: 'customer',
+    livemode: row.mode === 'live',
+    email: row.email as string,
+    name: (row.name as string | null) ?? null,
+    country: (row.country as string | null) ?? null,
+    phone: (row.phone as string | null) ?? null,
+    defaultPaymentMethodId: (row.defaultPaymentMethodId as string | null) ?? null,
+    testClockId: (row.testClockId as string | null) ?? null,
+    metadata: readJson<Metadata>(row.metadata, {}),
+    createdAt: isoTime(row.createdAt) as string,
+    updatedAt: isoTime(row.updatedAt) as string,
+  };
+}
