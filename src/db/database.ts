@@ -238,6 +238,14 @@ export class Database {
     return /\\u(?:0000|d[89a-f])/i.test(json) ? JSON.stringify(storableDeep(rows)) : json;
   }
 
+  /**
+   * A subquery yielding the text elements of the JSON array bound at `placeholder` (`$n`): a list
+   * of ids bound as one parameter, so the statement has one text whatever their number.
+   */
+  jsonTextList(placeholder: string): string {
+    return this.dialect === 'postgres' ? `SELECT json_array_elements_text(${placeholder}::json)` : `SELECT value FROM json_each(${placeholder})`;
+  }
+
   /** `FOR UPDATE` where the dialect has it; SQLite serialises writers anyway. */
   get forUpdate(): string {
     return this.dialect === 'postgres' ? ' FOR UPDATE' : '';

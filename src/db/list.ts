@@ -133,7 +133,7 @@ export async function newestPerParent<R>(
   if (ids.length === 0) return [];
   const a = opts.prefix ?? '';
   const parent = `${a}${opts.parentColumn}`;
-  const idList = db.dialect === 'postgres' ? 'SELECT json_array_elements_text($4::json)' : 'SELECT value FROM json_each($4)';
+  const idList = db.jsonTextList('$4');
   return db.select<R>(
     `SELECT * FROM (
        SELECT ${opts.columns}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${a}created_at DESC, ${a}id DESC) AS rank_in_parent

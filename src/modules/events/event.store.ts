@@ -86,7 +86,7 @@ export class EventStore {
 
   /** Events as the bus carries them, by id, in one statement whatever their number. */
   async loadPublished(ids: string[]): Promise<PublishedEvent[]> {
-    const idList = this.db.dialect === 'postgres' ? 'SELECT json_array_elements_text($1::json)' : 'SELECT value FROM json_each($1)';
+    const idList = this.db.jsonTextList('$1');
     const rows = await this.db.select(`SELECT ${COLUMNS}, account_id FROM events WHERE id IN (${idList})`, [this.db.jsonParam(ids)]);
     return rows.map(toPublished);
   }

@@ -12,7 +12,7 @@ export class LeaseStore {
 
   /** Pushes the lease of every pending row among `ids` to `until`; ids bound as one JSON array (one prepared plan whatever their number). */
   async renew(table: LeasedTable, ids: readonly string[], until: Date): Promise<void> {
-    const idList = this.db.dialect === 'postgres' ? 'SELECT json_array_elements_text($2::json)' : 'SELECT value FROM json_each($2)';
+    const idList = this.db.jsonTextList('$2');
     await this.db.execute(`UPDATE ${table} SET lease_until = $1 WHERE status = 'pending' AND id IN (${idList})`, [until, JSON.stringify(ids)]);
   }
 

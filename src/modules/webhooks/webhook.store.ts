@@ -299,7 +299,7 @@ export class WebhookStore {
   /** Extends the leases of the claims `tokens` still pending to `leaseMs` from now (database time). */
   async renewLeases(tokens: string[], leaseMs: number): Promise<number> {
     if (tokens.length === 0) return 0;
-    const list = this.db.dialect === 'postgres' ? 'SELECT json_array_elements_text($1::json)' : 'SELECT value FROM json_each($1)';
+    const list = this.db.jsonTextList('$1');
     return this.db.execute(
       `UPDATE webhook_deliveries SET locked_until = ${leaseEndSql(this.db.dialect, '$2')} WHERE lock_token IN (${list}) AND status = 'pending'`,
       [this.db.jsonParam(tokens), Math.ceil(leaseMs)],
