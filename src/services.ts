@@ -91,7 +91,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   await fanout?.start();
   bus.connectRemote(fanout);
   const encryptionKey = loadEncryptionKey({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
-  const keys = new IdempotencyStore(db, config.idempotencyTtlHours);
+  const keys = new IdempotencyStore(db, clock, config.idempotencyTtlHours);
   const idempotency = new IdempotencyService(
     keys, clock, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')), deriveKey(encryptionKey, 'idempotency-fingerprint'),
   );

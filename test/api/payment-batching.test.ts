@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import { IdempotencyStore } from '../../src/modules/idempotency/idempotency.store';
-import { PaymentBatchWrites } from '../../src/modules/payments/payment-batch.store';
+import { PaymentBatchStore } from '../../src/modules/payments/payment-batch.store';
 import { GatewayTransactionStore } from '../../src/modules/payments/gateway-transaction.store';
 import type { Payment } from '../../src/modules/payments/payment.service';
 import type { RequestContext } from '../../src/core/context';
@@ -114,10 +114,10 @@ describe('concurrent payments', () => {
 
 // The batched writer exists on PostgreSQL only (SQLite writes each payment in its own transaction).
 if (DIALECT === 'postgres') {
-  describe('PaymentBatchWrites (PostgreSQL)', () => {
+  describe('PaymentBatchStore (PostgreSQL)', () => {
     const writer = () => {
       const s = app.server.services;
-      return new PaymentBatchWrites(s.db, s.events, new GatewayTransactionStore(s.db), new IdempotencyStore(s.db, s.config.idempotencyTtlHours), { maxBatch: 64, maxInFlight: 1 });
+      return new PaymentBatchStore(s.db, s.events, new GatewayTransactionStore(s.db), new IdempotencyStore(s.db, s.clock, s.config.idempotencyTtlHours), { maxBatch: 64, maxInFlight: 1 });
     };
     const ctx = (): RequestContext => ({ accountId: 'acct_batch_test', mode: 'test', permissions: ['*'], requestId: 'req_batch_test', clock: app.server.services.clock });
     const payment = (): Payment => {

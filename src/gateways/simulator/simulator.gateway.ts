@@ -92,7 +92,7 @@ export class SimulatorGateway implements Gateway {
       const reference = decision.outcome === 'retryable_error' ? null : newChargeReference();
       if (reference) {
         rememberCharge(reference, {
-          gatewayId: this.gatewayId, amount: r.amount, currency: r.currency.toUpperCase(),
+          at: this.clock.now().getTime(), gatewayId: this.gatewayId, amount: r.amount, currency: r.currency.toUpperCase(),
           succeeded: decision.outcome === 'succeeded', refunded: 0,
         });
       }
@@ -194,7 +194,7 @@ export class SimulatorGateway implements Gateway {
       if (latency > 0) await sleep(latency);
       return { ...decided, latencyMs: latency, request } as T;
     })();
-    if (decided.outcome !== 'retryable_error') rememberOperation(key, { operation, result });
+    if (decided.outcome !== 'retryable_error') rememberOperation(key, { operation, result, at: this.clock.now().getTime() });
 
     if (latency > this.timeoutMs) {
       await sleep(this.timeoutMs);

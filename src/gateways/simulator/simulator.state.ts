@@ -5,11 +5,15 @@ export type SimulatorOperation = 'charge' | 'refund' | 'save_card';
 
 interface StoredOperation {
   operation: SimulatorOperation;
+  /** When it was made (the simulator's clock, ms): see SIMULATOR_MEMORY. */
+  at: number;
   /** Settles when the simulated latency has passed; concurrent repeats wait on the same promise. */
   result: Promise<GatewayResult>;
 }
 
 interface KnownCharge {
+  /** When it was made (the simulator's clock, ms): see SIMULATOR_MEMORY. */
+  at: number;
   gatewayId: string;
   amount: number;
   currency: string;
@@ -43,21 +47,25 @@ export function simulatorState(): SimulatorState {
 export const operationKey = (gatewayId: string, idempotencyKey: string): string => `${gatewayId}\u0000${idempotencyKey}`;
 
 /**
- * How many operations, charges and charge counts the simulator keeps. Past it the oldest are
- * forgotten, so a long-running test-mode instance does not grow without bound (about 1 KB per
- * payment was kept for the life of the process). 50,000 operations is hours of heavy test
- * traffic; recovery asks about an operation within seconds, and a charge forgotten before its
+ * What the simulator keeps. It used to keep every operation and charge for the life of the
+ * process (about 1 KB per payment), so a long-running test-mode instance grew without bound.
+ * Past `limit` entries the oldest are forgotten, but never one younger than `minAgeMs`:
+ * recovery asks about an operation for up to 15 minutes before it takes "not found" as final
+ * (pending-recovery.ts), so an operation it may still ask about is always known. Memory is then
+ * bounded by the larger of `limit` entries and an hour of traffic. A charge forgotten before its
  * refund is still refunded (its reference is trusted, as after a restart).
  */
-export const SIMULATOR_MEMORY = { limit: 50_000 };
+export const SIMULATOR_MEMORY = { limit: 50_000, minAgeMs: 60 * 60_000 };
 
-/** Sets (or refreshes) `key`, forgetting the oldest entries past SIMULATOR_MEMORY.limit. */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
+/** Sets `key` (as the newest entry), then forgets the oldest entries past the limit that are old enough. */
+function remember<V extends { at: number }>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
   map.set(key, value);
-  for (const oldest of map.keys()) {
-    if (map.size <= SIMULATOR_MEMORY.limit) break;
+  for (const [oldest, entry] of map) {
+    if (map.size <= SIMULATOR_MEMORY.limit || value.at - entry.at < SIMULATOR_MEMORY.minAgeMs) break;
     map.delete(oldest);
+    // A charge count is kept as long as its operation (tests read it).
+    simulatorState().chargeCounts.delete(oldest);
   }
 }
 
@@ -86,7 +94,12 @@ export function simulatorChargeCount(gatewayId: string, idempotencyKey: string):
 export function countCharge(gatewayId: string, idempotencyKey: string): void {
   const counts = simulatorState().chargeCounts;
   const key = operationKey(gatewayId, idempotencyKey);
-  remember(counts, key, (counts.get(key) ?? 0) + 1);
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+  // Counts of keys whose every attempt failed retryably have no operation to go with: capped.
+  for (const oldest of counts.keys()) {
+    if (counts.size <= 2 * SIMULATOR_MEMORY.limit) break;
+    counts.delete(oldest);
+  }
 }
 
 /**

@@ -75,7 +75,7 @@ export class IdempotencyService {
 
   /** Claims the key inside `t` (an object's first write); false when another request holds it. */
   claimIn(t: Transaction, claim: KeyClaim): Promise<boolean> {
-    return this.store.claim(t, claim, this.clock.now());
+    return this.store.claim(t, claim);
   }
 
   /**
@@ -134,7 +134,7 @@ export class IdempotencyService {
   async once<T>(t: Transaction, idem: IdempotencyKey | undefined, operation: IdempotentOperation, write: () => Promise<T>): Promise<T> {
     if (!idem) return write();
     for (let attempt = 0; ; attempt++) {
-      if (await this.store.claim(t, idem, this.clock.now())) break;
+      if (await this.store.claim(t, idem)) break;
       const existing = await this.inspect(idem.scope, idem.key, idem.fingerprint, idem.requester, t);
       if (existing?.kind === 'replay') throw new IdempotentReplay(existing.status, existing.body);
       if (attempt > 0) throw idempotencyKeyInUse();
@@ -181,6 +181,6 @@ export class IdempotencyService {
   }
 
   purgeExpired(): Promise<number> {
-    return this.store.purgeExpired(this.clock.now());
+    return this.store.purgeExpired();
   }
 }

@@ -1,6 +1,7 @@
 import { Op, type Transaction } from 'sequelize';
 import { readTime, type Database } from '../../db/database';
 import type { CtePart } from '../../db/statement';
+import type { Clock } from '../../core/clock';
 import { Params } from '../../db/params';
 import { IdempotencyKeyModel } from './idempotency-key.model';
 
@@ -36,18 +37,21 @@ export interface StoredKey {
  * CTE parts over a relation of many requests (`claimPart`, `answerPart`).
  */
 export class IdempotencyStore {
+  /** Keys are claimed, and expire, on `clock` (the services' clock), whoever claims them. */
   constructor(
     private readonly db: Database,
+    private readonly clock: Clock,
     private readonly ttlHours: number,
   ) {}
 
   /** When a key claimed at `now` expires. */
-  expiryFrom(now: Date): Date {
+  private expiryFrom(now: Date): Date {
     return new Date(now.getTime() + this.ttlHours * 3_600_000);
   }
 
   /** Claims the key (in `t` when given); false when another request holds it. */
-  async claim(t: Transaction | undefined, claim: KeyClaim, now: Date): Promise<boolean> {
+  async claim(t: Transaction | undefined, claim: KeyClaim): Promise<boolean> {
+    const now = this.clock.now();
     const p = new Params();
     const sql = `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
       VALUES (${p.add(claim.scope)}, ${p.add(claim.key)}, ${p.add(claim.fingerprint)}, ${p.add(claim.objectId ?? null)}, 'running', ${p.add(now)}, ${p.add(this.expiryFrom(now))})
@@ -88,21 +92,22 @@ export class IdempotencyStore {
     await this.db.execute('DELETE FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2 AND expires_at <= $3', [scope, key, now], t);
   }
 
-  async purgeExpired(now: Date): Promise<number> {
-    return IdempotencyKeyModel.destroy({ where: { expiresAt: { [Op.lte]: now } } });
+  async purgeExpired(): Promise<number> {
+    return IdempotencyKeyModel.destroy({ where: { expiresAt: { [Op.lte]: this.clock.now() } } });
   }
 
   /**
    * PostgreSQL: claims for many requests at once, as a CTE of the caller's statement. `source`
-   * names a relation with columns `idem_scope`, `idem_key`, `idem_hash`, `idem_object` and
-   * `idem_at` (the request's time; rows with a null key claim nothing); the part returns `scope`
-   * and `idempotency_key` of each key it claimed, nothing for a key already held.
+   * names a relation with columns `idem_scope`, `idem_key`, `idem_hash`, `idem_object` (rows with
+   * a null key claim nothing); the part returns `scope` and `idempotency_key` of each key it
+   * claimed, nothing for a key already held.
    */
   claimPart(name: string, source: string, p: Params): CtePart {
+    const now = this.clock.now();
     return {
       name,
       sql: `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, object_id, state, created_at, expires_at)
-      SELECT s.idem_scope, s.idem_key, s.idem_hash, s.idem_object, 'running', s.idem_at, s.idem_at + ${p.add(this.ttlHours, 'float8')} * interval '1 hour'
+      SELECT s.idem_scope, s.idem_key, s.idem_hash, s.idem_object, 'running', ${p.add(now, 'timestamptz')}, ${p.add(this.expiryFrom(now), 'timestamptz')}
         FROM ${source} s WHERE s.idem_key IS NOT NULL
        -- One order for every statement: two batches holding the same keys cannot deadlock.
        ORDER BY s.idem_scope, s.idem_key

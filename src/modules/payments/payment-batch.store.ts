@@ -41,7 +41,7 @@ export interface PaymentBatchOptions {
   onPublishError?(err: unknown): void;
 }
 
-const IDEMPOTENCY_CLAIM_INPUT = 'idem_scope text, idem_key text, idem_hash text, idem_object text, idem_at timestamptz';
+const IDEMPOTENCY_CLAIM_INPUT = 'idem_scope text, idem_key text, idem_hash text, idem_object text';
 const IDEMPOTENCY_STORE_INPUT = 'done_json text, idem_scope text, idem_key text, idem_object text, idem_status int';
 
 /**
@@ -61,7 +61,7 @@ const IDEMPOTENCY_STORE_INPUT = 'done_json text, idem_scope text, idem_key text,
  * Rows are bound as one JSON parameter each, so every statement has one text whatever the
  * batch holds and is prepared once per connection.
  */
-export class PaymentBatchWrites {
+export class PaymentBatchStore {
   private readonly pending: WriteBatcher<PendingWrite, boolean>;
   private readonly settling: WriteBatcher<FinalWrite, boolean>;
 
@@ -98,7 +98,7 @@ export class PaymentBatchWrites {
       ...pendingRow(ctx, payment, plan, leaseUntil, searchText, idem?.key ?? null),
       idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null, idem_hash: idem?.fingerprint ?? null,
       // The key is claimed for this payment, and answered below only while it still is.
-      idem_object: idem?.objectId ?? null, idem_at: ctx.clock.now().toISOString(),
+      idem_object: idem?.objectId ?? null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
     const inserted = await this.db.select<{ id: string }>(

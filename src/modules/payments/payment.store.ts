@@ -9,7 +9,7 @@ import { errorForLog, type Logger } from '../../logger';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
-import { PaymentBatchWrites, type PaymentBatchOptions } from './payment-batch.store';
+import { PaymentBatchStore, type PaymentBatchOptions } from './payment-batch.store';
 import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';
 
@@ -17,12 +17,12 @@ type Scope = { accountId: string; mode: string };
 
 /**
  * Where payments are read and written. Creating and settling a payment are measured hot paths:
- * named, bound statements, batched on PostgreSQL (PaymentBatchWrites, one statement for every
+ * named, bound statements, batched on PostgreSQL (PaymentBatchStore, one statement for every
  * payment ready at that moment), one transaction each on SQLite; the dialects differ only here.
  * Each write claims or answers the payment's Idempotency-Key in the same statement or transaction.
  */
 export class PaymentStore {
-  private readonly batch: PaymentBatchWrites;
+  private readonly batch: PaymentBatchStore;
 
   constructor(
     private readonly db: Database,
@@ -34,7 +34,7 @@ export class PaymentStore {
     // since larger batches cost less per payment than statements run side by side.
     batchOptions: PaymentBatchOptions = { maxBatch: 64, maxInFlight: 1 },
   ) {
-    this.batch = new PaymentBatchWrites(db, events, gtx, keys, {
+    this.batch = new PaymentBatchStore(db, events, gtx, keys, {
       onPublishError: (err) => logger.error({ err: errorForLog(err) }, 'event listener failed after a payment was recorded'),
       ...batchOptions,
     });
@@ -60,7 +60,7 @@ export class PaymentStore {
       return true;
     }
     return this.db.transaction(async (t) => {
-      if (!(await this.keys.claim(t, claim, ctx.clock.now()))) return false;
+      if (!(await this.keys.claim(t, claim))) return false;
       await this.db.execute(insert, p.values, t);
       return true;
     });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { FixedClock } from '../../../src/core/clock';
 import { IdempotencyStore } from '../../../src/modules/idempotency/idempotency.store';
 import { Params } from '../../../src/db/params';
 import { cteList } from '../../../src/db/statement';
@@ -11,10 +12,12 @@ import { START, startServices, type ServiceHarness } from '../../helpers/service
  */
 let h: ServiceHarness;
 let store: IdempotencyStore;
+const clock = new FixedClock(START);
 beforeAll(async () => {
   h = await startServices();
-  store = new IdempotencyStore(h.services.db, 24);
+  store = new IdempotencyStore(h.services.db, clock, 24);
 });
+beforeEach(() => clock.set(START));
 afterAll(() => h?.stop());
 
 const scope = 'acct_store:test';
@@ -25,7 +28,7 @@ describe('IdempotencyStore', () => {
   it('should let exactly one claim of a key succeed, even when claims race', async () => {
     const key = newKey();
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => h.services.db.transaction((t) => store.claim(t, { scope, key, fingerprint: `fp${i}` }, START))),
+      Array.from({ length: 6 }, (_, i) => h.services.db.transaction((t) => store.claim(t, { scope, key, fingerprint: `fp${i}` }))),
     );
     expect(results.filter(Boolean)).toHaveLength(1);
     const stored = await store.read(scope, key);
@@ -36,29 +39,29 @@ describe('IdempotencyStore', () => {
 
   it('should keep keys of other scopes apart', async () => {
     const key = newKey();
-    expect(await store.claim(undefined, { scope, key, fingerprint: 'a' }, START)).toBe(true);
-    expect(await store.claim(undefined, { scope: 'acct_store:live', key, fingerprint: 'a' }, START)).toBe(true);
+    expect(await store.claim(undefined, { scope, key, fingerprint: 'a' })).toBe(true);
+    expect(await store.claim(undefined, { scope: 'acct_store:live', key, fingerprint: 'a' })).toBe(true);
     expect(await store.read('acct_other:test', key)).toBeNull();
   });
 
   it('should roll a claim back with its transaction', async () => {
     const key = newKey();
     await expect(h.services.db.transaction(async (t) => {
-      await store.claim(t, { scope, key, fingerprint: 'a' }, START);
+      await store.claim(t, { scope, key, fingerprint: 'a' });
       throw new Error('crash after the claim');
     })).rejects.toThrow('crash after the claim');
     expect(await store.read(scope, key)).toBeNull();
-    expect(await store.claim(undefined, { scope, key, fingerprint: 'a' }, START)).toBe(true);
+    expect(await store.claim(undefined, { scope, key, fingerprint: 'a' })).toBe(true);
   });
 
   it('should answer a key, and an object\'s key only while it still runs for that object', async () => {
     const plain = newKey();
-    await store.claim(undefined, { scope, key: plain, fingerprint: 'a' }, START);
+    await store.claim(undefined, { scope, key: plain, fingerprint: 'a' });
     expect(await store.answer(undefined, { scope, key: plain }, 201, '{"id":"cus_1"}')).toBe(true);
     expect(await store.read(scope, plain)).toMatchObject({ state: 'completed', responseStatus: 201, responseBody: '{"id":"cus_1"}' });
 
     const owned = newKey();
-    await store.claim(undefined, { scope, key: owned, fingerprint: 'a', objectId: 'pay_1' }, START);
+    await store.claim(undefined, { scope, key: owned, fingerprint: 'a', objectId: 'pay_1' });
     expect(await store.answer(undefined, { scope, key: owned, objectId: 'pay_2' }, 201, '{"id":"pay_2"}')).toBe(false);
     expect(await store.answer(undefined, { scope, key: owned, objectId: 'pay_1' }, 201, '{"id":"pay_1","status":"pending"}')).toBe(true);
     // The first answer stands: the settled object does not replace it.
@@ -68,7 +71,7 @@ describe('IdempotencyStore', () => {
 
   it('should free a key only once it has expired', async () => {
     const key = newKey();
-    await store.claim(undefined, { scope, key, fingerprint: 'a' }, START);
+    await store.claim(undefined, { scope, key, fingerprint: 'a' });
     await store.deleteIfExpired(scope, key, new Date(START.getTime() + 23 * HOUR));
     expect(await store.read(scope, key)).not.toBeNull();
     await store.deleteIfExpired(scope, key, new Date(START.getTime() + 24 * HOUR));
@@ -79,9 +82,11 @@ describe('IdempotencyStore', () => {
     const later = new Date(START.getTime() + 1000 * HOUR);
     const old = newKey();
     const fresh = newKey();
-    await store.claim(undefined, { scope, key: old, fingerprint: 'a' }, START);
-    await store.claim(undefined, { scope, key: fresh, fingerprint: 'a' }, later);
-    expect(await store.purgeExpired(new Date(later.getTime() + HOUR))).toBeGreaterThanOrEqual(1);
+    await store.claim(undefined, { scope, key: old, fingerprint: 'a' });
+    clock.set(later);
+    await store.claim(undefined, { scope, key: fresh, fingerprint: 'a' });
+    clock.set(new Date(later.getTime() + HOUR));
+    expect(await store.purgeExpired()).toBeGreaterThanOrEqual(1);
     expect(await store.read(scope, old)).toBeNull();
     expect(await store.read(scope, fresh)).not.toBeNull();
   });
@@ -91,11 +96,11 @@ describe('IdempotencyStore', () => {
     it('should claim and answer many keys through its CTE parts, skipping keys already held', async () => {
       const held = newKey();
       const free = newKey();
-      await store.claim(undefined, { scope, key: held, fingerprint: 'a', objectId: 'pay_held' }, START);
+      await store.claim(undefined, { scope, key: held, fingerprint: 'a', objectId: 'pay_held' });
       const p = new Params();
-      const rows = [held, free].map((key) => ({ idem_scope: scope, idem_key: key, idem_hash: 'b', idem_object: `pay_${key}`, idem_at: START.toISOString() }));
+      const rows = [held, free].map((key) => ({ idem_scope: scope, idem_key: key, idem_hash: 'b', idem_object: `pay_${key}` }));
       const claimed = await h.services.db.select<{ idempotency_key: string }>(
-        `WITH src AS (SELECT * FROM json_to_recordset(${p.add(JSON.stringify(rows), 'json')}) AS s(idem_scope text, idem_key text, idem_hash text, idem_object text, idem_at timestamptz)),
+        `WITH src AS (SELECT * FROM json_to_recordset(${p.add(JSON.stringify(rows), 'json')}) AS s(idem_scope text, idem_key text, idem_hash text, idem_object text)),
         ${cteList([store.claimPart('claim', 'src', p)])} SELECT idempotency_key FROM claim`,
         p.values,
       );

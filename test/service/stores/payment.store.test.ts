@@ -21,7 +21,7 @@ let ctx: RequestContext;
 beforeAll(async () => {
   h = await startServices();
   const s = h.services;
-  keys = new IdempotencyStore(s.db, 24);
+  keys = new IdempotencyStore(s.db, s.clock, 24);
   store = new PaymentStore(s.db, s.events, new GatewayTransactionStore(s.db), keys, s.logger);
   ctx = (await h.account()).test;
 });

@@ -145,23 +145,40 @@ describe('simulator idempotency', () => {
 });
 
 describe('simulator memory', () => {
-  const limit = SIMULATOR_MEMORY.limit;
+  const saved = { ...SIMULATOR_MEMORY };
   afterEach(() => {
-    SIMULATOR_MEMORY.limit = limit;
+    Object.assign(SIMULATOR_MEMORY, saved);
+    clock.set(new Date('2030-06-15T12:00:00Z'));
   });
+  const known = async (request: ChargeRequest) => (await sim().status({ idempotencyKey: request.idempotencyKey, kind: 'charge', objectId: request.paymentId })).found;
 
   it('should keep at most its limit of operations and charges, forgetting the oldest first', async () => {
-    SIMULATOR_MEMORY.limit = 3;
+    Object.assign(SIMULATOR_MEMORY, { limit: 3, minAgeMs: 0 });
     const requests = Array.from({ length: 5 }, () => charge({ kind: 'token', token: 'pm_card_visa' }));
     const results = [];
     for (const request of requests) results.push(await sim().charge(request));
     const state = simulatorState();
     expect([state.operations.size, state.charges.size, state.chargeCounts.size]).toEqual([3, 3, 3]);
-    const found = async (i: number) => (await sim().status({ idempotencyKey: requests[i].idempotencyKey, kind: 'charge', objectId: requests[i].paymentId })).found;
-    expect([await found(0), await found(1), await found(2), await found(4)]).toEqual([false, false, true, true]);
+    expect([await known(requests[0]), await known(requests[1]), await known(requests[2]), await known(requests[4])]).toEqual([false, false, true, true]);
+    expect(simulatorChargeCount(GW, requests[0].idempotencyKey)).toBe(0);
     // A forgotten charge can still be refunded (its reference is trusted, as after a restart).
     const refund = await sim().refund({ idempotencyKey: 'refund_old', refundId: 're_old', chargeReference: results[0].reference!, amount: 100, currency: 'USD' });
     expect(refund.outcome).toBe('succeeded');
+  });
+
+  it('should never forget an operation recovery may still ask about, whatever the limit', async () => {
+    Object.assign(SIMULATOR_MEMORY, { limit: 2, minAgeMs: 60 * 60_000 });
+    const early = Array.from({ length: 4 }, () => charge({ kind: 'token', token: 'pm_card_visa' }));
+    for (const request of early) await sim().charge(request);
+    expect(simulatorState().operations.size).toBe(4);
+    clock.advance(59 * 60_000);
+    await sim().charge(charge({ kind: 'token', token: 'pm_card_visa' }));
+    expect(await known(early[0])).toBe(true);
+    clock.advance(2 * 60_000);
+    const late = charge({ kind: 'token', token: 'pm_card_visa' });
+    await sim().charge(late);
+    // The four early ones are past an hour now: forgotten down to the limit.
+    expect([await known(early[0]), await known(early[3]), await known(late), simulatorState().operations.size]).toEqual([false, false, true, 2]);
   });
 });
 
