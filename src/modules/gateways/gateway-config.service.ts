@@ -123,7 +123,7 @@ export class GatewayConfigService {
     private readonly box: SecretBox,
     private readonly connectorOptions: { timeoutMs?: number; ca?: string; clock?: { now(): Date } } = {},
     /** Creates answer their Idempotency-Key through it (tests of the service alone go without). */
-    private readonly idempotency?: IdempotencyService,
+    private readonly idempotency: IdempotencyService,
   ) {
     this.store = new GatewayStore(db);
   }
@@ -148,7 +148,7 @@ export class GatewayConfigService {
         settings: JSON.stringify(settings), currencies: data.currencies ? JSON.stringify(data.currencies) : null,
         enabled: data.enabled ?? true, deletedAt: null, createdAt: now, updatedAt: now,
       }, { transaction }));
-      return this.idempotency ? this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createGateway, write) : write();
+      return this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createGateway, write);
     });
     this.changed(ctx);
     return view;

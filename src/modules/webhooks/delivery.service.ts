@@ -68,8 +68,8 @@ export class WebhookDeliveryService {
     private readonly clock: Clock,
     private readonly logger: Logger,
     readonly options: DeliveryServiceOptions,
-    /** Resends answer their Idempotency-Key through it (tests of delivery alone go without). */
-    private readonly idempotency?: IdempotencyService,
+    /** Resends answer their Idempotency-Key through it. */
+    private readonly idempotency: IdempotencyService,
   ) {
     this.store = new WebhookStore(db);
   }
@@ -104,7 +104,7 @@ export class WebhookDeliveryService {
         const queued = await this.store.insertDeliveries(t, { accountId: ctx.accountId, mode: ctx.mode }, event, this.clock.now());
         return { object: 'event_resend', eventId: event.id, deliveriesQueued: queued };
       };
-      return this.idempotency ? this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.resendEvent, queue) : queue();
+      return this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.resendEvent, queue);
     });
     if (result.deliveriesQueued > 0) this.wake();
     return result;

@@ -57,7 +57,7 @@ export class WebhookEndpointService {
     private readonly box: SecretBox,
     private readonly options: EndpointServiceOptions,
     /** Creates and rotations answer their Idempotency-Key through it (tests of the service alone go without). */
-    private readonly idempotency?: IdempotencyService,
+    private readonly idempotency: IdempotencyService,
   ) {
     this.store = new WebhookStore(db);
   }
@@ -65,7 +65,7 @@ export class WebhookEndpointService {
   /** Runs `write` in a transaction under `idem` (see IdempotencyService.once). */
   private once<T>(idem: IdempotencyKey | undefined, operation: IdempotentOperation, write: (t: Transaction) => Promise<T>): Promise<T> {
     if (idem && !this.idempotency) throw new Error('an Idempotency-Key needs the idempotency service');
-    return this.db.transaction((t) => (this.idempotency ? this.idempotency.once(t, idem, operation, () => write(t)) : write(t)));
+    return this.db.transaction((t) => this.idempotency.once(t, idem, operation, () => write(t)));
   }
 
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<WebhookEndpoint> {

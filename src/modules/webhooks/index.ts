@@ -77,7 +77,7 @@ export function createWebhookServices(deps: {
   logger: Logger;
   config: Config;
   options?: WebhookOptions;
-  idempotency?: IdempotencyService;
+  idempotency: IdempotencyService;
 }): WebhookServices {
   const { db, events, bus, clock, logger, config } = deps;
   const options = deps.options ?? {};

@@ -8,6 +8,7 @@ import { SecretBox } from '../../../src/core/crypto';
 import type { RequestContext } from '../../../src/core/context';
 import { GatewayConfigService } from '../../../src/modules/gateways/gateway-config.service';
 import { freshDatabase, DIALECT, type TestDatabase } from '../../helpers/db';
+import { testIdempotency } from '../../helpers/idempotency';
 
 let database: TestDatabase;
 let db: Database;
@@ -22,7 +23,7 @@ beforeAll(async () => {
   await db.init();
   await migrateUp(db);
   clock = new FixedClock(new Date('2024-05-06T07:08:09.123Z'));
-  gateways = new GatewayConfigService(db, new SecretBox(randomBytes(32)), { clock });
+  gateways = new GatewayConfigService(db, new SecretBox(randomBytes(32)), { clock }, testIdempotency(db, clock));
   gateways.onChange((accountId) => changes.push(accountId));
 });
 

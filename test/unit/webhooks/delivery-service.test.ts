@@ -16,6 +16,7 @@ import { signPayload } from '../../../src/webhooks/signature';
 import { freshDatabase, type TestDatabase } from '../../helpers/db';
 import { ReceiverHarness, makeCertificate, sleep, waitFor, type Respond, type Route } from './receiver-harness';
 import { readTime } from '../../../src/db/database';
+import { testIdempotency } from '../../helpers/idempotency';
 
 const BASE_MS = 1_000;
 const WINDOW_MS = 60_000;
@@ -51,6 +52,7 @@ beforeAll(async () => {
     clock,
     logger: createLogger('silent'),
     config,
+    idempotency: testIdempotency(db, clock),
     options: {
       retry: { baseMs: BASE_MS, maxMs: 10_000, windowMs: WINDOW_MS }, timeoutMs: 2_000, leaseMs: LEASE_MS, goneWindowMs: GONE_WINDOW_MS, perEndpointConcurrency: 4, pollMs: POLL_MS,
       resolveHost: async () => ['93.184.216.34'],
@@ -102,7 +104,7 @@ async function expireLeases() {
 
 /** Another instance on the same database, with its own clock and options. */
 function otherInstance(instanceClock: FixedClock, options: Partial<WebhookDeliveryService['options']> = {}) {
-  return new WebhookDeliveryService(db, webhooks.endpoints, instanceClock, createLogger('silent'), { ...webhooks.deliveries.options, ...options });
+  return new WebhookDeliveryService(db, webhooks.endpoints, instanceClock, createLogger('silent'), { ...webhooks.deliveries.options, ...options }, testIdempotency(db, instanceClock));
 }
 
 /** `count` deliveries queued for an endpoint by one statement (no wake-up), due since `at`. */
@@ -424,7 +426,7 @@ describe('configuration', () => {
       else process.env.WEBHOOK_GONE_WINDOW_MS = env.WEBHOOK_GONE_WINDOW_MS;
       try {
         const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: database.dataDir });
-        return createWebhookServices({ db, events: new EventService(new EventStore(db), new EventBus()), bus: new EventBus(), clock, logger: createLogger('silent'), config }).deliveries.options.goneWindowMs;
+        return createWebhookServices({ db, events: new EventService(new EventStore(db), new EventBus()), bus: new EventBus(), clock, logger: createLogger('silent'), config, idempotency: testIdempotency(db, clock) }).deliveries.options.goneWindowMs;
       } finally {
         if (saved === undefined) delete process.env.WEBHOOK_GONE_WINDOW_MS;
         else process.env.WEBHOOK_GONE_WINDOW_MS = saved;

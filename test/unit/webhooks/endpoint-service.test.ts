@@ -9,6 +9,7 @@ import { SecretBox } from '../../../src/core/crypto';
 import type { RequestContext } from '../../../src/core/context';
 import { MAX_ENDPOINTS, WebhookEndpointService } from '../../../src/modules/webhooks/endpoint.service';
 import { freshDatabase, DIALECT, type TestDatabase } from '../../helpers/db';
+import { testIdempotency } from '../../helpers/idempotency';
 
 let database: TestDatabase;
 let db: Database;
@@ -23,7 +24,7 @@ beforeAll(async () => {
   await db.init();
   await migrateUp(db);
   clock = new FixedClock(new Date('2024-05-06T07:08:09.123Z'));
-  endpoints = new WebhookEndpointService(db, new SecretBox(randomBytes(32)), { allowPrivate: true });
+  endpoints = new WebhookEndpointService(db, new SecretBox(randomBytes(32)), { allowPrivate: true }, testIdempotency(db, clock));
 });
 
 afterAll(async () => {
@@ -283,7 +284,7 @@ describe(`endpoint URLs in live mode on ${DIALECT}`, () => {
   const live = (): RequestContext => ({ ...context(), mode: 'live' });
 
   beforeAll(() => {
-    permissive = new WebhookEndpointService(db, new SecretBox(randomBytes(32)), { allowPrivate: true, resolveHost: async (host) => (host === 'internal.example.com' ? ['10.0.0.5'] : ['93.184.216.34']) });
+    permissive = new WebhookEndpointService(db, new SecretBox(randomBytes(32)), { allowPrivate: true, resolveHost: async (host) => (host === 'internal.example.com' ? ['10.0.0.5'] : ['93.184.216.34']) }, testIdempotency(db, clock));
   });
 
   it('should refuse private and loopback URLs in live mode although WEBHOOK_ALLOW_PRIVATE is set', async () => {
