@@ -167,8 +167,8 @@ export class WebhookDeliveryService {
     let outcome: DeliveryOutcome;
     let secrets: SigningSecrets | undefined;
     try {
-      // Read at send time: a rotation's overlap (old and new secret) is judged by the clock now.
-      secrets = await this.endpoints.signingSecrets(c.endpointId, this.clock.now());
+      // Read with the claim; a rotation's overlap (old and new secret) is judged by the clock now.
+      secrets = this.endpoints.claimedSigningSecrets(c.endpoint.secrets, this.clock.now());
     } catch (err) {
       this.logger.error({ deliveryId: c.id, endpointId: c.endpointId, err: errorForLog(err) }, 'webhook secret could not be opened');
     }

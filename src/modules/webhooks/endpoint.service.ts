@@ -13,7 +13,7 @@ import { checkWebhookUrl, type ResolveHost } from '../../webhooks/address-policy
 import { generateWebhookSecret, type SigningSecrets } from '../../webhooks/signature';
 import { WILDCARD, createEndpointInput, listEndpointsInput, rotateSecretInput, updateEndpointInput } from './webhook.inputs';
 import { WebhookEndpointModel } from './webhook-endpoint.model';
-import { WebhookStore, type EndpointRow } from './webhook.store';
+import { WebhookStore, secretsInUse, type EndpointRow, type SealedSecrets } from './webhook.store';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
@@ -185,6 +185,15 @@ export class WebhookEndpointService {
   async signingSecrets(endpointId: string, now: Date): Promise<SigningSecrets> {
     const sealed = await this.store.sealedSigningSecrets(endpointId, now);
     if (!sealed) throw notFound('webhook endpoint', endpointId);
+    return this.openSecrets(sealed);
+  }
+
+  /** The secrets of a claimed delivery's endpoint as used at `now` (read with the claim). */
+  claimedSigningSecrets(secrets: SealedSecrets, now: Date): SigningSecrets {
+    return this.openSecrets(secretsInUse(secrets, now));
+  }
+
+  private openSecrets(sealed: { current: string; previous: string | null }): SigningSecrets {
     return { current: this.openSecret(sealed.current), previous: sealed.previous === null ? null : this.openSecret(sealed.previous) };
   }
 

@@ -39,7 +39,20 @@ export interface WebhookAttempt {
   updatedAt: string;
 }
 
-/** A delivery this worker has leased, with what it needs to send it. */
+/** An endpoint's sealed signing secrets: the replaced one is used until `previousExpiresAt`. */
+export interface SealedSecrets {
+  current: string;
+  previous: string | null;
+  previousExpiresAt: Date | null;
+}
+
+/** The sealed secrets a delivery sent at `now` is signed with: the replaced one only while its overlap lasts. */
+export function secretsInUse(secrets: SealedSecrets, now: Date): { current: string; previous: string | null } {
+  const inOverlap = secrets.previous !== null && secrets.previousExpiresAt !== null && secrets.previousExpiresAt.getTime() > now.getTime();
+  return { current: secrets.current, previous: inOverlap ? secrets.previous : null };
+}
+
+/** A delivery this worker has leased, with what it needs to send it (its endpoint's secrets too: no read per delivery). */
 export interface ClaimedDelivery {
   id: string;
   accountId: string;
@@ -52,7 +65,7 @@ export interface ClaimedDelivery {
   attempt: number;
   firstAttemptAt: Date;
   lockToken: string;
-  endpoint: { url: string; secretSealed: string; status: string; deleted: boolean; events: string[]; goneSince: Date | null };
+  endpoint: { url: string; secrets: SealedSecrets; status: string; deleted: boolean; events: string[]; goneSince: Date | null };
 }
 
 /** What one attempt made of its delivery, as `settleClaim` writes it. */
@@ -137,7 +150,7 @@ const PENDING_ENDPOINTS = `pending_endpoint(endpoint_id) AS (
   )`;
 
 const CLAIMED_COLUMNS = `d.id, d.account_id, d.mode, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts, d.first_attempt_at,
-       e.url, e.secret_sealed, e.status AS endpoint_status, e.deleted_at AS endpoint_deleted_at, e.events AS endpoint_events, e.gone_since AS endpoint_gone_since`;
+       e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, e.status AS endpoint_status, e.deleted_at AS endpoint_deleted_at, e.events AS endpoint_events, e.gone_since AS endpoint_gone_since`;
 
 /*
  * Claims: $1 business now, $2 how many, $3 JSON [{endpoint_id, used}] of this worker's deliveries
@@ -400,9 +413,7 @@ export class WebhookStore {
       [endpointId],
     );
     if (!row) return null;
-    const overlapEnds = readTime(row.previous_secret_expires_at);
-    const inOverlap = row.previous_secret_sealed !== null && overlapEnds !== null && overlapEnds.getTime() > now.getTime();
-    return { current: row.secret_sealed, previous: inOverlap ? row.previous_secret_sealed : null };
+    return secretsInUse({ current: row.secret_sealed, previous: row.previous_secret_sealed, previousExpiresAt: readTime(row.previous_secret_expires_at) }, now);
   }
 
   /** Queued deliveries of the types the endpoint no longer subscribes to are not owed any more. */
@@ -455,7 +466,11 @@ function claimedDelivery(r: Record<string, unknown>, lockToken: string): Claimed
     lockToken,
     endpoint: {
       url: r.url as string,
-      secretSealed: r.secret_sealed as string,
+      secrets: {
+        current: r.secret_sealed as string,
+        previous: (r.previous_secret_sealed as string | null) ?? null,
+        previousExpiresAt: readTime(r.previous_secret_expires_at),
+      },
       status: r.endpoint_status as string,
       deleted: r.endpoint_deleted_at !== null && r.endpoint_deleted_at !== undefined,
       events: readJson<string[]>(r.endpoint_events, []),

@@ -245,7 +245,9 @@ describe('WebhookStore.claim', () => {
     expect(c).toEqual({
       id: due.id, accountId: at.accountId, mode: 'test', endpointId: id, eventId: due.event_id, eventType: 'customer.created', payload: due.payload,
       attempt: 1, firstAttemptAt: clock.now(), lockToken: expect.stringMatching(/^[0-9A-Za-z]{24}$/),
-      endpoint: { url: `https://rx.example.com/${id}`, secretSealed: `sealed-${id}`, status: 'enabled', deleted: false, events: ['*'], goneSince: null },
+      endpoint: {
+        url: `https://rx.example.com/${id}`, secrets: { current: `sealed-${id}`, previous: null, previousExpiresAt: null }, status: 'enabled', deleted: false, events: ['*'], goneSince: null,
+      },
     });
     const leased = await row(due.id);
     expect(leased).toMatchObject({ status: 'pending', attempts: 1, lock_token: c.lockToken });

@@ -570,6 +570,18 @@ describe('signing after a secret rotation', () => {
     expect(after.signatureNext).toBe('');
   });
 
+  it('should sign from what the claim read: sending reads no endpoint row', async () => {
+    const ctx = context();
+    const { route, oldSecret, newSecret } = await rotatedEndpoint(ctx, 'claimed-secrets', 3600);
+    await record(ctx);
+    const [claimed] = await webhooks.deliveries.claim(10);
+    statements = [];
+    await webhooks.deliveries.deliver(claimed);
+    expect(statements.filter((s) => /SELECT[\s\S]*FROM "?webhook_endpoints/i.test(s))).toEqual([]);
+    const [sent] = route.requests;
+    expect([sent.signature, sent.signatureNext]).toEqual([signPayload(oldSecret, sent.body), signPayload(newSecret, sent.body)]);
+  });
+
   it('should sign with the new secret only, at once, after a rotation without overlap', async () => {
     const ctx = context();
     const { route, newSecret } = await rotatedEndpoint(ctx, 'no-overlap', 0);
