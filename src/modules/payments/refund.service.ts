@@ -171,7 +171,7 @@ export class RefundService {
     return this.db.transaction(async (t) => {
       await this.gtx.insert(ctx, t, { paymentId: refund.paymentId, refundId: refund.id }, log);
       if (status === 'pending') return done; // unanswered: the recovery job asks again later
-      if (!(await this.store.settle(t, done, result.reference))) return (await this.store.find(ctx, refund.id)) as Refund;
+      if (!(await this.store.settle(t, done, result.reference))) return (await this.store.find(ctx, refund.id, t)) as Refund;
       await this.events.record(ctx, t, status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', done as unknown as Record<string, unknown>);
       if (status === 'failed') {
         // The reservation is given back: the payment changes again. (A success leaves it as
