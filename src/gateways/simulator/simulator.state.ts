@@ -49,13 +49,15 @@ export const operationKey = (gatewayId: string, idempotencyKey: string): string 
 /**
  * What the simulator keeps. It used to keep every operation and charge for the life of the
  * process (about 1 KB per payment), so a long-running test-mode instance grew without bound.
- * Past `limit` entries the oldest are forgotten, but never one younger than `minAgeMs`:
- * recovery asks about an operation for up to 15 minutes before it takes "not found" as final
- * (pending-recovery.ts), so an operation it may still ask about is always known. Memory is then
- * bounded by the larger of `limit` entries and an hour of traffic. A charge forgotten before its
- * refund is still refunded (its reference is trusted, as after a restart).
+ * Past `limit` entries the oldest are forgotten, but never one younger than `minAgeMs`. The state
+ * lives in this process, so only this process's recovery ever asks about an operation, and it
+ * asks within seconds (leases run 10 s, recovery every 3 s): two minutes leaves a wide margin
+ * before a forgotten operation would answer "not found", which recovery may take as final.
+ * Memory is then bounded by the larger of `limit` entries (about 50 MB) and two minutes of
+ * traffic. A charge forgotten before its refund is still refunded (its reference is trusted, as
+ * after a restart).
  */
-export const SIMULATOR_MEMORY = { limit: 50_000, minAgeMs: 60 * 60_000 };
+export const SIMULATOR_MEMORY = { limit: 50_000, minAgeMs: 2 * 60_000 };
 
 /** Sets `key` (as the newest entry), then forgets the oldest entries past the limit that are old enough. */
 function remember<V extends { at: number }>(map: Map<string, V>, key: string, value: V): void {
