@@ -3,8 +3,8 @@ import type { ModelAttributeColumnOptions } from 'sequelize';
 import type { ModelCtor } from 'sequelize-typescript';
 import { Database } from '../../src/db/database';
 import { MODELS } from '../../src/db/models';
-import { migrateUp } from '../../src/db/migrator';
-import { freshDatabase, DIALECT, type TestDatabase } from '../helpers/db';
+import { DIALECT, type TestDatabase } from '../helpers/db';
+import { migratedDatabase } from '../helpers/migrated-db';
 
 /** What a column is, in the same words for both dialects and for the models. */
 interface ColumnShape {
@@ -84,10 +84,7 @@ describe(`models against the migrated ${DIALECT} schema`, () => {
   let tables: string[];
 
   beforeAll(async () => {
-    database = await freshDatabase();
-    db = new Database({ url: database.url, models: MODELS });
-    await db.init();
-    await migrateUp(db);
+    ({ database, db } = await migratedDatabase());
     tables = ((await db.sequelize.getQueryInterface().showAllTables()) as unknown[])
       .map((t) => (typeof t === 'string' ? t : (t as { tableName: string }).tableName))
       .filter((t) => t !== 'schema_migrations')

@@ -1,13 +1,12 @@
 import 'reflect-metadata';
 import { Database } from '../../src/db/database';
-import { MODELS } from '../../src/db/models';
-import { migrateUp } from '../../src/db/migrator';
 import { Filter, listPage, modelSource } from '../../src/db/list';
 import { DomainError } from '../../src/core/errors';
 import type { ListParams } from '../../src/core/pagination';
 import { CustomerModel } from '../../src/modules/customers/customer.model';
 import { toApiCustomer } from '../../src/modules/customers/customer.service';
-import { freshDatabase, DIALECT, type TestDatabase } from '../helpers/db';
+import { DIALECT, type TestDatabase } from '../helpers/db';
+import { migratedDatabase } from '../helpers/migrated-db';
 
 let database: TestDatabase;
 let db: Database;
@@ -24,10 +23,7 @@ const params = (p: Partial<ListParams<'amount' | 'label'>> = {}): ListParams<'am
 });
 
 beforeAll(async () => {
-  database = await freshDatabase();
-  db = new Database({ url: database.url, models: MODELS, logging: (sql) => statements.push(sql) });
-  await db.init();
-  await migrateUp(db);
+  ({ database, db } = await migratedDatabase((sql) => statements.push(sql)));
   await db.execute('CREATE TABLE page_probe (id VARCHAR(16) PRIMARY KEY, account_id VARCHAR(16) NOT NULL, amount INTEGER NOT NULL, label VARCHAR(40) NOT NULL)');
   // 30 rows over three amounts and three labels, so every sort value is shared by many rows and
   // ties straddle page boundaries; inserted in an order unrelated to their ids, so an order that

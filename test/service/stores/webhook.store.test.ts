@@ -1,14 +1,13 @@
 import 'reflect-metadata';
 import { Database, readTime } from '../../../src/db/database';
-import { MODELS } from '../../../src/db/models';
-import { migrateUp } from '../../../src/db/migrator';
 import { Params } from '../../../src/db/params';
 import { FixedClock } from '../../../src/core/clock';
 import { newId } from '../../../src/core/ids';
 import type { ApiEvent } from '../../../src/modules/events/event.store';
 import { WebhookEndpointModel } from '../../../src/modules/webhooks/webhook-endpoint.model';
 import { WebhookStore, type ClaimedDelivery } from '../../../src/modules/webhooks/webhook.store';
-import { DIALECT, freshDatabase, type TestDatabase } from '../../helpers/db';
+import { DIALECT, type TestDatabase } from '../../helpers/db';
+import { migratedDatabase } from '../../helpers/migrated-db';
 
 const LEASE_MS = 15_000;
 
@@ -20,10 +19,7 @@ let clock: FixedClock;
 const statements: string[] = [];
 
 beforeAll(async () => {
-  database = await freshDatabase();
-  db = new Database({ url: database.url, models: MODELS, logging: (sql) => statements.push(sql) });
-  await db.init();
-  await migrateUp(db);
+  ({ database, db } = await migratedDatabase((sql) => statements.push(sql)));
   store = new WebhookStore(db);
 });
 

@@ -1,14 +1,13 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { Database } from '../../../src/db/database';
-import { MODELS } from '../../../src/db/models';
-import { migrateUp } from '../../../src/db/migrator';
 import { FixedClock } from '../../../src/core/clock';
 import { SecretBox } from '../../../src/core/crypto';
 import type { RequestContext } from '../../../src/core/context';
 import { GatewayConfigService } from '../../../src/modules/gateways/gateway-config.service';
-import { freshDatabase, DIALECT, type TestDatabase } from '../../helpers/db';
+import { DIALECT, type TestDatabase } from '../../helpers/db';
 import { testIdempotency } from '../../helpers/idempotency';
+import { migratedDatabase } from '../../helpers/migrated-db';
 
 let database: TestDatabase;
 let db: Database;
@@ -18,10 +17,7 @@ let changes: string[];
 let accountSeq = 0;
 
 beforeAll(async () => {
-  database = await freshDatabase();
-  db = new Database({ url: database.url, models: MODELS });
-  await db.init();
-  await migrateUp(db);
+  ({ database, db } = await migratedDatabase());
   clock = new FixedClock(new Date('2024-05-06T07:08:09.123Z'));
   gateways = new GatewayConfigService(db, new SecretBox(randomBytes(32)), { clock }, testIdempotency(db, clock));
   gateways.onChange((accountId) => changes.push(accountId));

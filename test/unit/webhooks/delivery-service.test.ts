@@ -1,8 +1,6 @@
 import 'reflect-metadata';
 import { Writable } from 'node:stream';
 import { Database } from '../../../src/db/database';
-import { MODELS } from '../../../src/db/models';
-import { migrateUp } from '../../../src/db/migrator';
 import { loadConfig } from '../../../src/config';
 import { FixedClock } from '../../../src/core/clock';
 import { EventBus } from '../../../src/core/event-bus';
@@ -13,10 +11,11 @@ import { EventService } from '../../../src/modules/events/event.service';
 import { DeliveryLoop, WebhookDeliveryService, createWebhookServices, type WebhookServices } from '../../../src/modules/webhooks';
 import { closeDeliveryAgents } from '../../../src/webhooks/http-delivery';
 import { signPayload } from '../../../src/webhooks/signature';
-import { freshDatabase, type TestDatabase } from '../../helpers/db';
+import { type TestDatabase } from '../../helpers/db';
 import { ReceiverHarness, makeCertificate, sleep, waitFor, type Respond, type Route } from './receiver-harness';
 import { readTime } from '../../../src/db/database';
 import { testIdempotency } from '../../helpers/idempotency';
+import { migratedDatabase } from '../../helpers/migrated-db';
 
 const BASE_MS = 1_000;
 const WINDOW_MS = 60_000;
@@ -37,10 +36,7 @@ beforeAll(async () => {
   const tls = await makeCertificate();
   rx = new ReceiverHarness(tls);
   await rx.start();
-  database = await freshDatabase();
-  db = new Database({ url: database.url, models: MODELS, logging: (sql) => statements.push(sql) });
-  await db.init();
-  await migrateUp(db);
+  ({ database, db } = await migratedDatabase((sql) => statements.push(sql)));
   clock = new FixedClock(new Date());
   const bus = new EventBus();
   events = new EventService(new EventStore(db), bus);

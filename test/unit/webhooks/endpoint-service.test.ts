@@ -1,15 +1,14 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { Database } from '../../../src/db/database';
-import { MODELS } from '../../../src/db/models';
 import { readTime } from '../../../src/db/database';
-import { migrateUp } from '../../../src/db/migrator';
 import { FixedClock } from '../../../src/core/clock';
 import { SecretBox } from '../../../src/core/crypto';
 import type { RequestContext } from '../../../src/core/context';
 import { MAX_ENDPOINTS, WebhookEndpointService } from '../../../src/modules/webhooks/endpoint.service';
-import { freshDatabase, DIALECT, type TestDatabase } from '../../helpers/db';
+import { DIALECT, type TestDatabase } from '../../helpers/db';
 import { testIdempotency } from '../../helpers/idempotency';
+import { migratedDatabase } from '../../helpers/migrated-db';
 
 let database: TestDatabase;
 let db: Database;
@@ -19,10 +18,7 @@ let accountSeq = 0;
 let deliverySeq = 0;
 
 beforeAll(async () => {
-  database = await freshDatabase();
-  db = new Database({ url: database.url, models: MODELS });
-  await db.init();
-  await migrateUp(db);
+  ({ database, db } = await migratedDatabase());
   clock = new FixedClock(new Date('2024-05-06T07:08:09.123Z'));
   endpoints = new WebhookEndpointService(db, new SecretBox(randomBytes(32)), { allowPrivate: true }, testIdempotency(db, clock));
 });
