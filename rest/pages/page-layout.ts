@@ -10,7 +10,7 @@ export interface PageView {
 
 // The only style of the pages: inline, allowed by its hash, so the policy needs no 'unsafe-inline'.
 const STYLE =
-  'body{font:16px/1.5 system-ui,sans-serif;margin:0;color:#1a1f36;background:#f6f8fa}' +
+  'body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:0 1rem;color:#1a1f36;background:#f6f8fa}' +
   'main{max-width:40rem;margin:4rem auto;padding:2rem;background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12)}' +
   'h1{font-size:1.5rem;margin-top:0}code{font-size:.9em;background:#f0f2f5;padding:.1em .3em;border-radius:3px}' +
   '.meta{color:#5b6270;font-size:.875rem}';
