@@ -206,6 +206,19 @@ describe('a refund Stripe accepted but has not settled', () => {
     expect(await updates()).toEqual([0, 600]); // newest first
   });
 
+  it('should not fail a refund Stripe does not know of until it is old enough: its request may still be on its way', async () => {
+    const { pay, refund } = await pendingRefund(300);
+    const created = Date.parse((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.createdAt);
+    // As if the refund request had not reached Stripe yet (its instance stalled past its lease).
+    for (const [id, r] of backend.refunds) if (r.status === 'pending') backend.refunds.delete(id);
+    await app.server.services.refunds.recoverPending(new Date(created + 5 * 60_000));
+    expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.status).toBe('pending');
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(300);
+    await app.server.services.refunds.recoverPending(new Date(created + NOT_FOUND_FINAL_AFTER_MS + 60_000));
+    expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data).toMatchObject({ status: 'failed', failureCode: 'refund_failed' });
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(0);
+  });
+
   it('should succeed once Stripe settles it', async () => {
     const { pay, refund } = await pendingRefund(400);
     for (const r of backend.refunds.values()) r.status = 'succeeded';

@@ -16,8 +16,8 @@ export const HEARTBEAT_MS = 2_500;
  * keeps its rows, however long its gateway calls take.
  *
  * A request starts a gateway call only while its lease is known to be fresh (`holds`): when
- * heartbeats fail (the database is unreachable) it stops and leaves the row to recovery rather
- * than racing it.
+ * heartbeats fail (the database is unreachable), or a heartbeat finds the lease already run out
+ * or taken by recovery, it stops and leaves the row to recovery rather than racing it.
  */
 export class LeaseKeeper {
   private readonly held = new Map<string, { table: LeasedTable; id: string; until: number }>();
@@ -64,13 +64,14 @@ export class LeaseKeeper {
   async beat(): Promise<void> {
     if (this.beating) return this.beating;
     this.beating = (async () => {
-      const until = new Date(this.clock.now().getTime() + this.leaseMs);
+      const now = this.clock.now();
       for (const table of ['payments', 'refunds'] as const) {
         const leases = [...this.held.values()].filter((l) => l.table === table);
         if (leases.length === 0) continue;
         try {
-          await this.store.renew(table, leases.map((l) => l.id), until);
-          for (const l of leases) l.until = until.getTime();
+          const renewed = await this.store.renew(table, leases.map((l) => l.id), now, this.leaseMs);
+          // A row not renewed ran out (or recovery took it): this process starts no gateway call for it.
+          for (const l of leases) l.until = renewed.has(l.id) ? now.getTime() + this.leaseMs : 0;
         } catch (err) {
           this.logger.warn({ table, rows: leases.length, err: errorForLog(err) }, 'lease heartbeat failed; those rows go to recovery if it keeps failing');
         }

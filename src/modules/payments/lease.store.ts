@@ -10,10 +10,21 @@ export type LeasedTable = 'payments' | 'refunds';
 export class LeaseStore {
   constructor(private readonly db: Database) {}
 
-  /** Pushes the lease of every pending row among `ids` to `until`; ids bound as one JSON array (one prepared plan whatever their number). */
-  async renew(table: LeasedTable, ids: readonly string[], until: Date): Promise<void> {
-    const idList = this.db.jsonTextList('$2');
-    await this.db.execute(`UPDATE ${table} SET lease_until = $1 WHERE status = 'pending' AND id IN (${idList})`, [until, JSON.stringify(ids)]);
+  /**
+   * Pushes the lease of the pending rows among `ids` to `now + leaseMs`, but only of rows whose
+   * lease is still a heartbeat's: not run out (recovery may take those) and not further ahead
+   * than one lease (recovery's claim is, see recoverRows). Returns the ids renewed; a row left out
+   * is no longer this process's. Ids are bound as one JSON array (one plan whatever their number).
+   */
+  async renew(table: LeasedTable, ids: readonly string[], now: Date, leaseMs: number): Promise<Set<string>> {
+    const until = new Date(now.getTime() + leaseMs);
+    const rows = await this.db.select<{ id: string }>(
+      `UPDATE ${table} SET lease_until = $1
+        WHERE status = 'pending' AND id IN (${this.db.jsonTextList('$2')}) AND lease_until > $3 AND lease_until <= $1
+        RETURNING id`,
+      [until, JSON.stringify(ids), now],
+    );
+    return new Set(rows.map((r) => r.id));
   }
 
   /**

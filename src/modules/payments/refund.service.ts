@@ -14,7 +14,7 @@ import type { EventService } from '../events/event.service';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import { createRefundInput, listRefundsInput } from './payment.inputs';
 import type { Payment } from './payment.types';
-import { recoverRows } from './pending-recovery';
+import { NOT_FOUND_FINAL_AFTER_MS, recoverRows } from './pending-recovery';
 import type { LeaseKeeper } from './lease-keeper';
 import { LeaseStore } from './lease.store';
 import { RefundStore, type Refund } from './refund.store';
@@ -221,7 +221,10 @@ export class RefundService {
       const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
       const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference });
       const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
-      const definite = status.found ? status.outcome !== 'timeout' : status.declineCode === 'not_found';
+      // "Not found" is final only once the refund is old enough (its request may still be on its
+      // way to the gateway, from an instance whose heartbeats stalled), or when the gateway says so.
+      const notFoundIsFinal = now.getTime() - new Date(refund.createdAt).getTime() >= NOT_FOUND_FINAL_AFTER_MS || status.definitive === true;
+      const definite = status.found ? status.outcome !== 'timeout' : status.declineCode === 'not_found' && notFoundIsFinal;
       if (!definite) return false;
       // Found and failed without effect, or not found: no money moved; the refund fails.
       const result: GatewayResult = status.found && status.outcome !== 'retryable_error' ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };

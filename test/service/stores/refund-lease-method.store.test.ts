@@ -176,9 +176,19 @@ describe(`LeaseStore on ${DIALECT}`, () => {
       settled = rows[2].id;
     }
     const until = at(20_000);
-    await leases.renew(table, [...pending, settled], until);
+    expect(await leases.renew(table, [...pending, settled], h.clock.now(), 20_000)).toEqual(new Set(pending));
     for (const id of pending) expect(await leaseOf(table, id)).toEqual(until);
     expect(await leaseOf(table, settled)).toEqual(at(1_000));
+  });
+
+  it('should not renew a lease that ran out or that recovery took: that row is no longer the process\'s', async () => {
+    const payment = await paid();
+    const held = await insertRefund(a.test, payment.id, at(1_000));
+    const lapsed = await insertRefund(a.test, payment.id, at(-1));
+    const taken = await insertRefund(a.test, payment.id, at(120_000)); // recovery's claim (recoverRows)
+    const renewed = await leases.renew('refunds', [held.id, lapsed.id, taken.id], h.clock.now(), 10_000);
+    expect(renewed).toEqual(new Set([held.id]));
+    expect([await leaseOf('refunds', held.id), await leaseOf('refunds', lapsed.id), await leaseOf('refunds', taken.id)]).toEqual([at(10_000), at(-1), at(120_000)]);
   });
 
   it('should give a pending row past its lease to exactly one of two concurrent claimers, and a fresh or settled row to none', async () => {

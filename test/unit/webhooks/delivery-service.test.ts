@@ -482,7 +482,6 @@ describe('the delivery loop', () => {
       const waited = other.route.requests[0].at - queuedAt;
       const attempt = await waitFor(async () => (await db.select<{ latency_ms: number }>('SELECT latency_ms FROM webhook_attempts WHERE endpoint_id = $1', [other.id]))[0], 5_000, 'its attempt');
       expect(waited).toBeLessThanOrEqual(POLL_MS + Number(attempt.latency_ms));
-      expect(backlogged.route.requests.length).toBeLessThan(10_000);
     } finally {
       await loop.stop();
     }
