@@ -1,3 +1,4 @@
+import { IdempotentReplay, idempotencyScope } from '../../src/core/idempotency';
 import type { RequestContext } from '../../src/core/context';
 import type { Payment } from '../../src/modules/payments/payment.service';
 import { refusal, startServices, type ServiceHarness } from '../helpers/services';
@@ -146,5 +147,25 @@ describe('RefundService.create', () => {
     const stranger = (await h.account()).test;
     expect(await refusal(refund({ paymentId: p.id }, stranger))).toEqual({ code: 'resource_not_found', param: 'paymentId', status: 404 });
     expect(await payment(p.id)).toEqual(p);
+  });
+});
+
+describe('PaymentService.create retried under its Idempotency-Key', () => {
+  it('should replay the first answer though a check before the claim now refuses (the rate it used is gone)', async () => {
+    const { test: on } = await h.account();
+    await h.services.fx.replace(on, { rates: [{ from: 'THB', to: 'USD', rate: '0.028' }] });
+    const body = { amount: 1000, currency: 'usd', originalCurrency: 'thb', paymentMethod: 'pm_card_visa' };
+    const idem = { scope: idempotencyScope(on.accountId, on.mode), key: 'retry-after-rates-change', fingerprint: 'fp', requester: on.keyId };
+    const first = await h.services.payments.create(on, body, idem);
+    expect(first.status).toBe('succeeded');
+    await h.services.fx.replace(on, { rates: [] });
+    // Without the key the same request is now refused; the retry gets what the first try got.
+    expect(await refusal(h.services.payments.create(on, body))).toMatchObject({ code: 'fx_rate_unavailable' });
+    const replay = await h.services.payments.create(on, body, idem).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(replay).toBeInstanceOf(IdempotentReplay);
+    expect(JSON.parse((replay as IdempotentReplay).stored)).toEqual(first);
   });
 });

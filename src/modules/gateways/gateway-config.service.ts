@@ -122,7 +122,7 @@ export class GatewayConfigService {
     private readonly db: Database,
     private readonly box: SecretBox,
     private readonly connectorOptions: { timeoutMs?: number; ca?: string; clock?: { now(): Date } } = {},
-    /** Creates answer their Idempotency-Key through it (tests of the service alone go without). */
+    /** Creates answer their Idempotency-Key through it. */
     private readonly idempotency: IdempotencyService,
   ) {
     this.store = new GatewayStore(db);
@@ -140,7 +140,6 @@ export class GatewayConfigService {
       configError(err);
     }
     const now = ctx.clock.now();
-    if (idem && !this.idempotency) throw new Error('an Idempotency-Key needs the idempotency service');
     const view = await this.db.transaction((transaction) => {
       const write = async () => gatewayView(await GatewayModel.create({
         id: newId('gw'), accountId: ctx.accountId, mode: ctx.mode, name: data.name, type: data.type,

@@ -114,6 +114,21 @@ export class IdempotencyService {
   }
 
   /**
+   * Runs the checks an operation makes before it claims its key (lookups, routing, a DNS check).
+   * One that refuses is answered with the key's stored answer when the key has one: a retry of a
+   * request that succeeded must replay it, though the state it checks has moved on since (a
+   * gateway disabled, rates replaced). A key never used leaves the refusal as it is.
+   */
+  async beforeClaim<T>(idem: IdempotencyKey | undefined, checks: () => Promise<T>): Promise<T> {
+    try {
+      return await checks();
+    } catch (err) {
+      if (idem && err instanceof DomainError) await this.replayIfAnswered(idem);
+      throw err;
+    }
+  }
+
+  /**
    * After an object's request answers without settling it (still pending): that answer is stored,
    * unless recovery stored the settled object first. Best effort: when the database refuses, the
    * key keeps running and recovery answers it.

@@ -86,33 +86,38 @@ export class PaymentService {
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, links: PaymentLinks = {}): Promise<Payment> {
     requirePermission(ctx, 'payments', 'write');
     const data = parseInput(createPaymentInput, input);
-    const findCustomer = async (id: string): Promise<Customer> => {
-      const found = (await this.customers.lookup(ctx, [id])).get(id);
-      if (!found) throw notFound('customer', id, 'customerId');
-      return found;
-    };
-    // A customer named in the request is looked up first: an unknown one is the error to
-    // report, whatever the payment method then says about it.
-    let customer = data.customerId ? await findCustomer(data.customerId) : undefined;
-    const method = await this.resolveMethod(ctx, data);
-    const customerId = data.customerId ?? method.customerId ?? null;
-    if (customerId && !customer) customer = await findCustomer(customerId);
-    const originalCurrency = data.originalCurrency ?? data.currency;
-    let exchangeRate: string | null = null;
-    let originalAmount: number | null = null;
-    if (originalCurrency !== data.currency) {
-      exchangeRate = await this.fx.rateFor(ctx, originalCurrency, data.currency);
-      originalAmount = originalAmountFor(data.amount, data.currency, originalCurrency, exchangeRate);
-    }
-    const decision = await this.routing.decide(
-      ctx,
-      { amount: data.amount, currency: data.currency, country: customer?.country, cardBrand: method.details.brand, metadata: data.metadata },
-      method.restrictTo,
-    );
-    if (decision.gateways.length === 0) {
-      throw new DomainError('no_gateway_available', `No enabled gateway can take a ${data.currency} payment for this account`);
-    }
-    const plan = decision.gateways.slice(0, decision.maxAttempts);
+    // What is checked before the key is claimed: a retry refused here by state that moved on
+    // since its first try succeeded gets that first answer instead (beforeClaim).
+    const { customerId, method, originalCurrency, exchangeRate, originalAmount, plan } = await this.idempotency.beforeClaim(idem, async () => {
+      const findCustomer = async (id: string): Promise<Customer> => {
+        const found = (await this.customers.lookup(ctx, [id])).get(id);
+        if (!found) throw notFound('customer', id, 'customerId');
+        return found;
+      };
+      // A customer named in the request is looked up first: an unknown one is the error to
+      // report, whatever the payment method then says about it.
+      let customer = data.customerId ? await findCustomer(data.customerId) : undefined;
+      const method = await this.resolveMethod(ctx, data);
+      const customerId = data.customerId ?? method.customerId ?? null;
+      if (customerId && !customer) customer = await findCustomer(customerId);
+      const originalCurrency = data.originalCurrency ?? data.currency;
+      let exchangeRate: string | null = null;
+      let originalAmount: number | null = null;
+      if (originalCurrency !== data.currency) {
+        exchangeRate = await this.fx.rateFor(ctx, originalCurrency, data.currency);
+        originalAmount = originalAmountFor(data.amount, data.currency, originalCurrency, exchangeRate);
+      }
+      const decision = await this.routing.decide(
+        ctx,
+        { amount: data.amount, currency: data.currency, country: customer?.country, cardBrand: method.details.brand, metadata: data.metadata },
+        method.restrictTo,
+      );
+      if (decision.gateways.length === 0) {
+        throw new DomainError('no_gateway_available', `No enabled gateway can take a ${data.currency} payment for this account`);
+      }
+      const plan = decision.gateways.slice(0, decision.maxAttempts);
+      return { customerId, method, originalCurrency, exchangeRate, originalAmount, plan };
+    });
     const now = ctx.clock.now();
     const payment: Payment = {
       id: newId('pay'),

@@ -98,7 +98,6 @@ export class WebhookDeliveryService {
     parseInput(resendInput, input);
     const event = await findEvent(ctx, eventId);
     if (!event) throw notFound('event', eventId);
-    if (idem && !this.idempotency) throw new Error('resend with an Idempotency-Key needs the idempotency service');
     const result = await this.db.transaction((t) => {
       const queue = async (): Promise<ResendResult> => {
         const queued = await this.store.insertDeliveries(t, { accountId: ctx.accountId, mode: ctx.mode }, event, this.clock.now());

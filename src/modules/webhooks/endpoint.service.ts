@@ -56,7 +56,7 @@ export class WebhookEndpointService {
     private readonly db: Database,
     private readonly box: SecretBox,
     private readonly options: EndpointServiceOptions,
-    /** Creates and rotations answer their Idempotency-Key through it (tests of the service alone go without). */
+    /** Creates and rotations answer their Idempotency-Key through it. */
     private readonly idempotency: IdempotencyService,
   ) {
     this.store = new WebhookStore(db);
@@ -64,14 +64,13 @@ export class WebhookEndpointService {
 
   /** Runs `write` in a transaction under `idem` (see IdempotencyService.once). */
   private once<T>(idem: IdempotencyKey | undefined, operation: IdempotentOperation, write: (t: Transaction) => Promise<T>): Promise<T> {
-    if (idem && !this.idempotency) throw new Error('an Idempotency-Key needs the idempotency service');
     return this.db.transaction((t) => this.idempotency.once(t, idem, operation, () => write(t)));
   }
 
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<WebhookEndpoint> {
     requirePermission(ctx, 'webhook_endpoints', 'write');
     const data = parseInput(createEndpointInput, input);
-    await this.checkUrl(data.url, ctx.mode);
+    await this.idempotency.beforeClaim(idem, () => this.checkUrl(data.url, ctx.mode));
     const secret = generateWebhookSecret();
     const now = ctx.clock.now();
     return this.once(idem, IDEMPOTENT_OPERATIONS.createWebhookEndpoint, async (transaction) => {
