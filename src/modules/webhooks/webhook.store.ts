@@ -230,7 +230,7 @@ const INSERT_ATTEMPT = `INSERT INTO webhook_attempts (id, account_id, mode, endp
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
 
 const RELEASE_UNSENT = `UPDATE webhook_deliveries SET status = $1, attempts = attempts - 1, last_error = $2, locked_until = NULL, lock_token = NULL, updated_at = $3
-          WHERE id = $4 AND lock_token = $5 AND status = 'pending'`;
+          WHERE id = $4 AND lock_token = $5 AND status IN ('pending', 'held')`;
 
 /**
  * Where the webhooks module reads and writes its tables (webhook_endpoints, webhook_deliveries,
@@ -309,12 +309,12 @@ export class WebhookStore {
     });
   }
 
-  /** Extends the leases of the claims `tokens` still pending to `leaseMs` from now (database time). */
+  /** Extends the leases of the claims `tokens` still pending or held (an endpoint disabled while they are in flight) to `leaseMs` from now (database time). */
   async renewLeases(tokens: string[], leaseMs: number): Promise<number> {
     if (tokens.length === 0) return 0;
     const list = this.db.jsonTextList('$1');
     return this.db.execute(
-      `UPDATE webhook_deliveries SET locked_until = ${leaseEndSql(this.db.dialect, '$2')} WHERE lock_token IN (${list}) AND status = 'pending'`,
+      `UPDATE webhook_deliveries SET locked_until = ${leaseEndSql(this.db.dialect, '$2')} WHERE lock_token IN (${list}) AND status IN ('pending', 'held')`,
       [this.db.jsonParam(tokens), Math.ceil(leaseMs)],
     );
   }

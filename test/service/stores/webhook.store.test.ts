@@ -313,7 +313,7 @@ describe('WebhookStore.claim', () => {
     expect(await claim(100, { perEndpoint: 3 })).toHaveLength(3);
   });
 
-  it('should extend the leases of pending claims only', async () => {
+  it('should extend the leases of claims still pending or held (an endpoint disabled while they are in flight)', async () => {
     const at = scope();
     await endpoint(at);
     await queue(at);
@@ -323,11 +323,14 @@ describe('WebhookStore.claim', () => {
     await expireLease(b.id);
     await db.execute("UPDATE webhook_deliveries SET status = 'held' WHERE id = $1", [b.id]);
 
-    // One claim, one token: only the row still pending is renewed.
+    // One claim, one token: the held row is still being sent, so its lease is kept too (else,
+    // enabled again, it could be claimed and sent a second time while the first send runs).
     expect(b.lockToken).toBe(a.lockToken);
-    expect(await store.renewLeases([a.lockToken, 'unknown-token'], LEASE_MS)).toBe(1);
-    expect((readTime((await row(a.id)).locked_until) as Date).getTime()).toBeGreaterThan(Date.now() + LEASE_MS - 5_000);
-    expect((readTime((await row(b.id)).locked_until) as Date).getTime()).toBeLessThan(Date.now());
+    expect(await store.renewLeases([a.lockToken, 'unknown-token'], LEASE_MS)).toBe(2);
+    for (const id of [a.id, b.id]) expect((readTime((await row(id)).locked_until) as Date).getTime()).toBeGreaterThan(Date.now() + LEASE_MS - 5_000);
+    await db.execute("UPDATE webhook_deliveries SET status = 'delivered' WHERE id = $1", [b.id]);
+    await expireLease(b.id);
+    expect(await store.renewLeases([a.lockToken], LEASE_MS)).toBe(1);
     expect(await claim()).toEqual([]);
     expect(await store.renewLeases([], LEASE_MS)).toBe(0);
   });
@@ -429,9 +432,19 @@ describe('WebhookStore settling', () => {
     await store.releaseUnsent(abandoned, 'abandoned', 'endpoint deleted', clock.now());
     expect(await row(held.id)).toMatchObject({ status: 'held', attempts: 0, last_error: 'endpoint disabled', lock_token: null, locked_until: null });
     expect(await row(abandoned.id)).toMatchObject({ status: 'abandoned', attempts: 0, last_error: 'endpoint deleted', lock_token: null });
-    // Only while the claim is still ours and pending.
+    // Only while the claim is still ours.
     await store.releaseUnsent(held, 'abandoned', 'again', clock.now());
     expect((await row(held.id)).status).toBe('held');
+  });
+
+  it('should give back a claim whose endpoint was disabled meanwhile (its row held)', async () => {
+    const at = scope();
+    const id = await endpoint(at);
+    await queue(at);
+    const [c] = await claim();
+    await db.transaction((t) => store.holdPending(t, id, clock.now(), 'endpoint disabled'));
+    await store.releaseUnsent(c, 'held', 'endpoint disabled', clock.now());
+    expect(await row(c.id)).toMatchObject({ status: 'held', attempts: 0, lock_token: null, locked_until: null });
   });
 
   it('should log attempts and list them newest first, filtered, within the scope', async () => {
