@@ -15,12 +15,16 @@ const positiveInt = (value: string) => {
   return n;
 };
 
+/** Connection parameters that hold secrets when given in a PostgreSQL URL's query string. */
+const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
+
 /** The database URL with any password hidden (a SQLite URL as given: relative paths stay relative). */
 export function describeDatabase(databaseUrl: string): string {
   if (databaseUrl.startsWith('sqlite:')) return databaseUrl;
   try {
     const url = new URL(databaseUrl);
     if (url.password) url.password = '***';
+    for (const name of SECRET_PARAMETERS) if (url.searchParams.has(name)) url.searchParams.set(name, '***');
     return url.toString();
   } catch {
     return databaseUrl.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');

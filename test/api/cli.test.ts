@@ -81,6 +81,10 @@ describe('payorch CLI', () => {
     expect(describeDatabase('postgres://payorch:s3cret@db.internal:5432/payorch')).toBe('postgres://payorch:***@db.internal:5432/payorch');
     expect(describeDatabase('postgresql://postgres@127.0.0.1:5432/p')).toBe('postgresql://postgres@127.0.0.1:5432/p');
     expect(describeDatabase('sqlite:/srv/payorch/data/payorch.sqlite')).toBe('sqlite:/srv/payorch/data/payorch.sqlite');
+    // pg also takes the password (and a key's passphrase) as query parameters.
+    const described = describeDatabase('postgres://payorch@db.internal/payorch?sslmode=require&password=s3cret&sslpassword=k3y');
+    expect(described).not.toMatch(/s3cret|k3y/);
+    expect(described).toContain('sslmode=require');
   });
 
   it('should list accounts and an account\'s keys, hints only, each command naming its database on one stderr line', async () => {
