@@ -3,7 +3,7 @@
 /*
  * A dependency-free Payorch webhook receiver (Node 18+). Copy it, replace handleEvent, deploy.
  *
- *   WEBHOOK_SECRET=whsec_... TLS_CERT_FILE=cert.pem TLS_KEY_FILE=key.pem PORT=8443 \
+ *   WEBHOOK_SECRET=whsec_... TLS_CERT_FILE=cert.pem TLS_KEY_FILE=key.pem PORT=9443 \
  *     node examples/webhook-receiver.js
  *
  * WEBHOOK_SECRET may hold several secrets separated by commas. After a rotation, for the overlap
@@ -102,7 +102,7 @@ function createReceiver({ secret, cert, key, onEvent }) {
 
 function main() {
   const { WEBHOOK_SECRET, TLS_CERT_FILE, TLS_KEY_FILE } = process.env;
-  const port = Number(process.env.PORT || 8443);
+  const port = Number(process.env.PORT || 9443); // not 8443 or 8080: Payorch's own defaults
   if (!WEBHOOK_SECRET) {
     console.error('WEBHOOK_SECRET is required (the whsec_... value shown when the endpoint was created)');
     process.exit(1);

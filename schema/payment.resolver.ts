@@ -25,7 +25,7 @@ class PaymentAttemptType {
   @Field(() => String, { description: 'The gateway tried.' }) gateway!: string;
   @Field(() => String) outcome!: string;
   @Field(() => String, { nullable: true }) code!: string | null;
-  @Field(() => Int, { description: 'Milliseconds the gateway call took.' }) latency!: number;
+  @Field(() => Int, { description: 'Milliseconds of wall time the attempt took (a repeated call or status look-up after a timeout included).' }) latency!: number;
 }
 
 @ObjectType('Refund')

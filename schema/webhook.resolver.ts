@@ -116,7 +116,7 @@ export class WebhookEndpointResolver {
     overlapSeconds: number | null | undefined,
     @Ctx() { services, rc, idem }: GqlContext,
   ) {
-    return services.webhooks.endpoints.rotateSecret(rc, id, defined({ overlapSeconds: overlapSeconds ?? undefined }), idem);
+    return services.webhooks.endpoints.rotateSecret(rc, id, defined({ overlapSeconds }), idem);
   }
 
   @Mutation(() => EventResendType, { nullable: true })

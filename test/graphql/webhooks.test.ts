@@ -72,5 +72,8 @@ describe('webhook log retention', () => {
     expect(await endpoints.signingSecrets(id, new Date())).toEqual({ current: atOnce.body.data.rotateWebhookSecret.secret, previous: null });
     const bad = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id, overlapSeconds: -1) { secret } }', { id });
     expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'overlapSeconds' });
+    // An explicit null is refused as over REST, not read as the default overlap.
+    const nulled = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id, overlapSeconds: null) { secret } }', { id });
+    expect(nulled.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'overlapSeconds' });
   });
 });

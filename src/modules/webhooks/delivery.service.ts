@@ -44,7 +44,7 @@ export interface DeliveryServiceOptions {
   goneWindowMs: number;
   allowPrivate: boolean;
   ca?: string;
-  /** Replaces dns.lookup under the address policy (tests). */
+  /** Replaces the DNS resolver (HostResolver) under the address policy (tests). */
   lookup?: net.LookupFunction;
   /** Deliveries in flight per process, and per endpoint. */
   concurrency: number;

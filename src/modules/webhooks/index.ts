@@ -31,7 +31,7 @@ export interface WebhookOptions {
   leaseMs?: number;
   /** How long a receiver must keep answering 410 before its endpoint is disabled; default 24 h. */
   goneWindowMs?: number;
-  /** Deliveries in flight per instance (default 32) and per endpoint (default 4). */
+  /** Deliveries in flight per instance (DEFAULT_CONCURRENCY) and per endpoint (DEFAULT_PER_ENDPOINT_CONCURRENCY). */
   concurrency?: number;
   perEndpointConcurrency?: number;
   /** Replace DNS for registration checks and for connections (tests); the address policy still applies. */
