@@ -28,14 +28,13 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** Headers every page answer carries, error pages included. */
+/**
+ * Headers a page answer carries besides those every answer has (securityHeaders: nosniff,
+ * no-store, and no-referrer on page paths), error pages included.
+ */
 export function setPageHeaders(ctx: Context): void {
   ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Referrer-Policy', 'no-referrer');
   ctx.set('X-Frame-Options', 'DENY');
-  // Pages show live state (a session, a request id): never from a cache.
-  ctx.set('Cache-Control', 'no-store');
 }
 
 /** Writes a page as the response: the shared layout around the view's body. */

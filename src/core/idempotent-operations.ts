@@ -13,15 +13,13 @@ export interface IdempotentOperation {
   status: number;
   /** The answer holds a secret (a new API key, a webhook signing secret). */
   sensitive?: boolean;
-  /** Calls a gateway between its writes: claimed with its first write, answered by its last or by recovery. */
-  callsGateway?: boolean;
   /** The GraphQL mutation running the same operation. */
   graphqlMutation?: string;
 }
 
 export const IDEMPOTENT_OPERATIONS = {
-  createPayment: { status: 201, callsGateway: true, graphqlMutation: 'createPayment' },
-  createRefund: { status: 201, callsGateway: true, graphqlMutation: 'refundPayment' },
+  createPayment: { status: 201, graphqlMutation: 'createPayment' },
+  createRefund: { status: 201, graphqlMutation: 'refundPayment' },
   savePaymentMethod: { status: 201, graphqlMutation: 'savePaymentMethod' },
   createCustomer: { status: 201, graphqlMutation: 'createCustomer' },
   createProduct: { status: 201, graphqlMutation: 'createProduct' },

@@ -3,7 +3,7 @@ import { Column, DataType, Model, Table } from 'sequelize-typescript';
 /** A claimed Idempotency-Key and, once finished, the response it answers retries with. */
 @Table({ tableName: 'idempotency_keys' })
 export class IdempotencyKeyModel extends Model {
-  /** Account, mode and operation the key belongs to. */
+  /** Account and mode the key belongs to (`idempotencyScope`), or a public route's target. */
   @Column({ type: DataType.STRING(80), primaryKey: true }) declare scope: string;
   @Column({ type: DataType.STRING(255), primaryKey: true }) declare idempotencyKey: string;
   @Column({ type: DataType.STRING(64), allowNull: false }) declare requestHash: string;

@@ -65,7 +65,7 @@ export function settledPayment(payment: Payment, outcome: ChargeOutcome, now: Da
     status,
     failureCode,
     failureMessage: failureCode ? (FAILURE_MESSAGES[failureCode] ?? result?.message ?? 'The payment failed.') : null,
-    gatewayId: status === 'succeeded' ? outcome.gatewayId : (outcome.gatewayId ?? null),
+    gatewayId: outcome.gatewayId ?? null,
     attempts: [...payment.attempts, ...outcome.attempts],
     updatedAt: now.toISOString(),
   };

@@ -31,9 +31,7 @@ import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS, recoverRows 
 import { PAYMENT_CREATED_STATUS, type Payment, type PaymentAttempt, type PaymentLinks, type PaymentMethodDetails } from './payment.types';
 
 export type { Payment, PaymentAttempt, PaymentLinks, PaymentMethodDetails } from './payment.types';
-export { PAYMENT_CREATED_STATUS } from './payment.types';
 export { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS } from './pending-recovery';
-export { chargeKey } from './payment-charging';
 
 interface ResolvedMethod {
   source: ChargeRequest['source'];

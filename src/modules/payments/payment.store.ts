@@ -1,5 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
+import { readJson } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, likePattern, listPage, newestPerParent } from '../../db/list';
 import { Params } from '../../db/params';
 import type { RequestContext } from '../../core/context';
@@ -150,7 +151,7 @@ export class PaymentStore {
       id: row.id as string,
       payment: toApiPayment(row),
       accountId: row.account_id as string,
-      plan: typeof row.routing_plan === 'string' ? (JSON.parse(row.routing_plan) as string[]) : ((row.routing_plan as string[] | null) ?? []),
+      plan: readJson<string[]>(row.routing_plan, []),
       idempotencyKey: (row.idempotency_key as string | null) ?? null,
     }));
   }
