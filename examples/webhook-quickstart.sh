@@ -43,7 +43,14 @@ run)
   WEBHOOK_SECRET=$secret TLS_CERT_FILE=$DIR/cert.pem TLS_KEY_FILE=$DIR/key.pem PORT=$RECEIVER_PORT \
     node "$EXAMPLES/webhook-receiver.js" &
   receiver=$!
-  trap 'kill $receiver 2>/dev/null || true' EXIT INT TERM
+  # On the way out (Ctrl-C included) stop the receiver and delete the endpoint, so a later run
+  # does not leave this one failing its deliveries for days.
+  cleanup() {
+    trap - EXIT INT TERM
+    kill "$receiver" 2>/dev/null || true
+    api -X DELETE "$PAYORCH_URL/v1/webhook-endpoints/$endpoint_id" >/dev/null && echo "deleted endpoint $endpoint_id"
+  }
+  trap cleanup EXIT INT TERM
   tries=0
   until curl -s -o /dev/null --cacert "$DIR/cert.pem" "https://localhost:$RECEIVER_PORT/"; do
     tries=$((tries + 1))

@@ -4,7 +4,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { loadConfig } from '../../src/config';
 import { freshDatabase, type TestDatabase } from '../helpers/db';
+import { httpsRequest } from '../helpers/http';
 import { ROOT, spawnInstance, type SpawnedInstance } from '../helpers/spawn';
 
 const run = promisify(execFile);
@@ -108,6 +110,22 @@ describe('the webhook guide, as written', () => {
     });
     // The receiver prints the verified event's line, then its object: wait for both.
     const output = await waitForOutput(quickstart, /received customer\.created evt_\w+ \(attempt 1, livemode false\)[\s\S]*"email": "webhook-quickstart@example\.com"/, 90_000);
-    expect(output).toMatch(/registered endpoint we_\w+/);
+    const endpointId = /registered endpoint (we_\w+)/.exec(output)![1];
+
+    // 4. Stopped (as Ctrl-C stops it), the script deletes its endpoint: a later run leaves none behind.
+    const ended = new Promise((resolve) => quickstart!.on('exit', resolve));
+    process.kill(-quickstart.pid!, 'SIGINT');
+    await ended;
+    const ca = fs.readFileSync(path.join(dir, 'data', 'tls', 'cert.pem'), 'utf8');
+    const gone = await httpsRequest(payorch.baseUrl, ca, 'GET', `/v1/webhook-endpoints/${endpointId}`, { key: testKey });
+    expect(gone.status).toBe(404);
   }, 240_000);
+
+  it("should default to Payorch's own address and a receiver port Payorch does not use", () => {
+    const script = fs.readFileSync(SCRIPT, 'utf8');
+    const defaults = loadConfig({});
+    expect(/PAYORCH_URL=\$\{PAYORCH_URL:-https:\/\/localhost:(\d+)\}/.exec(script)![1]).toBe(String(defaults.port));
+    const receiverPort = Number(/RECEIVER_PORT=\$\{RECEIVER_PORT:-(\d+)\}/.exec(script)![1]);
+    expect([defaults.port, defaults.httpPort]).not.toContain(receiverPort);
+  });
 });
