@@ -35,15 +35,16 @@ async function holdCustomersTable(): Promise<{ waiting(): Promise<boolean>; rele
       },
     };
   }
-  // SQLite has one writer: a held write lock makes the create wait for its transaction. (Earlier
-  // versions' separate claim statement waited for the same lock, so on SQLite this checks the
-  // retry's answer only; the PostgreSQL run is the one that tells the two designs apart.)
+  // SQLite has one writer: a held write lock makes the create wait for its transaction; that it
+  // waits is seen from its answer not coming (checked below). Earlier versions' separate claim
+  // statement waited for the same lock, so on SQLite this checks the retry's answer only; the
+  // PostgreSQL run is the one that tells the two designs apart.
   const file = app.config.databaseUrl.slice('sqlite:'.length);
   const db = new sqlite3.Database(file);
   const run = (sql: string) => new Promise<void>((resolve, reject) => db.run(sql, (err) => (err ? reject(err) : resolve())));
   await run('BEGIN EXCLUSIVE');
   return {
-    waiting: async () => true,
+    waiting: async () => true, // the lock is held; that the create waits on it is checked by `answered`
     release: async () => {
       await run('ROLLBACK');
       await new Promise<void>((resolve) => db.close(() => resolve()));
@@ -61,12 +62,18 @@ describe('a process killed in the middle of a keyed create', () => {
     const body = { email: 'crash-mid-create@example.com' };
     const headers = { 'Idempotency-Key': 'idem-crash-create' };
     const hold = await holdCustomersTable();
-    const inFlight = victim.request('POST', '/v1/customers', { key, body, headers }).catch(() => null);
+    let answered = false;
+    const inFlight = victim.request('POST', '/v1/customers', { key, body, headers }).then(
+      (res) => ((answered = true), res),
+      () => null,
+    );
     const deadline = Date.now() + 10_000;
     while (!(await hold.waiting()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(await hold.waiting()).toBe(true);
     // Let the request get into its transaction (SQLite: waiting for the lock) before the kill.
     await new Promise((r) => setTimeout(r, 500));
+    // Still unanswered: the create is held at the table (it reached the database), not refused.
+    expect(answered).toBe(false);
     await victim.stop('SIGKILL');
     victim = undefined;
     expect(await inFlight).toBeNull();

@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import WebSocket from 'ws';
 import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
@@ -81,17 +83,21 @@ if (DIALECT === 'postgres') {
   describe('a PostgreSQL restart under load', () => {
     let cluster: PgCluster;
     let instance: SpawnedInstance | undefined;
+    let dataDir: string | undefined;
 
     beforeAll(async () => {
       cluster = await startPgCluster();
       // This process migrates and holds the account; it is also the second instance.
-      app = await startTestApp({ database: { url: cluster.url, dataDir: '', drop: async () => undefined } });
+      // Its own data directory (TLS certificate, encryption key), removed afterwards.
+      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-pg-restart-'));
+      app = await startTestApp({ database: { url: cluster.url, dataDir, drop: async () => undefined } });
       instance = await spawnInstance({ DATABASE_URL: cluster.url, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'true', RATE_LIMIT_PER_MINUTE: '1000000' }, app.server.cert);
     }, 120_000);
     afterAll(async () => {
       await instance?.stop('SIGKILL');
       await app?.stop();
       await cluster?.destroy();
+      if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     }, 60_000);
 
     it('should keep running, answer 503 quickly during the outage, recover within 5 s and deliver every event to a subscriber', async () => {
