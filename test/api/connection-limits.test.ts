@@ -74,6 +74,12 @@ describe('slow and idle clients', () => {
     expect(list.body.meta.total).toBe(0);
   });
 
+  it('should close a TLS connection that never sends a request', async () => {
+    const socket = await tlsSocket(app);
+    const { afterMs } = await closedWithin(socket, 4_000);
+    expect(afterMs).toBeLessThan(2_000);
+  });
+
   it('should close a TCP connection that never starts the TLS handshake', async () => {
     const socket = await tcpSocket(app.baseUrl);
     const { afterMs } = await closedWithin(socket, 4_000);

@@ -100,10 +100,19 @@ describe('answers outside the rate limit', () => {
         expect(Object.keys(res.headers).filter((h) => h.startsWith('ratelimit'))).toEqual([]);
       }
     }
+    // Refused before any key is read: not counted either.
+    for (const [method, path, status] of [['GET', '/api/v2/customers', 404], ['GET', '/graphql/x', 404], ['GET', '/graphql', 405], ['GET', '/v1/customers%00', 400]] as const) {
+      const res = await app.request(method, path);
+      expect([path, res.status]).toEqual([path, status]);
+      expect(Object.keys(res.headers).filter((h) => h.startsWith('ratelimit'))).toEqual([]);
+    }
     // The client address's budget (3 a minute) is whole: the first counted request is its first.
     const page = await app.request('GET', '/');
     expect(page.status).toBe(200);
     expect(page.headers['ratelimit-limit']).toBe('3');
     expect(page.headers['ratelimit-remaining']).toBe('2');
+    const refused = await app.request('GET', '/v1/customers');
+    expect(refused.status).toBe(401);
+    expect(refused.headers['ratelimit-remaining']).toBe('1');
   });
 });
