@@ -4,7 +4,7 @@ import { bodyParser } from '@koa/bodyparser';
 import type { Services } from '../src/services';
 import { DomainError } from '../src/core/errors';
 import { refuseDeepInput, refuseProtoKey } from '../src/core/validation';
-import { requestLifecycle } from './middleware/errors';
+import { logAppError, requestLifecycle } from './middleware/errors';
 import { asDomainError } from './middleware/render';
 import { requireHttpsBehindProxy } from './middleware/https';
 import { securityHeaders } from './middleware/security-headers';
@@ -86,6 +86,7 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   // The client address is the entry our proxy appended to X-Forwarded-For (the last one); those
   // before it are whatever the client sent, and per-IP limits must not be escapable by them.
   app.maxIpsCount = 1;
+  app.on('error', logAppError(logger));
 
   const api = new Router();
   customerRoutes(api, services);

@@ -12,6 +12,12 @@ const port = z.coerce
   .min(0, { error: 'must be a port number' })
   .max(65535, { error: 'must be a port number' });
 
+const millis = z.coerce
+  .number({ error: 'must be a number of milliseconds' })
+  .int({ error: 'must be a whole number of milliseconds' })
+  .min(100, { error: 'must be at least 100 (milliseconds)' })
+  .max(3_600_000, { error: 'must be at most 3600000 (one hour)' });
+
 const envSchema = z.object({
   DATABASE_URL: z
     .string()
@@ -40,6 +46,10 @@ const envSchema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(100),
   GRAPHQL_WS_KEY_RECHECK_MS: z.coerce.number().int().min(50).default(30_000),
   API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+  MAX_CONNECTIONS: z.coerce.number({ error: 'must be a whole number' }).int({ error: 'must be a whole number' }).min(1, { error: 'must be at least 1' }).default(1_000),
+  HEADERS_TIMEOUT_MS: millis.default(10_000),
+  REQUEST_TIMEOUT_MS: millis.default(30_000),
+  KEEP_ALIVE_TIMEOUT_MS: millis.default(5_000),
 });
 
 export interface Config {
@@ -66,6 +76,14 @@ export interface Config {
   defaultRateLimitPerMinute: number;
   /** How often an open GraphQL subscription socket re-checks that its key is still valid. */
   wsKeyRecheckMs: number;
+  /** Open connections each listener (HTTPS, plain HTTP) accepts; more are closed at once. */
+  maxConnections: number;
+  /** TLS handshake and request headers must arrive within this, from the connection's start. */
+  headersTimeoutMs: number;
+  /** A whole request, body included, must arrive within this. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
 }
 
 /** Reads the environment; a bad value throws one line naming the variable. */
@@ -79,6 +97,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   if ((e.TLS_CERT_FILE && !e.TLS_KEY_FILE) || (!e.TLS_CERT_FILE && e.TLS_KEY_FILE)) {
     throw new ConfigError('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  // Node refuses a header timeout longer than the request's: say so in the operator's terms.
+  if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('Invalid configuration: HEADERS_TIMEOUT_MS must not be longer than REQUEST_TIMEOUT_MS');
   }
   const dataDir = path.resolve(e.DATA_DIR);
   return {
@@ -103,5 +125,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultRateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     wsKeyRecheckMs: e.GRAPHQL_WS_KEY_RECHECK_MS,
     apiKeyCacheMs: e.API_KEY_CACHE_MS,
+    maxConnections: e.MAX_CONNECTIONS,
+    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
   };
 }

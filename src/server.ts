@@ -1,11 +1,12 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { randomBytes } from 'node:crypto';
 import type { Config } from './config';
 import { createServices, type ServiceOptions, type Services } from './services';
-import { loadTls } from './tls';
+import { loadTls, tlsServerOptions } from './tls';
+import type { Logger } from './logger';
 import { createApp } from '../rest/app';
+import { plainHttpRedirect } from '../rest/plain-http-redirect';
 import { startWorkers, type Workers } from '../workers';
 import { mountGraphQL, type GraphQLMount } from '../schema/server';
 
@@ -19,29 +20,36 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-function hostOnly(hostHeader: string | undefined): string {
-  const m = /^(\[[^\]]+\]|[^:]+)/.exec(hostHeader ?? '');
-  return m ? m[1] : 'localhost';
+/**
+ * Slow or idle clients cannot hold a connection: the TLS handshake and the headers must arrive
+ * within HEADERS_TIMEOUT_MS, the whole request within REQUEST_TIMEOUT_MS, an idle keep-alive
+ * connection is closed after KEEP_ALIVE_TIMEOUT_MS, and each listener holds at most
+ * MAX_CONNECTIONS sockets (GraphQL subscriptions included); one over that is closed at once.
+ */
+function connectionLimits(config: Config) {
+  return {
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    // Node checks the header and request timeouts on this beat (30 s by default, which let a
+    // slow client stay that much longer than the timeout).
+    connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.headersTimeoutMs / 4))),
+  };
 }
 
-/** Plain HTTP only ever answers 301 to the same path and query over HTTPS. */
-function redirectHandler(config: Config, httpsPort: () => number) {
-  return (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const requestId = `req_${randomBytes(12).toString('hex')}`;
-    const port = httpsPort();
-    const base = config.publicUrl ?? `https://${hostOnly(req.headers.host)}${port === 443 ? '' : `:${port}`}`;
-    const body = JSON.stringify({
-      data: null,
-      error: { code: 'https_required', message: 'HTTPS is required; use the https:// address', requestId },
-    });
-    res.writeHead(301, {
-      Location: `${base}${req.url ?? '/'}`,
-      'Content-Type': 'application/json; charset=utf-8',
-      'Content-Length': Buffer.byteLength(body),
-      'X-Request-Id': requestId,
-    });
-    res.end(body);
-  };
+function capConnections(server: http.Server | https.Server, config: Config, logger: Logger, listener: string): void {
+  server.maxConnections = config.maxConnections;
+  // One warning per minute at most with the count refused meanwhile: a flood must not flood the log.
+  let refused = 0;
+  let warnedAt = 0;
+  server.on('drop', () => {
+    refused += 1;
+    const now = Date.now(); // not business time: log throttling only
+    if (now - warnedAt < 60_000) return;
+    logger.warn({ listener, maxConnections: config.maxConnections, refused }, 'connection refused: too many open connections');
+    warnedAt = now;
+    refused = 0;
+  });
 }
 
 function listen(server: http.Server | https.Server, port: number, host: string): Promise<number> {
@@ -69,7 +77,9 @@ export interface StartOptions extends ServiceOptions {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const services = await createServices(config, options);
   const tls = await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir });
-  const httpsServer = https.createServer({ cert: tls.cert, key: tls.key });
+  const limits = connectionLimits(config);
+  const httpsServer = https.createServer({ ...tlsServerOptions(tls), ...limits, handshakeTimeout: config.headersTimeoutMs });
+  capConnections(httpsServer, config, services.logger, 'https');
   let graphql: GraphQLMount | undefined;
   const app = createApp(services, [
     (koa, _services, shared) => {
@@ -80,7 +90,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Koa snapshots its middleware in callback(): take it only after everything is mounted.
   httpsServer.on('request', app.callback());
   const httpsPort = await listen(httpsServer, config.port, config.host);
-  const httpServer = http.createServer(redirectHandler(config, () => httpsPort));
+  const httpServer = http.createServer(
+    limits,
+    plainHttpRedirect({ publicUrl: config.publicUrl, bindHost: config.host, cert: tls.cert, httpsPort: () => httpsPort }),
+  );
+  capConnections(httpServer, config, services.logger, 'http');
   const httpPort = await listen(httpServer, config.httpPort, config.host);
   const workers: Workers | undefined = (options.runWorkers ?? config.runWorkers) ? startWorkers(services) : undefined;
   const displayHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;

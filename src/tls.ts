@@ -1,11 +1,35 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { SecureContextOptions, TlsOptions } from 'node:tls';
 import { generate } from 'selfsigned';
 
 export interface TlsMaterial {
   cert: string;
   key: string;
   selfSigned: boolean;
+}
+
+/**
+ * AEAD suites only: TLS 1.3's, and for TLS 1.2 ECDHE with AES-GCM or ChaCha20-Poly1305 (forward
+ * secrecy, no CBC, no SHA-1 MAC). Both ECDSA and RSA variants, so a configured RSA certificate
+ * works as well as the generated P-256 one. Node's default list also admits `HIGH`, which brings
+ * in the CBC suites (ECDHE-ECDSA-AES128-SHA, …).
+ */
+export const TLS_CIPHERS = [
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'TLS_AES_128_GCM_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/** What the HTTPS listener offers: TLS 1.2 and 1.3 with the suites above, in our order. */
+export function tlsServerOptions(material: Pick<TlsMaterial, 'cert' | 'key'>): TlsOptions & SecureContextOptions {
+  return { cert: material.cert, key: material.key, minVersion: 'TLSv1.2', ciphers: TLS_CIPHERS, honorCipherOrder: true };
 }
 
 /** Configured files win; otherwise a self-signed pair is made once and kept in the data dir. */

@@ -1,17 +1,48 @@
-import { createTask, type ScheduledTask } from 'node-cron';
+import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import type { Services } from '../src/services';
-import { JOBS, runJob } from './jobs';
+import { errorForLog, type Logger } from '../src/logger';
+import { JOBS, runJob, type Job } from './jobs';
 import { startWebhookWorker } from './webhook-delivery.worker';
 
 export interface Workers {
   stop(): Promise<void>;
 }
 
+/**
+ * node-cron's own messages (a tick skipped because the job's last run is still going, say while
+ * recovery waits on gateway timeouts; a tick missed under load) as JSON lines through pino,
+ * under the job's name. Its default logger prints coloured plain text to the console.
+ */
+export function cronLogger(logger: Logger, job: string): CronLogger {
+  const log = logger.child({ job });
+  const report = (level: 'error' | 'debug', message: string | Error, err?: Error) =>
+    message instanceof Error ? log[level]({ err: errorForLog(message) }, 'scheduler error') : log[level](err ? { err: errorForLog(err) } : {}, message);
+  return {
+    info: (message) => log.info(message),
+    warn: (message) =>
+      /still running/.test(message)
+        ? log.warn({ skipped: true }, 'job still running at its next tick; that tick is skipped')
+        : log.warn(message),
+    error: (message, err) => report('error', message, err),
+    debug: (message, err) => report('debug', message, err),
+  };
+}
+
+/** One job on its cron schedule; a tick that comes while the last run is still going is skipped. */
+export function scheduleJob(services: Services, job: Job): ScheduledTask {
+  const task = createTask(job.schedule, () => runJob(services, job), {
+    name: job.name,
+    noOverlap: true,
+    logger: cronLogger(services.logger, job.name),
+  });
+  task.start();
+  return task;
+}
+
 /** Background jobs of one instance; each job is a service call (see jobs.ts). */
 export function startWorkers(services: Services): Workers {
   const tasks: ScheduledTask[] = JOBS.map((job) => {
-    const task = createTask(job.schedule, () => runJob(services, job), { name: job.name, noOverlap: true });
-    task.start();
+    const task = scheduleJob(services, job);
     if (job.runAtStart) void runJob(services, job);
     return task;
   });

@@ -32,17 +32,18 @@ export const CONTENT_SECURITY_POLICY = [
  * Headers a page answer carries besides those every answer has (securityHeaders: nosniff,
  * no-store, and no-referrer on page paths), error pages included.
  */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+  'X-Frame-Options': 'DENY',
+};
+
 export function setPageHeaders(ctx: Context): void {
-  ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set(PAGE_HEADERS);
 }
 
-/** Writes a page as the response: the shared layout around the view's body. */
-export function renderPage(ctx: Context, view: PageView): void {
-  setPageHeaders(ctx);
-  ctx.status = view.status ?? 200;
-  ctx.type = 'text/html; charset=utf-8';
-  ctx.body = html`<!doctype html>
+/** A page as a whole HTML document: the shared layout around the view's body. */
+export function pageDocument(view: Pick<PageView, 'title' | 'body'>): string {
+  return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -57,4 +58,12 @@ ${view.body}
 </body>
 </html>
 `.value;
+}
+
+/** Writes a page as the response: the shared layout around the view's body. */
+export function renderPage(ctx: Context, view: PageView): void {
+  setPageHeaders(ctx);
+  ctx.status = view.status ?? 200;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = pageDocument(view);
 }

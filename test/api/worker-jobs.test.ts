@@ -1,5 +1,6 @@
 import { FixedClock } from '../../src/core/clock';
 import { JOBS, runJob, type Job } from '../../workers/jobs';
+import { scheduleJob } from '../../workers';
 import { startTestApp, type TestApp } from '../helpers/app';
 
 // Far from the wall clock on either side, so a job reading the wall clock would act differently.
@@ -72,5 +73,33 @@ describe('scheduled jobs under an injected clock', () => {
     jest.spyOn(app.server.services.idempotency, 'purgeExpired').mockRejectedValue(new Error('database went away'));
     await expect(runJob(app.server.services, job('purge-idempotency-keys'))).resolves.toBeUndefined();
     expect(app.logs.some((l) => l.includes('"job":"purge-idempotency-keys"') && l.includes('job failed'))).toBe(true);
+  });
+});
+
+describe("the scheduler's own messages", () => {
+  it('should log a tick skipped because the last run is still going as a JSON line, and nothing as plain text', async () => {
+    const consoleCalls = (['log', 'info', 'warn', 'error', 'debug'] as const).map((m) => jest.spyOn(console, m).mockImplementation(() => undefined));
+    const stdout = jest.spyOn(process.stdout, 'write');
+    const stderr = jest.spyOn(process.stderr, 'write');
+    app.logs.length = 0;
+    let finish: (() => void) | undefined;
+    // A run that outlasts its schedule, as recovery does while it waits on gateway timeouts.
+    const slow: Job = {
+      name: 'slow-recovery',
+      schedule: '* * * * * *',
+      run: () => new Promise((resolve) => (finish = () => resolve({}))),
+    };
+    const task = scheduleJob(app.server.services, slow);
+    try {
+      for (let waited = 0; waited < 5_000 && !app.logs.some((l) => l.includes('"job":"slow-recovery"')); waited += 100) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      finish?.();
+      await task.destroy();
+    }
+    const lines = app.logs.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 'warn', job: 'slow-recovery', skipped: true }));
+    for (const spy of [...consoleCalls, stdout, stderr]) expect(spy).not.toHaveBeenCalled();
   });
 });
