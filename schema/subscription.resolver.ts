@@ -9,12 +9,15 @@ import type { PublishedEvent } from '../src/core/event-bus';
 
 type Data = SubscribeResolverData<unknown, { types?: string[] | null }, GqlContext>;
 
-/** Only the subscriber's own account and mode, and only the types asked for. */
+/**
+ * Only the subscriber's own account and mode, only the types asked for, and only events whose
+ * object the key may read (as GET /v1/events filters them).
+ */
 function streamFor(data: Data, resource: string, accepts: (type: string) => boolean) {
   const { rc, services } = data.context;
   requirePermission(rc, resource, 'read');
   const livemode = rc.mode === 'live';
-  return services.bus.stream({ accountId: rc.accountId, livemode }, (e) => accepts(e.type));
+  return services.bus.stream({ accountId: rc.accountId, livemode }, (e) => accepts(e.type) && services.events.canSee(rc, e.type));
 }
 
 function asEvent(e: PublishedEvent) {

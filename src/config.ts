@@ -40,6 +40,7 @@ const envSchema = z.object({
   TRUST_PROXY: bool.default(false),
   WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   WEBHOOK_CA_FILE: z.string().optional(),
+  GATEWAY_ALLOW_PRIVATE_BASE_URL: bool.default(false),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number({ error: 'must be a number of hours' }).positive({ error: 'must be positive' }).default(24),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RUN_WORKERS: bool.default(true),
@@ -70,6 +71,11 @@ export interface Config {
   trustProxy: boolean;
   webhookAllowPrivate: boolean;
   webhookCaFile?: string;
+  /**
+   * A test-mode gateway's `settings.baseUrl` may reach loopback and private addresses (a local
+   * Stripe emulator); otherwise it is held to the webhook address policy.
+   */
+  gatewayAllowPrivateBaseUrl: boolean;
   idempotencyTtlHours: number;
   logLevel: string;
   runWorkers: boolean;
@@ -119,6 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
     webhookCaFile: e.WEBHOOK_CA_FILE,
+    gatewayAllowPrivateBaseUrl: e.GATEWAY_ALLOW_PRIVATE_BASE_URL,
     idempotencyTtlHours: e.IDEMPOTENCY_TTL_HOURS,
     logLevel: e.LOG_LEVEL,
     runWorkers: e.RUN_WORKERS,

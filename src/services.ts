@@ -1,4 +1,6 @@
+import type { LookupFunction } from 'node:net';
 import { Redis } from 'ioredis';
+import type { ResolveHost } from './webhooks/address-policy';
 import type { Config } from './config';
 import { Database } from './db/database';
 import { MODELS } from './db/models';
@@ -62,6 +64,8 @@ export interface ServiceOptions {
   /** Timeout for gateway calls and an extra CA for connectors (tests' local fakes). */
   gatewayTimeoutMs?: number;
   gatewayCa?: string;
+  /** Replace DNS for gateway base URLs, at registration and at connect time (tests); the address policy still applies. */
+  gatewayDns?: { resolveHost?: ResolveHost; lookup?: LookupFunction };
   webhooks?: WebhookOptions;
   /** How long a SQLite statement waits for another writer's lock (default 15 s). */
   sqliteBusyTimeoutMs?: number;
@@ -101,6 +105,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     timeoutMs: options.gatewayTimeoutMs,
     ca: options.gatewayCa,
     clock,
+    allowPrivateBaseUrl: config.gatewayAllowPrivateBaseUrl,
+    resolveHost: options.gatewayDns?.resolveHost,
+    lookup: options.gatewayDns?.lookup,
   }, idempotency);
   const fx = new FxService(db);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);

@@ -1,3 +1,4 @@
+import type { LookupFunction } from 'node:net';
 import { storableDeep } from '../core/text';
 import { z } from 'zod';
 import { GatewayConfigError } from './config-error';
@@ -108,6 +109,10 @@ export interface CreateGatewayOptions {
   gatewayId: string;
   httpsAgentOptions?: { ca?: string | Buffer };
   timeoutMs?: number;
+  /** GATEWAY_ALLOW_PRIVATE_BASE_URL (see StripeGatewayOptions). */
+  allowPrivateAddresses?: boolean;
+  /** Replaces DNS under the address policy (tests). */
+  lookup?: LookupFunction;
   /** "Now" for expiry checks in the simulator (test clocks). */
   clock?: { now(): Date };
 }
@@ -130,6 +135,8 @@ const FACTORIES: Record<GatewayType, Factory> = {
       settings: gatewaySettingsSchemas.stripe.parse(opts.settings ?? {}),
       httpsAgentOptions: opts.httpsAgentOptions,
       timeoutMs: opts.timeoutMs,
+      allowPrivateAddresses: opts.allowPrivateAddresses,
+      lookup: opts.lookup,
     }),
 };
 

@@ -23,7 +23,7 @@ const rateLimited = { status: 429, body: { error: { type: 'invalid_request_error
 
 beforeAll(async () => {
   fake = await FakeStripe.start();
-  app = await startTestApp({ serviceOptions: { gatewayCa: fake.ca, gatewayTimeoutMs: 300 } });
+  app = await startTestApp({ env: { GATEWAY_ALLOW_PRIVATE_BASE_URL: 'true' }, serviceOptions: { gatewayCa: fake.ca, gatewayTimeoutMs: 300 } });
   key = (await app.createAccount()).testKey;
   stripeId = (await app.request('POST', '/v1/gateways', {
     key, body: { name: 'Stripe (fake)', type: 'stripe', credentials: { secretKey: SECRET }, settings: { baseUrl: fake.baseUrl } },

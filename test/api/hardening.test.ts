@@ -94,10 +94,10 @@ describe('gateway configuration guards', () => {
     expect(live.status).toBe(400);
     expect(live.body.error.param).toBe('settings.baseUrl');
     const test = await app.request('POST', '/v1/gateways', {
-      key, body: { name: 'fake', type: 'stripe', credentials: { secretKey: 'sk_test_abcdefghijklmnop' }, settings: { baseUrl: 'https://127.0.0.1:9/' } },
+      key, body: { name: 'fake', type: 'stripe', credentials: { secretKey: 'sk_test_abcdefghijklmnop' }, settings: { baseUrl: 'https://93.184.216.34:9/' } },
     });
     expect(test.status).toBe(201);
-    const moved = await app.request('PATCH', `/v1/gateways/${test.body.data.id}`, { key, body: { settings: { baseUrl: 'https://127.0.0.2:9/' } } });
+    const moved = await app.request('PATCH', `/v1/gateways/${test.body.data.id}`, { key, body: { settings: { baseUrl: 'https://93.184.216.35:9/' } } });
     expect(moved.status).toBe(400);
     expect(moved.body.error.param).toBe('credentials');
     // Out of the way again: test mode charges through the built-in simulator when no gateway is usable.

@@ -31,6 +31,7 @@ const stripe: Harness = {
       settings: { baseUrl: fake.baseUrl },
       httpsAgentOptions: { ca: fake.ca },
       timeoutMs: 2000,
+      allowPrivateAddresses: true, // the fake listens on loopback
     }),
   chargeCount: (key) => backend.chargeCounts.get(key) ?? 0,
   reset: () => {

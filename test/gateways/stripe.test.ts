@@ -26,6 +26,8 @@ function stripe(opts: { timeoutMs?: number; ca?: string | null; baseUrl?: string
     settings: { baseUrl: opts.baseUrl ?? fake.baseUrl },
     httpsAgentOptions: opts.ca === null ? undefined : { ca: opts.ca ?? fake.ca },
     timeoutMs: opts.timeoutMs ?? 3000,
+    // The fake listens on loopback: GATEWAY_ALLOW_PRIVATE_BASE_URL, as for a local emulator.
+    allowPrivateAddresses: true,
   });
 }
 
@@ -177,15 +179,16 @@ describe('stripe connector: charge', () => {
     expectNoCardData(result);
   });
 
+  // Only an error of one of Stripe's own types has its text recorded (see the non-Stripe answers below).
   it.each([
-    ['no type', { code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' }, 'insufficient_funds'],
-    ['an invalid_request_error type', { type: 'invalid_request_error', code: 'card_declined', message: 'Your card was declined.' }, 'card_declined'],
-    ['an api_error type', { type: 'api_error', message: 'Your card was declined.' }, 'card_declined'],
-    ['an unknown type', { type: 'emulator_error', code: 'expired_card', message: 'Your card has expired.' }, 'expired_card'],
-  ])('should decline a 402 whose error has %s, never retry it elsewhere', async (_label, error, code) => {
+    ['no type', { code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' }, 'insufficient_funds', 'Stripe answered HTTP 402.'],
+    ['an invalid_request_error type', { type: 'invalid_request_error', code: 'card_declined', message: 'Your card was declined.' }, 'card_declined', 'Your card was declined.'],
+    ['an api_error type', { type: 'api_error', message: 'Your card was declined.' }, 'card_declined', 'Your card was declined.'],
+    ['an unknown type', { type: 'emulator_error', code: 'expired_card', message: 'Your card has expired.' }, 'expired_card', 'Stripe answered HTTP 402.'],
+  ])('should decline a 402 whose error has %s, never retry it elsewhere', async (_label, error, code, message) => {
     answer({ status: 402, body: { error: { ...error, payment_intent: intent('requires_payment_method', { id: 'pi_402' }) } } });
     const result = await stripe().charge(cardCharge());
-    expect(result).toMatchObject({ outcome: 'declined', declineCode: code, reference: 'pi_402', message: error.message });
+    expect(result).toMatchObject({ outcome: 'declined', declineCode: code, reference: 'pi_402', message });
     expect(result.response).toMatchObject({ httpStatus: 402 });
   });
 
@@ -549,5 +552,63 @@ describe('stripe connector: base URL', () => {
     expect(() => stripe({ baseUrl: 'http://127.0.0.1:12111', secretKey: 'sk_live_51RealKey' })).toThrow(
       expect.objectContaining({ param: 'settings.baseUrl', message: expect.stringMatching(/test key/) }),
     );
+  });
+});
+
+describe('stripe connector: the address policy at connect time', () => {
+  /** A connector held to the webhook address policy (GATEWAY_ALLOW_PRIVATE_BASE_URL unset). */
+  const guarded = (baseUrl: string, lookup?: net.LookupFunction) =>
+    createGateway('stripe', {
+      gatewayId: 'gw_stripe_guarded', credentials: { secretKey: SECRET }, settings: { baseUrl }, httpsAgentOptions: { ca: fake.ca }, timeoutMs: 3000, lookup,
+    });
+  /** DNS that answers `address` for every name (a name re-pointed after registration: DNS rebinding). */
+  const resolvesTo = (address: string): net.LookupFunction => (_host, options, callback) => {
+    const family = net.isIPv6(address) ? 6 : 4;
+    if (options?.all) (callback as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+    else (callback as (err: null, address: string, family: number) => void)(null, address, family);
+  };
+
+  it('should send nothing to a base URL on a private address saved while such addresses were allowed', async () => {
+    answer({ status: 200, body: intent('succeeded') });
+    const result = await guarded(fake.baseUrl).charge(cardCharge());
+    expect(result).toMatchObject({ outcome: 'retryable_error', declineCode: 'gateway_unavailable', message: expect.stringMatching(/destination not allowed: URL host is a loopback address/) });
+    expect(result.response).toEqual({ transport: 'connection_error' });
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it.each(['127.0.0.1', '10.0.0.5', '169.254.169.254', '::ffff:127.0.0.1'])('should refuse, before connecting, a host name that now resolves to %s', async (address) => {
+    answer({ status: 200, body: intent('succeeded') });
+    const port = new URL(fake.baseUrl).port;
+    const gateway = guarded(`https://localhost.rebind.example:${port}/`, resolvesTo(address));
+    const result = await gateway.charge(cardCharge());
+    expect(result).toMatchObject({ outcome: 'retryable_error', declineCode: 'gateway_unavailable', message: expect.stringMatching(/resolves to a .* address/) });
+    expect(await gateway.status({ idempotencyKey: 'pay_abc123_0', kind: 'charge', objectId: 'pay_abc123' })).toMatchObject({ found: false, outcome: 'retryable_error' });
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('should connect to a name resolving to loopback when private addresses are allowed', async () => {
+    answer({ status: 200, body: intent('succeeded') });
+    const port = new URL(fake.baseUrl).port;
+    const gateway = createGateway('stripe', {
+      gatewayId: 'gw_stripe_open', credentials: { secretKey: SECRET }, settings: { baseUrl: `https://localhost:${port}/` },
+      httpsAgentOptions: { ca: fake.ca }, timeoutMs: 3000, allowPrivateAddresses: true, lookup: resolvesTo('127.0.0.1'),
+    });
+    expect(await gateway.charge(cardCharge())).toMatchObject({ outcome: 'succeeded' });
+    expect(fake.requests).toHaveLength(1);
+  });
+});
+
+describe('stripe connector: answers that are not Stripe errors', () => {
+  it.each([
+    ['a JSON error of no Stripe type', { status: 400, body: { error: { message: 'deleted 42 rows from accounts', code: 'ADMIN_OK' } } }],
+    ['a JSON error of an unknown type', { status: 500, body: { error: { type: 'internal', message: 'deleted 42 rows from accounts' } } }],
+    ['an HTML page', { status: 404, rawBody: '<html>deleted 42 rows from accounts</html>', headers: { 'request-id': 'deleted 42 rows' } }],
+  ])('should record no text of %s', async (_label, response) => {
+    answer(response as FakeResponse);
+    const result = await stripe().charge(cardCharge());
+    const recorded = JSON.stringify(result);
+    expect(recorded).not.toMatch(/deleted 42 rows|ADMIN_OK|"internal"/);
+    expect(result.message).toBe(`Stripe answered HTTP ${response.status}.`);
+    expect(result.response).toMatchObject({ httpStatus: response.status, errorType: null, errorCode: null });
   });
 });

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
-import { isIPv4 } from 'node:net';
+import { isIPv4, type LookupFunction } from 'node:net';
 import { GatewayConfigError } from '../config-error';
+import { checkWebhookUrlSyntax, safeLookup } from '../../webhooks/address-policy';
 import type {
   ChargeRequest,
   Gateway,
@@ -56,6 +57,14 @@ export interface StripeGatewayOptions {
   httpsAgentOptions?: { ca?: string | Buffer };
   /** Whole-exchange deadline; past it the outcome is `timeout` (default 10 000 ms). */
   timeoutMs?: number;
+  /**
+   * GATEWAY_ALLOW_PRIVATE_BASE_URL: a base URL other than Stripe's may reach loopback and private
+   * addresses (a local emulator). Otherwise each connection is checked against the webhook
+   * address policy when it is made, so a name cannot be pointed inside later (DNS rebinding).
+   */
+  allowPrivateAddresses?: boolean;
+  /** Replaces DNS under that policy (tests); the policy still applies. */
+  lookup?: LookupFunction;
 }
 
 export const STRIPE_DEFAULT_BASE_URL = 'https://api.stripe.com';
@@ -101,11 +110,15 @@ export function stripeBaseUrlProblem(baseUrl: string, secretKey: string): string
   return null;
 }
 
-/** Keep-alive agents shared by every connector with the same trust roots (connectors may be built per request). */
+/**
+ * Keep-alive agents shared by every connector with the same trust roots and address policy
+ * (connectors may be built per request): a socket opened without the policy never serves a
+ * connector held to it.
+ */
 const agents = new Map<string, https.Agent>();
 
-function agentFor(ca: string | Buffer | undefined): https.Agent {
-  const key = ca === undefined ? '' : ca.toString();
+function agentFor(ca: string | Buffer | undefined, guarded: boolean): https.Agent {
+  const key = `${guarded ? 'guarded' : 'open'}:${ca === undefined ? '' : ca.toString()}`;
   let agent = agents.get(key);
   if (!agent) {
     agent = new https.Agent({ keepAlive: true, ...(ca === undefined ? {} : { ca }) });
@@ -132,6 +145,10 @@ export class StripeGateway implements Gateway {
   private readonly baseUrl: URL;
   private readonly agent: http.Agent;
   private readonly timeoutMs: number;
+  /** Why no connection may be made to the base URL (a literal private address), or null. */
+  private readonly refusedDestination: string | null;
+  /** The policy's DNS check at connect time; undefined for Stripe itself or when private addresses are allowed. */
+  private readonly lookup: LookupFunction | undefined;
 
   constructor(opts: StripeGatewayOptions) {
     this.secretKey = opts.credentials.secretKey;
@@ -140,7 +157,17 @@ export class StripeGateway implements Gateway {
     const problem = stripeBaseUrlProblem(baseUrl, this.secretKey);
     if (problem) throw new GatewayConfigError('settings.baseUrl', `Invalid 'settings.baseUrl': ${problem}`);
     this.baseUrl = new URL(baseUrl);
-    this.agent = this.baseUrl.protocol === 'http:' ? loopbackAgent : agentFor(opts.httpsAgentOptions?.ca);
+    // A base URL saved while private addresses were allowed is refused per call once they are not
+    // (a gateway failure routing moves past), never by failing to build the connector.
+    const guarded = !opts.allowPrivateAddresses && baseUrl !== STRIPE_DEFAULT_BASE_URL;
+    const syntax = guarded ? checkWebhookUrlSyntax(baseUrl, { allowPrivate: false, ports: null }) : null;
+    this.refusedDestination = syntax && !syntax.ok ? `destination not allowed: ${syntax.reason}` : null;
+    this.lookup = guarded ? safeLookup(false, opts.lookup) : opts.lookup;
+    this.agent = this.baseUrl.protocol === 'http:'
+      ? loopbackAgent
+      // An injected lookup (tests) gets its own agent, so its sockets never join the shared pool.
+      : opts.lookup ? new https.Agent({ keepAlive: false, ...(opts.httpsAgentOptions?.ca ? { ca: opts.httpsAgentOptions.ca } : {}) })
+        : agentFor(opts.httpsAgentOptions?.ca, guarded);
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
@@ -297,6 +324,8 @@ export class StripeGateway implements Gateway {
       headers['Content-Length'] = String(Buffer.byteLength(body));
     }
     if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
+    // Nothing is sent: as certain as a refused connection.
+    if (this.refusedDestination) return Promise.resolve({ kind: 'connection', message: this.refusedDestination, sent: false });
 
     return new Promise<Exchange>((resolve) => {
       let finished = false;
@@ -309,7 +338,7 @@ export class StripeGateway implements Gateway {
         resolve(exchange);
       };
       const request = url.protocol === 'http:' ? http.request : https.request;
-      const req = request(url, { method, headers, agent: this.agent }, (res) => {
+      const req = request(url, { method, headers, agent: this.agent, ...(this.lookup ? { lookup: this.lookup } : {}) }, (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {

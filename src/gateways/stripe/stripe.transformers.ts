@@ -243,16 +243,33 @@ function mapCardError(error: StripeError): Pick<Mapped, 'outcome' | 'declineCode
   return { outcome: 'declined', declineCode: DECLINE_CODES[code] ?? DECLINE_CODES[error.code ?? ''] ?? 'card_declined' };
 }
 
+/** Stripe's error types (docs.stripe.com/api/errors), the older ones included. */
+const STRIPE_ERROR_TYPES = new Set([
+  'api_error', 'card_error', 'idempotency_error', 'invalid_request_error', 'authentication_error', 'rate_limit_error', 'api_connection_error',
+]);
+
+/**
+ * An error in Stripe's own shape. Only such an answer's text is recorded: whatever else answers at
+ * the base URL (a proxy, or an internal service it was pointed at) keeps its body to itself.
+ */
+function isStripeError(error: StripeError | null): error is StripeError {
+  return error !== null && error.type !== null && STRIPE_ERROR_TYPES.has(error.type);
+}
+
+/** Stripe's request ids are `req_…`; anything else in the header is not recorded. */
+const requestIdOf = (a: StripeAnswer): string | null => (a.requestId !== null && /^req_[A-Za-z0-9_]{1,100}$/.test(a.requestId) ? a.requestId : null);
+
 function baseResponse(a: StripeAnswer): Record<string, unknown> {
-  return { httpStatus: a.status, requestId: a.requestId, idempotentReplayed: a.idempotentReplayed };
+  return { httpStatus: a.status, requestId: requestIdOf(a), idempotentReplayed: a.idempotentReplayed };
 }
 
 function errorResponse(a: StripeAnswer, error: StripeError | null): Record<string, unknown> {
+  const stripe = isStripeError(error);
   return {
     ...baseResponse(a),
-    errorType: error?.type ?? null,
-    errorCode: error?.code ?? null,
-    stripeDeclineCode: error?.declineCode ?? null,
+    errorType: stripe ? error.type : null,
+    errorCode: stripe ? error.code : null,
+    stripeDeclineCode: stripe ? error.declineCode : null,
   };
 }
 
@@ -268,7 +285,7 @@ function errorResponse(a: StripeAnswer, error: StripeError | null): Record<strin
 function mapError(a: StripeAnswer): Mapped {
   const error = readError(isObject(a.body) ? a.body.error : null);
   const response = errorResponse(a, error);
-  const message = safeMessage(error?.message) ?? `Stripe answered HTTP ${a.status}.`;
+  const message = (isStripeError(error) ? safeMessage(error.message) : null) ?? `Stripe answered HTTP ${a.status}.`;
   if (a.status === 429) return { outcome: 'retryable_error', reference: null, declineCode: 'rate_limited', message, response };
   // 402 is Stripe's card error status: a decline whatever `type` says (an emulator or a proxy may
   // send none, or another), so it never moves on to another gateway. Only codes Stripe itself

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { Transaction } from 'sequelize';
 import type { RequestContext } from '../../core/context';
-import { requirePermission } from '../../core/context';
+import { hasPermission, requirePermission } from '../../core/context';
 import { newId } from '../../core/ids';
-import { notFound } from '../../core/errors';
+import { DomainError, notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Page } from '../../core/pagination';
 import type { EventBus, PublishedEvent, StreamScope } from '../../core/event-bus';
@@ -24,6 +24,57 @@ export const EVENT_TYPES = [
   'payment_link.created', 'payment_link.updated',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * The resource whose object an event carries, by the type's object part (`checkout.session` of
+ * `checkout.session.completed`). An event shows that object in full, so reading it, or
+ * subscribing an endpoint to it, needs that resource's read permission as well.
+ */
+const EVENT_OBJECT_RESOURCES: Readonly<Record<string, string>> = {
+  customer: 'customers',
+  product: 'products',
+  price: 'prices',
+  payment: 'payments',
+  refund: 'refunds',
+  'checkout.session': 'checkout_sessions',
+  subscription: 'subscriptions',
+  invoice: 'invoices',
+  payment_link: 'payment_links',
+};
+
+/** The permission resource of an event type's object; null for a type no resource claims. */
+export function eventResource(type: string): string | null {
+  return EVENT_OBJECT_RESOURCES[type.slice(0, type.lastIndexOf('.'))] ?? null;
+}
+
+/** Whether a key may see events of `type` (a type no resource claims: full keys only). */
+export function canReadEventType(permissions: string[], type: string): boolean {
+  const resource = eventResource(type);
+  return resource === null ? permissions.includes('*') : hasPermission(permissions, resource, 'read');
+}
+
+/** The event types a key may see, or null when it may see them all (no filter needed). */
+export function readableEventTypes(permissions: string[]): string[] | null {
+  if (permissions.includes('*')) return null;
+  const readable = EVENT_TYPES.filter((type) => canReadEventType(permissions, type));
+  return readable.length === EVENT_TYPES.length ? null : readable;
+}
+
+/** What a key lacks to see events of `type` ("the 'customers:read' permission"), or null. */
+export function missingEventPermission(permissions: string[], type: string): string | null {
+  if (canReadEventType(permissions, type)) return null;
+  const resource = eventResource(type);
+  return resource === null ? 'full access' : `the '${resource}:read' permission`;
+}
+
+/**
+ * 403 unless the key may see events of `type`; `doing` says what needed it ("reading", …) and
+ * `param` names the input entry that asked for it, if any.
+ */
+export function requireEventTypePermission(ctx: RequestContext, type: string, doing: string, param?: string): void {
+  const missing = missingEventPermission(ctx.permissions, type);
+  if (missing) throw new DomainError('permission_denied', `This API key does not have ${missing}, which ${doing} '${type}' events needs`, param);
+}
 
 /** An event of a batch statement. */
 export interface BatchedEvent {
@@ -109,6 +160,7 @@ export class EventService {
     requirePermission(ctx, 'events', 'read');
     const event = await this.store.find(ctx, id);
     if (!event) throw notFound('event', id);
+    requireEventTypePermission(ctx, event.type, 'reading');
     return event;
   }
 
@@ -125,9 +177,17 @@ export class EventService {
     return this.store.loadPublishedSince(scope, since, after, limit);
   }
 
+  /** Whether the caller may see events of `type` (live subscriptions filter with it). */
+  canSee(ctx: RequestContext, type: string): boolean {
+    return canReadEventType(ctx.permissions, type);
+  }
+
   async list(ctx: RequestContext, query: unknown): Promise<Page<ApiEvent>> {
     requirePermission(ctx, 'events', 'read');
-    return this.store.list(ctx, parseInput(listEventsInput, query));
+    const input = parseInput(listEventsInput, query);
+    if (input.type !== undefined && eventResource(input.type) !== null) requireEventTypePermission(ctx, input.type, 'listing', 'type');
+    // Filtered in the statement, so pages and `total` count only what the key may see.
+    return this.store.list(ctx, input, readableEventTypes(ctx.permissions));
   }
 }
 

@@ -102,8 +102,15 @@ export class EventStore {
     return rows.map(toPublished);
   }
 
-  list(scope: Scope, input: { type?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }): Promise<Page<ApiEvent>> {
+  /** A page of events; `types`, when given, are the only types listed (and counted). */
+  list(
+    scope: Scope,
+    input: { type?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
+    types: string[] | null = null,
+  ): Promise<Page<ApiEvent>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type });
+    // One JSON parameter whatever the number of types; events_type_idx serves each.
+    if (types !== null) filter.raw((param) => `type IN (${this.db.jsonTextList(param(JSON.stringify(types)))})`);
     return listPage(this.db, { table: 'events', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent });
   }
 }

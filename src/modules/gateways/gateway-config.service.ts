@@ -1,3 +1,4 @@
+import type { LookupFunction } from 'node:net';
 import { z } from 'zod';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
@@ -15,6 +16,8 @@ import { listSchema, type Page } from '../../core/pagination';
 import type { SecretBox } from '../../core/crypto';
 import type { Gateway } from '../../gateways/gateway';
 import { GATEWAY_TYPES, GatewayConfigError, createGateway, validateGatewayConfig, withStorableResults } from '../../gateways/registry';
+import { STRIPE_DEFAULT_BASE_URL } from '../../gateways/stripe/stripe.gateway';
+import { checkWebhookUrl, type ResolveHost } from '../../webhooks/address-policy';
 import { GatewayModel } from './gateway.model';
 import { GatewayStore, type GatewayRow } from './gateway.store';
 
@@ -89,9 +92,37 @@ function guardBaseUrl(ctx: RequestContext, settings: Record<string, unknown> | u
   }
 }
 
+/**
+ * Where a test-mode connector may be pointed. Unless the operator allows private addresses
+ * (GATEWAY_ALLOW_PRIVATE_BASE_URL, for a local emulator), a base URL other than Stripe's passes
+ * the webhook URL policy: https, and every address its host resolves to public. The connector
+ * checks again at each connection.
+ */
+async function checkBaseUrlAddress(settings: Record<string, unknown> | undefined, options: GatewayConnectorOptions): Promise<void> {
+  const baseUrl = settings?.baseUrl;
+  if (options.allowPrivateBaseUrl || typeof baseUrl !== 'string' || baseUrl === STRIPE_DEFAULT_BASE_URL) return;
+  const checked = await checkWebhookUrl(baseUrl, { livemode: false, allowPrivate: false, resolve: options.resolveHost });
+  if (checked.ok) return;
+  const hint = / address$|must use https$/.test(checked.reason)
+    ? '; to reach a local Stripe emulator, start Payorch with GATEWAY_ALLOW_PRIVATE_BASE_URL=true (test mode only)'
+    : '';
+  throw new DomainError('invalid_parameter', `Invalid 'settings.baseUrl': ${checked.reason}${hint}`, 'settings.baseUrl');
+}
+
 function configError(err: unknown): never {
   if (err instanceof GatewayConfigError) throw new DomainError(err.code, err.message, err.param);
   throw err;
+}
+
+export interface GatewayConnectorOptions {
+  timeoutMs?: number;
+  ca?: string;
+  clock?: { now(): Date };
+  /** GATEWAY_ALLOW_PRIVATE_BASE_URL. */
+  allowPrivateBaseUrl?: boolean;
+  /** Replace DNS for the base-URL checks at registration and at connect time (tests); the policy still applies. */
+  resolveHost?: ResolveHost;
+  lookup?: LookupFunction;
 }
 
 export class GatewayConfigService {
@@ -121,7 +152,7 @@ export class GatewayConfigService {
   constructor(
     private readonly db: Database,
     private readonly box: SecretBox,
-    private readonly connectorOptions: { timeoutMs?: number; ca?: string; clock?: { now(): Date } } = {},
+    private readonly connectorOptions: GatewayConnectorOptions = {},
     /** Creates answer their Idempotency-Key through it. */
     private readonly idempotency: IdempotencyService,
   ) {
@@ -139,6 +170,8 @@ export class GatewayConfigService {
     } catch (err) {
       configError(err);
     }
+    // A retry of a create that succeeded replays it, though the host may resolve elsewhere by now.
+    await this.idempotency.beforeClaim(idem, () => checkBaseUrlAddress(settings, this.connectorOptions));
     const now = ctx.clock.now();
     const view = await this.db.transaction((transaction) => {
       const write = async () => gatewayView(await GatewayModel.create({
@@ -166,6 +199,12 @@ export class GatewayConfigService {
   async update(ctx: RequestContext, id: string, input: unknown): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'write');
     const data = parseInput(updateInput, input);
+    // Resolved before the transaction: a slow DNS answer must not hold the gateway's lock. Only a
+    // Stripe gateway has a base URL (another type refuses the setting below); live mode refuses
+    // it whatever its address.
+    if (ctx.mode === 'test' && data.settings?.baseUrl !== undefined && (await this.find(ctx, id)).type === 'stripe') {
+      await checkBaseUrlAddress(data.settings, this.connectorOptions);
+    }
     // Read, validate and write under one lock: the credentials are checked against the settings
     // they will be used with, not against ones a concurrent update is replacing.
     const { view, changed } = await this.db.transaction(async (transaction) => {
@@ -264,6 +303,8 @@ export class GatewayConfigService {
       httpsAgentOptions: this.connectorOptions.ca ? { ca: this.connectorOptions.ca } : undefined,
       timeoutMs: this.connectorOptions.timeoutMs,
       clock: this.connectorOptions.clock,
+      allowPrivateAddresses: this.connectorOptions.allowPrivateBaseUrl,
+      lookup: this.connectorOptions.lookup,
     }));
     this.instances.set(id, { version, gateway });
     return { gateway, type: row.type };

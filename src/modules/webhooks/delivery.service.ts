@@ -9,7 +9,7 @@ import { notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
 import type { Page } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
-import type { BatchedEvent } from '../events/event.service';
+import { requireEventTypePermission, type BatchedEvent } from '../events/event.service';
 import { findEvent, type ApiEvent } from '../events/event.store';
 import type { RetrySchedule } from '../../webhooks/backoff';
 import { deliverWebhook, type DeliveryOutcome } from '../../webhooks/http-delivery';
@@ -98,6 +98,7 @@ export class WebhookDeliveryService {
     parseInput(resendInput, input);
     const event = await findEvent(ctx, eventId);
     if (!event) throw notFound('event', eventId);
+    requireEventTypePermission(ctx, event.type, 'resending');
     const result = await this.db.transaction((t) => {
       const queue = async (): Promise<ResendResult> => {
         const queued = await this.store.insertDeliveries(t, { accountId: ctx.accountId, mode: ctx.mode }, event, this.clock.now());

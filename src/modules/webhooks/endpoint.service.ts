@@ -13,6 +13,7 @@ import { checkWebhookUrl, type ResolveHost } from '../../webhooks/address-policy
 import { generateWebhookSecret, type SigningSecrets } from '../../webhooks/signature';
 import { WILDCARD, createEndpointInput, listEndpointsInput, rotateSecretInput, updateEndpointInput } from './webhook.inputs';
 import { WebhookEndpointModel } from './webhook-endpoint.model';
+import { EVENT_TYPES, missingEventPermission, requireEventTypePermission } from '../events/event.service';
 import { WebhookStore, secretsInUse, type EndpointRow, type SealedSecrets } from './webhook.store';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
@@ -70,6 +71,7 @@ export class WebhookEndpointService {
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<WebhookEndpoint> {
     requirePermission(ctx, 'webhook_endpoints', 'write');
     const data = parseInput(createEndpointInput, input);
+    requireSubscribable(ctx, data.events, 'subscribing to');
     await this.idempotency.beforeClaim(idem, () => this.checkUrl(data.url, ctx.mode));
     const secret = generateWebhookSecret();
     const now = ctx.clock.now();
@@ -109,6 +111,9 @@ export class WebhookEndpointService {
     requirePermission(ctx, 'webhook_endpoints', 'write');
     const data = parseInput(updateEndpointInput, input);
     const current = await this.row(ctx, id);
+    if (data.events !== undefined) requireSubscribable(ctx, data.events, 'subscribing to');
+    // A new receiver gets every type the endpoint keeps: the key must be able to read them all.
+    else if (data.url !== undefined && data.url !== current.url) requireSubscribable(ctx, readJson<string[]>(current.events, []), 'sending to a new url', 'url');
     if (data.url !== undefined && data.url !== current.url) await this.checkUrl(data.url, ctx.mode);
     const changes: Partial<Pick<WebhookEndpointModel, 'url' | 'events' | 'description' | 'status' | 'disabledReason' | 'goneSince' | 'updatedAt'>> = {};
     if (data.url !== undefined && data.url !== current.url) {
@@ -246,6 +251,27 @@ export class WebhookEndpointService {
     const checked = await checkWebhookUrl(url, { livemode: mode === 'live', allowPrivate: this.options.allowPrivate, resolve: this.options.resolveHost });
     if (!checked.ok) throw invalidParameter('url', `Invalid 'url': ${checked.reason}${privateAddressHint(checked.reason, mode)}`);
   }
+}
+
+/**
+ * An endpoint receives events' objects in full: each type it subscribes to needs the read
+ * permission of that type's resource, and "*" needs them all. 403 naming the entry (or `param`).
+ */
+function requireSubscribable(ctx: RequestContext, events: string[], doing: string, param?: string): void {
+  events.forEach((type, i) => {
+    const at = param ?? `events[${i}]`;
+    if (type !== WILDCARD) return requireEventTypePermission(ctx, type, doing, at);
+    for (const each of EVENT_TYPES) {
+      const missing = missingEventPermission(ctx.permissions, each);
+      if (missing) {
+        throw new DomainError(
+          'permission_denied',
+          `This API key does not have ${missing}, which ${doing} "*" needs (it includes '${each}' events); list the event types the key may read instead`,
+          at,
+        );
+      }
+    }
+  });
 }
 
 type EndpointRecord = Pick<

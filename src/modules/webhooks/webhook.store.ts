@@ -114,8 +114,23 @@ export interface EndpointRow {
 
 const ENDPOINT_COLUMNS = 'id, account_id, mode, url, description, events, secret_sealed, status, disabled_reason, created_at, updated_at';
 
+/**
+ * An attempt's `next_retry_at` as it stands now, not as the attempt left it: none after a 2xx,
+ * and none while its endpoint is disabled or deleted (its deliveries are held or given up). The
+ * delivery's latest attempt shows when the delivery is due next (enabling makes a held one due
+ * at once), or none once it is no longer pending; an earlier attempt keeps when the retry after
+ * it was due. Two primary-key probes per row of a page.
+ */
+const NEXT_RETRY_AT = `(SELECT CASE
+      WHEN webhook_attempts.succeeded OR e.status <> 'enabled' OR e.deleted_at IS NOT NULL THEN NULL
+      WHEN webhook_attempts.attempt < d.attempts THEN webhook_attempts.next_retry_at
+      WHEN d.status = 'pending' THEN d.next_attempt_at
+    END
+    FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+   WHERE d.id = webhook_attempts.delivery_id) AS next_retry_at`;
+
 const ATTEMPT_COLUMNS =
-  'id, mode, endpoint_id, delivery_id, event_id, event_type, attempt, succeeded, status_code, latency_ms, error, next_retry_at, created_at';
+  `id, mode, endpoint_id, delivery_id, event_id, event_type, attempt, succeeded, status_code, latency_ms, error, ${NEXT_RETRY_AT}, created_at`;
 
 /** Rows each purge transaction deletes at most. */
 const PURGE_BATCH = 1000;

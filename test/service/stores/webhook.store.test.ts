@@ -458,6 +458,8 @@ describe('WebhookStore settling', () => {
     }));
     await attempt(1, false);
     await attempt(2, true);
+    // What settling the second attempt leaves on the delivery (an attempt's nextRetryAt is read beside it).
+    await db.execute("UPDATE webhook_deliveries SET status = 'delivered', attempts = 2, locked_until = NULL, lock_token = NULL WHERE id = $1", [c.id]);
     const list = (query: { status?: 'succeeded' | 'failed'; eventId?: string } = {}, where: Scope = at) =>
       store.listAttempts(where, c.endpointId, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc', ...query });
 

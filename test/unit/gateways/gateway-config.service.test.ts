@@ -13,13 +13,18 @@ let database: TestDatabase;
 let db: Database;
 let clock: FixedClock;
 let gateways: GatewayConfigService;
+/** As started with GATEWAY_ALLOW_PRIVATE_BASE_URL=true: a local emulator may be the base URL. */
+let emulatorGateways: GatewayConfigService;
 let changes: string[];
 let accountSeq = 0;
 
 beforeAll(async () => {
   ({ database, db } = await migratedDatabase());
   clock = new FixedClock(new Date('2024-05-06T07:08:09.123Z'));
-  gateways = new GatewayConfigService(db, new SecretBox(randomBytes(32)), { clock }, testIdempotency(db, clock));
+  // internal.example resolves inside the network, everything else to a public address.
+  const resolveHost = async (host: string) => (host === 'internal.example' ? ['93.184.216.34', '10.0.0.5'] : ['93.184.216.34']);
+  gateways = new GatewayConfigService(db, new SecretBox(randomBytes(32)), { clock, resolveHost }, testIdempotency(db, clock));
+  emulatorGateways = new GatewayConfigService(db, new SecretBox(randomBytes(32)), { clock, resolveHost, allowPrivateBaseUrl: true }, testIdempotency(db, clock));
   gateways.onChange((accountId) => changes.push(accountId));
 });
 
@@ -97,7 +102,7 @@ describe(`gateway configuration through the model on ${DIALECT}`, () => {
   it('should check a new base URL against the settings a concurrent update just committed, not the ones it read before', async () => {
     const ctx = context();
     const created = await gateways.create(ctx, {
-      name: 'Fake Stripe', type: 'stripe', credentials: { secretKey: 'sk_test_abcdefghijklmnop' }, settings: { baseUrl: 'https://127.0.0.1:9/' },
+      name: 'Fake Stripe', type: 'stripe', credentials: { secretKey: 'sk_test_abcdefghijklmnop' }, settings: { baseUrl: 'https://93.184.216.34:9/' },
     });
     let release!: () => void;
     const held = new Promise<void>((resolve) => {
@@ -112,22 +117,23 @@ describe(`gateway configuration through the model on ${DIALECT}`, () => {
       await db.select(`SELECT id FROM gateways WHERE id = $1${db.forUpdate}`, [created.id], t);
       locked();
       await held;
-      await db.execute(`UPDATE gateways SET settings = '{"baseUrl":"https://127.0.0.2:9/"}' WHERE id = $1`, [created.id], t);
+      await db.execute(`UPDATE gateways SET settings = '{"baseUrl":"https://93.184.216.35:9/"}' WHERE id = $1`, [created.id], t);
     });
     await lockTaken;
     // Sends the old base URL back without credentials: no change against what it would read now,
     // a move back (the new credentials to the old host) against what the other writer commits.
-    const patch = gateways.update(ctx, created.id, { settings: { baseUrl: 'https://127.0.0.1:9/' } });
+    const patch = gateways.update(ctx, created.id, { settings: { baseUrl: 'https://93.184.216.34:9/' } });
     await new Promise((resolve) => setTimeout(resolve, 200));
     release();
     await other;
     await expect(patch).rejects.toMatchObject({ code: 'missing_parameter', param: 'credentials' });
-    expect((await gateways.retrieve(ctx, created.id)).settings).toEqual({ baseUrl: 'https://127.0.0.2:9/' });
+    expect((await gateways.retrieve(ctx, created.id)).settings).toEqual({ baseUrl: 'https://93.184.216.35:9/' });
   });
 
   it('should take an http base URL to a loopback emulator in test mode only, and nowhere else', async () => {
     const stripe = (baseUrl: string, secretKey = 'sk_test_abcdefghijklmnop') => ({ name: 'Emulator', type: 'stripe', credentials: { secretKey }, settings: { baseUrl } });
     const ctx = context('test');
+    const gateways = emulatorGateways;
     const created = await gateways.create(ctx, stripe('http://127.0.0.1:12111'));
     expect(created.settings).toEqual({ baseUrl: 'http://127.0.0.1:12111' });
     expect((await gateways.connector(ctx, created.id)).type).toBe('stripe');
@@ -141,5 +147,24 @@ describe(`gateway configuration through the model on ${DIALECT}`, () => {
     await expect(gateways.create(ctx, stripe('http://127.0.0.1:12111', 'sk_live_abcdefghijklmnop'))).rejects.toMatchObject({ code: 'invalid_parameter', param: 'settings.baseUrl' });
     await expect(gateways.update(ctx, created.id, { credentials: { secretKey: 'sk_live_abcdefghijklmnop' } })).rejects.toMatchObject({ code: 'invalid_parameter', param: 'settings.baseUrl' });
     await expect(gateways.create(context('live'), stripe('http://127.0.0.1:12111'))).rejects.toMatchObject({ code: 'invalid_parameter', param: 'settings.baseUrl' });
+  });
+
+  const INTERNAL_BASE_URLS = [
+    'http://127.0.0.1:12111/admin/delete-everything', 'https://127.0.0.1:9/', 'https://[::1]:9/', 'https://localhost:9/', 'https://169.254.169.254/latest',
+    'https://10.0.0.5:6443/', 'https://192.168.1.10/', 'https://[fd00::1]/', 'https://100.64.0.1/', 'https://internal.example/',
+  ];
+
+  it.each(INTERNAL_BASE_URLS)('should refuse the base URL %s (loopback, link-local, private) unless GATEWAY_ALLOW_PRIVATE_BASE_URL is set', async (baseUrl) => {
+    const input = { name: 'Stripe', type: 'stripe', credentials: { secretKey: 'sk_test_abcdefghijklmnop' }, settings: { baseUrl } };
+    const ctx = context('test');
+    await expect(gateways.create(ctx, input)).rejects.toMatchObject({
+      code: 'invalid_parameter', param: 'settings.baseUrl', message: expect.stringMatching(/GATEWAY_ALLOW_PRIVATE_BASE_URL=true/),
+    });
+    const proxied = await gateways.create(ctx, { ...input, settings: { baseUrl: 'https://stripe-proxy.example/stripe' } });
+    await expect(gateways.update(ctx, proxied.id, { credentials: input.credentials, settings: { baseUrl } })).rejects.toMatchObject({ param: 'settings.baseUrl' });
+    expect((await gateways.retrieve(ctx, proxied.id)).settings).toEqual({ baseUrl: 'https://stripe-proxy.example/stripe' });
+    expect((await gateways.list(ctx, {})).total).toBe(1);
+
+    expect((await emulatorGateways.create(ctx, input)).settings).toEqual({ baseUrl });
   });
 });

@@ -287,6 +287,31 @@ describe('claiming and delivering', () => {
     expect(await deliverDue()).toHaveLength(0);
   });
 
+  it('should show no nextRetryAt in the attempt log while the endpoint is disabled, and the held delivery due at once when enabled again', async () => {
+    const ctx = context();
+    const { id } = await endpoint(ctx, 'retry-display', ['*'], () => 500);
+    await record(ctx);
+    const [first] = await deliverDue();
+    clock.set(first.nextAttemptAt as Date);
+    const [second] = await deliverDue();
+    expect(second).toMatchObject({ attempt: 2, status: 'pending' });
+    const log = async () => (await webhooks.deliveries.attempts(ctx, id, {})).data.map((a) => [a.attempt, a.nextRetryAt]);
+    const retries = [[2, (second.nextAttemptAt as Date).toISOString()], [1, (first.nextAttemptAt as Date).toISOString()]];
+    expect(await log()).toEqual(retries);
+
+    await webhooks.endpoints.update(ctx, id, { status: 'disabled' });
+    clock.advance(4 * 60_000); // the held retry's old time is now in the past
+    expect(await log()).toEqual([[2, null], [1, null]]);
+
+    clock.advance(60_000);
+    await webhooks.endpoints.update(ctx, id, { status: 'enabled' });
+    // Held deliveries are due at once on enable; the earlier attempt keeps when its retry was due.
+    expect(await log()).toEqual([[2, clock.now().toISOString()], retries[1]]);
+    const [third] = await deliverDue();
+    expect(third).toMatchObject({ attempt: 3, status: 'pending' });
+    expect((await log())[0]).toEqual([3, (third.nextAttemptAt as Date).toISOString()]);
+  });
+
   it('should cancel the queued deliveries of event types a PATCH drops, and send the others', async () => {
     const ctx = context();
     const { id, route } = await endpoint(ctx, 'narrowed', ['customer.created', 'customer.updated']);
