@@ -196,8 +196,17 @@ describe('a refund Stripe accepted but has not settled', () => {
     expect(await updates()).toEqual([600]);
     // Still pending at Stripe: recovery asks and leaves it. (Counts would include refunds other
     // tests left pending, so each refund is checked by its own status.)
+    const refundLookups = () => fake.requests.filter((r) => r.method === 'GET' && r.pathname === '/v1/refunds').length;
+    const lookupsBefore = refundLookups();
     await app.server.services.refunds.recoverPending(afterLease());
     expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.status).toBe('pending');
+    // That look-up settled nothing, yet it is among the payment's gateway calls.
+    expect(refundLookups()).toBeGreaterThan(lookupsBefore);
+    const calls = (await app.request('GET', `/v1/payments/${pay.id}/gateway-transactions?pageSize=100&sortDirection=asc`, { key })).body.data as Array<{ kind: string; refundId: string | null; outcome: string }>;
+    expect(calls.filter((c) => c.refundId === refund.id).map((c) => `${c.kind}:${c.outcome}`)).toEqual([
+      'refund:timeout', 'refund:timeout', 'status:timeout', // the request: refund, its repeat, a look-up
+      'status:timeout', // recovery's look-up
+    ]);
     for (const r of backend.refunds.values()) r.status = 'failed';
     // Asked again once the two-minute pause after the last look has passed.
     await app.server.services.refunds.recoverPending(new Date(Date.now() + 10 * 60_000));
@@ -396,5 +405,31 @@ describe('recovery of a charge whose outcome stays unknown (search unavailable)'
     const patched = await app.request('PATCH', `/v1/payments/${p.id}`, { key, body: { metadata: { checked: 'no' } } });
     expect(patched.status).toBe(200);
     expect(patched.body.data).toMatchObject({ status: 'requires_review', metadata: { checked: 'no' } });
+  });
+});
+
+describe('the gateway transactions of a payment recovery could not settle', () => {
+  it('should list every call the gateway saw, the inconclusive ones of recovery included', async () => {
+    await app.request('PUT', '/v1/routing', { key, body: { rules: [], fallback: [stripeId], maxAttempts: 1 } });
+    // Nothing reaches Stripe's processing: every charge times out, every search is answered 404.
+    const notFound = { status: 404, body: { error: { type: 'invalid_request_error', message: 'Unrecognized request URL' } } };
+    fake.reset((req) => (req.method === 'GET' ? notFound : 'hang'));
+    const p = (await app.request('POST', '/v1/payments', { key, body: { amount: 2400, currency: 'usd', paymentMethod: 'pm_card_visa' } })).body.data;
+    expect(p.status).toBe('pending');
+    const chargeKey = `${p.id}_a1`;
+    const seenByGateway = () => fake.requests.filter((r) => r.headers['idempotency-key'] === chargeKey || (r.query.get('query') ?? '').includes(chargeKey));
+    const listed = async () => (await app.request('GET', `/v1/payments/${p.id}/gateway-transactions?pageSize=100&sortDirection=asc`, { key })).body.data as Array<{ kind: string; outcome: string }>;
+    expect(seenByGateway()).toHaveLength(3); // the charge, its repeat, the look-up
+    expect(await listed()).toHaveLength(3);
+
+    // Two recovery rounds: each repeats the charge (a test token is rebuilt exactly) and looks it
+    // up; none can tell, so the payment stays pending.
+    await app.server.services.payments.recoverPending(new Date(Date.parse(p.createdAt) + 5 * 60_000));
+    await app.server.services.payments.recoverPending(new Date(Date.parse(p.createdAt) + 8 * 60_000));
+    expect((await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data.status).toBe('pending');
+    const calls = seenByGateway().map((r) => (r.method === 'POST' ? 'charge' : 'status'));
+    expect(calls).toEqual(['charge', 'charge', 'status', 'charge', 'status', 'charge', 'status']);
+    expect((await listed()).map((c) => c.kind)).toEqual(calls);
+    expect((await listed()).slice(3).map((c) => c.outcome)).toEqual(['timeout', 'retryable_error', 'timeout', 'retryable_error']);
   });
 });

@@ -284,11 +284,48 @@ export class PaymentService {
   }
 
   private async recoverOne(row: { payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null }, now: Date): Promise<boolean> {
+    const ctx = systemContext(row.accountId, row.payment.livemode ? 'live' : 'test', now, `recovery_${row.payment.id}`);
+    // Every call recovery makes is a gateway transaction, conclusive or not: written with the
+    // settling write when there is one, else on its own (nothing else changes then).
+    const log: PendingTransaction[] = [];
+    let settling = false;
+    try {
+      const settled = await this.askGateways(ctx, row, now, log, () => {
+        settling = true;
+      });
+      if (!settled) await this.gtx.record(ctx, { paymentId: row.payment.id }, log);
+      return settled;
+    } catch (err) {
+      // A settling write that failed may still have committed (a connection lost after COMMIT):
+      // its calls are not written a second time.
+      if (!settling) await this.recordAfterFailure(ctx, { paymentId: row.payment.id }, log);
+      throw err;
+    }
+  }
+
+  /** The calls of a recovery round that failed midway; a failure to write them is logged, not thrown over the first. */
+  private async recordAfterFailure(ctx: RequestContext, owner: { paymentId: string }, log: PendingTransaction[]): Promise<void> {
+    try {
+      await this.gtx.record(ctx, owner, log);
+    } catch (err) {
+      this.logger.error({ ...owner, calls: log.length, err: errorForLog(err) }, 'payment recovery: its gateway calls could not be recorded');
+    }
+  }
+
+  /**
+   * One recovery round of a payment: asks its gateways (each call pushed to `log`) and settles
+   * it when they tell (`settling` is called just before the settling write); false when it stays pending.
+   */
+  private async askGateways(
+    ctx: RequestContext,
+    row: { payment: Payment; plan: string[]; idempotencyKey: string | null },
+    now: Date,
+    log: PendingTransaction[],
+    settling: () => void,
+  ): Promise<boolean> {
     const { payment, plan } = row;
-    const ctx = systemContext(row.accountId, payment.livemode ? 'live' : 'test', now, `recovery_${payment.id}`);
     // The creating request's key: the settled payment becomes its answer if that request died.
     const claim = row.idempotencyKey ? recoveredKey(ctx, row.idempotencyKey, PAYMENT_CREATED_STATUS, payment.id) : undefined;
-    const log: PendingTransaction[] = [];
     const attempts: PaymentAttempt[] = [];
     let found: { result: GatewayResult; gatewayId: string } | null = null;
     let unknown = false;
@@ -342,6 +379,7 @@ export class PaymentService {
         ...payment, status: 'requires_review', failureCode: null, failureMessage: null,
         attempts: [...payment.attempts, ...attempts], updatedAt: now.toISOString(),
       };
+      settling();
       const stored = await this.store.settle(ctx, review, log, null, claim);
       if (stored.status === 'requires_review') {
         this.logger.warn({ paymentId: payment.id, ageMs }, 'payment outcome still unknown; marked requires_review, recovery stops asking');
@@ -351,6 +389,7 @@ export class PaymentService {
     const result: GatewayResult = found?.result ?? {
       outcome: 'declined', reference: null, declineCode: 'processing_error', message: 'The payment was not completed.', latencyMs: 0, request: {}, response: {},
     };
+    settling();
     await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false }, claim);
     return true;
   }

@@ -225,7 +225,11 @@ export class RefundService {
       // way to the gateway, from an instance whose heartbeats stalled), or when the gateway says so.
       const notFoundIsFinal = now.getTime() - new Date(refund.createdAt).getTime() >= NOT_FOUND_FINAL_AFTER_MS || status.definitive === true;
       const definite = status.found ? status.outcome !== 'timeout' : status.declineCode === 'not_found' && notFoundIsFinal;
-      if (!definite) return false;
+      if (!definite) {
+        // The look-up is a gateway call like any other, though it settles nothing.
+        await this.gtx.record(ctx, { paymentId: refund.paymentId, refundId: refund.id }, log);
+        return false;
+      }
       // Found and failed without effect, or not found: no money moved; the refund fails.
       const result: GatewayResult = status.found && status.outcome !== 'retryable_error' ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
       await this.settle(ctx, refund, result, log, claim);
