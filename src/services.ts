@@ -5,7 +5,7 @@ import type { Config } from './config';
 import { Database } from './db/database';
 import { MODELS } from './db/models';
 import { migrateUp } from './db/migrator';
-import { systemClock, type Clock } from './core/clock';
+import { systemClock, systemStopwatch, type Clock, type Stopwatch } from './core/clock';
 import { EventBus } from './core/event-bus';
 import { PostgresFanout, RedisFanout, type EventFanout } from './core/event-fanout';
 import { RateLimiter } from './core/rate-limit';
@@ -69,8 +69,10 @@ export interface ServiceOptions {
   webhooks?: WebhookOptions;
   /** How long a SQLite statement waits for another writer's lock (default 15 s). */
   sqliteBusyTimeoutMs?: number;
-  /** How long a pending payment or refund stays its process's after a heartbeat (LeaseKeeper). */
+  /** How long a pending payment or refund stays its process's after a heartbeat (LeaseKeeper); heartbeats come four times a lease. */
   leaseMs?: number;
+  /** What this process times the leases it holds on (tests move it by hand). */
+  stopwatch?: Stopwatch;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -112,7 +114,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const fx = new FxService(db);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);
   const gtx = new GatewayTransactionStore(db);
-  const leases = new LeaseKeeper(db, clock, logger, options.leaseMs);
+  const leases = new LeaseKeeper(db, options.stopwatch ?? systemStopwatch, logger, options.leaseMs, options.leaseMs === undefined ? undefined : options.leaseMs / 4);
   const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, idempotency, fingerprintKey);
   const services: Services = {
     config,

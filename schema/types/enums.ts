@@ -15,7 +15,7 @@ import type { PendingTransaction } from '../../src/modules/payments/gateway-tran
 const exactly = <T extends string>() => <E extends { [K in T]: K }>(values: E & Record<Exclude<keyof E, T>, never>) => values;
 
 export const PaymentStatus = exactly<Payment['status']>()({ pending: 'pending', succeeded: 'succeeded', failed: 'failed', canceled: 'canceled', requires_review: 'requires_review' });
-export const RefundStatus = exactly<Refund['status']>()({ pending: 'pending', succeeded: 'succeeded', failed: 'failed' });
+export const RefundStatus = exactly<Refund['status']>()({ pending: 'pending', succeeded: 'succeeded', failed: 'failed', requires_review: 'requires_review' });
 export const PriceType = exactly<Price['type']>()({ one_time: 'one_time', recurring: 'recurring' });
 export const RecurringInterval = { day: 'day', week: 'week', month: 'month', year: 'year' } as const;
 export const WebhookEndpointStatus = exactly<EndpointStatus>()({ enabled: 'enabled', disabled: 'disabled' });

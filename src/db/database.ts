@@ -246,6 +246,22 @@ export class Database {
     return this.dialect === 'postgres' ? `SELECT json_array_elements_text(${placeholder}::json)` : `SELECT value FROM json_each(${placeholder})`;
   }
 
+  /**
+   * The database's clock, as SQL: what leases shared by instances are measured on, never an
+   * instance's own clock, which can run ahead, behind or jump. On SQLite, the text form the
+   * models write (sqliteTime), so comparisons with stored times stay textual.
+   */
+  get nowSql(): string {
+    return this.dialect === 'postgres' ? 'statement_timestamp()' : "(strftime('%Y-%m-%d %H:%M:%f', 'now') || ' +00:00')";
+  }
+
+  /** The database's clock `ms` milliseconds on, as SQL; `ms` is a placeholder (`$n`) bound to an integer. */
+  nowPlusSql(ms: string): string {
+    return this.dialect === 'postgres'
+      ? `(statement_timestamp() + ${ms}::integer * interval '1 millisecond')`
+      : `(strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.3f seconds', ${ms} / 1000.0)) || ' +00:00')`;
+  }
+
   /** `FOR UPDATE` where the dialect has it; SQLite serialises writers anyway. */
   get forUpdate(): string {
     return this.dialect === 'postgres' ? ' FOR UPDATE' : '';

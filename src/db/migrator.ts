@@ -11,6 +11,7 @@ import * as m0007 from './migrations/0007-refund-idempotency-key';
 import * as m0008 from './migrations/0008-webhook-fair-claims';
 import * as m0009 from './migrations/0009-webhook-secret-overlap';
 import * as m0010 from './migrations/0010-payment-requires-review';
+import * as m0011 from './migrations/0011-pending-since-refund-review';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -26,6 +27,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0008-webhook-fair-claims', m0008],
   ['0009-webhook-secret-overlap', m0009],
   ['0010-payment-requires-review', m0010],
+  ['0011-pending-since-refund-review', m0011],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -3,6 +3,7 @@ import { FakeStripe, StripeLikeBackend, type FakeHandler, type RecordedRequest }
 import { STRIPE_CHARGE_REPLAY_WINDOW_MS } from '../../src/gateways/stripe/stripe.gateway';
 import { simulatorChargeCount } from '../../src/gateways/simulator/simulator.state';
 import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS } from '../../src/modules/payments/payment.service';
+import { elapseDatabaseTime } from '../helpers/database-time';
 
 /**
  * When a gateway's answer is lost, the operation may have happened there. Nothing may then be
@@ -39,6 +40,14 @@ beforeEach(() => {
   backend = new StripeLikeBackend(SECRET);
   fake.reset(backend.handle);
 });
+
+/**
+ * As if `ms` passed on the database's clock for the payment or refund `id`, which recovery
+ * measures leases and ages on; other tests' pending rows keep their age.
+ */
+const elapse = (ms: number, id: string) => elapseDatabaseTime(app.server.services.db, ms, [id]);
+const recoverPayments = () => app.server.services.payments.recoverPending(new Date());
+const recoverRefunds = () => app.server.services.refunds.recoverPending(new Date());
 
 /** Stripe first, then the simulator, two attempts. */
 async function routeStripeThenSimulator(): Promise<void> {
@@ -137,10 +146,10 @@ describe('recovery of a charge', () => {
       last_payment_error: { type: 'card_error', code: 'processing_error', message: 'An error occurred while processing your card.' },
     });
     fake.reset(backend.handle);
-    // Soon after its lease: the gateway's answer is final, whatever the payment's age.
-    const soon = new Date(Date.now() + 5 * 60_000);
-    expect(soon.getTime() - Date.parse(p.createdAt)).toBeLessThan(NOT_FOUND_FINAL_AFTER_MS);
-    expect(await app.server.services.payments.recoverPending(soon)).toBe(1);
+    // Soon after its lease, long before "not found" could be final: the gateway's answer is final.
+    await elapse(5 * 60_000, p.id);
+    expect(5 * 60_000).toBeLessThan(NOT_FOUND_FINAL_AFTER_MS);
+    expect(await recoverPayments()).toBe(1);
     const after = (await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data;
     expect(after).toMatchObject({ status: 'failed', failureCode: 'processing_error' });
   });
@@ -184,7 +193,6 @@ describe('a refund Stripe accepted but has not settled', () => {
     expect(res.status).toBe(201);
     return { pay, refund: res.body.data };
   }
-  const afterLease = () => new Date(Date.now() + 5 * 60_000);
 
   it('should stay pending with its amount reserved, then fail and give the amount back when Stripe fails it', async () => {
     const { pay, refund } = await pendingRefund(600);
@@ -196,11 +204,22 @@ describe('a refund Stripe accepted but has not settled', () => {
     expect(await updates()).toEqual([600]);
     // Still pending at Stripe: recovery asks and leaves it. (Counts would include refunds other
     // tests left pending, so each refund is checked by its own status.)
-    await app.server.services.refunds.recoverPending(afterLease());
+    const refundLookups = () => fake.requests.filter((r) => r.method === 'GET' && r.pathname === '/v1/refunds').length;
+    const lookupsBefore = refundLookups();
+    await elapse(5 * 60_000, refund.id);
+    await recoverRefunds();
     expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.status).toBe('pending');
+    // That look-up settled nothing, yet it is among the payment's gateway calls.
+    expect(refundLookups()).toBeGreaterThan(lookupsBefore);
+    const calls = (await app.request('GET', `/v1/payments/${pay.id}/gateway-transactions?pageSize=100&sortDirection=asc`, { key })).body.data as Array<{ kind: string; refundId: string | null; outcome: string }>;
+    expect(calls.filter((c) => c.refundId === refund.id).map((c) => `${c.kind}:${c.outcome}`)).toEqual([
+      'refund:timeout', 'refund:timeout', 'status:timeout', // the request: refund, its repeat, a look-up
+      'status:timeout', // recovery's look-up
+    ]);
     for (const r of backend.refunds.values()) r.status = 'failed';
     // Asked again once the two-minute pause after the last look has passed.
-    await app.server.services.refunds.recoverPending(new Date(Date.now() + 10 * 60_000));
+    await elapse(5 * 60_000, refund.id);
+    await recoverRefunds();
     expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data).toMatchObject({ status: 'failed', failureCode: 'refund_failed' });
     expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(0);
     expect(await updates()).toEqual([0, 600]); // newest first
@@ -208,13 +227,14 @@ describe('a refund Stripe accepted but has not settled', () => {
 
   it('should not fail a refund Stripe does not know of until it is old enough: its request may still be on its way', async () => {
     const { pay, refund } = await pendingRefund(300);
-    const created = Date.parse((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.createdAt);
     // As if the refund request had not reached Stripe yet (its instance stalled past its lease).
     for (const [id, r] of backend.refunds) if (r.status === 'pending') backend.refunds.delete(id);
-    await app.server.services.refunds.recoverPending(new Date(created + 5 * 60_000));
+    await elapse(5 * 60_000, refund.id);
+    await recoverRefunds();
     expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.status).toBe('pending');
     expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(300);
-    await app.server.services.refunds.recoverPending(new Date(created + NOT_FOUND_FINAL_AFTER_MS + 60_000));
+    await elapse(NOT_FOUND_FINAL_AFTER_MS - 4 * 60_000, refund.id); // pending for NOT_FOUND_FINAL_AFTER_MS and a minute
+    await recoverRefunds();
     expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data).toMatchObject({ status: 'failed', failureCode: 'refund_failed' });
     expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(0);
   });
@@ -222,7 +242,8 @@ describe('a refund Stripe accepted but has not settled', () => {
   it('should succeed once Stripe settles it', async () => {
     const { pay, refund } = await pendingRefund(400);
     for (const r of backend.refunds.values()) r.status = 'succeeded';
-    await app.server.services.refunds.recoverPending(afterLease());
+    await elapse(5 * 60_000, refund.id);
+    await recoverRefunds();
     expect((await app.request('GET', `/v1/refunds/${refund.id}`, { key })).body.data.status).toBe('succeeded');
     expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(400);
   });
@@ -312,7 +333,8 @@ describe('recovery of a charge whose outcome stays unknown (search unavailable)'
     expect(p.status).toBe('pending');
     // Stripe now answers again, except its search.
     fake.reset(searchUnavailable(backend.handle));
-    await app.server.services.payments.recoverPending(new Date(Date.parse(p.createdAt) + 5 * 60_000));
+    await elapse(5 * 60_000, p.id);
+    await recoverPayments();
     const after = (await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data;
     expect(after).toMatchObject({ status: 'succeeded', gatewayId: stripeId });
     // The repeat got the stored answer: one PaymentIntent made, under the attempt's key.
@@ -330,7 +352,8 @@ describe('recovery of a charge whose outcome stays unknown (search unavailable)'
     const p = (await app.request('POST', '/v1/payments', { key, body: { amount: 2300, currency: 'usd', paymentMethod: 'pm_card_visa' } })).body.data;
     expect(p.status).toBe('pending');
     fake.reset(searchUnavailable(backend.handle));
-    await app.server.services.payments.recoverPending(new Date(Date.parse(p.createdAt) + STRIPE_CHARGE_REPLAY_WINDOW_MS + 60_000));
+    await elapse(STRIPE_CHARGE_REPLAY_WINDOW_MS + 60_000, p.id);
+    await recoverPayments();
     expect(fake.requests.filter((r) => r.method === 'POST')).toHaveLength(0);
     expect(backend.chargeCounts.get(`${p.id}_a1`)).toBeUndefined();
     expect((await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data.status).toBe('pending');
@@ -358,11 +381,11 @@ describe('recovery of a charge whose outcome stays unknown (search unavailable)'
       services.idempotency.answerIfRunning = answerIfRunning;
     }
     expect(p.status).toBe('pending');
-    const created = Date.parse(p.createdAt);
     fake.reset(searchUnavailable(backend.handle));
 
     const logsBefore = app.logs.length;
-    await app.server.services.payments.recoverPending(new Date(created + 5 * 60_000));
+    await elapse(5 * 60_000, p.id);
+    await recoverPayments();
     expect((await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data.status).toBe('pending');
     const warned = app.logs.slice(logsBefore).map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.paymentId === p.id);
     expect(warned).toEqual([expect.objectContaining({ level: 'warn', gatewayId: stripeId, via: 'status', reason: 'unavailable' })]);
@@ -370,9 +393,11 @@ describe('recovery of a charge whose outcome stays unknown (search unavailable)'
     expect(fake.requests.filter((r) => r.method === 'POST')).toHaveLength(0);
 
     // Just inside the bound it is still asked about and left pending.
-    await app.server.services.payments.recoverPending(new Date(created + UNKNOWN_OUTCOME_REVIEW_AFTER_MS - 60_000));
+    await elapse(UNKNOWN_OUTCOME_REVIEW_AFTER_MS - 6 * 60_000, p.id); // pending for the bound less a minute
+    await recoverPayments();
     expect((await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data.status).toBe('pending');
-    await app.server.services.payments.recoverPending(new Date(created + UNKNOWN_OUTCOME_REVIEW_AFTER_MS + 5 * 60_000));
+    await elapse(6 * 60_000, p.id);
+    await recoverPayments();
     const after = (await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data;
     expect(after).toMatchObject({ status: 'requires_review', failureCode: null });
     const events = (await app.request('GET', '/v1/events?type=payment.requires_review&pageSize=100', { key })).body.data as Array<{ data: { object: { id: string; status: string } } }>;
@@ -386,7 +411,8 @@ describe('recovery of a charge whose outcome stays unknown (search unavailable)'
 
     // No longer asked about.
     fake.reset(searchUnavailable(backend.handle));
-    await app.server.services.payments.recoverPending(new Date(created + UNKNOWN_OUTCOME_REVIEW_AFTER_MS + 60 * 60_000));
+    await elapse(60 * 60_000, p.id);
+    await recoverPayments();
     expect(fake.requests.filter((r) => (r.query.get('query') ?? '').includes(p.id))).toHaveLength(0);
 
     // Not refundable; its description and metadata can still be updated.
@@ -396,5 +422,33 @@ describe('recovery of a charge whose outcome stays unknown (search unavailable)'
     const patched = await app.request('PATCH', `/v1/payments/${p.id}`, { key, body: { metadata: { checked: 'no' } } });
     expect(patched.status).toBe(200);
     expect(patched.body.data).toMatchObject({ status: 'requires_review', metadata: { checked: 'no' } });
+  });
+});
+
+describe('the gateway transactions of a payment recovery could not settle', () => {
+  it('should list every call the gateway saw, the inconclusive ones of recovery included', async () => {
+    await app.request('PUT', '/v1/routing', { key, body: { rules: [], fallback: [stripeId], maxAttempts: 1 } });
+    // Nothing reaches Stripe's processing: every charge times out, every search is answered 404.
+    const notFound = { status: 404, body: { error: { type: 'invalid_request_error', message: 'Unrecognized request URL' } } };
+    fake.reset((req) => (req.method === 'GET' ? notFound : 'hang'));
+    const p = (await app.request('POST', '/v1/payments', { key, body: { amount: 2400, currency: 'usd', paymentMethod: 'pm_card_visa' } })).body.data;
+    expect(p.status).toBe('pending');
+    const chargeKey = `${p.id}_a1`;
+    const seenByGateway = () => fake.requests.filter((r) => r.headers['idempotency-key'] === chargeKey || (r.query.get('query') ?? '').includes(chargeKey));
+    const listed = async () => (await app.request('GET', `/v1/payments/${p.id}/gateway-transactions?pageSize=100&sortDirection=asc`, { key })).body.data as Array<{ kind: string; outcome: string }>;
+    expect(seenByGateway()).toHaveLength(3); // the charge, its repeat, the look-up
+    expect(await listed()).toHaveLength(3);
+
+    // Two recovery rounds: each repeats the charge (a test token is rebuilt exactly) and looks it
+    // up; none can tell, so the payment stays pending.
+    await elapse(5 * 60_000, p.id);
+    await recoverPayments();
+    await elapse(3 * 60_000, p.id); // past recovery's two-minute claim
+    await recoverPayments();
+    expect((await app.request('GET', `/v1/payments/${p.id}`, { key })).body.data.status).toBe('pending');
+    const calls = seenByGateway().map((r) => (r.method === 'POST' ? 'charge' : 'status'));
+    expect(calls).toEqual(['charge', 'charge', 'status', 'charge', 'status', 'charge', 'status']);
+    expect((await listed()).map((c) => c.kind)).toEqual(calls);
+    expect((await listed()).slice(3).map((c) => c.outcome)).toEqual(['timeout', 'retryable_error', 'timeout', 'retryable_error']);
   });
 });

@@ -88,6 +88,24 @@ describe('idempotency', () => {
     expect(again.text).toBe(first.text);
   });
 
+  it('should leave out only the card\'s CVC: a cvc anywhere else in the body is part of the request', async () => {
+    const body = { amount: 710, currency: 'usd', paymentMethod: 'pm_card_visa', metadata: { cvc: 'x' } };
+    const first = await create('idem-metadata-cvc', body, '/v1/payments');
+    expect(first.status).toBe(201);
+    const other = await create('idem-metadata-cvc', { ...body, metadata: { cvc: 'y' } }, '/v1/payments');
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    // The saved-card route's card is a card too: its CVC alone does not make another request.
+    const customer = (await app.request('POST', '/v1/customers', { key, body: { email: 'cvc-saved@example.com' } })).body.data;
+    const card = { number: '4242424242424242', expMonth: 4, expYear: 2032, cvc: '111' };
+    const path = `/v1/customers/${customer.id}/payment-methods`;
+    const saved = await create('idem-saved-cvc', { card }, path);
+    expect(saved.status).toBe(201);
+    const sameCard = await create('idem-saved-cvc', { card: { ...card, cvc: '222' } }, path);
+    expect(sameCard.headers['idempotent-replayed']).toBe('true');
+    expect(sameCard.text).toBe(saved.text);
+  });
+
   it("should not replay one API key's answer to another key of the account", async () => {
     const created = await create('idem-perm', { email: 'perm@example.com' });
     expect(created.status).toBe(201);

@@ -131,7 +131,7 @@ if (DIALECT === 'postgres') {
       };
     };
     const handle = (k: string, p: Payment): ObjectClaim => ({ scope: 'acct_batch_test:test', key: k, fingerprint: 'f', status: 201, objectId: p.id });
-    const pending = (p: Payment, k?: string) => ({ ctx: ctx(), payment: p, plan: '[]', leaseUntil: new Date(Date.now() + 60_000), searchText: '', idem: k ? handle(k, p) : undefined });
+    const pending = (p: Payment, k?: string) => ({ ctx: ctx(), payment: p, plan: '[]', leaseMs: 60_000, searchText: '', idem: k ? handle(k, p) : undefined });
 
     it('should let only the first of two writes with one Idempotency-Key submitted together insert', async () => {
       const w = writer();

@@ -1,13 +1,16 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { freshDatabase, type TestDatabase } from '../helpers/db';
-import { FixedClock } from '../../src/core/clock';
+import { FixedClock, ManualStopwatch } from '../../src/core/clock';
 import { operationKey, simulatorChargeCount, simulatorState } from '../../src/gateways/simulator/simulator.state';
 import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.service';
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
 import { LEASE_MS } from '../../src/modules/payments/lease-keeper';
+import { elapseDatabaseTime } from '../helpers/database-time';
 
 let database: TestDatabase;
 const clock = new FixedClock(new Date('2026-11-20T12:00:00.000Z'));
+/** Leases and the ages recovery goes by are on the database's clock (LeaseStore): tests move it with this. */
+const elapse = (app: TestApp, ms: number, ids?: string[]) => elapseDatabaseTime(app.server.services.db, ms, ids);
 
 beforeAll(async () => {
   database = await freshDatabase();
@@ -58,10 +61,11 @@ describe('crash safety of a charge', () => {
 
     // A new process on the same database: the recovery job finds the pending payment.
     app = await startTestApp({ database, clock });
-    clock.advance(LEASE_MS / 2);
-    // Still inside the lease the creating request last wrote: recovery must not touch it yet.
+    // Still inside the lease the creating request last wrote (moments ago on the database's
+    // clock): recovery must not touch it yet, however far this instance's clock jumps.
+    clock.advance(20 * 60_000);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0);
-    clock.advance(LEASE_MS);
+    await elapse(app, LEASE_MS);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
     const after = await app.server.services.db.select<{ status: string; gateway_id: string }>('SELECT status, gateway_id FROM payments WHERE id = $1', [row.id]);
     expect(after[0]).toMatchObject({ status: 'succeeded', gateway_id: BUILTIN_SIMULATOR_ID });
@@ -83,10 +87,9 @@ describe('crash safety of a charge', () => {
     const [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2600');
     // The simulator records a charge before answering it, so its "not found" is final at once
     // (a gateway whose search lags, like Stripe's, is believed only for old payments).
-    clock.advance(LEASE_MS / 2);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0);
     expect((await app.server.services.db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1', [row.id]))[0].status).toBe('pending');
-    clock.advance(LEASE_MS);
+    await elapse(app, LEASE_MS);
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
     const [after] = await app.server.services.db.select<{ status: string; failure_code: string }>('SELECT status, failure_code FROM payments WHERE id = $1', [row.id]);
     expect(after.status).toBe('failed');
@@ -111,7 +114,7 @@ describe('crash safety of a charge', () => {
       const early = await app.request('POST', '/v1/payments', { key, body, headers });
       expect(early.status).toBe(409);
       expect(early.body.error.code).toBe('idempotency_key_in_use');
-      clock.advance(6 * 60_000);
+      await elapse(app, 6 * 60_000);
       expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
       const retry = await app.request('POST', '/v1/payments', { key, body, headers });
       expect(retry.status).toBe(201);
@@ -140,7 +143,7 @@ describe('crash safety of a charge', () => {
       const first = await app.request('POST', '/v1/payments', { key, body, headers });
       expect(first.body.data.status).toBe('pending');
       payments.finish = finish;
-      clock.advance(6 * 60_000);
+      await elapse(app, 6 * 60_000);
       expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
       // A replay is the first answer, byte for byte, as for any other key.
       const retry = await app.request('POST', '/v1/payments', { key, body, headers });
@@ -173,8 +176,9 @@ describe('crash safety of a charge', () => {
         [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2940');
         if (!row) await new Promise((r) => setTimeout(r, 10));
       }
-      // Recovery takes over: the gateway never saw the charge, so the payment failed.
-      clock.advance(NOT_FOUND_FINAL_AFTER_MS + 60_000);
+      // Its heartbeats stop getting through, long enough for recovery to take over: the gateway
+      // never saw the charge, so the payment failed.
+      await elapse(app, NOT_FOUND_FINAL_AFTER_MS + 60_000, [row!.id]);
       expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
       const replayed = await app.request('POST', '/v1/payments', { key, body, headers });
       expect(replayed.body.data).toMatchObject({ id: row!.id, status: 'failed' });
@@ -209,10 +213,11 @@ describe('crash safety of a charge', () => {
     app = await startTestApp({ database, clock });
     try {
       // The old payment's lease ran out long ago; the later one's has not.
+      await elapse(app, 25 * 3_600_000, [old.body.data.id]);
       expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
       expect((await app.request('GET', `/v1/payments/${old.body.data.id}`, { key })).body.data.status).toBe('succeeded');
       expect((await keyState(app, 'expired-and-reclaimed')).state).toBe('running');
-      clock.advance(6 * 60_000);
+      await elapse(app, 6 * 60_000);
       expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
       const retry = await app.request('POST', '/v1/payments', { key, body: { amount: 2931, currency: 'usd', paymentMethod: 'pm_card_visa' }, headers });
       expect(retry.headers['idempotent-replayed']).toBe('true');
@@ -223,12 +228,13 @@ describe('crash safety of a charge', () => {
   });
 
   it('should call no gateway once the pending write has used up the lease, leaving the payment to recovery', async () => {
-    const app = await startTestApp({ database, clock });
+    const stopwatch = new ManualStopwatch();
+    const app = await startTestApp({ database, clock, serviceOptions: { stopwatch } });
     const service = app.server.services.payments as unknown as { insertPending: (...a: unknown[]) => Promise<void> };
     const insertPending = service.insertPending.bind(service);
     service.insertPending = async (...args: unknown[]) => {
       await insertPending(...args);
-      clock.advance(2 * 60_000); // a stalled database or process: recovery could already own the row
+      stopwatch.advance(2 * 60_000); // a stalled database or process: recovery could already own the row
     };
     try {
       const res = await app.request('POST', '/v1/payments', { key: app.account.testKey, body: { amount: 2700, currency: 'usd', paymentMethod: 'pm_card_visa' } });
@@ -241,7 +247,8 @@ describe('crash safety of a charge', () => {
   });
 
   it('should call no gateway for a refund once its pending write has used up the lease, leaving it to recovery', async () => {
-    const app = await startTestApp({ database, clock });
+    const stopwatch = new ManualStopwatch();
+    const app = await startTestApp({ database, clock, serviceOptions: { stopwatch } });
     try {
       const key = app.account.testKey;
       const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 2800, currency: 'usd', paymentMethod: 'pm_card_visa' } });
@@ -249,7 +256,7 @@ describe('crash safety of a charge', () => {
       const gateways = app.server.services.gateways as unknown as { connector: (...a: unknown[]) => Promise<unknown> };
       const connector = gateways.connector.bind(gateways);
       gateways.connector = async (...args: unknown[]) => {
-        clock.advance(2 * 60_000); // stalled after the refund's pending write
+        stopwatch.advance(2 * 60_000); // stalled after the refund's pending write
         return connector(...args);
       };
       const refund = await app.request('POST', '/v1/refunds', { key, body: { paymentId: pay.body.data.id, amount: 800 } });
@@ -283,7 +290,7 @@ describe("crash safety of a refund's Idempotency-Key", () => {
       const early = await app.request('POST', '/v1/refunds', { key, body, headers });
       expect(early.status).toBe(409);
       expect(early.body.error.code).toBe('idempotency_key_in_use');
-      clock.advance(6 * 60_000);
+      await elapse(app, 6 * 60_000);
       // (An earlier test's refund may be settled in the same pass.)
       expect(await app.server.services.refunds.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
       const retry = await app.request('POST', '/v1/refunds', { key, body, headers });
@@ -382,7 +389,7 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
       // Still pending: its request may yet answer, so the key is in use.
       const early = await app.request('POST', '/graphql', { key, body, headers });
       expect(early.body.errors[0].extensions.code).toBe('idempotency_key_in_use');
-      clock.advance(6 * 60_000);
+      await elapse(app, 6 * 60_000);
       expect(await app.server.services.payments.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
       const retry = await app.request('POST', '/graphql', { key, body, headers });
       expect(retry.status).toBe(200);
@@ -419,7 +426,7 @@ describe("crash safety of a GraphQL mutation's Idempotency-Key", () => {
     app = await startTestApp({ database, clock });
     try {
       expect((await app.request('POST', '/graphql', { key, body, headers })).body.errors[0].extensions.code).toBe('idempotency_key_in_use');
-      clock.advance(6 * 60_000);
+      await elapse(app, 6 * 60_000);
       expect(await app.server.services.refunds.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
       const retry = await app.request('POST', '/graphql', { key, body, headers });
       expect(retry.headers['idempotent-replayed']).toBe('true');

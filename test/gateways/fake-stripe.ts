@@ -25,8 +25,12 @@ export interface FakeResponse {
   headers?: Record<string, string>;
 }
 
-/** 'hang' never answers (for timeouts); 'reset' drops the connection without answering. */
-export type FakeHandler = (req: RecordedRequest) => FakeResponse | 'hang' | 'reset';
+/**
+ * 'hang' never answers (for timeouts); 'reset' drops the connection without answering; a promise
+ * answers when it settles (a gateway answering late).
+ */
+export type FakeAnswer = FakeResponse | 'hang' | 'reset';
+export type FakeHandler = (req: RecordedRequest) => FakeAnswer | Promise<FakeAnswer>;
 
 let tlsMaterial: Promise<{ cert: string; key: string }> | null = null;
 
@@ -61,7 +65,7 @@ export class FakeStripe {
     const listener: http.RequestListener = (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
+      req.on('end', async () => {
         const rawBody = Buffer.concat(chunks).toString('utf8');
         const url = new URL(req.url ?? '/', 'https://127.0.0.1');
         const formPairs = [...new URLSearchParams(rawBody).entries()];
@@ -76,9 +80,9 @@ export class FakeStripe {
           form: Object.fromEntries(formPairs),
         };
         fake!.requests.push(recorded);
-        let answer: FakeResponse | 'hang' | 'reset';
+        let answer: FakeAnswer;
         try {
-          answer = fake!.handler(recorded);
+          answer = await fake!.handler(recorded);
         } catch (err) {
           answer = { status: 599, body: { error: { type: 'fake_assertion', message: (err as Error).message } } };
         }

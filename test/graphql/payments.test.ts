@@ -30,6 +30,24 @@ describe('GraphQL payments, refunds, gateways and routing', () => {
     expect(notRefundable.body.errors[0].extensions.code).toBe('refund_exceeds_remaining');
   });
 
+  it("should leave only the card's CVC out of a mutation's idempotency fingerprint", async () => {
+    const query = 'mutation($input: CreatePaymentInput!) { createPayment(input: $input) { id status } }';
+    const send = (input: Record<string, unknown>, idempotencyKey: string) =>
+      app.request('POST', '/graphql', { key: app.account.testKey, body: { query, variables: { input } }, headers: { 'Idempotency-Key': idempotencyKey } });
+    const base = { amount: 720, currency: 'usd', paymentMethod: 'pm_card_visa' };
+    const first = await send({ ...base, metadata: { cvc: 'x' } }, 'gql-metadata-cvc');
+    expect(first.body.data.createPayment.status).toBe('succeeded');
+    const other = await send({ ...base, metadata: { cvc: 'y' } }, 'gql-metadata-cvc');
+    expect(other.body.errors[0].extensions.code).toBe('idempotency_key_reused');
+    // input.card is a card: another CVC alone is the same request, replayed.
+    const card = { number: '4242424242424242', expMonth: 5, expYear: 2033, cvc: '321' };
+    const paid = await send({ ...base, paymentMethod: 'card', card }, 'gql-cvc-of-card');
+    expect(paid.body.data.createPayment.status).toBe('succeeded');
+    const again = await send({ ...base, paymentMethod: 'card', card: { ...card, cvc: '654' } }, 'gql-cvc-of-card');
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.data).toEqual(paid.body.data);
+  });
+
   it('should never quote card data in an input error, even past text holding "; " or \' at "\'', async () => {
     const CVC = /(?<![0-9A-Za-z])987(?![0-9A-Za-z])/;
     const number = '4000056655665556';

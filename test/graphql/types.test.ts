@@ -53,7 +53,7 @@ describe('GraphQL types match the REST contract', () => {
     expect((await fieldTypes('Payment')).status).toEqual({ kind: 'ENUM', name: 'PaymentStatus' });
     expect(await enumValues('PaymentStatus')).toEqual(['pending', 'succeeded', 'failed', 'canceled', 'requires_review']);
     expect((await fieldTypes('Refund')).status).toEqual({ kind: 'ENUM', name: 'RefundStatus' });
-    expect(await enumValues('RefundStatus')).toEqual(['pending', 'succeeded', 'failed']);
+    expect(await enumValues('RefundStatus')).toEqual(['pending', 'succeeded', 'failed', 'requires_review']);
     expect((await fieldTypes('WebhookEndpoint')).status).toEqual({ kind: 'ENUM', name: 'WebhookEndpointStatus' });
     expect(await enumValues('WebhookEndpointStatus')).toEqual(['enabled', 'disabled']);
     expect((await fieldTypes('WebhookDeliveryAttempt')).status).toEqual({ kind: 'ENUM', name: 'WebhookDeliveryAttemptStatus' });

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Database } from '../../src/db/database';
+import { Database, readTime } from '../../src/db/database';
 import { MODELS } from '../../src/db/models';
 import { createMigrator } from '../../src/db/migrator';
 import { freshDatabase, DIALECT } from '../helpers/db';
@@ -77,6 +77,40 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
     }
   });
 
+  it('should date the rows pending before 0011 from their creation, and give back the refunds it marked for review as succeeded', async () => {
+    const database = await freshDatabase();
+    const db = new Database({ url: database.url, models: MODELS });
+    try {
+      await db.init();
+      const migrator = createMigrator(db);
+      await migrator.up({ to: '0010-payment-requires-review' });
+      const created = new Date('2026-01-02T03:04:05.678Z');
+      const insertPayment = (id: string, status: string) => db.execute(
+        `INSERT INTO payments (id, account_id, mode, amount, currency, original_currency, payment_method, status, created_at, updated_at)
+         VALUES ($1, 'acct_1', 'test', 500, 'USD', 'USD', 'pm_card_visa', $2, $3, $3)`, [id, status, created]);
+      const insertRefund = (id: string, status: string) => db.execute(
+        `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, status, created_at, updated_at)
+         VALUES ($1, 'acct_1', 'test', 'pay_pending', 100, 'USD', $2, $3, $3)`, [id, status, created]);
+      await insertPayment('pay_pending', 'pending');
+      await insertPayment('pay_done', 'succeeded');
+      await insertRefund('re_pending', 'pending');
+      await insertRefund('re_done', 'failed');
+      await migrator.up();
+      const since = async (table: string, id: string) => readTime((await db.select<{ s: unknown }>(`SELECT pending_since AS s FROM ${table} WHERE id = $1`, [id]))[0].s);
+      expect(await since('payments', 'pay_pending')).toEqual(created);
+      expect(await since('refunds', 're_pending')).toEqual(created);
+      expect(await since('payments', 'pay_done')).toBeNull();
+      expect(await since('refunds', 're_done')).toBeNull();
+      // A refund's status now holds requires_review; rolled back, it reads as the refund it was: made.
+      await db.execute("UPDATE refunds SET status = 'requires_review' WHERE id = 're_done'");
+      await migrator.down({ to: '0011-pending-since-refund-review' });
+      expect((await db.select<{ status: string }>("SELECT status FROM refunds WHERE id = 're_done'"))[0].status).toBe('succeeded');
+    } finally {
+      await db.close();
+      await database.drop();
+    }
+  });
+
   it('should index every list filter and sort column', async () => {
     const database = await freshDatabase();
     const db = new Database({ url: database.url, models: MODELS });
@@ -122,8 +156,11 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
         .toContain('payments_subscription_idx');
       expect(await plan('SELECT id FROM gateway_transactions WHERE account_id = $1 AND mode = $2 AND refund_id = $3 ORDER BY created_at DESC, id DESC LIMIT 10', ['a', 'test', 're_1']))
         .toContain('gtx_refund_idx');
-      expect(await plan("SELECT id FROM payments WHERE status = 'pending' AND lease_until < $1 ORDER BY lease_until LIMIT 50", [new Date()]))
+      // Recovery's look, with leases on the database's clock.
+      expect(await plan(`SELECT id FROM payments WHERE status = 'pending' AND lease_until < ${db.nowSql} ORDER BY lease_until LIMIT 50`, []))
         .toContain('payments_pending_idx');
+      expect(await plan(`SELECT id FROM refunds WHERE status = 'pending' AND lease_until < ${db.nowSql} ORDER BY lease_until LIMIT 50`, []))
+        .toContain('refunds_pending_idx');
       expect(await indexed('refunds')).toEqual(expect.arrayContaining(['account_id,mode,payment_id,created_at,id', 'account_id,mode,status,created_at,id']));
       expect(await indexed('gateways')).toEqual(expect.arrayContaining(['account_id,mode,type,created_at,id', 'account_id,mode,name,id']));
       expect(await indexed('webhook_deliveries')).toEqual(expect.arrayContaining(['account_id,mode,endpoint_id,created_at,id']));

@@ -22,25 +22,39 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** The body with every `cvc` left out, at any depth: a CVC is never kept in any form. */
-function withoutCvc(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutCvc);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([k]) => k !== 'cvc').map(([k, v]) => [k, withoutCvc(v)]));
-  }
-  return value;
+/**
+ * The body without its card's `cvc`: a CVC is never kept in any form. Only where a card object
+ * sits: `card` at the top of a REST body (a payment, a saved card), `input.card` in a GraphQL
+ * mutation's arguments. A `cvc` anywhere else (a metadata key, say) is data like any other: the
+ * same key with another value there is another request.
+ */
+function withoutCardCvc(body: unknown): unknown {
+  if (!isObject(body)) return body;
+  const out: Record<string, unknown> = { ...body };
+  if (isObject(out.card)) out.card = withoutCvc(out.card);
+  if (isObject(out.input) && isObject(out.input.card)) out.input = { ...out.input, card: withoutCvc(out.input.card) };
+  return out;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function withoutCvc(card: Record<string, unknown>): Record<string, unknown> {
+  const { cvc: _cvc, ...rest } = card;
+  return rest;
 }
 
 /**
  * What identifies a request under an Idempotency-Key: method, path, the API key sending it and
  * the body. Stored, so it is a keyed HMAC (a plain hash of a body holding a card number could be
- * reversed by guessing the missing digits) of the body without its CVC. Another API key of the
+ * reversed by guessing the missing digits) of the body without its card's CVC. Another API key of the
  * account sending the same key gets `idempotency_key_reused`, never the first key's answer: it
  * may lack the permissions that answer needed.
  */
 function requestFingerprint(key: Buffer, method: string, path: string, requester: string | undefined, body: unknown): string {
   return createHmac('sha256', key)
-    .update(`${method.toUpperCase()} ${path}\n${requester ?? ''}\n${canonicalJson(withoutCvc(body ?? {}))}`)
+    .update(`${method.toUpperCase()} ${path}\n${requester ?? ''}\n${canonicalJson(withoutCardCvc(body ?? {}))}`)
     .digest('hex');
 }
 

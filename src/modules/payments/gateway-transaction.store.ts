@@ -69,6 +69,15 @@ export class GatewayTransactionStore {
     await this.db.execute(this.insertSql(ctx, owner, entries, p), p.values, t);
   }
 
+  /**
+   * The calls on their own, for an operation whose state does not change with them (recovery
+   * asked and could not conclude): they are still calls the gateway saw.
+   */
+  async record(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.db.transaction((t) => this.insert(ctx, t, owner, entries));
+  }
+
   /** One INSERT for all `entries` (at least one). */
   private insertSql(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, entries: PendingTransaction[], p: Params): string {
     const now = ctx.clock.now();

@@ -15,7 +15,8 @@ export interface PendingWrite {
   ctx: RequestContext;
   payment: Payment;
   plan: string;
-  leaseUntil: Date;
+  /** The lease the row is written with, from the database's now. */
+  leaseMs: number;
   searchText: string;
   idem?: ObjectClaim;
 }
@@ -94,19 +95,20 @@ export class PaymentBatchStore {
 
   private async insertPending(items: PendingWrite[]): Promise<boolean[]> {
     const p = new Params();
-    const rows = items.map(({ ctx, payment, plan, leaseUntil, searchText, idem }) => ({
-      ...pendingRow(ctx, payment, plan, leaseUntil, searchText, idem?.key ?? null),
+    const rows = items.map(({ ctx, payment, plan, leaseMs, searchText, idem }) => ({
+      ...pendingRow(ctx, payment, plan, searchText, idem?.key ?? null),
+      lease_ms: Math.ceil(leaseMs),
       idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null, idem_hash: idem?.fingerprint ?? null,
       // The key is claimed for this payment, and answered below only while it still is.
       idem_object: idem?.objectId ?? null,
     }));
     const input = p.add(this.db.jsonParam(rows), 'json');
     const inserted = await this.db.select<{ id: string }>(
-      `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset(${input}) AS i(${recordsetDefinition(PENDING_COLUMNS)}, ${IDEMPOTENCY_CLAIM_INPUT})),
+      `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset(${input}) AS i(${recordsetDefinition(PENDING_COLUMNS)}, lease_ms int, ${IDEMPOTENCY_CLAIM_INPUT})),
       ${cteList([this.keys.claimPart('claim', 'input', p)])},
       ins AS (
-        INSERT INTO payments (${columnList(PENDING_COLUMNS)})
-        SELECT ${columnList(PENDING_COLUMNS, 'i.')}
+        INSERT INTO payments (${columnList(PENDING_COLUMNS)}, lease_until, pending_since)
+        SELECT ${columnList(PENDING_COLUMNS, 'i.')}, ${this.db.nowPlusSql('i.lease_ms')}, ${this.db.nowSql}
           FROM input i
          WHERE i.idem_key IS NULL
             OR EXISTS (SELECT 1 FROM claim c WHERE c.scope = i.idem_scope AND c.idempotency_key = i.idem_key)

@@ -89,7 +89,7 @@ export class PaymentCharger {
     const log: PendingTransaction[] = [];
     let last: { result: GatewayResult; gatewayId: string } | null = null;
     for (let i = 0; i < plan.length; i++) {
-      if (!this.leases.holds('payments', payment.id, ctx.clock.now())) {
+      if (!this.leases.holds('payments', payment.id)) {
         this.logger.warn({ requestId: ctx.requestId, paymentId: payment.id, attempt: i + 1 }, 'payment lease no longer fresh (heartbeats failing or the process stalled); left to recovery');
         return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: true };
       }

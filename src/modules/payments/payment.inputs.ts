@@ -50,7 +50,7 @@ export const createRefundInput = z
   .strict();
 
 export const listRefundsInput = listSchema(['createdAt', 'amount'] as const, {
-  status: z.enum(['pending', 'succeeded', 'failed'], { error: 'status must be pending, succeeded or failed' }).optional(),
+  status: z.enum(['pending', 'succeeded', 'failed', 'requires_review'], { error: 'status must be pending, succeeded, failed or requires_review' }).optional(),
   paymentId: z.string().max(64).optional(),
 });
 

@@ -30,7 +30,10 @@ export class PaymentModel extends Model {
   /** JSON array of gateway ids, as text. */
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '[]' }) declare routingPlan: string;
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '' }) declare searchText: string;
+  /** On the database's clock, as `pendingSince`: see LeaseStore. */
   @Column(DataType.DATE(3)) declare leaseUntil: Date | null;
+  /** When the row was written pending, on the database's clock (recovery measures ages on it). */
+  @Column(DataType.DATE(3)) declare pendingSince: Date | null;
   /** JSON array of gateway attempts, as text. */
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '[]' }) declare attempts: string;
   @Column(DataType.STRING(64)) declare invoiceId: string | null;

@@ -11,19 +11,22 @@ import type { Payment, PaymentAttempt, PaymentMethodDetails } from './payment.ty
  */
 type Columns = ReadonlyArray<readonly [column: string, pgType: string]>;
 
-/** The pending row written before any gateway is called. */
+/**
+ * The pending row written before any gateway is called (its `lease_until` and `pending_since`
+ * come from the database's clock, in the statement: see LeaseStore).
+ */
 export const PENDING_COLUMNS: Columns = [
   ['id', 'text'], ['account_id', 'text'], ['mode', 'text'], ['customer_id', 'text'], ['amount', 'bigint'], ['currency', 'text'],
   ['original_currency', 'text'], ['original_amount', 'bigint'], ['exchange_rate', 'text'], ['payment_method', 'text'],
   ['payment_method_details', 'text'], ['description', 'text'], ['metadata', 'text'], ['status', 'text'], ['amount_refunded', 'bigint'],
   ['routing_plan', 'text'], ['attempts', 'text'], ['invoice_id', 'text'], ['subscription_id', 'text'], ['checkout_session_id', 'text'],
   ['payment_link_id', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'], ['search_text', 'text'],
-  ['lease_until', 'timestamptz'], ['idempotency_key', 'text'],
+  ['idempotency_key', 'text'],
 ];
 
 /** `idempotencyKey`: the key claimed in the same write (see ObjectClaim), if any. */
 export function pendingRow(
-  ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, searchText: string, idempotencyKey: string | null,
+  ctx: RequestContext, payment: Payment, plan: string, searchText: string, idempotencyKey: string | null,
 ): Record<string, unknown> {
   const created = new Date(payment.createdAt);
   return {
@@ -33,7 +36,7 @@ export function pendingRow(
     payment_method_details: JSON.stringify(payment.paymentMethodDetails), description: payment.description,
     metadata: JSON.stringify(payment.metadata), status: 'pending', amount_refunded: 0, routing_plan: plan, attempts: '[]',
     invoice_id: payment.invoiceId, subscription_id: payment.subscriptionId, checkout_session_id: payment.checkoutSessionId,
-    payment_link_id: payment.paymentLinkId, created_at: created, updated_at: created, search_text: searchText, lease_until: leaseUntil,
+    payment_link_id: payment.paymentLinkId, created_at: created, updated_at: created, search_text: searchText,
     idempotency_key: idempotencyKey,
   };
 }

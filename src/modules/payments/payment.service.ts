@@ -33,6 +33,16 @@ import { PAYMENT_CREATED_STATUS, type Payment, type PaymentAttempt, type Payment
 export type { Payment, PaymentAttempt, PaymentLinks, PaymentMethodDetails } from './payment.types';
 export { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS } from './pending-recovery';
 
+/** A pending payment recovery took over (PaymentStore.pendingPastLease). */
+interface RecoveredPayment {
+  payment: Payment;
+  accountId: string;
+  plan: string[];
+  idempotencyKey: string | null;
+  /** How long it has been pending, on the database's clock. */
+  pendingMs: number;
+}
+
 interface ResolvedMethod {
   source: ChargeRequest['source'];
   details: PaymentMethodDetails;
@@ -148,12 +158,12 @@ export class PaymentService {
     // Intent first: a crash after this leaves a pending row the recovery job resolves. The
     // lease is renewed while this request works on the payment; recovery takes over only once
     // it has run out (this process died, or lost the database for longer than a lease).
-    const leaseUntil = this.leases.firstLease(now);
+    const leaseStart = this.leases.leaseStart();
     // The key and the payment name each other: if this process dies before the settling write,
     // recovery stores the settled payment as the key's answer.
     const claim = idem ? claimFor(idem, payment.id, PAYMENT_CREATED_STATUS) : undefined;
-    await this.insertPending(ctx, payment, JSON.stringify(plan), leaseUntil, claim, idem?.requester);
-    const release = this.leases.hold('payments', payment.id, leaseUntil);
+    await this.insertPending(ctx, payment, JSON.stringify(plan), claim, idem?.requester);
+    const release = this.leases.hold('payments', payment.id, leaseStart);
     try {
       const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source);
       return await this.finish(ctx, payment, outcome, claim);
@@ -169,9 +179,9 @@ export class PaymentService {
   }
 
   // The three steps of a charge, each a seam where a crash can be simulated (tests replace them).
-  private async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim: ObjectClaim | undefined, requester: string | undefined): Promise<void> {
+  private async insertPending(ctx: RequestContext, payment: Payment, plan: string, claim: ObjectClaim | undefined, requester: string | undefined): Promise<void> {
     // A taken key ends the request with its stored answer or a 409, before anything is written.
-    await this.idempotency.foldedClaim(claim, requester, async () => ((await this.store.insertPending(ctx, payment, plan, leaseUntil, claim)) ? true : null));
+    await this.idempotency.foldedClaim(claim, requester, async () => ((await this.store.insertPending(ctx, payment, plan, this.leases.leaseMs, claim)) ? true : null));
   }
 
   private chargeAlongPlan(ctx: RequestContext, payment: Payment, plan: string[], source: ChargeRequest['source']): Promise<ChargeOutcome> {
@@ -277,22 +287,63 @@ export class PaymentService {
    * out is first repeated under its idempotency key (where the gateway replays stored answers
    * and the request can be rebuilt), then each planned gateway is asked about the charge under
    * its key; never charges twice. Unknown past UNKNOWN_OUTCOME_REVIEW_AFTER_MS: `requires_review`.
+   * Leases and ages are on the database's clock (LeaseStore); `now` is the business time the
+   * changes are stamped with.
    */
   async recoverPending(now: Date, limit = 50): Promise<number> {
-    const rows = await this.store.pendingPastLease(now, limit);
-    return recoverRows(this.leaseStore, this.logger, { table: 'payments', idField: 'paymentId' }, rows, now, (row) => this.recoverOne(row, now));
+    const rows = await this.store.pendingPastLease(limit);
+    return recoverRows(this.leaseStore, this.logger, { table: 'payments', idField: 'paymentId' }, rows, (row) => this.recoverOne(row, now));
   }
 
-  private async recoverOne(row: { payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null }, now: Date): Promise<boolean> {
+  private async recoverOne(row: RecoveredPayment, now: Date): Promise<boolean> {
+    const ctx = systemContext(row.accountId, row.payment.livemode ? 'live' : 'test', now, `recovery_${row.payment.id}`);
+    // Every call recovery makes is a gateway transaction, conclusive or not: written with the
+    // settling write when there is one, else on its own (nothing else changes then).
+    const log: PendingTransaction[] = [];
+    let settling = false;
+    try {
+      const settled = await this.askGateways(ctx, row, now, log, () => {
+        settling = true;
+      });
+      if (!settled) await this.gtx.record(ctx, { paymentId: row.payment.id }, log);
+      return settled;
+    } catch (err) {
+      // A settling write that failed may still have committed (a connection lost after COMMIT):
+      // its calls are not written a second time.
+      if (!settling) await this.recordAfterFailure(ctx, { paymentId: row.payment.id }, log);
+      throw err;
+    }
+  }
+
+  /** The calls of a recovery round that failed midway; a failure to write them is logged, not thrown over the first. */
+  private async recordAfterFailure(ctx: RequestContext, owner: { paymentId: string }, log: PendingTransaction[]): Promise<void> {
+    try {
+      await this.gtx.record(ctx, owner, log);
+    } catch (err) {
+      this.logger.error({ ...owner, calls: log.length, err: errorForLog(err) }, 'payment recovery: its gateway calls could not be recorded');
+    }
+  }
+
+  /**
+   * One recovery round of a payment: asks its gateways (each call pushed to `log`) and settles
+   * it when they tell (`settling` is called just before the settling write); false when it stays pending.
+   */
+  private async askGateways(
+    ctx: RequestContext,
+    row: RecoveredPayment,
+    now: Date,
+    log: PendingTransaction[],
+    settling: () => void,
+  ): Promise<boolean> {
     const { payment, plan } = row;
-    const ctx = systemContext(row.accountId, payment.livemode ? 'live' : 'test', now, `recovery_${payment.id}`);
     // The creating request's key: the settled payment becomes its answer if that request died.
     const claim = row.idempotencyKey ? recoveredKey(ctx, row.idempotencyKey, PAYMENT_CREATED_STATUS, payment.id) : undefined;
-    const log: PendingTransaction[] = [];
     const attempts: PaymentAttempt[] = [];
     let found: { result: GatewayResult; gatewayId: string } | null = null;
     let unknown = false;
-    const ageMs = now.getTime() - new Date(payment.createdAt).getTime();
+    // How long it has been pending, on the database's clock: a jump of this instance's clock
+    // must not make a gateway's "not found" final while the charge may be on its way.
+    const ageMs = row.pendingMs;
     const notFoundIsFinal = ageMs >= NOT_FOUND_FINAL_AFTER_MS;
     const timedOutAt = timedOutAttemptIndex(payment, plan);
     const unresolvedAt = (i: number, via: 'repeat' | 'status', result: GatewayResult, reason: 'unknown' | 'unavailable' | 'not_found_yet') =>
@@ -342,6 +393,7 @@ export class PaymentService {
         ...payment, status: 'requires_review', failureCode: null, failureMessage: null,
         attempts: [...payment.attempts, ...attempts], updatedAt: now.toISOString(),
       };
+      settling();
       const stored = await this.store.settle(ctx, review, log, null, claim);
       if (stored.status === 'requires_review') {
         this.logger.warn({ paymentId: payment.id, ageMs }, 'payment outcome still unknown; marked requires_review, recovery stops asking');
@@ -351,6 +403,7 @@ export class PaymentService {
     const result: GatewayResult = found?.result ?? {
       outcome: 'declined', reference: null, declineCode: 'processing_error', message: 'The payment was not completed.', latencyMs: 0, request: {}, response: {},
     };
+    settling();
     await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false }, claim);
     return true;
   }

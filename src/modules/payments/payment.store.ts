@@ -1,18 +1,19 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
-import { readJson } from '../../db/database';
+import { readJson, readTime } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, likePattern, listPage, newestPerParent } from '../../db/list';
 import { Params } from '../../db/params';
 import type { RequestContext } from '../../core/context';
 import type { ObjectClaim } from '../../core/idempotency';
 import type { Page } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
+import { pendingForMs } from './lease.store';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import { PaymentBatchStore, type PaymentBatchOptions } from './payment-batch.store';
 import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
-import type { Payment } from './payment.types';
+import type { Payment, PaymentAttempt } from './payment.types';
 
 type Scope = { accountId: string; mode: string };
 
@@ -30,7 +31,7 @@ export class PaymentStore {
     private readonly events: EventService,
     private readonly gtx: GatewayTransactionStore,
     private readonly keys: IdempotencyStore,
-    logger: Logger,
+    private readonly logger: Logger,
     // One statement of each kind at a time: measured best on a 2-core machine (bench/README.md),
     // since larger batches cost less per payment than statements run side by side.
     batchOptions: PaymentBatchOptions = { maxBatch: 64, maxInFlight: 1 },
@@ -42,20 +43,23 @@ export class PaymentStore {
   }
 
   /**
-   * The pending row. With an Idempotency-Key the key is claimed in the same write; false when the
-   * key is already held (nothing written: see IdempotencyService.foldedClaim).
+   * The pending row, leased for `leaseMs` from the database's now (see LeaseStore). With an
+   * Idempotency-Key the key is claimed in the same write; false when the key is already held
+   * (nothing written: see IdempotencyService.foldedClaim).
    */
-  insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim: ObjectClaim | undefined): Promise<boolean> {
+  insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim: ObjectClaim | undefined): Promise<boolean> {
     return this.db.dialect === 'postgres'
-      ? this.batch.writePending({ ctx, payment, plan, leaseUntil, searchText: searchText(payment), idem: claim })
-      : this.insertPendingAlone(ctx, payment, plan, leaseUntil, claim);
+      ? this.batch.writePending({ ctx, payment, plan, leaseMs, searchText: searchText(payment), idem: claim })
+      : this.insertPendingAlone(ctx, payment, plan, leaseMs, claim);
   }
 
   /** SQLite: the claim of the key (if any) and the insert in one transaction; false when the key is taken. */
-  private async insertPendingAlone(ctx: RequestContext, payment: Payment, plan: string, leaseUntil: Date, claim?: ObjectClaim): Promise<boolean> {
+  private async insertPendingAlone(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim?: ObjectClaim): Promise<boolean> {
     const p = new Params();
-    const row = pendingRow(ctx, payment, plan, leaseUntil, searchText(payment), claim?.key ?? null);
-    const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}) VALUES (${PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ')})`;
+    const row = pendingRow(ctx, payment, plan, searchText(payment), claim?.key ?? null);
+    const values = PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ');
+    const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}, lease_until, pending_since)
+      VALUES (${values}, ${this.db.nowPlusSql(p.add(Math.ceil(leaseMs)))}, ${this.db.nowSql})`;
     if (!claim) {
       await this.db.execute(insert, p.values);
       return true;
@@ -70,23 +74,59 @@ export class PaymentStore {
   /**
    * The settling write: the outcome (or `requires_review`, recovery's giving up), the gateway calls, the event (with its webhook deliveries)
    * and the key's answer, together and only while the payment is still pending. Returns the
-   * payment as stored (as another writer settled it, when one got there first).
+   * payment as stored (as another writer settled it, when one got there first; see settledElsewhere).
    */
   async settle(ctx: RequestContext, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined): Promise<Payment> {
     const eventType = outcomeEvent(done);
     if (this.db.dialect === 'postgres') {
       const changed = await this.batch.writeFinal({ ctx, done, doneJson: JSON.stringify(done), reference, log, eventType, idem: claim });
-      return changed ? done : ((await this.find(ctx, done.id)) as Payment);
+      return changed ? done : this.db.transaction((t) => this.settledElsewhere(ctx, t, done, reference));
     }
     return this.db.transaction(async (t) => {
       const p = new Params();
       const changed = await this.db.execute(outcomeUpdateSql(done, reference, p), p.values, t);
       await this.gtx.insert(ctx, t, { paymentId: done.id }, log);
       if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
-      if (changed === 0) return (await this.find(ctx, done.id, t)) as Payment;
+      if (changed === 0) return this.settledElsewhere(ctx, t, done, reference);
       if (claim) await this.keys.answer(t, claim, claim.status, JSON.stringify(done));
       return done;
     });
+  }
+
+  /**
+   * A settling write that found the payment no longer pending: another writer settled it first
+   * (recovery, or a racing request). Returns it as stored, except when the gateway reports a
+   * charge succeeded on a payment recorded as not charged (recovery failed it, its gateway's
+   * "not found" looking final): that money moved, so the success is never dropped. The payment
+   * becomes `requires_review`, with the charge's gateway, reference and attempts and its event,
+   * in this transaction, and a warning is logged. The Idempotency-Key keeps the answer it was
+   * given (an answer stored is never replaced); the event tells.
+   */
+  private async settledElsewhere(ctx: RequestContext, t: Transaction, done: Payment, reference: string | null): Promise<Payment> {
+    const stored = (await this.findForUpdate(ctx, done.id, t)) as Payment;
+    if (done.status !== 'succeeded' || stored.status === 'succeeded' || stored.status === 'pending') return stored;
+    if (stored.status === 'requires_review') {
+      this.logger.warn({ paymentId: done.id, gatewayId: done.gatewayId, reference }, 'gateway reported a charge succeeded for a payment already in requires_review');
+      return stored;
+    }
+    const review: Payment = {
+      ...stored, status: 'requires_review', failureCode: null, failureMessage: null, gatewayId: done.gatewayId,
+      attempts: mergeAttempts(stored.attempts, done.attempts), updatedAt: done.updatedAt,
+    };
+    const p = new Params();
+    const row = settlingRow(review, reference);
+    await this.db.execute(
+      `UPDATE payments SET ${SETTLING_COLUMNS.map(([c]) => `${c} = ${p.add(c === 'gateway_reference' ? reference : row[c])}`).join(', ')}
+        WHERE id = ${p.add(done.id)} AND status = ${p.add(stored.status)}`,
+      p.values,
+      t,
+    );
+    await this.events.record(ctx, t, 'payment.requires_review', review as unknown as Record<string, unknown>);
+    this.logger.warn(
+      { paymentId: done.id, gatewayId: done.gatewayId, reference, recordedAs: stored.status, failureCode: stored.failureCode },
+      'gateway reported a charge succeeded for a payment recorded as not charged; marked requires_review',
+    );
+    return review;
   }
 
   async find(scope: Scope, id: string, t?: Transaction): Promise<Payment | null> {
@@ -141,11 +181,15 @@ export class PaymentStore {
     return groupBy(rows.map(toApiPayment), (p) => p.customerId as string);
   }
 
-  /** Pending payments whose lease has run out, oldest lease first, with what recovery needs. */
-  async pendingPastLease(now: Date, limit: number): Promise<Array<{ id: string; payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null }>> {
+  /**
+   * Pending payments whose lease has run out on the database's clock, oldest lease first, with
+   * what recovery needs: `pendingMs`, how long each has been pending, on that clock too.
+   */
+  async pendingPastLease(limit: number): Promise<Array<{ id: string; payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null; pendingMs: number }>> {
+    const now = this.db.nowSql;
     const rows = await this.db.select(
-      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key FROM payments WHERE status = 'pending' AND lease_until < $1 ORDER BY lease_until LIMIT ${Number(limit)}`,
-      [now],
+      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key, COALESCE(pending_since, created_at) AS pending_since, ${now} AS db_now
+         FROM payments WHERE status = 'pending' AND lease_until < ${now} ORDER BY lease_until LIMIT ${Number(limit)}`,
     );
     return rows.map((row) => ({
       id: row.id as string,
@@ -153,6 +197,7 @@ export class PaymentStore {
       accountId: row.account_id as string,
       plan: readJson<string[]>(row.routing_plan, []),
       idempotencyKey: (row.idempotency_key as string | null) ?? null,
+      pendingMs: pendingForMs(readTime(row.db_now), readTime(row.pending_since)),
     }));
   }
 }
@@ -162,6 +207,12 @@ function outcomeUpdateSql(done: Payment, reference: string | null, p: Params): s
   const row = settlingRow(done, reference);
   return `UPDATE payments SET ${SETTLING_COLUMNS.map(([c]) => `${c} = ${p.add(row[c])}`).join(', ')}
     WHERE id = ${p.add(done.id)} AND status = 'pending'`;
+}
+
+/** The attempts recorded first, then those of the late writer not among them. */
+function mergeAttempts(stored: PaymentAttempt[], late: PaymentAttempt[]): PaymentAttempt[] {
+  const known = new Set(stored.map((a) => JSON.stringify(a)));
+  return [...stored, ...late.filter((a) => !known.has(JSON.stringify(a)))];
 }
 
 /** The event a settled payment records; a payment still pending records none. */

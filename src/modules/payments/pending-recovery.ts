@@ -5,14 +5,15 @@ import type { LeasedTable, LeaseStore } from './lease.store';
 export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
 
 /**
- * A gateway's "no such charge" is taken as final only for payments at least this old (unless
- * the gateway says its answer is definitive): search indexes (Stripe's) can trail a charge by a
- * minute or more, longer during incidents.
+ * A gateway's "no such charge" is taken as final only for payments pending at least this long
+ * (unless the gateway says its answer is definitive): search indexes (Stripe's) can trail a
+ * charge by a minute or more, longer during incidents. Measured on the database's clock (see
+ * LeaseStore), as every age recovery goes by.
  */
 export const NOT_FOUND_FINAL_AFTER_MS = 15 * 60_000;
 
 /**
- * A payment whose charge outcome no gateway could tell for this long (from its creation) is
+ * A payment whose charge outcome no gateway could tell for this long (pending since) is
  * marked `requires_review` and no longer asked about: someone must check it at the gateway.
  * Past Stripe's 24 h idempotency window a repeat of the charge is no longer safe either.
  */
@@ -29,13 +30,12 @@ export async function recoverRows<R extends object>(
   logger: Logger,
   what: { table: LeasedTable; idField: 'paymentId' | 'refundId' },
   rows: R[],
-  now: Date,
   settle: (row: R) => Promise<boolean>,
 ): Promise<number> {
   let settled = 0;
   for (const row of rows) {
     const id = (row as { id?: unknown }).id as string;
-    if (!(await leases.claimPastLease(what.table, id, now, new Date(now.getTime() + PENDING_RECOVERY_AFTER_MS)))) continue;
+    if (!(await leases.claimPastLease(what.table, id, PENDING_RECOVERY_AFTER_MS))) continue;
     try {
       if (await settle(row)) settled++;
     } catch (err) {

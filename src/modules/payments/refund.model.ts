@@ -12,12 +12,15 @@ export class RefundModel extends Model {
   @Column({ type: DataType.BIGINT, allowNull: false }) declare amount: number;
   @Column({ type: DataType.STRING(3), allowNull: false }) declare currency: string;
   @Column(DataType.STRING(200)) declare reason: string | null;
-  @Column({ type: DataType.STRING(12), allowNull: false }) declare status: string;
+  @Column({ type: DataType.STRING(20), allowNull: false }) declare status: string;
   @Column(DataType.STRING(64)) declare gatewayId: string | null;
   @Column(DataType.STRING(255)) declare gatewayReference: string | null;
   @Column(DataType.STRING(64)) declare failureCode: string | null;
   @Column(DataType.TEXT) declare failureMessage: string | null;
+  /** On the database's clock, as `pendingSince`: see LeaseStore. */
   @Column(DataType.DATE(3)) declare leaseUntil: Date | null;
+  /** When the row was written pending, on the database's clock (recovery measures ages on it). */
+  @Column(DataType.DATE(3)) declare pendingSince: Date | null;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;
   /** The Idempotency-Key claimed in the reservation write, if any. */

@@ -61,11 +61,13 @@ export class RefundService {
     // The Idempotency-Key is claimed in the reservation's transaction and the refund names it:
     // if this process dies before settling, recovery stores the settled refund as its answer.
     const claim = idem ? claimFor(idem, refundId, REFUND_CREATED_STATUS) : undefined;
+    // Read before the reservation writes the lease (LeaseKeeper.leaseStart).
+    const leaseStart = this.leases.leaseStart();
     const reserved = await this.idempotency.foldedClaim(claim, idem?.requester, () => this.reserve(ctx, data, refundId, claim))
       .catch((err) => {
         throw paymentAtPath(err, paymentIdFromPath);
       });
-    const release = this.leases.hold('refunds', refundId, reserved.leaseUntil);
+    const release = this.leases.hold('refunds', refundId, leaseStart);
     let refund: Refund;
     try {
       refund = await this.execute(ctx, reserved.refund, reserved.payment, reserved.chargeReference, claim);
@@ -107,17 +109,16 @@ export class RefundService {
         throw new DomainError('refund_exceeds_remaining', `At most ${remaining} (${formatAmount(remaining, payment.currency)}) can still be refunded`, 'amount');
       }
       const now = ctx.clock.now();
-      const leaseUntil = this.leases.firstLease(now);
       const refund: Refund = {
         id: refundId, object: 'refund', livemode: ctx.mode === 'live', paymentId: payment.id, amount, currency: payment.currency,
         reason: data.reason ?? null, status: 'pending', gatewayId: payment.gatewayId, failureCode: null, failureMessage: null,
         createdAt: now.toISOString(), updatedAt: now.toISOString(),
       };
-      await this.store.insertPending(t, ctx, refund, leaseUntil, idem?.key ?? null);
+      await this.store.insertPending(t, ctx, refund, this.leases.leaseMs, idem?.key ?? null);
       await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
       // The reservation is what changes the payment (amountRefunded, refunded).
       await this.recordPaymentUpdated(ctx, t, payment.id);
-      return { refund, payment, chargeReference, leaseUntil };
+      return { refund, payment, chargeReference };
     });
   }
 
@@ -135,7 +136,7 @@ export class RefundService {
       return this.settle(ctx, refund, notSent('The gateway that captured the payment is not available'), [], claim);
     }
     const { gateway, type } = connector;
-    if (!this.leases.holds('refunds', refund.id, ctx.clock.now())) {
+    if (!this.leases.holds('refunds', refund.id)) {
       this.logger.warn({ requestId: ctx.requestId, refundId: refund.id }, 'refund lease no longer fresh; left to recovery');
       return refund;
     }
@@ -171,7 +172,7 @@ export class RefundService {
     return this.db.transaction(async (t) => {
       await this.gtx.insert(ctx, t, { paymentId: refund.paymentId, refundId: refund.id }, log);
       if (status === 'pending') return done; // unanswered: the recovery job asks again later
-      if (!(await this.store.settle(t, done, result.reference))) return (await this.store.find(ctx, refund.id, t)) as Refund;
+      if (!(await this.store.settle(t, done, result.reference))) return this.settledElsewhere(ctx, t, done, result.reference);
       await this.events.record(ctx, t, status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', done as unknown as Record<string, unknown>);
       if (status === 'failed') {
         // The reservation is given back: the payment changes again. (A success leaves it as
@@ -183,6 +184,35 @@ export class RefundService {
       if (claim) await this.idempotency.completeIn(t, claim, JSON.stringify(done));
       return done;
     });
+  }
+
+  /**
+   * A settling write that found the refund no longer pending: another writer settled it first
+   * (recovery, or the request it took over from). Returns it as stored, except when the gateway
+   * reports the refund made while it is recorded failed (recovery found nothing at the gateway,
+   * its "not found" looking final, and gave the amount back): that money left, so the success is
+   * never dropped. The refund becomes `requires_review` and its amount is counted on the payment
+   * again (it cannot be refunded a second time), with `refund.requires_review` and
+   * `payment.updated`, in this transaction; a warning is logged. The Idempotency-Key keeps the
+   * answer it was given; the events tell.
+   */
+  private async settledElsewhere(ctx: RequestContext, t: Transaction, done: Refund, reference: string | null): Promise<Refund> {
+    const stored = (await this.store.find(ctx, done.id, t)) as Refund;
+    if (done.status !== 'succeeded' || stored.status === 'succeeded' || stored.status === 'pending') return stored;
+    if (stored.status === 'requires_review') {
+      this.logger.warn({ refundId: done.id, paymentId: done.paymentId, reference }, 'gateway reported a refund made for a refund already in requires_review');
+      return stored;
+    }
+    const review: Refund = { ...stored, status: 'requires_review', failureCode: null, failureMessage: null, updatedAt: done.updatedAt };
+    if (!(await this.store.markForReview(t, review, reference))) return (await this.store.find(ctx, done.id, t)) as Refund;
+    await this.store.reserveAgain(t, review, new Date(review.updatedAt));
+    await this.events.record(ctx, t, 'refund.requires_review', review as unknown as Record<string, unknown>);
+    await this.recordPaymentUpdated(ctx, t, review.paymentId);
+    this.logger.warn(
+      { refundId: done.id, paymentId: done.paymentId, amount: done.amount, reference, recordedAs: stored.status, failureCode: stored.failureCode },
+      'gateway reported a refund made that was recorded failed; its amount is counted refunded again and it is marked requires_review',
+    );
+    return review;
   }
 
   /** `payment.updated` with the payment as this transaction has just left it. */
@@ -211,21 +241,29 @@ export class RefundService {
     return this.store.forPayments(ctx, paymentIds, limit);
   }
 
-  /** Asks the gateway about refunds left pending; settles the ones it can answer for. */
+  /**
+   * Asks the gateway about refunds left pending; settles the ones it can answer for. Leases and
+   * ages are on the database's clock (LeaseStore); `now` is the business time changes are stamped with.
+   */
   async recoverPending(now: Date): Promise<number> {
-    const rows = await this.store.pendingPastLease(now, 50);
-    return recoverRows(this.leaseStore, this.logger, { table: 'refunds', idField: 'refundId' }, rows, now, async ({ refund, accountId, idempotencyKey, chargeReference }) => {
+    const rows = await this.store.pendingPastLease(50);
+    return recoverRows(this.leaseStore, this.logger, { table: 'refunds', idField: 'refundId' }, rows, async ({ refund, accountId, idempotencyKey, chargeReference, pendingMs }) => {
       const ctx = systemContext(accountId, refund.livemode ? 'live' : 'test', now, `recovery_${refund.id}`);
       // The creating request's key: the settled refund becomes its answer if that request died.
       const claim = idempotencyKey ? recoveredKey(ctx, idempotencyKey, REFUND_CREATED_STATUS, refund.id) : undefined;
       const { gateway, type } = await this.gateways.connector(ctx, refund.gatewayId as string);
       const status = await gateway.status({ idempotencyKey: refund.id, kind: 'refund', objectId: refund.id, chargeReference });
       const log: PendingTransaction[] = [{ kind: 'status', gatewayId: refund.gatewayId as string, gatewayType: type, attempt: 1, idempotencyKey: refund.id, result: status }];
-      // "Not found" is final only once the refund is old enough (its request may still be on its
-      // way to the gateway, from an instance whose heartbeats stalled), or when the gateway says so.
-      const notFoundIsFinal = now.getTime() - new Date(refund.createdAt).getTime() >= NOT_FOUND_FINAL_AFTER_MS || status.definitive === true;
+      // "Not found" is final only once the refund has been pending long enough on the database's
+      // clock (its request may still be on its way to the gateway, from an instance whose
+      // heartbeats stalled), or when the gateway says so.
+      const notFoundIsFinal = pendingMs >= NOT_FOUND_FINAL_AFTER_MS || status.definitive === true;
       const definite = status.found ? status.outcome !== 'timeout' : status.declineCode === 'not_found' && notFoundIsFinal;
-      if (!definite) return false;
+      if (!definite) {
+        // The look-up is a gateway call like any other, though it settles nothing.
+        await this.gtx.record(ctx, { paymentId: refund.paymentId, refundId: refund.id }, log);
+        return false;
+      }
       // Found and failed without effect, or not found: no money moved; the refund fails.
       const result: GatewayResult = status.found && status.outcome !== 'retryable_error' ? status : { ...status, outcome: 'declined', declineCode: 'refund_failed' };
       await this.settle(ctx, refund, result, log, claim);

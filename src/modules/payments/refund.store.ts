@@ -1,10 +1,11 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
-import { isoTime } from '../../db/database';
+import { isoTime, readTime } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
 import type { ListParams, Page } from '../../core/pagination';
 import { PAYMENT_COLUMNS, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';
+import { pendingForMs } from './lease.store';
 
 export interface Refund {
   id: string;
@@ -14,7 +15,11 @@ export interface Refund {
   amount: number;
   currency: string;
   reason: string | null;
-  status: 'pending' | 'succeeded' | 'failed';
+  /**
+   * `requires_review`: the gateway reported the refund made after it had been recorded failed
+   * (its amount given back); the amount is counted as refunded again, someone must check it.
+   */
+  status: 'pending' | 'succeeded' | 'failed' | 'requires_review';
   gatewayId: string | null;
   failureCode: string | null;
   failureMessage: string | null;
@@ -55,6 +60,16 @@ export class RefundStore {
     return reserved === 1;
   }
 
+  /**
+   * Counts a refund's amount on its payment again, whatever is left: the gateway made a refund
+   * recorded failed (see RefundService), so that money is gone. The total may then exceed the
+   * payment while a refund that took the amount meanwhile is still pending; the gateway refuses
+   * that one (its refunds never exceed the charge), and its failure gives its amount back.
+   */
+  async reserveAgain(t: Transaction, refund: Pick<Refund, 'paymentId' | 'amount'>, at: Date): Promise<void> {
+    await this.db.execute('UPDATE payments SET amount_refunded = amount_refunded + $1, updated_at = $2 WHERE id = $3', [refund.amount, at, refund.paymentId], t);
+  }
+
   /** Gives a failed refund's reservation back. */
   async release(t: Transaction, refund: Pick<Refund, 'paymentId' | 'amount'>, at: Date): Promise<void> {
     await this.db.execute('UPDATE payments SET amount_refunded = amount_refunded - $1, updated_at = $2 WHERE id = $3', [refund.amount, at, refund.paymentId], t);
@@ -66,12 +81,15 @@ export class RefundStore {
     return toApiPayment(row);
   }
 
-  /** The pending row, with its lease and the Idempotency-Key it was claimed under (recovery answers it). */
-  async insertPending(t: Transaction, scope: Scope, refund: Refund, leaseUntil: Date, idempotencyKey: string | null): Promise<void> {
+  /**
+   * The pending row, leased for `leaseMs` from the database's now (see LeaseStore), with the
+   * Idempotency-Key it was claimed under (recovery answers it).
+   */
+  async insertPending(t: Transaction, scope: Scope, refund: Refund, leaseMs: number, idempotencyKey: string | null): Promise<void> {
     await this.db.execute(
-      `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, lease_until, idempotency_key)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9, $10, $11)`,
-      [refund.id, scope.accountId, scope.mode, refund.paymentId, refund.amount, refund.currency, refund.reason, refund.gatewayId, new Date(refund.createdAt), leaseUntil, idempotencyKey],
+      `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, idempotency_key, lease_until, pending_since)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9, $10, ${this.db.nowPlusSql('$11')}, ${this.db.nowSql})`,
+      [refund.id, scope.accountId, scope.mode, refund.paymentId, refund.amount, refund.currency, refund.reason, refund.gatewayId, new Date(refund.createdAt), idempotencyKey, Math.ceil(leaseMs)],
       t,
     );
   }
@@ -81,6 +99,19 @@ export class RefundStore {
     const changed = await this.db.execute(
       `UPDATE refunds SET status = $1, failure_code = $2, failure_message = $3, gateway_reference = $4, updated_at = $5 WHERE id = $6 AND status = 'pending'`,
       [done.status, done.failureCode, done.failureMessage, reference, new Date(done.updatedAt), done.id],
+      t,
+    );
+    return changed === 1;
+  }
+
+  /**
+   * A refund recorded failed that the gateway made after all: `requires_review`, its reference
+   * kept; false when it was not failed any more (another writer got there first).
+   */
+  async markForReview(t: Transaction, review: Refund, reference: string | null): Promise<boolean> {
+    const changed = await this.db.execute(
+      `UPDATE refunds SET status = 'requires_review', failure_code = NULL, failure_message = NULL, gateway_reference = $1, updated_at = $2 WHERE id = $3 AND status = 'failed'`,
+      [reference, new Date(review.updatedAt), review.id],
       t,
     );
     return changed === 1;
@@ -112,13 +143,16 @@ export class RefundStore {
     return groupBy(rows.map(toApiRefund), (r) => r.paymentId);
   }
 
-  /** Pending refunds whose lease has run out, oldest lease first, with what recovery needs. */
-  async pendingPastLease(now: Date, limit: number): Promise<Array<{ id: string; refund: Refund; accountId: string; idempotencyKey: string | null; chargeReference: string }>> {
+  /**
+   * Pending refunds whose lease has run out on the database's clock, oldest lease first, with
+   * what recovery needs: `pendingMs`, how long each has been pending, on that clock too.
+   */
+  async pendingPastLease(limit: number): Promise<Array<{ id: string; refund: Refund; accountId: string; idempotencyKey: string | null; chargeReference: string; pendingMs: number }>> {
+    const now = this.db.nowSql;
     const rows = await this.db.select(
       `SELECT r.id, r.mode, r.payment_id, r.amount, r.currency, r.reason, r.status, r.gateway_id, r.failure_code, r.failure_message,
-              r.created_at, r.updated_at, r.account_id, r.idempotency_key, p.gateway_reference
-         FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.lease_until < $1 ORDER BY r.lease_until LIMIT ${Number(limit)}`,
-      [now],
+              r.created_at, r.updated_at, r.account_id, r.idempotency_key, COALESCE(r.pending_since, r.created_at) AS pending_since, p.gateway_reference, ${now} AS db_now
+         FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.lease_until < ${now} ORDER BY r.lease_until LIMIT ${Number(limit)}`,
     );
     return rows.map((row) => ({
       id: row.id as string,
@@ -126,6 +160,7 @@ export class RefundStore {
       accountId: row.account_id as string,
       idempotencyKey: (row.idempotency_key as string | null) ?? null,
       chargeReference: row.gateway_reference as string,
+      pendingMs: pendingForMs(readTime(row.db_now), readTime(row.pending_since)),
     }));
   }
 }

@@ -28,6 +28,26 @@ afterAll(() => h?.stop());
 
 const at = (ms: number) => new Date(h.clock.now().getTime() + ms);
 
+/** The database's now: leases are on its clock (LeaseStore). */
+async function dbNow(): Promise<number> {
+  const [row] = await db.select<{ now: unknown }>(`SELECT ${db.nowSql} AS now`);
+  return (readTime(row.now) as Date).getTime();
+}
+
+/** Sets a row's lease to `ms` from the database's now (negative: ran out that long ago). */
+async function setLease(table: 'payments' | 'refunds', id: string, ms: number, status?: 'pending'): Promise<Date> {
+  await db.execute(`UPDATE ${table} SET lease_until = ${db.nowPlusSql('$1')}${status ? `, status = '${status}'` : ''} WHERE id = $2`, [ms, id]);
+  return (await leaseOf(table, id)) as Date;
+}
+
+/** A lease `ms` from the database's now, give or take the time the test took since. */
+async function expectLeaseFromNow(table: 'payments' | 'refunds', id: string, ms: number): Promise<void> {
+  const lease = ((await leaseOf(table, id)) as Date).getTime();
+  const now = await dbNow();
+  expect(lease).toBeLessThanOrEqual(now + ms);
+  expect(lease).toBeGreaterThan(now + ms - 5_000);
+}
+
 /** A succeeded payment of 1000 (the built-in simulator charges pm_card_visa). */
 async function paid(ctx: RequestContext = a.test) {
   const payment = await h.services.payments.create(ctx, { amount: 1000, currency: 'usd', paymentMethod: 'pm_card_visa' });
@@ -43,9 +63,10 @@ function pendingRefund(paymentId: string, ctx: RequestContext, amount = 100): Re
   };
 }
 
-async function insertRefund(ctx: RequestContext, paymentId: string, leaseUntil: Date, idempotencyKey: string | null = null): Promise<Refund> {
+/** A pending refund leased for `leaseMs` from the database's now (negative: ran out that long ago). */
+async function insertRefund(ctx: RequestContext, paymentId: string, leaseMs: number, idempotencyKey: string | null = null): Promise<Refund> {
   const refund = pendingRefund(paymentId, ctx);
-  await db.transaction((t) => refunds.insertPending(t, ctx, refund, leaseUntil, idempotencyKey));
+  await db.transaction((t) => refunds.insertPending(t, ctx, refund, leaseMs, idempotencyKey));
   return refund;
 }
 
@@ -57,8 +78,9 @@ async function leaseOf(table: 'payments' | 'refunds', id: string): Promise<Date 
 describe(`RefundStore on ${DIALECT}`, () => {
   it('should read back a pending refund only for its own account and mode', async () => {
     const payment = await paid();
-    const refund = await insertRefund(a.test, payment.id, at(10_000));
+    const refund = await insertRefund(a.test, payment.id, 10_000);
     expect(await refunds.find(a.test, refund.id)).toEqual(refund);
+    await expectLeaseFromNow('refunds', refund.id, 10_000);
     expect(await refunds.find(b.test, refund.id)).toBeNull();
     expect(await refunds.find(a.live, refund.id)).toBeNull();
     const page = await refunds.list(a.test, { page: 1, pageSize: 100, sortField: 'createdAt', sortDirection: 'desc', paymentId: payment.id });
@@ -126,7 +148,7 @@ describe(`RefundStore on ${DIALECT}`, () => {
 
   it('should settle a refund only while it is pending: a second settlement changes nothing', async () => {
     const payment = await paid();
-    const refund = await insertRefund(a.test, payment.id, at(10_000));
+    const refund = await insertRefund(a.test, payment.id, 10_000);
     const updatedAt = at(1_000).toISOString();
     const failed: Refund = { ...refund, status: 'failed', failureCode: 'refund_failed', failureMessage: 'refused', updatedAt };
     expect(await db.transaction((t) => refunds.settle(t, failed, null))).toBe(true);
@@ -136,24 +158,52 @@ describe(`RefundStore on ${DIALECT}`, () => {
     expect(row.gateway_reference).toBeNull();
   });
 
-  it('should list pending refunds past their lease, oldest lease first, with what recovery needs, and no others', async () => {
+  it('should list pending refunds past their lease on the database\'s clock, oldest lease first, with what recovery needs, and no others', async () => {
     const payment = await paid(b.test);
     const [charge] = await db.select<{ gateway_reference: string }>('SELECT gateway_reference FROM payments WHERE id = $1', [payment.id]);
-    // Later than every lease other tests leave behind, so only these rows are past it.
-    const now = at(3_600_000);
-    const later = await insertRefund(b.test, payment.id, at(3_000_000), 'key-later');
-    const earlier = await insertRefund(b.test, payment.id, at(2_000_000));
-    const fresh = await insertRefund(b.test, payment.id, at(4_000_000));
-    const settled = await insertRefund(b.test, payment.id, at(1_000_000));
+    // Earlier than every lease other tests leave behind, so these come first.
+    const later = await insertRefund(b.test, payment.id, -3_000_000, 'key-later');
+    const earlier = await insertRefund(b.test, payment.id, -4_000_000);
+    const fresh = await insertRefund(b.test, payment.id, 60_000);
+    const settled = await insertRefund(b.test, payment.id, -5_000_000);
     await db.transaction((t) => refunds.settle(t, { ...settled, status: 'succeeded' }, 'ref_done'));
-    const due = await refunds.pendingPastLease(now, 50);
+    // Business time has nothing to do with it.
+    h.clock.advance(24 * 3_600_000);
+    const due = await refunds.pendingPastLease(50);
     const ours = due.filter((r) => r.refund.paymentId === payment.id);
     expect(ours).toEqual([
-      { id: earlier.id, refund: earlier, accountId: b.accountId, idempotencyKey: null, chargeReference: charge.gateway_reference },
-      { id: later.id, refund: later, accountId: b.accountId, idempotencyKey: 'key-later', chargeReference: charge.gateway_reference },
+      { id: earlier.id, refund: earlier, accountId: b.accountId, idempotencyKey: null, chargeReference: charge.gateway_reference, pendingMs: expect.any(Number) },
+      { id: later.id, refund: later, accountId: b.accountId, idempotencyKey: 'key-later', chargeReference: charge.gateway_reference, pendingMs: expect.any(Number) },
     ]);
+    // Pending since its insert, on the database's clock.
+    for (const r of ours) expect(r.pendingMs).toBeLessThan(10_000);
     expect(ours.map((r) => r.id)).not.toContain(fresh.id);
-    expect(await refunds.pendingPastLease(now, 1)).toHaveLength(1);
+    expect(await refunds.pendingPastLease(1)).toHaveLength(1);
+  });
+
+  it('should mark a failed refund for review only while it is failed, keeping its reference, and count its amount again whatever is left', async () => {
+    const payment = await paid();
+    const refund = pendingRefund(payment.id, a.test, 1000); // a full refund
+    await db.transaction(async (t) => {
+      await refunds.insertPending(t, a.test, refund, 10_000, null);
+      expect(await refunds.reserve(t, payment.id, 1000, h.clock.now())).toBe(true);
+      expect(await refunds.settle(t, { ...refund, status: 'failed', failureCode: 'refund_failed', failureMessage: 'not found', updatedAt: at(1_000).toISOString() }, null)).toBe(true);
+      await refunds.release(t, { paymentId: payment.id, amount: 1000 }, h.clock.now());
+      // Another refund takes the amount given back meanwhile.
+      expect(await refunds.reserve(t, payment.id, 600, h.clock.now())).toBe(true);
+    });
+    const review: Refund = { ...refund, status: 'requires_review', updatedAt: at(2_000).toISOString() };
+    expect(await db.transaction((t) => refunds.markForReview(t, review, 'ref_made'))).toBe(true);
+    expect(await db.transaction((t) => refunds.markForReview(t, review, 'ref_again'))).toBe(false);
+    expect(await refunds.find(a.test, refund.id)).toEqual(review);
+    const [row] = await db.select<{ gateway_reference: string | null }>('SELECT gateway_reference FROM refunds WHERE id = $1', [refund.id]);
+    expect(row.gateway_reference).toBe('ref_made');
+    // The gateway made it: its amount counts, though the other refund (which the gateway will refuse) holds 600.
+    const counted = await db.transaction(async (t) => {
+      await refunds.reserveAgain(t, review, h.clock.now());
+      return refunds.paymentAsWritten(t, payment.id);
+    });
+    expect(counted).toMatchObject({ amountRefunded: 1600, refunded: true });
   });
 });
 
@@ -163,58 +213,62 @@ describe(`LeaseStore on ${DIALECT}`, () => {
     let settled: string;
     if (table === 'refunds') {
       const payment = await paid();
-      pending.push((await insertRefund(a.test, payment.id, at(1_000))).id, (await insertRefund(a.test, payment.id, at(1_000))).id);
-      const done = await insertRefund(a.test, payment.id, at(1_000));
+      pending.push((await insertRefund(a.test, payment.id, 1_000)).id, (await insertRefund(a.test, payment.id, 1_000)).id);
+      const done = await insertRefund(a.test, payment.id, 1_000);
       await db.transaction((t) => refunds.settle(t, { ...done, status: 'succeeded' }, null));
       settled = done.id;
     } else {
       // Payments the simulator settled at once, two of them put back to pending as a charging request leaves them.
       const rows = [await paid(), await paid(), await paid()];
-      for (const p of rows.slice(0, 2)) await db.execute("UPDATE payments SET status = 'pending', lease_until = $1 WHERE id = $2", [at(1_000), p.id]);
-      await db.execute('UPDATE payments SET lease_until = $1 WHERE id = $2', [at(1_000), rows[2].id]);
+      for (const p of rows.slice(0, 2)) await setLease('payments', p.id, 1_000, 'pending');
+      await setLease('payments', rows[2].id, 1_000);
       pending.push(rows[0].id, rows[1].id);
       settled = rows[2].id;
     }
-    const until = at(20_000);
-    expect(await leases.renew(table, [...pending, settled], h.clock.now(), 20_000)).toEqual(new Set(pending));
-    for (const id of pending) expect(await leaseOf(table, id)).toEqual(until);
-    expect(await leaseOf(table, settled)).toEqual(at(1_000));
+    const settledLease = await leaseOf(table, settled);
+    // Business time has nothing to do with it.
+    h.clock.advance(3_600_000);
+    expect(await leases.renew(table, [...pending, settled], 20_000)).toEqual(new Set(pending));
+    for (const id of pending) await expectLeaseFromNow(table, id, 20_000);
+    expect(await leaseOf(table, settled)).toEqual(settledLease);
   });
 
   it('should not renew a lease that ran out or that recovery took: that row is no longer the process\'s', async () => {
     const payment = await paid();
-    const held = await insertRefund(a.test, payment.id, at(1_000));
-    const lapsed = await insertRefund(a.test, payment.id, at(-1));
-    const taken = await insertRefund(a.test, payment.id, at(120_000)); // recovery's claim (recoverRows)
-    const renewed = await leases.renew('refunds', [held.id, lapsed.id, taken.id], h.clock.now(), 10_000);
+    const held = await insertRefund(a.test, payment.id, 1_000);
+    const lapsed = await insertRefund(a.test, payment.id, -1);
+    const taken = await insertRefund(a.test, payment.id, 120_000); // recovery's claim (recoverRows)
+    const before = [await leaseOf('refunds', lapsed.id), await leaseOf('refunds', taken.id)];
+    const renewed = await leases.renew('refunds', [held.id, lapsed.id, taken.id], 10_000);
     expect(renewed).toEqual(new Set([held.id]));
-    expect([await leaseOf('refunds', held.id), await leaseOf('refunds', lapsed.id), await leaseOf('refunds', taken.id)]).toEqual([at(10_000), at(-1), at(120_000)]);
+    await expectLeaseFromNow('refunds', held.id, 10_000);
+    expect([await leaseOf('refunds', lapsed.id), await leaseOf('refunds', taken.id)]).toEqual(before);
   });
 
   it('should give a pending row past its lease to exactly one of two concurrent claimers, and a fresh or settled row to none', async () => {
     const payment = await paid();
-    const expired = await insertRefund(a.test, payment.id, at(-1_000));
-    const fresh = await insertRefund(a.test, payment.id, at(5_000));
-    const settledRow = await insertRefund(a.test, payment.id, at(-1_000));
+    const expired = await insertRefund(a.test, payment.id, -1_000);
+    const fresh = await insertRefund(a.test, payment.id, 5_000);
+    const settledRow = await insertRefund(a.test, payment.id, -1_000);
     await db.transaction((t) => refunds.settle(t, { ...settledRow, status: 'succeeded' }, null));
-    const now = h.clock.now();
-    const until = at(120_000);
-    const claims = await Promise.all([leases.claimPastLease('refunds', expired.id, now, until), leases.claimPastLease('refunds', expired.id, now, until)]);
+    const freshLease = await leaseOf('refunds', fresh.id);
+    // However far business time has moved, a lease not run out on the database's clock is not taken.
+    h.clock.advance(3_600_000);
+    const claims = await Promise.all([leases.claimPastLease('refunds', expired.id, 120_000), leases.claimPastLease('refunds', expired.id, 120_000)]);
     expect(claims.filter(Boolean)).toHaveLength(1);
-    expect(await leaseOf('refunds', expired.id)).toEqual(until);
-    expect(await leases.claimPastLease('refunds', fresh.id, now, until)).toBe(false);
-    expect(await leases.claimPastLease('refunds', settledRow.id, now, until)).toBe(false);
-    expect(await leaseOf('refunds', fresh.id)).toEqual(at(5_000));
+    await expectLeaseFromNow('refunds', expired.id, 120_000);
+    expect(await leases.claimPastLease('refunds', fresh.id, 120_000)).toBe(false);
+    expect(await leases.claimPastLease('refunds', settledRow.id, 120_000)).toBe(false);
+    expect(await leaseOf('refunds', fresh.id)).toEqual(freshLease);
   });
 
   it('should claim past-lease payments in the payments table, not refunds with the same condition', async () => {
     const payment = await paid();
-    await db.execute("UPDATE payments SET status = 'pending', lease_until = $1 WHERE id = $2", [at(-1_000), payment.id]);
-    const now = h.clock.now();
-    expect(await leases.claimPastLease('refunds', payment.id, now, at(60_000))).toBe(false);
-    const claims = await Promise.all([leases.claimPastLease('payments', payment.id, now, at(60_000)), leases.claimPastLease('payments', payment.id, now, at(60_000))]);
+    await setLease('payments', payment.id, -1_000, 'pending');
+    expect(await leases.claimPastLease('refunds', payment.id, 60_000)).toBe(false);
+    const claims = await Promise.all([leases.claimPastLease('payments', payment.id, 60_000), leases.claimPastLease('payments', payment.id, 60_000)]);
     expect(claims.filter(Boolean)).toHaveLength(1);
-    expect(await leaseOf('payments', payment.id)).toEqual(at(60_000));
+    await expectLeaseFromNow('payments', payment.id, 60_000);
   });
 });
 

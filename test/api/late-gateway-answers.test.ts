@@ -1,0 +1,185 @@
+import { FixedClock } from '../../src/core/clock';
+import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { elapseDatabaseTime } from '../helpers/database-time';
+import { FakeStripe, StripeLikeBackend, type RecordedRequest } from '../gateways/fake-stripe';
+
+/**
+ * A gateway that answers late, after it has made the charge or the refund, while its search
+ * does not show it yet (Stripe's index trails writes). Recovery must neither take the operation
+ * from the request still waiting for that answer because this instance's clock jumped, nor drop
+ * the answer when it settled the operation meanwhile.
+ */
+
+const SECRET = 'sk_test_51FakeSecretKey';
+/** Short leases, renewed four times each: the late answers below outlast several. */
+const LEASE_MS = 1_000;
+/** The service's clock, which the tests jump forward. */
+const clock = new FixedClock(new Date());
+let app: TestApp;
+let fake: FakeStripe;
+let backend: StripeLikeBackend;
+let key: string;
+let stripeId: string;
+
+beforeAll(async () => {
+  fake = await FakeStripe.start();
+  app = await startTestApp({ clock, serviceOptions: { gatewayCa: fake.ca, gatewayTimeoutMs: 20_000, leaseMs: LEASE_MS } });
+  key = app.account.testKey;
+  stripeId = (await app.request('POST', '/v1/gateways', {
+    key, body: { name: 'Stripe (fake)', type: 'stripe', credentials: { secretKey: SECRET }, settings: { baseUrl: fake.baseUrl } },
+  })).body.data.id;
+  expect((await app.request('PUT', '/v1/routing', { key, body: { rules: [], fallback: [stripeId], maxAttempts: 1 } })).status).toBe(200);
+});
+afterAll(async () => {
+  await app?.stop();
+  await fake?.close();
+});
+
+beforeEach(() => {
+  backend = new StripeLikeBackend(SECRET);
+  fake.reset(backend.handle);
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The next POST to `pathname` is made at once (the backend records it) and answered only when
+ * `answer()` is called; until then Stripe's search and refund list do not show it.
+ */
+function answeringLate(pathname: string) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let seen: RecordedRequest | undefined;
+  let answered = false;
+  fake.reset(async (req) => {
+    if (req.method === 'POST' && req.pathname === pathname && !seen) {
+      seen = req;
+      const answer = backend.handle(req);
+      await released;
+      return answer;
+    }
+    if (req.method === 'GET' && !answered) {
+      return { status: 200, body: { object: req.pathname.endsWith('/search') ? 'search_result' : 'list', data: [], has_more: false } };
+    }
+    return backend.handle(req);
+  });
+  return {
+    async received(): Promise<RecordedRequest> {
+      for (let i = 0; i < 500 && !seen; i++) await sleep(10);
+      expect(seen).toBeDefined();
+      return seen!;
+    },
+    answer(): void {
+      answered = true;
+      release();
+    },
+  };
+}
+
+const events = async (type: string, id: string) =>
+  ((await app.request('GET', `/v1/events?type=${type}&pageSize=100`, { key })).body.data as Array<{ data: { object: { id: string; status: string; amountRefunded?: number } } }>)
+    .filter((e) => e.data.object.id === id).map((e) => e.data.object);
+const warnings = (from: number) => app.logs.slice(from).map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.level === 'warn');
+
+async function succeededPayment(amount: number): Promise<{ id: string }> {
+  const pay = (await app.request('POST', '/v1/payments', { key, body: { amount, currency: 'usd', paymentMethod: 'pm_card_visa' } })).body.data;
+  expect(pay).toMatchObject({ status: 'succeeded', gatewayId: stripeId });
+  return pay;
+}
+
+describe('a late gateway answer while the service clock jumps forward', () => {
+  it('should settle the payment as the gateway answers: recovery does not take it over on a jumped clock', async () => {
+    const late = answeringLate('/v1/payment_intents');
+    const pending = app.request('POST', '/v1/payments', { key, body: { amount: 3100, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    const paymentId = (await late.received()).form['metadata[payorch_payment_id]'];
+    clock.advance(16 * 60_000);
+    // Now, and after the lease as first written would have run out: heartbeats keep it, on the
+    // database's clock, and the payment has been pending for a few seconds there, not 16 minutes.
+    await app.server.services.payments.recoverPending(clock.now());
+    await sleep(3 * LEASE_MS);
+    await app.server.services.payments.recoverPending(clock.now());
+    expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.status).toBe('pending');
+    late.answer();
+    const res = await pending;
+    expect(res.body.data).toMatchObject({ id: paymentId, status: 'succeeded', gatewayId: stripeId, failureCode: null });
+    expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.status).toBe('succeeded');
+    expect(await events('payment.failed', paymentId)).toEqual([]);
+    expect(backend.chargeCounts.get(`${paymentId}_a1`)).toBe(1);
+  });
+
+  it('should settle a full refund as the gateway answers, its amount kept: recovery does not fail it on a jumped clock', async () => {
+    const pay = await succeededPayment(3200);
+    const late = answeringLate('/v1/refunds');
+    const pending = app.request('POST', '/v1/refunds', { key, body: { paymentId: pay.id } });
+    const refundId = String((await late.received()).headers['idempotency-key']);
+    clock.advance(16 * 60_000);
+    await app.server.services.refunds.recoverPending(clock.now());
+    await sleep(3 * LEASE_MS);
+    await app.server.services.refunds.recoverPending(clock.now());
+    expect((await app.request('GET', `/v1/refunds/${refundId}`, { key })).body.data.status).toBe('pending');
+    late.answer();
+    const res = await pending;
+    expect(res.body.data).toMatchObject({ id: refundId, status: 'succeeded', amount: 3200 });
+    expect(await events('refund.failed', refundId)).toEqual([]);
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data).toMatchObject({ amountRefunded: 3200, refunded: true });
+  });
+});
+
+describe('a late gateway success for an operation recovery already settled otherwise', () => {
+  it('should move the payment from failed to requires_review, with its event and a warning, never dropping the charge', async () => {
+    const late = answeringLate('/v1/payment_intents');
+    const pending = app.request('POST', '/v1/payments', { key, body: { amount: 3300, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    const paymentId = (await late.received()).form['metadata[payorch_payment_id]'];
+    // The request's heartbeats stop getting through for longer than "not found" takes to be
+    // final: recovery takes over, finds nothing at the gateway yet and fails the payment.
+    await elapseDatabaseTime(app.server.services.db, NOT_FOUND_FINAL_AFTER_MS + 60_000, [paymentId]);
+    await app.server.services.payments.recoverPending(clock.now());
+    expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data).toMatchObject({ status: 'failed', failureCode: 'processing_error' });
+    const logsBefore = app.logs.length;
+    clock.advance(1_000);
+    late.answer();
+    const res = await pending;
+    const review = { id: paymentId, status: 'requires_review', gatewayId: stripeId, failureCode: null, failureMessage: null };
+    expect(res.body.data).toMatchObject(review);
+    const after = (await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data;
+    expect(after).toMatchObject(review);
+    expect(after.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['succeeded']);
+    expect(await events('payment.requires_review', paymentId)).toEqual([expect.objectContaining(review)]);
+    expect(warnings(logsBefore)).toEqual([expect.objectContaining({ paymentId, gatewayId: stripeId, recordedAs: 'failed', reference: expect.stringMatching(/^pi_/) })]);
+    // Listed with the others that need a look; not refundable until someone has.
+    const listed = (await app.request('GET', '/v1/payments?status=requires_review&pageSize=100', { key })).body.data as Array<{ id: string }>;
+    expect(listed.map((p) => p.id)).toContain(paymentId);
+    expect((await app.request('POST', '/v1/refunds', { key, body: { paymentId } })).body.error.code).toBe('payment_not_refundable');
+  });
+
+  it('should move a full refund from failed to requires_review and count its amount again, so it cannot be refunded twice', async () => {
+    const pay = await succeededPayment(3400);
+    const late = answeringLate('/v1/refunds');
+    const pending = app.request('POST', '/v1/refunds', { key, body: { paymentId: pay.id } });
+    const refundId = String((await late.received()).headers['idempotency-key']);
+    await elapseDatabaseTime(app.server.services.db, NOT_FOUND_FINAL_AFTER_MS + 60_000, [refundId]);
+    clock.advance(1_000); // events list newest first
+    await app.server.services.refunds.recoverPending(clock.now());
+    expect((await app.request('GET', `/v1/refunds/${refundId}`, { key })).body.data).toMatchObject({ status: 'failed', failureCode: 'refund_failed' });
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(0);
+    const logsBefore = app.logs.length;
+    clock.advance(1_000);
+    late.answer();
+    const res = await pending;
+    const review = { id: refundId, status: 'requires_review', amount: 3400, failureCode: null, failureMessage: null };
+    expect(res.body.data).toMatchObject(review);
+    expect((await app.request('GET', `/v1/refunds/${refundId}`, { key })).body.data).toMatchObject(review);
+    expect(await events('refund.requires_review', refundId)).toEqual([expect.objectContaining(review)]);
+    // The payment said so: the amount back, then taken again.
+    expect((await events('payment.updated', pay.id)).map((p) => p.amountRefunded)).toEqual([3400, 0, 3400]);
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data).toMatchObject({ amountRefunded: 3400, refunded: true });
+    expect(warnings(logsBefore)).toEqual([expect.objectContaining({ refundId, paymentId: pay.id, amount: 3400, recordedAs: 'failed' })]);
+    const again = await app.request('POST', '/v1/refunds', { key, body: { paymentId: pay.id } });
+    expect(again.status).toBe(422);
+    expect(again.body.error.code).toBe('payment_not_refundable');
+    expect([...backend.refunds.values()].map((r) => r.amount)).toEqual([3400]);
+    const listed = (await app.request('GET', '/v1/refunds?status=requires_review', { key })).body.data as Array<{ id: string }>;
+    expect(listed.map((r) => r.id)).toEqual([refundId]);
+  });
+});
