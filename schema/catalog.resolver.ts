@@ -3,7 +3,7 @@ import {
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
 import { PriceType as PriceTypeEnum, RecurringInterval } from './types/enums';
 import type { Price } from '../src/modules/catalog/catalog.service';
 
@@ -115,17 +115,17 @@ class PriceListArgs extends PageArgs {
 
 @Resolver(() => ProductType)
 export class ProductResolver {
-  @FieldResolver(() => [PriceType], { description: 'Newest first.' })
+  @FieldResolver(() => [PriceType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   prices(@Root() product: { id: string }, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.pricesByProduct.load(product.id, nestedLimit(args));
   }
 
-  @Query(() => ProductType)
+  @Query(() => ProductType, { nullable: true })
   product(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.catalog.retrieveProduct(rc, id);
   }
 
-  @Query(() => ProductList)
+  @Query(() => ProductList, { nullable: true })
   async products(@Args(() => ProductListArgs) args: ProductListArgs, @Ctx() { services, rc }: GqlContext) {
     return toList(await services.catalog.listProducts(rc, defined(args)));
   }
@@ -147,12 +147,12 @@ export class ProductResolver {
 
 @Resolver(() => PriceType)
 export class PriceResolver {
-  @Query(() => PriceType)
+  @Query(() => PriceType, { nullable: true })
   price(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.catalog.retrievePrice(rc, id);
   }
 
-  @Query(() => PriceList)
+  @Query(() => PriceList, { nullable: true })
   async prices(@Args(() => PriceListArgs) args: PriceListArgs, @Ctx() { services, rc }: GqlContext) {
     return toList(await services.catalog.listPrices(rc, defined(args)));
   }

@@ -52,12 +52,12 @@ export class CustomerListArgs extends PageArgs {
 
 @Resolver(() => CustomerType)
 export class CustomerResolver {
-  @Query(() => CustomerType)
+  @Query(() => CustomerType, { nullable: true })
   customer(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.customers.retrieve(rc, id);
   }
 
-  @Query(() => CustomerList)
+  @Query(() => CustomerList, { nullable: true })
   async customers(@Args(() => CustomerListArgs) args: CustomerListArgs, @Ctx() { services, rc }: GqlContext) {
     return toList(await services.customers.list(rc, defined(args)));
   }

@@ -28,12 +28,12 @@ class EventListArgs extends PageArgs {
 
 @Resolver(() => EventType)
 export class EventResolver {
-  @Query(() => EventType)
+  @Query(() => EventType, { nullable: true })
   event(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.events.retrieve(rc, id);
   }
 
-  @Query(() => EventList)
+  @Query(() => EventList, { nullable: true })
   async events(@Args(() => EventListArgs) args: EventListArgs, @Ctx() { services, rc }: GqlContext) {
     return toList(await services.events.list(rc, defined(args)));
   }

@@ -103,12 +103,12 @@ class RoutingSimulationInput {
 
 @Resolver(() => GatewayType)
 export class GatewayResolver {
-  @Query(() => GatewayType)
+  @Query(() => GatewayType, { nullable: true })
   gateway(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.gateways.retrieve(rc, id);
   }
 
-  @Query(() => GatewayList)
+  @Query(() => GatewayList, { nullable: true })
   async gateways(@Args(() => GatewayListArgs) args: GatewayListArgs, @Ctx() { services, rc }: GqlContext) {
     return toList(await services.gateways.list(rc, defined(args)));
   }
@@ -129,7 +129,7 @@ export class GatewayResolver {
   }
 
   /** The rule set as JSON, the same document PUT /v1/routing takes. */
-  @Query(() => GraphQLJSONObject)
+  @Query(() => GraphQLJSONObject, { nullable: true })
   routing(@Ctx() { services, rc }: GqlContext) {
     return services.routing.get(rc);
   }
@@ -139,12 +139,12 @@ export class GatewayResolver {
     return services.routing.replace(rc, config);
   }
 
-  @Query(() => RoutingDecisionType)
+  @Query(() => RoutingDecisionType, { nullable: true })
   simulateRouting(@Arg('input', () => RoutingSimulationInput) input: RoutingSimulationInput, @Ctx() { services, rc }: GqlContext) {
     return services.routing.simulate(rc, defined(input));
   }
 
-  @Query(() => FxRateSetType)
+  @Query(() => FxRateSetType, { nullable: true })
   fxRates(@Ctx() { services, rc }: GqlContext) {
     return services.fx.list(rc);
   }

@@ -4,7 +4,7 @@ import {
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
 import { GatewayTransactionKind } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
 import { CustomerType } from './customer.resolver';
@@ -88,7 +88,7 @@ class GatewayTransactionList {
  */
 @Resolver(() => PaymentMethodType)
 export class PaymentMethodResolver {
-  @Query(() => PaymentMethodList)
+  @Query(() => PaymentMethodList, { nullable: true })
   async paymentMethods(
     @Arg('customerId', () => ID) customerId: string,
     @Args(() => PageArgs) args: PageArgs,
@@ -106,7 +106,7 @@ export class PaymentMethodResolver {
     return notFoundAs('customerId', 'customer', services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) }, idem));
   }
 
-  @Query(() => GatewayTransactionList)
+  @Query(() => GatewayTransactionList, { nullable: true })
   async gatewayTransactions(
     @Arg('paymentId', () => ID) paymentId: string,
     @Args(() => PageArgs) args: PageArgs,
@@ -119,7 +119,7 @@ export class PaymentMethodResolver {
 @Resolver(() => CustomerType)
 export class CustomerPaymentMethodsResolver {
   /** Newest first, as the REST list; batched over the customers of a list. */
-  @FieldResolver(() => [PaymentMethodType], { description: 'Newest first.' })
+  @FieldResolver(() => [PaymentMethodType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   paymentMethods(@Root() customer: Customer, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.paymentMethodsByCustomer.load(customer.id, nestedLimit(args));
   }
@@ -128,7 +128,7 @@ export class CustomerPaymentMethodsResolver {
 @Resolver(() => PaymentType)
 export class PaymentGatewayTransactionsResolver {
   /** Newest first, as the REST list; batched over the payments of a list. */
-  @FieldResolver(() => [GatewayTransactionType], { description: 'Newest first.' })
+  @FieldResolver(() => [GatewayTransactionType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   gatewayTransactions(@Root() payment: Payment, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.gatewayTransactionsByPayment.load(payment.id, nestedLimit(args));
   }

@@ -3,7 +3,7 @@ import {
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
 import { PaymentStatus, RefundStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
@@ -132,12 +132,12 @@ class RefundListArgs extends PageArgs {
 
 @Resolver(() => PaymentType)
 export class PaymentResolver {
-  @Query(() => PaymentType)
+  @Query(() => PaymentType, { nullable: true })
   payment(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.payments.retrieve(rc, id);
   }
 
-  @Query(() => PaymentList)
+  @Query(() => PaymentList, { nullable: true })
   async payments(@Args(() => PaymentListArgs) args: PaymentListArgs, @Ctx() { services, rc }: GqlContext) {
     return toList(await services.payments.list(rc, defined(args)));
   }
@@ -159,7 +159,7 @@ export class PaymentResolver {
     return payment.customerId ? loaders.customer.load(payment.customerId) : null;
   }
 
-  @FieldResolver(() => [RefundType], { description: 'Newest first.' })
+  @FieldResolver(() => [RefundType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   refunds(@Root() payment: Payment, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.refundsByPayment.load(payment.id, nestedLimit(args));
   }
@@ -167,12 +167,12 @@ export class PaymentResolver {
 
 @Resolver(() => RefundType)
 export class RefundResolver {
-  @Query(() => RefundType)
+  @Query(() => RefundType, { nullable: true })
   refund(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.refunds.retrieve(rc, id);
   }
 
-  @Query(() => RefundList)
+  @Query(() => RefundList, { nullable: true })
   async refunds(@Args(() => RefundListArgs) args: RefundListArgs, @Ctx() { services, rc }: GqlContext) {
     return toList(await services.refunds.list(rc, defined(args)));
   }
@@ -190,7 +190,7 @@ export class RefundResolver {
 
 @Resolver(() => CustomerType)
 export class CustomerPaymentsResolver {
-  @FieldResolver(() => [PaymentType], { description: 'Newest first.' })
+  @FieldResolver(() => [PaymentType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   payments(@Root() customer: Customer, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.paymentsByCustomer.load(customer.id, nestedLimit(args));
   }

@@ -80,12 +80,12 @@ class WebhookEndpointListArgs extends PageArgs {
 
 @Resolver(() => WebhookEndpointType)
 export class WebhookEndpointResolver {
-  @Query(() => WebhookEndpointType)
+  @Query(() => WebhookEndpointType, { nullable: true })
   webhookEndpoint(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.webhooks.endpoints.retrieve(rc, id);
   }
 
-  @Query(() => WebhookEndpointList)
+  @Query(() => WebhookEndpointList, { nullable: true })
   async webhookEndpoints(@Args(() => WebhookEndpointListArgs) args: WebhookEndpointListArgs, @Ctx() { services, rc }: GqlContext) {
     return toList(await services.webhooks.endpoints.list(rc, defined(args)));
   }
@@ -124,7 +124,7 @@ export class WebhookEndpointResolver {
     return services.webhooks.deliveries.resend(rc, id, {}, idem);
   }
 
-  @FieldResolver(() => WebhookAttemptList)
+  @FieldResolver(() => WebhookAttemptList, { nullable: true })
   async deliveries(
     @Root() endpoint: { id: string },
     @Args(() => PageArgs) args: PageArgs,

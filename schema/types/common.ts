@@ -35,6 +35,13 @@ export const NESTED_LIST_DEFAULT = 10;
 /** The most `first` may ask for. */
 export const NESTED_LIST_MAX = NESTED_LIST_LIMIT;
 
+/**
+ * A nested list is nullable, as every field that can fail on its own is (the root fields too): a
+ * `first` out of range or a resource the key may not read nulls that list with its error, and
+ * the rest of the answer keeps its data.
+ */
+export const NESTED_LIST_DESCRIPTION = 'Newest first. Null, with an error, when it cannot be read (`first` out of range, no read permission).';
+
 /** The `first` argument of every nested list; the cost limit counts the list by it. */
 @ArgsType()
 export class NestedListArgs {
