@@ -1,9 +1,10 @@
 import {
-  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
 import { PriceType as PriceTypeEnum, RecurringInterval } from './types/enums';
 import type { Price } from '../src/modules/catalog/catalog.service';
 
@@ -126,8 +127,8 @@ export class ProductResolver {
   }
 
   @Query(() => ProductList, { nullable: true })
-  async products(@Args(() => ProductListArgs) args: ProductListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.catalog.listProducts(rc, defined(args)));
+  async products(@Args(() => ProductListArgs) args: ProductListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.catalog.listProducts(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => ProductType, { nullable: true })
@@ -153,8 +154,8 @@ export class PriceResolver {
   }
 
   @Query(() => PriceList, { nullable: true })
-  async prices(@Args(() => PriceListArgs) args: PriceListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.catalog.listPrices(rc, defined(args)));
+  async prices(@Args(() => PriceListArgs) args: PriceListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.catalog.listPrices(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => PriceType, { nullable: true })

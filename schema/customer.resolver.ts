@@ -1,7 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
 
 @ObjectType('Customer')
 export class CustomerType {
@@ -58,8 +59,8 @@ export class CustomerResolver {
   }
 
   @Query(() => CustomerList, { nullable: true })
-  async customers(@Args(() => CustomerListArgs) args: CustomerListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.customers.list(rc, defined(args)));
+  async customers(@Args(() => CustomerListArgs) args: CustomerListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.customers.list(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => CustomerType, { nullable: true })

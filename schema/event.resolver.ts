@@ -1,7 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
 
 @ObjectType('Event')
 export class EventType {
@@ -34,7 +35,7 @@ export class EventResolver {
   }
 
   @Query(() => EventList, { nullable: true })
-  async events(@Args(() => EventListArgs) args: EventListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.events.list(rc, defined(args)));
+  async events(@Args(() => EventListArgs) args: EventListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.events.list(rc, defined(args), listOptions(info)));
   }
 }

@@ -1,7 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, PageArgs, defined, toList } from './types/common';
+import { Amount, DateTime, PageArgs, defined, listOptions, toList } from './types/common';
 
 @ObjectType('Gateway')
 class GatewayType {
@@ -109,8 +110,8 @@ export class GatewayResolver {
   }
 
   @Query(() => GatewayList, { nullable: true })
-  async gateways(@Args(() => GatewayListArgs) args: GatewayListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.gateways.list(rc, defined(args)));
+  async gateways(@Args(() => GatewayListArgs) args: GatewayListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.gateways.list(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => GatewayType, { nullable: true })

@@ -1,10 +1,9 @@
 import { notFoundAs } from './errors';
-import {
-  Arg, Args, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
-} from 'type-graphql';
+import { Arg, Args, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
 import { GatewayTransactionKind } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
 import { CustomerType } from './customer.resolver';
@@ -93,8 +92,9 @@ export class PaymentMethodResolver {
     @Arg('customerId', () => ID) customerId: string,
     @Args(() => PageArgs) args: PageArgs,
     @Ctx() { services, rc }: GqlContext,
+    @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await notFoundAs('customerId', 'customer', services.paymentMethods.list(rc, customerId, defined(args))));
+    return toList(await notFoundAs('customerId', 'customer', services.paymentMethods.list(rc, customerId, defined(args), listOptions(info))));
   }
 
   @Mutation(() => PaymentMethodType, { nullable: true })
@@ -111,8 +111,9 @@ export class PaymentMethodResolver {
     @Arg('paymentId', () => ID) paymentId: string,
     @Args(() => PageArgs) args: PageArgs,
     @Ctx() { services, rc }: GqlContext,
+    @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await notFoundAs('paymentId', 'payment', services.payments.gatewayTransactions(rc, paymentId, defined(args))));
+    return toList(await notFoundAs('paymentId', 'payment', services.payments.gatewayTransactions(rc, paymentId, defined(args), listOptions(info))));
   }
 }
 

@@ -1,9 +1,10 @@
 import {
-  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
 import { PaymentStatus, RefundStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
@@ -138,8 +139,8 @@ export class PaymentResolver {
   }
 
   @Query(() => PaymentList, { nullable: true })
-  async payments(@Args(() => PaymentListArgs) args: PaymentListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.payments.list(rc, defined(args)));
+  async payments(@Args(() => PaymentListArgs) args: PaymentListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.payments.list(rc, defined(args), {}, listOptions(info)));
   }
 
   @Mutation(() => PaymentType, { nullable: true })
@@ -173,8 +174,8 @@ export class RefundResolver {
   }
 
   @Query(() => RefundList, { nullable: true })
-  async refunds(@Args(() => RefundListArgs) args: RefundListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.refunds.list(rc, defined(args)));
+  async refunds(@Args(() => RefundListArgs) args: RefundListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.refunds.list(rc, defined(args), undefined, listOptions(info)));
   }
 
   @Mutation(() => RefundType, { nullable: true })

@@ -1,6 +1,9 @@
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import {
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+} from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
 import { WebhookDeliveryAttemptStatus, WebhookEndpointStatus } from './types/enums';
 import type { EndpointStatus } from '../src/modules/webhooks/endpoint.service';
 
@@ -86,8 +89,8 @@ export class WebhookEndpointResolver {
   }
 
   @Query(() => WebhookEndpointList, { nullable: true })
-  async webhookEndpoints(@Args(() => WebhookEndpointListArgs) args: WebhookEndpointListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.webhooks.endpoints.list(rc, defined(args)));
+  async webhookEndpoints(@Args(() => WebhookEndpointListArgs) args: WebhookEndpointListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.webhooks.endpoints.list(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => WebhookEndpointType, { nullable: true })

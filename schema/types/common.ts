@@ -1,8 +1,12 @@
 import { ArgsType, Field, Int } from 'type-graphql';
-import { GraphQLScalarType } from 'graphql';
+import {
+  GraphQLIncludeDirective, GraphQLScalarType, GraphQLSkipDirective, Kind, getDirectiveValues,
+  type GraphQLResolveInfo, type SelectionNode, type SelectionSetNode,
+} from 'graphql';
 import { GraphQLDateTime, GraphQLSafeInt } from 'graphql-scalars';
 import { DomainError } from '../../src/core/errors';
 import { NESTED_LIST_LIMIT } from '../../src/db/list';
+import type { Page } from '../../src/core/pagination';
 
 /** Paging and sorting arguments every list query takes; the service validates them. */
 @ArgsType()
@@ -70,9 +74,35 @@ export function defined<T extends object>(value: T | undefined | null): Record<s
   return out;
 }
 
-export const toList = <T>(p: { data: T[]; total: number; page: number; pageSize: number }) => ({
+export const toList = <T>(p: Page<T, number | null>) => ({
   nodes: p.data,
   total: p.total,
   page: p.page,
   pageSize: p.pageSize,
 });
+
+/** Whether a selection is left out by `@skip(if: true)` or `@include(if: false)`, as the executor reads them. */
+function skipped(node: SelectionNode, variables: Record<string, unknown>): boolean {
+  return getDirectiveValues(GraphQLSkipDirective, node, variables)?.if === true
+    || getDirectiveValues(GraphQLIncludeDirective, node, variables)?.if === false;
+}
+
+/**
+ * How the list field being resolved is read: its `COUNT(*)` runs only when the query selects
+ * `total` (directly, under an alias, or through a fragment; not when skipped by a directive).
+ */
+export function listOptions(info: GraphQLResolveInfo): { countTotal: boolean } {
+  const seen = new Set<string>();
+  const selectsTotal = (set: SelectionSetNode): boolean => set.selections.some((selection) => {
+    if (skipped(selection, info.variableValues)) return false;
+    if (selection.kind === Kind.FIELD) return selection.name.value === 'total';
+    if (selection.kind === Kind.INLINE_FRAGMENT) return selectsTotal(selection.selectionSet);
+    // A list type has no subtypes, so every fragment valid here applies to it.
+    const name = selection.name.value;
+    const fragment = info.fragments[name];
+    if (!fragment || seen.has(name)) return false;
+    seen.add(name);
+    return selectsTotal(fragment.selectionSet);
+  });
+  return { countTotal: info.fieldNodes.some((node) => node.selectionSet !== undefined && selectsTotal(node.selectionSet)) };
+}

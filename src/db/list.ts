@@ -1,6 +1,6 @@
 import type { ModelStatic, Model } from 'sequelize';
 import { DomainError } from '../core/errors';
-import type { ListParams, Page } from '../core/pagination';
+import type { Counted, ListOptions, ListParams, PageFor } from '../core/pagination';
 import type { Database } from './database';
 
 /** Escapes LIKE wildcards in user text; used with ESCAPE '\'. */
@@ -85,7 +85,8 @@ export interface ListQuery<R, T, F extends string> extends ListSource {
 
 /**
  * The one way a list is read: a page of plain rows (bound statements, no model instances) and
- * the total, counted in parallel. Ordered by the sort column then the id, in the same direction,
+ * the total, counted in parallel unless `options.countTotal` is false (then `total` is null and
+ * no COUNT runs: a GraphQL list whose `total` is not selected). Ordered by the sort column then the id, in the same direction,
  * so equal sort values never make pages overlap or skip rows. Paging values are bound too, so
  * each filter shape is one prepared statement.
  *
@@ -94,10 +95,11 @@ export interface ListQuery<R, T, F extends string> extends ListSource {
  * schema and the whitelist disagree, and a silent default would hide that. Only the whitelist's
  * column names ever reach the SQL text.
  */
-export async function listPage<R = Record<string, unknown>, T = R, F extends string = string>(
+export async function listPage<R = Record<string, unknown>, T = R, F extends string = string, O extends ListOptions = Counted>(
   db: Database,
   query: ListQuery<R, T, F>,
-): Promise<Page<T>> {
+  options?: O,
+): Promise<PageFor<T, O>> {
   const { params, filter } = query;
   const sortColumns: Record<string, string> = query.sortColumns;
   if (!Object.hasOwn(sortColumns, params.sortField)) {
@@ -106,14 +108,17 @@ export async function listPage<R = Record<string, unknown>, T = R, F extends str
   const dir = params.sortDirection === 'asc' ? 'ASC' : 'DESC';
   const where = filter.sql ? ` WHERE ${filter.sql}` : '';
   const n = filter.bind.length;
-  const [rows, [count]] = await Promise.all([
+  const counted = options?.countTotal !== false;
+  const [rows, count] = await Promise.all([
     db.select<R>(
       `SELECT ${query.columns} FROM ${query.table}${where} ORDER BY ${sortColumns[params.sortField]} ${dir}, id ${dir} LIMIT $${n + 1} OFFSET $${n + 2}`,
       [...filter.bind, params.pageSize, (params.page - 1) * params.pageSize],
     ),
-    db.select<{ total: number | string }>(`SELECT COUNT(*) AS total FROM ${query.table}${where}`, filter.bind),
+    counted ? db.select<{ total: number | string }>(`SELECT COUNT(*) AS total FROM ${query.table}${where}`, filter.bind) : null,
   ]);
-  return { data: rows.map((row) => query.toApi(row)), total: Number(count.total), page: params.page, pageSize: params.pageSize };
+  const total = count ? Number(count[0].total) : null;
+  // `total` is null only when options said not to count, which is what PageFor<T, O> says.
+  return { data: rows.map((row) => query.toApi(row)), total, page: params.page, pageSize: params.pageSize } as PageFor<T, O>;
 }
 
 export const NESTED_LIST_LIMIT = 100;

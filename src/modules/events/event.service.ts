@@ -5,7 +5,7 @@ import { requirePermission } from '../../core/context';
 import { newId } from '../../core/ids';
 import { notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Page } from '../../core/pagination';
+import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { EventBus, PublishedEvent, StreamScope } from '../../core/event-bus';
 import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
@@ -125,9 +125,9 @@ export class EventService {
     return this.store.loadPublishedSince(scope, since, after, limit);
   }
 
-  async list(ctx: RequestContext, query: unknown): Promise<Page<ApiEvent>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<ApiEvent, O>> {
     requirePermission(ctx, 'events', 'read');
-    return this.store.list(ctx, parseInput(listEventsInput, query));
+    return this.store.list(ctx, parseInput(listEventsInput, query), options);
   }
 }
 

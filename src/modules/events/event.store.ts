@@ -4,7 +4,7 @@ import { isoTime, readJson } from '../../db/database';
 import { Filter, listPage } from '../../db/list';
 import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { PublishedEvent, StreamScope } from '../../core/event-bus';
 import { EventModel } from './event.model';
 
@@ -102,9 +102,9 @@ export class EventStore {
     return rows.map(toPublished);
   }
 
-  list(scope: Scope, input: { type?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }): Promise<Page<ApiEvent>> {
+  list<O extends ListOptions = Counted>(scope: Scope, input: { type?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }, options?: O): Promise<PageFor<ApiEvent, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type });
-    return listPage(this.db, { table: 'events', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent });
+    return listPage(this.db, { table: 'events', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent }, options);
   }
 }
 

@@ -7,7 +7,7 @@ import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '.
 import type { RequestContext } from '../../core/context';
 import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Page } from '../../core/pagination';
+import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { GatewayResult } from '../../gateways/gateway';
 
 /** One gateway call waiting to be written with the outcome it led to. */
@@ -109,12 +109,12 @@ export class GatewayTransactionStore {
     };
   }
 
-  async list(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown): Promise<Page<GatewayTransaction>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown, options?: O): Promise<PageFor<GatewayTransaction, O>> {
     const input = parseInput(listInput, query);
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId, refund_id: owner.refundId });
     return listPage(this.db, {
       table: 'gateway_transactions', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
-    });
+    }, options);
   }
 
   /** The newest calls of several payments (at most `limit` each) in one query, for DataLoader. */

@@ -7,7 +7,7 @@ import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
 import type { BatchedEvent } from '../events/event.service';
 import { findEvent, type ApiEvent } from '../events/event.store';
@@ -110,11 +110,11 @@ export class WebhookDeliveryService {
   }
 
   /** The attempt log of an endpoint, newest first. */
-  async attempts(ctx: RequestContext, endpointId: string, query: unknown): Promise<Page<WebhookAttempt>> {
+  async attempts<O extends ListOptions = Counted>(ctx: RequestContext, endpointId: string, query: unknown, options?: O): Promise<PageFor<WebhookAttempt, O>> {
     requirePermission(ctx, 'webhook_endpoints', 'read');
     const input = parseInput(listAttemptsInput, query);
     await this.endpoints.row(ctx, endpointId, { includeDeleted: true }); // the log outlives the endpoint
-    return this.store.listAttempts(ctx, endpointId, input);
+    return this.store.listAttempts(ctx, endpointId, input, options);
   }
 
   /** Subscribes to "new deliveries were queued here" (the local worker loop). */
