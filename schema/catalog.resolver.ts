@@ -5,7 +5,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
-import { PriceType as PriceTypeEnum, RecurringInterval } from './types/enums';
+import { PriceSortField, PriceType as PriceTypeEnum, ProductSortField, RecurringInterval } from './types/enums';
 import type { Price } from '../src/modules/catalog/catalog.service';
 
 @ObjectType('Product')
@@ -101,13 +101,13 @@ class UpdatePriceInput {
 }
 
 @ArgsType()
-class ProductListArgs extends PageArgs {
+class ProductListArgs extends PageArgs(ProductSortField) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => Boolean, { nullable: true }) active?: boolean;
 }
 
 @ArgsType()
-class PriceListArgs extends PageArgs {
+class PriceListArgs extends PageArgs(PriceSortField) {
   @Field(() => String, { nullable: true }) productId?: string;
   @Field(() => Boolean, { nullable: true }) active?: boolean;
   @Field(() => String, { nullable: true }) currency?: string;

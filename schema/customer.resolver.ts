@@ -3,6 +3,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { CustomerSortField } from './types/enums';
 
 @ObjectType('Customer')
 export class CustomerType {
@@ -14,6 +15,7 @@ export class CustomerType {
   @Field(() => String, { nullable: true }) country!: string | null;
   @Field(() => String, { nullable: true }) phone!: string | null;
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
+  @Field(() => String, { nullable: true }) testClockId!: string | null;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -46,7 +48,7 @@ export class UpdateCustomerInput {
 }
 
 @ArgsType()
-export class CustomerListArgs extends PageArgs {
+export class CustomerListArgs extends PageArgs(CustomerSortField) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => String, { nullable: true }) email?: string;
 }

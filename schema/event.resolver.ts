@@ -3,12 +3,13 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { EventSortField, EventType as EventTypeEnum } from './types/enums';
 
 @ObjectType('Event')
 export class EventType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
-  @Field(() => String) type!: string;
+  @Field(() => EventTypeEnum) type!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => GraphQLJSONObject) data!: Record<string, unknown>;
@@ -23,8 +24,8 @@ class EventList {
 }
 
 @ArgsType()
-class EventListArgs extends PageArgs {
-  @Field(() => String, { nullable: true }) type?: string;
+class EventListArgs extends PageArgs(EventSortField) {
+  @Field(() => EventTypeEnum, { nullable: true }) type?: string;
 }
 
 @Resolver(() => EventType)

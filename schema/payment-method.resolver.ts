@@ -4,7 +4,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
-import { GatewayTransactionKind } from './types/enums';
+import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
 import { CustomerType } from './customer.resolver';
 import { CardInput, PaymentType } from './payment.resolver';
@@ -58,7 +58,7 @@ export class GatewayTransactionType {
   @Field(() => String, { nullable: true }) paymentId!: string | null;
   @Field(() => String, { nullable: true }) refundId!: string | null;
   @Field(() => String) gatewayId!: string;
-  @Field(() => String) gatewayType!: string;
+  @Field(() => GatewayType) gatewayType!: string;
   @Field(() => GatewayTransactionKind) kind!: PendingTransaction['kind'];
   @Field(() => Int) attempt!: number;
   @Field(() => String) idempotencyKey!: string;
@@ -81,6 +81,9 @@ class GatewayTransactionList {
   @Field(() => Int) pageSize!: number;
 }
 
+const PaymentMethodPageArgs = PageArgs(PaymentMethodSortField);
+const GatewayTransactionPageArgs = PageArgs(GatewayTransactionSortField);
+
 /**
  * Saved cards (`/v1/customers/{id}/payment-methods`) and the gateway calls of a payment
  * (`/v1/payments/{id}/gateway-transactions`), through the same services as REST.
@@ -90,7 +93,7 @@ export class PaymentMethodResolver {
   @Query(() => PaymentMethodList, { nullable: true })
   async paymentMethods(
     @Arg('customerId', () => ID) customerId: string,
-    @Args(() => PageArgs) args: PageArgs,
+    @Args(() => PaymentMethodPageArgs) args: InstanceType<typeof PaymentMethodPageArgs>,
     @Ctx() { services, rc }: GqlContext,
     @Info() info: GraphQLResolveInfo,
   ) {
@@ -109,7 +112,7 @@ export class PaymentMethodResolver {
   @Query(() => GatewayTransactionList, { nullable: true })
   async gatewayTransactions(
     @Arg('paymentId', () => ID) paymentId: string,
-    @Args(() => PageArgs) args: PageArgs,
+    @Args(() => GatewayTransactionPageArgs) args: InstanceType<typeof GatewayTransactionPageArgs>,
     @Ctx() { services, rc }: GqlContext,
     @Info() info: GraphQLResolveInfo,
   ) {

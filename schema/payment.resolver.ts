@@ -5,7 +5,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
-import { PaymentStatus, RefundStatus } from './types/enums';
+import { PaymentSortField, PaymentStatus, RefundSortField, RefundStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Customer } from '../src/modules/customers/customer.service';
@@ -119,14 +119,14 @@ class UpdatePaymentInput {
 }
 
 @ArgsType()
-class PaymentListArgs extends PageArgs {
+class PaymentListArgs extends PageArgs(PaymentSortField) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => PaymentStatus, { nullable: true }) status?: Payment['status'];
   @Field(() => String, { nullable: true }) customerId?: string;
 }
 
 @ArgsType()
-class RefundListArgs extends PageArgs {
+class RefundListArgs extends PageArgs(RefundSortField) {
   @Field(() => RefundStatus, { nullable: true }) status?: Refund['status'];
   @Field(() => String, { nullable: true }) paymentId?: string;
 }

@@ -7,14 +7,21 @@ import { GraphQLDateTime, GraphQLSafeInt } from 'graphql-scalars';
 import { DomainError } from '../../src/core/errors';
 import { NESTED_LIST_LIMIT } from '../../src/db/list';
 import type { Page } from '../../src/core/pagination';
+import { SortDirection } from './enums';
 
-/** Paging and sorting arguments every list query takes; the service validates them. */
-@ArgsType()
-export class PageArgs {
-  @Field(() => Int, { nullable: true }) page?: number;
-  @Field(() => Int, { nullable: true }) pageSize?: number;
-  @Field(() => String, { nullable: true }) sortField?: string;
-  @Field(() => String, { nullable: true }) sortDirection?: string;
+/**
+ * Paging and sorting arguments every list query takes: `sortField` is the list's own enum (the
+ * fields REST sorts it by), `sortDirection` asc or desc. The service validates the page numbers.
+ */
+export function PageArgs<F extends string>(sortField: Record<string, F>) {
+  @ArgsType()
+  class SortedPageArgs {
+    @Field(() => Int, { nullable: true }) page?: number;
+    @Field(() => Int, { nullable: true, description: 'Objects per page (1 to 100, default 20).' }) pageSize?: number;
+    @Field(() => sortField, { nullable: true, description: 'Default createdAt.' }) sortField?: F;
+    @Field(() => SortDirection, { nullable: true, description: 'Default desc.' }) sortDirection?: 'asc' | 'desc';
+  }
+  return SortedPageArgs;
 }
 
 /**
@@ -72,6 +79,15 @@ export function defined<T extends object>(value: T | undefined | null): Record<s
   if (!value) return out;
   for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = v;
   return out;
+}
+
+/**
+ * A nested input as the JSON body REST would get: type-graphql hands input objects over as class
+ * instances, with fields the client left out present as undefined; the service's strict schema
+ * wants plain objects holding only what was sent.
+ */
+export function plainInput(value: object): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
 }
 
 export const toList = <T>(p: Page<T, number | null>) => ({

@@ -61,7 +61,7 @@ export interface EventBatchItem {
   sourceId: string;
 }
 
-const listEventsInput = listSchema(['createdAt'] as const, {
+export const listEventsInput = listSchema(['createdAt'] as const, {
   type: z.string().max(64).optional(),
 });
 

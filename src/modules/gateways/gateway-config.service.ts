@@ -69,7 +69,7 @@ const updateInput = z
   })
   .strict();
 
-const listInput = listSchema(['createdAt', 'name'] as const, {
+export const listGatewaysInput = listSchema(['createdAt', 'name'] as const, {
   type: z.string().max(40).optional(),
   enabled: z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean()).optional(),
 });
@@ -160,7 +160,7 @@ export class GatewayConfigService {
 
   async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<GatewayView, O>> {
     requirePermission(ctx, 'gateways', 'read');
-    return this.store.list(ctx, parseInput(listInput, query), toView, options);
+    return this.store.list(ctx, parseInput(listGatewaysInput, query), toView, options);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<GatewayView> {

@@ -43,7 +43,7 @@ export interface GatewayTransaction {
   updatedAt: string;
 }
 
-const listInput = listSchema(['createdAt'] as const, {});
+export const listGatewayTransactionsInput = listSchema(['createdAt'] as const, {});
 const INSERT_COLUMNS = 'id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 const COLUMNS = 'id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 
@@ -110,7 +110,7 @@ export class GatewayTransactionStore {
   }
 
   async list<O extends ListOptions = Counted>(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown, options?: O): Promise<PageFor<GatewayTransaction, O>> {
-    const input = parseInput(listInput, query);
+    const input = parseInput(listGatewayTransactionsInput, query);
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId, refund_id: owner.refundId });
     return listPage(this.db, {
       table: 'gateway_transactions', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,

@@ -36,7 +36,7 @@ export interface SavedPaymentMethod {
   updatedAt: string;
 }
 
-const listInput = listSchema(['createdAt'] as const, {});
+export const listPaymentMethodsInput = listSchema(['createdAt'] as const, {});
 
 /** Cards saved with a gateway (its token is kept, never the number) and charged later. */
 export class PaymentMethodService {
@@ -137,7 +137,7 @@ export class PaymentMethodService {
 
   async list<O extends ListOptions = Counted>(ctx: RequestContext, customerId: string, query: unknown, options?: O): Promise<PageFor<SavedPaymentMethod, O>> {
     requirePermission(ctx, 'customers', 'read');
-    const input = parseInput(listInput, query);
+    const input = parseInput(listPaymentMethodsInput, query);
     const customer = await this.customers.retrieve(ctx, customerId);
     return this.store.list(ctx, customerId, input, (row) => toApi(row, customer.defaultPaymentMethodId), options);
   }
