@@ -140,13 +140,14 @@ export class WebhookEndpointResolver {
     return services.webhooks.deliveries.resend(rc, id, {}, idem);
   }
 
+  /** Batched over the endpoints of a list: one statement for the pages (and one for the totals), however many endpoints. */
   @FieldResolver(() => WebhookAttemptList, { nullable: true, description: 'The attempt log, newest first (`GET /v1/webhook-endpoints/{id}/deliveries`).' })
   async deliveries(
     @Root() endpoint: { id: string },
     @Args(() => WebhookAttemptListArgs) args: WebhookAttemptListArgs,
-    @Ctx() { services, rc }: GqlContext,
+    @Ctx() { loaders }: GqlContext,
     @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await services.webhooks.deliveries.attempts(rc, endpoint.id, defined(args), listOptions(info)));
+    return toList(await loaders.deliveriesByEndpoint.load(endpoint.id, defined(args), listOptions(info)));
   }
 }

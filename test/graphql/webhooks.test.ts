@@ -40,6 +40,56 @@ describe('GraphQL webhook endpoints', () => {
   });
 });
 
+describe('GraphQL WebhookEndpoint.deliveries', () => {
+  it('should batch the attempt logs of a list of endpoints: the statements do not grow with the endpoints, the pages match REST', async () => {
+    const account = await app.createAccount();
+    const key = account.testKey;
+    /** `n` endpoints (to a closed port), each with two failed attempts. */
+    const endpointsWithAttempts = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        await app.request('POST', '/v1/webhook-endpoints', { key, body: { url: `https://127.0.0.1:9/batch${i}`, events: ['customer.created'] } });
+      }
+      await app.request('POST', '/v1/customers', { key, body: { email: `batch${Math.random()}@example.com` } });
+      await app.request('POST', '/v1/customers', { key, body: { email: `batch${Math.random()}@example.com` } });
+      await app.server.services.webhooks.deliveries.deliverDue(100);
+    };
+    const query = '{ webhookEndpoints(pageSize: 100) { nodes { id deliveries(pageSize: 1, page: 2) { total page nodes { id endpointId eventId status } } failed: deliveries(status: failed) { nodes { id } } } } }';
+    const read = async () => {
+      const before = app.sql.length;
+      const res = await app.request('POST', '/graphql', { key, body: { query } });
+      expect(res.body.errors).toBeUndefined();
+      const statements = app.sql.slice(before).filter((q) => /\bwebhook_(attempts|endpoints)\b/.test(q));
+      return { statements, endpoints: res.body.data.webhookEndpoints.nodes as Array<{ id: string; deliveries: { total: number; page: number; nodes: Array<{ id: string; endpointId: string }> }; failed: { nodes: Array<{ id: string }> } }> };
+    };
+    await endpointsWithAttempts(2);
+    const small = await read();
+    await endpointsWithAttempts(4);
+    const large = await read();
+    expect(small.endpoints).toHaveLength(2);
+    expect(large.endpoints).toHaveLength(6);
+    // The endpoint list, its count, then one statement for the pages and one for the totals of
+    // each `deliveries` asked (the second asks no total): however many endpoints.
+    expect(large.statements).toHaveLength(small.statements.length);
+    expect(large.statements.filter((q) => /\bwebhook_attempts\b/.test(q))).toHaveLength(3);
+    expect(large.statements.filter((q) => /\bCOUNT\(\*\)/.test(q) && /\bwebhook_attempts\b/.test(q))).toHaveLength(1);
+    // Each endpoint's page is REST's page of its log.
+    for (const endpoint of large.endpoints) {
+      const rest = await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?pageSize=1&page=2`, { key });
+      expect(endpoint.deliveries.total).toBe(rest.body.meta.total);
+      expect(endpoint.deliveries.page).toBe(2);
+      expect(endpoint.deliveries.nodes.map((a) => a.id)).toEqual(rest.body.data.map((a: { id: string }) => a.id));
+      expect(endpoint.deliveries.nodes.every((a) => a.endpointId === endpoint.id)).toBe(true);
+      const failed = await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?status=failed`, { key });
+      expect(endpoint.failed.nodes.map((a) => a.id)).toEqual(failed.body.data.map((a: { id: string }) => a.id));
+    }
+    expect(large.endpoints.filter((e) => e.deliveries.total >= 2)).toHaveLength(6);
+    // Invalid paging is refused per field, as REST refuses it.
+    const bad = await app.request('POST', '/graphql', { key, body: { query: '{ webhookEndpoints { nodes { id deliveries(pageSize: 500) { total } } } }' } });
+    expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'pageSize' });
+    expect(bad.body.data.webhookEndpoints.nodes[0]).toEqual({ id: expect.any(String), deliveries: null });
+  });
+});
+
 describe('webhook log retention', () => {
   it('should purge finished deliveries and attempts older than 30 days and keep pending ones', async () => {
     const { db } = app.server.services;

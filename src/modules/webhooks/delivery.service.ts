@@ -117,6 +117,20 @@ export class WebhookDeliveryService {
     return this.store.listAttempts(ctx, endpointId, input, options);
   }
 
+  /**
+   * The same page of several endpoints' attempt logs, for DataLoader (GraphQL's
+   * `WebhookEndpoint.deliveries`): one statement for the rows and one for the totals, however
+   * many endpoints. The ids are those of endpoints already read in this scope, and the statement
+   * is scoped by account and mode, so an id of another scope lists nothing.
+   */
+  async attemptsFor<O extends ListOptions = Counted>(
+    ctx: RequestContext, endpointIds: readonly string[], query: unknown, options?: O,
+  ): Promise<Map<string, PageFor<WebhookAttempt, O>>> {
+    requirePermission(ctx, 'webhook_endpoints', 'read');
+    const input = parseInput(listAttemptsInput, query);
+    return this.store.listAttemptsFor(ctx, endpointIds, input, options);
+  }
+
   /** Subscribes to "new deliveries were queued here" (the local worker loop). */
   onWake(listener: () => void): () => void {
     this.wakeListeners.add(listener);

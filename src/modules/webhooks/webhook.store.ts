@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { Params } from '../../db/params';
 import type { Database } from '../../db/database';
 import { isoTime, readBool, readJson, readTime } from '../../db/database';
-import { Filter, likePattern, listPage } from '../../db/list';
+import { Filter, likePattern, listPage, pagePerParent } from '../../db/list';
 import type { Clock } from '../../core/clock';
 import { randomBase62 } from '../../core/ids';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
@@ -392,6 +392,22 @@ export class WebhookStore {
     });
     return listPage(this.db, {
       table: 'webhook_attempts', columns: ATTEMPT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiAttempt,
+    }, options);
+  }
+
+  /** The same page of several endpoints' attempt logs (deleted endpoints included), in one statement (and one for the totals). */
+  async listAttemptsFor<O extends ListOptions = Counted>(
+    scope: Scope, endpointIds: readonly string[], input: z.infer<typeof listAttemptsInput>, options?: O,
+  ): Promise<Map<string, PageFor<WebhookAttempt, O>>> {
+    const filter = new Filter({
+      account_id: scope.accountId,
+      mode: scope.mode,
+      event_id: input.eventId,
+      succeeded: input.status === undefined ? undefined : input.status === 'succeeded',
+    });
+    return pagePerParent(this.db, {
+      table: 'webhook_attempts', columns: ATTEMPT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiAttempt,
+      parentColumn: 'endpoint_id', parentIds: endpointIds, parentOf: (attempt) => attempt.endpointId,
     }, options);
   }
 
