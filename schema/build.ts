@@ -9,6 +9,7 @@ import { PriceResolver, ProductResolver } from './catalog.resolver';
 import { EventResolver } from './event.resolver';
 import { CustomerPaymentsResolver, PaymentResolver, RefundResolver } from './payment.resolver';
 import { GatewayResolver } from './gateway.resolver';
+import { RoutingResolver } from './routing.resolver';
 import { CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver, PaymentMethodResolver } from './payment-method.resolver';
 import { SubscriptionResolver } from './subscription.resolver';
 import { WebhookEndpointResolver } from './webhook.resolver';
@@ -20,7 +21,7 @@ export function buildPayorchSchema(): GraphQLSchema {
   const schema = buildSchemaSync({
     resolvers: [
       CustomerResolver, CustomerPaymentsResolver, ProductResolver, PriceResolver, EventResolver,
-      PaymentResolver, RefundResolver, GatewayResolver, SubscriptionResolver, WebhookEndpointResolver,
+      PaymentResolver, RefundResolver, GatewayResolver, RoutingResolver, SubscriptionResolver, WebhookEndpointResolver,
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
     ],
     validate: false,

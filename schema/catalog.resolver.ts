@@ -1,10 +1,11 @@
 import {
-  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
-import { PriceType as PriceTypeEnum, RecurringInterval } from './types/enums';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
+import { PriceSortField, PriceType as PriceTypeEnum, ProductSortField, RecurringInterval } from './types/enums';
 import type { Price } from '../src/modules/catalog/catalog.service';
 
 @ObjectType('Product')
@@ -100,13 +101,13 @@ class UpdatePriceInput {
 }
 
 @ArgsType()
-class ProductListArgs extends PageArgs {
+class ProductListArgs extends PageArgs(ProductSortField) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => Boolean, { nullable: true }) active?: boolean;
 }
 
 @ArgsType()
-class PriceListArgs extends PageArgs {
+class PriceListArgs extends PageArgs(PriceSortField) {
   @Field(() => String, { nullable: true }) productId?: string;
   @Field(() => Boolean, { nullable: true }) active?: boolean;
   @Field(() => String, { nullable: true }) currency?: string;
@@ -115,19 +116,19 @@ class PriceListArgs extends PageArgs {
 
 @Resolver(() => ProductType)
 export class ProductResolver {
-  @FieldResolver(() => [PriceType], { description: 'Newest first.' })
+  @FieldResolver(() => [PriceType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   prices(@Root() product: { id: string }, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.pricesByProduct.load(product.id, nestedLimit(args));
   }
 
-  @Query(() => ProductType)
+  @Query(() => ProductType, { nullable: true })
   product(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.catalog.retrieveProduct(rc, id);
   }
 
-  @Query(() => ProductList)
-  async products(@Args(() => ProductListArgs) args: ProductListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.catalog.listProducts(rc, defined(args)));
+  @Query(() => ProductList, { nullable: true })
+  async products(@Args(() => ProductListArgs) args: ProductListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.catalog.listProducts(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => ProductType, { nullable: true })
@@ -147,14 +148,14 @@ export class ProductResolver {
 
 @Resolver(() => PriceType)
 export class PriceResolver {
-  @Query(() => PriceType)
+  @Query(() => PriceType, { nullable: true })
   price(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.catalog.retrievePrice(rc, id);
   }
 
-  @Query(() => PriceList)
-  async prices(@Args(() => PriceListArgs) args: PriceListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.catalog.listPrices(rc, defined(args)));
+  @Query(() => PriceList, { nullable: true })
+  async prices(@Args(() => PriceListArgs) args: PriceListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.catalog.listPrices(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => PriceType, { nullable: true })

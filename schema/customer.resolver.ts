@@ -1,7 +1,9 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { CustomerSortField } from './types/enums';
 
 @ObjectType('Customer')
 export class CustomerType {
@@ -13,6 +15,7 @@ export class CustomerType {
   @Field(() => String, { nullable: true }) country!: string | null;
   @Field(() => String, { nullable: true }) phone!: string | null;
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
+  @Field(() => String, { nullable: true }) testClockId!: string | null;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -45,21 +48,21 @@ export class UpdateCustomerInput {
 }
 
 @ArgsType()
-export class CustomerListArgs extends PageArgs {
+export class CustomerListArgs extends PageArgs(CustomerSortField) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => String, { nullable: true }) email?: string;
 }
 
 @Resolver(() => CustomerType)
 export class CustomerResolver {
-  @Query(() => CustomerType)
+  @Query(() => CustomerType, { nullable: true })
   customer(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.customers.retrieve(rc, id);
   }
 
-  @Query(() => CustomerList)
-  async customers(@Args(() => CustomerListArgs) args: CustomerListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.customers.list(rc, defined(args)));
+  @Query(() => CustomerList, { nullable: true })
+  async customers(@Args(() => CustomerListArgs) args: CustomerListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.customers.list(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => CustomerType, { nullable: true })

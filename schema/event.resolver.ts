@@ -1,13 +1,15 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { EventSortField, EventType as EventTypeEnum } from './types/enums';
 
 @ObjectType('Event')
 export class EventType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
-  @Field(() => String) type!: string;
+  @Field(() => EventTypeEnum) type!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => GraphQLJSONObject) data!: Record<string, unknown>;
@@ -22,19 +24,19 @@ class EventList {
 }
 
 @ArgsType()
-class EventListArgs extends PageArgs {
-  @Field(() => String, { nullable: true }) type?: string;
+class EventListArgs extends PageArgs(EventSortField) {
+  @Field(() => EventTypeEnum, { nullable: true }) type?: string;
 }
 
 @Resolver(() => EventType)
 export class EventResolver {
-  @Query(() => EventType)
+  @Query(() => EventType, { nullable: true })
   event(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.events.retrieve(rc, id);
   }
 
-  @Query(() => EventList)
-  async events(@Args(() => EventListArgs) args: EventListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.events.list(rc, defined(args)));
+  @Query(() => EventList, { nullable: true })
+  async events(@Args(() => EventListArgs) args: EventListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.events.list(rc, defined(args), listOptions(info)));
   }
 }

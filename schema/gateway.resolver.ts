@@ -1,7 +1,9 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, PageArgs, defined, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { GatewaySortField, GatewayType as GatewayTypeEnum } from './types/enums';
 
 @ObjectType('Gateway')
 class GatewayType {
@@ -9,7 +11,7 @@ class GatewayType {
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) name!: string;
-  @Field(() => String) type!: string;
+  @Field(() => GatewayTypeEnum) type!: string;
   @Field(() => Boolean) enabled!: boolean;
   @Field(() => [String], { nullable: true }) currencies!: string[] | null;
   @Field(() => GraphQLJSONObject) settings!: Record<string, unknown>;
@@ -29,7 +31,7 @@ class GatewayList {
 @InputType('CreateGatewayInput')
 class CreateGatewayInput {
   @Field(() => String) name!: string;
-  @Field(() => String) type!: string;
+  @Field(() => GatewayTypeEnum) type!: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) credentials?: Record<string, string>;
   @Field(() => [String], { nullable: true }) currencies?: string[] | null;
   @Field(() => Boolean, { nullable: true }) enabled?: boolean;
@@ -46,8 +48,8 @@ class UpdateGatewayInput {
 }
 
 @ArgsType()
-class GatewayListArgs extends PageArgs {
-  @Field(() => String, { nullable: true }) type?: string;
+class GatewayListArgs extends PageArgs(GatewaySortField) {
+  @Field(() => GatewayTypeEnum, { nullable: true }) type?: string;
   @Field(() => Boolean, { nullable: true }) enabled?: boolean;
 }
 
@@ -76,41 +78,16 @@ class FxRateInput {
   @Field(() => String, { nullable: true, description: 'Ignored: what `fxRates` returns may be sent back as it is.' }) updatedAt?: string | null;
 }
 
-@ObjectType('RoutingSkip', { description: 'A gateway the rules name that a payment would not try now, and why.' })
-class RoutingSkipType {
-  @Field(() => String) gatewayId!: string;
-  @Field(() => String, { description: '`unknown`, `disabled`, `currency` (it does not take the currency) or `circuit_open`' }) reason!: string;
-}
-
-@ObjectType('RoutingDecision')
-class RoutingDecisionType {
-  @Field(() => String) object!: string;
-  @Field(() => String, { nullable: true }) rule!: string | null;
-  @Field(() => [String]) gateways!: string[];
-  @Field(() => Int) maxAttempts!: number;
-  @Field(() => [RoutingSkipType]) skipped!: Array<{ gatewayId: string; reason: string }>;
-  @Field(() => Boolean) usesBuiltinSimulator!: boolean;
-}
-
-@InputType('RoutingSimulationInput')
-class RoutingSimulationInput {
-  @Field(() => Amount) amount!: number;
-  @Field(() => String) currency!: string;
-  @Field(() => String, { nullable: true }) country?: string;
-  @Field(() => String, { nullable: true }) cardBrand?: string;
-  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
-}
-
 @Resolver(() => GatewayType)
 export class GatewayResolver {
-  @Query(() => GatewayType)
+  @Query(() => GatewayType, { nullable: true })
   gateway(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.gateways.retrieve(rc, id);
   }
 
-  @Query(() => GatewayList)
-  async gateways(@Args(() => GatewayListArgs) args: GatewayListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.gateways.list(rc, defined(args)));
+  @Query(() => GatewayList, { nullable: true })
+  async gateways(@Args(() => GatewayListArgs) args: GatewayListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.gateways.list(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => GatewayType, { nullable: true })
@@ -128,23 +105,7 @@ export class GatewayResolver {
     return services.gateways.remove(rc, id);
   }
 
-  /** The rule set as JSON, the same document PUT /v1/routing takes. */
-  @Query(() => GraphQLJSONObject)
-  routing(@Ctx() { services, rc }: GqlContext) {
-    return services.routing.get(rc);
-  }
-
-  @Mutation(() => GraphQLJSONObject, { nullable: true })
-  setRouting(@Arg('config', () => GraphQLJSONObject) config: Record<string, unknown>, @Ctx() { services, rc }: GqlContext) {
-    return services.routing.replace(rc, config);
-  }
-
-  @Query(() => RoutingDecisionType)
-  simulateRouting(@Arg('input', () => RoutingSimulationInput) input: RoutingSimulationInput, @Ctx() { services, rc }: GqlContext) {
-    return services.routing.simulate(rc, defined(input));
-  }
-
-  @Query(() => FxRateSetType)
+  @Query(() => FxRateSetType, { nullable: true })
   fxRates(@Ctx() { services, rc }: GqlContext) {
     return services.fx.list(rc);
   }

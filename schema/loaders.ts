@@ -7,6 +7,8 @@ import type { Payment } from '../src/modules/payments/payment.service';
 import type { Refund } from '../src/modules/payments/refund.service';
 import type { SavedPaymentMethod } from '../src/modules/payments/payment-method.service';
 import type { GatewayTransaction } from '../src/modules/payments/gateway-transaction.store';
+import type { WebhookAttempt } from '../src/modules/webhooks/webhook.store';
+import type { ListOptions, Page } from '../src/core/pagination';
 
 /**
  * One set per request, so batching and caching never cross accounts or modes. Subscriptions
@@ -46,6 +48,31 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
       },
     };
   };
+  /**
+   * Each parent's page of a paged list. One statement takes one set of list arguments, so there
+   * is one loader per set asked for (and per "count the total or not"): parents asked with the
+   * same arguments share a statement.
+   */
+  const pageByParent = <T>(find: (ids: readonly string[], query: Record<string, unknown>, options: ListOptions) => Promise<Map<string, Page<T, number | null>>>) => {
+    const perQuery = new Map<string, DataLoader<string, Page<T, number | null>>>();
+    return {
+      load(parentId: string, query: Record<string, unknown>, options: { countTotal: boolean }): Promise<Page<T, number | null>> {
+        const key = JSON.stringify([query, options.countTotal]);
+        let loader = perQuery.get(key);
+        if (!loader) {
+          loader = new DataLoader<string, Page<T, number | null>>(async (ids) => {
+            const found = await find(ids, query, options);
+            return ids.map((id) => found.get(id) as Page<T, number | null>);
+          }, { cache });
+          perQuery.set(key, loader);
+        }
+        return loader.load(parentId);
+      },
+      clearAll(): void {
+        for (const loader of perQuery.values()) loader.clearAll();
+      },
+    };
+  };
   return {
     customer: byIds<Customer>((ids) => services.customers.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
@@ -54,6 +81,7 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
     paymentMethodsByCustomer: byParentUpTo<SavedPaymentMethod>((ids, limit) => services.paymentMethods.forCustomers(rc, ids, limit)),
     gatewayTransactionsByPayment: byParentUpTo<GatewayTransaction>((ids, limit) => services.payments.gatewayTransactionsFor(rc, ids, limit)),
     pricesByProduct: byParentUpTo<Price>((ids, limit) => services.catalog.pricesForProducts(rc, ids, limit)),
+    deliveriesByEndpoint: pageByParent<WebhookAttempt>((ids, query, options) => services.webhooks.deliveries.attemptsFor(rc, ids, query, options)),
   };
 }
 

@@ -1,11 +1,10 @@
 import { notFoundAs } from './errors';
-import {
-  Arg, Args, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
-} from 'type-graphql';
+import { Arg, Args, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
-import { GatewayTransactionKind } from './types/enums';
+import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
+import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
 import { CustomerType } from './customer.resolver';
 import { CardInput, PaymentType } from './payment.resolver';
@@ -59,7 +58,7 @@ export class GatewayTransactionType {
   @Field(() => String, { nullable: true }) paymentId!: string | null;
   @Field(() => String, { nullable: true }) refundId!: string | null;
   @Field(() => String) gatewayId!: string;
-  @Field(() => String) gatewayType!: string;
+  @Field(() => GatewayType) gatewayType!: string;
   @Field(() => GatewayTransactionKind) kind!: PendingTransaction['kind'];
   @Field(() => Int) attempt!: number;
   @Field(() => String) idempotencyKey!: string;
@@ -82,19 +81,23 @@ class GatewayTransactionList {
   @Field(() => Int) pageSize!: number;
 }
 
+const PaymentMethodPageArgs = PageArgs(PaymentMethodSortField);
+const GatewayTransactionPageArgs = PageArgs(GatewayTransactionSortField);
+
 /**
  * Saved cards (`/v1/customers/{id}/payment-methods`) and the gateway calls of a payment
  * (`/v1/payments/{id}/gateway-transactions`), through the same services as REST.
  */
 @Resolver(() => PaymentMethodType)
 export class PaymentMethodResolver {
-  @Query(() => PaymentMethodList)
+  @Query(() => PaymentMethodList, { nullable: true })
   async paymentMethods(
     @Arg('customerId', () => ID) customerId: string,
-    @Args(() => PageArgs) args: PageArgs,
+    @Args(() => PaymentMethodPageArgs) args: InstanceType<typeof PaymentMethodPageArgs>,
     @Ctx() { services, rc }: GqlContext,
+    @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await notFoundAs('customerId', 'customer', services.paymentMethods.list(rc, customerId, defined(args))));
+    return toList(await notFoundAs('customerId', 'customer', services.paymentMethods.list(rc, customerId, defined(args), listOptions(info))));
   }
 
   @Mutation(() => PaymentMethodType, { nullable: true })
@@ -106,20 +109,21 @@ export class PaymentMethodResolver {
     return notFoundAs('customerId', 'customer', services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) }, idem));
   }
 
-  @Query(() => GatewayTransactionList)
+  @Query(() => GatewayTransactionList, { nullable: true })
   async gatewayTransactions(
     @Arg('paymentId', () => ID) paymentId: string,
-    @Args(() => PageArgs) args: PageArgs,
+    @Args(() => GatewayTransactionPageArgs) args: InstanceType<typeof GatewayTransactionPageArgs>,
     @Ctx() { services, rc }: GqlContext,
+    @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await notFoundAs('paymentId', 'payment', services.payments.gatewayTransactions(rc, paymentId, defined(args))));
+    return toList(await notFoundAs('paymentId', 'payment', services.payments.gatewayTransactions(rc, paymentId, defined(args), listOptions(info))));
   }
 }
 
 @Resolver(() => CustomerType)
 export class CustomerPaymentMethodsResolver {
   /** Newest first, as the REST list; batched over the customers of a list. */
-  @FieldResolver(() => [PaymentMethodType], { description: 'Newest first.' })
+  @FieldResolver(() => [PaymentMethodType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   paymentMethods(@Root() customer: Customer, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.paymentMethodsByCustomer.load(customer.id, nestedLimit(args));
   }
@@ -128,7 +132,7 @@ export class CustomerPaymentMethodsResolver {
 @Resolver(() => PaymentType)
 export class PaymentGatewayTransactionsResolver {
   /** Newest first, as the REST list; batched over the payments of a list. */
-  @FieldResolver(() => [GatewayTransactionType], { description: 'Newest first.' })
+  @FieldResolver(() => [GatewayTransactionType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   gatewayTransactions(@Root() payment: Payment, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.gatewayTransactionsByPayment.load(payment.id, nestedLimit(args));
   }

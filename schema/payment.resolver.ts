@@ -1,10 +1,11 @@
 import {
-  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
 } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NestedListArgs, PageArgs, defined, nestedLimit, toList } from './types/common';
-import { PaymentStatus, RefundStatus } from './types/enums';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
+import { PaymentSortField, PaymentStatus, RefundSortField, RefundStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Customer } from '../src/modules/customers/customer.service';
@@ -118,28 +119,28 @@ class UpdatePaymentInput {
 }
 
 @ArgsType()
-class PaymentListArgs extends PageArgs {
+class PaymentListArgs extends PageArgs(PaymentSortField) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => PaymentStatus, { nullable: true }) status?: Payment['status'];
   @Field(() => String, { nullable: true }) customerId?: string;
 }
 
 @ArgsType()
-class RefundListArgs extends PageArgs {
+class RefundListArgs extends PageArgs(RefundSortField) {
   @Field(() => RefundStatus, { nullable: true }) status?: Refund['status'];
   @Field(() => String, { nullable: true }) paymentId?: string;
 }
 
 @Resolver(() => PaymentType)
 export class PaymentResolver {
-  @Query(() => PaymentType)
+  @Query(() => PaymentType, { nullable: true })
   payment(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.payments.retrieve(rc, id);
   }
 
-  @Query(() => PaymentList)
-  async payments(@Args(() => PaymentListArgs) args: PaymentListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.payments.list(rc, defined(args)));
+  @Query(() => PaymentList, { nullable: true })
+  async payments(@Args(() => PaymentListArgs) args: PaymentListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.payments.list(rc, defined(args), {}, listOptions(info)));
   }
 
   @Mutation(() => PaymentType, { nullable: true })
@@ -159,7 +160,7 @@ export class PaymentResolver {
     return payment.customerId ? loaders.customer.load(payment.customerId) : null;
   }
 
-  @FieldResolver(() => [RefundType], { description: 'Newest first.' })
+  @FieldResolver(() => [RefundType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   refunds(@Root() payment: Payment, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.refundsByPayment.load(payment.id, nestedLimit(args));
   }
@@ -167,14 +168,14 @@ export class PaymentResolver {
 
 @Resolver(() => RefundType)
 export class RefundResolver {
-  @Query(() => RefundType)
+  @Query(() => RefundType, { nullable: true })
   refund(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.refunds.retrieve(rc, id);
   }
 
-  @Query(() => RefundList)
-  async refunds(@Args(() => RefundListArgs) args: RefundListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.refunds.list(rc, defined(args)));
+  @Query(() => RefundList, { nullable: true })
+  async refunds(@Args(() => RefundListArgs) args: RefundListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.refunds.list(rc, defined(args), undefined, listOptions(info)));
   }
 
   @Mutation(() => RefundType, { nullable: true })
@@ -190,7 +191,7 @@ export class RefundResolver {
 
 @Resolver(() => CustomerType)
 export class CustomerPaymentsResolver {
-  @FieldResolver(() => [PaymentType], { description: 'Newest first.' })
+  @FieldResolver(() => [PaymentType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
   payments(@Root() customer: Customer, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
     return loaders.paymentsByCustomer.load(customer.id, nestedLimit(args));
   }

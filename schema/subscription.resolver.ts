@@ -2,6 +2,7 @@ import { Arg, Resolver, Root, Subscription } from 'type-graphql';
 import type { SubscribeResolverData } from 'type-graphql';
 import type { GqlContext } from './context';
 import { EventType } from './event.resolver';
+import { EventType as EventTypeEnum } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import { CustomerType } from './customer.resolver';
 import { requirePermission } from '../src/core/context';
@@ -33,7 +34,12 @@ export class SubscriptionResolver {
     },
     description: "The account and mode's events as they are committed, optionally only some types.",
   })
-  events(@Root() event: PublishedEvent, @Arg('types', () => [String], { nullable: true }) _types?: string[]) {
+  events(
+    @Root() event: PublishedEvent,
+    // An enum: an unknown type or a wildcard (`payment.*`) is refused before the stream starts,
+    // as REST refuses it in a webhook endpoint's `events`; the resolver reads REST's strings.
+    @Arg('types', () => [EventTypeEnum], { nullable: true, description: 'Only these types; absent or empty: every type.' }) _types?: string[],
+  ) {
     return asEvent(event);
   }
 

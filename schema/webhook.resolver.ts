@@ -1,8 +1,14 @@
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import {
+  Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root,
+} from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, toList } from './types/common';
-import { WebhookDeliveryAttemptStatus, WebhookEndpointStatus } from './types/enums';
+import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import {
+  EventType, WebhookDeliveryAttemptSortField, WebhookDeliveryAttemptStatus, WebhookEndpointSortField, WebhookEndpointStatus, WebhookEventSelector,
+} from './types/enums';
 import type { EndpointStatus } from '../src/modules/webhooks/endpoint.service';
+import type { WebhookAttempt } from '../src/modules/webhooks/webhook.store';
 
 @ObjectType('WebhookEndpoint')
 class WebhookEndpointType {
@@ -10,7 +16,7 @@ class WebhookEndpointType {
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) url!: string;
-  @Field(() => [String]) events!: string[];
+  @Field(() => [WebhookEventSelector]) events!: string[];
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field(() => WebhookEndpointStatus) status!: EndpointStatus;
   @Field(() => String, { nullable: true }) disabledReason!: string | null;
@@ -31,10 +37,12 @@ class WebhookEndpointList {
 @ObjectType('WebhookDeliveryAttempt')
 class WebhookAttemptType {
   @Field(() => ID) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) endpointId!: string;
   @Field(() => String) deliveryId!: string;
   @Field(() => String) eventId!: string;
-  @Field(() => String) eventType!: string;
+  @Field(() => EventType) eventType!: string;
   @Field(() => Int) attempt!: number;
   @Field(() => WebhookDeliveryAttemptStatus) status!: 'succeeded' | 'failed';
   @Field(() => Int, { nullable: true }) statusCode!: number | null;
@@ -42,6 +50,7 @@ class WebhookAttemptType {
   @Field(() => String, { nullable: true }) error!: string | null;
   @Field(() => DateTime, { nullable: true }) nextRetryAt!: string | null;
   @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
 }
 
 @ObjectType('WebhookDeliveryAttemptList')
@@ -54,6 +63,7 @@ class WebhookAttemptList {
 
 @ObjectType('EventResend')
 class EventResendType {
+  @Field(() => String) object!: string;
   @Field(() => String) eventId!: string;
   @Field(() => Int) deliveriesQueued!: number;
 }
@@ -61,33 +71,39 @@ class EventResendType {
 @InputType('CreateWebhookEndpointInput')
 class CreateWebhookEndpointInput {
   @Field(() => String) url!: string;
-  @Field(() => [String]) events!: string[];
+  @Field(() => [WebhookEventSelector]) events!: string[];
   @Field(() => String, { nullable: true }) description?: string | null;
 }
 
 @InputType('UpdateWebhookEndpointInput')
 class UpdateWebhookEndpointInput {
   @Field(() => String, { nullable: true }) url?: string;
-  @Field(() => [String], { nullable: true }) events?: string[];
+  @Field(() => [WebhookEventSelector], { nullable: true }) events?: string[];
   @Field(() => String, { nullable: true }) description?: string | null;
   @Field(() => WebhookEndpointStatus, { nullable: true }) status?: EndpointStatus;
 }
 
 @ArgsType()
-class WebhookEndpointListArgs extends PageArgs {
+class WebhookEndpointListArgs extends PageArgs(WebhookEndpointSortField) {
   @Field(() => WebhookEndpointStatus, { nullable: true }) status?: EndpointStatus;
+}
+
+@ArgsType()
+class WebhookAttemptListArgs extends PageArgs(WebhookDeliveryAttemptSortField) {
+  @Field(() => WebhookDeliveryAttemptStatus, { nullable: true }) status?: WebhookAttempt['status'];
+  @Field(() => String, { nullable: true }) eventId?: string;
 }
 
 @Resolver(() => WebhookEndpointType)
 export class WebhookEndpointResolver {
-  @Query(() => WebhookEndpointType)
+  @Query(() => WebhookEndpointType, { nullable: true })
   webhookEndpoint(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.webhooks.endpoints.retrieve(rc, id);
   }
 
-  @Query(() => WebhookEndpointList)
-  async webhookEndpoints(@Args(() => WebhookEndpointListArgs) args: WebhookEndpointListArgs, @Ctx() { services, rc }: GqlContext) {
-    return toList(await services.webhooks.endpoints.list(rc, defined(args)));
+  @Query(() => WebhookEndpointList, { nullable: true })
+  async webhookEndpoints(@Args(() => WebhookEndpointListArgs) args: WebhookEndpointListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return toList(await services.webhooks.endpoints.list(rc, defined(args), listOptions(info)));
   }
 
   @Mutation(() => WebhookEndpointType, { nullable: true })
@@ -124,12 +140,14 @@ export class WebhookEndpointResolver {
     return services.webhooks.deliveries.resend(rc, id, {}, idem);
   }
 
-  @FieldResolver(() => WebhookAttemptList)
+  /** Batched over the endpoints of a list: one statement for the pages (and one for the totals), however many endpoints. */
+  @FieldResolver(() => WebhookAttemptList, { nullable: true, description: 'The attempt log, newest first (`GET /v1/webhook-endpoints/{id}/deliveries`).' })
   async deliveries(
     @Root() endpoint: { id: string },
-    @Args(() => PageArgs) args: PageArgs,
-    @Ctx() { services, rc }: GqlContext,
+    @Args(() => WebhookAttemptListArgs) args: WebhookAttemptListArgs,
+    @Ctx() { loaders }: GqlContext,
+    @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await services.webhooks.deliveries.attempts(rc, endpoint.id, defined(args)));
+    return toList(await loaders.deliveriesByEndpoint.load(endpoint.id, defined(args), listOptions(info)));
   }
 }

@@ -39,5 +39,16 @@ export function renderError(ctx: Context, err: unknown): void {
   const { status, error } = toErrorResponse(err, state.requestId);
   ctx.status = status;
   ctx.type = 'application/json';
-  ctx.body = state.graphql ? { errors: [{ message: error.message, extensions: error }] } : { data: null, error };
+  ctx.body = state.graphql ? { errors: [graphqlError(error)] } : { data: null, error };
+}
+
+/**
+ * A refusal before GraphQL ran (no key, rate limit, malformed body) in the shape of every other
+ * GraphQL error (schema/errors.ts): the message once, `extensions` {code, param?, requestId}.
+ */
+function graphqlError(error: Record<string, unknown>): { message: unknown; extensions: Record<string, unknown> } {
+  const extensions: Record<string, unknown> = { code: error.code };
+  if (error.param !== undefined) extensions.param = error.param;
+  extensions.requestId = error.requestId;
+  return { message: error.message, extensions };
 }

@@ -5,6 +5,19 @@ import type { Price } from '../../src/modules/catalog/catalog.service';
 import type { EndpointStatus } from '../../src/modules/webhooks/endpoint.service';
 import type { WebhookAttempt } from '../../src/modules/webhooks/webhook.store';
 import type { PendingTransaction } from '../../src/modules/payments/gateway-transaction.store';
+import { listGatewayTransactionsInput } from '../../src/modules/payments/gateway-transaction.store';
+import { EVENT_TYPES } from '../../src/modules/events/event.service';
+import { listEventsInput } from '../../src/modules/events/event.service';
+import { GATEWAY_TYPES } from '../../src/gateways/registry';
+import { CARD_BRANDS } from '../../src/core/card';
+import { ROUTING_STRATEGIES } from '../../src/routing/routing.inputs';
+import type { SkipReason } from '../../src/routing/candidates';
+import { listCustomersInput } from '../../src/modules/customers/customer.inputs';
+import { listPricesInput, listProductsInput } from '../../src/modules/catalog/catalog.inputs';
+import { listPaymentsInput, listRefundsInput } from '../../src/modules/payments/payment.inputs';
+import { listGatewaysInput } from '../../src/modules/gateways/gateway-config.service';
+import { listPaymentMethodsInput } from '../../src/modules/payments/payment-method.service';
+import { listAttemptsInput, listEndpointsInput, WILDCARD } from '../../src/modules/webhooks/webhook.inputs';
 
 /**
  * The closed sets of the REST contract as GraphQL enums. Each value's name is REST's string
@@ -14,6 +27,9 @@ import type { PendingTransaction } from '../../src/modules/payments/gateway-tran
  */
 const exactly = <T extends string>() => <E extends { [K in T]: K }>(values: E & Record<Exclude<keyof E, T>, never>) => values;
 
+/** An enum whose names are the values themselves, from a list the service owns. */
+const sameNames = <T extends string>(values: readonly T[]) => Object.fromEntries(values.map((v) => [v, v])) as { [K in T]: K };
+
 export const PaymentStatus = exactly<Payment['status']>()({ pending: 'pending', succeeded: 'succeeded', failed: 'failed', canceled: 'canceled', requires_review: 'requires_review' });
 export const RefundStatus = exactly<Refund['status']>()({ pending: 'pending', succeeded: 'succeeded', failed: 'failed', requires_review: 'requires_review' });
 export const PriceType = exactly<Price['type']>()({ one_time: 'one_time', recurring: 'recurring' });
@@ -21,6 +37,11 @@ export const RecurringInterval = { day: 'day', week: 'week', month: 'month', yea
 export const WebhookEndpointStatus = exactly<EndpointStatus>()({ enabled: 'enabled', disabled: 'disabled' });
 export const WebhookDeliveryAttemptStatus = exactly<WebhookAttempt['status']>()({ succeeded: 'succeeded', failed: 'failed' });
 export const GatewayTransactionKind = exactly<PendingTransaction['kind']>()({ charge: 'charge', refund: 'refund', status: 'status', save_card: 'save_card' });
+export const GatewayType = sameNames(GATEWAY_TYPES);
+export const CardBrand = sameNames(CARD_BRANDS);
+export const RoutingStrategy = sameNames(ROUTING_STRATEGIES);
+export const RoutingSkipReason = exactly<SkipReason>()({ unknown: 'unknown', disabled: 'disabled', currency: 'currency', circuit_open: 'circuit_open' });
+export const SortDirection = { asc: 'asc', desc: 'desc' } as const;
 
 registerEnumType(PaymentStatus, { name: 'PaymentStatus' });
 registerEnumType(RefundStatus, { name: 'RefundStatus' });
@@ -29,3 +50,60 @@ registerEnumType(RecurringInterval, { name: 'RecurringInterval' });
 registerEnumType(WebhookEndpointStatus, { name: 'WebhookEndpointStatus' });
 registerEnumType(WebhookDeliveryAttemptStatus, { name: 'WebhookDeliveryAttemptStatus' });
 registerEnumType(GatewayTransactionKind, { name: 'GatewayTransactionKind' });
+registerEnumType(GatewayType, { name: 'GatewayType', description: 'The connector a gateway runs on.' });
+registerEnumType(CardBrand, { name: 'CardBrand' });
+registerEnumType(RoutingStrategy, { name: 'RoutingStrategy' });
+registerEnumType(RoutingSkipReason, {
+  name: 'RoutingSkipReason',
+  valuesConfig: {
+    unknown: { description: 'No gateway of the account and mode has this id.' },
+    disabled: { description: 'The gateway is disabled.' },
+    currency: { description: 'The gateway does not take the currency.' },
+    circuit_open: { description: 'The gateway failed repeatedly and is skipped for a cool-down (circuit breaker).' },
+  },
+});
+registerEnumType(SortDirection, { name: 'SortDirection' });
+
+/**
+ * Event types as an enum. A GraphQL enum name cannot hold a dot, so each name is REST's type with
+ * its dots made underscores (`payment.succeeded` → `payment_succeeded`,
+ * `checkout.session.completed` → `checkout_session_completed`); the value a resolver reads or
+ * returns is REST's string. No two types meet on one name (checked here, when the schema loads).
+ */
+export const eventTypeName = (type: string) => type.replace(/\./g, '_');
+export const EventType = Object.fromEntries(EVENT_TYPES.map((type) => [eventTypeName(type), type])) as Record<string, (typeof EVENT_TYPES)[number]>;
+if (Object.keys(EventType).length !== EVENT_TYPES.length) throw new Error('two event types map to one GraphQL enum name');
+const eventTypeValues = Object.fromEntries(EVENT_TYPES.map((type) => [eventTypeName(type), { description: `\`${type}\` in REST and webhooks.` }]));
+registerEnumType(EventType, {
+  name: 'EventType',
+  description: "An event's type: REST's type with each dot written as an underscore (`payment.succeeded` is `payment_succeeded`).",
+  valuesConfig: eventTypeValues,
+});
+
+/** What a webhook endpoint subscribes to: an event type, or `all` (REST's `"*"`: every type, those added later too). */
+export const WebhookEventSelector = { all: WILDCARD, ...EventType };
+if (EventType.all !== undefined) throw new Error('an event type is named "all"');
+registerEnumType(WebhookEventSelector, {
+  name: 'WebhookEventSelector',
+  description: 'An event type an endpoint subscribes to, or `all` (REST\'s `"*"`: every type, those added later too).',
+  valuesConfig: { all: { description: '`*` in REST: every event type, those added later too.' }, ...eventTypeValues },
+});
+
+/** The `sortField` values a list accepts, read from its service's list schema: the same as REST's `sortField`. */
+function sortFields<F extends string>(name: string, list: { shape: { sortField: { unwrap(): { options: readonly F[] } } } }) {
+  const values = sameNames(list.shape.sortField.unwrap().options);
+  registerEnumType(values, { name });
+  return values;
+}
+
+export const CustomerSortField = sortFields('CustomerSortField', listCustomersInput);
+export const ProductSortField = sortFields('ProductSortField', listProductsInput);
+export const PriceSortField = sortFields('PriceSortField', listPricesInput);
+export const EventSortField = sortFields('EventSortField', listEventsInput);
+export const PaymentSortField = sortFields('PaymentSortField', listPaymentsInput);
+export const RefundSortField = sortFields('RefundSortField', listRefundsInput);
+export const GatewaySortField = sortFields('GatewaySortField', listGatewaysInput);
+export const PaymentMethodSortField = sortFields('PaymentMethodSortField', listPaymentMethodsInput);
+export const GatewayTransactionSortField = sortFields('GatewayTransactionSortField', listGatewayTransactionsInput);
+export const WebhookEndpointSortField = sortFields('WebhookEndpointSortField', listEndpointsInput);
+export const WebhookDeliveryAttemptSortField = sortFields('WebhookDeliveryAttemptSortField', listAttemptsInput);

@@ -41,9 +41,24 @@ export function listSchema<F extends readonly [string, ...string[]], S extends z
 
 export const searchSchema = z.string({ error: 'search must be a string' }).max(200, { error: 'search must be at most 200 characters' }).optional();
 
-export interface Page<T> {
+export interface Page<T, Total extends number | null = number> {
   data: T[];
-  total: number;
+  total: Total;
   page: number;
   pageSize: number;
 }
+
+/** How a list is read, besides its query. */
+export interface ListOptions {
+  /**
+   * false: leave the `COUNT(*)` out and answer `total: null`. GraphQL asks it only when `total`
+   * is selected; REST always counts (its `meta.total` is always there).
+   */
+  countTotal?: boolean;
+}
+
+/** A list read without options, or with `countTotal: true`: counted. */
+export type Counted = { countTotal?: true };
+
+/** The page a list read with options `O` answers: `total` is a number unless `O` may skip the count. */
+export type PageFor<T, O extends ListOptions> = Page<T, O extends Counted ? number : number | null>;

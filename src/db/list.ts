@@ -1,6 +1,6 @@
 import type { ModelStatic, Model } from 'sequelize';
 import { DomainError } from '../core/errors';
-import type { ListParams, Page } from '../core/pagination';
+import type { Counted, ListOptions, ListParams, PageFor } from '../core/pagination';
 import type { Database } from './database';
 
 /** Escapes LIKE wildcards in user text; used with ESCAPE '\'. */
@@ -83,37 +83,93 @@ export interface ListQuery<R, T, F extends string> extends ListSource {
   toApi: (row: R) => T;
 }
 
+/** A list's ORDER BY: the sort column, then the id, in one direction (see listPage). */
+function listOrder<F extends string>(query: { params: ListParams<F>; sortColumns: Record<F, string> }): string {
+  const { params } = query;
+  const sortColumns: Record<string, string> = query.sortColumns;
+  if (!Object.hasOwn(sortColumns, params.sortField)) {
+    throw new DomainError('invalid_parameter', `sortField must be one of ${Object.keys(sortColumns).join(', ')}`, 'sortField');
+  }
+  const dir = params.sortDirection === 'asc' ? 'ASC' : 'DESC';
+  return `${sortColumns[params.sortField]} ${dir}, id ${dir}`;
+}
+
 /**
  * The one way a list is read: a page of plain rows (bound statements, no model instances) and
- * the total, counted in parallel. Ordered by the sort column then the id, in the same direction,
- * so equal sort values never make pages overlap or skip rows. Paging values are bound too, so
- * each filter shape is one prepared statement.
+ * the total, counted in parallel unless `options.countTotal` is false (then `total` is null and
+ * no COUNT runs: a GraphQL list whose `total` is not selected). Ordered by the sort column then
+ * the id, in the same direction, so equal sort values never make pages overlap or skip rows.
+ * Paging values are bound too, so each filter shape is one prepared statement.
  *
  * A sortField outside `sortColumns` is refused (invalid_parameter, param sortField) rather than
  * mapped to a default: the list schema's enum already refuses it, so reaching here means the
  * schema and the whitelist disagree, and a silent default would hide that. Only the whitelist's
  * column names ever reach the SQL text.
  */
-export async function listPage<R = Record<string, unknown>, T = R, F extends string = string>(
+export async function listPage<R = Record<string, unknown>, T = R, F extends string = string, O extends ListOptions = Counted>(
   db: Database,
   query: ListQuery<R, T, F>,
-): Promise<Page<T>> {
+  options?: O,
+): Promise<PageFor<T, O>> {
   const { params, filter } = query;
-  const sortColumns: Record<string, string> = query.sortColumns;
-  if (!Object.hasOwn(sortColumns, params.sortField)) {
-    throw new DomainError('invalid_parameter', `sortField must be one of ${Object.keys(sortColumns).join(', ')}`, 'sortField');
-  }
-  const dir = params.sortDirection === 'asc' ? 'ASC' : 'DESC';
   const where = filter.sql ? ` WHERE ${filter.sql}` : '';
   const n = filter.bind.length;
-  const [rows, [count]] = await Promise.all([
+  const counted = options?.countTotal !== false;
+  const [rows, count] = await Promise.all([
     db.select<R>(
-      `SELECT ${query.columns} FROM ${query.table}${where} ORDER BY ${sortColumns[params.sortField]} ${dir}, id ${dir} LIMIT $${n + 1} OFFSET $${n + 2}`,
+      `SELECT ${query.columns} FROM ${query.table}${where} ORDER BY ${listOrder(query)} LIMIT $${n + 1} OFFSET $${n + 2}`,
       [...filter.bind, params.pageSize, (params.page - 1) * params.pageSize],
     ),
-    db.select<{ total: number | string }>(`SELECT COUNT(*) AS total FROM ${query.table}${where}`, filter.bind),
+    counted ? db.select<{ total: number | string }>(`SELECT COUNT(*) AS total FROM ${query.table}${where}`, filter.bind) : null,
   ]);
-  return { data: rows.map((row) => query.toApi(row)), total: Number(count.total), page: params.page, pageSize: params.pageSize };
+  const total = count ? Number(count[0].total) : null;
+  // `total` is null only when options said not to count, which is what PageFor<T, O> says.
+  return { data: rows.map((row) => query.toApi(row)), total, page: params.page, pageSize: params.pageSize } as PageFor<T, O>;
+}
+
+/**
+ * The same page of each of many parents' lists (`query.filter` minus the parent), in one
+ * statement for the rows and, unless `options.countTotal` is false, one for the totals, however
+ * many parents: a page per parent for DataLoader. Ordered as listPage orders one list; parents
+ * without rows get an empty page. The parent ids are bound as one JSON array (see newestPerParent).
+ */
+export async function pagePerParent<R, T, F extends string, O extends ListOptions = Counted>(
+  db: Database,
+  query: ListQuery<R, T, F> & { parentColumn: string; parentIds: readonly string[]; parentOf: (item: T) => string },
+  options?: O,
+): Promise<Map<string, PageFor<T, O>>> {
+  const { params, filter } = query;
+  const order = listOrder(query);
+  const ids = [...new Set(query.parentIds)];
+  const pages = new Map<string, PageFor<T, O>>();
+  if (ids.length === 0) return pages;
+  const n = filter.bind.length;
+  const where = `${filter.sql ? `${filter.sql} AND ` : ''}${query.parentColumn} IN (${db.jsonTextList(`$${n + 1}`)})`;
+  const counted = options?.countTotal !== false;
+  const offset = (params.page - 1) * params.pageSize;
+  const [rows, counts] = await Promise.all([
+    db.select<R>(
+      `SELECT * FROM (
+         SELECT ${query.columns}, ROW_NUMBER() OVER (PARTITION BY ${query.parentColumn} ORDER BY ${order}) AS rank_in_parent
+           FROM ${query.table} WHERE ${where}
+       ) ranked WHERE rank_in_parent > $${n + 2} AND rank_in_parent <= $${n + 3} ORDER BY rank_in_parent`,
+      [...filter.bind, JSON.stringify(ids), offset, offset + params.pageSize],
+    ),
+    counted
+      ? db.select<{ parent_id: string; total: number | string }>(
+        `SELECT ${query.parentColumn} AS parent_id, COUNT(*) AS total FROM ${query.table} WHERE ${where} GROUP BY ${query.parentColumn}`,
+        [...filter.bind, JSON.stringify(ids)],
+      )
+      : null,
+  ]);
+  const totals = new Map((counts ?? []).map((c) => [c.parent_id, Number(c.total)]));
+  const items = groupBy(rows.map((row) => query.toApi(row)), query.parentOf);
+  for (const id of ids) {
+    // `total` is null only when options said not to count, as PageFor<T, O> says.
+    const page = { data: items.get(id) ?? [], total: counted ? totals.get(id) ?? 0 : null, page: params.page, pageSize: params.pageSize };
+    pages.set(id, page as PageFor<T, O>);
+  }
+  return pages;
 }
 
 export const NESTED_LIST_LIMIT = 100;

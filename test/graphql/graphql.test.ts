@@ -122,6 +122,60 @@ describe('GraphQL', () => {
     expect(live.body.data.customers.total).toBe(0);
   });
 
+  it('should keep the data of the fields that succeed beside the errors of those that fail', async () => {
+    const restricted = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: { permissions: ['customers:read'] } });
+    const key = restricted.body.data.secret as string;
+    const customer = await app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'partial@example.com' } });
+    const customerId = customer.body.data.id as string;
+    await app.request('POST', '/v1/payments', { key: app.account.testKey, body: { amount: 300, currency: 'usd', paymentMethod: 'pm_card_visa', customerId } });
+
+    // A root list the key may not read is null with its error; the one it may read keeps its data.
+    const lists = await gql('{ payments { total } customers(pageSize: 1) { total } }', {}, key);
+    expect(lists.status).toBe(200);
+    expect(lists.body.data.payments).toBeNull();
+    expect(lists.body.data.customers.total).toBeGreaterThan(0);
+    expect(lists.body.errors).toEqual([expect.objectContaining({ path: ['payments'], extensions: expect.objectContaining({ code: 'permission_denied' }) })]);
+    // A single object too: one not found beside a list that is found.
+    const single = await gql('{ customer(id: "cus_nope") { id } customers(pageSize: 1) { total } }');
+    expect(single.body.data.customer).toBeNull();
+    expect(single.body.data.customers.total).toBeGreaterThan(0);
+    expect(single.body.errors.map((e: { path: string[] }) => e.path)).toEqual([['customer']]);
+    // A nested list the key may not read is null under each parent, and the parents stay.
+    const nested = await gql('query($id: ID!) { customer(id: $id) { id payments { id } } }', { id: customerId }, key);
+    expect(nested.body.data.customer).toEqual({ id: customerId, payments: null });
+    expect(nested.body.errors[0]).toMatchObject({ path: ['customer', 'payments'], extensions: { code: 'permission_denied' } });
+    // A nested `first` out of range nulls that list only.
+    const first = await gql('query($id: ID!) { customer(id: $id) { email payments(first: 0) { id } p: payments(first: 1) { amount } } refunds { total } }', { id: customerId });
+    expect(first.body.data.customer).toEqual({ email: 'partial@example.com', payments: null, p: [{ amount: 300 }] });
+    expect(first.body.data.refunds.total).toEqual(expect.any(Number));
+    expect(first.body.errors).toEqual([expect.objectContaining({ path: ['customer', 'payments'], extensions: expect.objectContaining({ code: 'invalid_parameter', param: 'first' }) })]);
+  });
+
+  it('should give every error one shape: the message once, extensions {code, param?, requestId}', async () => {
+    const shapes: Array<{ status: number; errors: Array<Record<string, unknown>>; requestId: unknown }> = [];
+    const record = (res: { status: number; body: { errors: Array<Record<string, unknown>> }; headers: Record<string, unknown> }) => {
+      shapes.push({ status: res.status, errors: res.body.errors, requestId: res.headers['x-request-id'] });
+    };
+    record(await gql('{ customers { total } }', {}, null)); // refused by auth (401)
+    record(await app.request('POST', '/graphql', { key: app.account.testKey, rawBody: '{"query": ' })); // malformed JSON (400)
+    record(await app.request('GET', '/graphql', { key: app.account.testKey })); // 405
+    record(await app.request('POST', '/graphql', { key: app.account.testKey, body: { query: '{ customers { total } }', variables: [] } })); // refused by Apollo
+    record(await gql('{ customers( }')); // syntax
+    record(await gql('{ customers(pageSize: 500) { total } }')); // the service's refusal, with a param
+    record(await gql('{ customer(id: "cus_nope") { id } }')); // resolver error with a path
+    expect(shapes.map((s) => s.status)).toEqual([401, 400, 405, 400, 400, 200, 200]);
+    for (const { errors, requestId } of shapes) {
+      expect(errors).toHaveLength(1);
+      const [error] = errors;
+      expect(typeof error.message).toBe('string');
+      expect(Object.keys(error).every((k) => ['message', 'locations', 'path', 'extensions'].includes(k))).toBe(true);
+      const extensions = error.extensions as Record<string, unknown>;
+      expect(Object.keys(extensions).filter((k) => k !== 'param')).toEqual(['code', 'requestId']);
+      expect(extensions.requestId).toBe(requestId);
+    }
+    expect(shapes[5].errors[0].extensions).toEqual({ code: 'invalid_parameter', param: 'pageSize', requestId: shapes[5].requestId });
+  });
+
   it('should refuse queries that are too deep or too costly', async () => {
     const deep = await gql('{ prices { nodes { product { prices { product { prices { product { prices { product { name } } } } } } } } } }');
     expect(deep.body.errors[0].extensions.code).toBe('query_too_complex');

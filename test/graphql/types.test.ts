@@ -1,4 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
+import { EVENT_TYPES } from '../../src/modules/events/event.service';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -18,6 +19,8 @@ async function fieldTypes(type: string): Promise<Record<string, { kind: string; 
   const fields = (res.body.data.__type.fields ?? res.body.data.__type.inputFields) as Array<{ name: string; type: TypeRef }>;
   return Object.fromEntries(fields.map((f) => [f.name, named(f.type)]));
 }
+
+const pick = (o: Record<string, unknown>, keys: string[]) => Object.fromEntries(keys.map((k) => [k, o[k]]));
 
 async function enumValues(type: string): Promise<string[]> {
   const res = await gql('query($t: String!) { __type(name: $t) { kind enumValues { name } } }', { t: type });
@@ -97,5 +100,174 @@ describe('GraphQL types match the REST contract', () => {
     expect(p.customer).toEqual({ createdAt: customer.body.data.createdAt, updatedAt: customer.body.data.updatedAt });
     const calls = await app.request('GET', `/v1/payments/${rest.id}/gateway-transactions`, { key: app.account.testKey });
     expect(p.gatewayTransactions[0].createdAt).toBe(calls.body.data[0].createdAt);
+  });
+  it('should have every field of each REST object, with the same values', async () => {
+    const key = app.account.testKey;
+    const rest = async (method: string, path: string, body?: unknown) => (await app.request(method, path, { key, body })).body.data;
+    const customer = await rest('POST', '/v1/customers', { email: 'fields@example.com' });
+    const method = await rest('POST', `/v1/customers/${customer.id}/payment-methods`, { card: { number: '4242424242424242', expMonth: 12, expYear: 2040, cvc: '123' } });
+    const payment = await rest('POST', '/v1/payments', { amount: 800, currency: 'usd', paymentMethod: 'pm_card_visa', customerId: customer.id });
+    const refund = await rest('POST', '/v1/refunds', { paymentId: payment.id, amount: 100 });
+    const [call] = await rest('GET', `/v1/payments/${payment.id}/gateway-transactions`);
+    const product = await rest('POST', '/v1/products', { name: 'Fields' });
+    const price = await rest('POST', '/v1/prices', { productId: product.id, unitAmount: 100, currency: 'usd', recurring: { interval: 'month' } });
+    const gateway = await rest('POST', '/v1/gateways', { name: 'Fields', type: 'simulator' });
+    const routing = await (async () => {
+      await app.request('PUT', '/v1/routing', { key, body: { rules: [{ name: 'r', when: { currency: ['USD'], amountGte: 1, cardBrand: ['visa'], metadata: { a: 'b' } }, strategy: 'weighted', gateways: [{ gatewayId: gateway.id, weight: 2 }] }], fallback: [gateway.id], maxAttempts: 2 } });
+      return rest('GET', '/v1/routing');
+    })();
+    const decision = await rest('POST', '/v1/routing/simulate', { amount: 100, currency: 'usd' });
+    const fx = await rest('GET', '/v1/fx-rates');
+    const endpoint = await rest('POST', '/v1/webhook-endpoints', { url: 'https://127.0.0.1:9/fields', events: ['customer.created'] });
+    const event = (await rest('GET', '/v1/events?type=customer.created')).find((e: { data: { object: { id: string } } }) => e.data.object.id === customer.id);
+    await app.request('POST', `/v1/events/${event.id}/resend`, { key, body: {} });
+    const resent = await rest('POST', `/v1/events/${event.id}/resend`, {});
+    await app.server.services.webhooks.deliveries.deliverDue(100); // to a closed port: failed attempts
+    const [attempt] = await rest('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`);
+    expect(attempt).toBeDefined();
+
+    const objects: Array<[string, Record<string, unknown>]> = [
+      ['Customer', customer], ['PaymentMethod', method], ['SavedCard', method.card], ['Payment', payment],
+      ['PaymentMethodDetails', payment.paymentMethodDetails], ['PaymentAttempt', payment.attempts[0]], ['Refund', refund],
+      ['GatewayTransaction', call], ['Product', product], ['Price', price], ['Recurring', price.recurring], ['Gateway', gateway],
+      ['RoutingRuleSet', routing], ['RoutingRule', routing.rules[0]], ['RoutingConditions', routing.rules[0].when],
+      ['RoutingRuleGateway', routing.rules[0].gateways[0]], ['RoutingDecision', decision], ['FxRateSet', fx], ['FxRate', fx.demoRates[0]],
+      ['WebhookEndpoint', endpoint], ['WebhookDeliveryAttempt', attempt], ['Event', event], ['EventResend', resent],
+    ];
+    for (const [type, object] of objects) {
+      const fields = Object.keys(await fieldTypes(type));
+      expect([type, Object.keys(object).filter((k) => !fields.includes(k))]).toEqual([type, []]);
+    }
+
+    // The fields that were missing, read back with REST's values.
+    const read = await gql(`query($c: ID!, $e: ID!) {
+      customer(id: $c) { testClockId }
+      webhookEndpoint(id: $e) { deliveries { nodes { id object livemode endpointId eventId eventType status createdAt updatedAt } } }
+      routing { object livemode rules { name strategy when { currency country amountGte amountLte cardBrand metadata } } fallback maxAttempts updatedAt }
+    }`, { c: customer.id, e: endpoint.id });
+    expect(read.body.errors).toBeUndefined();
+    expect(read.body.data.customer).toEqual({ testClockId: customer.testClockId });
+    const node = read.body.data.webhookEndpoint.deliveries.nodes.find((a: { id: string }) => a.id === attempt.id);
+    expect(node).toEqual({ ...pick(attempt, ['id', 'object', 'livemode', 'endpointId', 'eventId', 'status', 'createdAt', 'updatedAt']), eventType: 'customer_created' });
+    const { gateways, ...rule } = routing.rules[0];
+    expect(read.body.data.routing).toEqual({ ...routing, rules: [{ ...rule, when: { country: null, amountLte: null, ...rule.when } }] });
+    expect((await gql('{ routing { rules { gateways { gatewayId weight } } } }')).body.data.routing).toEqual({ rules: [{ gateways }] });
+    const resend = await gql('mutation($id: ID!) { resendEvent(id: $id) { object eventId deliveriesQueued } }', { id: event.id });
+    expect(resend.body.data.resendEvent).toEqual({ object: 'event_resend', eventId: event.id, deliveriesQueued: 1 });
+  });
+
+  it('should type closed sets as enums: gateway and event types, sort fields and directions', async () => {
+    const key = app.account.testKey;
+    // Gateway types: REST's values, in the answer, the input and the filter.
+    expect(await enumValues('GatewayType')).toEqual(['simulator', 'stripe']);
+    expect((await fieldTypes('Gateway')).type).toEqual({ kind: 'ENUM', name: 'GatewayType' });
+    expect((await fieldTypes('CreateGatewayInput')).type).toEqual({ kind: 'ENUM', name: 'GatewayType' });
+    expect((await fieldTypes('GatewayTransaction')).gatewayType).toEqual({ kind: 'ENUM', name: 'GatewayType' });
+    const gateway = await gql('mutation { createGateway(input: { name: "Enum", type: simulator }) { id type } }');
+    expect(gateway.body.data.createGateway.type).toBe('simulator');
+    const filtered = await gql('{ sim: gateways(type: simulator) { total } stripe: gateways(type: stripe) { total } }');
+    const simulators = (await app.request('GET', '/v1/gateways?type=simulator', { key })).body.meta.total;
+    expect(filtered.body.data).toEqual({ sim: { total: simulators }, stripe: { total: 0 } });
+    expect((await gql('mutation { createGateway(input: { name: "X", type: paypal }) { id } }')).body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'type' });
+
+    // Event types: REST's type with its dots as underscores; the description names REST's string.
+    const values = await gql('{ __type(name: "EventType") { enumValues { name description } } }');
+    const eventTypes = values.body.data.__type.enumValues as Array<{ name: string; description: string }>;
+    expect(eventTypes).toEqual(EVENT_TYPES.map((type) => ({ name: type.replace(/\./g, '_'), description: `\`${type}\` in REST and webhooks.` })));
+    expect(eventTypes).toContainEqual({ name: 'checkout_session_completed', description: '`checkout.session.completed` in REST and webhooks.' });
+    expect(eventTypes).toContainEqual({ name: 'invoice_payment_failed', description: '`invoice.payment_failed` in REST and webhooks.' });
+    expect((await fieldTypes('Event')).type).toEqual({ kind: 'ENUM', name: 'EventType' });
+    expect((await fieldTypes('WebhookDeliveryAttempt')).eventType).toEqual({ kind: 'ENUM', name: 'EventType' });
+    expect((await fieldTypes('WebhookEndpoint')).events).toEqual({ kind: 'ENUM', name: 'WebhookEventSelector' });
+    const payment = await app.request('POST', '/v1/payments', { key, body: { amount: 600, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    const events = await gql('query($t: EventType) { a: events(type: payment_succeeded, pageSize: 100) { nodes { type data } } b: events(type: $t) { total } }', { t: 'invoice_voided' });
+    expect(events.body.errors).toBeUndefined();
+    const mine = events.body.data.a.nodes.find((e: { data: { object: { id: string } } }) => e.data.object.id === payment.body.data.id);
+    expect(mine.type).toBe('payment_succeeded');
+    expect(events.body.data.a.nodes.every((e: { type: string }) => e.type === 'payment_succeeded')).toBe(true);
+    expect(events.body.data.b.total).toBe(0);
+    expect((await gql('{ events(type: "payment.succeeded") { total } }')).body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'type' });
+    // A webhook endpoint's events: the same names, and `all` for REST's "*".
+    const endpoint = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/enum", events: [payment_succeeded, all] }) { id events } }');
+    expect(endpoint.body.data.createWebhookEndpoint.events).toEqual(['payment_succeeded', 'all']);
+    const viaRest = await app.request('GET', `/v1/webhook-endpoints/${endpoint.body.data.createWebhookEndpoint.id}`, { key });
+    expect(viaRest.body.data.events).toEqual(['payment.succeeded', '*']);
+
+    // Sort fields: each list's own enum, REST's sortField values; the direction asc or desc.
+    const sorts: Record<string, string[]> = {
+      customers: ['createdAt'], products: ['createdAt', 'name'], prices: ['createdAt', 'unitAmount', 'amount'], events: ['createdAt'],
+      payments: ['createdAt', 'amount'], refunds: ['createdAt', 'amount'], gateways: ['createdAt', 'name'], paymentMethods: ['createdAt'],
+      gatewayTransactions: ['createdAt'], webhookEndpoints: ['createdAt'],
+    };
+    const query = await gql('{ __schema { queryType { fields { name args { name type { kind name } } } } } }');
+    const fields = query.body.data.__schema.queryType.fields as Array<{ name: string; args: Array<{ name: string; type: { kind: string; name: string } }> }>;
+    for (const [list, expected] of Object.entries(sorts)) {
+      const args = fields.find((f) => f.name === list)!.args;
+      const sortField = args.find((a) => a.name === 'sortField')!.type;
+      expect([list, sortField.kind]).toEqual([list, 'ENUM']);
+      expect([list, await enumValues(sortField.name)]).toEqual([list, expected]);
+      expect([list, args.find((a) => a.name === 'sortDirection')!.type]).toEqual([list, { kind: 'ENUM', name: 'SortDirection' }]);
+    }
+    const deliveriesArgs = await gql('{ __type(name: "WebhookEndpoint") { fields { name args { name type { name } } } } }');
+    const deliveries = deliveriesArgs.body.data.__type.fields.find((f: { name: string }) => f.name === 'deliveries');
+    expect(deliveries.args.map((a: { name: string; type: { name: string } }) => [a.name, a.type.name])).toEqual([
+      ['page', 'Int'], ['pageSize', 'Int'], ['sortField', 'WebhookDeliveryAttemptSortField'], ['sortDirection', 'SortDirection'],
+      ['status', 'WebhookDeliveryAttemptStatus'], ['eventId', 'String'],
+    ]);
+    expect(await enumValues('SortDirection')).toEqual(['asc', 'desc']);
+    const sorted = await gql('{ payments(sortField: amount, sortDirection: asc, pageSize: 100) { nodes { amount } } }');
+    const amounts = sorted.body.data.payments.nodes.map((p: { amount: number }) => p.amount);
+    expect(amounts).toEqual([...amounts].sort((a, b) => a - b));
+    for (const refused of ['{ payments(sortField: status) { total } }', '{ payments(sortField: "amount") { total } }']) {
+      expect((await gql(refused)).body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'sortField' });
+    }
+    expect((await gql('{ payments(sortDirection: up) { total } }')).body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'sortDirection' });
+  });
+
+  it('should type the routing rule set: typed input and output, refused like PUT /v1/routing', async () => {
+    const key = app.account.liveKey;
+    const live = (query: string, variables: Record<string, unknown> = {}) => app.request('POST', '/graphql', { key, body: { query, variables } });
+    const gateway = (await live('mutation { createGateway(input: { name: "Routed", type: simulator, currencies: ["usd", "eur"] }) { id } }')).body.data.createGateway.id as string;
+    // Two reads make the whole rule set: the cost limit counts each list of a rule as 100 entries.
+    const fields = '{ object livemode rules { name when { currency country amountGte amountLte cardBrand metadata } strategy } fallback maxAttempts updatedAt }';
+    const gatewayFields = '{ rules { gateways { gatewayId weight } } }';
+    const set = await live(`mutation { setRouting(config: {
+      rules: [{ name: "eu", when: { currency: ["eur"], country: ["de"], amountGte: 100, amountLte: 5000000000, cardBrand: [visa, mastercard], metadata: { channel: "web" } },
+                strategy: weighted, gateways: [{ gatewayId: "${gateway}", weight: 70 }] },
+              { name: "rest", strategy: priority, gateways: [{ gatewayId: "${gateway}" }] }],
+      fallback: ["${gateway}"], maxAttempts: 2 }) ${fields} }`);
+    expect(set.body.errors).toBeUndefined();
+    const expected = {
+      object: 'routing', livemode: true,
+      rules: [
+        { name: 'eu', when: { currency: ['EUR'], country: ['DE'], amountGte: 100, amountLte: 5000000000, cardBrand: ['visa', 'mastercard'], metadata: { channel: 'web' } }, strategy: 'weighted' },
+        { name: 'rest', when: null, strategy: 'priority' },
+      ],
+      fallback: [gateway], maxAttempts: 2, updatedAt: expect.stringMatching(/Z$/),
+    };
+    const expectedGateways = { rules: [{ gateways: [{ gatewayId: gateway, weight: 70 }] }, { gateways: [{ gatewayId: gateway, weight: null }] }] };
+    expect(set.body.data.setRouting).toEqual(expected);
+    expect((await live(`{ routing ${fields} }`)).body.data.routing).toEqual(expected);
+    expect((await live(`{ routing ${gatewayFields} }`)).body.data.routing).toEqual(expectedGateways);
+    // The same rule set as REST reads it.
+    const rest = (await app.request('GET', '/v1/routing', { key })).body.data;
+    expect(rest.rules[0]).toEqual({ name: 'eu', when: expected.rules[0].when, strategy: 'weighted', gateways: [{ gatewayId: gateway, weight: 70 }] });
+    // The types refuse what is outside a closed set, named by its path inside the argument.
+    const strategy = await live(`mutation { setRouting(config: { rules: [{ name: "x", strategy: fastest, gateways: [{ gatewayId: "${gateway}" }] }] }) { maxAttempts } }`);
+    expect(strategy.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'rules[0].strategy' });
+    const brand = await live('mutation($c: RoutingRuleSetInput!) { setRouting(config: $c) { maxAttempts } }', { c: { rules: [{ name: 'x', when: { cardBrand: ['maestro'] }, strategy: 'priority', gateways: [{ gatewayId: gateway }] }] } });
+    expect(brand.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'rules[0].when.cardBrand[0]' });
+    // The service's own rules, as over REST.
+    const unknown = await live('mutation($c: RoutingRuleSetInput!) { setRouting(config: $c) { maxAttempts } }', { c: { rules: [{ name: 'x', strategy: 'priority', gateways: [{ gatewayId: 'gw_nope' }] }] } });
+    expect(unknown.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'rules[0].gateways[0].gatewayId' });
+    const weight = await live('mutation($c: RoutingRuleSetInput!) { setRouting(config: $c) { maxAttempts } }', { c: { rules: [{ name: 'x', strategy: 'weighted', gateways: [{ gatewayId: gateway }] }] } });
+    expect(weight.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'rules[0].gateways[0].weight' });
+    expect((await live(`{ routing ${fields} }`)).body.data.routing).toEqual(expected);
+    // Simulation: a card brand from the enum, reasons from theirs.
+    expect((await fieldTypes('RoutingSimulationInput')).cardBrand).toEqual({ kind: 'ENUM', name: 'CardBrand' });
+    expect((await fieldTypes('RoutingSkip')).reason).toEqual({ kind: 'ENUM', name: 'RoutingSkipReason' });
+    expect(await enumValues('RoutingSkipReason')).toEqual(['unknown', 'disabled', 'currency', 'circuit_open']);
+    const simulated = await live('{ simulateRouting(input: { amount: 200, currency: "eur", country: "DE", cardBrand: visa, metadata: { channel: "web" } }) { rule gateways } }');
+    expect(simulated.body.data.simulateRouting).toEqual({ rule: 'eu', gateways: [gateway] });
   });
 });

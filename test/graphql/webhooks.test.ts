@@ -11,11 +11,11 @@ const gql = (query: string, variables: Record<string, unknown> = {}) =>
 
 describe('GraphQL webhook endpoints', () => {
   it('should create (secret shown once), list, update, rotate, resend and delete through the same services', async () => {
-    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/hook", events: ["customer.created"] }) { id secret status events } }');
+    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/hook", events: [customer_created] }) { id secret status events } }');
     expect(created.body.errors).toBeUndefined();
     const endpoint = created.body.data.createWebhookEndpoint;
     expect(endpoint.secret).toMatch(/^whsec_/);
-    expect(endpoint).toMatchObject({ status: 'enabled', events: ['customer.created'] });
+    expect(endpoint).toMatchObject({ status: 'enabled', events: ['customer_created'] });
     const listed = await gql('{ webhookEndpoints { total nodes { id secret } } }');
     expect(listed.body.data.webhookEndpoints.nodes).toEqual([{ id: endpoint.id, secret: null }]);
     // status is the WebhookEndpointStatus enum: written bare in a document, REST's string in variables and answers.
@@ -24,7 +24,7 @@ describe('GraphQL webhook endpoints', () => {
     const rotated = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id) { secret } }', { id: endpoint.id });
     expect(rotated.body.data.rotateWebhookSecret.secret).toMatch(/^whsec_/);
     expect(rotated.body.data.rotateWebhookSecret.secret).not.toBe(endpoint.secret);
-    const bad = await gql('mutation { createWebhookEndpoint(input: { url: "http://example.com", events: ["*"] }) { id } }');
+    const bad = await gql('mutation { createWebhookEndpoint(input: { url: "http://example.com", events: [all] }) { id } }');
     expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'url' });
     const enabled = await gql('mutation($id: ID!, $s: WebhookEndpointStatus) { updateWebhookEndpoint(id: $id, input: { status: $s }) { status } }', { id: endpoint.id, s: 'enabled' });
     expect(enabled.body.data.updateWebhookEndpoint.status).toBe('enabled');
@@ -37,6 +37,56 @@ describe('GraphQL webhook endpoints', () => {
     expect(deleted.body.data.deleteWebhookEndpoint.id).toBe(endpoint.id);
     const gone = await gql('query($id: ID!) { webhookEndpoint(id: $id) { id } }', { id: endpoint.id });
     expect(gone.body.errors[0].extensions.code).toBe('resource_not_found');
+  });
+});
+
+describe('GraphQL WebhookEndpoint.deliveries', () => {
+  it('should batch the attempt logs of a list of endpoints: the statements do not grow with the endpoints, the pages match REST', async () => {
+    const account = await app.createAccount();
+    const key = account.testKey;
+    /** `n` endpoints (to a closed port), each with two failed attempts. */
+    const endpointsWithAttempts = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        await app.request('POST', '/v1/webhook-endpoints', { key, body: { url: `https://127.0.0.1:9/batch${i}`, events: ['customer.created'] } });
+      }
+      await app.request('POST', '/v1/customers', { key, body: { email: `batch${Math.random()}@example.com` } });
+      await app.request('POST', '/v1/customers', { key, body: { email: `batch${Math.random()}@example.com` } });
+      await app.server.services.webhooks.deliveries.deliverDue(100);
+    };
+    const query = '{ webhookEndpoints(pageSize: 100) { nodes { id deliveries(pageSize: 1, page: 2) { total page nodes { id endpointId eventId status } } failed: deliveries(status: failed) { nodes { id } } } } }';
+    const read = async () => {
+      const before = app.sql.length;
+      const res = await app.request('POST', '/graphql', { key, body: { query } });
+      expect(res.body.errors).toBeUndefined();
+      const statements = app.sql.slice(before).filter((q) => /\bwebhook_(attempts|endpoints)\b/.test(q));
+      return { statements, endpoints: res.body.data.webhookEndpoints.nodes as Array<{ id: string; deliveries: { total: number; page: number; nodes: Array<{ id: string; endpointId: string }> }; failed: { nodes: Array<{ id: string }> } }> };
+    };
+    await endpointsWithAttempts(2);
+    const small = await read();
+    await endpointsWithAttempts(4);
+    const large = await read();
+    expect(small.endpoints).toHaveLength(2);
+    expect(large.endpoints).toHaveLength(6);
+    // The endpoint list, its count, then one statement for the pages and one for the totals of
+    // each `deliveries` asked (the second asks no total): however many endpoints.
+    expect(large.statements).toHaveLength(small.statements.length);
+    expect(large.statements.filter((q) => /\bwebhook_attempts\b/.test(q))).toHaveLength(3);
+    expect(large.statements.filter((q) => /\bCOUNT\(\*\)/.test(q) && /\bwebhook_attempts\b/.test(q))).toHaveLength(1);
+    // Each endpoint's page is REST's page of its log.
+    for (const endpoint of large.endpoints) {
+      const rest = await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?pageSize=1&page=2`, { key });
+      expect(endpoint.deliveries.total).toBe(rest.body.meta.total);
+      expect(endpoint.deliveries.page).toBe(2);
+      expect(endpoint.deliveries.nodes.map((a) => a.id)).toEqual(rest.body.data.map((a: { id: string }) => a.id));
+      expect(endpoint.deliveries.nodes.every((a) => a.endpointId === endpoint.id)).toBe(true);
+      const failed = await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?status=failed`, { key });
+      expect(endpoint.failed.nodes.map((a) => a.id)).toEqual(failed.body.data.map((a: { id: string }) => a.id));
+    }
+    expect(large.endpoints.filter((e) => e.deliveries.total >= 2)).toHaveLength(6);
+    // Invalid paging is refused per field, as REST refuses it.
+    const bad = await app.request('POST', '/graphql', { key, body: { query: '{ webhookEndpoints { nodes { id deliveries(pageSize: 500) { total } } } }' } });
+    expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'pageSize' });
+    expect(bad.body.data.webhookEndpoints.nodes[0]).toEqual({ id: expect.any(String), deliveries: null });
   });
 });
 
@@ -62,7 +112,7 @@ describe('webhook log retention', () => {
   });
 
   it('should rotate with the overlap the caller chooses, as REST does', async () => {
-    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/overlap", events: ["*"] }) { id secret } }');
+    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/overlap", events: [all] }) { id secret } }');
     const { id, secret } = created.body.data.createWebhookEndpoint;
     const endpoints = app.server.services.webhooks.endpoints;
     const kept = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id, overlapSeconds: 600) { secret } }', { id });

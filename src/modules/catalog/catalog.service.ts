@@ -11,7 +11,7 @@ import { requirePermission } from '../../core/context';
 import { notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
@@ -71,10 +71,10 @@ export class CatalogService {
     return this.store.pricesForProducts(ctx, productIds, limit);
   }
 
-  async listProducts(ctx: RequestContext, query: unknown): Promise<Page<Product>> {
+  async listProducts<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<Product, O>> {
     requirePermission(ctx, 'products', 'read');
     const input = parseInput(listProductsInput, query);
-    return this.store.listProducts(ctx, input);
+    return this.store.listProducts(ctx, input, options);
   }
 
   async updateProduct(ctx: RequestContext, id: string, input: unknown): Promise<Product> {
@@ -136,10 +136,10 @@ export class CatalogService {
     return toApiPrice(row as unknown as Row);
   }
 
-  async listPrices(ctx: RequestContext, query: unknown): Promise<Page<Price>> {
+  async listPrices<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<Price, O>> {
     requirePermission(ctx, 'prices', 'read');
     const input = parseInput(listPricesInput, query);
-    return this.store.listPrices(ctx, input);
+    return this.store.listPrices(ctx, input, options);
   }
 
   async updatePrice(ctx: RequestContext, id: string, input: unknown): Promise<Price> {

@@ -1,7 +1,7 @@
 import type { Database } from '../../db/database';
 import { isoTime, readBool, readJson } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, modelSource, newestPerParent } from '../../db/list';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { Metadata } from '../../core/validation';
 import { PriceModel } from './price.model';
 import { ProductModel } from './product.model';
@@ -48,17 +48,18 @@ type ListInput = { page: number; pageSize: number; sortDirection: 'asc' | 'desc'
 export class CatalogStore {
   constructor(private readonly db: Database) {}
 
-  listProducts(scope: Scope, input: ListInput & { sortField: 'createdAt' | 'name'; active?: boolean; search?: string }): Promise<Page<Product>> {
+  listProducts<O extends ListOptions = Counted>(scope: Scope, input: ListInput & { sortField: 'createdAt' | 'name'; active?: boolean; search?: string }, options?: O): Promise<PageFor<Product, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, active: input.active }).search(['name', 'description'], input.search);
     return listPage(this.db, {
       ...modelSource(ProductModel), filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi: toApiProduct,
-    });
+    }, options);
   }
 
-  listPrices(
+  listPrices<O extends ListOptions = Counted>(
     scope: Scope,
     input: ListInput & { sortField: 'createdAt' | 'unitAmount' | 'amount'; productId?: string; active?: boolean; currency?: string; type?: 'one_time' | 'recurring' },
-  ): Promise<Page<Price>> {
+    options?: O,
+  ): Promise<PageFor<Price, O>> {
     const filter = new Filter({
       account_id: scope.accountId, mode: scope.mode, product_id: input.productId || undefined, active: input.active, currency: input.currency || undefined,
     });
@@ -66,7 +67,7 @@ export class CatalogStore {
     return listPage(this.db, {
       ...modelSource(PriceModel), filter, params: input,
       sortColumns: { createdAt: 'created_at', unitAmount: 'unit_amount', amount: 'unit_amount' }, toApi: toApiPrice,
-    });
+    }, options);
   }
 
   /** The newest prices of several products at once (at most `limit` each). */

@@ -9,7 +9,7 @@ import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
@@ -88,10 +88,10 @@ export class CustomerService {
     return new Map(rows.map((r) => [r.id, toApiCustomer(r as unknown as Record<string, unknown>)]));
   }
 
-  async list(ctx: RequestContext, query: unknown): Promise<Page<Customer>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<Customer, O>> {
     requirePermission(ctx, 'customers', 'read');
     const input = parseInput(listCustomersInput, query);
-    return this.store.list(ctx, input);
+    return this.store.list(ctx, input, options);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<Customer> {

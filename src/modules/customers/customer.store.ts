@@ -1,7 +1,7 @@
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
 import { Filter, listPage, modelSource } from '../../db/list';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { Metadata } from '../../core/validation';
 import { CustomerModel } from './customer.model';
 
@@ -26,10 +26,10 @@ type Scope = { accountId: string; mode: string };
 export class CustomerStore {
   constructor(private readonly db: Database) {}
 
-  list(scope: Scope, input: { email?: string; search?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }): Promise<Page<Customer>> {
+  list<O extends ListOptions = Counted>(scope: Scope, input: { email?: string; search?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }, options?: O): Promise<PageFor<Customer, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, email_normalized: input.email?.toLowerCase() || undefined })
       .search(['email_normalized', 'name'], input.search);
-    return listPage(this.db, { ...modelSource(CustomerModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiCustomer });
+    return listPage(this.db, { ...modelSource(CustomerModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiCustomer }, options);
   }
 }
 

@@ -5,7 +5,7 @@ import { hasPermission, requirePermission } from '../../core/context';
 import { newId } from '../../core/ids';
 import { DomainError, notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Page } from '../../core/pagination';
+import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { EventBus, PublishedEvent, StreamScope } from '../../core/event-bus';
 import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
@@ -112,7 +112,7 @@ export interface EventBatchItem {
   sourceId: string;
 }
 
-const listEventsInput = listSchema(['createdAt'] as const, {
+export const listEventsInput = listSchema(['createdAt'] as const, {
   type: z.string().max(64).optional(),
 });
 
@@ -182,12 +182,12 @@ export class EventService {
     return canReadEventType(ctx.permissions, type);
   }
 
-  async list(ctx: RequestContext, query: unknown): Promise<Page<ApiEvent>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<ApiEvent, O>> {
     requirePermission(ctx, 'events', 'read');
     const input = parseInput(listEventsInput, query);
     if (input.type !== undefined && eventResource(input.type) !== null) requireEventTypePermission(ctx, input.type, 'listing', 'type');
     // Filtered in the statement, so pages and `total` count only what the key may see.
-    return this.store.list(ctx, input, readableEventTypes(ctx.permissions));
+    return this.store.list(ctx, input, readableEventTypes(ctx.permissions), options);
   }
 }
 

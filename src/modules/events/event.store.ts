@@ -4,7 +4,7 @@ import { isoTime, readJson } from '../../db/database';
 import { Filter, listPage } from '../../db/list';
 import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { PublishedEvent, StreamScope } from '../../core/event-bus';
 import { EventModel } from './event.model';
 
@@ -103,15 +103,16 @@ export class EventStore {
   }
 
   /** A page of events; `types`, when given, are the only types listed (and counted). */
-  list(
+  list<O extends ListOptions = Counted>(
     scope: Scope,
     input: { type?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
     types: string[] | null = null,
-  ): Promise<Page<ApiEvent>> {
+    options?: O,
+  ): Promise<PageFor<ApiEvent, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type });
     // One JSON parameter whatever the number of types; events_type_idx serves each.
     if (types !== null) filter.raw((param) => `type IN (${this.db.jsonTextList(param(JSON.stringify(types)))})`);
-    return listPage(this.db, { table: 'events', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent });
+    return listPage(this.db, { table: 'events', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent }, options);
   }
 }
 

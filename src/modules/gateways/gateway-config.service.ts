@@ -12,7 +12,7 @@ import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { currencySchema } from '../../core/money';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Page } from '../../core/pagination';
+import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { SecretBox } from '../../core/crypto';
 import type { Gateway } from '../../gateways/gateway';
 import { GATEWAY_TYPES, GatewayConfigError, createGateway, validateGatewayConfig, withStorableResults } from '../../gateways/registry';
@@ -72,7 +72,7 @@ const updateInput = z
   })
   .strict();
 
-const listInput = listSchema(['createdAt', 'name'] as const, {
+export const listGatewaysInput = listSchema(['createdAt', 'name'] as const, {
   type: z.string().max(40).optional(),
   enabled: z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean()).optional(),
 });
@@ -191,9 +191,9 @@ export class GatewayConfigService {
     return gatewayView(await this.find(ctx, id));
   }
 
-  async list(ctx: RequestContext, query: unknown): Promise<Page<GatewayView>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<GatewayView, O>> {
     requirePermission(ctx, 'gateways', 'read');
-    return this.store.list(ctx, parseInput(listInput, query), toView);
+    return this.store.list(ctx, parseInput(listGatewaysInput, query), toView, options);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<GatewayView> {

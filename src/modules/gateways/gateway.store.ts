@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database';
 import { Filter, listPage } from '../../db/list';
-import type { ListParams, Page } from '../../core/pagination';
+import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 
 type Scope = { accountId: string; mode: string };
 
@@ -36,8 +36,10 @@ export class GatewayStore {
   }
 
   /** A page of the live (not deleted) gateways, each mapped by `toApi`. */
-  async list<T>(scope: Scope, input: ListParams<'createdAt' | 'name'> & { type?: string; enabled?: boolean }, toApi: (row: GatewayRow) => T): Promise<Page<T>> {
+  async list<T, O extends ListOptions = Counted>(
+    scope: Scope, input: ListParams<'createdAt' | 'name'> & { type?: string; enabled?: boolean }, toApi: (row: GatewayRow) => T, options?: O,
+  ): Promise<PageFor<T, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type, enabled: input.enabled }).raw(() => 'deleted_at IS NULL');
-    return listPage(this.db, { table: 'gateways', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi });
+    return listPage(this.db, { table: 'gateways', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi }, options);
   }
 }

@@ -7,7 +7,7 @@ import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '.
 import type { RequestContext } from '../../core/context';
 import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Page } from '../../core/pagination';
+import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { GatewayResult } from '../../gateways/gateway';
 
 /** One gateway call waiting to be written with the outcome it led to. */
@@ -43,7 +43,7 @@ export interface GatewayTransaction {
   updatedAt: string;
 }
 
-const listInput = listSchema(['createdAt'] as const, {});
+export const listGatewayTransactionsInput = listSchema(['createdAt'] as const, {});
 const INSERT_COLUMNS = 'id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 const COLUMNS = 'id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 
@@ -118,12 +118,12 @@ export class GatewayTransactionStore {
     };
   }
 
-  async list(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown): Promise<Page<GatewayTransaction>> {
-    const input = parseInput(listInput, query);
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown, options?: O): Promise<PageFor<GatewayTransaction, O>> {
+    const input = parseInput(listGatewayTransactionsInput, query);
     const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId, refund_id: owner.refundId });
     return listPage(this.db, {
       table: 'gateway_transactions', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
-    });
+    }, options);
   }
 
   /** The newest calls of several payments (at most `limit` each) in one query, for DataLoader. */

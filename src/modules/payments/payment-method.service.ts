@@ -9,7 +9,7 @@ import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Page } from '../../core/pagination';
+import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { ChargeRequest } from '../../gateways/gateway';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
@@ -36,7 +36,7 @@ export interface SavedPaymentMethod {
   updatedAt: string;
 }
 
-const listInput = listSchema(['createdAt'] as const, {});
+export const listPaymentMethodsInput = listSchema(['createdAt'] as const, {});
 
 /** Cards saved with a gateway (its token is kept, never the number) and charged later. */
 export class PaymentMethodService {
@@ -135,11 +135,11 @@ export class PaymentMethodService {
     return toApi(rowOf(row), customer.defaultPaymentMethodId);
   }
 
-  async list(ctx: RequestContext, customerId: string, query: unknown): Promise<Page<SavedPaymentMethod>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, customerId: string, query: unknown, options?: O): Promise<PageFor<SavedPaymentMethod, O>> {
     requirePermission(ctx, 'customers', 'read');
-    const input = parseInput(listInput, query);
+    const input = parseInput(listPaymentMethodsInput, query);
     const customer = await this.customers.retrieve(ctx, customerId);
-    return this.store.list(ctx, customerId, input, (row) => toApi(row, customer.defaultPaymentMethodId));
+    return this.store.list(ctx, customerId, input, (row) => toApi(row, customer.defaultPaymentMethodId), options);
   }
 
   /** The newest saved cards of several customers (at most `limit` each) in one query, for DataLoader. */

@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database';
 import { Filter, listPage, newestPerParent } from '../../db/list';
-import type { ListParams, Page } from '../../core/pagination';
+import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 
 type Scope = { accountId: string; mode: string };
 
@@ -46,9 +46,11 @@ export class PaymentMethodStore {
   }
 
   /** A page of the customer's saved methods, each mapped by `toApi`. */
-  async list<T>(scope: Scope, customerId: string, input: ListParams<'createdAt'>, toApi: (row: PaymentMethodRow) => T): Promise<Page<T>> {
+  async list<T, O extends ListOptions = Counted>(
+    scope: Scope, customerId: string, input: ListParams<'createdAt'>, toApi: (row: PaymentMethodRow) => T, options?: O,
+  ): Promise<PageFor<T, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: customerId });
-    return listPage(this.db, { table: 'payment_methods', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi });
+    return listPage(this.db, { table: 'payment_methods', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi }, options);
   }
 
   /** The newest methods of several customers (at most `limit` each) in one statement, each with its customer's default. */

@@ -5,7 +5,7 @@ import { requirePermission, systemContext } from '../../core/context';
 import { DomainError, invalidState, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { ChargeRequest, GatewayResult } from '../../gateways/gateway';
 import type { EventService } from '../events/event.service';
 import type { CustomerService, Customer } from '../customers/customer.service';
@@ -236,9 +236,9 @@ export class PaymentService {
     return payment;
   }
 
-  async list(ctx: RequestContext, query: unknown, scope: { subscriptionId?: string } = {}): Promise<Page<Payment>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, scope: { subscriptionId?: string } = {}, options?: O): Promise<PageFor<Payment, O>> {
     requirePermission(ctx, 'payments', 'read');
-    return this.store.list(ctx, parseInput(listPaymentsInput, query), scope);
+    return this.store.list(ctx, parseInput(listPaymentsInput, query), scope, options);
   }
 
   /** The newest payments of several customers at once (at most `limit` each), for DataLoader. */
@@ -270,10 +270,10 @@ export class PaymentService {
     });
   }
 
-  async gatewayTransactions(ctx: RequestContext, id: string, query: unknown) {
+  async gatewayTransactions<O extends ListOptions = Counted>(ctx: RequestContext, id: string, query: unknown, options?: O) {
     requirePermission(ctx, 'payments', 'read');
     await this.retrieve(ctx, id);
-    return this.gtx.list(ctx, { paymentId: id }, query);
+    return this.gtx.list(ctx, { paymentId: id }, query, options);
   }
 
   /** The gateway calls of several payments at once, for DataLoader. */

@@ -5,7 +5,7 @@ import { Filter, NESTED_LIST_LIMIT, groupBy, likePattern, listPage, newestPerPar
 import { Params } from '../../db/params';
 import type { RequestContext } from '../../core/context';
 import type { ObjectClaim } from '../../core/idempotency';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
 import { pendingForMs } from './lease.store';
 import type { EventService } from '../events/event.service';
@@ -150,11 +150,12 @@ export class PaymentStore {
     ], t);
   }
 
-  async list(
+  async list<O extends ListOptions = Counted>(
     scope: Scope,
     input: { status?: string; customerId?: string; search?: string; page: number; pageSize: number; sortField: 'createdAt' | 'amount'; sortDirection: 'asc' | 'desc' },
     filters: { subscriptionId?: string } = {},
-  ): Promise<Page<Payment>> {
+    options?: O,
+  ): Promise<PageFor<Payment, O>> {
     const filter = new Filter({
       account_id: scope.accountId, mode: scope.mode, status: input.status, customer_id: input.customerId, subscription_id: filters.subscriptionId,
     });
@@ -170,7 +171,7 @@ export class PaymentStore {
     }
     return listPage(this.db, {
       table: 'payments', columns: PAYMENT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiPayment,
-    });
+    }, options);
   }
 
   /** The newest payments of several customers at once (at most `limit` each). */

@@ -7,7 +7,7 @@ import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { formatAmount } from '../../core/money';
 import { parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { GatewayResult } from '../../gateways/gateway';
 import { untilKnown } from '../../gateways/until-known';
 import type { EventService } from '../events/event.service';
@@ -227,12 +227,12 @@ export class RefundService {
     return refund;
   }
 
-  async list(ctx: RequestContext, query: unknown, paymentIdFromPath?: string): Promise<Page<Refund>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, paymentIdFromPath?: string, options?: O): Promise<PageFor<Refund, O>> {
     requirePermission(ctx, 'refunds', 'read');
     refusePaymentIdBesidePath(query, paymentIdFromPath);
     const input = parseInput(listRefundsInput, query);
     if (paymentIdFromPath && !(await this.store.paymentExists(ctx, paymentIdFromPath))) throw notFound('payment', paymentIdFromPath);
-    return this.store.list(ctx, { ...input, paymentId: paymentIdFromPath ?? input.paymentId });
+    return this.store.list(ctx, { ...input, paymentId: paymentIdFromPath ?? input.paymentId }, options);
   }
 
   /** The newest refunds of several payments at once (at most `limit` each), for DataLoader. */

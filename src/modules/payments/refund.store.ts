@@ -2,7 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readTime } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
-import type { ListParams, Page } from '../../core/pagination';
+import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import { PAYMENT_COLUMNS, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';
 import { pendingForMs } from './lease.store';
@@ -128,11 +128,11 @@ export class RefundStore {
     return row !== undefined;
   }
 
-  async list(scope: Scope, input: ListParams<'createdAt' | 'amount'> & { status?: string; paymentId?: string }): Promise<Page<Refund>> {
+  async list<O extends ListOptions = Counted>(scope: Scope, input: ListParams<'createdAt' | 'amount'> & { status?: string; paymentId?: string }, options?: O): Promise<PageFor<Refund, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status, payment_id: input.paymentId });
     return listPage(this.db, {
       table: 'refunds', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiRefund,
-    });
+    }, options);
   }
 
   /** The newest refunds of several payments at once (at most `limit` each). */

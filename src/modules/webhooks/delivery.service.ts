@@ -7,7 +7,7 @@ import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
 import { requireEventTypePermission, type BatchedEvent } from '../events/event.service';
 import { findEvent, type ApiEvent } from '../events/event.store';
@@ -111,11 +111,25 @@ export class WebhookDeliveryService {
   }
 
   /** The attempt log of an endpoint, newest first. */
-  async attempts(ctx: RequestContext, endpointId: string, query: unknown): Promise<Page<WebhookAttempt>> {
+  async attempts<O extends ListOptions = Counted>(ctx: RequestContext, endpointId: string, query: unknown, options?: O): Promise<PageFor<WebhookAttempt, O>> {
     requirePermission(ctx, 'webhook_endpoints', 'read');
     const input = parseInput(listAttemptsInput, query);
     await this.endpoints.row(ctx, endpointId, { includeDeleted: true }); // the log outlives the endpoint
-    return this.store.listAttempts(ctx, endpointId, input);
+    return this.store.listAttempts(ctx, endpointId, input, options);
+  }
+
+  /**
+   * The same page of several endpoints' attempt logs, for DataLoader (GraphQL's
+   * `WebhookEndpoint.deliveries`): one statement for the rows and one for the totals, however
+   * many endpoints. The ids are those of endpoints already read in this scope, and the statement
+   * is scoped by account and mode, so an id of another scope lists nothing.
+   */
+  async attemptsFor<O extends ListOptions = Counted>(
+    ctx: RequestContext, endpointIds: readonly string[], query: unknown, options?: O,
+  ): Promise<Map<string, PageFor<WebhookAttempt, O>>> {
+    requirePermission(ctx, 'webhook_endpoints', 'read');
+    const input = parseInput(listAttemptsInput, query);
+    return this.store.listAttemptsFor(ctx, endpointIds, input, options);
   }
 
   /** Subscribes to "new deliveries were queued here" (the local worker loop). */

@@ -7,7 +7,7 @@ import { requirePermission } from '../../core/context';
 import { DomainError, invalidParameter, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { SecretBox } from '../../core/crypto';
 import { checkWebhookUrl, type ResolveHost } from '../../webhooks/address-policy';
 import { generateWebhookSecret, type SigningSecrets } from '../../webhooks/signature';
@@ -101,10 +101,10 @@ export class WebhookEndpointService {
     return endpointView(await this.row(ctx, id));
   }
 
-  async list(ctx: RequestContext, query: unknown): Promise<Page<WebhookEndpoint>> {
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<WebhookEndpoint, O>> {
     requirePermission(ctx, 'webhook_endpoints', 'read');
     const input = parseInput(listEndpointsInput, query);
-    return this.store.listEndpoints(ctx, input, toApiEndpoint);
+    return this.store.listEndpoints(ctx, input, toApiEndpoint, options);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<WebhookEndpoint> {

@@ -3,10 +3,10 @@ import type { z } from 'zod';
 import { Params } from '../../db/params';
 import type { Database } from '../../db/database';
 import { isoTime, readBool, readJson, readTime } from '../../db/database';
-import { Filter, likePattern, listPage } from '../../db/list';
+import { Filter, likePattern, listPage, pagePerParent } from '../../db/list';
 import type { Clock } from '../../core/clock';
 import { randomBase62 } from '../../core/ids';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { BatchedEvent } from '../events/event.service';
 import { eventJsonSql, type ApiEvent } from '../events/event.store';
 import type { listAttemptsInput, listEndpointsInput } from './webhook.inputs';
@@ -397,7 +397,7 @@ export class WebhookStore {
   }
 
   /** The attempt log of an endpoint (deleted ones included). */
-  async listAttempts(scope: Scope, endpointId: string, input: z.infer<typeof listAttemptsInput>): Promise<Page<WebhookAttempt>> {
+  async listAttempts<O extends ListOptions = Counted>(scope: Scope, endpointId: string, input: z.infer<typeof listAttemptsInput>, options?: O): Promise<PageFor<WebhookAttempt, O>> {
     const filter = new Filter({
       account_id: scope.accountId,
       mode: scope.mode,
@@ -407,15 +407,33 @@ export class WebhookStore {
     });
     return listPage(this.db, {
       table: 'webhook_attempts', columns: ATTEMPT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiAttempt,
+    }, options);
+  }
+
+  /** The same page of several endpoints' attempt logs (deleted endpoints included), in one statement (and one for the totals). */
+  async listAttemptsFor<O extends ListOptions = Counted>(
+    scope: Scope, endpointIds: readonly string[], input: z.infer<typeof listAttemptsInput>, options?: O,
+  ): Promise<Map<string, PageFor<WebhookAttempt, O>>> {
+    const filter = new Filter({
+      account_id: scope.accountId,
+      mode: scope.mode,
+      event_id: input.eventId,
+      succeeded: input.status === undefined ? undefined : input.status === 'succeeded',
     });
+    return pagePerParent(this.db, {
+      table: 'webhook_attempts', columns: ATTEMPT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiAttempt,
+      parentColumn: 'endpoint_id', parentIds: endpointIds, parentOf: (attempt) => attempt.endpointId,
+    }, options);
   }
 
   /** The endpoints of the scope that are not deleted, each through `toApi`. */
-  async listEndpoints<T>(scope: Scope, input: z.infer<typeof listEndpointsInput>, toApi: (row: EndpointRow) => T): Promise<Page<T>> {
+  async listEndpoints<T, O extends ListOptions = Counted>(
+    scope: Scope, input: z.infer<typeof listEndpointsInput>, toApi: (row: EndpointRow) => T, options?: O,
+  ): Promise<PageFor<T, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status }).raw(() => 'deleted_at IS NULL');
     return listPage(this.db, {
       table: 'webhook_endpoints', columns: ENDPOINT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
-    });
+    }, options);
   }
 
   /**

@@ -477,6 +477,46 @@ describe('WebhookStore settling', () => {
     expect((await list({}, { ...at, mode: 'live' })).total).toBe(0);
     expect((await list({}, scope())).total).toBe(0);
   });
+
+  it('should give several endpoints the same page of their logs as each one\'s own list, in one statement for all (and one for the totals)', async () => {
+    const at = scope();
+    await endpoint(at);
+    await endpoint(at);
+    await queue(at);
+    const [first, second] = await claim(); // one delivery per endpoint
+    expect(first.endpointId).not.toBe(second.endpointId);
+    const empty = await endpoint(at);
+    const base = clock.now().getTime();
+    let n = 0;
+    for (const c of [first, second, first, first, second, first]) {
+      n += 1;
+      const succeeded = n % 2 === 0;
+      await db.transaction((t) => store.insertAttempt(t, {
+        accountId: at.accountId, mode: at.mode, endpointId: c.endpointId, deliveryId: c.id, eventId: c.eventId, eventType: c.eventType, attempt: n,
+        succeeded, statusCode: succeeded ? 200 : 500, latencyMs: 10, error: succeeded ? null : 'HTTP 500', nextRetryAt: null, createdAt: new Date(base + n),
+      }));
+    }
+    const ids = [first.endpointId, second.endpointId, empty, first.endpointId];
+    for (const query of [
+      { page: 1, pageSize: 10, sortDirection: 'desc' as const }, { page: 2, pageSize: 2, sortDirection: 'desc' as const },
+      { page: 1, pageSize: 3, sortDirection: 'asc' as const }, { page: 1, pageSize: 10, sortDirection: 'desc' as const, status: 'failed' as const },
+    ]) {
+      const input = { sortField: 'createdAt' as const, ...query };
+      statements.length = 0;
+      const pages = await store.listAttemptsFor(at, ids, input);
+      expect(statements).toHaveLength(2);
+      expect([...pages.keys()]).toEqual([first.endpointId, second.endpointId, empty]);
+      for (const id of pages.keys()) expect([query, id, pages.get(id)]).toEqual([query, id, await store.listAttempts(at, id, input)]);
+      statements.length = 0;
+      const uncounted = await store.listAttemptsFor(at, ids, input, { countTotal: false });
+      expect(statements).toHaveLength(1);
+      expect(uncounted.get(first.endpointId)).toEqual({ ...pages.get(first.endpointId), total: null });
+    }
+    // Within the scope only.
+    expect((await store.listAttemptsFor({ ...at, mode: 'live' }, ids, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc' })).get(first.endpointId))
+      .toEqual({ data: [], total: 0, page: 1, pageSize: 10 });
+    expect(await store.listAttemptsFor(at, [], { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc' })).toEqual(new Map());
+  });
 });
 
 describe('WebhookStore endpoint changes', () => {
