@@ -64,7 +64,11 @@ function withoutValues(message: string, error: unknown): string {
   const argument = message.indexOf(' has invalid value ');
   if (argument !== -1) return redactQuoted(`${message.slice(0, argument)} has an invalid value.`);
   const found = message.indexOf(', found ');
-  if (found !== -1) return redactQuoted(`${message.slice(0, found)}, found an invalid value.`);
+  if (found !== -1) {
+    // A scalar's own reason (our event-type scalars say what they take) follows the value after "; ".
+    const reason = reasonOf(message, error);
+    return redactQuoted(`${message.slice(0, found)}, found an invalid value${reason ? `; ${withoutScalarValue(reason)}` : ''}.`);
+  }
   return redactQuoted(withoutQuotedInput(withoutScalarValue(message)));
 }
 

@@ -3,13 +3,13 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
-import { EventSortField, EventType as EventTypeEnum } from './types/enums';
+import { EventSortField, EventTypeName } from './types/enums';
 
 @ObjectType('Event')
 export class EventType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
-  @Field(() => EventTypeEnum) type!: string;
+  @Field(() => EventTypeName) type!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => GraphQLJSONObject) data!: Record<string, unknown>;
@@ -25,7 +25,7 @@ class EventList {
 
 @ArgsType()
 class EventListArgs extends PageArgs(EventSortField) {
-  @Field(() => EventTypeEnum, { nullable: true }) type?: string;
+  @Field(() => EventTypeName, { nullable: true }) type?: string;
 }
 
 @Resolver(() => EventType)

@@ -2,7 +2,7 @@ import { Arg, Resolver, Root, Subscription } from 'type-graphql';
 import type { SubscribeResolverData } from 'type-graphql';
 import type { GqlContext } from './context';
 import { EventType } from './event.resolver';
-import { EventType as EventTypeEnum } from './types/enums';
+import { eventTypesArgument } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import { CustomerType } from './customer.resolver';
 import { requirePermission } from '../src/core/context';
@@ -29,16 +29,16 @@ function asEvent(e: PublishedEvent) {
 export class SubscriptionResolver {
   @Subscription(() => EventType, {
     subscribe: (data: Data) => {
-      const types = data.args.types;
-      return streamFor(data, 'events', (type) => !types || types.length === 0 || types.includes(type));
+      const types = eventTypesArgument(data.args.types);
+      return streamFor(data, 'events', (type) => !types || types.includes(type));
     },
     description: "The account and mode's events as they are committed, optionally only some types.",
   })
   events(
     @Root() event: PublishedEvent,
-    // An enum: an unknown type or a wildcard (`payment.*`) is refused before the stream starts,
-    // as REST refuses it in a webhook endpoint's `events`; the resolver reads REST's strings.
-    @Arg('types', () => [EventTypeEnum], { nullable: true, description: 'Only these types; absent or empty: every type.' }) _types?: string[],
+    // [String!] as API.md fixes it; an unknown type or a wildcard (`payment.*`) is refused before
+    // the stream starts, as REST refuses it in a webhook endpoint's `events` (eventTypesArgument).
+    @Arg('types', () => [String], { nullable: true, description: 'Only these types, as REST writes them (`payment.succeeded`; see EventTypeName); absent or empty: every type. An unknown type or a wildcard is refused.' }) _types?: string[],
   ) {
     return asEvent(event);
   }

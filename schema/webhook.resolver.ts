@@ -5,7 +5,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
 import {
-  EventType, WebhookDeliveryAttemptSortField, WebhookDeliveryAttemptStatus, WebhookEndpointSortField, WebhookEndpointStatus, WebhookEventSelector,
+  EventTypeName, WebhookDeliveryAttemptSortField, WebhookDeliveryAttemptStatus, WebhookEndpointSortField, WebhookEndpointStatus, WebhookEventSelector,
 } from './types/enums';
 import type { EndpointStatus } from '../src/modules/webhooks/endpoint.service';
 import type { WebhookAttempt } from '../src/modules/webhooks/webhook.store';
@@ -42,7 +42,7 @@ class WebhookAttemptType {
   @Field(() => String) endpointId!: string;
   @Field(() => String) deliveryId!: string;
   @Field(() => String) eventId!: string;
-  @Field(() => EventType) eventType!: string;
+  @Field(() => EventTypeName) eventType!: string;
   @Field(() => Int) attempt!: number;
   @Field(() => WebhookDeliveryAttemptStatus) status!: 'succeeded' | 'failed';
   @Field(() => Int, { nullable: true }) statusCode!: number | null;

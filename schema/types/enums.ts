@@ -1,4 +1,6 @@
+import { GraphQLScalarType, Kind } from 'graphql';
 import { registerEnumType } from 'type-graphql';
+import { DomainError } from '../../src/core/errors';
 import type { Payment } from '../../src/modules/payments/payment.service';
 import type { Refund } from '../../src/modules/payments/refund.service';
 import type { Price } from '../../src/modules/catalog/catalog.service';
@@ -65,29 +67,58 @@ registerEnumType(RoutingSkipReason, {
 registerEnumType(SortDirection, { name: 'SortDirection' });
 
 /**
- * Event types as an enum. A GraphQL enum name cannot hold a dot, so each name is REST's type with
- * its dots made underscores (`payment.succeeded` → `payment_succeeded`,
- * `checkout.session.completed` → `checkout_session_completed`); the value a resolver reads or
- * returns is REST's string. No two types meet on one name (checked here, when the schema loads).
+ * Event types are a closed set, but REST's names hold dots (`payment.succeeded`), which a GraphQL
+ * enum value cannot: an enum would make GraphQL say `payment_succeeded` where REST, webhooks and
+ * the stored events say `payment.succeeded`. So the set is a scalar that takes and gives REST's
+ * exact strings and refuses anything else (an unknown type, a wildcard such as `payment.*`)
+ * while the document is validated, as REST refuses it.
  */
-export const eventTypeName = (type: string) => type.replace(/\./g, '_');
-export const EventType = Object.fromEntries(EVENT_TYPES.map((type) => [eventTypeName(type), type])) as Record<string, (typeof EVENT_TYPES)[number]>;
-if (Object.keys(EventType).length !== EVENT_TYPES.length) throw new Error('two event types map to one GraphQL enum name');
-const eventTypeValues = Object.fromEntries(EVENT_TYPES.map((type) => [eventTypeName(type), { description: `\`${type}\` in REST and webhooks.` }]));
-registerEnumType(EventType, {
-  name: 'EventType',
-  description: "An event's type: REST's type with each dot written as an underscore (`payment.succeeded` is `payment_succeeded`).",
-  valuesConfig: eventTypeValues,
-});
+function eventTypeScalar(name: string, description: string, accepts: ReadonlySet<string>, expected: string): GraphQLScalarType<string, string> {
+  const check = (value: unknown): string => {
+    if (typeof value === 'string' && accepts.has(value)) return value;
+    // Not a GraphQLError: graphql-js then reports where the value stands in the document.
+    throw new TypeError(`expected ${expected}`);
+  };
+  return new GraphQLScalarType<string, string>({
+    name,
+    description,
+    serialize: check,
+    parseValue: check,
+    parseLiteral: (ast) => check(ast.kind === Kind.STRING ? ast.value : undefined),
+  });
+}
 
-/** What a webhook endpoint subscribes to: an event type, or `all` (REST's `"*"`: every type, those added later too). */
-export const WebhookEventSelector = { all: WILDCARD, ...EventType };
-if (EventType.all !== undefined) throw new Error('an event type is named "all"');
-registerEnumType(WebhookEventSelector, {
-  name: 'WebhookEventSelector',
-  description: 'An event type an endpoint subscribes to, or `all` (REST\'s `"*"`: every type, those added later too).',
-  valuesConfig: { all: { description: '`*` in REST: every event type, those added later too.' }, ...eventTypeValues },
-});
+const EVENT_TYPE_LIST = EVENT_TYPES.join(', ');
+
+export const EventTypeName = eventTypeScalar(
+  'EventTypeName',
+  `An event's type, exactly as REST and webhooks write it; one of: ${EVENT_TYPE_LIST}.`,
+  new Set<string>(EVENT_TYPES),
+  'an event type such as "payment.succeeded" (no wildcards)',
+);
+
+/** What a webhook endpoint subscribes to: an event type, or `*` (every type, those added later too). */
+export const WebhookEventSelector = eventTypeScalar(
+  'WebhookEventSelector',
+  `An event type a webhook endpoint subscribes to, as REST writes it, or "*" for every type (those added later too); types: ${EVENT_TYPE_LIST}.`,
+  new Set<string>([WILDCARD, ...EVENT_TYPES]),
+  'an event type such as "payment.succeeded", or "*"',
+);
+
+/**
+ * The `types` of the `events` subscription: `[String!]` as the API contract fixes it, checked
+ * against the same set before the stream starts (`types[i]` names a refused one).
+ */
+export function eventTypesArgument(types: readonly string[] | null | undefined): readonly string[] | null {
+  if (!types || types.length === 0) return null;
+  const known = new Set<string>(EVENT_TYPES);
+  types.forEach((type, i) => {
+    if (!known.has(type)) {
+      throw new DomainError('invalid_parameter', `types[${i}] is not an event type; give event types such as "payment.succeeded" (no wildcards), one of: ${EVENT_TYPE_LIST}`, `types[${i}]`);
+    }
+  });
+  return types;
+}
 
 /** The `sortField` values a list accepts, read from its service's list schema: the same as REST's `sortField`. */
 function sortFields<F extends string>(name: string, list: { shape: { sortField: { unwrap(): { options: readonly F[] } } } }) {

@@ -78,7 +78,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
     const results = await take<{ events: { type: string; livemode: boolean; data: { object: { email: string } } } }>(
       client,
-      'subscription { events(types: [customer_created]) { id type livemode data } }',
+      'subscription { events(types: ["customer.created"]) { id type livemode data } }',
       2,
       async () => {
         await app.request('POST', '/v1/customers', { key: other.testKey, body: { email: 'other-account@example.com' } });
@@ -89,7 +89,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       },
     );
     expect(results.map((r) => r.events.data.object.email)).toEqual(['mine-1@example.com', 'mine-2@example.com']);
-    for (const r of results) expect(r.events).toMatchObject({ type: 'customer_created', livemode: false });
+    for (const r of results) expect(r.events).toMatchObject({ type: 'customer.created', livemode: false });
     await client.dispose();
   });
 
@@ -109,20 +109,20 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       client.subscribe({ query, variables }, { next, error: refused, complete: () => reject(new Error('completed')) });
     });
     try {
-      for (const types of ['"payment.*"', '"*"', '"payment.succeeded"', 'payment_refunded', '[customer_created, "payment.*"]']) {
+      for (const types of ['"payment.*"', '"*"', '"payment.refunded"', '["customer.created", "payment.*"]']) {
         const [error] = await refusal(`subscription { events(types: ${types}) { id } }`);
         expect([types, error.extensions]).toEqual([types, { code: 'invalid_parameter', param: expect.stringMatching(/^types(\[\d\])?$/), requestId: expect.stringMatching(/^ws_/) }]);
       }
-      const [viaVariable] = await refusal('subscription($types: [EventType!]) { events(types: $types) { id } }', { types: ['customer_created', 'payment.*'] });
+      const [viaVariable] = await refusal('subscription($types: [String!]) { events(types: $types) { id } }', { types: ['customer.created', 'payment.*'] });
       expect(viaVariable.extensions).toMatchObject({ code: 'invalid_parameter', param: 'types[1]' });
     } finally {
       await client.dispose();
     }
-    // The enum's own values still stream.
+    // Known types, as REST writes them, still stream.
     const other = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
-    const results = await take<{ events: { type: string } }>(other, 'subscription { events(types: [payment_succeeded]) { type } }', 1, () =>
+    const results = await take<{ events: { type: string } }>(other, 'subscription { events(types: ["payment.succeeded"]) { type } }', 1, () =>
       app.request('POST', '/v1/payments', { key: app.account.testKey, body: { amount: 1234, currency: 'usd', paymentMethod: 'pm_card_visa' } }));
-    expect(results[0].events.type).toBe('payment_succeeded');
+    expect(results[0].events.type).toBe('payment.succeeded');
     await other.dispose();
   });
 
@@ -329,7 +329,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       const client = wsClient(other.baseUrl, app.server.cert, app.account.testKey);
       const results = await take<{ events: { type: string; data: { object: { email: string } } } }>(
         client,
-        'subscription { events(types: [customer_created]) { type data } }',
+        'subscription { events(types: ["customer.created"]) { type data } }',
         1,
         () => app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'cross-instance@example.com' } }),
       );
@@ -342,7 +342,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       const client = wsClient(other.baseUrl, app.server.cert, app.account.testKey);
       const results = await take<{ events: { data: { object: { email: string; metadata: Record<string, string> } } } }>(
         client,
-        'subscription { events(types: [customer_created]) { data } }',
+        'subscription { events(types: ["customer.created"]) { data } }',
         3,
         () =>
           Promise.all([

@@ -148,7 +148,7 @@ describe('GraphQL types match the REST contract', () => {
     expect(read.body.errors).toBeUndefined();
     expect(read.body.data.customer).toEqual({ testClockId: customer.testClockId });
     const node = read.body.data.webhookEndpoint.deliveries.nodes.find((a: { id: string }) => a.id === attempt.id);
-    expect(node).toEqual({ ...pick(attempt, ['id', 'object', 'livemode', 'endpointId', 'eventId', 'status', 'createdAt', 'updatedAt']), eventType: 'customer_created' });
+    expect(node).toEqual({ ...pick(attempt, ['id', 'object', 'livemode', 'endpointId', 'eventId', 'status', 'createdAt', 'updatedAt']), eventType: 'customer.created' });
     const { gateways, ...rule } = routing.rules[0];
     expect(read.body.data.routing).toEqual({ ...routing, rules: [{ ...rule, when: { country: null, amountLte: null, ...rule.when } }] });
     expect((await gql('{ routing { rules { gateways { gatewayId weight } } } }')).body.data.routing).toEqual({ rules: [{ gateways }] });
@@ -170,28 +170,35 @@ describe('GraphQL types match the REST contract', () => {
     expect(filtered.body.data).toEqual({ sim: { total: simulators }, stripe: { total: 0 } });
     expect((await gql('mutation { createGateway(input: { name: "X", type: paypal }) { id } }')).body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'type' });
 
-    // Event types: REST's type with its dots as underscores; the description names REST's string.
-    const values = await gql('{ __type(name: "EventType") { enumValues { name description } } }');
-    const eventTypes = values.body.data.__type.enumValues as Array<{ name: string; description: string }>;
-    expect(eventTypes).toEqual(EVENT_TYPES.map((type) => ({ name: type.replace(/\./g, '_'), description: `\`${type}\` in REST and webhooks.` })));
-    expect(eventTypes).toContainEqual({ name: 'checkout_session_completed', description: '`checkout.session.completed` in REST and webhooks.' });
-    expect(eventTypes).toContainEqual({ name: 'invoice_payment_failed', description: '`invoice.payment_failed` in REST and webhooks.' });
-    expect((await fieldTypes('Event')).type).toEqual({ kind: 'ENUM', name: 'EventType' });
-    expect((await fieldTypes('WebhookDeliveryAttempt')).eventType).toEqual({ kind: 'ENUM', name: 'EventType' });
-    expect((await fieldTypes('WebhookEndpoint')).events).toEqual({ kind: 'ENUM', name: 'WebhookEventSelector' });
+    // Event types: a closed set that takes and gives REST's exact strings (a scalar, since an
+    // enum value cannot hold the dot); anything else is refused while the document is validated.
+    const described = await gql('{ __type(name: "EventTypeName") { kind description } }');
+    expect(described.body.data.__type.kind).toBe('SCALAR');
+    for (const type of EVENT_TYPES) expect(described.body.data.__type.description).toContain(type);
+    expect((await fieldTypes('Event')).type).toEqual({ kind: 'SCALAR', name: 'EventTypeName' });
+    expect((await fieldTypes('WebhookDeliveryAttempt')).eventType).toEqual({ kind: 'SCALAR', name: 'EventTypeName' });
+    expect((await fieldTypes('WebhookEndpoint')).events).toEqual({ kind: 'SCALAR', name: 'WebhookEventSelector' });
     const payment = await app.request('POST', '/v1/payments', { key, body: { amount: 600, currency: 'usd', paymentMethod: 'pm_card_visa' } });
-    const events = await gql('query($t: EventType) { a: events(type: payment_succeeded, pageSize: 100) { nodes { type data } } b: events(type: $t) { total } }', { t: 'invoice_voided' });
+    const events = await gql('query($t: EventTypeName) { a: events(type: "payment.succeeded", pageSize: 100) { nodes { type data } } b: events(type: $t) { total } }', { t: 'invoice.voided' });
     expect(events.body.errors).toBeUndefined();
     const mine = events.body.data.a.nodes.find((e: { data: { object: { id: string } } }) => e.data.object.id === payment.body.data.id);
-    expect(mine.type).toBe('payment_succeeded');
-    expect(events.body.data.a.nodes.every((e: { type: string }) => e.type === 'payment_succeeded')).toBe(true);
+    expect(mine.type).toBe('payment.succeeded');
+    expect(events.body.data.a.nodes.every((e: { type: string }) => e.type === 'payment.succeeded')).toBe(true);
     expect(events.body.data.b.total).toBe(0);
-    expect((await gql('{ events(type: "payment.succeeded") { total } }')).body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'type' });
-    // A webhook endpoint's events: the same names, and `all` for REST's "*".
-    const endpoint = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/enum", events: [payment_succeeded, all] }) { id events } }');
-    expect(endpoint.body.data.createWebhookEndpoint.events).toEqual(['payment_succeeded', 'all']);
+    for (const refused of ['"payment.*"', '"*"', '"payment.refunded"', 'payment_succeeded']) {
+      const error = (await gql(`{ events(type: ${refused}) { total } }`)).body.errors[0];
+      expect([refused, error.extensions]).toEqual([refused, expect.objectContaining({ code: 'invalid_parameter', param: 'type' })]);
+    }
+    const viaVariable = (await gql('query($t: EventTypeName) { events(type: $t) { total } }', { t: 'payment.*' })).body.errors[0];
+    expect(viaVariable.extensions).toMatchObject({ code: 'invalid_parameter', param: 't' });
+    expect(viaVariable.message).toContain('no wildcards');
+    // A webhook endpoint's events: the same strings, and "*" as in REST.
+    const endpoint = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/enum", events: ["payment.succeeded", "*"] }) { id events } }');
+    expect(endpoint.body.data.createWebhookEndpoint.events).toEqual(['payment.succeeded', '*']);
     const viaRest = await app.request('GET', `/v1/webhook-endpoints/${endpoint.body.data.createWebhookEndpoint.id}`, { key });
     expect(viaRest.body.data.events).toEqual(['payment.succeeded', '*']);
+    const wildcard = (await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/enum", events: ["payment.*"] }) { id } }')).body.errors[0];
+    expect(wildcard.extensions).toMatchObject({ code: 'invalid_parameter', param: 'events[0]' });
 
     // Sort fields: each list's own enum, REST's sortField values; the direction asc or desc.
     const sorts: Record<string, string[]> = {

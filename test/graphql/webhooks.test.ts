@@ -11,11 +11,11 @@ const gql = (query: string, variables: Record<string, unknown> = {}) =>
 
 describe('GraphQL webhook endpoints', () => {
   it('should create (secret shown once), list, update, rotate, resend and delete through the same services', async () => {
-    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/hook", events: [customer_created] }) { id secret status events } }');
+    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/hook", events: ["customer.created"] }) { id secret status events } }');
     expect(created.body.errors).toBeUndefined();
     const endpoint = created.body.data.createWebhookEndpoint;
     expect(endpoint.secret).toMatch(/^whsec_/);
-    expect(endpoint).toMatchObject({ status: 'enabled', events: ['customer_created'] });
+    expect(endpoint).toMatchObject({ status: 'enabled', events: ['customer.created'] });
     const listed = await gql('{ webhookEndpoints { total nodes { id secret } } }');
     expect(listed.body.data.webhookEndpoints.nodes).toEqual([{ id: endpoint.id, secret: null }]);
     // status is the WebhookEndpointStatus enum: written bare in a document, REST's string in variables and answers.
@@ -24,7 +24,7 @@ describe('GraphQL webhook endpoints', () => {
     const rotated = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id) { secret } }', { id: endpoint.id });
     expect(rotated.body.data.rotateWebhookSecret.secret).toMatch(/^whsec_/);
     expect(rotated.body.data.rotateWebhookSecret.secret).not.toBe(endpoint.secret);
-    const bad = await gql('mutation { createWebhookEndpoint(input: { url: "http://example.com", events: [all] }) { id } }');
+    const bad = await gql('mutation { createWebhookEndpoint(input: { url: "http://example.com", events: ["*"] }) { id } }');
     expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'url' });
     const enabled = await gql('mutation($id: ID!, $s: WebhookEndpointStatus) { updateWebhookEndpoint(id: $id, input: { status: $s }) { status } }', { id: endpoint.id, s: 'enabled' });
     expect(enabled.body.data.updateWebhookEndpoint.status).toBe('enabled');
@@ -112,7 +112,7 @@ describe('webhook log retention', () => {
   });
 
   it('should rotate with the overlap the caller chooses, as REST does', async () => {
-    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/overlap", events: [all] }) { id secret } }');
+    const created = await gql('mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/overlap", events: ["*"] }) { id secret } }');
     const { id, secret } = created.body.data.createWebhookEndpoint;
     const endpoints = app.server.services.webhooks.endpoints;
     const kept = await gql('mutation($id: ID!) { rotateWebhookSecret(id: $id, overlapSeconds: 600) { secret } }', { id });
