@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { DomainError, isDomainError } from '../core/errors';
 import { storableDeep } from '../core/text';
+import { prepareSqliteFile } from '../core/private-files';
 import { translateDatabaseError } from './database-errors';
 import {
   acquireConnection, releaseConnection, shareSqliteTransactionConnection, transactionConnection, type SqliteConnection,
@@ -101,7 +102,11 @@ export class Database {
 
   private discardTransactionConnection?: () => void;
 
+  /** Database files found readable by other users and made 0600 by `init` (SQLite). */
+  tightenedFiles: string[] = [];
+
   async init(): Promise<void> {
+    if (this.sqliteFile) this.tightenedFiles = prepareSqliteFile(this.sqliteFile);
     if (this.dialect === 'sqlite') {
       await this.sequelize.query('PRAGMA journal_mode=WAL');
       await this.sequelize.query('PRAGMA synchronous=NORMAL');
