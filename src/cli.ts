@@ -9,7 +9,7 @@ import { ensureDefaultAccount } from './bootstrap';
 import { startServer } from './server';
 import { createLogger } from './logger';
 import { DomainError, isDomainError } from './core/errors';
-import { Database } from './db/database';
+import { Database, sqliteStorage } from './db/database';
 import { MODELS } from './db/models';
 import { createMigrator } from './db/migrator';
 import { permissionsSchema } from './modules/accounts/account.service';
@@ -80,8 +80,8 @@ export function describeDatabase(databaseUrl: string): string {
 /** The SQLite file the configuration names (absolute), or null for PostgreSQL and in-memory SQLite. */
 function sqliteFile(config: Config): string | null {
   if (!config.databaseUrl.startsWith('sqlite:')) return null;
-  const file = config.databaseUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-  return file === '' || file === ':memory:' || file.startsWith('file:') ? null : path.resolve(file);
+  const file = sqliteStorage(config.databaseUrl);
+  return file === ':memory:' || file.startsWith('file:') ? null : path.resolve(file);
 }
 
 /**

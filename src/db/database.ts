@@ -16,6 +16,11 @@ pg.types.setTypeParser(20, (v: string) => Number(v));
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/** What SQLite opens for a `sqlite:` URL: a path (`sqlite:///abs` as `/abs`), `file:` URI, or `:memory:`. */
+export function sqliteStorage(url: string): string {
+  return url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || ':memory:';
+}
+
 const CONNECT_TIMEOUT_MS = 5_000;
 const POOL_ACQUIRE_MS = 8_000;
 
@@ -65,7 +70,7 @@ export class Database {
     this.logSql = options.logging;
     if (options.url.startsWith('sqlite:')) {
       this.dialect = 'sqlite';
-      const storage = options.url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || ':memory:';
+      const storage = sqliteStorage(options.url);
       if (storage !== ':memory:' && !storage.startsWith('file:')) this.sqliteFile = storage;
       this.sequelize = new TranslatingSequelize({
         dialect: 'sqlite',
