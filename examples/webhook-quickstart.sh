@@ -9,7 +9,7 @@
 # in the environment if yours differs.
 set -eu
 
-DIR=${QUICKSTART_DIR:-webhook-quickstart}             # receiver certificate and key
+DIR=${QUICKSTART_DIR:-webhook-quickstart}             # receiver certificate and key (ignored by git)
 PAYORCH_URL=${PAYORCH_URL:-https://localhost:8443}    # Payorch's address (PORT 8443)
 PAYORCH_CA=${PAYORCH_CA:-data/tls/cert.pem}           # Payorch's self-signed certificate (DATA_DIR ./data)
 RECEIVER_PORT=${RECEIVER_PORT:-9443}                  # any free port but Payorch's 8443 and 8080
@@ -17,6 +17,7 @@ EXAMPLES=$(cd "$(dirname "$0")" && pwd)
 
 case "${1:-}" in
 cert)
+  umask 077 # the directory and its private key: yours alone
   mkdir -p "$DIR"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
     -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
@@ -59,7 +60,9 @@ run)
   done
 
   # 3. Make something happen: creating a customer records customer.created, delivered at once.
-  customer=$(api -d '{"email": "webhook-quickstart@example.com"}' "$PAYORCH_URL/v1/customers") || { echo "$customer" >&2; exit 1; }
+  # A new e-mail address each run: an account refuses a second customer with the same one.
+  email="webhook-quickstart-$(date +%s)-$$@example.com"
+  customer=$(api -d "{\"email\": \"$email\"}" "$PAYORCH_URL/v1/customers") || { echo "$customer" >&2; exit 1; }
   echo "created a customer; the receiver prints the verified event below (Ctrl-C stops it)"
   wait "$receiver"
   ;;

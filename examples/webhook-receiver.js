@@ -79,7 +79,13 @@ function createReceiver({ secret, cert, key, onEvent }) {
       } catch {
         return send(res, 400, { error: 'body is not JSON' });
       }
-      const eventId = String(req.headers['x-service-event-id'] || event.id || '');
+      // Deduplicate on the id inside the signed body: headers are not signed, so a captured
+      // delivery resent with another X-Service-Event-Id must still count as the same event.
+      if (event === null || typeof event !== 'object' || typeof event.id !== 'string' || event.id === '') {
+        return send(res, 400, { error: 'body is not an event (no id)' });
+      }
+      const eventId = event.id;
+      // Informative only (unsigned): never decide anything on it.
       const attempt = Number(req.headers['x-service-delivery-attempt'] || 1);
       const duplicate = seen.has(eventId);
       if (!duplicate) {

@@ -1,19 +1,65 @@
 import 'reflect-metadata';
 import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createServices, type Services } from './services';
 import { ensureDefaultAccount } from './bootstrap';
 import { startServer } from './server';
 import { createLogger } from './logger';
-import { DomainError } from './core/errors';
+import { DomainError, isDomainError } from './core/errors';
+import { Database, sqliteStorage } from './db/database';
+import { MODELS } from './db/models';
+import { createMigrator } from './db/migrator';
+import { permissionsSchema } from './modules/accounts/account.service';
 
-const positiveInt = (value: string) => {
+/** A command's input refused in the user's terms: one line, exit code 2, like a bad configuration. */
+class CliError extends Error {}
+
+/** The largest rate limit the database column holds (a 32-bit integer). */
+const MAX_RATE_LIMIT = 2_147_483_647;
+
+const rateLimit = (value: string) => {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1 || n > MAX_RATE_LIMIT) {
+    throw new InvalidArgumentError(`must be a whole number of requests per minute, from 1 to ${MAX_RATE_LIMIT}`);
+  }
   return n;
 };
+
+/** Names as the database holds them: at most 200 characters. */
+const nameOption = (value: string) => {
+  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
+  if (value.length > 200) throw new InvalidArgumentError(`must be at most 200 characters (got ${value.length})`);
+  return value;
+};
+
+/** `--permissions a:read,b:write`, each checked here so a mistake names the option and the entry. */
+const permissionList = (value: string) => {
+  const list = value.split(',').map((p) => p.trim()).filter(Boolean);
+  if (list.length === 0) throw new InvalidArgumentError('list at least one permission, e.g. customers:read or "*"');
+  const checked = permissionsSchema.safeParse(list);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    const at = issue.path[0];
+    throw new InvalidArgumentError(typeof at === 'number' ? `'${list[at]}': ${issue.message}` : `at most 64 permissions (got ${list.length})`);
+  }
+  return checked.data;
+};
+
+const quote = (id: string) => JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id);
+
+/** The service's "not found", in the CLI's terms: what was not found, the option that named it, where to look. */
+async function explainNotFound<T>(what: 'account' | 'key', id: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isDomainError(err) || err.code !== 'resource_not_found') throw err;
+    if (what === 'account') throw new CliError(`--account ${quote(id)}: no such account in this database (\`payorch accounts list\` shows them)`);
+    throw new CliError(`no API key ${quote(id)} in this database (\`payorch keys list --account <id>\` shows an account's keys)`);
+  }
+}
 
 /** Connection parameters that hold secrets when given in a PostgreSQL URL's query string. */
 const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
@@ -31,14 +77,34 @@ export function describeDatabase(databaseUrl: string): string {
   }
 }
 
+/** The SQLite file the configuration names (absolute), or null for PostgreSQL and in-memory SQLite. */
+function sqliteFile(config: Config): string | null {
+  if (!config.databaseUrl.startsWith('sqlite:')) return null;
+  const file = sqliteStorage(config.databaseUrl);
+  return file === ':memory:' || file.startsWith('file:') ? null : path.resolve(file);
+}
+
 /**
- * One line on stderr naming the database a command is about to use: a CLI run from another
- * directory, or without the server's DATA_DIR, would otherwise work on a new SQLite file silently.
+ * What a command does with a database that does not exist yet. `serve` (start, migrate) makes it:
+ * that is their job. `create` (accounts create) makes it too, with a warning, as a CLI run from
+ * another directory or without the server's DATA_DIR would otherwise fill a database the server
+ * never reads. `existing` (every other command: each reads or changes what is already there)
+ * refuses before anything is created, neither file nor data directory nor key.
  */
-function announceDatabase(config: Config): void {
-  const file = config.databaseUrl.startsWith('sqlite:') ? config.databaseUrl.slice('sqlite:'.length) : null;
-  const fresh = file !== null && file !== ':memory:' && !fs.existsSync(file) ? ' (new file: not the server\'s database? set DATA_DIR or DATABASE_URL)' : '';
-  process.stderr.write(`payorch: database ${describeDatabase(config.databaseUrl)}${fresh}\n`);
+type DatabaseUse = 'serve' | 'create' | 'existing';
+
+/** One line on stderr naming the database a command is about to use, or the refusal of `existing`. */
+function announceDatabase(config: Config, use: DatabaseUse): void {
+  const file = sqliteFile(config);
+  const fresh = file !== null && !fs.existsSync(file);
+  if (fresh && use === 'existing') {
+    throw new CliError(
+      `no database at ${file} (nothing was created): run this command with the server's DATA_DIR or DATABASE_URL, `
+        + 'or from the directory the server runs in',
+    );
+  }
+  const note = !fresh ? '' : use === 'serve' ? ' (new file)' : ' (new file: not the server\'s database? set DATA_DIR or DATABASE_URL)';
+  process.stderr.write(`payorch: database ${describeDatabase(config.databaseUrl)}${note}\n`);
 }
 
 /** Binds and releases a port: refused at once if something listens there (EADDRINUSE, EACCES). */
@@ -69,9 +135,9 @@ async function requireFreePorts(config: Config): Promise<void> {
   }
 }
 
-async function withServices<T>(fn: (s: Services, config: Config) => Promise<T>): Promise<T> {
+async function withServices<T>(use: DatabaseUse, fn: (s: Services, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  announceDatabase(config);
+  announceDatabase(config, use);
   const services = await createServices(config, { logger: createLogger('warn') });
   try {
     return await fn(services, config);
@@ -89,7 +155,7 @@ export function buildCli(): Command {
     .action(async () => {
       const config = loadConfig();
       await requireFreePorts(config);
-      announceDatabase(config);
+      announceDatabase(config, 'serve');
       const server = await startServer(config);
       const { logger } = server.services;
       const created = await ensureDefaultAccount(server.services);
@@ -128,19 +194,33 @@ export function buildCli(): Command {
 
   program
     .command('migrate')
-    .description('apply pending database migrations')
-    .action(() => withServices(async () => {
-      process.stdout.write('migrations are up to date\n');
-    }));
+    .description('apply pending database migrations (creates a SQLite database that does not exist yet)')
+    .action(async () => {
+      const config = loadConfig();
+      announceDatabase(config, 'serve');
+      // Only the database: no services, so no encryption key is made for a migration.
+      const db = new Database({ url: config.databaseUrl, models: MODELS });
+      try {
+        await db.init();
+        const migrator = createMigrator(db);
+        const applied = (await migrator.up()).map((m) => m.name);
+        const total = (await migrator.executed()).length;
+        if (applied.length === 0) process.stdout.write(`no pending migrations: all ${total} were already applied\n`);
+        else process.stdout.write(`applied ${applied.length} migration${applied.length === 1 ? '' : 's'} (${total} in all):\n${applied.map((n) => `  ${n}\n`).join('')}`);
+      } finally {
+        await db.close();
+      }
+    });
 
   const accounts = program.command('accounts').description('manage accounts');
   accounts
     .command('create')
-    .requiredOption('--name <name>', 'account name')
-    .option('--rate-limit <n>', 'requests per minute for this account', positiveInt)
+    .description('create an account with a test key and a live key (printed once); creates the database if there is none')
+    .requiredOption('--name <name>', 'account name', nameOption)
+    .option('--rate-limit <n>', 'requests per minute for this account', rateLimit)
     .option('--json', 'print {"accountId","testKey","liveKey"} as JSON')
     .action((opts: { name: string; rateLimit?: number; json?: boolean }) =>
-      withServices(async (s) => {
+      withServices('create', async (s) => {
         const created = await s.accounts.createAccount({ name: opts.name, rateLimitPerMinute: opts.rateLimit ?? null });
         const out = { accountId: created.accountId, testKey: created.testKey.secret, liveKey: created.liveKey.secret };
         if (opts.json) process.stdout.write(`${JSON.stringify(out)}\n`);
@@ -152,7 +232,7 @@ export function buildCli(): Command {
     .description('list every account (ids and names; keys are listed with `keys list`)')
     .option('--json', 'print an array of {id, name, rateLimitPerMinute, createdAt}')
     .action((opts: { json?: boolean }) =>
-      withServices(async (s) => {
+      withServices('existing', async (s) => {
         const all = await s.accounts.listAccounts();
         if (opts.json) process.stdout.write(`${JSON.stringify(all)}\n`);
         else if (all.length === 0) process.stdout.write('no accounts\n');
@@ -161,11 +241,12 @@ export function buildCli(): Command {
     );
   accounts
     .command('set-rate-limit')
+    .description("change an account's requests per minute (every key of the account)")
     .requiredOption('--account <id>', 'account id')
-    .requiredOption('--rate-limit <n>', 'requests per minute', positiveInt)
+    .requiredOption('--rate-limit <n>', 'requests per minute', rateLimit)
     .action((opts: { account: string; rateLimit: number }) =>
-      withServices(async (s) => {
-        await s.accounts.setRateLimit(opts.account, opts.rateLimit);
+      withServices('existing', async (s) => {
+        await explainNotFound('account', opts.account, () => s.accounts.setRateLimit(opts.account, opts.rateLimit));
         process.stdout.write('rate limit updated\n');
       }),
     );
@@ -173,17 +254,19 @@ export function buildCli(): Command {
   const keys = program.command('keys').description('manage API keys');
   keys
     .command('create')
+    .description('create an API key for an account (its secret is printed once)')
     .requiredOption('--account <id>', 'account id')
     .requiredOption('--mode <mode>', 'test or live', (v) => {
       if (v !== 'test' && v !== 'live') throw new InvalidArgumentError('must be test or live');
       return v;
     })
-    .option('--permissions <list>', 'comma-separated, e.g. payments:read,customers:write', (v) => v.split(',').map((p) => p.trim()).filter(Boolean))
-    .option('--name <name>', 'a label for the key')
+    .option('--permissions <list>', 'comma-separated, e.g. payments:read,customers:write (default "*": everything)', permissionList)
+    .option('--name <name>', 'a label for the key', nameOption)
     .option('--json', 'print the key as JSON')
     .action((opts: { account: string; mode: 'test' | 'live'; permissions?: string[]; name?: string; json?: boolean }) =>
-      withServices(async (s) => {
-        const key = await s.accounts.createKeyForAccount(opts.account, opts.mode, opts.permissions ?? ['*'], opts.name);
+      withServices('existing', async (s) => {
+        const key = await explainNotFound('account', opts.account, () =>
+          s.accounts.createKeyForAccount(opts.account, opts.mode, opts.permissions ?? ['*'], opts.name));
         // `secret`, as the REST API names it.
         if (opts.json) process.stdout.write(`${JSON.stringify({ id: key.id, secret: key.secret, mode: opts.mode, permissions: key.permissions })}\n`);
         else process.stdout.write(`key id: ${key.id}\nsecret: ${key.secret}\n(shown only once)\n`);
@@ -195,8 +278,8 @@ export function buildCli(): Command {
     .requiredOption('--account <id>', 'account id')
     .option('--json', 'print an array of API keys as the REST API shows them, plus mode')
     .action((opts: { account: string; json?: boolean }) =>
-      withServices(async (s) => {
-        const list = (await s.accounts.listKeysForAccount(opts.account)).map((k) => ({ ...k, mode: k.livemode ? 'live' : 'test' }));
+      withServices('existing', async (s) => {
+        const list = (await explainNotFound('account', opts.account, () => s.accounts.listKeysForAccount(opts.account))).map((k) => ({ ...k, mode: k.livemode ? 'live' : 'test' }));
         if (opts.json) process.stdout.write(`${JSON.stringify(list)}\n`);
         else for (const k of list) {
           process.stdout.write(`${k.id}  ${k.mode}  ${k.keyHint}  ${k.revoked ? 'revoked' : 'active'}  ${k.permissions.join(',')}${k.name ? `  ${k.name}` : ''}\n`);
@@ -204,10 +287,12 @@ export function buildCli(): Command {
       }),
     );
   keys
-    .command('revoke <keyId>')
+    .command('revoke')
+    .description('revoke an API key (a running server refuses it within API_KEY_CACHE_MS)')
+    .argument('<keyId>', 'the key\'s id (key_…), as `keys list` shows it')
     .action((keyId: string) =>
-      withServices(async (s) => {
-        await s.accounts.revokeKeyById(keyId);
+      withServices('existing', async (s) => {
+        await explainNotFound('key', keyId, () => s.accounts.revokeKeyById(keyId));
         process.stdout.write(`revoked ${keyId}\n`);
       }),
     );
@@ -218,7 +303,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildCli().parseAsync(argv);
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof DomainError) {
+    if (err instanceof ConfigError || err instanceof CliError || err instanceof DomainError) {
       process.stderr.write(`payorch: ${err.message}\n`);
       process.exit(2);
     }

@@ -3,55 +3,99 @@ import { z } from 'zod';
 
 export class ConfigError extends Error {}
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
 const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
+  .string()
+  .transform((v) => v.trim().toLowerCase())
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false (or 1/0, yes/no)' }))
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const PORT_MESSAGE = 'must be a port number from 0 to 65535';
 const port = z.coerce
-  .number({ error: 'must be a port number' })
-  .int({ error: 'must be a port number' })
-  .min(0, { error: 'must be a port number' })
-  .max(65535, { error: 'must be a port number' });
+  .number({ error: PORT_MESSAGE })
+  .int({ error: PORT_MESSAGE })
+  .min(0, { error: PORT_MESSAGE })
+  .max(65535, { error: PORT_MESSAGE });
+/** A whole number from `min` (to `max`), in the message's own words: no validator wording reaches the operator. */
+const wholeNumber = (message: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce.number({ error: message }).int({ error: message }).min(min, { error: message }).max(max, { error: message });
+/** A timeout in milliseconds, from 100 ms to one hour. */
+const millis = wholeNumber('must be a whole number of milliseconds from 100 to 3600000 (one hour)', 100, 3_600_000);
 
-const millis = z.coerce
-  .number({ error: 'must be a number of milliseconds' })
-  .int({ error: 'must be a whole number of milliseconds' })
-  .min(100, { error: 'must be at least 100 (milliseconds)' })
-  .max(3_600_000, { error: 'must be at most 3600000 (one hour)' });
+/**
+ * Every variable the service reads at start-up, with its rule worded for the operator. A refused
+ * value is quoted back in the message unless the variable can hold a secret (a key, or a URL
+ * with a password).
+ */
+const VARIABLES = {
+  DATABASE_URL: {
+    secret: true,
+    schema: z
+      .string()
+      .regex(/^(postgres|postgresql|sqlite):/, { error: 'must start with postgres://, postgresql:// or sqlite:' })
+      .optional(),
+  },
+  DATA_DIR: { schema: z.string().default('./data') },
+  HOST: { schema: z.string().default('0.0.0.0') },
+  PORT: { schema: port.default(8443) },
+  HTTP_PORT: { schema: port.default(8080) },
+  PUBLIC_URL: {
+    schema: z
+      .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL such as https://pay.example.com' })
+      .optional(),
+  },
+  TLS_CERT_FILE: { schema: z.string().optional() },
+  TLS_KEY_FILE: { schema: z.string().optional() },
+  REDIS_URL: {
+    secret: true,
+    schema: z.string().regex(/^rediss?:\/\//, { error: 'must start with redis:// or rediss://' }).optional(),
+  },
+  SMTP_URL: { secret: true, schema: z.string().optional() },
+  MAIL_FROM: { schema: z.string().optional() },
+  ENCRYPTION_KEY: {
+    secret: true,
+    schema: z
+      .string()
+      .regex(/^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, { error: 'must be 32 bytes as 64 hex characters or base64' })
+      .optional(),
+  },
+  TRUST_PROXY: { schema: bool.default(false) },
+  WEBHOOK_ALLOW_PRIVATE: { schema: bool.default(false) },
+  WEBHOOK_CA_FILE: { schema: z.string().optional() },
+  GATEWAY_ALLOW_PRIVATE_BASE_URL: { schema: bool.default(false) },
+  IDEMPOTENCY_TTL_HOURS: {
+    schema: z.coerce
+      .number({ error: 'must be a number of hours greater than 0' })
+      .positive({ error: 'must be a number of hours greater than 0' })
+      .default(24),
+  },
+  LOG_LEVEL: { schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info') },
+  RUN_WORKERS: { schema: bool.default(true) },
+  RATE_LIMIT_PER_MINUTE: { schema: wholeNumber('must be a whole number of requests per minute, 1 or more', 1).default(100) },
+  GRAPHQL_WS_KEY_RECHECK_MS: { schema: wholeNumber('must be a whole number of milliseconds, 50 or more', 50).default(30_000) },
+  API_KEY_CACHE_MS: { schema: wholeNumber('must be a whole number of milliseconds from 0 to 60000', 0, 60_000).default(1_000) },
+  MAX_CONNECTIONS: { schema: wholeNumber('must be a whole number of connections, 1 or more', 1).default(1_000) },
+  HEADERS_TIMEOUT_MS: { schema: millis.default(10_000) },
+  REQUEST_TIMEOUT_MS: { schema: millis.default(30_000) },
+  KEEP_ALIVE_TIMEOUT_MS: { schema: millis.default(5_000) },
+} satisfies Record<string, { schema: z.ZodType; secret?: boolean }>;
 
-const envSchema = z.object({
-  DATABASE_URL: z
-    .string()
-    .regex(/^(postgres|postgresql|sqlite):/, { error: 'must start with postgres://, postgresql:// or sqlite:' })
-    .optional(),
-  DATA_DIR: z.string().min(1).default('./data'),
-  HOST: z.string().min(1).default('0.0.0.0'),
-  PORT: port.default(8443),
-  HTTP_PORT: port.default(8080),
-  PUBLIC_URL: z.url({ error: 'must be an absolute URL' }).optional(),
-  TLS_CERT_FILE: z.string().optional(),
-  TLS_KEY_FILE: z.string().optional(),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, { error: 'must start with redis:// or rediss://' }).optional(),
-  SMTP_URL: z.string().optional(),
-  MAIL_FROM: z.string().optional(),
-  ENCRYPTION_KEY: z
-    .string()
-    .regex(/^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, { error: 'must be 32 bytes as 64 hex characters or base64' })
-    .optional(),
-  TRUST_PROXY: bool.default(false),
-  WEBHOOK_ALLOW_PRIVATE: bool.default(false),
-  WEBHOOK_CA_FILE: z.string().optional(),
-  GATEWAY_ALLOW_PRIVATE_BASE_URL: bool.default(false),
-  IDEMPOTENCY_TTL_HOURS: z.coerce.number({ error: 'must be a number of hours' }).positive({ error: 'must be positive' }).default(24),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  RUN_WORKERS: bool.default(true),
-  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(100),
-  GRAPHQL_WS_KEY_RECHECK_MS: z.coerce.number().int().min(50).default(30_000),
-  API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
-  MAX_CONNECTIONS: z.coerce.number({ error: 'must be a whole number' }).int({ error: 'must be a whole number' }).min(1, { error: 'must be at least 1' }).default(1_000),
-  HEADERS_TIMEOUT_MS: millis.default(10_000),
-  REQUEST_TIMEOUT_MS: millis.default(30_000),
-  KEEP_ALIVE_TIMEOUT_MS: millis.default(5_000),
-});
+type Variable = keyof typeof VARIABLES;
+
+/** The variables `loadConfig` reads (tests hold every one to a readable message). */
+export const CONFIG_VARIABLES = Object.keys(VARIABLES) as Variable[];
+
+/** Variables whose value is never quoted back: a key, or a URL that may carry a password. */
+export const SECRET_VARIABLES = CONFIG_VARIABLES.filter((name) => (VARIABLES[name] as { secret?: boolean }).secret === true);
+
+const envSchema = z.object(
+  Object.fromEntries(CONFIG_VARIABLES.map((name) => [name, VARIABLES[name].schema])) as { [K in Variable]: (typeof VARIABLES)[K]['schema'] },
+);
+
+/** A refused value as text for the message: quoted (control characters escaped, one line), long ones cut. */
+function quoteValue(value: string): string {
+  return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+}
 
 export interface Config {
   databaseUrl: string;
@@ -98,7 +142,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ConfigError(`Invalid configuration: ${String(issue.path[0])} ${issue.message}`);
+    const name = String(issue.path[0]) as Variable;
+    const got = SECRET_VARIABLES.includes(name) ? '' : ` (got ${quoteValue(String(present[name]))})`;
+    throw new ConfigError(`Invalid configuration: ${name} ${issue.message}${got}`);
   }
   const e = parsed.data;
   if ((e.TLS_CERT_FILE && !e.TLS_KEY_FILE) || (!e.TLS_CERT_FILE && e.TLS_KEY_FILE)) {

@@ -80,6 +80,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const logger = options.logger ?? createLogger(config.logLevel);
   const db = new Database({ url: config.databaseUrl, models: MODELS, logging: options.onSql, sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs });
   await db.init();
+  if (db.tightenedFiles.length) logger.warn({ files: db.tightenedFiles }, 'database files were open to other users: made them owner-only (0600)');
   if (options.migrate !== false) {
     const applied = await migrateUp(db);
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');

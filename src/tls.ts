@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
 import { generate } from 'selfsigned';
+import { ensurePrivateDir } from './core/private-files';
 
 export interface TlsMaterial {
   cert: string;
@@ -44,7 +45,7 @@ export async function loadTls(opts: { certFile?: string; keyFile?: string; dataD
     return { cert: fs.readFileSync(certPath, 'utf8'), key: fs.readFileSync(keyPath, 'utf8'), selfSigned: true };
   }
   const pems = await generateSelfSigned();
-  fs.mkdirSync(dir, { recursive: true });
+  ensurePrivateDir(dir);
   fs.writeFileSync(keyPath, pems.key, { mode: 0o600 });
   fs.writeFileSync(certPath, pems.cert);
   return { ...pems, selfSigned: true };

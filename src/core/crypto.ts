@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { ensurePrivateDir } from './private-files';
 
 /**
  * Secrets at rest (gateway credentials, webhook secrets, …).
@@ -64,7 +65,7 @@ export function loadEncryptionKey(opts: { encryptionKey?: string; dataDir: strin
   const existing = readKeyFile(file);
   if (existing) return existing;
 
-  fs.mkdirSync(opts.dataDir, { recursive: true });
+  ensurePrivateDir(opts.dataDir);
   const key = randomBytes(KEY_BYTES);
   const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { DomainError, isDomainError } from '../core/errors';
 import { storableDeep } from '../core/text';
+import { prepareSqliteFile } from '../core/private-files';
 import { translateDatabaseError } from './database-errors';
 import {
   acquireConnection, releaseConnection, shareSqliteTransactionConnection, transactionConnection, type SqliteConnection,
@@ -14,6 +15,11 @@ import {
 pg.types.setTypeParser(20, (v: string) => Number(v));
 
 export type Dialect = 'sqlite' | 'postgres';
+
+/** What SQLite opens for a `sqlite:` URL: a path (`sqlite:///abs` as `/abs`), `file:` URI, or `:memory:`. */
+export function sqliteStorage(url: string): string {
+  return url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || ':memory:';
+}
 
 const CONNECT_TIMEOUT_MS = 5_000;
 const POOL_ACQUIRE_MS = 8_000;
@@ -64,7 +70,7 @@ export class Database {
     this.logSql = options.logging;
     if (options.url.startsWith('sqlite:')) {
       this.dialect = 'sqlite';
-      const storage = options.url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || ':memory:';
+      const storage = sqliteStorage(options.url);
       if (storage !== ':memory:' && !storage.startsWith('file:')) this.sqliteFile = storage;
       this.sequelize = new TranslatingSequelize({
         dialect: 'sqlite',
@@ -101,7 +107,11 @@ export class Database {
 
   private discardTransactionConnection?: () => void;
 
+  /** Database files found readable by other users and made 0600 by `init` (SQLite). */
+  tightenedFiles: string[] = [];
+
   async init(): Promise<void> {
+    if (this.sqliteFile) this.tightenedFiles = prepareSqliteFile(this.sqliteFile);
     if (this.dialect === 'sqlite') {
       await this.sequelize.query('PRAGMA journal_mode=WAL');
       await this.sequelize.query('PRAGMA synchronous=NORMAL');

@@ -4,8 +4,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { Command } from 'commander';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { describeDatabase } from '../../src/cli';
+import { freshDatabase } from '../helpers/db';
+import { buildCli, describeDatabase } from '../../src/cli';
 
 const run = promisify(execFile);
 const BIN = path.join(__dirname, '..', '..', 'bin', 'payorch.js');
@@ -60,21 +62,149 @@ describe('payorch CLI', () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(missing?.code).toBe(2);
+    expect(missing!.stderr).toContain('\npayorch: --account "acct_nope": no such account in this database (`payorch accounts list` shows them)\n');
   }, 60_000);
 
-  it('should say when the database is a new SQLite file, as when run away from the server\'s DATA_DIR', async () => {
-    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-cli-'));
-    try {
-      const env: NodeJS.ProcessEnv = { ...process.env, PAYORCH_FROM_SOURCE: '1' };
+  describe('run away from the server\'s DATA_DIR, on a SQLite file that does not exist', () => {
+    let elsewhere: string;
+    let env: NodeJS.ProcessEnv;
+    beforeEach(() => {
+      elsewhere = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-cli-')));
+      env = { ...process.env, PAYORCH_FROM_SOURCE: '1' };
       delete env.DATABASE_URL;
       delete env.DATA_DIR;
-      const { stderr } = await run(process.execPath, [BIN, 'accounts', 'list'], { cwd: elsewhere, env });
-      expect(stderr.trim().split('\n')).toHaveLength(1);
-      expect(stderr).toContain(`sqlite:${path.join(fs.realpathSync(elsewhere), 'data', 'payorch.sqlite')}`);
-      expect(stderr).toMatch(/new file.*DATA_DIR or DATABASE_URL/);
+      delete env.ENCRYPTION_KEY;
+    });
+    afterEach(() => fs.rmSync(elsewhere, { recursive: true, force: true }));
+
+    const refusal = (dir: string) => `no database at ${path.join(dir, 'data', 'payorch.sqlite')} (nothing was created): `
+      + 'run this command with the server\'s DATA_DIR or DATABASE_URL, or from the directory the server runs in';
+
+    it('should refuse accounts list naming the path and how to point at the server\'s, exiting 2 and creating nothing', async () => {
+      const failed = await run(process.execPath, [BIN, 'accounts', 'list'], { cwd: elsewhere, env }).then(
+        () => null,
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect(failed?.code).toBe(2);
+      expect(failed!.stdout).toBe('');
+      expect(failed!.stderr).toBe(`payorch: ${refusal(elsewhere)}\n`);
+      // Neither the database, nor the data directory, nor an encryption key.
+      expect(fs.readdirSync(elsewhere)).toEqual([]);
+    }, 60_000);
+
+    it.each([
+      [['keys', 'list', '--account', 'acct_1']],
+      [['keys', 'create', '--account', 'acct_1', '--mode', 'test']],
+      [['keys', 'revoke', 'key_1']],
+      [['accounts', 'set-rate-limit', '--account', 'acct_1', '--rate-limit', '5']],
+    ])('should refuse %j the same way: each works on what the database already holds', async (args) => {
+      const saved = { DATABASE_URL: process.env.DATABASE_URL, DATA_DIR: process.env.DATA_DIR };
+      delete process.env.DATABASE_URL;
+      process.env.DATA_DIR = path.join(elsewhere, 'data');
+      try {
+        await expect(buildCli().parseAsync(['node', 'payorch', ...args])).rejects.toThrow(refusal(elsewhere));
+      } finally {
+        for (const [name, value] of Object.entries(saved)) if (value === undefined) delete process.env[name]; else process.env[name] = value;
+      }
+      expect(fs.readdirSync(elsewhere)).toEqual([]);
+    });
+
+    it('should create the database for accounts create, warning that it is new', async () => {
+      const { stdout, stderr } = await run(process.execPath, [BIN, 'accounts', 'create', '--name', 'Elsewhere', '--json'], { cwd: elsewhere, env });
+      expect(JSON.parse(stdout).accountId).toMatch(/^acct_/);
+      expect(stderr).toBe(`payorch: database sqlite:${path.join(elsewhere, 'data', 'payorch.sqlite')} (new file: not the server's database? set DATA_DIR or DATABASE_URL)\n`);
+      // Now it exists: the read-only commands read it, without the warning.
+      const listed = await run(process.execPath, [BIN, 'accounts', 'list'], { cwd: elsewhere, env });
+      expect(listed.stdout).toContain('Elsewhere');
+      expect(listed.stderr).toBe(`payorch: database sqlite:${path.join(elsewhere, 'data', 'payorch.sqlite')}\n`);
+    }, 60_000);
+  });
+
+  it('should say which migrations it applied, then that none was pending', async () => {
+    const database = await freshDatabase();
+    try {
+      const env = { DATABASE_URL: database.url, DATA_DIR: database.dataDir };
+      const first = await cli(['migrate'], env);
+      const names = first.stdout.split('\n').slice(1).map((l) => l.trim()).filter(Boolean);
+      expect(names.length).toBeGreaterThan(5);
+      expect(names[0]).toBe('0001-foundation');
+      expect(first.stdout.split('\n')[0]).toBe(`applied ${names.length} migrations (${names.length} in all):`);
+      const again = await cli(['migrate'], env);
+      expect(again.stdout).toBe(`no pending migrations: all ${names.length} were already applied\n`);
+      expect(again.stderr).toBe(`payorch: database ${describeDatabase(database.url)}\n`);
+      // A migration needs no encryption key, so none is made.
+      expect(fs.existsSync(path.join(database.dataDir, 'encryption.key'))).toBe(false);
     } finally {
-      fs.rmSync(elsewhere, { recursive: true, force: true });
+      await database.drop();
     }
+  }, 60_000);
+
+  it('should give every command and argument a description in --help', () => {
+    const undescribed: string[] = [];
+    const walk = (command: Command, trail: string) => {
+      for (const sub of command.commands) {
+        const name = `${trail} ${sub.name()}`.trim();
+        if (!sub.description()) undescribed.push(name);
+        for (const argument of sub.registeredArguments) if (!argument.description) undescribed.push(`${name} <${argument.name()}>`);
+        for (const option of sub.options) if (!option.description) undescribed.push(`${name} ${option.flags}`);
+        walk(sub, name);
+      }
+    };
+    walk(buildCli(), '');
+    expect(undescribed).toEqual([]);
+  });
+
+  it('should list keys create and keys revoke with what they do in keys --help', async () => {
+    let stdout = '';
+    const program = buildCli();
+    const keys = program.commands.find((c) => c.name() === 'keys')!;
+    for (const command of [program, keys]) command.exitOverride().configureOutput({ writeOut: (text) => (stdout += text) });
+    await program.parseAsync(['node', 'payorch', 'keys', '--help']).catch((e: { code?: string }) => expect(e.code).toBe('commander.helpDisplayed'));
+    expect(stdout).toMatch(/create \[options\]\s+create an API key/);
+    expect(stdout).toMatch(/revoke <keyId>\s+revoke an API key/);
+  });
+
+  /** Parses `args` in this process, as far as commander's option checks (each refusal is before any database). */
+  async function refusedOption(args: string[]): Promise<string> {
+    const program = buildCli();
+    const every = (command: Command): Command[] => [command, ...command.commands.flatMap(every)];
+    for (const command of every(program)) command.exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+    const error = await program.parseAsync(['node', 'payorch', ...args]).then(() => null, (e: Error) => e);
+    expect(error).not.toBeNull();
+    return error!.message;
+  }
+
+  it.each([
+    ['an unknown resource', ['--permissions', 'customers:read,paymnts:write'], "option '--permissions <list>' argument 'customers:read,paymnts:write' is invalid. 'paymnts:write': unknown resource 'paymnts'; use \"*\" or"],
+    ['a misspelt access', ['--permissions', 'payments:wirte'], "'payments:wirte': use 'payments:read' or 'payments:write'"],
+    ['no permission', ['--permissions', ','], "option '--permissions <list>' argument ',' is invalid. list at least one permission"],
+    ['a name too long', ['--name', 'x'.repeat(201)], 'must be at most 200 characters (got 201)'],
+    ['a blank name', ['--name', ' '], "option '--name <name>' argument ' ' is invalid. must not be empty"],
+  ])('should refuse keys create with %s naming the option and the entry', async (_case, extra, message) => {
+    const refused = await refusedOption(['keys', 'create', '--account', 'acct_1', '--mode', 'test', ...extra]);
+    expect(refused).toContain(message);
+    expect(refused).not.toMatch(/\[\d+\]|Invalid '/);
+  });
+
+  it.each([
+    [['accounts', 'set-rate-limit', '--account', 'acct_1', '--rate-limit', '0']],
+    [['accounts', 'create', '--name', 'Big', '--rate-limit', '99999999999']],
+    [['accounts', 'create', '--name', 'Big', '--rate-limit', '1.5']],
+  ])('should refuse %j saying what --rate-limit accepts', async (args) => {
+    expect(await refusedOption(args)).toMatch(/option '--rate-limit <n>' argument '[^']+' is invalid\. must be a whole number of requests per minute, from 1 to 2147483647/);
+  });
+
+  it('should name what it did not find in the user\'s terms: an API key, an account given with --account', async () => {
+    const failure = (args: string[]) => cli(args).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    const revoked = await failure(['keys', 'revoke', 'key_nope']);
+    expect(revoked?.code).toBe(2);
+    expect(revoked!.stderr).toMatch(/^payorch: database .*\npayorch: no API key "key_nope" in this database \(`payorch keys list --account <id>` shows an account's keys\)\n$/);
+    const created = await failure(['keys', 'create', '--account', 'acct_nope', '--mode', 'test']);
+    expect(created?.code).toBe(2);
+    expect(created!.stderr).toContain('\npayorch: --account "acct_nope": no such account in this database (`payorch accounts list` shows them)\n');
   }, 60_000);
 
   it('should hide the password of a PostgreSQL URL it names', () => {
@@ -108,6 +238,7 @@ describe('payorch CLI', () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(missing?.code).toBe(2);
+    expect(missing!.stderr).toContain('\npayorch: --account "acct_nope": no such account in this database (`payorch accounts list` shows them)\n');
   }, 150_000);
 
   it('should refuse to start on a busy port with one line, before opening or migrating the database', async () => {

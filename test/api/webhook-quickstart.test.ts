@@ -101,25 +101,50 @@ describe('the webhook guide, as written', () => {
     const testKey = /test key: (sk_test_\S+)/.exec(payorch.output.join(''))![1];
     const port = new URL(payorch.baseUrl).port;
 
-    // 3. The key Payorch printed at its first start, and the script's run step.
-    quickstart = spawn('sh', [SCRIPT, 'run'], {
-      cwd: dir,
-      detached: true,
-      env: { ...process.env, PAYORCH_KEY: testKey, PAYORCH_URL: `https://localhost:${port}`, RECEIVER_PORT: String(await freePort()) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    // The receiver prints the verified event's line, then its object: wait for both.
-    const output = await waitForOutput(quickstart, /received customer\.created evt_\w+ \(attempt 1, livemode false\)[\s\S]*"email": "webhook-quickstart@example\.com"/, 90_000);
-    const endpointId = /registered endpoint (we_\w+)/.exec(output)![1];
-
-    // 4. Stopped (as Ctrl-C stops it), the script deletes its endpoint: a later run leaves none behind.
-    const ended = new Promise((resolve) => quickstart!.on('exit', resolve));
-    process.kill(-quickstart.pid!, 'SIGINT');
-    await ended;
+    // 3. The key Payorch printed at its first start, and the script's run step: twice, as a user
+    // trying it again would, on the same receiver port. Each run delivers.
+    const receiverPort = String(await freePort());
     const ca = fs.readFileSync(path.join(dir, 'data', 'tls', 'cert.pem'), 'utf8');
-    const gone = await httpsRequest(payorch.baseUrl, ca, 'GET', `/v1/webhook-endpoints/${endpointId}`, { key: testKey });
-    expect(gone.status).toBe(404);
-  }, 240_000);
+    const emails: string[] = [];
+    for (const round of [1, 2]) {
+      quickstart = spawn('sh', [SCRIPT, 'run'], {
+        cwd: dir,
+        detached: true,
+        env: { ...process.env, PAYORCH_KEY: testKey, PAYORCH_URL: `https://localhost:${port}`, RECEIVER_PORT: receiverPort },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      // The receiver prints the verified event's line, then its object: wait for both.
+      const output = await waitForOutput(quickstart, /received customer\.created evt_\w+ \(attempt 1, livemode false\)[\s\S]*"email": "[^"]+@example\.com"/, 90_000);
+      expect(output).not.toMatch(/duplicate_email|409/);
+      emails.push(/"email": "([^"]+)"/.exec(output)![1]);
+      const endpointId = /registered endpoint (we_\w+)/.exec(output)![1];
+
+      // 4. Stopped (as Ctrl-C stops it), the script deletes its endpoint: a later run leaves none behind.
+      const ended = new Promise((resolve) => quickstart!.on('exit', resolve));
+      process.kill(-quickstart.pid!, 'SIGINT');
+      await ended;
+      const gone = await httpsRequest(payorch.baseUrl, ca, 'GET', `/v1/webhook-endpoints/${endpointId}`, { key: testKey });
+      expect([round, gone.status]).toEqual([round, 404]);
+    }
+    // A new customer each run: the second is not refused as a duplicate e-mail.
+    expect(new Set(emails).size).toBe(2);
+  }, 300_000);
+
+  it('should keep its key directory out of git, private to the user', async () => {
+    const script = fs.readFileSync(SCRIPT, 'utf8');
+    const keyDir = /DIR=\$\{QUICKSTART_DIR:-([^}]+)\}/.exec(script)![1];
+    const ignored = fs.readFileSync(path.join(ROOT, '.gitignore'), 'utf8').split('\n').map((l) => l.trim());
+    expect(ignored).toContain(`/${keyDir}/`);
+    // The key is the user's alone.
+    const own = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-quickstart-cert-'));
+    try {
+      await run('sh', [SCRIPT, 'cert'], { cwd: own });
+      expect((fs.statSync(path.join(own, keyDir)).mode & 0o777).toString(8)).toBe('700');
+      expect((fs.statSync(path.join(own, keyDir, 'key.pem')).mode & 0o777).toString(8)).toBe('600');
+    } finally {
+      fs.rmSync(own, { recursive: true, force: true });
+    }
+  });
 
   it("should default to Payorch's own address and a receiver port Payorch does not use", () => {
     const script = fs.readFileSync(SCRIPT, 'utf8');

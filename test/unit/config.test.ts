@@ -1,4 +1,15 @@
-import { ConfigError, loadConfig } from '../../src/config';
+import { CONFIG_VARIABLES, ConfigError, SECRET_VARIABLES, loadConfig } from '../../src/config';
+
+function refusal(env: NodeJS.ProcessEnv): string {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as Error).message;
+  }
+  throw new Error(`accepted ${JSON.stringify(env)}`);
+}
+
 
 describe('configuration', () => {
   it('should default to SQLite in ./data with ports 8443 and 8080', () => {
@@ -45,5 +56,69 @@ describe('configuration', () => {
     const message = (error as Error).message;
     expect(message).toContain(name);
     expect(message).not.toContain('\n');
+  });
+  /** A value each variable refuses, or null for free text (a path, a host, an address) that nothing refuses. */
+  const REFUSED: Record<string, string | null> = {
+    DATABASE_URL: 'mysql://payorch:s3cret-db@db/payorch',
+    DATA_DIR: null,
+    HOST: null,
+    PORT: 'eighty',
+    HTTP_PORT: '70000',
+    PUBLIC_URL: 'pay.example.com',
+    TLS_CERT_FILE: null,
+    TLS_KEY_FILE: null,
+    REDIS_URL: 'localhost:6379?password=s3cret-redis',
+    SMTP_URL: null,
+    MAIL_FROM: null,
+    ENCRYPTION_KEY: 's3cret-key-too-short',
+    TRUST_PROXY: 'maybe',
+    WEBHOOK_ALLOW_PRIVATE: 'on',
+    WEBHOOK_CA_FILE: null,
+    IDEMPOTENCY_TTL_HOURS: '0',
+    LOG_LEVEL: 'verbose',
+    RUN_WORKERS: 'sometimes',
+    RATE_LIMIT_PER_MINUTE: '0',
+    GRAPHQL_WS_KEY_RECHECK_MS: '10',
+    API_KEY_CACHE_MS: '120000',
+    GATEWAY_ALLOW_PRIVATE_BASE_URL: 'perhaps',
+    MAX_CONNECTIONS: '0',
+    HEADERS_TIMEOUT_MS: '50',
+    REQUEST_TIMEOUT_MS: 'soon',
+    KEEP_ALIVE_TIMEOUT_MS: '4000000',
+  };
+
+  it('should have a refused value (or a reason for none) for every variable it reads', () => {
+    expect(Object.keys(REFUSED).sort()).toEqual([...CONFIG_VARIABLES].sort());
+  });
+
+  it.each(Object.entries(REFUSED).filter(([, value]) => value !== null))(
+    'should refuse %s=%j in the operator\'s words, with no validator wording and no secret echoed',
+    (name, value) => {
+      const message = refusal({ [name]: value as string });
+      expect(message).toMatch(new RegExp(`^Invalid configuration: ${name} must `));
+      expect(message).not.toMatch(/Invalid (option|input)|expected|Too (small|big)|[<>]=?\s?\d|received|NaN|"fatal"\|/i);
+      if (SECRET_VARIABLES.includes(name as never)) expect(message).not.toMatch(/s3cret|got/);
+      else expect(message).toContain(`(got ${JSON.stringify(value)})`);
+    },
+  );
+
+  it('should say what LOG_LEVEL and RATE_LIMIT_PER_MINUTE accept', () => {
+    expect(refusal({ LOG_LEVEL: 'verbose' })).toBe('Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "verbose")');
+    expect(refusal({ RATE_LIMIT_PER_MINUTE: '0' })).toBe('Invalid configuration: RATE_LIMIT_PER_MINUTE must be a whole number of requests per minute, 1 or more (got "0")');
+    expect(refusal({ RATE_LIMIT_PER_MINUTE: '2.5' })).toContain('RATE_LIMIT_PER_MINUTE must be a whole number');
+  });
+
+  it('should keep a refused value on one line and cut a long one', () => {
+    const message = refusal({ LOG_LEVEL: `warn\n${'x'.repeat(500)}` });
+    expect(message).not.toContain('\n');
+    expect(message.length).toBeLessThan(200);
+  });
+
+  it('should never quote a secret variable back, whatever it holds', () => {
+    expect(SECRET_VARIABLES).toEqual(expect.arrayContaining(['DATABASE_URL', 'ENCRYPTION_KEY', 'REDIS_URL', 'SMTP_URL']));
+  });
+
+  it('should read true and false in any case', () => {
+    expect(loadConfig({ TRUST_PROXY: 'TRUE', RUN_WORKERS: 'No' })).toMatchObject({ trustProxy: true, runWorkers: false });
   });
 });

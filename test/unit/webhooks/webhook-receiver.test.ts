@@ -157,6 +157,32 @@ describe('createReceiver', () => {
     ]);
   });
 
+  it('should treat a captured delivery resent with another X-Service-Event-Id as the same event: the signed body\'s id counts', async () => {
+    await start(SECRET);
+    const body = eventBody('evt_replayed');
+    const original = buildDeliveryHeaders(SECRET, body, 'evt_replayed', 1);
+    expect((await post(body, original)).status).toBe(200);
+    const replayed = await post(body, { ...original, 'X-Service-Event-Id': 'evt_other' });
+    const noHeader = await post(body, Object.fromEntries(Object.entries(original).filter(([name]) => name !== 'X-Service-Event-Id')));
+    await settle();
+    expect([replayed.status, noHeader.status]).toEqual([200, 200]);
+    expect(events.map((e) => e.info)).toEqual([
+      { eventId: 'evt_replayed', attempt: 1, duplicate: false },
+      { eventId: 'evt_replayed', attempt: 1, duplicate: true },
+      { eventId: 'evt_replayed', attempt: 1, duplicate: true },
+    ]);
+  });
+
+  it('should refuse a signed JSON body that carries no event id with 400', async () => {
+    await start(SECRET);
+    for (const body of ['{"type":"customer.created"}', '[]', 'null', '{"id":42}']) {
+      const res = await post(body, { 'x-service-signature': signPayload(SECRET, body) });
+      expect(res.status).toBe(400);
+    }
+    await settle();
+    expect(events).toHaveLength(0);
+  });
+
   it('should accept the old and the new secret while rotating', async () => {
     const next = generateWebhookSecret();
     await start([SECRET, next]);
