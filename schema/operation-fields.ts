@@ -7,8 +7,16 @@ import {
   type FragmentDefinitionNode,
   type GraphQLObjectType,
   type OperationDefinitionNode,
+  type SelectionNode,
   type SelectionSetNode,
 } from 'graphql';
+
+/** Whether `@skip`/`@include` leave a selection in, as at execution; without variables, every one is in. */
+export function included(selection: SelectionNode, variables: Record<string, unknown> | undefined): boolean {
+  if (!variables) return true;
+  if (getDirectiveValues(GraphQLSkipDirective, selection, variables)?.if === true) return false;
+  return getDirectiveValues(GraphQLIncludeDirective, selection, variables)?.if !== false;
+}
 
 /**
  * The root fields an operation runs, by response key (alias or name), once fragment spreads and
@@ -25,16 +33,11 @@ export function rootFields(
 ): Map<string, FieldNode[]> {
   const fields = new Map<string, FieldNode[]>();
   const spread = new Set<string>();
-  const included = (node: FieldNode | SelectionSetNode['selections'][number]) => {
-    if (!variables) return true;
-    if (getDirectiveValues(GraphQLSkipDirective, node, variables)?.if === true) return false;
-    return getDirectiveValues(GraphQLIncludeDirective, node, variables)?.if !== false;
-  };
   // A root type implements no interface and belongs to no union here: a condition applies only when it names the root.
   const applies = (typeCondition: { name: { value: string } } | undefined) => !typeCondition || typeCondition.name.value === root.name;
   const collect = (selectionSet: SelectionSetNode) => {
     for (const selection of selectionSet.selections) {
-      if (!included(selection)) continue;
+      if (!included(selection, variables)) continue;
       if (selection.kind === Kind.FIELD) {
         const key = (selection.alias ?? selection.name).value;
         fields.set(key, [...(fields.get(key) ?? []), selection]);

@@ -39,6 +39,9 @@ const envSchema = z.object({
   RUN_WORKERS: bool.default(true),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(100),
   GRAPHQL_WS_KEY_RECHECK_MS: z.coerce.number().int().min(50).default(30_000),
+  GRAPHQL_WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().positive().default(50),
+  GRAPHQL_WS_MAX_SOCKETS_PER_KEY: z.coerce.number().int().positive().default(20),
+  GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: z.coerce.number().int().positive().default(10),
   API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
 });
 
@@ -66,6 +69,12 @@ export interface Config {
   defaultRateLimitPerMinute: number;
   /** How often an open GraphQL subscription socket re-checks that its key is still valid. */
   wsKeyRecheckMs: number;
+  /** Operations one graphql-ws socket may have open at once (subscriptions, and queries or mutations still running). */
+  wsMaxSubscriptions: number;
+  /** graphql-ws sockets one API key may hold open on one instance. */
+  wsMaxSocketsPerKey: number;
+  /** graphql-ws connection attempts with a missing or refused key one client address may make a minute. */
+  wsFailedConnectsPerMinute: number;
 }
 
 /** Reads the environment; a bad value throws one line naming the variable. */
@@ -102,6 +111,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runWorkers: e.RUN_WORKERS,
     defaultRateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     wsKeyRecheckMs: e.GRAPHQL_WS_KEY_RECHECK_MS,
+    wsMaxSubscriptions: e.GRAPHQL_WS_MAX_SUBSCRIPTIONS,
+    wsMaxSocketsPerKey: e.GRAPHQL_WS_MAX_SOCKETS_PER_KEY,
+    wsFailedConnectsPerMinute: e.GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE,
     apiKeyCacheMs: e.API_KEY_CACHE_MS,
   };
 }

@@ -87,3 +87,100 @@ describe('mutations inside fragments with one Idempotency-Key', () => {
     expect(await paymentsOf(key)).toHaveLength(1);
   });
 });
+
+describe('arguments checked before any mutation runs', () => {
+  const card = 'amount: 704, currency: "usd", paymentMethod: "pm_card_visa"';
+
+  it('should refuse a createPayment whose own selection has an invalid `first`, charging nothing and leaving the key unused', async () => {
+    const { testKey: key } = await app.createAccount();
+    const idem = newKey('nested-first');
+    const refused = await gql(key, `mutation { createPayment(input: { ${card} }) { id refunds(first: 0) { id } } }`, {}, idem);
+    expect(refused.status).toBe(400);
+    expect(refused.body.data).toBeUndefined();
+    expect(refused.body.errors).toEqual([expect.objectContaining({
+      message: 'first must be between 1 and 100',
+      extensions: expect.objectContaining({ code: 'invalid_parameter', param: 'first', requestId: expect.any(String) }),
+    })]);
+    expect(refused.body.errors[0].locations).toEqual([{ line: 1, column: expect.any(Number) }]);
+    expect(await paymentsOf(key)).toEqual([]);
+
+    // The same key with the document fixed: charged once, then replayed.
+    const fixed = `mutation { createPayment(input: { ${card} }) { id refunds(first: 1) { id } } }`;
+    const paid = await gql(key, fixed, {}, idem);
+    expect(paid.body.errors).toBeUndefined();
+    expect(paid.headers['idempotent-replayed']).toBeUndefined();
+    expect((await gql(key, fixed, {}, idem)).headers['idempotent-replayed']).toBe('true');
+    expect((await paymentsOf(key)).map((p) => p.id)).toEqual([paid.body.data.createPayment.id]);
+  });
+
+  it('should check arguments given in variables, inside fragments and on any later mutation of the document', async () => {
+    const { testKey: key } = await app.createAccount();
+    const refusals: Array<[string, Record<string, unknown>, string]> = [
+      [`mutation($n: Int) { createPayment(input: { ${card} }) { id refunds(first: $n) { id } } }`, { n: 101 }, 'first'],
+      [`mutation { createPayment(input: { ${card} }) { ...P } } fragment P on Payment { gatewayTransactions(first: -1) { id } }`, {}, 'first'],
+      [`mutation { a: createPayment(input: { ${card} }) { id } b: createCustomer(input: { email: "n@example.com" }) { payments(first: 1000) { id } } }`, {}, 'first'],
+      ['mutation { createWebhookEndpoint(input: { url: "https://example.com/h", events: ["*"] }) { id deliveries(pageSize: 0) { total } } }', {}, 'pageSize'],
+      ['mutation { createWebhookEndpoint(input: { url: "https://example.com/h", events: ["*"] }) { id deliveries(sortField: "amount") { total } } }', {}, 'sortField'],
+    ];
+    for (const [query, variables, param] of refusals) {
+      const res = await gql(key, query, variables);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param });
+    }
+    expect(await paymentsOf(key)).toEqual([]);
+    expect((await app.request('GET', '/v1/customers', { key })).body.data).toEqual([]);
+    expect((await app.request('GET', '/v1/webhook-endpoints', { key })).body.data).toEqual([]);
+  });
+
+  it('should not refuse a field the document skips', async () => {
+    const { testKey: key } = await app.createAccount();
+    const res = await gql(key, `mutation($skip: Boolean!) { createPayment(input: { ${card} }) { id refunds(first: 0) @skip(if: $skip) { id } } }`, { skip: true });
+    expect(res.body.errors).toBeUndefined();
+    expect(await paymentsOf(key)).toHaveLength(1);
+  });
+});
+
+describe('mutations against the rate limit and the per-document cap', () => {
+  const create = (n: number, amount: number) =>
+    Array.from({ length: n }, (_, i) => `m${i}: createPayment(input: { amount: ${amount}, currency: "usd", paymentMethod: "pm_card_visa" }) { id }`).join(' ');
+
+  it('should count each mutation of a document as a request, refusing one over the budget before any runs', async () => {
+    const { testKey: key } = await app.createAccount({ rateLimitPerMinute: 10 });
+    const four = await gql(key, `mutation { ...M } fragment M on Mutation { ${create(4, 801)} }`);
+    expect(four.body.errors).toBeUndefined();
+    expect(four.headers['ratelimit-remaining']).toBe('6');
+
+    const seven = await gql(key, `mutation { ${create(7, 802)} }`);
+    expect(seven.status).toBe(429);
+    expect(seven.body.data).toBeUndefined();
+    expect(seven.body.errors[0].extensions.code).toBe('rate_limited');
+    expect(seven.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
+    // The refused document's mutations were given back: only the request itself counted.
+    expect(seven.headers['ratelimit-remaining']).toBe('5');
+    expect(await paymentsOf(key)).toHaveLength(4); // (a request too: 4 left)
+
+    const three = await gql(key, `mutation { ${create(3, 803)} }`);
+    expect(three.body.errors).toBeUndefined();
+    expect(three.headers['ratelimit-remaining']).toBe('1');
+    expect((await app.request('GET', '/v1/customers', { key })).status).toBe(200);
+    expect((await app.request('GET', '/v1/customers', { key })).status).toBe(429);
+  });
+
+  it('should refuse a document with more than 20 mutations, written or spread, before any runs', async () => {
+    const { testKey: key } = await app.createAccount();
+    const aliases = Array.from({ length: 250 }, (_, i) => `m${i}: createPayment(input: $p) { id }`).join(' ');
+    const documents: Array<[string, Record<string, unknown>]> = [
+      [`mutation($p: CreatePaymentInput!) { ${aliases} }`, { p: { amount: 804, currency: 'usd', paymentMethod: 'pm_card_visa' } }],
+      [`mutation { ${create(10, 804)} ...M } fragment M on Mutation { ${create(11, 805).replace(/m(\d+):/g, 'f$1:')} }`, {}],
+    ];
+    for (const [query, variables] of documents) {
+      const res = await gql(key, query, variables);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions.code).toBe('query_too_complex');
+      expect(res.body.errors[0].message).toMatch(/mutations, more than 20; send them in several requests/);
+    }
+    expect(await paymentsOf(key)).toEqual([]);
+    expect((await gql(key, `mutation { ${create(20, 806)} }`)).body.errors).toBeUndefined();
+    expect(await paymentsOf(key)).toHaveLength(20);
+  });
+});
