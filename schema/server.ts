@@ -26,7 +26,7 @@ import { TooComplexError, formatGraphQLError } from './errors';
 import { resultSizeRule } from './result-size';
 import { checkMutationArguments, fragmentsOf, maxMutationsRule } from './mutation-checks';
 import { mutationCount } from './operation-fields';
-import { rateSubject, setRateHeaders } from '../rest/middleware/auth';
+import { accountSubject, rateSubject, setRateHeaders } from '../rest/middleware/auth';
 
 /**
  * maxTokens bounds the document before anything walks it: the parser and the validation rules
@@ -276,6 +276,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
   const wss = new WebSocketServer({ server: httpsServer, path: '/graphql' });
   /** Open sockets per API key on this instance. */
   const socketsByKey = new Map<string, number>();
+  /** The budget a socket's key counts against: its account's, as over HTTP. */
+  const accountBudget = (auth: AuthenticatedKey): RateBudget => ({
+    subject: accountSubject(auth.accountId), limit: auth.rateLimitPerMinute ?? config.defaultRateLimitPerMinute,
+  });
   const ws = useServer<Record<string, unknown>, {
     auth?: AuthenticatedKey; recheck?: NodeJS.Timeout; socket: import('ws').WebSocket; request: IncomingMessage; countedKey?: string;
   }>(
@@ -303,14 +307,17 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
           socket.close(4429, `Too many open sockets for this API key (at most ${config.wsMaxSocketsPerKey}); close one first`);
           return false;
         }
+        // Taken before anything else is awaited, so sockets opening at once cannot all pass the
+        // same count; onClose gives it back, whatever closes the socket.
+        socketsByKey.set(auth.keyId, open + 1);
+        ctx.extra.countedKey = auth.keyId;
         // Opening a socket is a request like any other: connect-and-drop loops count too.
-        const decision = await services.limiter.consume(rateSubject(auth, ''), auth.rateLimitPerMinute ?? config.defaultRateLimitPerMinute);
+        const rate = accountBudget(auth);
+        const decision = await services.limiter.consume(rate.subject, rate.limit);
         if (!decision.allowed) {
           socket.close(4429, `Too many requests; retry in ${decision.resetSeconds} s`);
           return false;
         }
-        socketsByKey.set(auth.keyId, open + 1);
-        ctx.extra.countedKey = auth.keyId;
         ctx.extra.auth = auth;
         // A key revoked (or narrowed) while the socket is open stops streaming within one period.
         ctx.extra.recheck = setInterval(() => {
@@ -352,7 +359,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
           ))];
         }
         // Every operation is a request, counted as over HTTP against the account.
-        const rate: RateBudget = { subject: rateSubject(auth, ''), limit: auth.rateLimitPerMinute ?? config.defaultRateLimitPerMinute };
+        const rate = accountBudget(auth);
         const decision = await services.limiter.consume(rate.subject, rate.limit);
         if (!decision.allowed) return [refusal(new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`))];
         // A syntax error is the client's, answered like any invalid document (not a 4500 close).

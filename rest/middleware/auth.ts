@@ -10,8 +10,10 @@ import type { PayorchState } from '../context';
  * budget, so minting keys buys no extra requests) or, without a valid key, the client IP.
  */
 export function rateSubject(auth: AuthenticatedKey | undefined, ip: string): string {
-  return auth ? `account:${auth.accountId}` : `ip:${ip}`;
+  return auth ? accountSubject(auth.accountId) : `ip:${ip}`;
 }
+
+export const accountSubject = (accountId: string) => `account:${accountId}`;
 
 /** The RateLimit-* headers of a decision, and Retry-After when it refused. */
 export function setRateHeaders(ctx: Context, decision: RateDecision): void {
