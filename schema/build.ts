@@ -4,6 +4,7 @@ import { printSchema, type GraphQLSchema } from 'graphql';
 import type { GqlContext } from './context';
 import { clearLoaders } from './loaders';
 import { idempotentMutations } from './idempotency';
+import { assertArgumentsChecked } from './mutation-checks';
 import { CustomerResolver } from './customer.resolver';
 import { PriceResolver, ProductResolver } from './catalog.resolver';
 import { EventResolver } from './event.resolver';
@@ -36,6 +37,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       },
     } as unknown as PubSub,
   });
+  assertArgumentsChecked(schema);
   idempotentMutations(schema);
   freshLoadersPerMutation(schema);
   cached = schema;

@@ -1,5 +1,6 @@
 import type { RequestContext } from '../src/core/context';
 import type { IdempotencyKey } from '../src/core/idempotency';
+import type { RateDecision } from '../src/core/rate-limit';
 import type { Services } from '../src/services';
 import type { Loaders } from './loaders';
 
@@ -12,11 +13,21 @@ export interface GraphQLIdempotency {
   replayed: boolean;
 }
 
+/** Whom a request's rate limit counts against (see rest/middleware/auth.ts), and its latest decision. */
+export interface RateBudget {
+  subject: string;
+  limit: number;
+  /** Set when the document's mutations were counted: the RateLimit-* headers then tell this one. */
+  decision?: RateDecision;
+}
+
 export interface GqlContext {
   rc: RequestContext;
   services: Services;
   loaders: Loaders;
   idempotency?: GraphQLIdempotency;
+  /** Over HTTP: the budget the request was counted against, for its mutations to count too. */
+  rate?: RateBudget;
   /** The key of the idempotent mutation being resolved, for its resolver to hand to the service. */
   idem?: IdempotencyKey;
 }

@@ -3,8 +3,10 @@ import type https from 'node:https';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import {
-  GraphQLError, parse, specifiedRules, validate, type GraphQLFormattedError, type ValidationContext,
+  GraphQLError, getOperationAST, getVariableValues, parse, specifiedRules, validate,
+  type DocumentNode, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode, type ValidationContext,
 } from 'graphql';
+import type { IncomingMessage } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
@@ -18,10 +20,13 @@ import { findNul } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { buildPayorchSchema } from './build';
 import { createLoaders } from './loaders';
-import type { GqlContext, GraphQLIdempotency } from './context';
+import type { GqlContext, GraphQLIdempotency, RateBudget } from './context';
 import { graphqlIdempotency } from '../rest/middleware/idempotency';
 import { TooComplexError, formatGraphQLError } from './errors';
 import { resultSizeRule } from './result-size';
+import { checkMutationArguments, fragmentsOf, maxMutationsRule } from './mutation-checks';
+import { mutationCount } from './operation-fields';
+import { accountSubject, rateSubject, setRateHeaders } from '../rest/middleware/auth';
 
 /**
  * maxTokens bounds the document before anything walks it: the parser and the validation rules
@@ -29,7 +34,7 @@ import { resultSizeRule } from './result-size';
  * spreading the next, overflowed the stack in validation (a 500 over HTTP, a 4500 close over
  * WebSocket). Real documents, introspection included, stay far below it.
  */
-export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 50_000, maxTokens: 5000 };
+export const GRAPHQL_LIMITS = { maxDepth: 8, maxCost: 50_000, maxStatements: 50, maxTokens: 5000, maxMutations: 20 };
 
 /** A limit's rejection becomes an ordinary validation error with our wording, pointing where it says. */
 function reportTooComplex(context: ValidationContext | null, error: GraphQLError): void {
@@ -38,15 +43,72 @@ function reportTooComplex(context: ValidationContext | null, error: GraphQLError
 
 /**
  * Our size limits, the same for documents over HTTP and over WebSocket. The cost is the number
- * of fields the query can resolve, lists counted by their size argument (resultSizeRule):
- * graphql-armor's cost limit was dropped because it counts a list once unless `first` is a
- * literal, so it neither saw default or variable sizes nor could say which field cost most.
+ * of fields the query can resolve, lists counted by their size argument, and the database
+ * statements it can run (resultSizeRule): graphql-armor's cost limit was dropped because it
+ * counts a list once unless `first` is a literal, so it neither saw default or variable sizes nor
+ * could say which field cost most. Mutations per document are capped (each is a write, often a
+ * charge, and counts against the rate limit on its own).
  */
 function limitRules() {
   return [
     maxDepthRule({ n: GRAPHQL_LIMITS.maxDepth, exposeLimits: true, propagateOnRejection: false, onReject: [reportTooComplex] }),
-    resultSizeRule(GRAPHQL_LIMITS.maxCost, reportTooComplex),
+    resultSizeRule({ maxFields: GRAPHQL_LIMITS.maxCost, maxStatements: GRAPHQL_LIMITS.maxStatements }, reportTooComplex),
+    maxMutationsRule(GRAPHQL_LIMITS.maxMutations, reportTooComplex),
   ];
+}
+
+/** A DomainError refusing a whole document before it runs, as the GraphQLError both transports map. */
+function refusal(error: DomainError, nodes?: GraphQLError['nodes'], httpStatus = error.status): GraphQLError {
+  return new GraphQLError(error.message, { nodes, originalError: error, extensions: { http: { status: httpStatus } } });
+}
+
+/**
+ * What a mutation operation is checked for after validation and before any of its mutations runs,
+ * over HTTP and WebSocket alike: the arguments of everything it selects (checkMutationArguments),
+ * then its mutations against the rate limit, each one a request (`alreadyCounted` of them were,
+ * as the request or message itself). Answers the refusal, or null to run it.
+ */
+async function preflight(
+  services: Services, schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode,
+  rawVariables: Record<string, unknown> | undefined, rate: RateBudget, alreadyCounted: number,
+): Promise<GraphQLError | null> {
+  const mutationRoot = schema.getMutationType();
+  if (operation.operation !== 'mutation' || !mutationRoot) return null;
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {});
+  if (coerced.errors) return null; // execution refuses them, as it always has
+  const fragments = fragmentsOf(document);
+  try {
+    checkMutationArguments(schema, operation, fragments, coerced.coerced);
+  } catch (err) {
+    if (err instanceof GraphQLError && isDomainError(err.originalError)) return refusal(err.originalError, err.nodes, 400);
+    throw err;
+  }
+  const mutations = mutationCount(mutationRoot, operation, (name) => fragments[name], coerced.coerced);
+  const points = mutations - alreadyCounted;
+  if (points <= 0) return null;
+  const decision = await services.limiter.consume(rate.subject, rate.limit, points);
+  rate.decision = decision;
+  if (decision.allowed) return null;
+  return refusal(new DomainError(
+    'rate_limited',
+    `Too many requests: this document's ${mutations} mutations count as ${mutations} requests, more than are left of the ${decision.limit} a minute; retry in ${decision.resetSeconds} s`,
+  ));
+}
+
+/** Refuses a document that fails preflight, before Apollo executes it. */
+function mutationPreflight(services: Services): ApolloServerPlugin<GqlContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ schema, document, operation, request, contextValue }) {
+          if (!operation || !contextValue.rate) return;
+          // The request itself was counted as one (the auth middleware).
+          const refused = await preflight(services, schema, document, operation, request.variables, contextValue.rate, 1);
+          if (refused) throw refused;
+        },
+      };
+    },
+  };
 }
 
 export interface GraphQLMount {
@@ -134,6 +196,15 @@ const WS_KEY_MISSING = 'Forbidden: no API key; send connectionParams {"authoriza
 const WS_KEY_REFUSED = 'Forbidden: the API key in connectionParams.authorization is invalid or revoked';
 const WS_KEY_REVOKED = 'Forbidden: the API key of this connection was revoked';
 
+/**
+ * The client's address as Koa's `ctx.ip` gives it for HTTP requests: behind a trusted proxy the
+ * last X-Forwarded-For entry (the one the proxy added), else the socket's peer.
+ */
+function clientAddress(request: IncomingMessage, trustProxy: boolean): string {
+  const forwarded = trustProxy ? String(request.headers['x-forwarded-for'] ?? '').split(',').map((a) => a.trim()).filter(Boolean) : [];
+  return forwarded[forwarded.length - 1] ?? request.socket.remoteAddress ?? 'unknown';
+}
+
 /** The key from graphql-ws connectionParams: "Bearer sk_…" or the bare key. */
 function keyFromParams(params: Record<string, unknown> | undefined): string | null {
   const raw = params?.authorization ?? params?.Authorization;
@@ -152,7 +223,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     formatError: formatGraphQLError,
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     validationRules: limitRules(),
-    plugins: [requestIdPlugin, noSubscriptionOverHttp],
+    plugins: [requestIdPlugin, noSubscriptionOverHttp, mutationPreflight(services)],
   });
 
   app.use(async (ctx, next) => {
@@ -177,13 +248,18 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     // Each idempotent mutation of the document runs under the key (schema/idempotency.ts).
     const sent = graphqlIdempotency(ctx);
     const idempotency: GraphQLIdempotency | undefined = sent && { ...sent, replayed: false };
+    const rate: RateBudget = {
+      subject: rateSubject(state.auth, ctx.ip),
+      limit: state.auth?.rateLimitPerMinute ?? services.config.defaultRateLimitPerMinute,
+    };
     const headers = new HeaderMap();
     for (const [k, v] of Object.entries(ctx.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
     const result = await server.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: 'POST', headers, search: ctx.querystring, body: (ctx.request as { body?: unknown }).body },
-      context: async () => ({ rc, services, loaders: createLoaders(services, rc), idempotency }),
+      context: async () => ({ rc, services, loaders: createLoaders(services, rc), idempotency, rate }),
     });
     for (const [k, v] of result.headers) ctx.set(k, v);
+    if (rate.decision) setRateHeaders(ctx, rate.decision);
     ctx.status = result.status ?? 200;
     if (result.body.kind === 'complete') {
       ctx.body = ctx.status >= 400 ? withRequestId(result.body.string, rc.requestId) : result.body.string;
@@ -196,17 +272,50 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
   });
 
   // Subscriptions: graphql-ws on the same path; the key travels in connectionParams.
+  const { config } = services;
   const wss = new WebSocketServer({ server: httpsServer, path: '/graphql' });
-  const ws = useServer<Record<string, unknown>, { auth?: AuthenticatedKey; recheck?: NodeJS.Timeout; socket: import('ws').WebSocket }>(
+  /** Open sockets per API key on this instance. */
+  const socketsByKey = new Map<string, number>();
+  /** The budget a socket's key counts against: its account's, as over HTTP. */
+  const accountBudget = (auth: AuthenticatedKey): RateBudget => ({
+    subject: accountSubject(auth.accountId), limit: auth.rateLimitPerMinute ?? config.defaultRateLimitPerMinute,
+  });
+  const ws = useServer<Record<string, unknown>, {
+    auth?: AuthenticatedKey; recheck?: NodeJS.Timeout; socket: import('ws').WebSocket; request: IncomingMessage; countedKey?: string;
+  }>(
     {
       schema,
       onConnect: async (ctx) => {
+        const { socket } = ctx.extra;
+        // graphql-ws would close with a bare "Forbidden"; each refusal says what is wrong (its own
+        // close after ours is ignored).
+        const failures = `ws-connect:ip:${clientAddress(ctx.extra.request, config.trustProxy)}`;
+        const failed = await services.limiter.peek(failures, config.wsFailedConnectsPerMinute);
+        if (!failed.allowed) {
+          socket.close(4429, `Too many failed connection attempts from this address; retry in ${failed.resetSeconds} s`);
+          return false;
+        }
         const key = keyFromParams(ctx.connectionParams);
         const auth = key ? await services.accounts.authenticate(key) : null;
         if (!auth) {
-          // graphql-ws would close with a bare "Forbidden"; say what is wrong and where the key goes
-          // (its own close after this one is ignored).
-          ctx.extra.socket.close(4403, key ? WS_KEY_REFUSED : WS_KEY_MISSING);
+          await services.limiter.consume(failures, config.wsFailedConnectsPerMinute);
+          socket.close(4403, key ? WS_KEY_REFUSED : WS_KEY_MISSING);
+          return false;
+        }
+        const open = socketsByKey.get(auth.keyId) ?? 0;
+        if (open >= config.wsMaxSocketsPerKey) {
+          socket.close(4429, `Too many open sockets for this API key (at most ${config.wsMaxSocketsPerKey}); close one first`);
+          return false;
+        }
+        // Taken before anything else is awaited, so sockets opening at once cannot all pass the
+        // same count; onClose gives it back, whatever closes the socket.
+        socketsByKey.set(auth.keyId, open + 1);
+        ctx.extra.countedKey = auth.keyId;
+        // Opening a socket is a request like any other: connect-and-drop loops count too.
+        const rate = accountBudget(auth);
+        const decision = await services.limiter.consume(rate.subject, rate.limit);
+        if (!decision.allowed) {
+          socket.close(4429, `Too many requests; retry in ${decision.resetSeconds} s`);
           return false;
         }
         ctx.extra.auth = auth;
@@ -214,17 +323,23 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         ctx.extra.recheck = setInterval(() => {
           services.accounts.authenticate(key as string).then(
             (current) => {
-              if (!current) ctx.extra.socket.close(4403, WS_KEY_REVOKED);
+              if (!current) socket.close(4403, WS_KEY_REVOKED);
               else ctx.extra.auth = current;
             },
             () => undefined,
           );
-        }, services.config.wsKeyRecheckMs);
+        }, config.wsKeyRecheckMs);
         ctx.extra.recheck.unref();
         return true;
       },
       onClose: (ctx) => {
         clearInterval(ctx.extra.recheck);
+        const keyId = ctx.extra.countedKey;
+        if (keyId === undefined) return;
+        ctx.extra.countedKey = undefined;
+        const open = (socketsByKey.get(keyId) ?? 1) - 1;
+        if (open > 0) socketsByKey.set(keyId, open);
+        else socketsByKey.delete(keyId);
       },
       context: (ctx) => {
         const auth = ctx.extra.auth as AuthenticatedKey;
@@ -234,7 +349,19 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         };
         return { rc, services, loaders: createLoaders(services, rc, { cache: false }) };
       },
-      onSubscribe: (_ctx, _id, payload) => {
+      onSubscribe: async (ctx, _id, payload) => {
+        const auth = ctx.extra.auth as AuthenticatedKey;
+        // This operation is already among them (graphql-ws registers it before asking here).
+        if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
+          return [refusal(new DomainError(
+            'limit_exceeded',
+            `At most ${config.wsMaxSubscriptions} operations at once on one socket (subscriptions included); complete one first`,
+          ))];
+        }
+        // Every operation is a request, counted as over HTTP against the account.
+        const rate = accountBudget(auth);
+        const decision = await services.limiter.consume(rate.subject, rate.limit);
+        if (!decision.allowed) return [refusal(new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`))];
         // A syntax error is the client's, answered like any invalid document (not a 4500 close).
         let document;
         try {
@@ -253,7 +380,15 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
           if (err instanceof RangeError) return [new TooComplexError('the document nests too deeply to be checked')];
           throw err;
         }
-        return errors.length ? errors : undefined;
+        if (errors.length) return errors;
+        const operation = getOperationAST(document, payload.operationName);
+        if (operation) {
+          // This message was counted as one request above.
+          const refused = await preflight(services, schema, document, operation, payload.variables ?? undefined, rate, 1);
+          if (refused) return [refused];
+        }
+        // Parsed and validated here: graphql-ws runs it as is.
+        return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
       },
       // A document refused before it ran, or a stream that broke: these errors get an id of their own.
       onError: (_ctx, _id, _payload, errors) => wsErrors(services, wsRequestId(), errors),

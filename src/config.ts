@@ -74,6 +74,9 @@ const VARIABLES = {
   RATE_LIMIT_PER_MINUTE: { schema: wholeNumber('must be a whole number of requests per minute, 1 or more', 1).default(100) },
   GRAPHQL_WS_KEY_RECHECK_MS: { schema: wholeNumber('must be a whole number of milliseconds, 50 or more', 50).default(30_000) },
   API_KEY_CACHE_MS: { schema: wholeNumber('must be a whole number of milliseconds from 0 to 60000', 0, 60_000).default(1_000) },
+  GRAPHQL_WS_MAX_SUBSCRIPTIONS: { schema: wholeNumber('must be a whole number of operations, 1 or more', 1).default(50) },
+  GRAPHQL_WS_MAX_SOCKETS_PER_KEY: { schema: wholeNumber('must be a whole number of sockets, 1 or more', 1).default(20) },
+  GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: { schema: wholeNumber('must be a whole number of attempts per minute, 1 or more', 1).default(10) },
   MAX_CONNECTIONS: { schema: wholeNumber('must be a whole number of connections, 1 or more', 1).default(1_000) },
   HEADERS_TIMEOUT_MS: { schema: millis.default(10_000) },
   REQUEST_TIMEOUT_MS: { schema: millis.default(30_000) },
@@ -134,6 +137,12 @@ export interface Config {
   requestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
+  /** Operations one graphql-ws socket may have open at once (subscriptions, and queries or mutations still running). */
+  wsMaxSubscriptions: number;
+  /** graphql-ws sockets one API key may hold open on one instance. */
+  wsMaxSocketsPerKey: number;
+  /** graphql-ws connection attempts with a missing or refused key one client address may make a minute. */
+  wsFailedConnectsPerMinute: number;
 }
 
 /** Reads the environment; a bad value throws one line naming the variable. */
@@ -177,6 +186,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runWorkers: e.RUN_WORKERS,
     defaultRateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     wsKeyRecheckMs: e.GRAPHQL_WS_KEY_RECHECK_MS,
+    wsMaxSubscriptions: e.GRAPHQL_WS_MAX_SUBSCRIPTIONS,
+    wsMaxSocketsPerKey: e.GRAPHQL_WS_MAX_SOCKETS_PER_KEY,
+    wsFailedConnectsPerMinute: e.GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE,
     apiKeyCacheMs: e.API_KEY_CACHE_MS,
     maxConnections: e.MAX_CONNECTIONS,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,

@@ -1,13 +1,31 @@
 import type { Context, Next } from 'koa';
-import type { AccountService } from '../../src/modules/accounts/account.service';
+import type { AccountService, AuthenticatedKey } from '../../src/modules/accounts/account.service';
 import type { Clock } from '../../src/core/clock';
 import { DomainError } from '../../src/core/errors';
-import type { RateLimiter } from '../../src/core/rate-limit';
+import type { RateDecision, RateLimiter } from '../../src/core/rate-limit';
 import type { PayorchState } from '../context';
 
 /**
- * Resolves the API key (without failing yet), applies the rate limit to the key or, when
- * there is no valid key, to the client IP, and only then reports an auth failure. Public
+ * Whom a request counts against: the key's account (all its keys, both modes, share one
+ * budget, so minting keys buys no extra requests) or, without a valid key, the client IP.
+ */
+export function rateSubject(auth: AuthenticatedKey | undefined, ip: string): string {
+  return auth ? accountSubject(auth.accountId) : `ip:${ip}`;
+}
+
+export const accountSubject = (accountId: string) => `account:${accountId}`;
+
+/** The RateLimit-* headers of a decision, and Retry-After when it refused. */
+export function setRateHeaders(ctx: Context, decision: RateDecision): void {
+  ctx.set('RateLimit-Limit', String(decision.limit));
+  ctx.set('RateLimit-Remaining', String(decision.remaining));
+  ctx.set('RateLimit-Reset', String(decision.resetSeconds));
+  if (!decision.allowed) ctx.set('Retry-After', String(decision.resetSeconds));
+}
+
+/**
+ * Resolves the API key (without failing yet), applies the rate limit to the key's account or,
+ * when there is no valid key, to the client IP, and only then reports an auth failure. Public
  * routes are limited per IP and need no key.
  */
 export function authAndRateLimit(deps: {
@@ -32,16 +50,11 @@ export function authAndRateLimit(deps: {
         else state.authError = new DomainError('invalid_api_key', 'Invalid API key provided');
       }
     }
-    const subject = state.auth ? `key:${state.auth.keyId}` : `ip:${ctx.ip}`;
+    const subject = rateSubject(state.auth, ctx.ip);
     const limit = state.auth?.rateLimitPerMinute ?? deps.defaultLimit;
     const decision = await deps.limiter.consume(subject, limit);
-    ctx.set('RateLimit-Limit', String(decision.limit));
-    ctx.set('RateLimit-Remaining', String(decision.remaining));
-    ctx.set('RateLimit-Reset', String(decision.resetSeconds));
-    if (!decision.allowed) {
-      ctx.set('Retry-After', String(decision.resetSeconds));
-      throw new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`);
-    }
+    setRateHeaders(ctx, decision);
+    if (!decision.allowed) throw new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`);
     if (state.authError) throw state.authError;
     if (state.auth) {
       state.rc = {

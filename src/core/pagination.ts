@@ -11,6 +11,11 @@ const intFromQuery = (name: string, min: number, max: number) =>
       .max(max, { error: `${name} must be between ${min} and ${max}` }),
   );
 
+/** The paging bounds of every list (API.md): pages from 1, 20 per page unless asked, at most 100. */
+export const PAGE_MAX = 1_000_000;
+export const PAGE_SIZE_DEFAULT = 20;
+export const PAGE_SIZE_MAX = 100;
+
 export interface ListParams<F extends string = string> {
   page: number;
   pageSize: number;
@@ -28,8 +33,8 @@ export function listSchema<F extends readonly [string, ...string[]], S extends z
 ) {
   return z
     .object({
-      page: intFromQuery('page', 1, 1_000_000).default(1),
-      pageSize: intFromQuery('pageSize', 1, 100).default(20),
+      page: intFromQuery('page', 1, PAGE_MAX).default(1),
+      pageSize: intFromQuery('pageSize', 1, PAGE_SIZE_MAX).default(PAGE_SIZE_DEFAULT),
       sortField: z.enum(sortFields, { error: `sortField must be one of ${sortFields.join(', ')}` }).default(
         sortFields[0] as F[number] as never,
       ),

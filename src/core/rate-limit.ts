@@ -9,8 +9,8 @@ export interface RateDecision {
 }
 
 /**
- * Fixed one-minute windows per subject (API key or client IP). Memory by default; Redis when
- * configured, so every instance counts against the same budget.
+ * Fixed one-minute windows per subject (an account, or a client IP). Memory by default; Redis
+ * when configured, so every instance counts against the same budget.
  */
 export class RateLimiter {
   private readonly limiters = new Map<number, RateLimiterAbstract>();
@@ -27,15 +27,31 @@ export class RateLimiter {
     return limiter;
   }
 
-  async consume(subject: string, limit: number): Promise<RateDecision> {
+  /**
+   * Counts `points` requests against the subject's budget of `limit` a minute. Several points
+   * (a GraphQL document's mutations) are taken together or not at all: refused, they are given
+   * back, so what is left stays usable by smaller requests.
+   */
+  async consume(subject: string, limit: number, points = 1): Promise<RateDecision> {
+    const limiter = this.limiterFor(limit);
     try {
-      const res = await this.limiterFor(limit).consume(subject, 1);
+      const res = await limiter.consume(subject, points);
       return { allowed: true, limit, remaining: res.remainingPoints, resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
     } catch (err) {
       if (err instanceof RateLimiterRes) {
-        return { allowed: false, limit, remaining: 0, resetSeconds: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
+        let remaining = 0;
+        if (points > 1) remaining = Math.max(0, limit - ((await limiter.reward(subject, points)).consumedPoints));
+        return { allowed: false, limit, remaining, resetSeconds: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
       }
       throw err;
     }
+  }
+
+  /** The subject's budget as it stands, without counting anything. */
+  async peek(subject: string, limit: number): Promise<RateDecision> {
+    const res = await this.limiterFor(limit).get(subject);
+    const used = res?.consumedPoints ?? 0;
+    const resetSeconds = res ? Math.max(1, Math.ceil(res.msBeforeNext / 1000)) : 60;
+    return { allowed: used < limit, limit, remaining: Math.max(0, limit - used), resetSeconds };
   }
 }

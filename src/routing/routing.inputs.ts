@@ -56,12 +56,15 @@ const ruleSchema = z
     });
   });
 
+/** The most gateways one payment may try (`maxAttempts`). */
+export const MAX_ATTEMPTS = 10;
+
 /** PUT /v1/routing: the whole rule set, replaced at once. */
 export const routingConfigSchema = z
   .object({
     rules: z.array(ruleSchema).max(100),
     fallback: z.array(gatewayIdSchema).max(20).default([]),
-    maxAttempts: z.number().int().min(1).max(10).default(3),
+    maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS).default(3),
   })
   .strict()
   .superRefine((config, ctx) => {

@@ -1,4 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
+import { MAX_ACTIVE_KEYS } from '../../src/modules/accounts/account.service';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -116,5 +117,26 @@ describe('API keys, modes and permissions', () => {
     expect(list.body.meta.total).toBe(0);
     const events = await app.request('GET', '/v1/events', { key: other.testKey });
     expect(events.body.meta.total).toBe(0);
+  });
+
+  it('should cap active keys per account (both modes) with 422 limit_exceeded, leaving the Idempotency-Key unused', async () => {
+    const account = await app.createAccount();
+    const accounts = app.server.services.accounts;
+    // Two default keys; the rest in live mode: the cap counts both modes together.
+    const made = [];
+    for (let i = 2; i < MAX_ACTIVE_KEYS - 3; i++) made.push(await accounts.createKeyForAccount(account.accountId, 'live'));
+    // Three places left, six asking at once: the count is taken under the account's lock.
+    const racing = await Promise.all(Array.from({ length: 6 }, () => app.request('POST', '/v1/api-keys', { key: account.testKey, body: {} })));
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 201, 201, 422, 422, 422]);
+    const over = await app.request('POST', '/v1/api-keys', { key: account.testKey, body: { name: 'one too many' }, headers: { 'Idempotency-Key': 'key-cap-1' } });
+    expect(over.status).toBe(422);
+    expect(over.body.error).toMatchObject({ code: 'limit_exceeded', message: `At most ${MAX_ACTIVE_KEYS} active API keys per account (both modes); revoke one first` });
+    await expect(accounts.createKeyForAccount(account.accountId, 'test')).rejects.toMatchObject({ code: 'limit_exceeded' });
+    // A revoked key no longer counts; the refused request's key was left unused, so it now runs.
+    await accounts.revokeKeyById(made[0].id);
+    const retried = await app.request('POST', '/v1/api-keys', { key: account.testKey, body: { name: 'one too many' }, headers: { 'Idempotency-Key': 'key-cap-1' } });
+    expect(retried.status).toBe(201);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect((await accounts.listKeysForAccount(account.accountId)).filter((k) => !k.revoked)).toHaveLength(MAX_ACTIVE_KEYS);
   });
 });

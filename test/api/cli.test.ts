@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { freshDatabase } from '../helpers/db';
 import { buildCli, describeDatabase } from '../../src/cli';
+import { MAX_ACTIVE_KEYS } from '../../src/modules/accounts/account.service';
 
 const run = promisify(execFile);
 const BIN = path.join(__dirname, '..', '..', 'bin', 'payorch.js');
@@ -50,6 +51,18 @@ describe('payorch CLI', () => {
     const refused = await app.request('GET', '/v1/customers', { key: key.secret });
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe('invalid_api_key');
+  }, 60_000);
+
+  it('should refuse keys create past the active-key cap with one line and exit code 2', async () => {
+    const account = await app.createAccount();
+    for (let i = 2; i < MAX_ACTIVE_KEYS; i++) await app.server.services.accounts.createKeyForAccount(account.accountId, 'test');
+    const refused = await cli(['keys', 'create', '--account', account.accountId, '--mode', 'live']).then(
+      () => null,
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    expect(refused?.code).toBe(2);
+    expect(refused?.stdout).toBe('');
+    expect(refused?.stderr).toContain(`payorch: At most ${MAX_ACTIVE_KEYS} active API keys per account (both modes); revoke one first\n`);
   }, 60_000);
 
   it('should change an account rate limit with accounts set-rate-limit', async () => {

@@ -40,8 +40,7 @@ describe('rate limits in Redis', () => {
     const account = await app.createAccount({ rateLimitPerMinute: 7 });
     const res = await app.request('GET', '/v1/customers', { key: account.testKey });
     expect(res.headers['ratelimit-remaining']).toBe('6');
-    // The counter for this key lives under the prefix of its limit.
-    const { keyId } = (await app.server.services.accounts.authenticate(account.testKey))!;
-    expect(await app.server.services.redis!.exists(`payorch:rl:7:key:${keyId}`)).toBe(1);
+    // The account's counter (all its keys share it) lives under the prefix of its limit.
+    expect(await app.server.services.redis!.exists(`payorch:rl:7:account:${account.accountId}`)).toBe(1);
   });
 });

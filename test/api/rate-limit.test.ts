@@ -2,13 +2,13 @@ import { startTestApp, type TestApp } from '../helpers/app';
 
 let app: TestApp;
 beforeAll(async () => {
-  // The documented default: 100 requests per minute per key.
+  // The documented default: 100 requests per minute per account.
   app = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '100' } });
 });
 afterAll(() => app.stop());
 
 describe('rate limits in memory', () => {
-  it('should allow 100 requests a minute per key, then answer 429 with Retry-After', async () => {
+  it('should allow 100 requests a minute per account, then answer 429 with Retry-After', async () => {
     const key = app.account.testKey;
     const first = await app.request('GET', '/v1/customers', { key });
     expect(first.headers['ratelimit-limit']).toBe('100');
@@ -21,8 +21,25 @@ describe('rate limits in memory', () => {
     expect(limited.body.error.code).toBe('rate_limited');
     expect(limited.headers['ratelimit-remaining']).toBe('0');
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-    // Another key of the same account has its own budget.
-    expect((await app.request('GET', '/v1/customers', { key: app.account.liveKey })).status).toBe(200);
+    // The account's other keys, the other mode's included, draw on the same budget.
+    expect((await app.request('GET', '/v1/customers', { key: app.account.liveKey })).status).toBe(429);
+    // Another account has its own.
+    const other = await app.createAccount();
+    expect((await app.request('GET', '/v1/customers', { key: other.testKey })).status).toBe(200);
+  });
+
+  it('should share the account limit among all its keys: a new key brings no more requests', async () => {
+    const account = await app.createAccount({ rateLimitPerMinute: 3 });
+    const minted = await app.request('POST', '/v1/api-keys', { key: account.testKey, body: {} });
+    expect(minted.status).toBe(201);
+    expect(minted.headers['ratelimit-remaining']).toBe('2');
+    expect((await app.request('GET', '/v1/customers', { key: minted.body.data.secret })).headers['ratelimit-remaining']).toBe('1');
+    expect((await app.request('GET', '/v1/customers', { key: account.liveKey })).status).toBe(200);
+    for (const key of [minted.body.data.secret, account.testKey, account.liveKey]) {
+      const refused = await app.request('GET', '/v1/customers', { key });
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.code).toBe('rate_limited');
+    }
   });
 
   it('should apply a per-account override', async () => {

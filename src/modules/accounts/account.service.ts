@@ -5,6 +5,7 @@ import { isoTime, readJson } from '../../db/database';
 import { AccountModel } from './account.model';
 import { ApiKeyModel } from './api-key.model';
 import { AccountStore } from './account.store';
+import { lockAccount } from '../../db/account-lock';
 import type { Clock } from '../../core/clock';
 import type { Mode, RequestContext } from '../../core/context';
 import { PERMISSION_RESOURCES, hasPermission, requirePermission, type Access } from '../../core/context';
@@ -76,6 +77,12 @@ function generateSecret(mode: Mode): string {
   return `sk_${mode}_${randomBase62(43)}`;
 }
 
+/**
+ * Active (not revoked) keys an account may hold, both modes together. The rate limit is the
+ * account's whatever key is used; the cap keeps key lookups and the key list bounded.
+ */
+export const MAX_ACTIVE_KEYS = 100;
+
 /** At most this many verified keys are remembered (the oldest goes first). */
 const KEY_CACHE_MAX = 10_000;
 
@@ -138,7 +145,23 @@ export class AccountService {
     const perms = parseInput(permissionsSchema, permissions);
     const account = await AccountModel.findByPk(accountId, { raw: true });
     if (!account) throw notFound('account', accountId, 'account');
-    return this.db.transaction((t) => this.insertKey(accountId, mode, perms, name ?? null, t));
+    return this.db.transaction(async (t) => {
+      await this.refuseOverKeyCap(accountId, t);
+      return this.insertKey(accountId, mode, perms, name ?? null, t);
+    });
+  }
+
+  /**
+   * Counted under the account's lock, so keys created at once cannot all pass the same count. A
+   * refusal rolls the Idempotency-Key's claim back with the transaction: revoke a key and send
+   * the request again.
+   */
+  private async refuseOverKeyCap(accountId: string, transaction: import('sequelize').Transaction): Promise<void> {
+    await lockAccount(this.db, transaction, accountId);
+    const active = await ApiKeyModel.count({ where: { accountId, revokedAt: null }, transaction });
+    if (active >= MAX_ACTIVE_KEYS) {
+      throw new DomainError('limit_exceeded', `At most ${MAX_ACTIVE_KEYS} active API keys per account (both modes); revoke one first`);
+    }
   }
 
   /** Administrative (CLI): every account, oldest first, so lost start-up output is recoverable. */
@@ -181,7 +204,10 @@ export class AccountService {
       if (!held) throw new DomainError('permission_denied', `This API key cannot grant '${permission}'`, `permissions[${i}]`);
     });
     return this.db.transaction((t) =>
-      this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createApiKey, () => this.insertKey(ctx.accountId, ctx.mode, wanted, parsed.name ?? null, t)));
+      this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createApiKey, async () => {
+        await this.refuseOverKeyCap(ctx.accountId, t);
+        return this.insertKey(ctx.accountId, ctx.mode, wanted, parsed.name ?? null, t);
+      }));
   }
 
   async listKeys(ctx: RequestContext, query: unknown): Promise<Page<ApiKeyView>> {

@@ -4,11 +4,19 @@ import { untilKnown } from '../../gateways/until-known';
 import type { Logger } from '../../logger';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
+import { MAX_ATTEMPTS } from '../../routing/routing.inputs';
 import type { PendingTransaction } from './gateway-transaction.store';
 import type { LeaseKeeper } from './lease-keeper';
 import type { Payment, PaymentAttempt } from './payment.types';
 
 /** What charging along a plan (or recovery's look-ups) learned about a pending payment. */
+/**
+ * The most entries a payment's `attempts` can hold: the charge records one per gateway it tried
+ * (at most MAX_ATTEMPTS), and recovery, when that outcome stayed unknown, at most one more per
+ * gateway of the same plan.
+ */
+export const MAX_ATTEMPT_ENTRIES = 2 * MAX_ATTEMPTS;
+
 export interface ChargeOutcome {
   result: GatewayResult | null;
   gatewayId: string | null;

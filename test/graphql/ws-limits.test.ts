@@ -1,0 +1,176 @@
+import WebSocket from 'ws';
+import { createClient, type Client } from 'graphql-ws';
+import { startTestApp, type TestApp } from '../helpers/app';
+
+/**
+ * GraphQL over WebSocket (graphql-ws) under the same limits as over HTTP: every operation counts
+ * against the account's rate limit, each mutation of a document too; a socket holds a bounded
+ * number of operations, a key a bounded number of sockets, and an address that keeps failing to
+ * log in is turned away for a while.
+ */
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp({
+    env: { GRAPHQL_WS_MAX_SUBSCRIPTIONS: '3', GRAPHQL_WS_MAX_SOCKETS_PER_KEY: '2', GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: '3' },
+  });
+});
+afterAll(() => app.stop());
+
+const wsUrl = () => `${app.baseUrl.replace('https:', 'wss:')}/graphql`;
+
+function wsClient(key: string): Client {
+  const ca = app.server.cert;
+  class TrustingWebSocket extends WebSocket {
+    constructor(address: string, protocols?: string | string[]) {
+      super(address, protocols, { ca, servername: 'localhost' } as WebSocket.ClientOptions);
+    }
+  }
+  // One socket for all its operations: a lazy client would otherwise reconnect for each.
+  return createClient({
+    url: wsUrl(), webSocketImpl: TrustingWebSocket, connectionParams: { authorization: `Bearer ${key}` }, retryAttempts: 0, lazy: true, lazyCloseTimeout: 60_000,
+  });
+}
+
+interface Result { data?: Record<string, any> | null; errors?: Array<{ message: string; extensions: Record<string, any> }> }
+
+/** One query or mutation over the client: its result, or the errors it was refused with. */
+function run(client: Client, query: string, variables: Record<string, unknown> = {}): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    let result: Result = {};
+    client.subscribe({ query, variables }, {
+      next: (r) => { result = r as Result; },
+      error: (e) => (Array.isArray(e) ? resolve({ errors: e as Result['errors'] }) : reject(e)),
+      complete: () => resolve(result),
+    });
+  });
+}
+
+/** A bare graphql-ws connection: acknowledged, or closed with a code and reason. */
+function connect(key: string | null): Promise<{ socket: WebSocket; outcome: 'ack' | { code: number; reason: string } }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(wsUrl(), 'graphql-transport-ws', { ca: app.server.cert, servername: 'localhost' } as WebSocket.ClientOptions);
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: key ? { authorization: `Bearer ${key}` } : {} })));
+    socket.on('message', (m) => {
+      if (JSON.parse(String(m)).type === 'connection_ack') resolve({ socket, outcome: 'ack' });
+    });
+    socket.on('close', (code, reason) => resolve({ socket, outcome: { code, reason: String(reason) } }));
+    socket.on('error', reject);
+  });
+}
+
+async function closed(socket: WebSocket): Promise<void> {
+  if (socket.readyState === WebSocket.CLOSED) return;
+  await new Promise((resolve) => {
+    socket.once('close', resolve);
+    socket.close();
+  });
+}
+
+const PAY = 'mutation { createPayment(input: { amount: 950, currency: "usd", paymentMethod: "pm_card_visa" }) { id status } }';
+
+/** The account's payments, read from the database (a request would count against the budget under test). */
+async function paymentCount(key: string): Promise<number> {
+  const { accountId } = (await app.server.services.accounts.authenticate(key))!;
+  const [row] = await app.server.services.db.select<{ n: number | string }>('SELECT COUNT(*) AS n FROM payments WHERE account_id = $1', [accountId]);
+  return Number(row.n);
+}
+
+describe('GraphQL over WebSocket: limits', () => {
+  it('should count every operation over a socket against the account, shared with HTTP, and refuse past it with rate_limited', async () => {
+    const { testKey: key } = await app.createAccount({ rateLimitPerMinute: 5 });
+    const client = wsClient(key);
+    // Opening the socket is one request, each operation another: four payments fit in five.
+    const results = [];
+    for (let i = 0; i < 6; i++) results.push(await run(client, PAY));
+    expect(results.slice(0, 4).map((r) => r.data?.createPayment?.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    for (const refused of results.slice(4)) {
+      expect(refused.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'rate_limited', requestId: expect.stringMatching(/^ws_/) }) })]);
+    }
+    expect(await paymentCount(key)).toBe(4);
+    // The same budget as HTTP: used up there too.
+    const http = await app.request('GET', '/v1/customers', { key });
+    expect(http.status).toBe(429);
+    await client.dispose();
+  });
+
+  it('should count each mutation of a document sent over a socket, refusing one over the budget before any runs', async () => {
+    const { testKey: key } = await app.createAccount({ rateLimitPerMinute: 10 });
+    const client = wsClient(key);
+    const mutations = (n: number) => `mutation { ${Array.from({ length: n }, (_, i) => `m${i}: createPayment(input: { amount: 951, currency: "usd", paymentMethod: "pm_card_visa" }) { id }`).join(' ')} }`;
+    expect((await run(client, mutations(3))).errors).toBeUndefined(); // 1 (socket) + 3
+    const refused = await run(client, mutations(7)); // 1 + 6 more than the 6 left
+    expect(refused.errors?.[0].extensions.code).toBe('rate_limited');
+    expect(await paymentCount(key)).toBe(3);
+    expect((await run(client, mutations(5))).errors).toBeUndefined(); // the refused one's mutations were given back
+    expect(await paymentCount(key)).toBe(8);
+    await client.dispose();
+  });
+
+  it('should check every argument of a mutation document over a socket before it charges', async () => {
+    const { testKey: key } = await app.createAccount();
+    const client = wsClient(key);
+    const refused = await run(client, 'mutation { createPayment(input: { amount: 952, currency: "usd", paymentMethod: "pm_card_visa" }) { id refunds(first: 0) { id } } }');
+    expect(refused.errors?.[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'first' });
+    expect(refused.data).toBeUndefined();
+    expect(await paymentCount(key)).toBe(0);
+    await client.dispose();
+  });
+
+  it('should cap the operations open at once on one socket, keeping the socket and its subscriptions', async () => {
+    const { testKey: key } = await app.createAccount();
+    const client = wsClient(key);
+    const received: string[] = [];
+    const stops = [0, 1, 2].map(() => client.subscribe<{ customerUpdated: { email: string } }>(
+      { query: 'subscription { customerUpdated { email } }' },
+      { next: (r) => { received.push(r.data!.customerUpdated.email); }, error: () => undefined, complete: () => undefined },
+    ));
+    await new Promise((r) => setTimeout(r, 300)); // let them register
+    const fourth = await run(client, 'subscription { paymentUpdated { id } }');
+    expect(fourth.errors?.[0].extensions.code).toBe('limit_exceeded');
+    expect(fourth.errors?.[0].message).toBe('At most 3 operations at once on one socket (subscriptions included); complete one first');
+    // The three still stream.
+    await app.request('POST', '/v1/customers', { key, body: { email: 'still-open@example.com' } });
+    for (let i = 0; i < 50 && received.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(received).toEqual(['still-open@example.com', 'still-open@example.com', 'still-open@example.com']);
+    // One completed makes room again.
+    stops[0]();
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await run(client, '{ customers { total } }')).data).toEqual({ customers: { total: 1 } });
+    stops.slice(1).forEach((stop) => stop());
+    await client.dispose();
+  });
+
+  it('should cap the sockets one API key holds open, per key', async () => {
+    const account = await app.createAccount();
+    const first = await connect(account.testKey);
+    const second = await connect(account.testKey);
+    expect([first.outcome, second.outcome]).toEqual(['ack', 'ack']);
+    const third = await connect(account.testKey);
+    expect(third.outcome).toEqual({ code: 4429, reason: 'Too many open sockets for this API key (at most 2); close one first' });
+    // Another key has its own sockets.
+    const other = await connect(account.liveKey);
+    expect(other.outcome).toBe('ack');
+    // A closed socket frees its place.
+    await closed(first.socket);
+    let again = await connect(account.testKey);
+    for (let i = 0; i < 20 && again.outcome !== 'ack'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      again = await connect(account.testKey);
+    }
+    expect(again.outcome).toBe('ack');
+    await Promise.all([second, other, again].map((c) => closed(c.socket)));
+  });
+
+  // Last: it turns this test process's address away for the rest of the minute.
+  it('should turn an address away after too many failed connection attempts, even with a valid key then', async () => {
+    const bad = 'sk_test_' + 'z'.repeat(43);
+    for (const key of [bad, null, bad]) expect((await connect(key)).outcome).toMatchObject({ code: 4403 });
+    for (const key of [bad, app.account.testKey]) {
+      const refused = await connect(key);
+      expect(refused.outcome).toEqual({ code: 4429, reason: expect.stringMatching(/^Too many failed connection attempts from this address; retry in [1-9][0-9]* s$/) });
+    }
+    // HTTP keeps its own budget.
+    expect((await app.request('GET', '/v1/customers', { key: app.account.testKey })).status).toBe(200);
+  });
+});
