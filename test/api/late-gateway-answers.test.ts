@@ -24,7 +24,7 @@ let stripeId: string;
 
 beforeAll(async () => {
   fake = await FakeStripe.start();
-  app = await startTestApp({ clock, serviceOptions: { gatewayCa: fake.ca, gatewayTimeoutMs: 20_000, leaseMs: LEASE_MS } });
+  app = await startTestApp({ clock, env: { GATEWAY_ALLOW_PRIVATE_BASE_URL: 'true' }, serviceOptions: { gatewayCa: fake.ca, gatewayTimeoutMs: 20_000, leaseMs: LEASE_MS } });
   key = app.account.testKey;
   stripeId = (await app.request('POST', '/v1/gateways', {
     key, body: { name: 'Stripe (fake)', type: 'stripe', credentials: { secretKey: SECRET }, settings: { baseUrl: fake.baseUrl } },

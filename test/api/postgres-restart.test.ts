@@ -117,7 +117,7 @@ if (DIALECT === 'postgres') {
       await new Promise<void>((resolve, reject) => {
         subscriber.on('connected', () => resolve());
         subscriber.subscribe<{ events: { id: string } }>(
-          { query: 'subscription { events(types: [customer_created]) { id } }' },
+          { query: 'subscription { events(types: ["customer.created"]) { id } }' },
           {
             next: (result) => {
               if (result.data) received.add(result.data.events.id);

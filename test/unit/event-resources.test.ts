@@ -14,6 +14,6 @@ describe('the resource of each event type', () => {
     const every = [...new Set(EVENT_TYPES.map((t) => `${eventResource(t)}:read`))];
     expect(readableEventTypes(every)).toBeNull();
     expect(readableEventTypes(['events:read'])).toEqual([]);
-    expect(readableEventTypes(['refunds:write'])).toEqual(['refund.created', 'refund.succeeded', 'refund.failed']);
+    expect(readableEventTypes(['refunds:write'])).toEqual(['refund.created', 'refund.succeeded', 'refund.failed', 'refund.requires_review']);
   });
 });
