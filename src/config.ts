@@ -159,6 +159,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if ((e.TLS_CERT_FILE && !e.TLS_KEY_FILE) || (!e.TLS_CERT_FILE && e.TLS_KEY_FILE)) {
     throw new ConfigError('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   }
+  // Behind a proxy the Host a request carries is whatever the client wrote (the proxy passes it
+  // on): redirects and `url` fields must come from the operator, not from that header.
+  if (e.TRUST_PROXY && !e.PUBLIC_URL) {
+    throw new ConfigError('Invalid configuration: TRUST_PROXY=true needs PUBLIC_URL, the https:// address clients reach the service at (redirects and url fields use it)');
+  }
   // Node refuses a header timeout longer than the request's: say so in the operator's terms.
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('Invalid configuration: HEADERS_TIMEOUT_MS must not be longer than REQUEST_TIMEOUT_MS');

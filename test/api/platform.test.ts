@@ -175,7 +175,7 @@ describe('behind a TLS-terminating proxy', () => {
   beforeAll(async () => {
     await app.stop();
     app = undefined as unknown as TestApp;
-    proxied = await startTestApp({ env: { TRUST_PROXY: 'true' } });
+    proxied = await startTestApp({ env: { TRUST_PROXY: 'true', PUBLIC_URL: 'https://pay.example.com' } });
   });
   afterAll(() => proxied.stop());
 
@@ -187,6 +187,15 @@ describe('behind a TLS-terminating proxy', () => {
     expect(res.status).toBe(301);
     expect(res.headers.location).toBe('https://pay.example.com/v1/customers?page=1');
     expect(res.body.error.code).toBe('https_required');
+  });
+
+  it('should redirect to PUBLIC_URL whatever Host or X-Forwarded-Host the client wrote', async () => {
+    const res = await httpsRequest(proxied.baseUrl, proxied.server.cert, 'GET', '/v1/customers', {
+      key: proxied.account.testKey,
+      headers: { 'x-forwarded-proto': 'http', host: 'evil.example', 'x-forwarded-host': 'evil.example' },
+    });
+    expect(res.status).toBe(301);
+    expect(res.headers.location).toBe('https://pay.example.com/v1/customers');
   });
 
   it('should serve a request whose X-Forwarded-Proto is https', async () => {

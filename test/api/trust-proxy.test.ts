@@ -2,7 +2,7 @@ import { startTestApp, type TestApp } from '../helpers/app';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: 'true' } });
+  app = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: 'true', PUBLIC_URL: 'https://pay.example.com' } });
 });
 afterAll(() => app.stop());
 

@@ -45,6 +45,7 @@ describe('configuration', () => {
     [{ REQUEST_TIMEOUT_MS: '50' }, 'REQUEST_TIMEOUT_MS'],
     [{ KEEP_ALIVE_TIMEOUT_MS: '1.5' }, 'KEEP_ALIVE_TIMEOUT_MS'],
     [{ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' }, 'HEADERS_TIMEOUT_MS must not be longer than REQUEST_TIMEOUT_MS'],
+    [{ TRUST_PROXY: 'true' }, 'TRUST_PROXY=true needs PUBLIC_URL'],
   ])('should refuse %j with one line naming %s', (env, name) => {
     let error: unknown;
     try {
@@ -122,6 +123,6 @@ describe('configuration', () => {
   });
 
   it('should read true and false in any case', () => {
-    expect(loadConfig({ TRUST_PROXY: 'TRUE', RUN_WORKERS: 'No' })).toMatchObject({ trustProxy: true, runWorkers: false });
+    expect(loadConfig({ TRUST_PROXY: 'TRUE', PUBLIC_URL: 'https://pay.example.com', RUN_WORKERS: 'No' })).toMatchObject({ trustProxy: true, runWorkers: false });
   });
 });
