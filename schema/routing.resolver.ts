@@ -3,8 +3,8 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
 import { Amount, DateTime, defined, plainInput } from './types/common';
 import { CardBrand, RoutingSkipReason, RoutingStrategy } from './types/enums';
-import type { RoutingStrategy as Strategy } from '../src/routing/routing.inputs';
-import type { SkipReason } from '../src/routing/candidates';
+import type { RoutingStrategy as Strategy } from '../src/modules/routing/routing.inputs';
+import type { SkipReason } from '../src/modules/routing/candidates';
 
 /** The conditions of a rule (`when`): every one given must match. */
 @ObjectType('RoutingConditions')

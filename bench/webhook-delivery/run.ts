@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freshDatabase, startProcess } from '../lib';
 import { generateSelfSigned } from '../../src/tls';
-import { signPayload } from '../../src/webhooks/signature';
+import { signPayload } from '../../src/modules/webhooks/signature';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 3000);
 const LIVE_EVENTS = Number(process.env.BENCH_LIVE_EVENTS ?? 400);

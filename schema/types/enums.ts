@@ -10,10 +10,10 @@ import type { PendingTransaction } from '../../src/modules/payments/gateway-tran
 import { listGatewayTransactionsInput } from '../../src/modules/payments/gateway-transaction.store';
 import { EVENT_TYPES } from '../../src/modules/events/event.service';
 import { listEventsInput } from '../../src/modules/events/event.service';
-import { GATEWAY_TYPES } from '../../src/gateways/registry';
+import { GATEWAY_TYPES } from '../../src/connectors/registry';
 import { CARD_BRANDS } from '../../src/core/card';
-import { ROUTING_STRATEGIES } from '../../src/routing/routing.inputs';
-import type { SkipReason } from '../../src/routing/candidates';
+import { ROUTING_STRATEGIES } from '../../src/modules/routing/routing.inputs';
+import type { SkipReason } from '../../src/modules/routing/candidates';
 import { listCustomersInput } from '../../src/modules/customers/customer.inputs';
 import { listPricesInput, listProductsInput } from '../../src/modules/catalog/catalog.inputs';
 import { listPaymentsInput, listRefundsInput } from '../../src/modules/payments/payment.inputs';

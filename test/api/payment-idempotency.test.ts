@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { FixedClock } from '../../src/core/clock';
-import { simulatorState } from '../../src/gateways/simulator/simulator.state';
+import { simulatorState } from '../../src/connectors/simulator/simulator.state';
 import type { DeliveryLoop } from '../../src/modules/webhooks';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';

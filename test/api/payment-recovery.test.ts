@@ -1,7 +1,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { freshDatabase, type TestDatabase } from '../helpers/db';
 import { FixedClock, ManualStopwatch } from '../../src/core/clock';
-import { operationKey, simulatorChargeCount, simulatorState } from '../../src/gateways/simulator/simulator.state';
+import { operationKey, simulatorChargeCount, simulatorState } from '../../src/connectors/simulator/simulator.state';
 import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.service';
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
 import { LEASE_MS } from '../../src/modules/payments/lease-keeper';

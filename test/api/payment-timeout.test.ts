@@ -1,5 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
-import { simulatorChargeCount } from '../../src/gateways/simulator/simulator.state';
+import { simulatorChargeCount } from '../../src/connectors/simulator/simulator.state';
 
 let app: TestApp;
 beforeAll(async () => {

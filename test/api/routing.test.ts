@@ -1,5 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
-import { mulberry32 } from '../../src/routing/rng';
+import { mulberry32 } from '../../src/modules/routing/rng';
 
 let app: TestApp;
 let key: string;

@@ -1,6 +1,6 @@
-import type { CardData, ChargeRequest, Gateway, GatewayResult } from '../../src/gateways/gateway';
-import { createGateway } from '../../src/gateways/registry';
-import { resetSimulatorState, simulatorChargeCount } from '../../src/gateways/simulator/simulator.state';
+import type { CardData, ChargeRequest, Gateway, GatewayResult } from '../../src/connectors/connector';
+import { createGateway } from '../../src/connectors/registry';
+import { resetSimulatorState, simulatorChargeCount } from '../../src/connectors/simulator/simulator.state';
 import { FakeStripe, StripeLikeBackend } from './fake-stripe';
 
 /** The same behaviour, whichever connector: each harness builds one and counts real charges. */

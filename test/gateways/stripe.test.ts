@@ -1,9 +1,9 @@
 import net from 'node:net';
-import { TEST_TOKEN_CARDS } from '../../src/gateways/card';
-import type { ChargeRequest, Gateway, GatewayResult } from '../../src/gateways/gateway';
-import { createGateway } from '../../src/gateways/registry';
-import { STRIPE_API_VERSION } from '../../src/gateways/stripe/stripe.transformers';
-import { untilKnown } from '../../src/gateways/until-known';
+import { TEST_TOKEN_CARDS } from '../../src/connectors/card';
+import type { ChargeRequest, Gateway, GatewayResult } from '../../src/connectors/connector';
+import { createGateway } from '../../src/connectors/registry';
+import { STRIPE_API_VERSION } from '../../src/connectors/stripe/stripe.transformers';
+import { untilKnown } from '../../src/connectors/until-known';
 import { FakeStripe, StripeLikeBackend, type FakeResponse, type RecordedRequest } from './fake-stripe';
 
 const SECRET = 'sk_test_51FakeSecretKey';

@@ -1,6 +1,6 @@
 import { storableDeep, storableText } from '../../src/core/text';
-import { withStorableResults } from '../../src/gateways/registry';
-import type { Gateway, GatewayResult } from '../../src/gateways/gateway';
+import { withStorableResults } from '../../src/connectors/registry';
+import type { Gateway, GatewayResult } from '../../src/connectors/connector';
 import { Database } from '../../src/db/database';
 
 describe('storable text', () => {

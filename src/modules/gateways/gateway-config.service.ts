@@ -14,10 +14,10 @@ import { currencySchema } from '../../core/money';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { SecretBox } from '../../core/crypto';
-import type { Gateway } from '../../gateways/gateway';
-import { GATEWAY_TYPES, GatewayConfigError, createGateway, validateGatewayConfig, withStorableResults } from '../../gateways/registry';
-import { STRIPE_DEFAULT_BASE_URL } from '../../gateways/stripe/stripe.gateway';
-import { checkWebhookUrl, type ResolveHost } from '../../webhooks/address-policy';
+import type { Gateway } from '../../connectors/connector';
+import { GATEWAY_TYPES, GatewayConfigError, createGateway, validateGatewayConfig, withStorableResults } from '../../connectors/registry';
+import { STRIPE_DEFAULT_BASE_URL } from '../../connectors/stripe/stripe.gateway';
+import { checkWebhookUrl, type ResolveHost } from '../../core/network/address-policy';
 import { GatewayModel } from './gateway.model';
 import { GatewayStore, type GatewayRow } from './gateway.store';
 

@@ -8,7 +8,7 @@ import type { RequestContext } from '../../core/context';
 import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
-import type { GatewayResult } from '../../gateways/gateway';
+import type { GatewayResult } from '../../connectors/connector';
 
 /** One gateway call waiting to be written with the outcome it led to. */
 export interface PendingTransaction {

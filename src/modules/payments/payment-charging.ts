@@ -1,10 +1,10 @@
 import type { RequestContext } from '../../core/context';
-import type { ChargeRequest, GatewayResult } from '../../gateways/gateway';
-import { untilKnown } from '../../gateways/until-known';
+import type { ChargeRequest, GatewayResult } from '../../connectors/connector';
+import { untilKnown } from '../../connectors/until-known';
 import type { Logger } from '../../logger';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
-import { MAX_ATTEMPTS } from '../../routing/routing.inputs';
+import { MAX_ATTEMPTS } from '../routing/routing.inputs';
 import type { PendingTransaction } from './gateway-transaction.store';
 import type { LeaseKeeper } from './lease-keeper';
 import type { Payment, PaymentAttempt } from './payment.types';

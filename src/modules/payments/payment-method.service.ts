@@ -10,7 +10,7 @@ import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
-import type { ChargeRequest } from '../../gateways/gateway';
+import type { ChargeRequest } from '../../connectors/connector';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
 import { toApiCustomer, type CustomerService } from '../customers/customer.service';

@@ -8,12 +8,12 @@ import { requirePermission } from '../../core/context';
 import { DomainError } from '../../core/errors';
 import { amountSchema, currencySchema } from '../../core/money';
 import { countrySchema, metadataSchema, parseInput, withoutReadOnly } from '../../core/validation';
-import { cardBrandSchema, routingConfigSchema } from '../../routing/routing.inputs';
-import { orderCandidates } from '../../routing/candidates';
-import type { RoutingInput } from '../../routing/rules';
-import { SuccessRateTracker } from '../../routing/success-rate';
-import { CircuitBreaker } from '../../routing/circuit-breaker';
-import type { Rng } from '../../routing/rng';
+import { cardBrandSchema, routingConfigSchema } from './routing.inputs';
+import { orderCandidates } from './candidates';
+import type { RoutingInput } from './rules';
+import { SuccessRateTracker } from './success-rate';
+import { CircuitBreaker } from './circuit-breaker';
+import type { Rng } from './rng';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import { RoutingConfigModel } from './routing-config.model';
 

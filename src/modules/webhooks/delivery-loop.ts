@@ -1,6 +1,6 @@
 import type { EventBus } from '../../core/event-bus';
 import { errorForLog, type Logger } from '../../logger';
-import { closeDeliveryAgents } from '../../webhooks/http-delivery';
+import { closeDeliveryAgents } from './http-delivery';
 import type { WebhookDeliveryService } from './delivery.service';
 import type { ClaimedDelivery } from './webhook.store';
 

@@ -5,7 +5,7 @@ import {
   redactCardNumbers,
   summarizeCard,
   testTokenCard,
-} from '../../../src/gateways/card';
+} from '../../../src/connectors/card';
 
 describe('card helpers', () => {
   it.each([

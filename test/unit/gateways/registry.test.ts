@@ -1,6 +1,6 @@
-import { GATEWAY_TYPES, GatewayConfigError, createGateway, isGatewayType, validateGatewayConfig } from '../../../src/gateways/registry';
-import { SimulatorGateway } from '../../../src/gateways/simulator/simulator.gateway';
-import { StripeGateway } from '../../../src/gateways/stripe/stripe.gateway';
+import { GATEWAY_TYPES, GatewayConfigError, createGateway, isGatewayType, validateGatewayConfig } from '../../../src/connectors/registry';
+import { SimulatorGateway } from '../../../src/connectors/simulator/simulator.gateway';
+import { StripeGateway } from '../../../src/connectors/stripe/stripe.gateway';
 
 function configError(fn: () => unknown): GatewayConfigError {
   try {

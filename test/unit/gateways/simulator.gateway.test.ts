@@ -1,8 +1,8 @@
 import { FixedClock } from '../../../src/core/clock';
-import type { CardData, ChargeRequest } from '../../../src/gateways/gateway';
-import { SimulatorGateway, type SimulatorSettings } from '../../../src/gateways/simulator/simulator.gateway';
-import { SIMULATOR_MEMORY, resetSimulatorState, simulatorChargeCount, simulatorState } from '../../../src/gateways/simulator/simulator.state';
-import { decodeSavedToken } from '../../../src/gateways/simulator/simulator.transformers';
+import type { CardData, ChargeRequest } from '../../../src/connectors/connector';
+import { SimulatorGateway, type SimulatorSettings } from '../../../src/connectors/simulator/simulator.gateway';
+import { SIMULATOR_MEMORY, resetSimulatorState, simulatorChargeCount, simulatorState } from '../../../src/connectors/simulator/simulator.state';
+import { decodeSavedToken } from '../../../src/connectors/simulator/simulator.transformers';
 
 const GW = 'gw_sim_unit';
 const clock = new FixedClock(new Date('2030-06-15T12:00:00Z'));

@@ -10,7 +10,7 @@ import {
   stripeExponent,
   toStripeAmount,
   type StripeAnswer,
-} from '../../../src/gateways/stripe/stripe.transformers';
+} from '../../../src/connectors/stripe/stripe.transformers';
 
 const answer = (status: number, body: unknown): StripeAnswer => ({ status, body, requestId: 'req_1', idempotentReplayed: false });
 

@@ -1,10 +1,10 @@
 import { FixedClock } from '../../../src/core/clock';
-import { orderCandidates, type CandidateConfig, type CandidateGateway } from '../../../src/routing/candidates';
-import { CircuitBreaker } from '../../../src/routing/circuit-breaker';
-import { mulberry32 } from '../../../src/routing/rng';
-import { routingConfigSchema } from '../../../src/routing/routing.inputs';
-import type { RoutingInput } from '../../../src/routing/rules';
-import { SuccessRateTracker } from '../../../src/routing/success-rate';
+import { orderCandidates, type CandidateConfig, type CandidateGateway } from '../../../src/modules/routing/candidates';
+import { CircuitBreaker } from '../../../src/modules/routing/circuit-breaker';
+import { mulberry32 } from '../../../src/modules/routing/rng';
+import { routingConfigSchema } from '../../../src/modules/routing/routing.inputs';
+import type { RoutingInput } from '../../../src/modules/routing/rules';
+import { SuccessRateTracker } from '../../../src/modules/routing/success-rate';
 
 const NOW = new Date('2030-01-01T00:00:00Z');
 const gw = (id: string, extra: Partial<CandidateGateway> = {}): CandidateGateway => ({ id, enabled: true, currencies: null, ...extra });

@@ -1,5 +1,5 @@
 import { FixedClock } from '../../../src/core/clock';
-import { CircuitBreaker } from '../../../src/routing/circuit-breaker';
+import { CircuitBreaker } from '../../../src/modules/routing/circuit-breaker';
 
 function setup(failureThreshold = 3, cooldownMs = 1000) {
   const clock = new FixedClock(new Date('2030-01-01T00:00:00Z'));

@@ -1,4 +1,4 @@
-import { hashSeed, mulberry32 } from '../../../src/routing/rng';
+import { hashSeed, mulberry32 } from '../../../src/modules/routing/rng';
 
 describe('seeded rng', () => {
   it('should repeat the same sequence for the same seed', () => {

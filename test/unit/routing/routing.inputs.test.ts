@@ -1,6 +1,6 @@
 import { parseInput } from '../../../src/core/validation';
 import { DomainError } from '../../../src/core/errors';
-import { routingConfigSchema } from '../../../src/routing/routing.inputs';
+import { routingConfigSchema } from '../../../src/modules/routing/routing.inputs';
 
 function refusal(input: unknown): DomainError {
   try {

@@ -1,4 +1,4 @@
-import { matchRule, ruleMatches } from '../../../src/routing/rules';
+import { matchRule, ruleMatches } from '../../../src/modules/routing/rules';
 
 const base = { amount: 5000, currency: 'EUR', country: 'DE', cardBrand: 'visa', metadata: { tier: 'gold', channel: 'web' } };
 

@@ -1,4 +1,4 @@
-import { SuccessRateTracker } from '../../../src/routing/success-rate';
+import { SuccessRateTracker } from '../../../src/modules/routing/success-rate';
 
 describe('success rate tracker', () => {
   it('should give a gateway without data the neutral prior', () => {

@@ -9,7 +9,7 @@ import {
   isForbiddenAddress,
   parseIPv6,
   safeLookup,
-} from '../../../src/webhooks/address-policy';
+} from '../../../src/core/network/address-policy';
 
 const PUBLIC_V4 = '93.184.216.34';
 const PUBLIC_V6 = '2606:2800:220:1:248:1893:25c8:1946';

@@ -7,7 +7,7 @@ import {
   resolveRetrySchedule,
   retryDelayMs,
   shouldGiveUp,
-} from '../../../src/webhooks/backoff';
+} from '../../../src/modules/webhooks/backoff';
 
 const low = () => 0;
 const high = () => 0.999999;

@@ -2,9 +2,9 @@ import dgram from 'node:dgram';
 import dns from 'node:dns';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { HostResolver } from '../../../src/webhooks/host-resolver';
-import { checkWebhookUrl } from '../../../src/webhooks/address-policy';
-import { deliverWebhook } from '../../../src/webhooks/http-delivery';
+import { HostResolver } from '../../../src/core/network/host-resolver';
+import { checkWebhookUrl } from '../../../src/core/network/address-policy';
+import { deliverWebhook } from '../../../src/modules/webhooks/http-delivery';
 
 /**
  * A DNS server on 127.0.0.1 for the resolver under test: it answers A queries for names listed in

@@ -12,9 +12,9 @@ import {
   deliverWebhook,
   parseRetryAfter,
   trustedCas,
-} from '../../../src/webhooks/http-delivery';
-import { buildDeliveryHeaders, verifySignature } from '../../../src/webhooks/signature';
-import { checkWebhookUrl } from '../../../src/webhooks/address-policy';
+} from '../../../src/modules/webhooks/http-delivery';
+import { buildDeliveryHeaders, verifySignature } from '../../../src/modules/webhooks/signature';
+import { checkWebhookUrl } from '../../../src/core/network/address-policy';
 
 interface ReceivedRequest {
   method: string;

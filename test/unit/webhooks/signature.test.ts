@@ -5,7 +5,7 @@ import {
   generateWebhookSecret,
   signPayload,
   verifySignature,
-} from '../../../src/webhooks/signature';
+} from '../../../src/modules/webhooks/signature';
 
 // Vectors computed independently with `printf '%s' BODY | openssl dgst -sha256 -hmac SECRET`.
 const UTF8_BODY = '{"id":"evt_1","type":"customer.created","data":{"object":{"name":"Zoë"}}}';

@@ -6,8 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { generate } from 'selfsigned';
 import { createReceiver, signPayload as exampleSign, verifySignature as exampleVerify, type ReceivedEventInfo } from '../../../examples/webhook-receiver';
-import { closeDeliveryAgents, deliverWebhook } from '../../../src/webhooks/http-delivery';
-import { buildDeliveryHeaders, generateWebhookSecret, signPayload } from '../../../src/webhooks/signature';
+import { closeDeliveryAgents, deliverWebhook } from '../../../src/modules/webhooks/http-delivery';
+import { buildDeliveryHeaders, generateWebhookSecret, signPayload } from '../../../src/modules/webhooks/signature';
 import { httpsRequest } from '../../helpers/http';
 
 const EXAMPLE = path.resolve(__dirname, '../../../examples/webhook-receiver.js');

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { currencySchema } from '../core/money';
-import { countrySchema, metadataSchema } from '../core/validation';
-import { CARD_BRANDS } from '../gateways/card';
+import { currencySchema } from '../../core/money';
+import { countrySchema, metadataSchema } from '../../core/validation';
+import { CARD_BRANDS } from '../../connectors/card';
 
 export const ROUTING_STRATEGIES = ['priority', 'weighted', 'success_rate'] as const;
 export type RoutingStrategy = (typeof ROUTING_STRATEGIES)[number];

@@ -3,7 +3,7 @@ import https from 'node:https';
 import type net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
-import { FORBIDDEN_ADDRESS_CODE, checkWebhookUrlSyntax, destinationPolicy, safeLookup } from './address-policy';
+import { FORBIDDEN_ADDRESS_CODE, checkWebhookUrlSyntax, destinationPolicy, safeLookup } from '../../core/network/address-policy';
 
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 10_000;
 export const MAX_RESPONSE_BYTES = 64 * 1024;

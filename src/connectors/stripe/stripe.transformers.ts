@@ -1,6 +1,6 @@
 import { currencyExponent } from '../../core/money';
 import { isTestToken, normalizeCardNumber, type TestToken } from '../card';
-import type { CardData, ChargeRequest, GatewayOutcome, RefundRequest, SaveCardRequest } from '../gateway';
+import type { CardData, ChargeRequest, GatewayOutcome, RefundRequest, SaveCardRequest } from '../connector';
 import { safeMessage } from '../redaction';
 
 /*

@@ -2,7 +2,7 @@ import type { LookupFunction } from 'node:net';
 import { storableDeep } from '../core/text';
 import { z } from 'zod';
 import { GatewayConfigError } from './config-error';
-import type { Gateway } from './gateway';
+import type { Gateway } from './connector';
 import { SimulatorGateway } from './simulator/simulator.gateway';
 import { STRIPE_DEFAULT_BASE_URL, StripeGateway, stripeBaseUrlProblem } from './stripe/stripe.gateway';
 

@@ -1,6 +1,6 @@
 import { randomBase62 } from '../../core/ids';
 import { isCardExpired, isLuhnValid, normalizeCardNumber, summarizeCard, testTokenCard } from '../card';
-import type { CardData, ChargeRequest, GatewayOutcome } from '../gateway';
+import type { CardData, ChargeRequest, GatewayOutcome } from '../connector';
 
 /** What a simulated card or token does; saved-card tokens carry it so any process can replay it. */
 export type SimulatorBehaviour =

@@ -8,7 +8,7 @@ import type {
   SaveCardResult,
   StatusRequest,
   StatusResult,
-} from '../gateway';
+} from '../connector';
 import {
   elapsedMs,
   summarizeChargeRequest,

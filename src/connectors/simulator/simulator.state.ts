@@ -1,5 +1,5 @@
-import { hashSeed, mulberry32, type Rng } from '../../routing/rng';
-import type { GatewayResult } from '../gateway';
+import { hashSeed, mulberry32, type Rng } from '../../modules/routing/rng';
+import type { GatewayResult } from '../connector';
 
 export type SimulatorOperation = 'charge' | 'refund' | 'save_card';
 

@@ -1,5 +1,5 @@
 import { redactCardNumbers, summarizeCard } from './card';
-import type { ChargeRequest, RefundRequest, SaveCardRequest, StatusRequest } from './gateway';
+import type { ChargeRequest, RefundRequest, SaveCardRequest, StatusRequest } from './connector';
 
 /*
  * Request summaries are built field by field from our own request types, never by copying a

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIPv4, type LookupFunction } from 'node:net';
 import { GatewayConfigError } from '../config-error';
-import { checkWebhookUrlSyntax, safeLookup } from '../../webhooks/address-policy';
+import { checkWebhookUrlSyntax, safeLookup } from '../../core/network/address-policy';
 import type {
   ChargeRequest,
   Gateway,
@@ -12,7 +12,7 @@ import type {
   SaveCardResult,
   StatusRequest,
   StatusResult,
-} from '../gateway';
+} from '../connector';
 import {
   elapsedMs,
   safeMessage,

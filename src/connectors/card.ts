@@ -1,4 +1,4 @@
-import type { CardData } from './gateway';
+import type { CardData } from './connector';
 import { cardBrand, normalizeCardNumber, type CardBrand } from '../core/card';
 
 // The card rules live in core/card.ts; connectors use them under these names.

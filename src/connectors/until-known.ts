@@ -1,4 +1,4 @@
-import type { GatewayResult, StatusResult } from './gateway';
+import type { GatewayResult, StatusResult } from './connector';
 import { elapsedMs } from './redaction';
 
 /** One gateway call made while learning an operation's outcome, for the gateway transaction log. */
