@@ -16,6 +16,8 @@ import { eventRoutes } from './events.routes';
 import { apiKeyRoutes } from './api-keys.routes';
 import { paymentRoutes } from './payments.routes';
 import { gatewayRoutes } from './gateways.routes';
+import { routingRoutes } from './routing.routes';
+import { fxRateRoutes } from './fx-rates.routes';
 import { webhookRoutes } from './webhooks.routes';
 import { isPagePath, pageRoutes } from './pages/pages.routes';
 
@@ -95,6 +97,8 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   apiKeyRoutes(api, services);
   paymentRoutes(api, services);
   gatewayRoutes(api, services);
+  routingRoutes(api, services);
+  fxRateRoutes(api, services);
   webhookRoutes(api, services);
 
   const root = new Router();

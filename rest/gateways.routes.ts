@@ -8,11 +8,4 @@ export function gatewayRoutes(router: Router, s: Services): void {
   router.get('/gateways/:id', one((rc, ctx) => s.gateways.retrieve(rc, param(ctx, 'id'))));
   router.patch('/gateways/:id', one((rc, ctx) => s.gateways.update(rc, param(ctx, 'id'), body(ctx))));
   router.delete('/gateways/:id', one((rc, ctx) => s.gateways.remove(rc, param(ctx, 'id'))));
-
-  router.get('/routing', one((rc) => s.routing.get(rc)));
-  router.put('/routing', one((rc, ctx) => s.routing.replace(rc, body(ctx))));
-  router.post('/routing/simulate', one((rc, ctx) => s.routing.simulate(rc, body(ctx))));
-
-  router.get('/fx-rates', one((rc) => s.fx.list(rc)));
-  router.put('/fx-rates', one((rc, ctx) => s.fx.replace(rc, body(ctx))));
 }

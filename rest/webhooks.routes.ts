@@ -11,6 +11,4 @@ export function webhookRoutes(router: Router, s: Services): void {
   router.delete('/webhook-endpoints/:id', one((rc, ctx) => endpoints.remove(rc, param(ctx, 'id'))));
   router.post('/webhook-endpoints/:id/rotate-secret', idempotent('rotateWebhookSecret', (rc, ctx, idem) => endpoints.rotateSecret(rc, param(ctx, 'id'), body(ctx), idem)));
   router.get('/webhook-endpoints/:id/deliveries', list((rc, q, ctx) => s.webhooks.deliveries.attempts(rc, param(ctx, 'id'), q)));
-
-  router.post('/events/:id/resend', idempotent('resendEvent', (rc, ctx, idem) => s.webhooks.deliveries.resend(rc, param(ctx, 'id'), body(ctx), idem)));
 }

@@ -10,9 +10,10 @@ import { PriceResolver, ProductResolver } from './catalog.resolver';
 import { EventResolver } from './event.resolver';
 import { CustomerPaymentsResolver, PaymentResolver, RefundResolver } from './payment.resolver';
 import { GatewayResolver } from './gateway.resolver';
+import { FxRateResolver } from './fx-rate.resolver';
 import { RoutingResolver } from './routing.resolver';
 import { CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver, PaymentMethodResolver } from './payment-method.resolver';
-import { SubscriptionResolver } from './subscription.resolver';
+import { LiveEventsResolver } from './live-events.resolver';
 import { WebhookEndpointResolver } from './webhook.resolver';
 
 let cached: GraphQLSchema | undefined;
@@ -22,7 +23,7 @@ export function buildPayorchSchema(): GraphQLSchema {
   const schema = buildSchemaSync({
     resolvers: [
       CustomerResolver, CustomerPaymentsResolver, ProductResolver, PriceResolver, EventResolver,
-      PaymentResolver, RefundResolver, GatewayResolver, RoutingResolver, SubscriptionResolver, WebhookEndpointResolver,
+      PaymentResolver, RefundResolver, GatewayResolver, FxRateResolver, RoutingResolver, LiveEventsResolver, WebhookEndpointResolver,
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
     ],
     validate: false,

@@ -26,7 +26,7 @@ function asEvent(e: PublishedEvent) {
 }
 
 @Resolver()
-export class SubscriptionResolver {
+export class LiveEventsResolver {
   @Subscription(() => EventType, {
     subscribe: (data: Data) => {
       const types = eventTypesArgument(data.args.types);
