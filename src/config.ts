@@ -19,6 +19,8 @@ const port = z.coerce
 /** A whole number from `min` (to `max`), in the message's own words: no validator wording reaches the operator. */
 const wholeNumber = (message: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number({ error: message }).int({ error: message }).min(min, { error: message }).max(max, { error: message });
+/** A duration in milliseconds greater than 0 (fractions allowed: tests shorten schedules). */
+const positiveMs = z.coerce.number({ error: 'must be a number of milliseconds greater than 0' }).positive({ error: 'must be a number of milliseconds greater than 0' });
 /** A timeout in milliseconds, from 100 ms to one hour. */
 const millis = wholeNumber('must be a whole number of milliseconds from 100 to 3600000 (one hour)', 100, 3_600_000);
 
@@ -77,6 +79,16 @@ const VARIABLES = {
   GRAPHQL_WS_MAX_SUBSCRIPTIONS: { schema: wholeNumber('must be a whole number of operations, 1 or more', 1).default(50) },
   GRAPHQL_WS_MAX_SOCKETS_PER_KEY: { schema: wholeNumber('must be a whole number of sockets, 1 or more', 1).default(20) },
   GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: { schema: wholeNumber('must be a whole number of attempts per minute, 1 or more', 1).default(10) },
+  // Webhook delivery tuning; absent means the delivery module's default (docs/webhooks.md).
+  WEBHOOK_TIMEOUT_MS: { schema: positiveMs.optional() },
+  WEBHOOK_LEASE_MS: { schema: positiveMs.optional() },
+  WEBHOOK_RETRY_BASE_MS: { schema: positiveMs.optional() },
+  WEBHOOK_RETRY_MAX_MS: { schema: positiveMs.optional() },
+  WEBHOOK_RETRY_WINDOW_MS: { schema: positiveMs.optional() },
+  WEBHOOK_GONE_WINDOW_MS: { schema: positiveMs.optional() },
+  WEBHOOK_POLL_MS: { schema: positiveMs.optional() },
+  WEBHOOK_CONCURRENCY: { schema: wholeNumber('must be a whole number of deliveries, 1 or more', 1).optional() },
+  WEBHOOK_ENDPOINT_CONCURRENCY: { schema: wholeNumber('must be a whole number of deliveries, 1 or more', 1).optional() },
   MAX_CONNECTIONS: { schema: wholeNumber('must be a whole number of connections, 1 or more', 1).default(1_000) },
   HEADERS_TIMEOUT_MS: { schema: millis.default(10_000) },
   REQUEST_TIMEOUT_MS: { schema: millis.default(30_000) },
@@ -129,6 +141,18 @@ export interface Config {
   defaultRateLimitPerMinute: number;
   /** How often an open GraphQL subscription socket re-checks that its key is still valid. */
   wsKeyRecheckMs: number;
+  /** Webhook delivery tuning from WEBHOOK_*; each absent one takes the delivery module's default. */
+  webhooks: {
+    timeoutMs?: number;
+    leaseMs?: number;
+    retryBaseMs?: number;
+    retryMaxMs?: number;
+    retryWindowMs?: number;
+    goneWindowMs?: number;
+    pollMs?: number;
+    concurrency?: number;
+    endpointConcurrency?: number;
+  };
   /** Open connections each listener (HTTPS, plain HTTP) accepts; more are closed at once. */
   maxConnections: number;
   /** TLS handshake and request headers must arrive within this, from the connection's start. */
@@ -191,6 +215,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runWorkers: e.RUN_WORKERS,
     defaultRateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     wsKeyRecheckMs: e.GRAPHQL_WS_KEY_RECHECK_MS,
+    webhooks: {
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      leaseMs: e.WEBHOOK_LEASE_MS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      retryMaxMs: e.WEBHOOK_RETRY_MAX_MS,
+      retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
+      goneWindowMs: e.WEBHOOK_GONE_WINDOW_MS,
+      pollMs: e.WEBHOOK_POLL_MS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      endpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
+    },
     wsMaxSubscriptions: e.GRAPHQL_WS_MAX_SUBSCRIPTIONS,
     wsMaxSocketsPerKey: e.GRAPHQL_WS_MAX_SOCKETS_PER_KEY,
     wsFailedConnectsPerMinute: e.GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE,

@@ -1,6 +1,6 @@
 import type { LookupFunction } from 'node:net';
 import { Redis } from 'ioredis';
-import type { ResolveHost } from './webhooks/address-policy';
+import type { ResolveHost } from './core/network/address-policy';
 import type { Config } from './config';
 import { Database } from './db/database';
 import { MODELS } from './db/models';
@@ -26,7 +26,7 @@ import { PaymentMethodService } from './modules/payments/payment-method.service'
 import { PaymentService } from './modules/payments/payment.service';
 import { RefundService } from './modules/payments/refund.service';
 import { LeaseKeeper } from './modules/payments/lease-keeper';
-import type { Rng } from './routing/rng';
+import type { Rng } from './modules/routing/rng';
 import { createWebhookServices, type WebhookOptions, type WebhookServices } from './modules/webhooks';
 
 /** The composition root: every service built once, with its dependencies. */
@@ -136,7 +136,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     paymentMethods,
     payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases),
     refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, leases),
-    webhooks: createWebhookServices({ db, events, bus, clock, logger, config, options: options.webhooks, idempotency }),
+    webhooks: createWebhookServices({ db, events, bus, clock, logger, config, encryptionKey, options: options.webhooks, idempotency }),
     async close() {
       leases.stop();
       await fanout?.stop();

@@ -3,13 +3,13 @@ import type net from 'node:net';
 import type { Database } from '../../db/database';
 import type { Clock } from '../../core/clock';
 import type { EventBus } from '../../core/event-bus';
-import { SecretBox, deriveKey, loadEncryptionKey } from '../../core/crypto';
+import { SecretBox, deriveKey } from '../../core/crypto';
 import type { Logger } from '../../logger';
 import { ConfigError, type Config } from '../../config';
 import type { EventService } from '../events/event.service';
-import type { ResolveHost } from '../../webhooks/address-policy';
-import { createRetrySchedule } from '../../webhooks/backoff';
-import { DEFAULT_DELIVERY_TIMEOUT_MS } from '../../webhooks/http-delivery';
+import type { ResolveHost } from '../../core/network/address-policy';
+import { createRetrySchedule } from './backoff';
+import { DEFAULT_DELIVERY_TIMEOUT_MS } from './http-delivery';
 import { WebhookEndpointService } from './endpoint.service';
 import { WebhookDeliveryService } from './delivery.service';
 import { DeliveryLoop } from './delivery-loop';
@@ -53,21 +53,6 @@ export const DEFAULT_PER_ENDPOINT_CONCURRENCY = 16;
 const LEASE_MARGIN_MS = 30_000;
 export const DEFAULT_GONE_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-/** Optional tuning from the environment (operators, and spawned test instances). */
-function envMs(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new ConfigError(`Invalid configuration: ${name} must be a positive number of milliseconds`);
-  return value;
-}
-
-function envInt(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const value = envMs(env, name);
-  if (value !== undefined && !Number.isInteger(value)) throw new ConfigError(`Invalid configuration: ${name} must be a positive integer`);
-  return value;
-}
-
 /** Builds the webhook services and plugs the outbox into event recording. */
 export function createWebhookServices(deps: {
   db: Database;
@@ -76,28 +61,27 @@ export function createWebhookServices(deps: {
   clock: Clock;
   logger: Logger;
   config: Config;
+  /** The service's master key (secrets are sealed under a sub-key derived from it). */
+  encryptionKey: Buffer;
   options?: WebhookOptions;
   idempotency: IdempotencyService;
 }): WebhookServices {
   const { db, events, bus, clock, logger, config } = deps;
   const options = deps.options ?? {};
-  const env = process.env;
+  const env = config.webhooks;
 
   const retry = createRetrySchedule({
-    baseMs: options.retry?.baseMs ?? envMs(env, 'WEBHOOK_RETRY_BASE_MS'),
-    maxMs: options.retry?.maxMs ?? envMs(env, 'WEBHOOK_RETRY_MAX_MS'),
-    windowMs: options.retry?.windowMs ?? envMs(env, 'WEBHOOK_RETRY_WINDOW_MS'),
+    baseMs: options.retry?.baseMs ?? env.retryBaseMs,
+    maxMs: options.retry?.maxMs ?? env.retryMaxMs,
+    windowMs: options.retry?.windowMs ?? env.retryWindowMs,
   });
-  const timeoutMs = options.timeoutMs ?? envMs(env, 'WEBHOOK_TIMEOUT_MS') ?? DEFAULT_DELIVERY_TIMEOUT_MS;
-  const leaseMs = options.leaseMs ?? envMs(env, 'WEBHOOK_LEASE_MS') ?? timeoutMs + LEASE_MARGIN_MS;
+  const timeoutMs = options.timeoutMs ?? env.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
+  const leaseMs = options.leaseMs ?? env.leaseMs ?? timeoutMs + LEASE_MARGIN_MS;
   if (leaseMs <= timeoutMs) throw new ConfigError('Invalid configuration: WEBHOOK_LEASE_MS must be longer than the delivery timeout');
-  const goneWindowMs = options.goneWindowMs ?? envMs(env, 'WEBHOOK_GONE_WINDOW_MS') ?? DEFAULT_GONE_WINDOW_MS;
-  const pollMs = options.pollMs ?? envMs(env, 'WEBHOOK_POLL_MS') ?? DEFAULT_POLL_MS;
-  const concurrency = options.concurrency ?? envInt(env, 'WEBHOOK_CONCURRENCY') ?? DEFAULT_CONCURRENCY;
-  const perEndpointConcurrency = Math.min(
-    options.perEndpointConcurrency ?? envInt(env, 'WEBHOOK_ENDPOINT_CONCURRENCY') ?? DEFAULT_PER_ENDPOINT_CONCURRENCY,
-    concurrency,
-  );
+  const goneWindowMs = options.goneWindowMs ?? env.goneWindowMs ?? DEFAULT_GONE_WINDOW_MS;
+  const pollMs = options.pollMs ?? env.pollMs ?? DEFAULT_POLL_MS;
+  const concurrency = options.concurrency ?? env.concurrency ?? DEFAULT_CONCURRENCY;
+  const perEndpointConcurrency = Math.min(options.perEndpointConcurrency ?? env.endpointConcurrency ?? DEFAULT_PER_ENDPOINT_CONCURRENCY, concurrency);
 
   let ca: string | undefined;
   if (config.webhookCaFile) {
@@ -109,8 +93,7 @@ export function createWebhookServices(deps: {
   }
 
   // Webhook secrets must be readable to sign, so they are sealed (not hashed) under their own sub-key.
-  const masterKey = loadEncryptionKey({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
-  const box = new SecretBox(deriveKey(masterKey, 'webhook-secrets'));
+  const box = new SecretBox(deriveKey(deps.encryptionKey, 'webhook-secrets'));
 
   const endpoints = new WebhookEndpointService(db, box, { allowPrivate: config.webhookAllowPrivate, resolveHost: options.resolveHost }, deps.idempotency);
   const deliveries = new WebhookDeliveryService(db, endpoints, clock, logger, {

@@ -9,8 +9,8 @@ import { createLogger } from '../../../src/logger';
 import { EventStore } from '../../../src/modules/events/event.store';
 import { EventService } from '../../../src/modules/events/event.service';
 import { DeliveryLoop, WebhookDeliveryService, createWebhookServices, type WebhookServices } from '../../../src/modules/webhooks';
-import { closeDeliveryAgents } from '../../../src/webhooks/http-delivery';
-import { signPayload } from '../../../src/webhooks/signature';
+import { closeDeliveryAgents } from '../../../src/modules/webhooks/http-delivery';
+import { signPayload } from '../../../src/modules/webhooks/signature';
 import { type TestDatabase } from '../../helpers/db';
 import { ReceiverHarness, makeCertificate, sleep, waitFor, type Respond, type Route } from './receiver-harness';
 import { readTime } from '../../../src/db/database';
@@ -46,6 +46,7 @@ beforeAll(async () => {
     events,
     bus,
     clock,
+    encryptionKey: Buffer.alloc(32, 7),
     logger: createLogger('silent'),
     config,
     idempotency: testIdempotency(db, clock),
@@ -441,17 +442,13 @@ describe('claiming and delivering', () => {
 
 describe('configuration', () => {
   it('should take the gone window from WEBHOOK_GONE_WINDOW_MS, 24 h by default, and refuse a bad value', () => {
+    // Read by loadConfig like every other variable (no module reads process.env itself).
     const build = (env: Record<string, string>) => {
-      const saved = process.env.WEBHOOK_GONE_WINDOW_MS;
-      if (env.WEBHOOK_GONE_WINDOW_MS === undefined) delete process.env.WEBHOOK_GONE_WINDOW_MS;
-      else process.env.WEBHOOK_GONE_WINDOW_MS = env.WEBHOOK_GONE_WINDOW_MS;
-      try {
-        const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: database.dataDir });
-        return createWebhookServices({ db, events: new EventService(new EventStore(db), new EventBus()), bus: new EventBus(), clock, logger: createLogger('silent'), config, idempotency: testIdempotency(db, clock) }).deliveries.options.goneWindowMs;
-      } finally {
-        if (saved === undefined) delete process.env.WEBHOOK_GONE_WINDOW_MS;
-        else process.env.WEBHOOK_GONE_WINDOW_MS = saved;
-      }
+      const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: database.dataDir, ...env });
+      return createWebhookServices({
+        db, events: new EventService(new EventStore(db), new EventBus()), bus: new EventBus(), clock, logger: createLogger('silent'), config,
+        encryptionKey: Buffer.alloc(32, 7), idempotency: testIdempotency(db, clock),
+      }).deliveries.options.goneWindowMs;
     };
     expect(build({})).toBe(24 * 60 * 60 * 1000);
     expect(build({ WEBHOOK_GONE_WINDOW_MS: '600000' })).toBe(600_000);
