@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { FakeStripe } from '../gateways/fake-stripe';
+import { FakeStripe } from '../connectors/fake-stripe';
 
 /**
  * A gateways:write key must not turn the Stripe connector into a way into the internal network:

@@ -1,5 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
-import { FakeStripe } from '../gateways/fake-stripe';
+import { FakeStripe } from '../connectors/fake-stripe';
 
 /**
  * Whatever text a remote gateway answers with is stored: a decline message holding a NUL (which

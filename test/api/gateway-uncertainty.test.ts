@@ -1,5 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
-import { FakeStripe, StripeLikeBackend, type FakeHandler, type RecordedRequest } from '../gateways/fake-stripe';
+import { FakeStripe, StripeLikeBackend, type FakeHandler, type RecordedRequest } from '../connectors/fake-stripe';
 import { STRIPE_CHARGE_REPLAY_WINDOW_MS } from '../../src/connectors/stripe/stripe.gateway';
 import { simulatorChargeCount } from '../../src/connectors/simulator/simulator.state';
 import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS } from '../../src/modules/payments/payment.service';

@@ -2,7 +2,7 @@ import { FixedClock } from '../../src/core/clock';
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { elapseDatabaseTime } from '../helpers/database-time';
-import { FakeStripe, StripeLikeBackend, type RecordedRequest } from '../gateways/fake-stripe';
+import { FakeStripe, StripeLikeBackend, type RecordedRequest } from '../connectors/fake-stripe';
 
 /**
  * A gateway that answers late, after it has made the charge or the refund, while its search
