@@ -19,6 +19,8 @@ import { gatewayRoutes } from './gateways.routes';
 import { routingRoutes } from './routing.routes';
 import { fxRateRoutes } from './fx-rates.routes';
 import { webhookRoutes } from './webhooks.routes';
+import { checkoutSessionRoutes } from './checkout-sessions.routes';
+import { paymentLinkRoutes } from './payment-links.routes';
 import { isPagePath, pageRoutes } from './pages/pages.routes';
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -100,6 +102,8 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   routingRoutes(api, services);
   fxRateRoutes(api, services);
   webhookRoutes(api, services);
+  checkoutSessionRoutes(api, services);
+  paymentLinkRoutes(api, services);
 
   const root = new Router();
   for (const prefix of API_PREFIXES) root.use(prefix, api.routes());

@@ -44,6 +44,19 @@ export function idempotent<T>(operation: IdempotentOperationName, handler: (rc: 
   return one((rc, ctx) => handler(rc, ctx, (ctx.state as PayorchState).idempotencyKey), IDEMPOTENT_OPERATIONS[operation].status);
 }
 
+/**
+ * A public route (no key, API.md §11): the handler acts on the object its path names, in that
+ * object's account and mode, with the request's id and, for a pay, its Idempotency-Key (scoped
+ * to that object).
+ */
+export function publicRoute<T>(handler: (ctx: Context, request: { requestId: string; idem: IdempotencyKey | undefined }) => Promise<T>, status = 200) {
+  return async (ctx: Context) => {
+    refuseQuery(ctx);
+    const state = ctx.state as PayorchState;
+    send(ctx, status, await handler(ctx, { requestId: state.requestId, idem: state.idempotencyKey }));
+  };
+}
+
 /** A list route: the service validates the query, the route adds `meta`. */
 export function list<T>(handler: (rc: RequestContext, query: Record<string, unknown>, ctx: Context) => Promise<Page<T>>) {
   return async (ctx: Context) => {

@@ -90,6 +90,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Koa snapshots its middleware in callback(): take it only after everything is mounted.
   httpsServer.on('request', app.callback());
   const httpsPort = await listen(httpsServer, config.port, config.host);
+  services.urls.listeningOn(httpsPort);
   const httpServer = http.createServer(
     limits,
     plainHttpRedirect({ publicUrl: config.publicUrl, bindHost: config.host, cert: tls.cert, httpsPort: () => httpsPort }),

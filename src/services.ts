@@ -28,6 +28,10 @@ import { RefundService } from './modules/payments/refund.service';
 import { LeaseKeeper } from './modules/payments/lease-keeper';
 import type { Rng } from './modules/routing/rng';
 import { createWebhookServices, type WebhookOptions, type WebhookServices } from './modules/webhooks';
+import { PublicUrls } from './modules/checkout/public-urls';
+import { PublicPayPath } from './modules/checkout/public-pay';
+import { CheckoutSessionService } from './modules/checkout/checkout-session.service';
+import { PaymentLinkService } from './modules/checkout/payment-link.service';
 
 /** The composition root: every service built once, with its dependencies. */
 export interface Services {
@@ -50,6 +54,10 @@ export interface Services {
   payments: PaymentService;
   refunds: RefundService;
   webhooks: WebhookServices;
+  /** Where the hosted pages are (PUBLIC_URL, or this instance's HTTPS address). */
+  urls: PublicUrls;
+  checkoutSessions: CheckoutSessionService;
+  paymentLinks: PaymentLinkService;
   close(): Promise<void>;
 }
 
@@ -117,6 +125,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const gtx = new GatewayTransactionStore(db);
   const leases = new LeaseKeeper(db, options.stopwatch ?? systemStopwatch, logger, options.leaseMs, options.leaseMs === undefined ? undefined : options.leaseMs / 4);
   const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, idempotency, fingerprintKey);
+  const accounts = new AccountService(db, clock, idempotency, config.apiKeyCacheMs);
+  const catalog = new CatalogService(db, events, idempotency);
+  const payments = new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases);
+  const urls = new PublicUrls(config.publicUrl, config.port);
+  const publicPay = new PublicPayPath(payments, paymentMethods, idempotency, clock);
   const services: Services = {
     config,
     db,
@@ -125,18 +138,21 @@ export async function createServices(config: Config, options: ServiceOptions = {
     bus,
     redis,
     limiter: new RateLimiter(redis),
-    accounts: new AccountService(db, clock, idempotency, config.apiKeyCacheMs),
+    accounts,
     customers,
-    catalog: new CatalogService(db, events, idempotency),
+    catalog,
     events,
     idempotency,
     fx,
     gateways,
     routing,
     paymentMethods,
-    payments: new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases),
+    payments,
     refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, leases),
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, encryptionKey, options: options.webhooks, idempotency }),
+    urls,
+    checkoutSessions: new CheckoutSessionService(db, events, idempotency, customers, catalog, accounts, publicPay, urls, clock, logger),
+    paymentLinks: new PaymentLinkService(db, events, idempotency, customers, catalog, accounts, publicPay, urls),
     async close() {
       leases.stop();
       await fanout?.stop();

@@ -35,6 +35,14 @@ export const JOBS: readonly Job[] = [
     runAtStart: true,
     run: async (services) => ({ resolved: await services.refunds.recoverPending(services.clock.now()) }),
   },
+  // Checkout sessions past their time are expired (event checkout.session.expired); reads and pays
+  // already treat them so. The same run completes sessions whose payment succeeded after their
+  // request ended (recovery settled it).
+  {
+    name: 'expire-checkout-sessions',
+    schedule: '*/30 * * * * *',
+    run: (services) => services.checkoutSessions.expireDue(services.clock.now()),
+  },
   {
     name: 'purge-webhook-log',
     schedule: '17 3 * * *',

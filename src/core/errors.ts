@@ -26,6 +26,7 @@ export type ErrorCode =
   | 'card_declined'
   | 'gateway_unavailable'
   | 'gateway_in_use'
+  | 'checkout_session_in_use'
   | 'limit_exceeded'
   | 'rate_limited'
   | 'query_too_complex'
@@ -50,6 +51,8 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   idempotency_key_in_use: 409,
   duplicate_email: 409,
   gateway_in_use: 409,
+  // Another pay of the same checkout session is being processed: try again in a moment.
+  checkout_session_in_use: 409,
   payment_link_inactive: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,

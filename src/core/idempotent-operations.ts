@@ -29,6 +29,13 @@ export const IDEMPOTENT_OPERATIONS = {
   createWebhookEndpoint: { status: 201, sensitive: true, graphqlMutation: 'createWebhookEndpoint' },
   rotateWebhookSecret: { status: 200, sensitive: true, graphqlMutation: 'rotateWebhookSecret' },
   resendEvent: { status: 200, graphqlMutation: 'resendEvent' },
+  createCheckoutSession: { status: 201, graphqlMutation: 'createCheckoutSession' },
+  expireCheckoutSession: { status: 200, graphqlMutation: 'expireCheckoutSession' },
+  createPaymentLink: { status: 201, graphqlMutation: 'createPaymentLink' },
+  // Public pays (no key): the key is scoped to the session or link, and the payment or saved
+  // card it makes is what is stored; it replays as the pay result.
+  payCheckoutSession: { status: 200 },
+  payPaymentLink: { status: 200 },
 } as const satisfies Record<string, IdempotentOperation>;
 
 export type IdempotentOperationName = keyof typeof IDEMPOTENT_OPERATIONS;

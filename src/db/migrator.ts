@@ -12,6 +12,7 @@ import * as m0008 from './migrations/0008-webhook-fair-claims';
 import * as m0009 from './migrations/0009-webhook-secret-overlap';
 import * as m0010 from './migrations/0010-payment-requires-review';
 import * as m0011 from './migrations/0011-pending-since-refund-review';
+import * as m0012 from './migrations/0012-checkout';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -28,6 +29,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0009-webhook-secret-overlap', m0009],
   ['0010-payment-requires-review', m0010],
   ['0011-pending-since-refund-review', m0011],
+  ['0012-checkout', m0012],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

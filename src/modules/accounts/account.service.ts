@@ -130,6 +130,12 @@ export class AccountService {
     });
   }
 
+  /** The account's name as customers see it (hosted pages, e-mails); empty for an unknown account. */
+  async displayName(accountId: string): Promise<string> {
+    const account = await AccountModel.findByPk(accountId, { attributes: ['name'], raw: true });
+    return account?.name ?? '';
+  }
+
   async countAccounts(): Promise<number> {
     return AccountModel.count();
   }

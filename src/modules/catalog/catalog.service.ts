@@ -136,6 +136,17 @@ export class CatalogService {
     return toApiPrice(row as unknown as Row);
   }
 
+  /**
+   * A price with its product's name, for another service acting on the caller's behalf (a
+   * checkout session or payment link names its price); null when the account and mode have none.
+   */
+  async lookupPrice(ctx: RequestContext, id: string): Promise<{ price: Price; productName: string } | null> {
+    const row = await PriceModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    if (!row) return null;
+    const product = await ProductModel.findOne({ attributes: ['name'], where: { id: row.productId, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    return { price: toApiPrice(row as unknown as Row), productName: product?.name ?? '' };
+  }
+
   async listPrices<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<Price, O>> {
     requirePermission(ctx, 'prices', 'read');
     const input = parseInput(listPricesInput, query);

@@ -6,7 +6,7 @@ import { CustomerModel } from './customer.model';
 import { createCustomerInput, listCustomersInput, updateCustomerInput } from './customer.inputs';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
-import { DomainError, notFound } from '../../core/errors';
+import { DomainError, isDomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput } from '../../core/validation';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
@@ -62,6 +62,24 @@ export class CustomerService {
     } catch (err) {
       // The unique index decides, so two concurrent creates cannot both win.
       if (isUniqueViolation(err)) throw duplicateEmail(data.email);
+      throw err;
+    }
+  }
+
+  /**
+   * The customer with this e-mail (compared case-insensitively), created when there is none: a
+   * customer paying on a hosted page is known by the e-mail given. Two pays racing to create the
+   * same customer meet on the unique index, and the loser reads the winner's.
+   */
+  async findOrCreateByEmail(ctx: RequestContext, email: string, name?: string | null): Promise<Customer> {
+    const find = () => CustomerModel.findOne({ where: { accountId: ctx.accountId, mode: ctx.mode, emailNormalized: email.toLowerCase() }, raw: true });
+    const existing = await find();
+    if (existing) return toApiCustomer(existing as unknown as Record<string, unknown>);
+    try {
+      return await this.create(ctx, { email, ...(name ? { name } : {}) });
+    } catch (err) {
+      const winner = isDomainError(err) && err.code === 'duplicate_email' ? await find() : null;
+      if (winner) return toApiCustomer(winner as unknown as Record<string, unknown>);
       throw err;
     }
   }

@@ -1,0 +1,372 @@
+import type { Database } from '../../db/database';
+import type { Clock } from '../../core/clock';
+import type { RequestContext } from '../../core/context';
+import { requirePermission, systemContext } from '../../core/context';
+import { DomainError, invalidState, notFound } from '../../core/errors';
+import { newId, randomBase62 } from '../../core/ids';
+import { parseInput } from '../../core/validation';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
+import type { IdempotencyKey } from '../../core/idempotency';
+import type { Logger } from '../../logger';
+import { errorForLog } from '../../logger';
+import type { EventService } from '../events/event.service';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import type { CustomerService } from '../customers/customer.service';
+import type { CatalogService } from '../catalog/catalog.service';
+import type { AccountService } from '../accounts/account.service';
+import { CheckoutSessionModel } from './checkout-session.model';
+import { CheckoutStore, type CheckoutMode, type CheckoutSessionRecord, type CheckoutSessionStatus } from './checkout.store';
+import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput } from './checkout.inputs';
+import type { PayResult, PublicPayPath } from './public-pay';
+import { returnUrlChecker, type PublicUrls } from './public-urls';
+
+/** A checkout session as the API returns it. */
+export interface CheckoutSession {
+  id: string;
+  object: 'checkout_session';
+  livemode: boolean;
+  mode: CheckoutMode;
+  status: CheckoutSessionStatus;
+  url: string;
+  amount: number | null;
+  currency: string | null;
+  priceId: string | null;
+  description: string | null;
+  customerId: string | null;
+  customerEmail: string | null;
+  successUrl: string | null;
+  cancelUrl: string | null;
+  expiresAt: string;
+  paymentId: string | null;
+  paymentMethodId: string | null;
+  subscriptionId: string | null;
+  invoiceId: string | null;
+  metadata: Record<string, string>;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
+  expiredAt: string | null;
+}
+
+/** What the hosted page shows (API.md §11): nothing internal (no account, customer id or metadata). */
+export interface PublicCheckoutSession {
+  id: string;
+  object: 'checkout_session';
+  livemode: boolean;
+  mode: CheckoutMode;
+  status: CheckoutSessionStatus;
+  amount: number | null;
+  currency: string | null;
+  description: string | null;
+  merchantName: string;
+  customerEmail: string | null;
+  expiresAt: string;
+  successUrl: string | null;
+  cancelUrl: string | null;
+  recurring: { interval: string; intervalCount: number } | null;
+}
+
+/** How long a pay's claim on its session lasts before its payment row holds the session instead. */
+const PAY_CLAIM_MS = 60_000;
+/** Sessions the expiry and reconciling job handles per run. */
+const JOB_BATCH = 500;
+
+/**
+ * Checkout sessions: created by the merchant (a key), paid by the customer on the hosted page
+ * (public, through the public pay path). A session past `expiresAt` is expired for every read and
+ * pay at once; the expiry job then writes it and its event.
+ */
+export class CheckoutSessionService {
+  private readonly store: CheckoutStore;
+
+  constructor(
+    private readonly db: Database,
+    private readonly events: EventService,
+    private readonly idempotency: IdempotencyService,
+    private readonly customers: CustomerService,
+    private readonly catalog: CatalogService,
+    private readonly accounts: AccountService,
+    private readonly pay: PublicPayPath,
+    private readonly urls: PublicUrls,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {
+    this.store = new CheckoutStore(db);
+  }
+
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<CheckoutSession> {
+    requirePermission(ctx, 'checkout_sessions', 'write');
+    const data = parseInput(createCheckoutSessionInput, input);
+    const checkUrl = returnUrlChecker(ctx.mode);
+    const successUrl = data.successUrl === undefined ? null : checkUrl(data.successUrl, 'successUrl');
+    const cancelUrl = data.cancelUrl === undefined ? null : checkUrl(data.cancelUrl, 'cancelUrl');
+    // What the session charges: an amount, or a price (one-time for payment, recurring for subscription).
+    let amount = data.amount ?? null;
+    let currency = data.currency ?? null;
+    let description = data.description ?? null;
+    if (data.priceId !== undefined) {
+      const found = await this.catalog.lookupPrice(ctx, data.priceId);
+      if (!found) throw notFound('price', data.priceId, 'priceId');
+      const { price, productName } = found;
+      if (!price.active) throw new DomainError('invalid_parameter', `Price '${price.id}' is not active`, 'priceId');
+      if (data.mode === 'payment' && price.recurring) {
+        throw new DomainError('invalid_parameter', 'A payment session takes a one-time price; a recurring price is for a subscription session', 'priceId');
+      }
+      if (data.mode === 'subscription' && !price.recurring) {
+        throw new DomainError('invalid_parameter', 'A subscription session takes a recurring price', 'priceId');
+      }
+      amount = price.unitAmount;
+      currency = price.currency;
+      description ??= productName || null;
+    }
+    if (data.mode === 'subscription') {
+      // Completed by the subscriptions issue: a session that could be created but never paid is worse than a clear refusal.
+      throw new DomainError('invalid_state', 'Subscription checkout sessions are not available yet: subscriptions are not part of this version. Use mode "payment" or "setup".', 'mode');
+    }
+    if (data.customerId !== undefined && !(await this.customers.lookup(ctx, [data.customerId])).has(data.customerId)) {
+      throw notFound('customer', data.customerId, 'customerId');
+    }
+    const now = ctx.clock.now();
+    const expiresAt = new Date(now.getTime() + (data.expiresInSeconds ?? SESSION_LIFETIME.defaultSeconds) * 1000);
+    return this.db.transaction((transaction) => this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createCheckoutSession, async () => {
+      const row = await CheckoutSessionModel.create({
+        id: newId('cs'), accountId: ctx.accountId, mode: ctx.mode, checkoutMode: data.mode, status: 'open',
+        amount, currency, priceId: data.priceId ?? null, description,
+        customerId: data.customerId ?? null, customerEmail: data.customerEmail ?? null,
+        successUrl, cancelUrl, expiresAt, paymentId: null, paymentMethodId: null, subscriptionId: null, invoiceId: null,
+        payingUntil: null, payingToken: null, metadata: JSON.stringify(data.metadata ?? {}),
+        createdAt: now, updatedAt: now, completedAt: null, expiredAt: null,
+      }, { transaction });
+      return this.toApi(toRecord(row), now);
+    }));
+  }
+
+  async retrieve(ctx: RequestContext, id: string): Promise<CheckoutSession> {
+    requirePermission(ctx, 'checkout_sessions', 'read');
+    const found = await this.store.findSession(id, ctx);
+    if (!found) throw notFound('checkout_session', id);
+    return this.toApi(await this.settled(found), ctx.clock.now());
+  }
+
+  /** Batch lookup for DataLoader (Payment.checkoutSession); unknown ids are absent. */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, CheckoutSession>> {
+    requirePermission(ctx, 'checkout_sessions', 'read');
+    const now = ctx.clock.now();
+    return new Map((await this.store.findSessions(ctx, ids)).map((s) => [s.id, this.toApi(s, now)]));
+  }
+
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<CheckoutSession, O>> {
+    requirePermission(ctx, 'checkout_sessions', 'read');
+    const input = parseInput(listCheckoutSessionsInput, query);
+    const now = ctx.clock.now();
+    const page = await this.store.listSessions(ctx, input, now, options);
+    return { ...page, data: page.data.map((s) => this.toApi(s, now)) } as PageFor<CheckoutSession, O>;
+  }
+
+  /** `POST /{id}/expire`: an open session can no longer be paid (event checkout.session.expired). */
+  async expire(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<CheckoutSession> {
+    requirePermission(ctx, 'checkout_sessions', 'write');
+    const found = await this.store.findSession(id, ctx);
+    if (!found) throw notFound('checkout_session', id);
+    await this.settled(found);
+    const now = ctx.clock.now();
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.expireCheckoutSession, async () => {
+      if (!(await this.store.expire(t, id, now, false))) {
+        // Refused inside the transaction: the key's claim rolls back with it, free for a retry.
+        const current = (await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord;
+        const status = effectiveStatus(current, now);
+        if (status === 'open') throw new DomainError('checkout_session_in_use', 'A payment of this session is being processed; it can be expired once that payment has failed');
+        throw invalidState(`This checkout session is ${status}; only an open session can be expired`);
+      }
+      const session = this.toApi((await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord, now);
+      await this.events.record(ctx, t, 'checkout.session.expired', session as unknown as Record<string, unknown>);
+      return session;
+    }));
+  }
+
+  /** The public view by id (no key): what the hosted page shows. */
+  async publicView(id: string): Promise<PublicCheckoutSession> {
+    const found = await this.store.findSession(id);
+    if (!found) throw notFound('checkout_session', id);
+    const session = await this.settled(found);
+    const now = this.clock.now();
+    let recurring: PublicCheckoutSession['recurring'] = null;
+    if (session.priceId && session.checkoutMode === 'subscription') {
+      recurring = (await this.catalog.lookupPrice(this.pay.context(session, ''), session.priceId))?.price.recurring ?? null;
+    }
+    return {
+      id: session.id, object: 'checkout_session', livemode: session.livemode, mode: session.checkoutMode,
+      status: effectiveStatus(session, now), amount: session.amount, currency: session.currency, description: session.description,
+      merchantName: await this.accounts.displayName(session.accountId), customerEmail: session.customerEmail,
+      expiresAt: session.expiresAt.toISOString(), successUrl: session.successUrl, cancelUrl: session.cancelUrl, recurring,
+    };
+  }
+
+  /**
+   * The public pay (no key): charges the card (payment mode) or saves it as the customer's default
+   * (setup mode). A decline leaves the session open; success completes it (event
+   * checkout.session.completed). Concurrent pays of one session charge at most once: a pay claims
+   * the session first (CheckoutStore.claimForPay), and a pay that finds it claimed answers 409
+   * `checkout_session_in_use`.
+   */
+  async publicPay(id: string, input: unknown, idem: IdempotencyKey | undefined, requestId: string): Promise<PayResult> {
+    const found = await this.store.findSession(id);
+    if (!found) throw notFound('checkout_session', id);
+    const ctx = this.pay.context(found, requestId);
+    const data = parseInput(publicPayInput, input);
+    const key = this.pay.accountKey(idem, found);
+    const redirect = (result: PayResult) => (result.status === 'succeeded' ? found.successUrl : null);
+    await this.pay.replayIfPaid(key, redirect);
+    const session = await this.settled(found);
+    const now = ctx.clock.now();
+    const status = effectiveStatus(session, now);
+    if (status !== 'open') throw invalidState(`This checkout session is ${status} and cannot be paid`);
+    const token = randomBase62(24);
+    if (!(await this.store.claimForPay(ctx, id, token, PAY_CLAIM_MS, now))) {
+      const current = await this.settled((await this.store.findSession(id)) as CheckoutSessionRecord);
+      const currentStatus = effectiveStatus(current, ctx.clock.now());
+      if (currentStatus !== 'open') throw invalidState(`This checkout session is ${currentStatus} and cannot be paid`);
+      throw new DomainError('checkout_session_in_use', 'A payment of this checkout session is already being processed; wait for its result');
+    }
+    try {
+      if (session.checkoutMode === 'setup') return await this.payBySavingCard(ctx, session, data, key, token, redirect);
+      return await this.payByCharging(ctx, session, data, key, token, redirect);
+    } catch (err) {
+      // Nothing charged (refused before the payment was written, or a gateway that could not
+      // save the card): the session can be paid again. A written payment holds it whatever this does.
+      await this.store.releaseClaim(id, token).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async payByCharging(
+    ctx: RequestContext, session: CheckoutSessionRecord, data: { card: import('../../core/card').CardInput; name?: string; email?: string },
+    key: IdempotencyKey | undefined, token: string, redirect: (result: PayResult) => string | null,
+  ): Promise<PayResult> {
+    const customerId = await this.customerFor(ctx, session, data);
+    const { result, payment } = await this.pay.charge(ctx, {
+      amount: session.amount as number, currency: session.currency as string, description: session.description, customerId, card: data.card,
+    }, { checkoutSessionId: session.id }, key, redirect);
+    if (payment.status === 'succeeded') {
+      await this.completeWith(ctx, session.id, { paymentId: payment.id, customerId }, token);
+    } else if (payment.status !== 'pending') {
+      // Declined or failed: the session stays open for another card.
+      await this.store.releaseClaim(session.id, token);
+    }
+    // Pending (the gateway's answer is unknown): the payment holds the session until recovery
+    // settles it; the reconciling job then completes or frees the session.
+    return result;
+  }
+
+  private async payBySavingCard(
+    ctx: RequestContext, session: CheckoutSessionRecord, data: { card: import('../../core/card').CardInput; name?: string; email?: string },
+    key: IdempotencyKey | undefined, token: string, redirect: (result: PayResult) => string | null,
+  ): Promise<PayResult> {
+    const customerId = (await this.customerFor(ctx, session, data)) as string;
+    const { result, method } = await this.pay.saveCard(ctx, customerId, data.card, key, redirect);
+    if (method) await this.completeWith(ctx, session.id, { paymentMethodId: method.id, customerId }, token);
+    else await this.store.releaseClaim(session.id, token);
+    return result;
+  }
+
+  /** The session's customer: the one it names, else the one its e-mail (or the payer's) names, created when new. */
+  private async customerFor(ctx: RequestContext, session: CheckoutSessionRecord, data: { name?: string; email?: string }): Promise<string | null> {
+    if (session.customerId) return session.customerId;
+    const email = session.customerEmail ?? data.email;
+    if (!email) return null;
+    return (await this.customers.findOrCreateByEmail(ctx, email, data.name ?? null)).id;
+  }
+
+  /** Completes the session and records its event in one transaction; false when it was no longer open. */
+  private async completeWith(ctx: RequestContext, id: string, changes: { paymentId?: string; paymentMethodId?: string; customerId?: string | null }, token?: string): Promise<boolean> {
+    const now = ctx.clock.now();
+    return this.db.transaction(async (t) => {
+      if (!(await this.store.complete(t, id, changes, now, token))) return false;
+      const session = this.toApi((await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord, now);
+      await this.events.record(ctx, t, 'checkout.session.completed', session as unknown as Record<string, unknown>);
+      return true;
+    });
+  }
+
+  /**
+   * A session whose pay's request ended without settling it (it died, or its payment was still
+   * pending) is finished from its payments: a succeeded one completes it, none that holds it frees
+   * the claim. Done when it is read and by the job.
+   */
+  private async settled(session: CheckoutSessionRecord): Promise<CheckoutSessionRecord> {
+    if (session.status !== 'open' || session.payingToken === null || session.checkoutMode !== 'payment') return session;
+    const succeeded = (await this.store.holdingPayments(session.id)).find((p) => p.status === 'succeeded');
+    if (!succeeded) return session;
+    const ctx = systemContext(session.accountId, session.mode, this.clock.now(), 'checkout-reconcile');
+    await this.completeWith(ctx, session.id, { paymentId: succeeded.id });
+    return (await this.store.findSession(session.id)) as CheckoutSessionRecord;
+  }
+
+  /**
+   * The job: completes sessions whose payment succeeded after their request ended, frees claims
+   * whose pay charged nothing, and expires open sessions past their time (event
+   * checkout.session.expired), a batch per run.
+   */
+  async expireDue(now: Date): Promise<{ expired: number; completed: number }> {
+    let completed = 0;
+    for (const lapsed of await this.store.lapsedClaims(JOB_BATCH)) {
+      try {
+        const session = await this.store.findSession(lapsed.id);
+        if (!session) continue;
+        const after = await this.settled(session);
+        if (after.status === 'complete') completed++;
+        else if ((await this.store.holdingPayments(session.id)).length === 0 && session.payingToken) await this.store.releaseClaim(session.id, session.payingToken);
+      } catch (err) {
+        this.logger.error({ checkoutSessionId: lapsed.id, err: errorForLog(err) }, 'checkout session could not be reconciled');
+      }
+    }
+    let expired = 0;
+    for (const due of await this.store.dueForExpiry(now, JOB_BATCH)) {
+      const ctx = systemContext(due.accountId, due.mode, now, 'checkout-expiry');
+      try {
+        const done = await this.db.transaction(async (t) => {
+          if (!(await this.store.expire(t, due.id, now, true))) return false;
+          const session = this.toApi((await this.store.findSession(due.id, undefined, t)) as CheckoutSessionRecord, now);
+          await this.events.record(ctx, t, 'checkout.session.expired', session as unknown as Record<string, unknown>);
+          return true;
+        });
+        if (done) expired++;
+      } catch (err) {
+        this.logger.error({ checkoutSessionId: due.id, err: errorForLog(err) }, 'checkout session could not be expired');
+      }
+    }
+    return { expired, completed };
+  }
+
+  toApi(s: CheckoutSessionRecord, now: Date): CheckoutSession {
+    return {
+      id: s.id, object: 'checkout_session', livemode: s.livemode, mode: s.checkoutMode, status: effectiveStatus(s, now),
+      url: this.urls.checkout(s.id), amount: s.amount, currency: s.currency, priceId: s.priceId, description: s.description,
+      customerId: s.customerId, customerEmail: s.customerEmail, successUrl: s.successUrl, cancelUrl: s.cancelUrl,
+      expiresAt: s.expiresAt.toISOString(), paymentId: s.paymentId, paymentMethodId: s.paymentMethodId,
+      subscriptionId: s.subscriptionId, invoiceId: s.invoiceId, metadata: s.metadata, createdAt: s.createdAt, updatedAt: s.updatedAt,
+      completedAt: s.completedAt, expiredAt: s.expiredAt,
+    };
+  }
+}
+
+/** A session past its time is expired, whatever the job has written yet. */
+export function effectiveStatus(s: { status: CheckoutSessionStatus; expiresAt: Date }, now: Date): CheckoutSessionStatus {
+  return s.status === 'open' && s.expiresAt.getTime() <= now.getTime() ? 'expired' : s.status;
+}
+
+function toRecord(row: CheckoutSessionModel): CheckoutSessionRecord {
+  const plain = row.get({ plain: true }) as Record<string, unknown>;
+  return {
+    id: plain.id as string, livemode: plain.mode === 'live', accountId: plain.accountId as string, mode: plain.mode as 'test' | 'live',
+    checkoutMode: plain.checkoutMode as CheckoutMode, status: plain.status as CheckoutSessionStatus,
+    amount: plain.amount === null ? null : Number(plain.amount), currency: (plain.currency as string | null) ?? null,
+    priceId: (plain.priceId as string | null) ?? null, description: (plain.description as string | null) ?? null,
+    customerId: (plain.customerId as string | null) ?? null, customerEmail: (plain.customerEmail as string | null) ?? null,
+    successUrl: (plain.successUrl as string | null) ?? null, cancelUrl: (plain.cancelUrl as string | null) ?? null,
+    expiresAt: plain.expiresAt as Date, paymentId: null, paymentMethodId: null, subscriptionId: null, invoiceId: null, payingToken: null,
+    metadata: JSON.parse(plain.metadata as string) as Record<string, string>,
+    createdAt: (plain.createdAt as Date).toISOString(), updatedAt: (plain.updatedAt as Date).toISOString(), completedAt: null, expiredAt: null,
+  };
+}

@@ -1,0 +1,268 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import { isoTime, readJson } from '../../db/database';
+import { Filter, listPage, modelSource } from '../../db/list';
+import { Params } from '../../db/params';
+import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
+import type { Metadata } from '../../core/validation';
+import { CheckoutSessionModel } from './checkout-session.model';
+import { PaymentLinkModel } from './payment-link.model';
+
+type Scope = { accountId: string; mode: string };
+type Row = Record<string, unknown>;
+
+export type CheckoutMode = 'payment' | 'setup' | 'subscription';
+export type CheckoutSessionStatus = 'open' | 'complete' | 'expired';
+
+/** A session as stored (the API object adds its `url` and reads `status` against the clock). */
+export interface CheckoutSessionRecord {
+  id: string;
+  livemode: boolean;
+  accountId: string;
+  mode: 'test' | 'live';
+  checkoutMode: CheckoutMode;
+  status: CheckoutSessionStatus;
+  amount: number | null;
+  currency: string | null;
+  priceId: string | null;
+  description: string | null;
+  customerId: string | null;
+  customerEmail: string | null;
+  successUrl: string | null;
+  cancelUrl: string | null;
+  expiresAt: Date;
+  paymentId: string | null;
+  paymentMethodId: string | null;
+  subscriptionId: string | null;
+  invoiceId: string | null;
+  payingToken: string | null;
+  metadata: Metadata;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
+  expiredAt: string | null;
+}
+
+export interface PaymentLinkRecord {
+  id: string;
+  livemode: boolean;
+  accountId: string;
+  mode: 'test' | 'live';
+  slug: string;
+  name: string;
+  description: string | null;
+  amount: number;
+  currency: string;
+  priceId: string | null;
+  status: 'active' | 'inactive';
+  metadata: Metadata;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What pays: the statuses of a session's payments that hold it (money moved, or may have). */
+const HOLDING_PAYMENT_STATUSES = "('pending', 'succeeded', 'requires_review')";
+
+/**
+ * Checkout sessions' and payment links' statements: the list pages, and the session's pay claim.
+ * A pay claims the session for a short lease on the database's clock (`paying_until`, named by
+ * `paying_token`); once the pay's payment row exists, that pending payment holds the session
+ * instead, so a claim is refused while any payment of the session is pending, succeeded or under
+ * review, whatever its lease says. Concurrent pays of one session therefore charge at most once.
+ */
+export class CheckoutStore {
+  constructor(private readonly db: Database) {}
+
+  async findSession(id: string, scope?: Scope, t?: Transaction): Promise<CheckoutSessionRecord | null> {
+    const where: Row = { id };
+    if (scope) Object.assign(where, { accountId: scope.accountId, mode: scope.mode });
+    const row = await CheckoutSessionModel.findOne({ where, raw: true, transaction: t });
+    return row ? toSessionRecord(row as unknown as Row) : null;
+  }
+
+  async findSessions(scope: Scope, ids: readonly string[]): Promise<CheckoutSessionRecord[]> {
+    const rows = await CheckoutSessionModel.findAll({ where: { id: [...new Set(ids)], accountId: scope.accountId, mode: scope.mode }, raw: true });
+    return rows.map((r) => toSessionRecord(r as unknown as Row));
+  }
+
+  /**
+   * A page of sessions. `open` and `expired` are read against `now`: a session past its time is
+   * expired whether or not the expiry job has written it yet.
+   */
+  listSessions<O extends ListOptions = Counted>(
+    scope: Scope,
+    input: ListParams<'createdAt' | 'amount'> & { status?: CheckoutSessionStatus; mode?: CheckoutMode; customerId?: string },
+    now: Date,
+    options?: O,
+  ): Promise<PageFor<CheckoutSessionRecord, O>> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, checkout_mode: input.mode, customer_id: input.customerId });
+    if (input.status === 'open') filter.raw((p) => `status = 'open' AND expires_at > ${p(now)}`);
+    else if (input.status === 'expired') filter.raw((p) => `(status = 'expired' OR (status = 'open' AND expires_at <= ${p(now)}))`);
+    else if (input.status === 'complete') filter.eq('status', 'complete');
+    return listPage(this.db, {
+      ...modelSource(CheckoutSessionModel), filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: (row: Row) => toSessionRecord(row),
+    }, options);
+  }
+
+  /**
+   * Claims an open, unexpired session for one pay; false when it is not open, has expired
+   * (`now`, the service's clock), or another pay holds it (a live claim, or a payment of the
+   * session pending, succeeded or under review).
+   */
+  async claimForPay(scope: Scope, id: string, token: string, leaseMs: number, now: Date): Promise<boolean> {
+    const p = new Params();
+    const changed = await this.db.execute(
+      `UPDATE checkout_sessions SET paying_until = ${this.db.nowPlusSql(p.add(Math.ceil(leaseMs)))}, paying_token = ${p.add(token)}, updated_at = ${p.add(now)}
+        WHERE id = ${p.add(id)} AND account_id = ${p.add(scope.accountId)} AND mode = ${p.add(scope.mode)}
+          AND status = 'open' AND expires_at > ${p.add(now)}
+          AND (paying_until IS NULL OR paying_until < ${this.db.nowSql})
+          AND NOT EXISTS (SELECT 1 FROM payments WHERE checkout_session_id = ${p.add(id)} AND status IN ${HOLDING_PAYMENT_STATUSES})`,
+      p.values,
+    );
+    return changed === 1;
+  }
+
+  /** Gives a claim back (the pay failed, or charged nothing): the session can be paid again. */
+  async releaseClaim(id: string, token: string): Promise<void> {
+    await this.db.execute(
+      "UPDATE checkout_sessions SET paying_until = NULL, paying_token = NULL WHERE id = $1 AND paying_token = $2 AND status = 'open'",
+      [id, token],
+    );
+  }
+
+  /**
+   * Completes an open session in `t` (the caller records the event there too); false when it is
+   * no longer open. With `token`, only while that claim still holds it.
+   */
+  async complete(t: Transaction, id: string, changes: { paymentId?: string | null; paymentMethodId?: string | null; customerId?: string | null }, now: Date, token?: string): Promise<boolean> {
+    const p = new Params();
+    const sets = [`status = 'complete'`, `completed_at = ${p.add(now)}`, `updated_at = ${p.add(now)}`, 'paying_until = NULL', 'paying_token = NULL'];
+    if (changes.paymentId !== undefined) sets.push(`payment_id = ${p.add(changes.paymentId)}`);
+    if (changes.paymentMethodId !== undefined) sets.push(`payment_method_id = ${p.add(changes.paymentMethodId)}`);
+    if (changes.customerId) sets.push(`customer_id = ${p.add(changes.customerId)}`);
+    const tokenCheck = token === undefined ? '' : ` AND paying_token = ${p.add(token)}`;
+    const changed = await this.db.execute(`UPDATE checkout_sessions SET ${sets.join(', ')} WHERE id = ${p.add(id)} AND status = 'open'${tokenCheck}`, p.values, t);
+    return changed === 1;
+  }
+
+  /**
+   * Expires an open session in `t`; false when it is not open, is not yet due (`now`), or a pay
+   * holds it (a live claim or a payment that may have moved money: it completes or is released first).
+   */
+  async expire(t: Transaction, id: string, now: Date, dueOnly: boolean): Promise<boolean> {
+    const p = new Params();
+    const due = dueOnly ? ` AND expires_at <= ${p.add(now)}` : '';
+    const changed = await this.db.execute(
+      `UPDATE checkout_sessions SET status = 'expired', expired_at = ${p.add(now)}, updated_at = ${p.add(now)}, paying_until = NULL, paying_token = NULL
+        WHERE id = ${p.add(id)} AND status = 'open'${due}
+          AND (paying_until IS NULL OR paying_until < ${this.db.nowSql})
+          AND NOT EXISTS (SELECT 1 FROM payments WHERE checkout_session_id = ${p.add(id)} AND status IN ${HOLDING_PAYMENT_STATUSES})`,
+      p.values,
+      t,
+    );
+    return changed === 1;
+  }
+
+  /** Open sessions due to expire at `now` (the expiry job's batch), oldest due first. */
+  async dueForExpiry(now: Date, limit: number): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live' }>> {
+    return this.db.select(
+      `SELECT id, account_id AS "accountId", mode FROM checkout_sessions WHERE status = 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+      [now, limit],
+    );
+  }
+
+  /**
+   * Open sessions a pay claimed whose claim has run out (its request ended without settling the
+   * session, or died): the reconciling job finishes them from their payments.
+   */
+  async lapsedClaims(limit: number): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live' }>> {
+    return this.db.select(
+      `SELECT id, account_id AS "accountId", mode FROM checkout_sessions
+        WHERE status = 'open' AND paying_until IS NOT NULL AND paying_until < ${this.db.nowSql} ORDER BY paying_until LIMIT $1`,
+      [limit],
+    );
+  }
+
+  /** The session's payments that hold it, newest first (succeeded before pending before review). */
+  async holdingPayments(id: string, t?: Transaction): Promise<Array<{ id: string; status: string }>> {
+    return this.db.select(
+      `SELECT id, status FROM payments WHERE checkout_session_id = $1 AND status IN ${HOLDING_PAYMENT_STATUSES} ORDER BY created_at DESC, id DESC`,
+      [id],
+      t,
+    );
+  }
+
+  // Payment links
+
+  async findLink(where: { id?: string; slug?: string }, scope?: Scope, t?: Transaction): Promise<PaymentLinkRecord | null> {
+    const conditions: Row = { ...where };
+    if (scope) Object.assign(conditions, { accountId: scope.accountId, mode: scope.mode });
+    const row = await PaymentLinkModel.findOne({ where: conditions, raw: true, transaction: t });
+    return row ? toLinkRecord(row as unknown as Row) : null;
+  }
+
+  async findLinks(scope: Scope, ids: readonly string[]): Promise<PaymentLinkRecord[]> {
+    const rows = await PaymentLinkModel.findAll({ where: { id: [...new Set(ids)], accountId: scope.accountId, mode: scope.mode }, raw: true });
+    return rows.map((r) => toLinkRecord(r as unknown as Row));
+  }
+
+  listLinks<O extends ListOptions = Counted>(
+    scope: Scope,
+    input: ListParams<'createdAt' | 'amount'> & { status?: 'active' | 'inactive'; search?: string },
+    options?: O,
+  ): Promise<PageFor<PaymentLinkRecord, O>> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status }).search(['search_text'], input.search);
+    return listPage(this.db, {
+      ...modelSource(PaymentLinkModel), filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: (row: Row) => toLinkRecord(row),
+    }, options);
+  }
+}
+
+export function toSessionRecord(row: Row): CheckoutSessionRecord {
+  return {
+    id: row.id as string,
+    livemode: row.mode === 'live',
+    accountId: row.accountId as string,
+    mode: row.mode as 'test' | 'live',
+    checkoutMode: row.checkoutMode as CheckoutMode,
+    status: row.status as CheckoutSessionStatus,
+    amount: row.amount === null || row.amount === undefined ? null : Number(row.amount),
+    currency: (row.currency as string | null) ?? null,
+    priceId: (row.priceId as string | null) ?? null,
+    description: (row.description as string | null) ?? null,
+    customerId: (row.customerId as string | null) ?? null,
+    customerEmail: (row.customerEmail as string | null) ?? null,
+    successUrl: (row.successUrl as string | null) ?? null,
+    cancelUrl: (row.cancelUrl as string | null) ?? null,
+    expiresAt: new Date(isoTime(row.expiresAt) as string),
+    paymentId: (row.paymentId as string | null) ?? null,
+    paymentMethodId: (row.paymentMethodId as string | null) ?? null,
+    subscriptionId: (row.subscriptionId as string | null) ?? null,
+    invoiceId: (row.invoiceId as string | null) ?? null,
+    payingToken: (row.payingToken as string | null) ?? null,
+    metadata: readJson<Metadata>(row.metadata, {}),
+    createdAt: isoTime(row.createdAt) as string,
+    updatedAt: isoTime(row.updatedAt) as string,
+    completedAt: isoTime(row.completedAt),
+    expiredAt: isoTime(row.expiredAt),
+  };
+}
+
+export function toLinkRecord(row: Row): PaymentLinkRecord {
+  return {
+    id: row.id as string,
+    livemode: row.mode === 'live',
+    accountId: row.accountId as string,
+    mode: row.mode as 'test' | 'live',
+    slug: row.slug as string,
+    name: row.name as string,
+    description: (row.description as string | null) ?? null,
+    amount: Number(row.amount),
+    currency: row.currency as string,
+    priceId: (row.priceId as string | null) ?? null,
+    status: row.status as 'active' | 'inactive',
+    metadata: readJson<Metadata>(row.metadata, {}),
+    createdAt: isoTime(row.createdAt) as string,
+    updatedAt: isoTime(row.updatedAt) as string,
+  };
+}

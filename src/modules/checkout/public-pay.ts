@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+import type { Clock } from '../../core/clock';
+import type { Mode, RequestContext } from '../../core/context';
+import { isDomainError } from '../../core/errors';
+import { IdempotentReplay, idempotencyScope, type IdempotencyKey } from '../../core/idempotency';
+import type { Metadata } from '../../core/validation';
+import type { CardInput } from '../../core/card';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { PaymentLinks, PaymentService, Payment } from '../payments/payment.service';
+import type { PaymentMethodService, SavedPaymentMethod } from '../payments/payment-method.service';
+
+/** What a public pay answers (API.md §11): the page shows it, and follows `redirectUrl`. */
+export interface PayResult {
+  /** `processing`: the gateway's answer is not known yet; recovery settles the payment. */
+  status: 'succeeded' | 'failed' | 'processing';
+  paymentId: string | null;
+  subscriptionId: string | null;
+  paymentMethodId: string | null;
+  failureCode: string | null;
+  failureMessage: string | null;
+  redirectUrl: string | null;
+}
+
+/** The object a public route acts on: its account and mode are the ones the pay runs in. */
+export interface PublicTarget {
+  accountId: string;
+  mode: Mode;
+}
+
+/**
+ * The public pay path: what a customer's card does on a hosted page (a checkout session, a
+ * payment link, and later an invoice or a subscription's retry), built once. A public request
+ * has no API key: it acts in the account and mode of the object it pays, with only what paying
+ * needs (charging through routing, saving the card, knowing the customer), through the same
+ * services as `POST /v1/payments` and saved cards, so routing, idempotency, recovery and events
+ * are theirs.
+ */
+export class PublicPayPath {
+  constructor(
+    private readonly payments: PaymentService,
+    private readonly paymentMethods: PaymentMethodService,
+    private readonly idempotency: IdempotencyService,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The context of a public request paying `target`: that object's account and mode, permission to pay and nothing else. */
+  context(target: PublicTarget, requestId: string): RequestContext {
+    return { accountId: target.accountId, mode: target.mode, permissions: ['payments:write', 'customers:write'], requestId, clock: this.clock };
+  }
+
+  /**
+   * A public request's Idempotency-Key in the account's key space: the transport scopes it by
+   * the session or link it names (`public:<hash>`); the payment it makes is the account's, so the
+   * key is named after that scope inside the account's (recovery answers keys there). A merchant's
+   * own key cannot be mistaken for it: an API key's requests fingerprint differently.
+   */
+  accountKey(idem: IdempotencyKey | undefined, target: PublicTarget): IdempotencyKey | undefined {
+    if (!idem) return undefined;
+    const named = `${idem.scope}/${idem.key}`;
+    const key = named.length <= 255 ? named : `sha256:${createHash('sha256').update(named).digest('hex')}`;
+    return { scope: idempotencyScope(target.accountId, target.mode), key, fingerprint: idem.fingerprint, requester: idem.requester };
+  }
+
+  /**
+   * A key already answered is replayed as the pay result it gave (the payment or saved card it
+   * stored, read the same way again); a key in use or reused is its 409. Run before the object's
+   * state is checked: a retry of a pay that completed a session replays, not `invalid_state`.
+   */
+  async replayIfPaid(idem: IdempotencyKey | undefined, redirectUrl: (result: PayResult) => string | null): Promise<void> {
+    try {
+      await this.idempotency.replayIfAnswered(idem);
+    } catch (err) {
+      if (err instanceof IdempotentReplay) throw asResultReplay(err, redirectUrl);
+      throw err;
+    }
+  }
+
+  /** Charges the card as `POST /v1/payments` with `paymentMethod: "card"` would. */
+  async charge(
+    ctx: RequestContext,
+    charge: { amount: number; currency: string; description: string | null; customerId: string | null; card: CardInput; metadata?: Metadata },
+    links: PaymentLinks,
+    idem: IdempotencyKey | undefined,
+    redirectUrl: (result: PayResult) => string | null,
+  ): Promise<{ result: PayResult; payment: Payment }> {
+    let payment: Payment;
+    try {
+      payment = await this.payments.create(ctx, {
+        amount: charge.amount,
+        currency: charge.currency,
+        paymentMethod: 'card',
+        card: charge.card,
+        ...(charge.customerId ? { customerId: charge.customerId } : {}),
+        ...(charge.description ? { description: charge.description } : {}),
+        ...(charge.metadata && Object.keys(charge.metadata).length ? { metadata: charge.metadata } : {}),
+      }, idem, links);
+    } catch (err) {
+      if (err instanceof IdempotentReplay) throw asResultReplay(err, redirectUrl);
+      throw err;
+    }
+    return { result: withRedirect(resultOfPayment(payment), redirectUrl), payment };
+  }
+
+  /** Saves the card for the customer as their default, as `POST /v1/customers/{id}/payment-methods` would. */
+  async saveCard(
+    ctx: RequestContext,
+    customerId: string,
+    card: CardInput,
+    idem: IdempotencyKey | undefined,
+    redirectUrl: (result: PayResult) => string | null,
+  ): Promise<{ result: PayResult; method: SavedPaymentMethod | null }> {
+    try {
+      const method = await this.paymentMethods.save(ctx, customerId, { card, setDefault: true }, idem);
+      return { result: withRedirect(resultOfMethod(method), redirectUrl), method };
+    } catch (err) {
+      if (err instanceof IdempotentReplay) throw asResultReplay(err, redirectUrl);
+      // The card's own refusal is the customer's to see (200, status failed), as a declined charge is.
+      if (isDomainError(err) && err.code === 'card_declined') {
+        const code = /\(([a-z_]+)\)$/.exec(err.message)?.[1] ?? 'card_declined';
+        return { result: { ...emptyResult('failed'), failureCode: code, failureMessage: 'Your card was declined.' }, method: null };
+      }
+      throw err;
+    }
+  }
+}
+
+function emptyResult(status: PayResult['status']): PayResult {
+  return { status, paymentId: null, subscriptionId: null, paymentMethodId: null, failureCode: null, failureMessage: null, redirectUrl: null };
+}
+
+function withRedirect(result: PayResult, redirectUrl: (result: PayResult) => string | null): PayResult {
+  return { ...result, redirectUrl: redirectUrl(result) };
+}
+
+export function resultOfPayment(payment: Payment): PayResult {
+  const status = payment.status === 'succeeded' ? 'succeeded' : payment.status === 'failed' || payment.status === 'canceled' ? 'failed' : 'processing';
+  return {
+    ...emptyResult(status),
+    paymentId: payment.id,
+    subscriptionId: payment.subscriptionId,
+    failureCode: status === 'failed' ? payment.failureCode : null,
+    failureMessage: status === 'failed' ? payment.failureMessage : null,
+  };
+}
+
+function resultOfMethod(method: SavedPaymentMethod): PayResult {
+  return { ...emptyResult('succeeded'), paymentMethodId: method.id };
+}
+
+/** A stored payment or saved card, replayed as the pay result it answered (200). */
+function asResultReplay(replay: IdempotentReplay, redirectUrl: (result: PayResult) => string | null): IdempotentReplay {
+  const stored = JSON.parse(replay.stored) as { object?: string };
+  const result = stored.object === 'payment_method' ? resultOfMethod(stored as SavedPaymentMethod) : resultOfPayment(stored as Payment);
+  return new IdempotentReplay(200, JSON.stringify(withRedirect(result, redirectUrl)));
+}
