@@ -15,6 +15,8 @@ import { RoutingResolver } from './routing.resolver';
 import { CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver, PaymentMethodResolver } from './payment-method.resolver';
 import { LiveEventsResolver } from './live-events.resolver';
 import { WebhookEndpointResolver } from './webhook.resolver';
+import { CheckoutSessionResolver, PaymentCheckoutSessionResolver } from './checkout-session.resolver';
+import { PaymentLinkResolver, PaymentPaymentLinkResolver } from './payment-link.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -25,6 +27,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       CustomerResolver, CustomerPaymentsResolver, ProductResolver, PriceResolver, EventResolver,
       PaymentResolver, RefundResolver, GatewayResolver, FxRateResolver, RoutingResolver, LiveEventsResolver, WebhookEndpointResolver,
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
+      CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

@@ -5,6 +5,7 @@ import { EventType } from './event.resolver';
 import { eventTypesArgument } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import { CustomerType } from './customer.resolver';
+import { CheckoutSessionType } from './checkout-session.resolver';
 import { requirePermission } from '../src/core/context';
 import type { PublishedEvent } from '../src/core/event-bus';
 
@@ -48,6 +49,14 @@ export class LiveEventsResolver {
     description: 'Each payment as it is after a payment.* event.',
   })
   paymentUpdated(@Root() event: PublishedEvent) {
+    return event.data.object;
+  }
+
+  @Subscription(() => CheckoutSessionType, {
+    subscribe: (data: Data) => streamFor(data, 'checkout_sessions', (type) => type.startsWith('checkout.session.')),
+    description: 'Each checkout session as it is after a checkout.session.* event (completed, expired).',
+  })
+  checkoutSessionUpdated(@Root() event: PublishedEvent) {
     return event.data.object;
   }
 

@@ -2,6 +2,8 @@ import DataLoader from 'dataloader';
 import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
 import type { Customer } from '../src/modules/customers/customer.service';
+import type { CheckoutSession } from '../src/modules/checkout/checkout-session.service';
+import type { PaymentLink } from '../src/modules/checkout/payment-link.service';
 import type { Price, Product } from '../src/modules/catalog/catalog.service';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Refund } from '../src/modules/payments/refund.service';
@@ -75,6 +77,8 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
   };
   return {
     customer: byIds<Customer>((ids) => services.customers.findMany(rc, ids)),
+    checkoutSession: byIds<CheckoutSession>((ids) => services.checkoutSessions.findMany(rc, ids)),
+    paymentLink: byIds<PaymentLink>((ids) => services.paymentLinks.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
     paymentsByCustomer: byParentUpTo<Payment>((ids, limit) => services.payments.forCustomers(rc, ids, limit)),
     refundsByPayment: byParentUpTo<Refund>((ids, limit) => services.refunds.forPayments(rc, ids, limit)),

@@ -1,4 +1,8 @@
 import { GraphQLScalarType, Kind } from 'graphql';
+import {
+  CHECKOUT_MODES, CHECKOUT_SESSION_STATUSES, PAYMENT_LINK_STATUSES, listCheckoutSessionsInput, listPaymentLinksInput,
+} from '../../src/modules/checkout/checkout.inputs';
+import type { PayResult } from '../../src/modules/checkout/public-pay';
 import { registerEnumType } from 'type-graphql';
 import { DomainError } from '../../src/core/errors';
 import type { Payment } from '../../src/modules/payments/payment.service';
@@ -44,8 +48,16 @@ export const CardBrand = sameNames(CARD_BRANDS);
 export const RoutingStrategy = sameNames(ROUTING_STRATEGIES);
 export const RoutingSkipReason = exactly<SkipReason>()({ unknown: 'unknown', disabled: 'disabled', currency: 'currency', circuit_open: 'circuit_open' });
 export const SortDirection = { asc: 'asc', desc: 'desc' } as const;
+export const CheckoutSessionMode = sameNames(CHECKOUT_MODES);
+export const CheckoutSessionStatus = sameNames(CHECKOUT_SESSION_STATUSES);
+export const PaymentLinkStatus = sameNames(PAYMENT_LINK_STATUSES);
+export const PayResultStatus = exactly<PayResult['status']>()({ succeeded: 'succeeded', failed: 'failed', processing: 'processing' });
 
 registerEnumType(PaymentStatus, { name: 'PaymentStatus' });
+registerEnumType(CheckoutSessionMode, { name: 'CheckoutSessionMode', description: 'What a checkout session does: charge once (payment), save a card (setup), or start a subscription.' });
+registerEnumType(CheckoutSessionStatus, { name: 'CheckoutSessionStatus' });
+registerEnumType(PaymentLinkStatus, { name: 'PaymentLinkStatus' });
+registerEnumType(PayResultStatus, { name: 'PayResultStatus' });
 registerEnumType(RefundStatus, { name: 'RefundStatus' });
 registerEnumType(PriceType, { name: 'PriceType' });
 registerEnumType(RecurringInterval, { name: 'RecurringInterval' });
@@ -138,3 +150,5 @@ export const PaymentMethodSortField = sortFields('PaymentMethodSortField', listP
 export const GatewayTransactionSortField = sortFields('GatewayTransactionSortField', listGatewayTransactionsInput);
 export const WebhookEndpointSortField = sortFields('WebhookEndpointSortField', listEndpointsInput);
 export const WebhookDeliveryAttemptSortField = sortFields('WebhookDeliveryAttemptSortField', listAttemptsInput);
+export const CheckoutSessionSortField = sortFields('CheckoutSessionSortField', listCheckoutSessionsInput);
+export const PaymentLinkSortField = sortFields('PaymentLinkSortField', listPaymentLinksInput);
