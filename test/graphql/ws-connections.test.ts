@@ -62,6 +62,7 @@ describe('graphql-ws connections', () => {
         });
       }));
     }
+    for (let i = 0; i < 100 && authenticate.mock.calls.length < 4; i++) await sleep(50);
     await sleep(400); // the four checks end
     const checks = authenticate.mock.calls.length;
     expect(checks).toBe(4);
