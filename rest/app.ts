@@ -49,11 +49,14 @@ export interface AppExtension {
   (app: Koa, services: Services, shared: SharedMiddleware): void;
 }
 
+/** The largest request body, 1 MiB; also the largest graphql-ws message (schema/server.ts). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
 /** JSON bodies, refused when nested too deep for the walks over them (the fingerprint, NUL checks). */
 function jsonBody(): Koa.Middleware {
   const parse = bodyParser({
     enableTypes: ['json'],
-    jsonLimit: '1mb',
+    jsonLimit: MAX_BODY_BYTES,
     // Bodies are JSON whatever the Content-Type says; a form post is malformed JSON.
     detectJSON: (ctx) => Number(ctx.get('content-length') || 0) > 0 || Boolean(ctx.get('transfer-encoding')),
     onError: (err, ctx) => {

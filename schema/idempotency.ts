@@ -11,16 +11,19 @@ const IDEMPOTENT_MUTATIONS = new Set<string>(
 );
 
 /**
- * The Idempotency-Key of one mutation field. A document running one mutation uses the request's
- * key as is; one running several (fragments expanded) gives each its own, named after the
- * field's place in the answer (its alias), so a retry of the document replays each of them. The fingerprint is the field and
- * its arguments, so the same key with other arguments is `idempotency_key_reused`.
+ * The Idempotency-Key of one mutation field. A document holding one mutation uses the request's
+ * key as is; one holding several (fragments expanded) gives each its own, named after the
+ * field's place in the answer (its alias), so a retry of the document replays each of them. The
+ * fingerprint is the field and its arguments, so the same key with other arguments is
+ * `idempotency_key_reused`.
  */
 function mutationKey(context: GqlContext, info: GraphQLResolveInfo, args: unknown): IdempotencyKey | undefined {
   const sent = context.idempotency;
   if (!sent) return undefined;
-  // Counted as execution runs them: a fragment holding two mutations is two, not one selection.
-  const sole = mutationCount(info.parentType, info.operation, (name) => info.fragments[name], info.variableValues) === 1;
+  // Every mutation written, fragments expanded (two in one fragment are two) and `@skip`/`@include`
+  // not applied: with them applied, a retry with other variables could run a mutation under the
+  // other form of the key, and charge it again.
+  const sole = mutationCount(info.parentType, info.operation, (name) => info.fragments[name]) === 1;
   const named = `${sent.key}#${String(info.path.key)}`;
   // Keys are at most 255 characters; a long key with an alias is kept unique by its hash.
   const key = sole ? sent.key : named.length <= 255 ? named : `sha256:${createHash('sha256').update(named).digest('hex')}`;

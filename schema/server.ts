@@ -4,16 +4,16 @@ import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import {
   GraphQLError, getOperationAST, getVariableValues, parse, specifiedRules, validate,
-  type DocumentNode, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode, type ValidationContext,
+  type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode, type ValidationContext,
 } from 'graphql';
 import type { IncomingMessage } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { WebSocketServer } from 'ws';
-import { useServer } from 'graphql-ws/use/ws';
+import WebSocket, { WebSocketServer } from 'ws';
+import { CloseCode, handleProtocols, type Context as WsProtocolContext, type SubscribePayload } from 'graphql-ws';
 import type { AuthenticatedKey } from '../src/modules/accounts/account.service';
 import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
-import type { SharedMiddleware } from '../rest/app';
+import { MAX_BODY_BYTES, type SharedMiddleware } from '../rest/app';
 import type { PayorchState } from '../rest/context';
 import { DomainError, isDomainError } from '../src/core/errors';
 import { findNul } from '../src/core/validation';
@@ -27,6 +27,7 @@ import { resultSizeRule } from './result-size';
 import { checkMutationArguments, fragmentsOf, maxMutationsRule } from './mutation-checks';
 import { mutationCount } from './operation-fields';
 import { accountSubject, rateSubject, setRateHeaders } from '../rest/middleware/auth';
+import { serveGraphQLWs, type WsExtra } from './ws-transport';
 
 /**
  * maxTokens bounds the document before anything walks it: the parser and the validation rules
@@ -129,13 +130,15 @@ function logIfInternal(services: Services, requestId: string, e: GraphQLError): 
 
 /**
  * Over WebSocket: the same mapping as over HTTP (REST codes, no internals, no quoted input
- * values), the operation's request id in every error, internal errors logged under it.
+ * values), the operation's request id in every error, internal errors logged under it. An error
+ * raised with a request id of its own (a hook that failed, and logged it there) keeps it.
  */
 function wsErrors(services: Services, requestId: string, errors: readonly GraphQLError[]): GraphQLFormattedError[] {
   return errors.map((e) => {
-    logIfInternal(services, requestId, e);
+    const own = typeof e.extensions?.requestId === 'string' ? e.extensions.requestId : undefined;
+    if (own === undefined) logIfInternal(services, requestId, e);
     const formatted = formatGraphQLError(e.toJSON(), e);
-    return { ...formatted, extensions: { ...(formatted.extensions ?? {}), requestId } };
+    return { ...formatted, extensions: { ...(formatted.extensions ?? {}), requestId: own ?? requestId } };
   });
 }
 
@@ -213,6 +216,17 @@ function keyFromParams(params: Record<string, unknown> | undefined): string | nu
   return m ? m[1] : null;
 }
 
+/** What a graphql-ws socket carries from its connection to its hooks. */
+interface WsSocket extends WsExtra {
+  auth?: AuthenticatedKey;
+  recheck?: NodeJS.Timeout;
+  /** The key this socket is counted under (socketsByKey). */
+  countedKey?: string;
+  /** The socket's subscriptions counted against its account (subscriptionsByAccount), by their subscribe message. */
+  countedSubscriptions?: Map<SubscribePayload, { id: string; accountId: string }>;
+}
+type WsContext = WsProtocolContext<Record<string, unknown>, WsSocket>;
+
 /** Apollo mounted inside Koa at /graphql, behind the same auth, rate limit and body parser. */
 export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Server, shared: SharedMiddleware): GraphQLMount {
   const schema = buildPayorchSchema();
@@ -271,69 +285,95 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     if (idempotency?.replayed) ctx.set('Idempotent-Replayed', 'true');
   });
 
-  // Subscriptions: graphql-ws on the same path; the key travels in connectionParams.
-  const { config } = services;
-  const wss = new WebSocketServer({ server: httpsServer, path: '/graphql' });
+  // Subscriptions: graphql-ws on the same path; the key travels in connectionParams. A message is
+  // held whole and parsed before its key is checked: no larger than a request body.
+  const { config, logger } = services;
+  const wss = new WebSocketServer({ server: httpsServer, path: '/graphql', maxPayload: MAX_BODY_BYTES, handleProtocols });
   /** Open sockets per API key on this instance. */
   const socketsByKey = new Map<string, number>();
+  /** Open subscriptions per account on this instance, over all its keys and sockets. */
+  const subscriptionsByAccount = new Map<string, number>();
   /** The budget a socket's key counts against: its account's, as over HTTP. */
   const accountBudget = (auth: AuthenticatedKey): RateBudget => ({
     subject: accountSubject(auth.accountId), limit: auth.rateLimitPerMinute ?? config.defaultRateLimitPerMinute,
   });
-  const ws = useServer<Record<string, unknown>, {
-    auth?: AuthenticatedKey; recheck?: NodeJS.Timeout; socket: import('ws').WebSocket; request: IncomingMessage; countedKey?: string;
-  }>(
+  /** Gives back the account's count for one subscription of the socket, once. */
+  const releaseSubscription = (extra: WsSocket, payload: SubscribePayload) => {
+    const counted = extra.countedSubscriptions?.get(payload);
+    if (!counted || !extra.countedSubscriptions?.delete(payload)) return;
+    const open = (subscriptionsByAccount.get(counted.accountId) ?? 1) - 1;
+    if (open > 0) subscriptionsByAccount.set(counted.accountId, open);
+    else subscriptionsByAccount.delete(counted.accountId);
+  };
+  const ws = serveGraphQLWs<Record<string, unknown>, WsSocket>(
+    wss,
     {
       schema,
       onConnect: async (ctx) => {
-        const { socket } = ctx.extra;
+        const { socket, request } = ctx.extra;
+        // graphql-ws runs onClose as soon as the socket closes, even while this still awaits:
+        // what is counted after that is never given back, so each step after an await asks.
+        const gone = () => socket.readyState !== WebSocket.OPEN;
         // graphql-ws would close with a bare "Forbidden"; each refusal says what is wrong (its own
         // close after ours is ignored).
-        const failures = `ws-connect:ip:${clientAddress(ctx.extra.request, config.trustProxy)}`;
-        const failed = await services.limiter.peek(failures, config.wsFailedConnectsPerMinute);
-        if (!failed.allowed) {
-          socket.close(4429, `Too many failed connection attempts from this address; retry in ${failed.resetSeconds} s`);
+        try {
+          // Counted as a failure before the key is checked and given back once it passes: attempts
+          // sent at once would all pass a count only finished failures had reached.
+          const failures = `ws-connect:ip:${clientAddress(request, config.trustProxy)}`;
+          const attempt = await services.limiter.consume(failures, config.wsFailedConnectsPerMinute);
+          if (!attempt.allowed) {
+            socket.close(4429, `Too many failed connection attempts from this address; retry in ${attempt.resetSeconds} s`);
+            return false;
+          }
+          const key = keyFromParams(ctx.connectionParams);
+          const auth = key ? await services.accounts.authenticate(key) : null;
+          if (!key || !auth) {
+            socket.close(4403, key ? WS_KEY_REFUSED : WS_KEY_MISSING);
+            return false;
+          }
+          await services.limiter.refund(failures, config.wsFailedConnectsPerMinute);
+          if (gone()) return false;
+          const open = socketsByKey.get(auth.keyId) ?? 0;
+          if (open >= config.wsMaxSocketsPerKey) {
+            socket.close(4429, `Too many open sockets for this API key (at most ${config.wsMaxSocketsPerKey}); close one first`);
+            return false;
+          }
+          // Taken before anything else is awaited, so sockets opening at once cannot all pass the
+          // same count; onClose gives it back, whatever closes the socket.
+          socketsByKey.set(auth.keyId, open + 1);
+          ctx.extra.countedKey = auth.keyId;
+          // Opening a socket is a request like any other: connect-and-drop loops count too.
+          const rate = accountBudget(auth);
+          const decision = await services.limiter.consume(rate.subject, rate.limit);
+          if (!decision.allowed) {
+            socket.close(4429, `Too many requests; retry in ${decision.resetSeconds} s`);
+            return false;
+          }
+          // Closed meanwhile: onClose gave the count back; no key check for a socket that is gone.
+          if (gone()) return false;
+          ctx.extra.auth = auth;
+          // A key revoked (or narrowed) while the socket is open stops streaming within one period.
+          ctx.extra.recheck = setInterval(() => {
+            services.accounts.authenticate(key).then(
+              (current) => {
+                if (!current) socket.close(4403, WS_KEY_REVOKED);
+                else ctx.extra.auth = current;
+              },
+              () => undefined,
+            );
+          }, config.wsKeyRecheckMs);
+          ctx.extra.recheck.unref();
+          return true;
+        } catch (err) {
+          // The limiter or the database failing: logged here as JSON (graphql-ws would print it).
+          logger.error({ err: errorForLog(err), remoteAddress: request.socket.remoteAddress }, 'graphql-ws connection check failed');
+          if (!gone()) socket.close(CloseCode.InternalServerError, 'Internal server error; retry later');
           return false;
         }
-        const key = keyFromParams(ctx.connectionParams);
-        const auth = key ? await services.accounts.authenticate(key) : null;
-        if (!auth) {
-          await services.limiter.consume(failures, config.wsFailedConnectsPerMinute);
-          socket.close(4403, key ? WS_KEY_REFUSED : WS_KEY_MISSING);
-          return false;
-        }
-        const open = socketsByKey.get(auth.keyId) ?? 0;
-        if (open >= config.wsMaxSocketsPerKey) {
-          socket.close(4429, `Too many open sockets for this API key (at most ${config.wsMaxSocketsPerKey}); close one first`);
-          return false;
-        }
-        // Taken before anything else is awaited, so sockets opening at once cannot all pass the
-        // same count; onClose gives it back, whatever closes the socket.
-        socketsByKey.set(auth.keyId, open + 1);
-        ctx.extra.countedKey = auth.keyId;
-        // Opening a socket is a request like any other: connect-and-drop loops count too.
-        const rate = accountBudget(auth);
-        const decision = await services.limiter.consume(rate.subject, rate.limit);
-        if (!decision.allowed) {
-          socket.close(4429, `Too many requests; retry in ${decision.resetSeconds} s`);
-          return false;
-        }
-        ctx.extra.auth = auth;
-        // A key revoked (or narrowed) while the socket is open stops streaming within one period.
-        ctx.extra.recheck = setInterval(() => {
-          services.accounts.authenticate(key as string).then(
-            (current) => {
-              if (!current) socket.close(4403, WS_KEY_REVOKED);
-              else ctx.extra.auth = current;
-            },
-            () => undefined,
-          );
-        }, config.wsKeyRecheckMs);
-        ctx.extra.recheck.unref();
-        return true;
       },
       onClose: (ctx) => {
         clearInterval(ctx.extra.recheck);
+        for (const payload of [...(ctx.extra.countedSubscriptions?.keys() ?? [])]) releaseSubscription(ctx.extra, payload);
         const keyId = ctx.extra.countedKey;
         if (keyId === undefined) return;
         ctx.extra.countedKey = undefined;
@@ -349,59 +389,93 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         };
         return { rc, services, loaders: createLoaders(services, rc, { cache: false }) };
       },
-      onSubscribe: async (ctx, _id, payload) => {
-        const auth = ctx.extra.auth as AuthenticatedKey;
-        // This operation is already among them (graphql-ws registers it before asking here).
-        if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
-          return [refusal(new DomainError(
-            'limit_exceeded',
-            `At most ${config.wsMaxSubscriptions} operations at once on one socket (subscriptions included); complete one first`,
-          ))];
-        }
-        // Every operation is a request, counted as over HTTP against the account.
-        const rate = accountBudget(auth);
-        const decision = await services.limiter.consume(rate.subject, rate.limit);
-        if (!decision.allowed) return [refusal(new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`))];
-        // A syntax error is the client's, answered like any invalid document (not a 4500 close).
-        let document;
+      onSubscribe: async (ctx, id, payload) => {
         try {
-          document = parse(payload.query, { maxTokens: GRAPHQL_LIMITS.maxTokens });
+          return await checkOperation(ctx, id, payload);
         } catch (err) {
-          if (err instanceof GraphQLError) return [err];
-          if (err instanceof RangeError) return [new TooComplexError('the document nests too deeply to be read')];
-          throw err;
+          // The limiter or the database failing: this operation is answered internal_error under
+          // the id logged here; the socket and its other operations go on.
+          const requestId = wsRequestId();
+          logger.error({ requestId, err: errorForLog(err) }, 'graphql-ws operation check failed');
+          return [new GraphQLError('graphql-ws operation check failed', { originalError: err instanceof Error ? err : new Error(String(err)), extensions: { requestId } })];
         }
-        // The same depth and cost limits as queries over HTTP.
-        let errors: readonly GraphQLError[];
-        try {
-          errors = validate(schema, document, [...specifiedRules, ...limitRules()]);
-        } catch (err) {
-          // A document still too deep for the recursive rules is refused like any other too complex one.
-          if (err instanceof RangeError) return [new TooComplexError('the document nests too deeply to be checked')];
-          throw err;
-        }
-        if (errors.length) return errors;
-        const operation = getOperationAST(document, payload.operationName);
-        if (operation) {
-          // This message was counted as one request above.
-          const refused = await preflight(services, schema, document, operation, payload.variables ?? undefined, rate, 1);
-          if (refused) return [refused];
-        }
-        // Parsed and validated here: graphql-ws runs it as is.
-        return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
       },
+      onComplete: (ctx, _id, payload) => releaseSubscription(ctx.extra, payload),
       // A document refused before it ran, or a stream that broke: these errors get an id of their own.
       onError: (_ctx, _id, _payload, errors) => wsErrors(services, wsRequestId(), errors),
       onNext: (_ctx, _id, _payload, args, result) =>
         result.errors ? { ...result, errors: wsErrors(services, (args.contextValue as GqlContext).rc.requestId, result.errors) } : undefined,
     },
-    wss,
+    logger,
   );
+
+  /** What onSubscribe decides: the operation's refusal, or the parsed document graphql-ws then runs as is. */
+  async function checkOperation(ctx: WsContext, id: string, payload: SubscribePayload): Promise<readonly GraphQLError[] | ExecutionArgs> {
+    const auth = ctx.extra.auth as AuthenticatedKey;
+    // This operation is already among them (graphql-ws registers it before asking here).
+    if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
+      return [refusal(new DomainError(
+        'limit_exceeded',
+        `At most ${config.wsMaxSubscriptions} operations at once on one socket (subscriptions included); complete one first`,
+      ))];
+    }
+    // Every operation is a request, counted as over HTTP against the account.
+    const rate = accountBudget(auth);
+    const decision = await services.limiter.consume(rate.subject, rate.limit);
+    if (!decision.allowed) return [refusal(new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`))];
+    // A syntax error is the client's, answered like any invalid document (not a 4500 close).
+    let document;
+    try {
+      document = parse(payload.query, { maxTokens: GRAPHQL_LIMITS.maxTokens });
+    } catch (err) {
+      if (err instanceof GraphQLError) return [err];
+      if (err instanceof RangeError) return [new TooComplexError('the document nests too deeply to be read')];
+      throw err;
+    }
+    // The same depth and cost limits as queries over HTTP.
+    let errors: readonly GraphQLError[];
+    try {
+      errors = validate(schema, document, [...specifiedRules, ...limitRules()]);
+    } catch (err) {
+      // A document still too deep for the recursive rules is refused like any other too complex one.
+      if (err instanceof RangeError) return [new TooComplexError('the document nests too deeply to be checked')];
+      throw err;
+    }
+    if (errors.length) return errors;
+    const operation = getOperationAST(document, payload.operationName);
+    if (operation) {
+      // This message was counted as one request above.
+      const refused = await preflight(services, schema, document, operation, payload.variables ?? undefined, rate, 1);
+      if (refused) return [refused];
+    }
+    if (operation?.operation === 'subscription') {
+      // Each event runs every open subscription's selection: the account's are capped on the
+      // instance, over all its keys and sockets. Counted after the last await, so operations
+      // checked at once cannot all pass the same count.
+      for (const [counted, { id: countedId }] of ctx.extra.countedSubscriptions ?? []) {
+        // Ended without graphql-ws's onComplete (a stream that could not send): given back here.
+        if (!(countedId in ctx.subscriptions)) releaseSubscription(ctx.extra, counted);
+      }
+      // Completed, or its socket closed, while it was checked: nothing is counted, nothing runs.
+      if (!(id in ctx.subscriptions)) return [new GraphQLError('The operation ended before it started')];
+      const open = subscriptionsByAccount.get(auth.accountId) ?? 0;
+      if (open >= config.wsMaxSubscriptionsPerAccount) {
+        return [refusal(new DomainError(
+          'limit_exceeded',
+          `At most ${config.wsMaxSubscriptionsPerAccount} subscriptions open at once for this account on one instance (all its keys and sockets); complete one first`,
+        ))];
+      }
+      subscriptionsByAccount.set(auth.accountId, open + 1);
+      (ctx.extra.countedSubscriptions ??= new Map()).set(payload, { id, accountId: auth.accountId });
+    }
+    // Parsed and validated here: graphql-ws runs it as is.
+    return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
+  }
 
   return {
     start: () => server.start(),
     async stop() {
-      await ws.dispose();
+      ws.dispose();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       await server.stop();
     },

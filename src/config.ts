@@ -78,6 +78,7 @@ const VARIABLES = {
   API_KEY_CACHE_MS: { schema: wholeNumber('must be a whole number of milliseconds from 0 to 60000', 0, 60_000).default(1_000) },
   GRAPHQL_WS_MAX_SUBSCRIPTIONS: { schema: wholeNumber('must be a whole number of operations, 1 or more', 1).default(50) },
   GRAPHQL_WS_MAX_SOCKETS_PER_KEY: { schema: wholeNumber('must be a whole number of sockets, 1 or more', 1).default(20) },
+  GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_ACCOUNT: { schema: wholeNumber('must be a whole number of subscriptions, 1 or more', 1).default(100) },
   GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: { schema: wholeNumber('must be a whole number of attempts per minute, 1 or more', 1).default(10) },
   // Webhook delivery tuning; absent means the delivery module's default (docs/webhooks.md).
   WEBHOOK_TIMEOUT_MS: { schema: positiveMs.optional() },
@@ -165,6 +166,11 @@ export interface Config {
   wsMaxSubscriptions: number;
   /** graphql-ws sockets one API key may hold open on one instance. */
   wsMaxSocketsPerKey: number;
+  /**
+   * Subscriptions one account may have open at once on one instance, over all its keys and
+   * sockets: each event runs every subscription's selection, nested lists included.
+   */
+  wsMaxSubscriptionsPerAccount: number;
   /** graphql-ws connection attempts with a missing or refused key one client address may make a minute. */
   wsFailedConnectsPerMinute: number;
 }
@@ -228,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     wsMaxSubscriptions: e.GRAPHQL_WS_MAX_SUBSCRIPTIONS,
     wsMaxSocketsPerKey: e.GRAPHQL_WS_MAX_SOCKETS_PER_KEY,
+    wsMaxSubscriptionsPerAccount: e.GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_ACCOUNT,
     wsFailedConnectsPerMinute: e.GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE,
     apiKeyCacheMs: e.API_KEY_CACHE_MS,
     maxConnections: e.MAX_CONNECTIONS,

@@ -1,4 +1,4 @@
-import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
+import { createTask, setLogger as setCronLogger, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import type { Services } from '../src/services';
 import { errorForLog, type Logger } from '../src/logger';
 import { JOBS, runJob, type Job } from './jobs';
@@ -11,10 +11,11 @@ export interface Workers {
 /**
  * node-cron's own messages (a tick skipped because the job's last run is still going, say while
  * recovery waits on gateway timeouts; a tick missed under load) as JSON lines through pino,
- * under the job's name. Its default logger prints coloured plain text to the console.
+ * under the job's name, or as the scheduler's when they concern no job. Its default logger
+ * prints coloured plain text to the console.
  */
-export function cronLogger(logger: Logger, job: string): CronLogger {
-  const log = logger.child({ job });
+export function cronLogger(logger: Logger, job?: string): CronLogger {
+  const log = logger.child(job ? { job } : { component: 'scheduler' });
   const report = (level: 'error' | 'debug', message: string | Error, err?: Error) =>
     message instanceof Error ? log[level]({ err: errorForLog(message) }, 'scheduler error') : log[level](err ? { err: errorForLog(err) } : {}, message);
   return {
@@ -41,6 +42,9 @@ export function scheduleJob(services: Services, job: Job): ScheduledTask {
 
 /** Background jobs of one instance; each job is a service call (see jobs.ts). */
 export function startWorkers(services: Services): Workers {
+  // node-cron's global logger speaks for whatever no task's logger covers (stopping tasks at
+  // shutdown, a task created without one).
+  setCronLogger(cronLogger(services.logger));
   const tasks: ScheduledTask[] = JOBS.map((job) => {
     const task = scheduleJob(services, job);
     if (job.runAtStart) void runJob(services, job);

@@ -47,11 +47,12 @@ export class RateLimiter {
     }
   }
 
-  /** The subject's budget as it stands, without counting anything. */
-  async peek(subject: string, limit: number): Promise<RateDecision> {
-    const res = await this.limiterFor(limit).get(subject);
-    const used = res?.consumedPoints ?? 0;
-    const resetSeconds = res ? Math.max(1, Math.ceil(res.msBeforeNext / 1000)) : 60;
-    return { allowed: used < limit, limit, remaining: Math.max(0, limit - used), resetSeconds };
+  /**
+   * Gives back points consumed for something that turned out not to count (a connection attempt
+   * counted as failed before its key was checked, then accepted). Counting first and giving back
+   * later keeps attempts made at once from all passing one check.
+   */
+  async refund(subject: string, limit: number, points = 1): Promise<void> {
+    await this.limiterFor(limit).reward(subject, points);
   }
 }

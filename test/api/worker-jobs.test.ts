@@ -1,6 +1,7 @@
 import { FixedClock } from '../../src/core/clock';
 import { JOBS, runJob, type Job } from '../../workers/jobs';
-import { scheduleJob } from '../../workers';
+import { createTask } from 'node-cron';
+import { scheduleJob, startWorkers } from '../../workers';
 import { startTestApp, type TestApp } from '../helpers/app';
 
 // Far from the wall clock on either side, so a job reading the wall clock would act differently.
@@ -100,6 +101,29 @@ describe("the scheduler's own messages", () => {
     }
     const lines = app.logs.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toContainEqual(expect.objectContaining({ level: 'warn', job: 'slow-recovery', skipped: true }));
+    for (const spy of [...consoleCalls, stdout, stderr]) expect(spy).not.toHaveBeenCalled();
+  });
+
+  it("should log node-cron's own messages outside any job as JSON lines once the workers start, and nothing as plain text", async () => {
+    const consoleCalls = (['log', 'info', 'warn', 'error', 'debug'] as const).map((m) => jest.spyOn(console, m).mockImplementation(() => undefined));
+    const stdout = jest.spyOn(process.stdout, 'write');
+    const stderr = jest.spyOn(process.stderr, 'write');
+    const workers = startWorkers(app.server.services);
+    try {
+      app.logs.length = 0;
+      // A task made without a logger of its own reports through node-cron's global one.
+      const task = createTask('0 0 1 1 *', () => {
+        throw new Error('failed outside any job');
+      });
+      await task.execute().catch(() => undefined);
+      await task.destroy();
+    } finally {
+      await workers.stop();
+    }
+    const lines = app.logs.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toContainEqual(expect.objectContaining({
+      level: 'error', component: 'scheduler', err: expect.objectContaining({ message: 'failed outside any job' }),
+    }));
     for (const spy of [...consoleCalls, stdout, stderr]) expect(spy).not.toHaveBeenCalled();
   });
 });

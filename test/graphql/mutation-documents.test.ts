@@ -86,6 +86,22 @@ describe('mutations inside fragments with one Idempotency-Key', () => {
     expect(bare.body.data.createPayment.id).toBe(spread.body.data.createPayment.id);
     expect(await paymentsOf(key)).toHaveLength(1);
   });
+
+  it('should give a mutation the same key whatever @skip/@include leave of the document, so a retry with other variables replays it', async () => {
+    const { testKey: key } = await app.createAccount();
+    const query = `mutation($s: Boolean!) {
+      a: createPayment(input: { amount: 504, currency: "usd", paymentMethod: "pm_card_visa" }) { id }
+      b: createPayment(input: { amount: 505, currency: "usd", paymentMethod: "pm_card_visa" }) @skip(if: $s) { id } }`;
+    const idem = newKey('skipped');
+    const alone = await gql(key, query, { s: true }, idem);
+    expect(alone.body.errors).toBeUndefined();
+    expect(Object.keys(alone.body.data)).toEqual(['a']);
+    const both = await gql(key, query, { s: false }, idem);
+    expect(both.body.errors).toBeUndefined();
+    expect(both.headers['idempotent-replayed']).toBe('true');
+    expect(both.body.data.a.id).toBe(alone.body.data.a.id);
+    expect((await paymentsOf(key)).map((p) => p.id).sort()).toEqual([alone.body.data.a.id, both.body.data.b.id].sort());
+  });
 });
 
 describe('arguments checked before any mutation runs', () => {

@@ -1,6 +1,6 @@
-import WebSocket from 'ws';
-import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
+import type { Client } from 'graphql-ws';
+import { closed, connect as connectTo, run, wsClient as clientFor, type WsResult } from '../helpers/graphql-ws';
 
 /**
  * GraphQL over WebSocket (graphql-ws) under the same limits as over HTTP: every operation counts
@@ -12,58 +12,24 @@ import { startTestApp, type TestApp } from '../helpers/app';
 let app: TestApp;
 beforeAll(async () => {
   app = await startTestApp({
-    env: { GRAPHQL_WS_MAX_SUBSCRIPTIONS: '3', GRAPHQL_WS_MAX_SOCKETS_PER_KEY: '2', GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: '3' },
+    env: {
+      GRAPHQL_WS_MAX_SUBSCRIPTIONS: '3', GRAPHQL_WS_MAX_SOCKETS_PER_KEY: '2', GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: '3',
+      GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_ACCOUNT: '4',
+    },
   });
 });
 afterAll(() => app.stop());
 
-const wsUrl = () => `${app.baseUrl.replace('https:', 'wss:')}/graphql`;
+const wsClient = (key: string) => clientFor(app, key);
+const connect = (key: string | null) => connectTo(app, key);
 
-function wsClient(key: string): Client {
-  const ca = app.server.cert;
-  class TrustingWebSocket extends WebSocket {
-    constructor(address: string, protocols?: string | string[]) {
-      super(address, protocols, { ca, servername: 'localhost' } as WebSocket.ClientOptions);
-    }
-  }
-  // One socket for all its operations: a lazy client would otherwise reconnect for each.
-  return createClient({
-    url: wsUrl(), webSocketImpl: TrustingWebSocket, connectionParams: { authorization: `Bearer ${key}` }, retryAttempts: 0, lazy: true, lazyCloseTimeout: 60_000,
-  });
-}
-
-interface Result { data?: Record<string, any> | null; errors?: Array<{ message: string; extensions: Record<string, any> }> }
-
-/** One query or mutation over the client: its result, or the errors it was refused with. */
-function run(client: Client, query: string, variables: Record<string, unknown> = {}): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    let result: Result = {};
-    client.subscribe({ query, variables }, {
-      next: (r) => { result = r as Result; },
-      error: (e) => (Array.isArray(e) ? resolve({ errors: e as Result['errors'] }) : reject(e)),
-      complete: () => resolve(result),
+/** Subscribes: the errors it was refused with, or null when it is still open half a second later. */
+function subscribed(client: Client, query: string): Promise<{ stop: () => void; errors: WsResult['errors'] | null }> {
+  return new Promise((resolve) => {
+    const stop = client.subscribe({ query }, {
+      next: () => undefined, error: (e) => resolve({ stop, errors: e as WsResult['errors'] }), complete: () => undefined,
     });
-  });
-}
-
-/** A bare graphql-ws connection: acknowledged, or closed with a code and reason. */
-function connect(key: string | null): Promise<{ socket: WebSocket; outcome: 'ack' | { code: number; reason: string } }> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(wsUrl(), 'graphql-transport-ws', { ca: app.server.cert, servername: 'localhost' } as WebSocket.ClientOptions);
-    socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: key ? { authorization: `Bearer ${key}` } : {} })));
-    socket.on('message', (m) => {
-      if (JSON.parse(String(m)).type === 'connection_ack') resolve({ socket, outcome: 'ack' });
-    });
-    socket.on('close', (code, reason) => resolve({ socket, outcome: { code, reason: String(reason) } }));
-    socket.on('error', reject);
-  });
-}
-
-async function closed(socket: WebSocket): Promise<void> {
-  if (socket.readyState === WebSocket.CLOSED) return;
-  await new Promise((resolve) => {
-    socket.once('close', resolve);
-    socket.close();
+    setTimeout(() => resolve({ stop, errors: null }), 500);
   });
 }
 
@@ -139,6 +105,37 @@ describe('GraphQL over WebSocket: limits', () => {
     expect((await run(client, '{ customers { total } }')).data).toEqual({ customers: { total: 1 } });
     stops.slice(1).forEach((stop) => stop());
     await client.dispose();
+  });
+
+  it('should cap the subscriptions one account holds open on the instance, over all its keys and sockets', async () => {
+    const account = await app.createAccount();
+    const SUBSCRIPTION = 'subscription { customerUpdated { id } }';
+    const refusal = {
+      message: 'At most 4 subscriptions open at once for this account on one instance (all its keys and sockets); complete one first',
+      extensions: expect.objectContaining({ code: 'limit_exceeded', requestId: expect.stringMatching(/^ws_/) }),
+    };
+    const test = wsClient(account.testKey);
+    const live = wsClient(account.liveKey);
+    const onTest = await Promise.all([0, 1, 2].map(() => subscribed(test, SUBSCRIPTION)));
+    const first = await subscribed(live, SUBSCRIPTION);
+    expect([...onTest, first].map((s) => s.errors)).toEqual([null, null, null, null]);
+    expect((await subscribed(live, SUBSCRIPTION)).errors).toEqual([expect.objectContaining(refusal)]);
+    // Queries are not subscriptions; another account has its own.
+    expect((await run(live, '{ customers { total } }')).data).toEqual({ customers: { total: 0 } });
+    const other = wsClient((await app.createAccount()).testKey);
+    expect((await subscribed(other, SUBSCRIPTION)).errors).toBeNull();
+    // A completed subscription makes room, and a closed socket gives back all of its own.
+    first.stop();
+    await new Promise((r) => setTimeout(r, 200));
+    const second = await subscribed(live, SUBSCRIPTION);
+    expect(second.errors).toBeNull();
+    expect((await subscribed(live, SUBSCRIPTION)).errors).toEqual([expect.objectContaining(refusal)]);
+    await test.dispose();
+    await new Promise((r) => setTimeout(r, 200));
+    const again = wsClient(account.testKey);
+    expect((await Promise.all([0, 1, 2].map(() => subscribed(again, SUBSCRIPTION)))).map((s) => s.errors)).toEqual([null, null, null]);
+    expect((await subscribed(live, SUBSCRIPTION)).errors).toEqual([expect.objectContaining(refusal)]);
+    await Promise.all([live, other, again].map((c) => c.dispose()));
   });
 
   it('should cap the sockets one API key holds open, per key', async () => {
