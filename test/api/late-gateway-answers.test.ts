@@ -285,3 +285,43 @@ describe("recovery on the instance whose own request is still waiting for the ga
     expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data).toMatchObject({ amountRefunded: 3800, refunded: true });
   });
 });
+
+describe('a pending row an earlier version wrote without pending_since', () => {
+  /** As an instance from before migration 0011 leaves it: no `pending_since`, and a `created_at` on its own (business) clock, years back. */
+  const writtenByAnEarlierVersion = async (table: 'payments' | 'refunds', id: string) => {
+    await elapseDatabaseTime(app.server.services.db, 60_000, [id]); // its lease ran out (its heartbeats stopped)
+    await app.server.services.db.execute(`UPDATE ${table} SET pending_since = NULL, created_at = $1 WHERE id = $2`, [new Date('2019-03-04T05:06:07.000Z'), id]);
+  };
+  const pendingSince = async (table: string, id: string) =>
+    (await app.server.services.db.select<{ s: unknown }>(`SELECT pending_since AS s FROM ${table} WHERE id = $1`, [id]))[0].s;
+
+  it('should count a payment as pending since recovery first saw it, never from its created_at: "not found" is not final at once', async () => {
+    const late = answeringLate('/v1/payment_intents');
+    const pending = app.request('POST', '/v1/payments', { key, body: { amount: 3900, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    const paymentId = (await late.received()).form['metadata[payorch_payment_id]'];
+    await writtenByAnEarlierVersion('payments', paymentId);
+    expect(await other.payments.recoverPending(clock.now())).toBe(0);
+    expect(late.lookups()).toBeGreaterThan(0); // asked, and the gateway's search did not show it yet
+    expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.status).toBe('pending');
+    expect(await pendingSince('payments', paymentId)).not.toBeNull(); // dated as first seen
+    late.answer();
+    expect((await pending).body.data).toMatchObject({ id: paymentId, status: 'succeeded' });
+    expect(await events('payment.failed', paymentId)).toEqual([]);
+  });
+
+  it('should count a refund as pending since recovery first saw it, never from its created_at: its amount is not given back at once', async () => {
+    const pay = await succeededPayment(4000);
+    const late = answeringLate('/v1/refunds');
+    const pending = app.request('POST', '/v1/refunds', { key, body: { paymentId: pay.id } });
+    const refundId = String((await late.received()).headers['idempotency-key']);
+    await writtenByAnEarlierVersion('refunds', refundId);
+    expect(await other.refunds.recoverPending(clock.now())).toBe(0);
+    expect(late.lookups()).toBeGreaterThan(0);
+    expect((await app.request('GET', `/v1/refunds/${refundId}`, { key })).body.data.status).toBe('pending');
+    expect(await pendingSince('refunds', refundId)).not.toBeNull();
+    late.answer();
+    expect((await pending).body.data).toMatchObject({ id: refundId, status: 'succeeded' });
+    expect(await events('refund.failed', refundId)).toEqual([]);
+    expect((await app.request('GET', `/v1/payments/${pay.id}`, { key })).body.data.amountRefunded).toBe(4000);
+  });
+});

@@ -194,7 +194,7 @@ export class PaymentStore {
   async pendingPastLease(limit: number, held: readonly string[] = []): Promise<Array<{ id: string; payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null; pendingMs: number }>> {
     const now = this.db.nowSql;
     const rows = await this.db.select(
-      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key, COALESCE(pending_since, created_at) AS pending_since, ${now} AS db_now
+      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key, pending_since, ${now} AS db_now
          FROM payments WHERE status = 'pending' AND lease_until < ${now} AND id NOT IN (${this.db.jsonTextList('$1')})
         ORDER BY lease_until LIMIT ${Number(limit)}`,
       [JSON.stringify(held)],
