@@ -8,8 +8,9 @@ import { FakeStripe, StripeLikeBackend, type RecordedRequest } from '../connecto
 /**
  * A gateway that answers late, after it has made the charge or the refund, while its search
  * does not show it yet (Stripe's index trails writes). Recovery must neither take the operation
- * from the request still waiting for that answer because this instance's clock jumped, nor drop
- * the answer when it settled the operation meanwhile.
+ * from the request still waiting for that answer because this instance's clock (or the
+ * database's) jumped, nor drop the answer when another instance settled the operation meanwhile,
+ * nor leave the operation's Idempotency-Key replaying the `failed` it gave then.
  */
 
 const SECRET = 'sk_test_51FakeSecretKey';
