@@ -6,6 +6,7 @@ import { BUILTIN_SIMULATOR_ID } from '../../src/modules/gateways/gateway-config.
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
 import { LEASE_MS } from '../../src/modules/payments/lease-keeper';
 import { elapseDatabaseTime } from '../helpers/database-time';
+import { otherInstance } from '../helpers/other-instance';
 
 let database: TestDatabase;
 const clock = new FixedClock(new Date('2026-11-20T12:00:00.000Z'));
@@ -156,13 +157,14 @@ describe('crash safety of a charge', () => {
 
   it('should keep the answer recovery stored when the request it took over from finishes late', async () => {
     const app = await startTestApp({ database, clock });
+    const other = otherInstance(app.server.services);
+    let release: () => void = () => undefined;
     try {
       const key = app.account.testKey;
       const body = { amount: 2940, currency: 'usd', paymentMethod: 'pm_card_visa' };
       const headers = { 'idempotency-key': 'outlived-its-lease' };
       const payments = app.server.services.payments as unknown as { chargeAlongPlan: (...a: unknown[]) => Promise<unknown> };
       const chargeAlongPlan = payments.chargeAlongPlan;
-      let release!: () => void;
       const held = new Promise<void>((resolve) => {
         release = resolve;
       });
@@ -176,10 +178,11 @@ describe('crash safety of a charge', () => {
         [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2940');
         if (!row) await new Promise((r) => setTimeout(r, 10));
       }
-      // Its heartbeats stop getting through, long enough for recovery to take over: the gateway
-      // never saw the charge, so the payment failed.
+      // Its heartbeats stop getting through, long enough for another instance's recovery to take
+      // over (this one's leaves its own requests' rows alone): the gateway never saw the charge,
+      // so the payment failed.
       await elapse(app, NOT_FOUND_FINAL_AFTER_MS + 60_000, [row!.id]);
-      expect(await app.server.services.payments.recoverPending(clock.now())).toBe(1);
+      expect(await other.payments.recoverPending(clock.now())).toBe(1);
       const replayed = await app.request('POST', '/v1/payments', { key, body, headers });
       expect(replayed.body.data).toMatchObject({ id: row!.id, status: 'failed' });
       release();
@@ -190,6 +193,8 @@ describe('crash safety of a charge', () => {
       expect(again.text).toBe(replayed.text);
       payments.chargeAlongPlan = chargeAlongPlan;
     } finally {
+      release();
+      other.stop();
       await app.stop();
     }
   });

@@ -116,6 +116,16 @@ export class IdempotencyService {
   }
 
   /**
+   * Inside the transaction that changes an object already settled (a late gateway success moving
+   * it from `failed` to `requires_review`): the key's stored answer becomes the object as it now
+   * is, when that answer is the object as recorded with `recordedStatus` (see
+   * IdempotencyStore.reviseAnswer). A retry is then never told `failed` of money that moved.
+   */
+  async reviseIn(t: Transaction, handle: ObjectClaim, recordedStatus: string, objectJson: string): Promise<boolean> {
+    return this.store.reviseAnswer(t, handle, handle.status, recordedStatus, objectJson);
+  }
+
+  /**
    * Throws a key's stored answer (IdempotentReplay), or the 409 for a key in use or used by
    * another request; returns when the key is free (never used, or expired). Used before an
    * operation that calls a gateway ahead of its one transaction (saving a card: a key already

@@ -71,6 +71,31 @@ export class IdempotencyStore {
     return (await this.db.execute(sql, p.values, t)) === 1;
   }
 
+  /**
+   * Replaces the answer of an object's key with `body` when, and only while, the key still names
+   * that object and holds the answer it was given for it as recorded with `recordedStatus` (the
+   * object's JSON, `status` that one): a later change of the object's own record (a late gateway
+   * success turning `failed` into `requires_review`) reaches the key, never another answer (a
+   * pending answer the request gave, an answer sealed, a key claimed again after it expired).
+   * Runs in the caller's transaction, which holds the object's row; the update is a
+   * compare-and-set on the answer read. Returns whether the answer was replaced.
+   */
+  async reviseAnswer(t: Transaction, target: Required<KeyAnswer>, status: number, recordedStatus: string, body: string): Promise<boolean> {
+    const [row] = await this.db.select<{ response_body: string | null }>(
+      `SELECT response_body FROM idempotency_keys
+        WHERE scope = $1 AND idempotency_key = $2 AND object_id = $3 AND state = 'completed' AND response_status = $4${this.db.forUpdate}`,
+      [target.scope, target.key, target.objectId, status],
+      t,
+    );
+    const stored = row?.response_body ?? null;
+    if (stored === null || !answersObjectAs(stored, target.objectId, recordedStatus)) return false;
+    const p = new Params();
+    const sql = `UPDATE idempotency_keys SET response_body = ${p.add(body)}
+      WHERE scope = ${p.add(target.scope)} AND idempotency_key = ${p.add(target.key)} AND object_id = ${p.add(target.objectId)}
+       AND state = 'completed' AND response_status = ${p.add(status)} AND response_body = ${p.add(stored)}`;
+    return (await this.db.execute(sql, p.values, t)) === 1;
+  }
+
   async read(scope: string, key: string, t?: Transaction): Promise<StoredKey | null> {
     const [row] = await this.db.select<{ request_hash: string; state: 'running' | 'completed'; response_status: number | null; response_body: string | null; expires_at: unknown }>(
       'SELECT request_hash, state, response_status, response_body, expires_at FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
@@ -128,5 +153,15 @@ export class IdempotencyStore {
       FROM ${source} s WHERE s.idem_key IS NOT NULL AND k.scope = s.idem_scope AND k.idempotency_key = s.idem_key
        AND k.object_id = s.idem_object AND k.state = 'running'`,
     };
+  }
+}
+
+/** Whether a stored answer is the object `id` as recorded with `status` (plain JSON: an object's key is never sealed). */
+function answersObjectAs(stored: string, id: string, status: string): boolean {
+  try {
+    const answer = JSON.parse(stored) as { id?: unknown; status?: unknown } | null;
+    return answer !== null && typeof answer === 'object' && answer.id === id && answer.status === status;
+  } catch {
+    return false; // sealed, or not JSON: not an object's answer
   }
 }

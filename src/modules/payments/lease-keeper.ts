@@ -14,7 +14,8 @@ export const HEARTBEAT_MS = 2_500;
  * runs, this keeper pushes it LEASE_MS past the database's now every HEARTBEAT_MS. A process
  * that dies stops renewing, so its rows' leases run out within LEASE_MS and recovery, on any
  * live instance, settles them by asking the gateway; a live one keeps its rows, however long its
- * gateway calls take and whatever its own clock does.
+ * gateway calls take and whatever its own clock does. Its own recovery never takes a row it holds
+ * (heldIds), whatever the database's clock does either (on SQLite that clock is the host's).
  *
  * A request starts a gateway call only while its lease is known to be fresh (`holds`), timed on
  * this process's stopwatch from before the write that set it: when heartbeats fail (the
@@ -64,6 +65,17 @@ export class LeaseKeeper {
   holds(table: LeasedTable, id: string): boolean {
     const lease = this.held.get(`${table}:${id}`);
     return lease !== undefined && lease.until - this.stopwatch.elapsedMs() >= this.leaseMs / 2;
+  }
+
+  /**
+   * The rows of `table` this process's requests are working on now, whatever their lease looks
+   * like in the database: recovery on this process leaves them alone (see recoverPending). The
+   * database's clock is the host's on SQLite, so a jump of it (an NTP step, a VM resumed) runs
+   * every lease out at once; the request still holding its row settles it, or leaves it pending
+   * and releases it, when its gateway call ends (each call is bounded by its timeout).
+   */
+  heldIds(table: LeasedTable): string[] {
+    return [...this.held.values()].filter((l) => l.table === table).map((l) => l.id);
   }
 
   /** One heartbeat: every held row of each table in one statement; never two at once. */

@@ -34,11 +34,13 @@ export class LeaseStore {
 
   /**
    * Takes over a pending row whose lease has run out, leasing it for `leaseMs`: of several callers
-   * exactly one gets it. Returns whether this caller did.
+   * exactly one gets it. Returns whether this caller did. A row without `pending_since` (see
+   * pendingForMs) is dated now, as first seen.
    */
   async claimPastLease(table: LeasedTable, id: string, leaseMs: number): Promise<boolean> {
     const claimed = await this.db.execute(
-      `UPDATE ${table} SET lease_until = ${this.db.nowPlusSql('$1')} WHERE id = $2 AND status = 'pending' AND lease_until < ${this.db.nowSql}`,
+      `UPDATE ${table} SET lease_until = ${this.db.nowPlusSql('$1')}, pending_since = COALESCE(pending_since, ${this.db.nowSql})
+        WHERE id = $2 AND status = 'pending' AND lease_until < ${this.db.nowSql}`,
       [Math.ceil(leaseMs), id],
     );
     return claimed === 1;
@@ -48,7 +50,10 @@ export class LeaseStore {
 /**
  * How long a pending row has been pending on the database's clock (`now` and `pending_since` as
  * read with it). A row an earlier version wrote without `pending_since` (during a rolling
- * upgrade) is read with its `created_at` instead, that instance's clock being the best there is.
+ * upgrade) counts as pending since recovery first saw it: 0 now, and claimPastLease dates it
+ * then. Never its `created_at`, business time on another instance's clock (a test clock can put
+ * it years back), which could make a gateway's "not found" final at once: taking a row for
+ * younger than it is only delays recovery.
  */
 export function pendingForMs(dbNow: Date | null, pendingSince: Date | null): number {
   if (!dbNow || !pendingSince) return 0;

@@ -288,10 +288,12 @@ export class PaymentService {
    * and the request can be rebuilt), then each planned gateway is asked about the charge under
    * its key; never charges twice. Unknown past UNKNOWN_OUTCOME_REVIEW_AFTER_MS: `requires_review`.
    * Leases and ages are on the database's clock (LeaseStore); `now` is the business time the
-   * changes are stamped with.
+   * changes are stamped with. Payments this process's own requests are still charging are never
+   * taken, whatever their lease says (LeaseKeeper.heldIds): a jump of the database's clock (the
+   * host's, on SQLite) must not fail a charge its request is still waiting for.
    */
   async recoverPending(now: Date, limit = 50): Promise<number> {
-    const rows = await this.store.pendingPastLease(limit);
+    const rows = await this.store.pendingPastLease(limit, this.leases.heldIds('payments'));
     return recoverRows(this.leaseStore, this.logger, { table: 'payments', idField: 'paymentId' }, rows, (row) => this.recoverOne(row, now));
   }
 

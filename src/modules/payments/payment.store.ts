@@ -80,14 +80,14 @@ export class PaymentStore {
     const eventType = outcomeEvent(done);
     if (this.db.dialect === 'postgres') {
       const changed = await this.batch.writeFinal({ ctx, done, doneJson: JSON.stringify(done), reference, log, eventType, idem: claim });
-      return changed ? done : this.db.transaction((t) => this.settledElsewhere(ctx, t, done, reference));
+      return changed ? done : this.db.transaction((t) => this.settledElsewhere(ctx, t, done, reference, claim));
     }
     return this.db.transaction(async (t) => {
       const p = new Params();
       const changed = await this.db.execute(outcomeUpdateSql(done, reference, p), p.values, t);
       await this.gtx.insert(ctx, t, { paymentId: done.id }, log);
       if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
-      if (changed === 0) return this.settledElsewhere(ctx, t, done, reference);
+      if (changed === 0) return this.settledElsewhere(ctx, t, done, reference, claim);
       if (claim) await this.keys.answer(t, claim, claim.status, JSON.stringify(done));
       return done;
     });
@@ -99,10 +99,12 @@ export class PaymentStore {
    * charge succeeded on a payment recorded as not charged (recovery failed it, its gateway's
    * "not found" looking final): that money moved, so the success is never dropped. The payment
    * becomes `requires_review`, with the charge's gateway, reference and attempts and its event,
-   * in this transaction, and a warning is logged. The Idempotency-Key keeps the answer it was
-   * given (an answer stored is never replaced); the event tells.
+   * in this transaction, and a warning is logged. The payment's Idempotency-Key (`claim`, the
+   * key that created it), when its answer is that payment as recorded (`failed`, stored by
+   * recovery), answers the `requires_review` payment from then on, in the same transaction: a
+   * retry replaying `failed` could lead its client to charge again.
    */
-  private async settledElsewhere(ctx: RequestContext, t: Transaction, done: Payment, reference: string | null): Promise<Payment> {
+  private async settledElsewhere(ctx: RequestContext, t: Transaction, done: Payment, reference: string | null, claim: ObjectClaim | undefined): Promise<Payment> {
     const stored = (await this.findForUpdate(ctx, done.id, t)) as Payment;
     if (done.status !== 'succeeded' || stored.status === 'succeeded' || stored.status === 'pending') return stored;
     if (stored.status === 'requires_review') {
@@ -122,6 +124,7 @@ export class PaymentStore {
       t,
     );
     await this.events.record(ctx, t, 'payment.requires_review', review as unknown as Record<string, unknown>);
+    if (claim) await this.keys.reviseAnswer(t, claim, claim.status, stored.status, JSON.stringify(review));
     this.logger.warn(
       { paymentId: done.id, gatewayId: done.gatewayId, reference, recordedAs: stored.status, failureCode: stored.failureCode },
       'gateway reported a charge succeeded for a payment recorded as not charged; marked requires_review',
@@ -184,13 +187,17 @@ export class PaymentStore {
 
   /**
    * Pending payments whose lease has run out on the database's clock, oldest lease first, with
-   * what recovery needs: `pendingMs`, how long each has been pending, on that clock too.
+   * what recovery needs: `pendingMs`, how long each has been pending, on that clock too. Those of
+   * `held` (the ones this process's requests are still working on) are left out, whatever their
+   * lease says.
    */
-  async pendingPastLease(limit: number): Promise<Array<{ id: string; payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null; pendingMs: number }>> {
+  async pendingPastLease(limit: number, held: readonly string[] = []): Promise<Array<{ id: string; payment: Payment; accountId: string; plan: string[]; idempotencyKey: string | null; pendingMs: number }>> {
     const now = this.db.nowSql;
     const rows = await this.db.select(
-      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key, COALESCE(pending_since, created_at) AS pending_since, ${now} AS db_now
-         FROM payments WHERE status = 'pending' AND lease_until < ${now} ORDER BY lease_until LIMIT ${Number(limit)}`,
+      `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key, pending_since, ${now} AS db_now
+         FROM payments WHERE status = 'pending' AND lease_until < ${now} AND id NOT IN (${this.db.jsonTextList('$1')})
+        ORDER BY lease_until LIMIT ${Number(limit)}`,
+      [JSON.stringify(held)],
     );
     return rows.map((row) => ({
       id: row.id as string,

@@ -172,7 +172,7 @@ export class RefundService {
     return this.db.transaction(async (t) => {
       await this.gtx.insert(ctx, t, { paymentId: refund.paymentId, refundId: refund.id }, log);
       if (status === 'pending') return done; // unanswered: the recovery job asks again later
-      if (!(await this.store.settle(t, done, result.reference))) return this.settledElsewhere(ctx, t, done, result.reference);
+      if (!(await this.store.settle(t, done, result.reference))) return this.settledElsewhere(ctx, t, done, result.reference, claim);
       await this.events.record(ctx, t, status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', done as unknown as Record<string, unknown>);
       if (status === 'failed') {
         // The reservation is given back: the payment changes again. (A success leaves it as
@@ -193,10 +193,12 @@ export class RefundService {
    * its "not found" looking final, and gave the amount back): that money left, so the success is
    * never dropped. The refund becomes `requires_review` and its amount is counted on the payment
    * again (it cannot be refunded a second time), with `refund.requires_review` and
-   * `payment.updated`, in this transaction; a warning is logged. The Idempotency-Key keeps the
-   * answer it was given; the events tell.
+   * `payment.updated`, in this transaction; a warning is logged. The refund's Idempotency-Key
+   * (`claim`), when its answer is that refund as recorded (`failed`, stored by recovery), answers
+   * the `requires_review` refund from then on, in the same transaction: a retry replaying
+   * `failed` could lead its client to refund again some other way.
    */
-  private async settledElsewhere(ctx: RequestContext, t: Transaction, done: Refund, reference: string | null): Promise<Refund> {
+  private async settledElsewhere(ctx: RequestContext, t: Transaction, done: Refund, reference: string | null, claim: ObjectClaim | undefined): Promise<Refund> {
     const stored = (await this.store.find(ctx, done.id, t)) as Refund;
     if (done.status !== 'succeeded' || stored.status === 'succeeded' || stored.status === 'pending') return stored;
     if (stored.status === 'requires_review') {
@@ -207,6 +209,7 @@ export class RefundService {
     if (!(await this.store.markForReview(t, review, reference))) return (await this.store.find(ctx, done.id, t)) as Refund;
     await this.store.reserveAgain(t, review, new Date(review.updatedAt));
     await this.events.record(ctx, t, 'refund.requires_review', review as unknown as Record<string, unknown>);
+    if (claim) await this.idempotency.reviseIn(t, claim, stored.status, JSON.stringify(review));
     await this.recordPaymentUpdated(ctx, t, review.paymentId);
     this.logger.warn(
       { refundId: done.id, paymentId: done.paymentId, amount: done.amount, reference, recordedAs: stored.status, failureCode: stored.failureCode },
@@ -243,10 +246,12 @@ export class RefundService {
 
   /**
    * Asks the gateway about refunds left pending; settles the ones it can answer for. Leases and
-   * ages are on the database's clock (LeaseStore); `now` is the business time changes are stamped with.
+   * ages are on the database's clock (LeaseStore); `now` is the business time changes are stamped
+   * with. Refunds this process's own requests are still making are never taken, whatever their
+   * lease says (LeaseKeeper.heldIds), as for payments.
    */
   async recoverPending(now: Date): Promise<number> {
-    const rows = await this.store.pendingPastLease(50);
+    const rows = await this.store.pendingPastLease(50, this.leases.heldIds('refunds'));
     return recoverRows(this.leaseStore, this.logger, { table: 'refunds', idField: 'refundId' }, rows, async ({ refund, accountId, idempotencyKey, chargeReference, pendingMs }) => {
       const ctx = systemContext(accountId, refund.livemode ? 'live' : 'test', now, `recovery_${refund.id}`);
       // The creating request's key: the settled refund becomes its answer if that request died.

@@ -145,14 +145,19 @@ export class RefundStore {
 
   /**
    * Pending refunds whose lease has run out on the database's clock, oldest lease first, with
-   * what recovery needs: `pendingMs`, how long each has been pending, on that clock too.
+   * what recovery needs: `pendingMs`, how long each has been pending, on that clock too. Those of
+   * `held` (the ones this process's requests are still working on) are left out, whatever their
+   * lease says.
    */
-  async pendingPastLease(limit: number): Promise<Array<{ id: string; refund: Refund; accountId: string; idempotencyKey: string | null; chargeReference: string; pendingMs: number }>> {
+  async pendingPastLease(limit: number, held: readonly string[] = []): Promise<Array<{ id: string; refund: Refund; accountId: string; idempotencyKey: string | null; chargeReference: string; pendingMs: number }>> {
     const now = this.db.nowSql;
     const rows = await this.db.select(
       `SELECT r.id, r.mode, r.payment_id, r.amount, r.currency, r.reason, r.status, r.gateway_id, r.failure_code, r.failure_message,
-              r.created_at, r.updated_at, r.account_id, r.idempotency_key, COALESCE(r.pending_since, r.created_at) AS pending_since, p.gateway_reference, ${now} AS db_now
-         FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE r.status = 'pending' AND r.lease_until < ${now} ORDER BY r.lease_until LIMIT ${Number(limit)}`,
+              r.created_at, r.updated_at, r.account_id, r.idempotency_key, r.pending_since, p.gateway_reference, ${now} AS db_now
+         FROM refunds r JOIN payments p ON p.id = r.payment_id
+        WHERE r.status = 'pending' AND r.lease_until < ${now} AND r.id NOT IN (${this.db.jsonTextList('$1')})
+        ORDER BY r.lease_until LIMIT ${Number(limit)}`,
+      [JSON.stringify(held)],
     );
     return rows.map((row) => ({
       id: row.id as string,

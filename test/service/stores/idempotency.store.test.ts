@@ -69,6 +69,41 @@ describe('IdempotencyStore', () => {
     expect((await store.read(scope, owned))!.responseBody).toBe('{"id":"pay_1","status":"pending"}');
   });
 
+  it('should revise an object\'s answer only while it is that object as recorded with the status named', async () => {
+    const revise = (key: string, objectId: string, recorded: string, body: string) =>
+      h.services.db.transaction((t) => store.reviseAnswer(t, { scope, key, objectId }, 201, recorded, body));
+    const failed = '{"id":"pay_9","status":"failed"}';
+    const review = '{"id":"pay_9","status":"requires_review"}';
+    const answered = newKey();
+    await store.claim(undefined, { scope, key: answered, fingerprint: 'a', objectId: 'pay_9' });
+    // Still running: nothing was answered, nothing is revised.
+    expect(await revise(answered, 'pay_9', 'failed', review)).toBe(false);
+    await store.answer(undefined, { scope, key: answered, objectId: 'pay_9' }, 201, failed);
+    // Another object, or the object as recorded otherwise: the answer stays.
+    expect(await revise(answered, 'pay_8', 'failed', review)).toBe(false);
+    expect(await revise(answered, 'pay_9', 'succeeded', review)).toBe(false);
+    expect((await store.read(scope, answered))!.responseBody).toBe(failed);
+    expect(await revise(answered, 'pay_9', 'failed', review)).toBe(true);
+    expect(await store.read(scope, answered)).toMatchObject({ state: 'completed', responseStatus: 201, responseBody: review, requestHash: 'a' });
+    // Once: the answer is no longer the failed payment.
+    expect(await revise(answered, 'pay_9', 'failed', '{"id":"pay_9","status":"other"}')).toBe(false);
+
+    // The pending answer its request gave is that request's, not recovery's.
+    const pending = newKey();
+    await store.claim(undefined, { scope, key: pending, fingerprint: 'a', objectId: 'pay_7' });
+    await store.answer(undefined, { scope, key: pending, objectId: 'pay_7' }, 201, '{"id":"pay_7","status":"pending"}');
+    expect(await revise(pending, 'pay_7', 'failed', '{"id":"pay_7","status":"requires_review"}')).toBe(false);
+    // A sealed answer, or a key answered without an object, is never touched.
+    const sealed = newKey();
+    await store.claim(undefined, { scope, key: sealed, fingerprint: 'a', objectId: 'pay_6' });
+    await store.answer(undefined, { scope, key: sealed, objectId: 'pay_6' }, 201, 'sealed:xyz');
+    expect(await revise(sealed, 'pay_6', 'failed', '{"id":"pay_6","status":"requires_review"}')).toBe(false);
+    const plain = newKey();
+    await store.claim(undefined, { scope, key: plain, fingerprint: 'a' });
+    await store.answer(undefined, { scope, key: plain }, 201, '{"id":"pay_5","status":"failed"}');
+    expect(await revise(plain, 'pay_5', 'failed', '{"id":"pay_5","status":"requires_review"}')).toBe(false);
+  });
+
   it('should free a key only once it has expired', async () => {
     const key = newKey();
     await store.claim(undefined, { scope, key, fingerprint: 'a' });

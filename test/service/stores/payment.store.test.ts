@@ -136,8 +136,9 @@ describe('PaymentStore', () => {
     const [row] = await h.services.db.select<{ gateway_reference: string | null }>('SELECT gateway_reference FROM payments WHERE id = $1', [p.id]);
     expect(row.gateway_reference).toBe('ref_1');
     expect((await eventsFor(p.id)).map((e) => [e.type, e.data.object.status])).toEqual([['payment.requires_review', 'requires_review'], ['payment.failed', 'failed']]);
-    // The key keeps the answer it was given.
-    expect(JSON.parse((await keys.read(claim(key, p).scope, key))!.responseBody!)).toEqual(failed);
+    // The key recovery answered with the failed payment answers with what it now is: a retry
+    // told `failed` could charge the card again.
+    expect(JSON.parse((await keys.read(claim(key, p).scope, key))!.responseBody!)).toEqual(review);
     // Reported again: nothing more changes.
     expect(await store.settle(ctx, { ...succeeded, updatedAt: at(3).toISOString() }, [], 'ref_1', claim(key, p))).toEqual(review);
     expect(await eventsFor(p.id)).toHaveLength(2);
