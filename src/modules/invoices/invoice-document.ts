@@ -1,0 +1,39 @@
+/**
+ * What an invoice's PDF and e-mail show, and nothing else: a snapshot taken from the invoice, its
+ * customer and its account. Rendering reads only this (no clock, no database), so the same
+ * snapshot always gives the same bytes: an invoice's PDF is identical on every download while its
+ * status is unchanged, and the PDF attached to the e-mail is the one a download gives.
+ */
+export interface InvoiceDocument {
+  /** The invoice's id (also the PDF's document id). */
+  id: string;
+  /** `INV-000042`. */
+  number: string;
+  status: 'draft' | 'sent' | 'paid' | 'void';
+  livemode: boolean;
+  currency: string;
+  /** Language of labels, dates and amounts: `en` (default), `de`, `fr`. */
+  locale: string;
+  /** ISO instants; `createdAt` is also the PDF's creation date. */
+  createdAt: string;
+  dueDate: string | null;
+  sentAt: string | null;
+  paidAt: string | null;
+  merchant: { name: string };
+  customer: { name: string | null; email: string };
+  lineItems: Array<{
+    description: string;
+    quantity: number;
+    /** Minor units. */
+    unitAmount: number;
+    amount: number;
+    periodStart: string | null;
+    periodEnd: string | null;
+  }>;
+  subtotal: number;
+  total: number;
+  amountPaid: number;
+  amountDue: number;
+  memo: string | null;
+  paidOutOfBand: boolean;
+}
