@@ -14,6 +14,7 @@ import { customerRoutes } from './customers.routes';
 import { catalogRoutes } from './catalog.routes';
 import { eventRoutes } from './events.routes';
 import { apiKeyRoutes } from './api-keys.routes';
+import { accountRoutes } from './account.routes';
 import { paymentRoutes } from './payments.routes';
 import { gatewayRoutes } from './gateways.routes';
 import { routingRoutes } from './routing.routes';
@@ -100,6 +101,7 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   catalogRoutes(api, services);
   eventRoutes(api, services);
   apiKeyRoutes(api, services);
+  accountRoutes(api, services);
   paymentRoutes(api, services);
   gatewayRoutes(api, services);
   routingRoutes(api, services);

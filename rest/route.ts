@@ -23,6 +23,12 @@ export function body(ctx: Context): Record<string, unknown> {
   return b as Record<string, unknown>;
 }
 
+/** An action that takes no body (mark paid, void, send): any field sent is refused, by name. */
+export function noBody(ctx: Context): void {
+  const extra = Object.keys(body(ctx))[0];
+  if (extra !== undefined) throw new DomainError('unknown_parameter', `This action takes no body: '${extra}' is not accepted`, extra);
+}
+
 export function send(ctx: Context, status: number, data: unknown, meta?: Record<string, number>): void {
   ctx.status = status;
   ctx.body = meta ? { data, meta, error: null } : { data, error: null };
@@ -54,6 +60,21 @@ export function publicRoute<T>(handler: (ctx: Context, request: { requestId: str
     refuseQuery(ctx);
     const state = ctx.state as PayorchState;
     send(ctx, status, await handler(ctx, { requestId: state.requestId, idem: state.idempotencyKey }));
+  };
+}
+
+/**
+ * A route that answers a file instead of the JSON envelope (an invoice's PDF): the bytes as they
+ * are, with their type; errors still answer the JSON error envelope.
+ */
+export function file(handler: Handler<{ filename: string; bytes: Buffer }>, contentType: string) {
+  return async (ctx: Context) => {
+    refuseQuery(ctx);
+    const { filename, bytes } = await handler(requestContext(ctx), ctx);
+    ctx.status = 200;
+    ctx.type = contentType;
+    ctx.set('Content-Disposition', `inline; filename="${filename.replace(/[^\w.-]/g, '_')}"`);
+    ctx.body = bytes;
   };
 }
 

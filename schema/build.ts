@@ -17,6 +17,8 @@ import { LiveEventsResolver } from './live-events.resolver';
 import { WebhookEndpointResolver } from './webhook.resolver';
 import { CheckoutSessionResolver, PaymentCheckoutSessionResolver } from './checkout-session.resolver';
 import { PaymentLinkResolver, PaymentPaymentLinkResolver } from './payment-link.resolver';
+import { CustomerInvoicesResolver, InvoiceResolver } from './invoice.resolver';
+import { AccountResolver } from './account.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -28,6 +30,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       PaymentResolver, RefundResolver, GatewayResolver, FxRateResolver, RoutingResolver, LiveEventsResolver, WebhookEndpointResolver,
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
+      InvoiceResolver, CustomerInvoicesResolver, AccountResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

@@ -16,6 +16,7 @@ export class CustomerType {
   @Field(() => String, { nullable: true }) phone!: string | null;
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) testClockId!: string | null;
+  @Field(() => String, { description: "Language of the customer's invoices and e-mails (en unless set)." }) locale!: string;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -35,6 +36,7 @@ export class CreateCustomerInput {
   @Field(() => String, { nullable: true }) name?: string | null;
   @Field(() => String, { nullable: true }) country?: string | null;
   @Field(() => String, { nullable: true }) phone?: string | null;
+  @Field(() => String, { nullable: true }) locale?: string | null;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
 
@@ -44,6 +46,7 @@ export class UpdateCustomerInput {
   @Field(() => String, { nullable: true }) name?: string | null;
   @Field(() => String, { nullable: true }) country?: string | null;
   @Field(() => String, { nullable: true }) phone?: string | null;
+  @Field(() => String, { nullable: true }) locale?: string | null;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
 }
 

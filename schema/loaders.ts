@@ -4,6 +4,7 @@ import type { Services } from '../src/services';
 import type { Customer } from '../src/modules/customers/customer.service';
 import type { CheckoutSession } from '../src/modules/checkout/checkout-session.service';
 import type { PaymentLink } from '../src/modules/checkout/payment-link.service';
+import type { Invoice } from '../src/modules/invoices/invoice.service';
 import type { Price, Product } from '../src/modules/catalog/catalog.service';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Refund } from '../src/modules/payments/refund.service';
@@ -81,6 +82,8 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
     paymentLink: byIds<PaymentLink>((ids) => services.paymentLinks.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
     paymentsByCustomer: byParentUpTo<Payment>((ids, limit) => services.payments.forCustomers(rc, ids, limit)),
+    paymentsByInvoice: byParentUpTo<Payment>((ids, limit) => services.payments.forInvoices(rc, ids, limit)),
+    invoicesByCustomer: byParentUpTo<Invoice>((ids, limit) => services.invoices.forCustomers(rc, ids, limit)),
     refundsByPayment: byParentUpTo<Refund>((ids, limit) => services.refunds.forPayments(rc, ids, limit)),
     paymentMethodsByCustomer: byParentUpTo<SavedPaymentMethod>((ids, limit) => services.paymentMethods.forCustomers(rc, ids, limit)),
     gatewayTransactionsByPayment: byParentUpTo<GatewayTransaction>((ids, limit) => services.payments.gatewayTransactionsFor(rc, ids, limit)),

@@ -3,6 +3,7 @@ import {
   CHECKOUT_MODES, CHECKOUT_SESSION_STATUSES, PAYMENT_LINK_STATUSES, listCheckoutSessionsInput, listPaymentLinksInput,
 } from '../../src/modules/checkout/checkout.inputs';
 import type { PayResult } from '../../src/modules/checkout/public-pay';
+import { INVOICE_PAYMENT_STATUSES, INVOICE_STATUSES, listInvoicesInput } from '../../src/modules/invoices/invoice.inputs';
 import { registerEnumType } from 'type-graphql';
 import { DomainError } from '../../src/core/errors';
 import type { Payment } from '../../src/modules/payments/payment.service';
@@ -49,6 +50,8 @@ export const RoutingStrategy = sameNames(ROUTING_STRATEGIES);
 export const RoutingSkipReason = exactly<SkipReason>()({ unknown: 'unknown', disabled: 'disabled', currency: 'currency', circuit_open: 'circuit_open' });
 export const SortDirection = { asc: 'asc', desc: 'desc' } as const;
 export const CheckoutSessionMode = sameNames(CHECKOUT_MODES);
+export const InvoiceStatus = sameNames(INVOICE_STATUSES);
+export const InvoicePaymentStatus = sameNames(INVOICE_PAYMENT_STATUSES);
 export const CheckoutSessionStatus = sameNames(CHECKOUT_SESSION_STATUSES);
 export const PaymentLinkStatus = sameNames(PAYMENT_LINK_STATUSES);
 export const PayResultStatus = exactly<PayResult['status']>()({ succeeded: 'succeeded', failed: 'failed', processing: 'processing' });
@@ -56,6 +59,8 @@ export const PayResultStatus = exactly<PayResult['status']>()({ succeeded: 'succ
 registerEnumType(PaymentStatus, { name: 'PaymentStatus' });
 registerEnumType(CheckoutSessionMode, { name: 'CheckoutSessionMode', description: 'What a checkout session does: charge once (payment), save a card (setup), or start a subscription.' });
 registerEnumType(CheckoutSessionStatus, { name: 'CheckoutSessionStatus' });
+registerEnumType(InvoiceStatus, { name: 'InvoiceStatus' });
+registerEnumType(InvoicePaymentStatus, { name: 'InvoicePaymentStatus' });
 registerEnumType(PaymentLinkStatus, { name: 'PaymentLinkStatus' });
 registerEnumType(PayResultStatus, { name: 'PayResultStatus' });
 registerEnumType(RefundStatus, { name: 'RefundStatus' });
@@ -152,3 +157,4 @@ export const WebhookEndpointSortField = sortFields('WebhookEndpointSortField', l
 export const WebhookDeliveryAttemptSortField = sortFields('WebhookDeliveryAttemptSortField', listAttemptsInput);
 export const CheckoutSessionSortField = sortFields('CheckoutSessionSortField', listCheckoutSessionsInput);
 export const PaymentLinkSortField = sortFields('PaymentLinkSortField', listPaymentLinksInput);
+export const InvoiceSortField = sortFields('InvoiceSortField', listInvoicesInput);

@@ -41,7 +41,7 @@ export function requirePermission(ctx: RequestContext, resource: string, access:
 }
 
 export const PERMISSION_RESOURCES = [
-  'customers', 'products', 'prices', 'payments', 'refunds', 'gateways', 'routing', 'fx_rates',
+  'account', 'customers', 'products', 'prices', 'payments', 'refunds', 'gateways', 'routing', 'fx_rates',
   'events', 'webhook_endpoints', 'api_keys', 'checkout_sessions', 'payment_links',
   'subscriptions', 'invoices', 'test_clocks',
 ] as const;

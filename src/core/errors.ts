@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'gateway_unavailable'
   | 'gateway_in_use'
   | 'checkout_session_in_use'
+  | 'invoice_payment_in_progress'
   | 'limit_exceeded'
   | 'rate_limited'
   | 'query_too_complex'
@@ -53,6 +54,8 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   gateway_in_use: 409,
   // Another pay of the same checkout session is being processed: try again in a moment.
   checkout_session_in_use: 409,
+  // A card charge of the invoice is being processed: pay, mark-paid and void wait for its result.
+  invoice_payment_in_progress: 409,
   payment_link_inactive: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,

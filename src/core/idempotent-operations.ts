@@ -36,6 +36,12 @@ export const IDEMPOTENT_OPERATIONS = {
   // card it makes is what is stored; it replays as the pay result.
   payCheckoutSession: { status: 200 },
   payPaymentLink: { status: 200 },
+  createInvoice: { status: 201, graphqlMutation: 'createInvoice' },
+  sendInvoice: { status: 200, graphqlMutation: 'sendInvoice' },
+  payInvoice: { status: 200, graphqlMutation: 'payInvoice' },
+  payInvoicePublic: { status: 200 },
+  markInvoicePaid: { status: 200, graphqlMutation: 'markInvoicePaid' },
+  voidInvoice: { status: 200, graphqlMutation: 'voidInvoice' },
 } as const satisfies Record<string, IdempotentOperation>;
 
 export type IdempotentOperationName = keyof typeof IDEMPOTENT_OPERATIONS;

@@ -18,12 +18,14 @@ import { WebhookDeliveryModel } from '../modules/webhooks/webhook-delivery.model
 import { WebhookAttemptModel } from '../modules/webhooks/webhook-attempt.model';
 import { CheckoutSessionModel } from '../modules/checkout/checkout-session.model';
 import { PaymentLinkModel } from '../modules/checkout/payment-link.model';
+import { InvoiceLineItemModel, InvoiceModel, InvoiceNumberSequenceModel } from '../modules/invoices/invoice.model';
 
 /** One model per table the migrations create (test/unit/model-schema.test.ts holds them to it). */
 export const MODELS = [
   AccountModel, ApiKeyModel, CustomerModel, ProductModel, PriceModel, IdempotencyKeyModel, EventModel,
   GatewayModel, RoutingConfigModel, FxRateModel, PaymentMethodModel, PaymentModel, RefundModel, GatewayTransactionModel,
   WebhookEndpointModel, WebhookDeliveryModel, WebhookAttemptModel, CheckoutSessionModel, PaymentLinkModel,
+  InvoiceModel, InvoiceLineItemModel, InvoiceNumberSequenceModel,
 ];
 
 /**
@@ -39,6 +41,7 @@ const COLLECTIONS: Array<[parent: object, property: string, child: () => typeof 
   [WebhookEndpointModel, 'deliveries', () => WebhookDeliveryModel, 'endpointId'],
   [WebhookEndpointModel, 'attemptLog', () => WebhookAttemptModel, 'endpointId'],
   [WebhookDeliveryModel, 'attemptLog', () => WebhookAttemptModel, 'deliveryId'],
+  [InvoiceModel, 'lineItemRows', () => InvoiceLineItemModel, 'invoiceId'],
 ];
 for (const [parent, property, child, foreignKey] of COLLECTIONS) {
   HasMany(child, { foreignKey, constraints: false })((parent as { prototype: object }).prototype, property);

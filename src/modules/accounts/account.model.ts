@@ -5,6 +5,8 @@ export class AccountModel extends Model {
   @Column({ type: DataType.STRING(64), primaryKey: true }) declare id: string;
   @Column({ type: DataType.STRING(200), allowNull: false }) declare name: string;
   @Column(DataType.INTEGER) declare rateLimitPerMinute: number | null;
+  @Column({ type: DataType.STRING(12), allowNull: false, defaultValue: 'INV' }) declare invoicePrefix: string;
+  @Column({ type: DataType.STRING(100), allowNull: false, defaultValue: '[1,3,7]' }) declare dunningRetryDays: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;
 }

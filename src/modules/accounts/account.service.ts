@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
 import { AccountModel } from './account.model';
+import { updateAccountInput } from './account.inputs';
 import { ApiKeyModel } from './api-key.model';
 import { AccountStore } from './account.store';
 import { lockAccount } from '../../db/account-lock';
@@ -86,6 +87,27 @@ export const MAX_ACTIVE_KEYS = 100;
 /** At most this many verified keys are remembered (the oldest goes first). */
 const KEY_CACHE_MAX = 10_000;
 
+/** The account's own settings (API.md §3). */
+export interface AccountSettings {
+  id: string;
+  object: 'account';
+  livemode: boolean;
+  name: string;
+  invoicePrefix: string;
+  dunningRetryDays: number[];
+  rateLimitPerMinute: number | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+function toAccountSettings(row: AccountModel, mode: Mode): AccountSettings {
+  return {
+    id: row.id, object: 'account', livemode: mode === 'live', name: row.name, invoicePrefix: row.invoicePrefix,
+    dunningRetryDays: JSON.parse(row.dunningRetryDays) as number[], rateLimitPerMinute: row.rateLimitPerMinute ?? null,
+    createdAt: new Date(row.createdAt).toISOString(), updatedAt: new Date(row.updatedAt).toISOString(),
+  };
+}
+
 export class AccountService {
   /**
    * Verified keys by hash, each for `keyCacheMs` of real time: a busy key costs one lookup per
@@ -128,6 +150,41 @@ export class AccountService {
       const liveKey = await this.insertKey(accountId, 'live', ['*'], 'Default live key', transaction);
       return { accountId, testKey, liveKey };
     });
+  }
+
+  /** `GET /v1/account`: the account's own settings (needs `account:read`). */
+  async settings(ctx: RequestContext): Promise<AccountSettings> {
+    requirePermission(ctx, 'account', 'read');
+    const row = await AccountModel.findByPk(ctx.accountId, { raw: true });
+    if (!row) throw notFound('account', ctx.accountId);
+    return toAccountSettings(row as unknown as AccountModel, ctx.mode);
+  }
+
+  /** `PATCH /v1/account` `{name?, invoicePrefix?, dunningRetryDays?}` (needs `account:write`); the rate limit is the CLI's. */
+  async updateSettings(ctx: RequestContext, input: unknown): Promise<AccountSettings> {
+    requirePermission(ctx, 'account', 'write');
+    const raw = input as Record<string, unknown> | null;
+    if (raw && typeof raw === 'object' && 'rateLimitPerMinute' in raw) {
+      throw new DomainError('invalid_parameter', 'rateLimitPerMinute is read-only here; change it with `payorch accounts set-rate-limit`', 'rateLimitPerMinute');
+    }
+    const data = parseInput(updateAccountInput, input);
+    return this.db.transaction(async (transaction) => {
+      const row = await AccountModel.findByPk(ctx.accountId, { transaction, lock: this.db.rowLock(transaction) });
+      if (!row) throw notFound('account', ctx.accountId);
+      const changes: Record<string, unknown> = {};
+      if (data.name !== undefined) changes.name = data.name;
+      if (data.invoicePrefix !== undefined) changes.invoicePrefix = data.invoicePrefix;
+      if (data.dunningRetryDays !== undefined) changes.dunningRetryDays = JSON.stringify(data.dunningRetryDays);
+      if (Object.keys(changes).length > 0) await row.update({ ...changes, updatedAt: this.clock.now() }, { transaction });
+      return toAccountSettings(row.get({ plain: true }) as AccountModel, ctx.mode);
+    });
+  }
+
+  /** What an invoice of the account needs: its prefix and the name customers see. */
+  async invoicing(accountId: string): Promise<{ name: string; invoicePrefix: string; dunningRetryDays: number[] }> {
+    const row = await AccountModel.findByPk(accountId, { attributes: ['name', 'invoicePrefix', 'dunningRetryDays'], raw: true });
+    if (!row) throw notFound('account', accountId);
+    return { name: row.name, invoicePrefix: row.invoicePrefix, dunningRetryDays: JSON.parse(row.dunningRetryDays) as number[] };
   }
 
   /** The account's name as customers see it (hosted pages, e-mails); empty for an unknown account. */

@@ -82,6 +82,8 @@ export class PublicPayPath {
     links: PaymentLinks,
     idem: IdempotencyKey | undefined,
     redirectUrl: (result: PayResult) => string | null,
+    /** The payment's id when the caller names it before the charge (an invoice does). */
+    paymentId?: string,
   ): Promise<{ result: PayResult; payment: Payment }> {
     let payment: Payment;
     try {
@@ -93,7 +95,7 @@ export class PublicPayPath {
         ...(charge.customerId ? { customerId: charge.customerId } : {}),
         ...(charge.description ? { description: charge.description } : {}),
         ...(charge.metadata && Object.keys(charge.metadata).length ? { metadata: charge.metadata } : {}),
-      }, idem, links);
+      }, idem, links, paymentId);
     } catch (err) {
       if (err instanceof IdempotentReplay) throw asResultReplay(err, redirectUrl);
       throw err;

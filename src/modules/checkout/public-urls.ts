@@ -23,6 +23,11 @@ export class PublicUrls {
     return `${this.base()}/checkout/${encodeURIComponent(sessionId)}`;
   }
 
+  /** A sent invoice's hosted page, where the customer pays it by card. */
+  invoice(invoiceId: string): string {
+    return `${this.base()}/invoice/${encodeURIComponent(invoiceId)}`;
+  }
+
   paymentLink(slug: string): string {
     return `${this.base()}/pay/${encodeURIComponent(slug)}`;
   }

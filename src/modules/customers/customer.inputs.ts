@@ -7,6 +7,12 @@ const email = z
   .trim()
   .max(320)
   .pipe(z.email({ error: 'must be an e-mail address' }));
+/** A language tag such as `en`, `de`, `fr` or `de-AT` (invoices and e-mails use its language). */
+const locale = z
+  .string({ error: 'must be a language tag such as en, de or fr' })
+  .trim()
+  .regex(/^[a-zA-Z]{2,3}(?:-[a-zA-Z0-9]{2,8})?$/, { error: 'must be a language tag such as en, de or fr' })
+  .transform((v) => v.replace(/^([a-zA-Z]+)/, (l) => l.toLowerCase()));
 const phone = z.string().trim().max(40).regex(/^\+?[0-9 ().-]{3,40}$/, { error: 'must be a phone number' });
 
 export const createCustomerInput = z
@@ -15,6 +21,7 @@ export const createCustomerInput = z
     name: z.string().trim().max(200).nullable().optional(),
     country: countrySchema.nullable().optional(),
     phone: phone.nullable().optional(),
+    locale: locale.nullable().optional(),
     metadata: metadataSchema.optional(),
   })
   .strict();
@@ -25,6 +32,7 @@ export const updateCustomerInput = z
     name: z.string().trim().max(200).nullable().optional(),
     country: countrySchema.nullable().optional(),
     phone: phone.nullable().optional(),
+    locale: locale.nullable().optional(),
     metadata: metadataPatchSchema.optional(),
   })
   .strict();

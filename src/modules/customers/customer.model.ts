@@ -12,6 +12,7 @@ export class CustomerModel extends Model {
   @Column(DataType.STRING(40)) declare phone: string | null;
   @Column(DataType.STRING(64)) declare defaultPaymentMethodId: string | null;
   @Column(DataType.STRING(64)) declare testClockId: string | null;
+  @Column(DataType.STRING(16)) declare locale: string | null;
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare metadata: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;

@@ -47,6 +47,7 @@ export class CustomerService {
             name: data.name ?? null,
             country: data.country ?? null,
             phone: data.phone ?? null,
+            locale: data.locale ?? null,
             defaultPaymentMethodId: null,
             testClockId: null,
             metadata: JSON.stringify(data.metadata ?? {}),
@@ -127,6 +128,7 @@ export class CustomerService {
         if (data.name !== undefined) changes.name = data.name;
         if (data.country !== undefined) changes.country = data.country;
         if (data.phone !== undefined) changes.phone = data.phone;
+        if (data.locale !== undefined) changes.locale = data.locale;
         if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
         if (Object.keys(changes).length === 0) return current;
         changes.updatedAt = ctx.clock.now();

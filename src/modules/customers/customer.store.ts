@@ -15,6 +15,8 @@ export interface Customer {
   phone: string | null;
   defaultPaymentMethodId: string | null;
   testClockId: string | null;
+  /** Language of the customer's invoices and e-mails: `en` unless set. */
+  locale: string;
   metadata: Metadata;
   createdAt: string;
   updatedAt: string;
@@ -44,6 +46,7 @@ export function toApiCustomer(row: Record<string, unknown>): Customer {
     phone: (row.phone as string | null) ?? null,
     defaultPaymentMethodId: (row.defaultPaymentMethodId as string | null) ?? null,
     testClockId: (row.testClockId as string | null) ?? null,
+    locale: (row.locale as string | null) ?? 'en',
     metadata: readJson<Metadata>(row.metadata, {}),
     createdAt: isoTime(row.createdAt) as string,
     updatedAt: isoTime(row.updatedAt) as string,

@@ -91,7 +91,7 @@ export class PaymentService {
    * the settled payment; a key already answered throws IdempotentReplay before anything is
    * written. Input refused before that leaves the key unused.
    */
-  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, links: PaymentLinks = {}): Promise<Payment> {
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, links: PaymentLinks = {}, presetId?: string): Promise<Payment> {
     requirePermission(ctx, 'payments', 'write');
     const data = parseInput(createPaymentInput, input);
     // What is checked before the key is claimed: a retry refused here by state that moved on
@@ -128,7 +128,8 @@ export class PaymentService {
     });
     const now = ctx.clock.now();
     const payment: Payment = {
-      id: newId('pay'),
+      // An invoice names its charge before making it (its settle then finds it by id).
+      id: presetId ?? newId('pay'),
       object: 'payment',
       livemode: ctx.mode === 'live',
       customerId,
@@ -245,6 +246,12 @@ export class PaymentService {
   async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
     requirePermission(ctx, 'payments', 'read');
     return this.store.forCustomers(ctx, customerIds, limit);
+  }
+
+  /** The newest payments of several invoices (Invoice.payments, batched). */
+  async forInvoices(ctx: RequestContext, invoiceIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
+    requirePermission(ctx, 'payments', 'read');
+    return this.store.forInvoices(ctx, invoiceIds, limit);
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<Payment> {

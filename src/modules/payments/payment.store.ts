@@ -185,6 +185,14 @@ export class PaymentStore {
     return groupBy(rows.map(toApiPayment), (p) => p.customerId as string);
   }
 
+  /** The newest payments of several invoices at once (at most `limit` each), for DataLoader. */
+  async forInvoices(scope: Scope, invoiceIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
+    const rows = await newestPerParent<Record<string, unknown>>(this.db, {
+      columns: PAYMENT_COLUMNS, from: 'payments', parentColumn: 'invoice_id', accountId: scope.accountId, mode: scope.mode, parentIds: invoiceIds, limit,
+    });
+    return groupBy(rows.map(toApiPayment), (p) => p.invoiceId as string);
+  }
+
   /**
    * Pending payments whose lease has run out on the database's clock, oldest lease first, with
    * what recovery needs: `pendingMs`, how long each has been pending, on that clock too. Those of

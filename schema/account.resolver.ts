@@ -1,0 +1,36 @@
+import { Arg, Ctx, Field, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import type { GqlContext } from './context';
+import { DateTime, defined } from './types/common';
+
+@ObjectType('Account')
+class AccountType {
+  @Field(() => String) id!: string;
+  @Field(() => String) object!: string;
+  @Field(() => Boolean) livemode!: boolean;
+  @Field(() => String, { description: 'Shown on hosted pages, invoices and e-mails.' }) name!: string;
+  @Field(() => String, { description: 'Invoice numbers read <prefix>-000042; shared by both modes, numbers counted per mode.' }) invoicePrefix!: string;
+  @Field(() => [Int], { description: 'Days after a first failed subscription charge on which it is retried.' }) dunningRetryDays!: number[];
+  @Field(() => Int, { nullable: true, description: 'Read only here: the CLI changes it.' }) rateLimitPerMinute!: number | null;
+  @Field(() => DateTime) createdAt!: string;
+  @Field(() => DateTime) updatedAt!: string;
+}
+
+@InputType('UpdateAccountInput')
+class UpdateAccountInput {
+  @Field(() => String, { nullable: true }) name?: string;
+  @Field(() => String, { nullable: true }) invoicePrefix?: string;
+  @Field(() => [Int], { nullable: true }) dunningRetryDays?: number[];
+}
+
+@Resolver(() => AccountType)
+export class AccountResolver {
+  @Query(() => AccountType, { nullable: true })
+  account(@Ctx() { services, rc }: GqlContext) {
+    return services.accounts.settings(rc);
+  }
+
+  @Mutation(() => AccountType, { nullable: true })
+  updateAccount(@Arg('input', () => UpdateAccountInput) input: UpdateAccountInput, @Ctx() { services, rc }: GqlContext) {
+    return services.accounts.updateSettings(rc, defined(input));
+  }
+}

@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { MAX_AMOUNT, currencySchema } from '../../core/money';
+import { metadataPatchSchema, metadataSchema } from '../../core/validation';
+import { listSchema } from '../../core/pagination';
+
+export const INVOICE_STATUSES = ['draft', 'sent', 'paid', 'void'] as const;
+export const INVOICE_PAYMENT_STATUSES = ['unpaid', 'processing', 'paid', 'failed'] as const;
+/** At most this many lines an invoice (a PDF's table continues over pages). */
+export const MAX_LINE_ITEMS = 250;
+
+const lineItem = z
+  .object({
+    description: z.string({ error: 'must be a description' }).trim().min(1, { error: 'must not be empty' }).max(500, { error: 'must be at most 500 characters' }),
+    quantity: z.number({ error: 'must be a whole number from 1 to 1000000' }).int({ error: 'must be a whole number from 1 to 1000000' }).min(1, { error: 'must be a whole number from 1 to 1000000' }).max(1_000_000, { error: 'must be a whole number from 1 to 1000000' }).default(1),
+    // A free line (0) is allowed; amounts are minor units up to 10^12.
+    unitAmount: z.number({ error: 'must be an integer amount in minor units' }).int({ error: 'must be an integer amount in minor units' }).min(0, { error: 'must be 0 or more (minor units)' }).max(MAX_AMOUNT, { error: `must be at most ${MAX_AMOUNT}` }),
+  })
+  .strict();
+
+const lineItems = z
+  .array(lineItem, { error: 'must be a list of line items' })
+  .min(1, { error: 'an invoice needs at least one line item' })
+  .max(MAX_LINE_ITEMS, { error: `an invoice takes at most ${MAX_LINE_ITEMS} line items` });
+
+/** A due date: a date (`2026-12-31`, end of that day UTC) or an ISO instant. */
+const dueDate = z
+  .string({ error: 'must be a date (YYYY-MM-DD) or an ISO 8601 instant' })
+  .refine((v) => /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(v) && !Number.isNaN(Date.parse(v)), { error: 'must be a date (YYYY-MM-DD) or an ISO 8601 instant' })
+  .transform((v) => new Date(/^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T23:59:59.999Z` : v));
+
+const memo = z.string({ error: 'must be text' }).max(5000, { error: 'must be at most 5000 characters' });
+
+export const createInvoiceInput = z
+  .object({
+    customerId: z.string({ error: 'must be a customer id' }).min(1).max(64),
+    currency: currencySchema,
+    lineItems,
+    dueDate: dueDate.nullable().optional(),
+    memo: memo.nullable().optional(),
+    metadata: metadataSchema.optional(),
+  })
+  .strict();
+
+export const updateInvoiceInput = z
+  .object({
+    lineItems: lineItems.optional(),
+    dueDate: dueDate.nullable().optional(),
+    memo: memo.nullable().optional(),
+    metadata: metadataPatchSchema.optional(),
+  })
+  .strict();
+
+export const listInvoicesInput = listSchema(['createdAt', 'total', 'amount'] as const, {
+  customerId: z.string().max(64).optional(),
+  subscriptionId: z.string().max(64).optional(),
+  status: z.enum(INVOICE_STATUSES, { error: `status must be one of ${INVOICE_STATUSES.join(', ')}` }).optional(),
+});
+
+export const payInvoiceInput = z
+  .object({
+    paymentMethod: z
+      .string({ error: 'must be a saved payment method id (pm_…) or a test token' })
+      .regex(/^pm_[A-Za-z0-9_]+$/, { error: 'must be a saved payment method id (pm_…) or a test token' })
+      .max(64)
+      .optional(),
+  })
+  .strict();
+
+export type LineItemInput = z.output<typeof lineItem>;

@@ -1,0 +1,455 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import type { Clock } from '../../core/clock';
+import type { RequestContext } from '../../core/context';
+import { requirePermission, systemContext } from '../../core/context';
+import { DomainError, invalidState, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { MAX_AMOUNT } from '../../core/money';
+import { mergeMetadata, parseInput } from '../../core/validation';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
+import { IdempotentReplay, idempotencyScope, type IdempotencyKey } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import { errorForLog, type Logger } from '../../logger';
+import type { EventService } from '../events/event.service';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { CustomerService } from '../customers/customer.service';
+import type { AccountService } from '../accounts/account.service';
+import type { PaymentService, Payment } from '../payments/payment.service';
+import type { OutgoingMail, MailStatus } from '../mail/mail.types';
+import type { PublicPayPath, PayResult } from '../checkout/public-pay';
+import type { PublicUrls } from '../checkout/public-urls';
+import { publicPayInput } from '../checkout/checkout.inputs';
+import type { InvoiceDocument } from './invoice-document';
+import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
+import { InvoiceStore, type InvoiceLineItem, type InvoiceRecord } from './invoice.store';
+import { createInvoiceInput, listInvoicesInput, payInvoiceInput, updateInvoiceInput, type LineItemInput } from './invoice.inputs';
+
+/** An invoice as the API returns it (API.md §12). */
+export interface Invoice extends Omit<InvoiceRecord, 'accountId' | 'mode' | 'paymentAttempts'> {
+  object: 'invoice';
+  /** The public page where the customer pays a sent invoice by card; null unless sent and unpaid. */
+  hostedUrl: string | null;
+}
+
+/** Where a sent invoice's e-mail is queued: the mail outbox, in the caller's transaction. */
+export interface InvoiceMailQueue {
+  enqueue(t: Transaction, ctx: RequestContext, mail: OutgoingMail): Promise<{ id: string }>;
+}
+
+/** The renderers the invoice takes its PDF and e-mail from (pure functions of a snapshot). */
+export interface InvoiceRendering {
+  pdf(doc: InvoiceDocument): Promise<Buffer>;
+  email(doc: InvoiceDocument, links: { hostedUrl?: string }): { subject: string; text: string; html: string };
+}
+
+/** A charge whose request ended without settling its invoice is looked at again after this. */
+const CHARGE_SETTLE_GRACE_MS = 2 * 60_000;
+
+/**
+ * Invoices: the one place that creates, numbers, finalises, sends, charges and settles an invoice
+ * (subscriptions bill through it). Every state change and its event are one transaction; a
+ * charge goes through the payments service with a key derived from the invoice and its attempt,
+ * so a retry never charges twice.
+ */
+export class InvoiceService {
+  private readonly store: InvoiceStore;
+
+  constructor(
+    private readonly db: Database,
+    private readonly events: EventService,
+    private readonly idempotency: IdempotencyService,
+    private readonly customers: CustomerService,
+    private readonly accounts: AccountService,
+    private readonly payments: PaymentService,
+    private readonly pay: PublicPayPath,
+    private readonly urls: PublicUrls,
+    private readonly mail: InvoiceMailQueue,
+    private readonly rendering: InvoiceRendering,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {
+    this.store = new InvoiceStore(db);
+  }
+
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Invoice> {
+    requirePermission(ctx, 'invoices', 'write');
+    const data = parseInput(createInvoiceInput, input);
+    const lines = priced(data.lineItems);
+    if (!(await this.customers.lookup(ctx, [data.customerId])).has(data.customerId)) throw notFound('customer', data.customerId, 'customerId');
+    const { invoicePrefix } = await this.accounts.invoicing(ctx.accountId);
+    const now = ctx.clock.now();
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createInvoice, async () => {
+      // Numbered in the creating transaction: the sequence row's lock orders concurrent creates.
+      const seq = await this.store.nextNumber(t, ctx, now);
+      const id = newId('in');
+      await InvoiceModel.create({
+        id, accountId: ctx.accountId, mode: ctx.mode, number: formatNumber(invoicePrefix, seq), numberSeq: seq,
+        customerId: data.customerId, subscriptionId: null, status: 'draft', paymentStatus: 'unpaid', currency: data.currency,
+        subtotal: lines.subtotal, total: lines.subtotal, amountPaid: 0, amountDue: lines.subtotal,
+        dueDate: data.dueDate ?? null, memo: data.memo ?? null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
+        emailStatus: null, latestPaymentId: null, paymentAttempts: 0, metadata: JSON.stringify(data.metadata ?? {}), createdAt: now, updatedAt: now,
+      }, { transaction: t });
+      await this.writeLines(t, id, lines.items, now);
+      return this.recordEvent(ctx, t, id, 'invoice.created');
+    }));
+  }
+
+  async retrieve(ctx: RequestContext, id: string): Promise<Invoice> {
+    requirePermission(ctx, 'invoices', 'read');
+    return this.toApi(await this.settled(await this.mustFind(ctx, id)));
+  }
+
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Invoice>> {
+    requirePermission(ctx, 'invoices', 'read');
+    return new Map((await this.store.findMany(ctx, ids)).map((i) => [i.id, this.toApi(i)]));
+  }
+
+  /** The newest invoices of several customers (Customer.invoices, batched). */
+  async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit: number): Promise<Map<string, Invoice[]>> {
+    requirePermission(ctx, 'invoices', 'read');
+    const found = await this.store.forCustomers(ctx, customerIds, limit);
+    return new Map([...found].map(([id, list]) => [id, list.map((i) => this.toApi(i))]));
+  }
+
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<Invoice, O>> {
+    requirePermission(ctx, 'invoices', 'read');
+    const page = await this.store.list(ctx, parseInput(listInvoicesInput, query), options);
+    return { ...page, data: page.data.map((i) => this.toApi(i)) } as PageFor<Invoice, O>;
+  }
+
+  /** PATCH while `draft`: line items (replaced whole), due date, memo, metadata. */
+  async update(ctx: RequestContext, id: string, input: unknown): Promise<Invoice> {
+    requirePermission(ctx, 'invoices', 'write');
+    const data = parseInput(updateInvoiceInput, input);
+    const lines = data.lineItems ? priced(data.lineItems) : null;
+    const now = ctx.clock.now();
+    return this.db.transaction(async (t) => {
+      const current = await this.lockForChange(ctx, id, t);
+      if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be changed`);
+      const changes: Record<string, unknown> = { updatedAt: now };
+      if (data.dueDate !== undefined) changes.dueDate = data.dueDate;
+      if (data.memo !== undefined) changes.memo = data.memo;
+      if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
+      if (lines) {
+        Object.assign(changes, { subtotal: lines.subtotal, total: lines.subtotal, amountDue: lines.subtotal });
+        await InvoiceLineItemModel.destroy({ where: { invoiceId: id }, transaction: t });
+        await this.writeLines(t, id, lines.items, now);
+      }
+      await InvoiceModel.update(changes, { where: { id }, transaction: t });
+      return this.toApi((await this.store.find(id, ctx, t)) as InvoiceRecord);
+    });
+  }
+
+  /**
+   * `draft` → `sent`: the e-mail (with the PDF) is queued in the same transaction as the state
+   * change, and sent after commit by the mail worker; an SMTP failure never touches the invoice
+   * but its `emailStatus`.
+   */
+  async send(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<Invoice> {
+    requirePermission(ctx, 'invoices', 'write');
+    const now = ctx.clock.now();
+    const account = await this.accounts.invoicing(ctx.accountId);
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.sendInvoice, async () => {
+      const current = await this.lockForChange(ctx, id, t);
+      if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be sent`);
+      await InvoiceModel.update({ status: 'sent', sentAt: now, emailStatus: 'queued', updatedAt: now }, { where: { id }, transaction: t });
+      const sent = (await this.store.find(id, ctx, t)) as InvoiceRecord;
+      const customer = (await this.customers.lookup(ctx, [sent.customerId])).get(sent.customerId);
+      if (!customer) throw notFound('customer', sent.customerId, 'customerId');
+      const doc = documentOf(sent, account.name, customer);
+      const hostedUrl = this.urls.invoice(id);
+      const { subject, text, html } = this.rendering.email(doc, { hostedUrl });
+      await this.mail.enqueue(t, ctx, {
+        to: customer.email, subject, text, html, about: { type: 'invoice', id },
+        attachments: [{ filename: `${sent.number}.pdf`, contentType: 'application/pdf', source: { type: 'invoice_pdf', document: doc } }],
+      });
+      return this.recordEvent(ctx, t, id, 'invoice.sent');
+    }));
+  }
+
+  /** The mail outbox tells, in its own transaction, where the invoice's e-mail stands. */
+  async setEmailStatus(t: Transaction, id: string, status: MailStatus): Promise<void> {
+    await InvoiceModel.update({ emailStatus: status }, { where: { id }, transaction: t });
+  }
+
+  /**
+   * `POST /{id}/pay` `{paymentMethod?}`: charges the given or the customer's default saved card.
+   * A draft is finalised first. Success → `paid`; a decline → `paymentStatus: failed`, event
+   * `invoice.payment_failed`, the invoice stays `sent`.
+   */
+  async payWithSavedCard(ctx: RequestContext, id: string, input: unknown, idem?: IdempotencyKey): Promise<Invoice> {
+    requirePermission(ctx, 'invoices', 'write');
+    const data = parseInput(payInvoiceInput, input);
+    await this.mustFind(ctx, id);
+    await this.idempotency.replayIfAnswered(idem);
+    const { invoice } = await this.charge(ctx, id, (inv, key, paymentId) =>
+      this.payments.create(ctx, {
+        amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
+        paymentMethod: data.paymentMethod ?? 'card', description: `Invoice ${inv.number}`,
+      }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId));
+    return this.answer(idem, IDEMPOTENT_OPERATIONS.payInvoice, this.toApi(invoice));
+  }
+
+  /** The hosted invoice page's pay (no key): charges the card typed on the page. */
+  async publicPay(id: string, input: unknown, idem: IdempotencyKey | undefined, requestId: string): Promise<PayResult> {
+    const found = await this.store.find(id);
+    if (!found || found.status === 'draft') throw notFound('invoice', id);
+    const ctx = this.pay.context(found, requestId);
+    const data = parseInput(publicPayInput, input);
+    const clientKey = this.pay.accountKey(idem, found);
+    const noRedirect = () => null;
+    await this.pay.replayIfPaid(clientKey, noRedirect);
+    let result: PayResult | undefined;
+    const { payment } = await this.charge(ctx, id, async (inv, key, paymentId) => {
+      const charged = await this.pay.charge(ctx, {
+        amount: inv.amountDue, currency: inv.currency, description: `Invoice ${inv.number}`, customerId: inv.customerId, card: data.card,
+      }, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, key, noRedirect, paymentId);
+      result = charged.result;
+      return charged.payment;
+    });
+    // The pay's own key stores the payment, replayed as this result (PublicPayPath.replayIfPaid).
+    await this.answer(clientKey, IDEMPOTENT_OPERATIONS.payInvoicePublic, payment);
+    return result as PayResult;
+  }
+
+  /** What the hosted invoice page shows: nothing internal. */
+  async publicView(id: string): Promise<{ id: string; object: 'invoice'; livemode: boolean; number: string; status: string; paymentStatus: string; currency: string; amountDue: number; total: number; dueDate: string | null; merchantName: string; lineItems: Array<{ description: string; quantity: number; amount: number }> }> {
+    const found = await this.store.find(id);
+    if (!found || found.status === 'draft') throw notFound('invoice', id);
+    const inv = await this.settled(found);
+    return {
+      id: inv.id, object: 'invoice', livemode: inv.livemode, number: inv.number, status: inv.status, paymentStatus: inv.paymentStatus,
+      currency: inv.currency, amountDue: inv.amountDue, total: inv.total, dueDate: inv.dueDate, merchantName: await this.accounts.displayName(inv.accountId),
+      lineItems: inv.lineItems.map((l) => ({ description: l.description, quantity: l.quantity, amount: l.amount })),
+    };
+  }
+
+  /** `POST /{id}/mark-paid`: paid outside the service (wire, cash); `draft` or `sent`, never while a card charge is processing. */
+  async markPaid(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<Invoice> {
+    requirePermission(ctx, 'invoices', 'write');
+    const now = ctx.clock.now();
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.markInvoicePaid, async () => {
+      const current = await this.lockForChange(ctx, id, t);
+      if (current.status !== 'draft' && current.status !== 'sent') throw invalidState(`This invoice is ${current.status}; only a draft or sent invoice can be marked paid`);
+      if (current.paymentStatus === 'processing') throw paymentInProgress();
+      await InvoiceModel.update({
+        status: 'paid', paymentStatus: 'paid', paidOutOfBand: true, paidAt: now, amountPaid: current.total, amountDue: 0,
+        sentAt: current.sentAt ?? now, updatedAt: now,
+      }, { where: { id }, transaction: t });
+      return this.recordEvent(ctx, t, id, 'invoice.paid');
+    }));
+  }
+
+  /** `POST /{id}/void`: `draft` or `sent` (never while a card charge is processing); the number stays taken. */
+  async void(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<Invoice> {
+    requirePermission(ctx, 'invoices', 'write');
+    const now = ctx.clock.now();
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.voidInvoice, async () => {
+      const current = await this.lockForChange(ctx, id, t);
+      if (current.status !== 'draft' && current.status !== 'sent') throw invalidState(`This invoice is ${current.status}; only a draft or sent invoice can be voided`);
+      if (current.paymentStatus === 'processing') throw paymentInProgress();
+      await InvoiceModel.update({ status: 'void', voidedAt: now, amountDue: 0, updatedAt: now }, { where: { id }, transaction: t });
+      return this.recordEvent(ctx, t, id, 'invoice.voided');
+    }));
+  }
+
+  /** The invoice's PDF, in every status; the same bytes while its status is unchanged. */
+  async pdf(ctx: RequestContext, id: string): Promise<{ filename: string; bytes: Buffer }> {
+    requirePermission(ctx, 'invoices', 'read');
+    const inv = await this.settled(await this.mustFind(ctx, id));
+    const [account, customer] = await Promise.all([this.accounts.invoicing(ctx.accountId), this.customers.lookup(ctx, [inv.customerId])]);
+    const doc = documentOf(inv, account.name, customer.get(inv.customerId) ?? { name: null, email: '', locale: 'en' });
+    return { filename: `${inv.number}.pdf`, bytes: await this.rendering.pdf(doc) };
+  }
+
+  /**
+   * One charge of the invoice: claims it (`processing`, the attempt counted and the payment's id
+   * named, in one transaction), charges under a key derived from the invoice and the attempt
+   * (a retry of the same attempt replays the gateway's answer, never a second charge), and
+   * settles it with its event. A charge still pending is settled when its payment is.
+   */
+  private async charge(
+    ctx: RequestContext, id: string,
+    run: (invoice: InvoiceRecord, key: IdempotencyKey, paymentId: string) => Promise<Payment>,
+  ): Promise<{ invoice: InvoiceRecord; payment: Payment }> {
+    await this.settled(await this.mustFind(ctx, id));
+    const now = ctx.clock.now();
+    const paymentId = newId('pay');
+    const claimed = await this.db.transaction(async (t) => {
+      const current = await this.lockForChange(ctx, id, t);
+      if (current.status === 'paid') throw invalidState('This invoice is already paid');
+      if (current.status === 'void') throw invalidState('This invoice is void and cannot be paid');
+      if (current.paymentStatus === 'processing') throw paymentInProgress();
+      if (current.amountDue <= 0) throw invalidState('This invoice has nothing left to pay');
+      const attempt = current.paymentAttempts + 1;
+      await InvoiceModel.update({
+        status: 'sent', sentAt: current.sentAt ?? now, paymentStatus: 'processing', paymentAttempts: attempt, latestPaymentId: paymentId, updatedAt: now,
+      }, { where: { id }, transaction: t });
+      // A draft charged is finalised: it is sent (without an e-mail), with its event.
+      if (current.status === 'draft') await this.recordEvent(ctx, t, id, 'invoice.sent');
+      return { ...current, status: 'sent' as const, paymentAttempts: attempt };
+    });
+    const key: IdempotencyKey = {
+      scope: idempotencyScope(ctx.accountId, ctx.mode),
+      key: `invoice:${id}:charge:${claimed.paymentAttempts}`,
+      fingerprint: this.idempotency.fingerprint('POST', `/v1/invoices/${id}/pay`, undefined, { attempt: claimed.paymentAttempts }),
+    };
+    let payment: Payment;
+    try {
+      payment = await run(claimed, key, paymentId);
+    } catch (err) {
+      if (err instanceof IdempotentReplay) throw err;
+      // Refused before any payment was written (no saved card, no gateway): nothing is processing.
+      await this.releaseIfUncharged(ctx, id, paymentId).catch((e) => this.logger.error({ invoiceId: id, err: errorForLog(e) }, 'invoice charge could not be released'));
+      throw err;
+    }
+    const invoice = await this.settleCharge(ctx, id, payment);
+    return { invoice, payment };
+  }
+
+  /** Records a charge's outcome on its invoice, once, with its event; a pending charge leaves it processing. */
+  private async settleCharge(ctx: RequestContext, id: string, payment: { id: string; status: string; amount: number }): Promise<InvoiceRecord> {
+    const now = ctx.clock.now();
+    return this.db.transaction(async (t) => {
+      const current = await this.lockForChange(ctx, id, t);
+      if (current.latestPaymentId !== payment.id || current.paymentStatus !== 'processing') return current;
+      if (payment.status === 'succeeded') {
+        await InvoiceModel.update({
+          status: 'paid', paymentStatus: 'paid', paidAt: now, amountPaid: current.amountPaid + payment.amount, amountDue: Math.max(0, current.amountDue - payment.amount), updatedAt: now,
+        }, { where: { id }, transaction: t });
+        await this.recordEvent(ctx, t, id, 'invoice.paid');
+      } else if (payment.status === 'failed' || payment.status === 'canceled') {
+        await InvoiceModel.update({ paymentStatus: 'failed', updatedAt: now }, { where: { id }, transaction: t });
+        await this.recordEvent(ctx, t, id, 'invoice.payment_failed');
+      } else {
+        return current;
+      }
+      return (await this.store.find(id, ctx, t)) as InvoiceRecord;
+    });
+  }
+
+  /** A charge refused before its payment was written: the invoice is no longer processing. */
+  private async releaseIfUncharged(ctx: RequestContext, id: string, paymentId: string): Promise<void> {
+    if ((await this.store.paymentStatus(paymentId)) !== null) return;
+    await this.db.transaction(async (t) => {
+      const current = await this.lockForChange(ctx, id, t);
+      if (current.latestPaymentId !== paymentId || current.paymentStatus !== 'processing') return;
+      // The attempt is given back too: its key was never used.
+      await InvoiceModel.update({
+        paymentStatus: current.paymentAttempts > 1 ? 'failed' : 'unpaid', paymentAttempts: current.paymentAttempts - 1, updatedAt: ctx.clock.now(),
+      }, { where: { id }, transaction: t });
+    });
+  }
+
+  /**
+   * An invoice whose charge's request ended first (it died, or its payment was still pending) is
+   * settled from its payment when read, and by the job.
+   */
+  private async settled(inv: InvoiceRecord): Promise<InvoiceRecord> {
+    if (inv.paymentStatus !== 'processing' || !inv.latestPaymentId) return inv;
+    const status = await this.store.paymentStatus(inv.latestPaymentId);
+    const ctx = systemContext(inv.accountId, inv.mode, this.clock.now(), 'invoice-reconcile');
+    if (status === null) {
+      // No payment was written: the charging request died before it; after a grace, free the invoice.
+      if (this.clock.now().getTime() - Date.parse(inv.updatedAt) < CHARGE_SETTLE_GRACE_MS) return inv;
+      await this.releaseIfUncharged(ctx, inv.id, inv.latestPaymentId);
+      return (await this.store.find(inv.id)) as InvoiceRecord;
+    }
+    if (status === 'pending' || status === 'requires_review') return inv;
+    const payment = await this.payments.retrieve({ ...ctx, permissions: ['*'] }, inv.latestPaymentId);
+    return this.settleCharge(ctx, inv.id, payment);
+  }
+
+  /** The job: settles invoices whose charge finished after its request ended. */
+  async reconcileCharges(now: Date): Promise<{ settled: number }> {
+    let settled = 0;
+    for (const row of await this.store.processing(new Date(now.getTime() - 1000), 200)) {
+      try {
+        const inv = await this.store.find(row.id);
+        if (inv && (await this.settled(inv)).paymentStatus !== 'processing') settled++;
+      } catch (err) {
+        this.logger.error({ invoiceId: row.id, err: errorForLog(err) }, 'invoice charge could not be reconciled');
+      }
+    }
+    return { settled };
+  }
+
+  private async lockForChange(ctx: RequestContext, id: string, t: Transaction): Promise<InvoiceRecord> {
+    const found = await this.store.find(id, ctx, t, true);
+    if (!found) throw notFound('invoice', id);
+    return found;
+  }
+
+  private async mustFind(ctx: RequestContext, id: string): Promise<InvoiceRecord> {
+    const found = await this.store.find(id, ctx);
+    if (!found) throw notFound('invoice', id);
+    return found;
+  }
+
+  private async writeLines(t: Transaction, invoiceId: string, items: Array<LineItemInput & { amount: number }>, now: Date): Promise<void> {
+    await InvoiceLineItemModel.bulkCreate(items.map((item, position) => ({
+      id: newId('il'), invoiceId, position, description: item.description, quantity: item.quantity, unitAmount: item.unitAmount,
+      amount: item.amount, periodStart: null, periodEnd: null, proration: false, createdAt: now,
+    })), { transaction: t });
+  }
+
+  /** Reads the invoice as this transaction leaves it and records its event there. */
+  private async recordEvent(ctx: RequestContext, t: Transaction, id: string, type: 'invoice.created' | 'invoice.sent' | 'invoice.paid' | 'invoice.payment_failed' | 'invoice.voided'): Promise<Invoice> {
+    const invoice = this.toApi((await this.store.find(id, ctx, t)) as InvoiceRecord);
+    await this.events.record(ctx, t, type, invoice as unknown as Record<string, unknown>);
+    return invoice;
+  }
+
+  /** Stores `answer` under the request's key (when it sent one) and returns it. */
+  private async answer<T>(idem: IdempotencyKey | undefined, operation: (typeof IDEMPOTENT_OPERATIONS)[keyof typeof IDEMPOTENT_OPERATIONS], answer: T): Promise<T> {
+    if (!idem) return answer;
+    try {
+      return await this.db.transaction((t) => this.idempotency.once(t, idem, operation, async () => answer));
+    } catch (err) {
+      // A concurrent request with the same key answered first: this one's answer stands for it.
+      if (err instanceof IdempotentReplay) return answer;
+      throw err;
+    }
+  }
+
+  toApi(r: InvoiceRecord | Invoice): Invoice {
+    const { accountId: _a, mode: _m, paymentAttempts: _p, ...rest } = r as InvoiceRecord;
+    void _a; void _m; void _p;
+    return { ...rest, object: 'invoice', hostedUrl: rest.status === 'sent' ? this.urls.invoice(rest.id) : null } as Invoice;
+  }
+}
+
+const paymentInProgress = () =>
+  new DomainError('invoice_payment_in_progress', 'A card payment of this invoice is being processed; wait for its result');
+
+/** `INV-000042`: the prefix and the number zero-padded to 6 digits (wider past 999999). */
+export function formatNumber(prefix: string, seq: number): string {
+  return `${prefix}-${String(seq).padStart(6, '0')}`;
+}
+
+/** Each line's amount and the subtotal, refused past 10^12 (exact in integers: no float rounding). */
+function priced(lines: LineItemInput[]): { items: Array<LineItemInput & { amount: number }>; subtotal: number } {
+  let subtotal = 0n;
+  const items = lines.map((line, i) => {
+    const amount = BigInt(line.quantity) * BigInt(line.unitAmount);
+    if (amount > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `quantity × unitAmount must be at most ${MAX_AMOUNT}`, `lineItems[${i}].quantity`);
+    subtotal += amount;
+    return { ...line, amount: Number(amount) };
+  });
+  if (subtotal > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `the invoice's total must be at most ${MAX_AMOUNT}`, 'lineItems');
+  return { items, subtotal: Number(subtotal) };
+}
+
+/** The snapshot the PDF and the e-mail render from. */
+export function documentOf(inv: InvoiceRecord, merchantName: string, customer: { name: string | null; email: string; locale?: string }): InvoiceDocument {
+  return {
+    id: inv.id, number: inv.number, status: inv.status, livemode: inv.livemode, currency: inv.currency, locale: customer.locale ?? 'en',
+    createdAt: inv.createdAt, dueDate: inv.dueDate, sentAt: inv.sentAt, paidAt: inv.paidAt, merchant: { name: merchantName },
+    customer: { name: customer.name, email: customer.email },
+    lineItems: inv.lineItems.map((l: InvoiceLineItem) => ({
+      description: l.description, quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd,
+    })),
+    subtotal: inv.subtotal, total: inv.total, amountPaid: inv.amountPaid, amountDue: inv.amountDue, memo: inv.memo, paidOutOfBand: inv.paidOutOfBand,
+  };
+}

@@ -1,0 +1,181 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import { isoTime, readBool, readJson } from '../../db/database';
+import { Filter, groupBy, listPage, modelSource, newestPerParent } from '../../db/list';
+import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
+import type { Metadata } from '../../core/validation';
+import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
+
+type Scope = { accountId: string; mode: string };
+type Row = Record<string, unknown>;
+
+export interface InvoiceLineItem {
+  id: string;
+  description: string;
+  quantity: number;
+  unitAmount: number;
+  amount: number;
+  periodStart: string | null;
+  periodEnd: string | null;
+  proration: boolean;
+}
+
+/** An invoice as stored (the API object adds `hostedUrl`). */
+export interface InvoiceRecord {
+  id: string;
+  accountId: string;
+  mode: 'test' | 'live';
+  livemode: boolean;
+  number: string;
+  customerId: string;
+  subscriptionId: string | null;
+  status: 'draft' | 'sent' | 'paid' | 'void';
+  paymentStatus: 'unpaid' | 'processing' | 'paid' | 'failed';
+  currency: string;
+  lineItems: InvoiceLineItem[];
+  subtotal: number;
+  total: number;
+  amountPaid: number;
+  amountDue: number;
+  dueDate: string | null;
+  memo: string | null;
+  sentAt: string | null;
+  paidAt: string | null;
+  voidedAt: string | null;
+  paidOutOfBand: boolean;
+  emailStatus: 'queued' | 'sent' | 'failed' | null;
+  latestPaymentId: string | null;
+  paymentAttempts: number;
+  metadata: Metadata;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * Invoices' statements: the number sequence, pages with their line items (one statement for the
+ * lines of a whole page), and the charges the reconciling job finishes.
+ */
+export class InvoiceStore {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * The next invoice number of the account and mode, in the caller's transaction: one upsert that
+   * increments the sequence row and returns it. The row stays locked until the transaction ends,
+   * so concurrent creates take numbers one after another, and a rollback gives the number back:
+   * no gap, no duplicate.
+   */
+  async nextNumber(t: Transaction, scope: Scope, now: Date): Promise<number> {
+    const [row] = await this.db.select<{ last_number: number | string }>(
+      `INSERT INTO invoice_number_sequences (account_id, mode, last_number, updated_at) VALUES ($1, $2, 1, $3)
+        ON CONFLICT (account_id, mode) DO UPDATE SET last_number = invoice_number_sequences.last_number + 1, updated_at = $3
+        RETURNING last_number`,
+      [scope.accountId, scope.mode, now],
+      t,
+    );
+    return Number(row.last_number);
+  }
+
+  async find(id: string, scope?: Scope, t?: Transaction, lock = false): Promise<InvoiceRecord | null> {
+    const where: Row = { id };
+    if (scope) Object.assign(where, { accountId: scope.accountId, mode: scope.mode });
+    const row = await InvoiceModel.findOne({ where, raw: true, transaction: t, lock: lock ? this.db.rowLock(t) : undefined });
+    if (!row) return null;
+    const lines = await this.linesFor([id], t);
+    return toInvoiceRecord(row as unknown as Row, lines.get(id) ?? []);
+  }
+
+  async findMany(scope: Scope, ids: readonly string[]): Promise<InvoiceRecord[]> {
+    const rows = await InvoiceModel.findAll({ where: { id: [...new Set(ids)], accountId: scope.accountId, mode: scope.mode }, raw: true });
+    const lines = await this.linesFor(rows.map((r) => r.id));
+    return rows.map((r) => toInvoiceRecord(r as unknown as Row, lines.get(r.id) ?? []));
+  }
+
+  async list<O extends ListOptions = Counted>(
+    scope: Scope,
+    input: ListParams<'createdAt' | 'total' | 'amount'> & { customerId?: string; subscriptionId?: string; status?: string },
+    options?: O,
+  ): Promise<PageFor<InvoiceRecord, O>> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId, subscription_id: input.subscriptionId, status: input.status });
+    const page = await listPage(this.db, {
+      ...modelSource(InvoiceModel), filter, params: input, sortColumns: { createdAt: 'created_at', total: 'total', amount: 'total' }, toApi: (row: Row) => row,
+    }, options);
+    const lines = await this.linesFor(page.data.map((r) => r.id as string));
+    return { ...page, data: page.data.map((r) => toInvoiceRecord(r, lines.get(r.id as string) ?? [])) } as PageFor<InvoiceRecord, O>;
+  }
+
+  /** The newest invoices of several customers (at most `limit` each), for DataLoader. */
+  async forCustomers(scope: Scope, customerIds: readonly string[], limit: number): Promise<Map<string, InvoiceRecord[]>> {
+    const rows = await newestPerParent<Row>(this.db, {
+      columns: `${modelSource(InvoiceModel).columns}, created_at`, from: 'invoices', parentColumn: 'customer_id', accountId: scope.accountId, mode: scope.mode, parentIds: customerIds, limit,
+    });
+    const lines = await this.linesFor(rows.map((r) => r.id as string));
+    return groupBy(rows.map((r) => toInvoiceRecord(r, lines.get(r.id as string) ?? [])), (i) => i.customerId);
+  }
+
+  /** The line items of several invoices, in their order: one statement however many invoices. */
+  async linesFor(ids: readonly string[], t?: Transaction): Promise<Map<string, InvoiceLineItem[]>> {
+    if (ids.length === 0) return new Map();
+    const rows = await InvoiceLineItemModel.findAll({ where: { invoiceId: [...new Set(ids)] }, order: [['invoiceId', 'ASC'], ['position', 'ASC']], raw: true, transaction: t });
+    const grouped = groupBy(rows as unknown as Row[], (r) => r.invoiceId as string);
+    return new Map([...grouped].map(([id, lines]) => [id, lines.map(toLineItem)]));
+  }
+
+  /** Invoices whose charge's request ended before it settled them (the reconciling job's batch). */
+  async processing(before: Date, limit: number): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live' }>> {
+    return this.db.select(
+      `SELECT id, account_id AS "accountId", mode FROM invoices WHERE payment_status = 'processing' AND updated_at < $1 ORDER BY updated_at LIMIT $2`,
+      [before, limit],
+    );
+  }
+
+  /** A payment's status by id (the invoice's charge), or null when it was never written. */
+  async paymentStatus(paymentId: string, t?: Transaction): Promise<string | null> {
+    const [row] = await this.db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1', [paymentId], t);
+    return row?.status ?? null;
+  }
+}
+
+function toLineItem(row: Row): InvoiceLineItem {
+  return {
+    id: row.id as string,
+    description: row.description as string,
+    quantity: Number(row.quantity),
+    unitAmount: Number(row.unitAmount),
+    amount: Number(row.amount),
+    periodStart: isoTime(row.periodStart),
+    periodEnd: isoTime(row.periodEnd),
+    proration: readBool(row.proration),
+  };
+}
+
+export function toInvoiceRecord(row: Row, lineItems: InvoiceLineItem[]): InvoiceRecord {
+  return {
+    id: row.id as string,
+    accountId: row.accountId as string,
+    mode: row.mode as 'test' | 'live',
+    livemode: row.mode === 'live',
+    number: row.number as string,
+    customerId: row.customerId as string,
+    subscriptionId: (row.subscriptionId as string | null) ?? null,
+    status: row.status as InvoiceRecord['status'],
+    paymentStatus: row.paymentStatus as InvoiceRecord['paymentStatus'],
+    currency: row.currency as string,
+    lineItems,
+    subtotal: Number(row.subtotal),
+    total: Number(row.total),
+    amountPaid: Number(row.amountPaid),
+    amountDue: Number(row.amountDue),
+    dueDate: isoTime(row.dueDate),
+    memo: (row.memo as string | null) ?? null,
+    sentAt: isoTime(row.sentAt),
+    paidAt: isoTime(row.paidAt),
+    voidedAt: isoTime(row.voidedAt),
+    paidOutOfBand: readBool(row.paidOutOfBand),
+    emailStatus: (row.emailStatus as InvoiceRecord['emailStatus']) ?? null,
+    latestPaymentId: (row.latestPaymentId as string | null) ?? null,
+    paymentAttempts: Number(row.paymentAttempts ?? 0),
+    metadata: readJson<Metadata>(row.metadata, {}),
+    createdAt: isoTime(row.createdAt) as string,
+    updatedAt: isoTime(row.updatedAt) as string,
+  };
+}
