@@ -191,7 +191,7 @@ const SOURCE = String.raw`(function () {
       settle(answer.status, answer.json || {}, payload, tries);
     }, function () {
       setBusy(false);
-      say('We could not reach the payment server, so we do not know whether your details arrived. Check your connection and press the button again: the same attempt is never charged twice.');
+      say('We could not reach the payment server. Check your connection and try again: repeating the same attempt never charges twice.');
     });
   }
 
@@ -207,7 +207,7 @@ const SOURCE = String.raw`(function () {
     }
     setBusy(false);
     if (status >= 500 || error.code === 'idempotency_key_in_use') {
-      say('Something went wrong on our side' + (error.requestId ? ' (request ' + error.requestId + ')' : '') + '. Press the button again to retry: the same attempt is never charged twice.');
+      say('Something went wrong on our side' + (error.requestId ? ' (request ' + error.requestId + ')' : '') + '. Try again: repeating the same attempt never charges twice.');
       return;
     }
     pending = null;

@@ -266,6 +266,41 @@ describe('the hosted payment link page', () => {
     expectNoProblems();
   });
 
+  it('should repeat a pay whose answer was lost under the same Idempotency-Key, charging once', async () => {
+    const link = (await app.request('POST', '/v1/payment-links', { key, body: { name: 'Lost answer', amount: 700, currency: 'eur' } })).body.data;
+    const page = await newPage();
+    const sent = payRequests(page);
+    let lose = true;
+    // The first pay reaches the service and is charged, but its answer never reaches the page.
+    await page.route('**/v1/public/payment-links/*/pay', async (route) => {
+      if (!lose) return route.continue();
+      lose = false;
+      const request = route.request();
+      const delivered = await app.request('POST', new URL(request.url()).pathname, {
+        rawBody: request.postData() ?? '',
+        headers: { 'content-type': 'application/json', 'idempotency-key': request.headers()['idempotency-key'] },
+      });
+      expect(delivered.body.data.status).toBe('succeeded');
+      await route.abort('connectionreset');
+    });
+    await page.goto(pageUrl(link.url));
+    await fillCard(page, CARDS.visa, CVCS[3]);
+    await page.getByRole('button', { name: 'Pay 7.00 EUR' }).click();
+    await page.getByRole('alert').filter({ hasText: 'could not reach' }).waitFor();
+    await shot(page, 'link-network-error');
+    await page.getByRole('button', { name: 'Pay 7.00 EUR' }).click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    expect(sent).toHaveLength(2);
+    expect(sent[1].headers()['idempotency-key']).toBe(sent[0].headers()['idempotency-key']);
+    expect((await sent[1].response())?.headers()['idempotent-replayed']).toBe('true');
+    const payments = (await app.request('GET', '/v1/payments?pageSize=100', { key })).body.data.filter((p: { paymentLinkId: string }) => p.paymentLinkId === link.id);
+    expect(payments).toHaveLength(1);
+    // Chromium reports the reset connection itself; the page adds nothing.
+    expect(problems.pageErrors).toEqual([]);
+    expect(problems.cspViolations).toEqual([]);
+    expect(problems.consoleErrors.every((e) => e.includes('net::ERR_CONNECTION_RESET'))).toBe(true);
+  });
+
   it('should answer an inactive link with a 410 page saying so, and no form', async () => {
     const link = (await app.request('POST', '/v1/payment-links', { key, body: { name: 'Old offer', amount: 500, currency: 'eur' } })).body.data;
     expect((await app.request('PATCH', `/v1/payment-links/${link.id}`, { key, body: { status: 'inactive' } })).status).toBe(200);
