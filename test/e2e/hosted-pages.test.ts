@@ -166,6 +166,31 @@ describe('the hosted checkout page', () => {
     expectNoProblems();
   });
 
+  it('should wait for a payment still being processed and go to the success URL once the session completes', async () => {
+    const successUrl = `${app.baseUrl}/?paid=processing`;
+    const s = await createSession({ mode: 'payment', amount: 3000, currency: 'eur', successUrl });
+    const page = await newPage();
+    // The gateway's answer is not known yet: the pay answers `processing` (its payment settles later).
+    await page.route('**/v1/public/checkout-sessions/*/pay', (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: 'application/json',
+        body: JSON.stringify({ data: { status: 'processing', paymentId: 'pay_pending', subscriptionId: null, paymentMethodId: null, failureCode: null, failureMessage: null, redirectUrl: null }, error: null }),
+      }),
+    );
+    await page.goto(pageUrl(s.url));
+    await fillCard(page, CARDS.visa, CVCS[0]);
+    await page.getByRole('button', { name: 'Pay 30.00 EUR' }).click();
+    await page.getByRole('alert').filter({ hasText: 'being processed' }).waitFor();
+    await shot(page, 'checkout-processing');
+    expect(await page.locator('#pay-button').isDisabled()).toBe(true);
+    // The payment settles (here: the session is paid), and the page, reading the session, follows.
+    const paid = await app.request('POST', `/v1/public/checkout-sessions/${s.id}/pay`, { body: { card: { number: CARDS.visa.number, expMonth: 12, expYear: 2040, cvc: CVCS[0] } } });
+    expect(paid.body.data.status).toBe('succeeded');
+    await page.waitForURL(successUrl);
+    expectNoProblems();
+  });
+
   it('should check the card in the page before sending anything', async () => {
     const s = await createSession({ mode: 'payment', amount: 500, currency: 'jpy' });
     const page = await newPage();
