@@ -117,11 +117,15 @@ const SOURCE = String.raw`(function () {
     statusBox.className = info ? 'status info' : 'status';
     statusBox.textContent = text;
   }
+  var buttonHadFocus = false;
   function setBusy(on) {
+    // A disabled button loses the focus: give it back once the answer is in, for keyboard users.
+    if (on) buttonHadFocus = document.activeElement === button;
     busy = on;
     button.disabled = on;
     button.textContent = on ? (setup ? 'Saving\u2026' : 'Processing\u2026') : buttonLabel;
     form.setAttribute('aria-busy', on ? 'true' : 'false');
+    if (!on && buttonHadFocus && (!document.activeElement || document.activeElement === document.body)) button.focus();
   }
   function lock() {
     busy = true;

@@ -51,8 +51,8 @@ const STYLE =
   '.row{display:flex;gap:.75rem}.row>.field{flex:1 1 0}' +
   '.field-error{color:#c0123c;font-size:.875rem;margin:.25rem 0 0}.field-error:empty{display:none}' +
   'button{box-sizing:border-box;width:100%;font:inherit;font-weight:600;padding:.75rem;border:0;border-radius:6px;background:#635bff;color:#fff;cursor:pointer}' +
-  'button:disabled{opacity:.65;cursor:progress}' +
-  '.status{margin:0 0 1rem;padding:.75rem;border-radius:6px;background:#fdecef;color:#8a0f2d;border:1px solid #f3b3c1}.status:empty{display:none}' +
+  'button:disabled{opacity:.65;cursor:progress}button:focus-visible{outline:2px solid #1a1f36;outline-offset:2px}' +
+  '.status{margin:0 0 1rem;padding:.75rem;border-radius:6px;background:#fdecef;color:#8a0f2d;border:1px solid #f3b3c1}.status:empty{padding:0;border:0;margin:0}' +
   '.status.info{background:#eef0ff;color:#26306b;border-color:#c6ccfa}' +
   '.hint{font-size:.875rem;color:#5b6270;margin:1rem 0 0}' +
   '.done{margin:0 0 1rem;padding:1rem;border-radius:6px;background:#e8f6ee;border:1px solid #a3d9b9}' +

@@ -139,6 +139,8 @@ describe('the hosted checkout page', () => {
     // The form is kept as it was, ready for another card.
     expect(await page.getByLabel('Card number').inputValue()).toBe(CARDS.declined.typed);
     expect(await page.getByRole('button', { name: 'Pay 12.50 USD' }).isEnabled()).toBe(true);
+    // The button, disabled while the pay ran, has the focus back for the keyboard.
+    await expect(page.evaluate('document.activeElement && document.activeElement.id')).resolves.toBe('pay-button');
     expect((await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data.status).toBe('open');
     // Nothing of the card in the page's storage or cookies.
     expect(await page.evaluate('[localStorage.length, sessionStorage.length, document.cookie]')).toEqual([0, 0, '']);
