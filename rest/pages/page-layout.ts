@@ -2,31 +2,82 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import { html, SafeHtml } from './html';
 
+/** A page's own inline script, allowed by its hash in that page's policy (nothing else runs). */
+export interface PageScript {
+  source: string;
+  hash: string;
+}
+
 export interface PageView {
   title: string;
   body: SafeHtml;
   status?: number;
+  /** The one script of the page's own, if it needs one (the card form does). */
+  script?: PageScript;
+  /** A narrow column (the card form) instead of the reading width. */
+  narrow?: boolean;
+}
+
+const sha256 = (text: string) => `sha256-${createHash('sha256').update(text).digest('base64')}`;
+
+/** A page script as it is sent: its source and the hash the policy allows it by. */
+export function pageScript(source: string): PageScript {
+  // Inside <script>, "</script" (any case) or "<!--" would end or confuse the element.
+  if (/<\/script|<!--/i.test(source)) throw new Error('a page script may not contain "</script" or "<!--"');
+  return { source, hash: sha256(source) };
 }
 
 // The only style of the pages: inline, allowed by its hash, so the policy needs no 'unsafe-inline'.
+// The card form's rules are here too: one stylesheet, one hash, for every page.
 const STYLE =
   'body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:0 1rem;color:#1a1f36;background:#f6f8fa}' +
   'main{max-width:40rem;margin:4rem auto;padding:2rem;background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12)}' +
+  'main.narrow{max-width:26rem}' +
   'h1{font-size:1.5rem;margin-top:0}code{font-size:.9em;background:#f0f2f5;padding:.1em .3em;border-radius:3px}' +
-  '.meta{color:#5b6270;font-size:.875rem}';
-export const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
+  '.meta{color:#5b6270;font-size:.875rem}' +
+  '[hidden]{display:none!important}' +
+  'a{color:#4b44d6}' +
+  '.merchant{display:flex;flex-wrap:wrap;justify-content:space-between;align-items:center;gap:.5rem;margin:0 0 1rem;font-weight:600;overflow-wrap:anywhere}' +
+  '.badge{font-size:.75rem;font-weight:600;color:#7a4100;background:#fff4e0;border:1px solid #f0c27a;border-radius:999px;padding:0 .5rem;white-space:nowrap}' +
+  '.amount{font-size:2rem;line-height:1.2;margin:0}' +
+  '.description{color:#5b6270;margin:.25rem 0 0;overflow-wrap:anywhere}' +
+  '.summary{margin:0 0 1.5rem}' +
+  '.field{margin:0 0 1rem;min-width:0}' +
+  'label{display:block;font-weight:600;font-size:.875rem;margin:0 0 .25rem}' +
+  '.optional{font-weight:400;color:#5b6270}' +
+  'input{box-sizing:border-box;width:100%;font:inherit;padding:.625rem .75rem;border:1px solid #b8bfca;border-radius:6px;background:#fff;color:inherit}' +
+  'input:focus{outline:2px solid #635bff;outline-offset:1px;border-color:#635bff}' +
+  'input[aria-invalid=true]{border-color:#c0123c}' +
+  '.row{display:flex;gap:.75rem}.row>.field{flex:1 1 0}' +
+  '.field-error{color:#c0123c;font-size:.875rem;margin:.25rem 0 0}.field-error:empty{display:none}' +
+  'button{box-sizing:border-box;width:100%;font:inherit;font-weight:600;padding:.75rem;border:0;border-radius:6px;background:#635bff;color:#fff;cursor:pointer}' +
+  'button:disabled{opacity:.65;cursor:progress}button:focus-visible{outline:2px solid #1a1f36;outline-offset:2px}' +
+  '.status{margin:0 0 1rem;padding:.75rem;border-radius:6px;background:#fdecef;color:#8a0f2d;border:1px solid #f3b3c1}.status:empty{padding:0;border:0;margin:0}' +
+  '.status.info{background:#eef0ff;color:#26306b;border-color:#c6ccfa}' +
+  '.hint{font-size:.875rem;color:#5b6270;margin:1rem 0 0}' +
+  '.done{margin:0 0 1rem;padding:1rem;border-radius:6px;background:#e8f6ee;border:1px solid #a3d9b9}' +
+  '.done h2{font-size:1.25rem;margin:0 0 .5rem;color:#0a5c34}.done p{margin:0}' +
+  'footer{margin-top:1.5rem;font-size:.875rem;color:#5b6270}' +
+  '@media (max-width:30rem){body{padding:0 .5rem}main{margin:1rem auto;padding:1.25rem}}';
+export const STYLE_HASH = sha256(STYLE);
 
 /**
  * Hosted pages load nothing from elsewhere, run no script they were not given, cannot be
- * framed (checkout pages take card details) and post forms nowhere.
+ * framed (checkout pages take card details) and post forms nowhere. A page with a script of its
+ * own (the card form) gets exactly that script, by hash, and may call back to this origin only.
  */
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  `style-src '${STYLE_HASH}'`,
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function contentSecurityPolicy(script?: PageScript): string {
+  return [
+    "default-src 'none'",
+    `style-src '${STYLE_HASH}'`,
+    ...(script ? [`script-src '${script.hash}'`, "connect-src 'self'"] : []),
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+export const CONTENT_SECURITY_POLICY = contentSecurityPolicy();
 
 /**
  * Headers a page answer carries besides those every answer has (securityHeaders: nosniff,
@@ -37,12 +88,13 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'X-Frame-Options': 'DENY',
 };
 
-export function setPageHeaders(ctx: Context): void {
+export function setPageHeaders(ctx: Context, script?: PageScript): void {
   ctx.set(PAGE_HEADERS);
+  if (script) ctx.set('Content-Security-Policy', contentSecurityPolicy(script));
 }
 
 /** A page as a whole HTML document: the shared layout around the view's body. */
-export function pageDocument(view: Pick<PageView, 'title' | 'body'>): string {
+export function pageDocument(view: Pick<PageView, 'title' | 'body' | 'script' | 'narrow'>): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -52,17 +104,17 @@ export function pageDocument(view: Pick<PageView, 'title' | 'body'>): string {
 <style>${new SafeHtml(STYLE)}</style>
 </head>
 <body>
-<main>
+<main${view.narrow ? new SafeHtml(' class="narrow"') : ''}>
 ${view.body}
 </main>
-</body>
+${view.script ? html`<script>${new SafeHtml(view.script.source)}</script>\n` : ''}</body>
 </html>
 `.value;
 }
 
 /** Writes a page as the response: the shared layout around the view's body. */
 export function renderPage(ctx: Context, view: PageView): void {
-  setPageHeaders(ctx);
+  setPageHeaders(ctx, view.script);
   ctx.status = view.status ?? 200;
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = pageDocument(view);

@@ -5,6 +5,8 @@ import { DomainError } from '../../src/core/errors';
 import type { PayorchState } from '../context';
 import { renderPage } from './page-layout';
 import { homePage } from './home.page';
+import { checkoutPage } from './checkout.page';
+import { paymentLinkPage } from './payment-link.page';
 import type { Page } from './page';
 
 export type { Page, PageRequest } from './page';
@@ -18,7 +20,7 @@ export function isPagePath(path: string): boolean {
   return !API_NAMESPACES.some((namespace) => namespace.test(path));
 }
 
-export const PAGES: readonly Page[] = [homePage];
+export const PAGES: readonly Page[] = [homePage, checkoutPage, paymentLinkPage];
 
 /** Serves page paths (404/405 as HTML pages); passes API paths on. */
 export function pageRoutes(services: Services): Koa.Middleware {

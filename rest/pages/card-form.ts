@@ -1,0 +1,76 @@
+import { html, type SafeHtml } from './html';
+import type { PageView } from './page-layout';
+import { CARD_FORM_SCRIPT } from './card-form.script';
+
+/** What a page that takes a card tells its form: where to pay and what to ask. */
+export interface CardFormOptions {
+  /** A session can be paid once (its state is polled while a payment settles); a link pays anew each time. */
+  kind: 'session' | 'link';
+  mode: 'payment' | 'setup' | 'subscription';
+  /** The public pay route (same origin): the card goes there and nowhere else. */
+  payUrl: string;
+  /** The public view, read again while a payment is still being processed. */
+  viewUrl?: string;
+  /** "Pay 25.00 EUR", or "Save card" for a setup session. */
+  buttonLabel: string;
+  askEmail: boolean;
+  askName: boolean;
+  /** The success state, shown in place of the form when there is no success URL to go to. */
+  doneTitle: string;
+  doneText: string;
+}
+
+function field(id: string, label: SafeHtml | string, attrs: SafeHtml): SafeHtml {
+  return html`<div class="field">
+<label for="${id}">${label}</label>
+<input id="${id}" ${attrs} aria-describedby="${id}-error">
+<p class="field-error" id="${id}-error"></p>
+</div>`;
+}
+
+const optional = (text: string) => html`${text} <span class="optional">(optional)</span>`;
+
+/**
+ * The card form (API.md §16): visible labels "Card number", "Expiry" (one MM/YY field) and "CVC",
+ * name and e-mail where asked, a "Pay …" button, an alert region for declines and errors, and a
+ * success state. The inputs have no `name`: there is nothing a browser could submit by itself,
+ * and the policy (`form-action 'none'`) would refuse it anyway.
+ */
+export function cardForm(o: CardFormOptions): SafeHtml {
+  return html`<div id="pay-status" class="status" role="alert"></div>
+<form id="card-form" novalidate data-kind="${o.kind}" data-mode="${o.mode}" data-pay-url="${o.payUrl}"${o.viewUrl ? html` data-view-url="${o.viewUrl}"` : ''}>
+${field('card-number', 'Card number', html`type="text" inputmode="numeric" autocomplete="cc-number" placeholder="1234 1234 1234 1234" maxlength="23" spellcheck="false" required`)}
+<div class="row">
+${field('card-expiry', 'Expiry', html`type="text" inputmode="numeric" autocomplete="cc-exp" placeholder="MM/YY" maxlength="7" required`)}
+${field('card-cvc', 'CVC', html`type="text" inputmode="numeric" autocomplete="cc-csc" placeholder="123" maxlength="4" required`)}
+</div>
+${o.askName ? field('payer-name', optional('Name'), html`type="text" autocomplete="name" maxlength="200"`) : ''}
+${o.askEmail ? field('payer-email', optional('E-mail'), html`type="email" autocomplete="email" maxlength="320" spellcheck="false"`) : ''}
+<button id="pay-button" type="submit">${o.buttonLabel}</button>
+</form>
+<section id="pay-done" class="done" hidden>
+<h2 id="pay-done-title" tabindex="-1">${o.doneTitle}</h2>
+<p id="pay-done-text">${o.doneText}</p>
+</section>`;
+}
+
+/** The merchant's name over the page, with a badge when nothing real is charged. */
+export function merchantHeader(merchantName: string, livemode: boolean): SafeHtml {
+  return html`<p class="merchant"><span>${merchantName || 'Payorch'}</span>${livemode ? '' : html`<span class="badge">Test mode</span>`}</p>`;
+}
+
+/** Under a test-mode form: the simulator's cards, so a developer can try both outcomes. */
+export function testModeHint(livemode: boolean): SafeHtml | string {
+  if (livemode) return '';
+  return html`<p class="hint" data-until-done>Test mode: no money moves. Card 4242 4242 4242 4242 succeeds and 4000 0000 0000 0002 is declined, with any future expiry and any CVC.</p>`;
+}
+
+/** A page that takes a card: its markup plus the form's script, allowed by hash in its policy. */
+export function cardPage(view: Omit<PageView, 'script' | 'narrow'>): PageView {
+  return { ...view, script: CARD_FORM_SCRIPT, narrow: true };
+}
+
+/** A state without a form (not found, inactive, expired, complete): same layout, no script. */
+export function statePage(view: Omit<PageView, 'script' | 'narrow'>): PageView {
+  return { ...view, narrow: true };
+}

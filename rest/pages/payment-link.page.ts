@@ -1,0 +1,67 @@
+import { isDomainError } from '../../src/core/errors';
+import { formatAmount } from '../../src/core/money';
+import type { PublicPaymentLink } from '../../src/modules/checkout/payment-link.service';
+import { html } from './html';
+import type { Page, PageRequest } from './page';
+import type { PageView } from './page-layout';
+import { cardForm, cardPage, merchantHeader, statePage, testModeHint } from './card-form';
+
+function notFoundView(request: PageRequest): PageView {
+  return statePage({
+    status: 404,
+    title: 'Payment link not found',
+    body: html`<h1>Payment link not found</h1>
+<p>There is no payment link at this address. Check the link you were given.</p>
+<p class="meta">Error <code>resource_not_found</code> · Request id <code>${request.requestId}</code></p>`,
+  });
+}
+
+/** API.md §16: an inactive link answers 410 with a page saying so, and no form. */
+function inactiveView(request: PageRequest): PageView {
+  return statePage({
+    status: 410,
+    title: 'Payment link inactive',
+    body: html`<h1>This payment link is inactive</h1>
+<p>It no longer takes payments, and nothing can be paid here. If you expected to pay, contact the seller for a new link.</p>
+<p class="meta">Error <code>payment_link_inactive</code> · Request id <code>${request.requestId}</code></p>`,
+  });
+}
+
+function openView(link: PublicPaymentLink): PageView {
+  const merchant = link.merchantName || 'the merchant';
+  const amount = formatAmount(link.amount, link.currency);
+  return cardPage({
+    title: `Pay ${merchant}: ${link.name}`,
+    body: html`${merchantHeader(link.merchantName, link.livemode)}
+<div class="summary">
+<p class="description">${link.name}</p>
+<h1 class="amount">${amount}</h1>
+${link.description ? html`<p class="description">${link.description}</p>` : ''}
+</div>
+${cardForm({
+    kind: 'link',
+    mode: 'payment',
+    payUrl: `/v1/public/payment-links/${encodeURIComponent(link.slug)}/pay`,
+    buttonLabel: `Pay ${amount}`,
+    askEmail: true,
+    askName: true,
+    doneTitle: 'Payment successful',
+    doneText: `Thank you: ${merchant} has received your payment of ${amount}. You can close this page.`,
+  })}
+${testModeHint(link.livemode)}`,
+  });
+}
+
+/** `/pay/{slug}`: a payment link's card form; 410 when the link is inactive, 404 when unknown. */
+export const paymentLinkPage: Page = {
+  path: '/pay/:slug',
+  async render(services, request) {
+    try {
+      return openView(await services.paymentLinks.publicView(request.params.slug));
+    } catch (err) {
+      if (isDomainError(err) && err.code === 'resource_not_found') return notFoundView(request);
+      if (isDomainError(err) && err.code === 'payment_link_inactive') return inactiveView(request);
+      throw err;
+    }
+  },
+};

@@ -1,0 +1,387 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { DIALECT } from '../helpers/db';
+import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
+
+/**
+ * The hosted pages in a real browser (Debian's Chromium through playwright-core): a customer
+ * pays a checkout session, is declined, saves a card, pays a payment link; the inactive, complete,
+ * expired and unknown states; a 360 px phone. Every page must run without console errors or CSP
+ * violations, and afterwards neither the database nor the service's log holds a card number or CVC.
+ * Screenshots of each state go to test/e2e/screenshots/ (ignored by git) for a person to look at.
+ */
+
+const SHOTS = path.join(__dirname, 'screenshots');
+// Distinctive CVCs, so the final scan cannot mistake them for anything else the service writes.
+const CARDS = {
+  visa: { number: '4242424242424242', typed: '4242 4242 4242 4242' },
+  declined: { number: '4000000000000002', typed: '4000 0000 0000 0002' },
+  mastercard: { number: '5555555555554444', typed: '5555 5555 5555 4444' },
+};
+const CVCS = ['7319', '8642', '5173', '6284', '3917'];
+const expiry = `12/${String((new Date().getFullYear() + 3) % 100).padStart(2, '0')}`;
+
+let app: TestApp;
+let key: string;
+let browser: Browser;
+let context: BrowserContext;
+let problems: PageProblems;
+
+beforeAll(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  app = await startTestApp();
+  key = app.account.testKey;
+  browser = await launchChromium({ trustCertPem: app.server.cert });
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.stop();
+});
+
+/** A fresh context per test (no cookies or storage carried over), watched for problems. */
+async function newPage(viewport = { width: 900, height: 1000 }): Promise<Page> {
+  context = await browser.newContext({ viewport });
+  context.setDefaultTimeout(20_000);
+  problems = await watchProblems(context);
+  return context.newPage();
+}
+afterEach(async () => {
+  await context?.close();
+});
+
+function expectNoProblems(): void {
+  expect(problems).toEqual({ consoleErrors: [], pageErrors: [], cspViolations: [] });
+}
+
+/**
+ * A page answered with an error status (404, 410) makes Chromium itself log that status for the
+ * document; the page must add nothing to it.
+ */
+function expectOnlyDocumentStatus(url: string, status: string): void {
+  expect(problems).toEqual({ consoleErrors: [`Failed to load resource: the server responded with a status of ${status} at ${url}`], pageErrors: [], cspViolations: [] });
+}
+
+/** The page at the path of an object's `url`, on the test server's own address. */
+const pageUrl = (url: string) => new URL(new URL(url).pathname, app.baseUrl).toString();
+const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${DIALECT}-${name}.png`), fullPage: true });
+
+async function createSession(body: Record<string, unknown>) {
+  const res = await app.request('POST', '/v1/checkout-sessions', { key, body });
+  expect(res.status).toBe(201);
+  return res.body.data as { id: string; url: string };
+}
+
+async function fillCard(page: Page, card: { typed: string }, cvc: string): Promise<void> {
+  await page.getByLabel('Card number').fill(card.typed);
+  await page.getByLabel('Expiry').fill(expiry);
+  await page.getByLabel('CVC').fill(cvc);
+}
+
+/** Every request the page sends to a public pay route. */
+function payRequests(page: Page): Request[] {
+  const seen: Request[] = [];
+  page.on('request', (r) => {
+    if (/\/v1\/public\/.+\/pay$/.test(new URL(r.url()).pathname)) seen.push(r);
+  });
+  return seen;
+}
+
+describe('the hosted checkout page', () => {
+  it('should pay with 4242 4242 4242 4242 and land on the success URL', async () => {
+    const successUrl = `${app.baseUrl}/?paid=checkout`;
+    const s = await createSession({ mode: 'payment', amount: 2500, currency: 'eur', description: 'Order 1042', successUrl });
+    const page = await newPage();
+    const sent = payRequests(page);
+    const res = await page.goto(pageUrl(s.url));
+    expect(res?.status()).toBe(200);
+    await expect(page.title()).resolves.toContain('Pay');
+    expect(await page.locator('meta[name="viewport"]').getAttribute('content')).toContain('width=device-width');
+    await fillCard(page, CARDS.visa, CVCS[0]);
+    await shot(page, 'checkout-filled');
+    await page.getByRole('button', { name: 'Pay 25.00 EUR' }).click();
+    await page.waitForURL(successUrl);
+    await shot(page, 'checkout-success-url');
+
+    const session = (await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data;
+    expect(session).toMatchObject({ status: 'complete', paymentId: expect.stringMatching(/^pay_/) });
+    const payment = (await app.request('GET', `/v1/payments/${session.paymentId}`, { key })).body.data;
+    expect(payment).toMatchObject({ status: 'succeeded', amount: 2500, currency: 'EUR', checkoutSessionId: s.id });
+    // One JSON POST to this origin's pay route, with an Idempotency-Key, the card only in its body.
+    expect(sent).toHaveLength(1);
+    const [request] = sent;
+    expect(request.method()).toBe('POST');
+    expect(new URL(request.url()).origin).toBe(new URL(app.baseUrl).origin);
+    expect(request.url()).not.toContain(CARDS.visa.number);
+    expect(request.headers()['content-type']).toBe('application/json');
+    expect(request.headers()['idempotency-key']).toMatch(/^pay_[0-9a-f]{32}$/);
+    expect(request.postDataJSON()).toEqual({ card: { number: CARDS.visa.number, expMonth: 12, expYear: expect.any(Number), cvc: CVCS[0] } });
+    expect(await context.cookies()).toEqual([]);
+    expectNoProblems();
+  });
+
+  it('should show a decline in the alert region, keep the form and the session open, then pay with another card', async () => {
+    const s = await createSession({ mode: 'payment', amount: 1250, currency: 'usd', customerEmail: 'decline@example.com', cancelUrl: `${app.baseUrl}/?cancelled=1` });
+    const page = await newPage();
+    const sent = payRequests(page);
+    await page.goto(pageUrl(s.url));
+    // A session that names the payer's e-mail shows it instead of asking.
+    await page.getByText('Paying as decline@example.com').waitFor();
+    expect(await page.getByLabel('E-mail').count()).toBe(0);
+    await fillCard(page, CARDS.declined, CVCS[1]);
+    await page.getByRole('button', { name: 'Pay 12.50 USD' }).click();
+    const alert = page.getByRole('alert');
+    await alert.filter({ hasText: 'declined' }).waitFor();
+    await shot(page, 'checkout-declined');
+    expect(await alert.textContent()).toMatch(/declined/);
+    // The form is kept as it was, ready for another card.
+    expect(await page.getByLabel('Card number').inputValue()).toBe(CARDS.declined.typed);
+    expect(await page.getByRole('button', { name: 'Pay 12.50 USD' }).isEnabled()).toBe(true);
+    // The button, disabled while the pay ran, has the focus back for the keyboard.
+    await expect(page.evaluate('document.activeElement && document.activeElement.id')).resolves.toBe('pay-button');
+    expect((await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data.status).toBe('open');
+    // Nothing of the card in the page's storage or cookies.
+    expect(await page.evaluate('[localStorage.length, sessionStorage.length, document.cookie]')).toEqual([0, 0, '']);
+
+    await fillCard(page, CARDS.visa, CVCS[4]);
+    await page.getByRole('button', { name: 'Pay 12.50 USD' }).click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    await shot(page, 'checkout-success');
+    // The form, the test cards and "Cancel and return" go once it is paid.
+    expect(await page.locator('#card-form').isVisible()).toBe(false);
+    expect(await page.getByRole('link', { name: /Cancel/ }).isVisible()).toBe(false);
+    expect(await page.getByText('Test mode: no money moves').isVisible()).toBe(false);
+    expect((await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data.status).toBe('complete');
+    // Two attempts, two keys.
+    expect(sent).toHaveLength(2);
+    expect(sent[0].headers()['idempotency-key']).not.toBe(sent[1].headers()['idempotency-key']);
+    expectNoProblems();
+
+    // Opened again, the page says it is paid and shows no form.
+    const again = await page.goto(pageUrl(s.url));
+    expect(again?.status()).toBe(200);
+    await page.getByRole('heading', { name: 'This checkout is already paid' }).waitFor();
+    expect(await page.locator('form, input').count()).toBe(0);
+    await shot(page, 'checkout-complete');
+    expectNoProblems();
+  });
+
+  it('should wait for a payment still being processed and go to the success URL once the session completes', async () => {
+    const successUrl = `${app.baseUrl}/?paid=processing`;
+    const s = await createSession({ mode: 'payment', amount: 3000, currency: 'eur', successUrl });
+    const page = await newPage();
+    // The gateway's answer is not known yet: the pay answers `processing` (its payment settles later).
+    await page.route('**/v1/public/checkout-sessions/*/pay', (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: 'application/json',
+        body: JSON.stringify({ data: { status: 'processing', paymentId: 'pay_pending', subscriptionId: null, paymentMethodId: null, failureCode: null, failureMessage: null, redirectUrl: null }, error: null }),
+      }),
+    );
+    await page.goto(pageUrl(s.url));
+    await fillCard(page, CARDS.visa, CVCS[0]);
+    await page.getByRole('button', { name: 'Pay 30.00 EUR' }).click();
+    await page.getByRole('alert').filter({ hasText: 'being processed' }).waitFor();
+    await shot(page, 'checkout-processing');
+    expect(await page.locator('#pay-button').isDisabled()).toBe(true);
+    // The payment settles (here: the session is paid), and the page, reading the session, follows.
+    const paid = await app.request('POST', `/v1/public/checkout-sessions/${s.id}/pay`, { body: { card: { number: CARDS.visa.number, expMonth: 12, expYear: 2040, cvc: CVCS[0] } } });
+    expect(paid.body.data.status).toBe('succeeded');
+    await page.waitForURL(successUrl);
+    expectNoProblems();
+  });
+
+  it('should check the card in the page before sending anything', async () => {
+    const s = await createSession({ mode: 'payment', amount: 500, currency: 'jpy' });
+    const page = await newPage();
+    const sent = payRequests(page);
+    await page.goto(pageUrl(s.url));
+    await page.getByLabel('Card number').fill('4242 4242 4242 4241');
+    await page.getByLabel('Expiry').fill('01/20');
+    await page.getByLabel('CVC').fill('12');
+    await page.getByLabel('E-mail').fill('not-an-address');
+    await page.getByRole('button', { name: 'Pay 500 JPY' }).click();
+    await page.getByRole('alert').filter({ hasText: 'card number' }).waitFor();
+    for (const label of ['Card number', 'Expiry', 'CVC', 'E-mail']) {
+      expect([label, await page.getByLabel(label).getAttribute('aria-invalid')]).toEqual([label, 'true']);
+    }
+    expect(await page.locator('#card-expiry-error').textContent()).toMatch(/past/);
+    expect(await page.locator('#card-cvc-error').textContent()).toMatch(/CVC/);
+    await expect(page.evaluate('document.activeElement && document.activeElement.id')).resolves.toBe('card-number');
+    await shot(page, 'checkout-invalid');
+    expect(sent).toHaveLength(0);
+    expectNoProblems();
+  });
+
+  it('should save the card of a setup session, which then appears under the customer\'s payment methods', async () => {
+    const customer = (await app.request('POST', '/v1/customers', { key, body: { email: 'setup@example.com', name: 'Ada' } })).body.data;
+    const s = await createSession({ mode: 'setup', customerId: customer.id });
+    const page = await newPage();
+    await page.goto(pageUrl(s.url));
+    await page.getByRole('heading', { name: 'Save a card' }).waitFor();
+    await shot(page, 'checkout-setup');
+    await fillCard(page, CARDS.mastercard, CVCS[2]);
+    await page.getByRole('button', { name: 'Save card' }).click();
+    await page.getByRole('heading', { name: 'Card saved' }).waitFor();
+    await shot(page, 'checkout-setup-saved');
+    const session = (await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data;
+    expect(session).toMatchObject({ status: 'complete', paymentMethodId: expect.any(String) });
+    const methods = (await app.request('GET', `/v1/customers/${customer.id}/payment-methods`, { key })).body.data;
+    expect(methods).toEqual([expect.objectContaining({ id: session.paymentMethodId, isDefault: true, card: expect.objectContaining({ last4: '4444', brand: 'mastercard' }) })]);
+    expectNoProblems();
+  });
+
+  it('should show an expired session as expired, without a form', async () => {
+    const s = await createSession({ mode: 'payment', amount: 990, currency: 'gbp', cancelUrl: `${app.baseUrl}/?cancelled=1` });
+    expect((await app.request('POST', `/v1/checkout-sessions/${s.id}/expire`, { key })).status).toBe(200);
+    const page = await newPage();
+    const res = await page.goto(pageUrl(s.url));
+    expect(res?.status()).toBe(200);
+    await page.getByRole('heading', { name: 'This checkout has expired' }).waitFor();
+    expect(await page.locator('form, input').count()).toBe(0);
+    expect(await page.getByRole('link', { name: /Return to/ }).getAttribute('href')).toBe(`${app.baseUrl}/?cancelled=1`);
+    await shot(page, 'checkout-expired');
+    expectNoProblems();
+  });
+
+  it('should answer an unknown session with a 404 page', async () => {
+    const page = await newPage();
+    const url = `${app.baseUrl}/checkout/cs_doesnotexist`;
+    const res = await page.goto(url);
+    expect(res?.status()).toBe(404);
+    await page.getByRole('heading', { name: 'Checkout not found' }).waitFor();
+    await shot(page, 'checkout-not-found');
+    expectOnlyDocumentStatus(url, '404 (Not Found)');
+  });
+
+  it('should show the whole form on a 360 px wide phone', async () => {
+    const s = await createSession({ mode: 'payment', amount: 123456, currency: 'eur', description: 'A rather long description of the order, to see it wrap on a narrow screen' });
+    const page = await newPage({ width: 360, height: 740 });
+    await page.goto(pageUrl(s.url));
+    await shot(page, 'checkout-360px');
+    const controls = page.locator('#card-form input, #card-form button');
+    expect(await controls.count()).toBe(6);
+    for (const control of await controls.all()) {
+      const box = await control.boundingBox();
+      const id = (await control.getAttribute('id')) as string;
+      expect([id, box !== null && box.x >= 0 && box.x + box.width <= 360 && box.width >= 100]).toEqual([id, true]);
+    }
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+    expectNoProblems();
+  });
+});
+
+describe('the hosted payment link page', () => {
+  it('should pay a payment link, taking the payer\'s e-mail and name', async () => {
+    const link = (await app.request('POST', '/v1/payment-links', { key, body: { name: 'Concert ticket', description: 'Row 4, seat 12', amount: 1900, currency: 'usd' } })).body.data;
+    const page = await newPage();
+    const res = await page.goto(pageUrl(link.url));
+    expect(res?.status()).toBe(200);
+    await shot(page, 'link-open');
+    await fillCard(page, CARDS.visa, CVCS[3]);
+    await page.getByLabel('Name').fill('Grace Hopper');
+    await page.getByLabel('E-mail').fill('grace@example.com');
+    await page.getByRole('button', { name: 'Pay 19.00 USD' }).click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    await shot(page, 'link-paid');
+    const payments = (await app.request('GET', '/v1/payments?pageSize=100', { key })).body.data.filter((p: { paymentLinkId: string }) => p.paymentLinkId === link.id);
+    expect(payments).toEqual([expect.objectContaining({ status: 'succeeded', amount: 1900, currency: 'USD', customerId: expect.any(String) })]);
+    const customer = (await app.request('GET', `/v1/customers/${payments[0].customerId}`, { key })).body.data;
+    expect(customer).toMatchObject({ email: 'grace@example.com', name: 'Grace Hopper' });
+    expectNoProblems();
+  });
+
+  it('should repeat a pay whose answer was lost under the same Idempotency-Key, charging once', async () => {
+    const link = (await app.request('POST', '/v1/payment-links', { key, body: { name: 'Lost answer', amount: 700, currency: 'eur' } })).body.data;
+    const page = await newPage();
+    const sent = payRequests(page);
+    let lose = true;
+    // The first pay reaches the service and is charged, but its answer never reaches the page.
+    await page.route('**/v1/public/payment-links/*/pay', async (route) => {
+      if (!lose) return route.continue();
+      lose = false;
+      const request = route.request();
+      const delivered = await app.request('POST', new URL(request.url()).pathname, {
+        rawBody: request.postData() ?? '',
+        headers: { 'content-type': 'application/json', 'idempotency-key': request.headers()['idempotency-key'] },
+      });
+      expect(delivered.body.data.status).toBe('succeeded');
+      await route.abort('connectionreset');
+    });
+    await page.goto(pageUrl(link.url));
+    await fillCard(page, CARDS.visa, CVCS[3]);
+    await page.getByRole('button', { name: 'Pay 7.00 EUR' }).click();
+    await page.getByRole('alert').filter({ hasText: 'could not reach' }).waitFor();
+    await shot(page, 'link-network-error');
+    await page.getByRole('button', { name: 'Pay 7.00 EUR' }).click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    expect(sent).toHaveLength(2);
+    expect(sent[1].headers()['idempotency-key']).toBe(sent[0].headers()['idempotency-key']);
+    expect((await sent[1].response())?.headers()['idempotent-replayed']).toBe('true');
+    const payments = (await app.request('GET', '/v1/payments?pageSize=100', { key })).body.data.filter((p: { paymentLinkId: string }) => p.paymentLinkId === link.id);
+    expect(payments).toHaveLength(1);
+    // Chromium reports the reset connection itself; the page adds nothing.
+    expect(problems.pageErrors).toEqual([]);
+    expect(problems.cspViolations).toEqual([]);
+    expect(problems.consoleErrors.every((e) => e.includes('net::ERR_CONNECTION_RESET'))).toBe(true);
+  });
+
+  it('should answer an inactive link with a 410 page saying so, and no form', async () => {
+    const link = (await app.request('POST', '/v1/payment-links', { key, body: { name: 'Old offer', amount: 500, currency: 'eur' } })).body.data;
+    expect((await app.request('PATCH', `/v1/payment-links/${link.id}`, { key, body: { status: 'inactive' } })).status).toBe(200);
+    const page = await newPage();
+    const res = await page.goto(pageUrl(link.url));
+    expect(res?.status()).toBe(410);
+    await page.getByRole('heading', { name: 'This payment link is inactive' }).waitFor();
+    expect(await page.locator('form, input, button').count()).toBe(0);
+    await shot(page, 'link-inactive');
+    expectOnlyDocumentStatus(pageUrl(link.url), '410 (Gone)');
+  });
+});
+
+describe('after the browser runs', () => {
+  /** Every stored byte: the SQLite files as they are on disk (free pages too), or every row of every PostgreSQL table as text. */
+  async function databaseText(): Promise<string> {
+    if (DIALECT === 'sqlite') {
+      const file = app.config.databaseUrl.replace(/^sqlite:/, '');
+      return ['', '-wal', '-journal']
+        .filter((suffix) => fs.existsSync(file + suffix))
+        .map((suffix) => fs.readFileSync(file + suffix).toString('latin1'))
+        .join('\n');
+    }
+    const client = new Client({ connectionString: app.config.databaseUrl });
+    await client.connect();
+    try {
+      const tables = await client.query<{ name: string }>(
+        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+      );
+      const texts: string[] = [];
+      for (const { name } of tables.rows) {
+        const rows = await client.query<{ row: string }>(`SELECT t::text AS row FROM "${name}" t`);
+        texts.push(...rows.rows.map((r) => r.row));
+      }
+      expect(texts.length).toBeGreaterThan(0);
+      return texts.join('\n');
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** A value standing alone (not inside a longer run of letters and digits). */
+  const token = (value: string) => new RegExp(`(?<![0-9A-Za-z])${value}(?![0-9A-Za-z])`);
+
+  it('should find no card number and no CVC in the database or the service log', async () => {
+    const stored = await databaseText();
+    const log = app.logs.join('');
+    // The scan reads what was paid: the payments are there, their card numbers are not.
+    expect(stored).toContain('4242');
+    for (const [where, text] of [['database', stored], ['log', log]] as const) {
+      for (const card of Object.values(CARDS)) {
+        expect([where, card.number, text.includes(card.number) || text.includes(card.typed)]).toEqual([where, card.number, false]);
+      }
+      for (const cvc of CVCS) expect([where, cvc, token(cvc).test(text)]).toEqual([where, cvc, false]);
+    }
+  });
+});
