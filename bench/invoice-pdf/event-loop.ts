@@ -13,7 +13,7 @@ import { layoutInvoicePdf } from '../../src/modules/invoices/invoice-pdf.layout'
 
 const RENDERS = Number(process.env.BENCH_RENDERS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-// In-process: the pdfkit layout on this thread; pool: renderInvoicePdf as the service calls it.
+// in-process: the pdfkit layout on this thread; pool: renderInvoicePdf as the service calls it.
 const MODE = process.env.BENCH_MODE ?? 'both';
 
 function threePageInvoice(i: number): InvoiceDocument {
@@ -67,10 +67,14 @@ async function measure(label: string, render: (doc: InvoiceDocument) => Promise<
       last = now;
     }, 10);
     await sleep(20);
+    const utilizationBefore = performance.eventLoopUtilization();
     const started = performance.now();
     // Each render starts in its own callback, as requests arriving one after another would.
     const pdfs = await Promise.all(docs.map((doc) => new Promise<void>((resolve) => setImmediate(resolve)).then(() => render(doc))));
     const seconds = (performance.now() - started) / 1000;
+    // Share of the time this thread was busy rather than waiting: other processes on the
+    // machine do not raise it, unlike the delays.
+    const utilization = performance.eventLoopUtilization(utilizationBefore).utilization;
     // Let the loop turn, so a block at the very end is sampled too.
     await sleep(30);
     clearInterval(probe);
@@ -80,12 +84,23 @@ async function measure(label: string, render: (doc: InvoiceDocument) => Promise<
     console.log(
       `${label} round ${round}: ${RENDERS} PDFs in ${seconds.toFixed(2)} s (${(RENDERS / seconds).toFixed(0)}/s, ${Math.round(bytes / 1024)} KiB each); ` +
         `event loop delay p50 ${ms(histogram.percentile(50))} ms, p99 ${ms(histogram.percentile(99))} ms, max ${ms(histogram.max)} ms; ` +
-        `10 ms timer late by up to ${probeMax.toFixed(1)} ms`,
+        `10 ms timer late by up to ${probeMax.toFixed(1)} ms; event loop busy ${(utilization * 100).toFixed(0)}% of the time`,
     );
   }
 }
 
+/** The same sampling with nothing rendering: what the machine itself adds (other processes). */
+async function idle(seconds: number): Promise<void> {
+  const histogram = monitorEventLoopDelay({ resolution: 10 });
+  histogram.enable();
+  await sleep(seconds * 1000);
+  histogram.disable();
+  const ms = (ns: number) => (ns / 1e6).toFixed(1);
+  console.log(`idle ${seconds} s: event loop delay p50 ${ms(histogram.percentile(50))} ms, p99 ${ms(histogram.percentile(99))} ms, max ${ms(histogram.max)} ms`);
+}
+
 async function main(): Promise<void> {
+  await idle(5);
   // One warm-up render loads pdfkit's font metrics before anything is measured.
   await layoutInvoicePdf(threePageInvoice(0));
   if (MODE === 'both' || MODE === 'in-process') await measure('in-process', layoutInvoicePdf);

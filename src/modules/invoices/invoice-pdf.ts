@@ -7,7 +7,7 @@ import type { RenderReply, RenderRequest } from './invoice-pdf.worker';
 
 /*
  * Invoice PDFs are drawn on worker threads: pdfkit lays a page out synchronously, and 100
- * three-page invoices rendered on the event loop held it for 4.7–8.8 s (bench/README.md,
+ * three-page invoices rendered on the event loop held it for 2–5 s in one block (bench/README.md,
  * "invoice PDF rendering: event loop"), so every other request waited that long.
  */
 
