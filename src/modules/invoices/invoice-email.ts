@@ -1,0 +1,108 @@
+import { escapeHtml } from '../../core/html';
+import type { InvoiceDocument } from './invoice-document';
+import { formatInvoiceDate, formatMoney, invoiceLanguage, type InvoiceLanguage } from './invoice-i18n';
+
+export interface InvoiceEmail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface InvoiceEmailOptions {
+  /** The public page where the customer pays the invoice by card. */
+  hostedUrl?: string;
+}
+
+interface Wording {
+  subject: (number: string, merchant: string) => string;
+  greeting: (name: string | null) => string;
+  /** The sentence naming merchant, number and total; each part arrives already marked up. */
+  sent: (merchant: string, number: string, total: string) => string;
+  dueDate: string;
+  payOnline: string;
+  attached: string;
+}
+
+const WORDING: Record<InvoiceLanguage, Wording> = {
+  en: {
+    subject: (number, merchant) => `Invoice ${number} from ${merchant}`,
+    greeting: (name) => (name ? `Hello ${name},` : 'Hello,'),
+    sent: (merchant, number, total) => `${merchant} has sent you invoice ${number} for ${total}.`,
+    dueDate: 'Due date:',
+    payOnline: 'Pay online:',
+    attached: 'The invoice is attached as a PDF.',
+  },
+  de: {
+    subject: (number, merchant) => `Rechnung ${number} von ${merchant}`,
+    greeting: (name) => (name ? `Guten Tag ${name},` : 'Guten Tag,'),
+    sent: (merchant, number, total) => `${merchant} hat Ihnen die Rechnung ${number} über ${total} gesendet.`,
+    dueDate: 'Fällig am:',
+    payOnline: 'Online bezahlen:',
+    attached: 'Die Rechnung ist als PDF angehängt.',
+  },
+  fr: {
+    subject: (number, merchant) => `Facture ${number} de la part de ${merchant}`,
+    greeting: (name) => (name ? `Bonjour ${name},` : 'Bonjour,'),
+    sent: (merchant, number, total) => `${merchant} vous a envoyé la facture ${number} d'un montant de ${total}.`,
+    dueDate: "Date d'échéance\u00a0:",
+    payOnline: 'Payer en ligne\u00a0:',
+    attached: 'La facture est jointe au format PDF.',
+  },
+};
+
+/** One line: a name with a line break in it must not break the subject or the greeting. */
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * The e-mail that carries an invoice's PDF, in the customer's language: greeting, number,
+ * total, due date, the pay link when there is one. Merchant and customer text is escaped in
+ * the HTML body.
+ */
+export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOptions = {}): InvoiceEmail {
+  const { hostedUrl } = options;
+  if (hostedUrl !== undefined && !/^https?:\/\//i.test(hostedUrl)) throw new RangeError(`hostedUrl must be an http(s) URL: ${hostedUrl}`);
+  const language = invoiceLanguage(invoice.locale);
+  const words = WORDING[language];
+  const merchant = oneLine(invoice.merchant.name);
+  const customerName = invoice.customer.name ? oneLine(invoice.customer.name) || null : null;
+  const number = oneLine(invoice.number);
+  const total = formatMoney(invoice.total, invoice.currency, invoice.locale);
+  const dueDate = invoice.dueDate ? formatInvoiceDate(invoice.dueDate, invoice.locale) : null;
+
+  const text = [
+    words.greeting(customerName),
+    '',
+    words.sent(merchant, number, total),
+    ...(dueDate ? [`${words.dueDate} ${dueDate}`] : []),
+    ...(hostedUrl ? ['', `${words.payOnline} ${hostedUrl}`] : []),
+    '',
+    words.attached,
+    '',
+    merchant,
+    '',
+  ].join('\n');
+
+  const e = escapeHtml;
+  const paragraphs = [
+    e(words.greeting(customerName)),
+    words.sent(e(merchant), `<strong>${e(number)}</strong>`, `<strong>${e(total)}</strong>`),
+    ...(dueDate ? [`${e(words.dueDate)} ${e(dueDate)}`] : []),
+    ...(hostedUrl ? [`${e(words.payOnline)} <a href="${e(hostedUrl)}">${e(hostedUrl)}</a>`] : []),
+    e(words.attached),
+    e(merchant),
+  ];
+  const html = [
+    '<!DOCTYPE html>',
+    `<html lang="${language}">`,
+    '<head><meta charset="utf-8"></head>',
+    '<body style="font-family: Helvetica, Arial, sans-serif; font-size: 14px; line-height: 1.5; color: #1f2328;">',
+    ...paragraphs.map((p) => `<p>${p}</p>`),
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+
+  return { subject: words.subject(number, merchant), text, html };
+}

@@ -1,0 +1,187 @@
+import { currencyExponent } from '../../core/money';
+
+/** The languages an invoice's PDF and e-mail are written in; anything else reads as `en`. */
+export type InvoiceLanguage = 'en' | 'de' | 'fr';
+
+/** The locale Intl formats each language with: `en` → `$12.00`, `de` → `12,00 €`, `fr` → `12,00 €`. */
+const INTL_LOCALE: Record<InvoiceLanguage, string> = { en: 'en-US', de: 'de-DE', fr: 'fr-FR' };
+
+/** `de-AT`, `DE`, `de_CH` → `de`; unknown, empty or missing → `en`. */
+export function invoiceLanguage(locale: string | null | undefined): InvoiceLanguage {
+  const primary = (locale ?? '').trim().toLowerCase().split(/[-_]/)[0];
+  return primary === 'de' || primary === 'fr' ? primary : 'en';
+}
+
+export interface InvoiceLabels {
+  invoice: string;
+  invoiceNumber: string;
+  issueDate: string;
+  dueDate: string;
+  paidDate: string;
+  paidOutOfBand: string;
+  billTo: string;
+  description: string;
+  quantity: string;
+  unitPrice: string;
+  amount: string;
+  subtotal: string;
+  total: string;
+  amountPaid: string;
+  amountDue: string;
+  memo: string;
+  testMode: string;
+  page: (page: number, pages: number) => string;
+  stamp: { draft: string; paid: string; void: string };
+}
+
+const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
+  en: {
+    invoice: 'Invoice',
+    invoiceNumber: 'Invoice number',
+    issueDate: 'Date of issue',
+    dueDate: 'Due date',
+    paidDate: 'Paid on',
+    paidOutOfBand: 'Paid outside the payment service',
+    billTo: 'Bill to',
+    description: 'Description',
+    quantity: 'Qty',
+    unitPrice: 'Unit price',
+    amount: 'Amount',
+    subtotal: 'Subtotal',
+    total: 'Total',
+    amountPaid: 'Amount paid',
+    amountDue: 'Amount due',
+    memo: 'Memo',
+    testMode: 'Test mode: no real money is involved',
+    page: (page, pages) => `Page ${page} of ${pages}`,
+    stamp: { draft: 'DRAFT', paid: 'PAID', void: 'VOID' },
+  },
+  de: {
+    invoice: 'Rechnung',
+    invoiceNumber: 'Rechnungsnummer',
+    issueDate: 'Rechnungsdatum',
+    dueDate: 'Fällig am',
+    paidDate: 'Bezahlt am',
+    paidOutOfBand: 'Außerhalb des Zahlungsdienstes bezahlt',
+    billTo: 'Rechnungsempfänger',
+    description: 'Beschreibung',
+    quantity: 'Menge',
+    unitPrice: 'Einzelpreis',
+    amount: 'Betrag',
+    subtotal: 'Zwischensumme',
+    total: 'Gesamtbetrag',
+    amountPaid: 'Bezahlt',
+    amountDue: 'Offener Betrag',
+    memo: 'Anmerkung',
+    testMode: 'Testmodus: es fließt kein echtes Geld',
+    page: (page, pages) => `Seite ${page} von ${pages}`,
+    stamp: { draft: 'ENTWURF', paid: 'BEZAHLT', void: 'STORNIERT' },
+  },
+  fr: {
+    invoice: 'Facture',
+    invoiceNumber: 'Numéro de facture',
+    issueDate: "Date d'émission",
+    dueDate: "Date d'échéance",
+    paidDate: 'Payée le',
+    paidOutOfBand: 'Payée en dehors du service de paiement',
+    billTo: 'Facturé à',
+    description: 'Description',
+    quantity: 'Qté',
+    unitPrice: 'Prix unitaire',
+    amount: 'Montant',
+    subtotal: 'Sous-total',
+    total: 'Total',
+    amountPaid: 'Montant payé',
+    amountDue: 'Montant dû',
+    memo: 'Remarque',
+    testMode: "Mode test : aucun argent réel n'est en jeu",
+    page: (page, pages) => `Page ${page} sur ${pages}`,
+    stamp: { draft: 'BROUILLON', paid: 'PAYÉE', void: 'ANNULÉE' },
+  },
+};
+
+export function invoiceLabels(locale: string | null | undefined): InvoiceLabels {
+  return LABELS[invoiceLanguage(locale)];
+}
+
+const DATE_FORMATS: Record<InvoiceLanguage, Intl.DateTimeFormatOptions> = {
+  // Nov 27, 2026: the month spelled out, so day and month are never confused.
+  en: { timeZone: 'UTC', year: 'numeric', month: 'short', day: 'numeric' },
+  // 27.11.2026 and 27/11/2026: the forms German and French invoices use.
+  de: { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit' },
+  fr: { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit' },
+};
+
+// Building an Intl formatter costs far more than using one (most of a PDF's time, measured).
+const formatters = new Map<string, Intl.NumberFormat | Intl.DateTimeFormat>();
+
+function cached<T extends Intl.NumberFormat | Intl.DateTimeFormat>(key: string, make: () => T): T {
+  let formatter = formatters.get(key) as T | undefined;
+  if (!formatter) {
+    formatter = make();
+    formatters.set(key, formatter);
+  }
+  return formatter;
+}
+
+/** A calendar date in the customer's language, read in UTC (an ISO instant or `YYYY-MM-DD`). */
+export function formatInvoiceDate(value: string | Date, locale: string | null | undefined): string {
+  const language = invoiceLanguage(locale);
+  const date = value instanceof Date ? value : new Date(value);
+  if (Number.isNaN(date.getTime())) throw new RangeError(`not a date: ${String(value)}`);
+  return cached(`date ${language}`, () => new Intl.DateTimeFormat(INTL_LOCALE[language], DATE_FORMATS[language])).format(date);
+}
+
+/**
+ * Integer minor units as an exact decimal string (`120050`, exponent 2 → `1200.50`), so Intl
+ * formats the digits given instead of a binary float's nearest value.
+ */
+export function minorUnitsToDecimal(amount: number, exponent: number): string {
+  if (!Number.isSafeInteger(amount)) throw new RangeError(`amount must be a safe integer in minor units: ${amount}`);
+  const digits = String(Math.abs(amount)).padStart(exponent + 1, '0');
+  const sign = amount < 0 ? '-' : '';
+  if (exponent === 0) return sign + digits;
+  return `${sign}${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
+}
+
+export interface FormatMoneyOptions {
+  /**
+   * Whether a rendering can show this text (a PDF's standard font lacks `₩`, `₹`, …); when the
+   * symbol form cannot be shown, the ISO code form is used (`KRW 1,200`).
+   */
+  canShow?: (text: string) => boolean;
+}
+
+/**
+ * An amount in minor units as the customer reads it, with the currency's own number of decimals
+ * (JPY none, KWD three): `¥1,200` (en), `$12.00` (en), `12,00 €` (de). Intl's spacing (no-break
+ * and narrow no-break spaces) is kept as Intl writes it.
+ */
+export function formatMoney(amount: number, currency: string, locale: string | null | undefined, options: FormatMoneyOptions = {}): string {
+  const code = currency.toUpperCase();
+  const exponent = currencyExponent(code);
+  const decimal = minorUnitsToDecimal(amount, exponent);
+  const language = invoiceLanguage(locale);
+  const format = (currencyDisplay: 'symbol' | 'code') =>
+    cached(
+      `money ${language} ${code} ${currencyDisplay}`,
+      () =>
+        new Intl.NumberFormat(INTL_LOCALE[language], {
+          style: 'currency',
+          currency: code,
+          currencyDisplay,
+          minimumFractionDigits: exponent,
+          maximumFractionDigits: exponent,
+        }),
+      // A string is formatted as the exact decimal it spells (Intl.NumberFormat v3).
+    ).format(decimal as unknown as number);
+  const withSymbol = format('symbol');
+  if (!options.canShow || options.canShow(withSymbol)) return withSymbol;
+  return format('code');
+}
+
+/** A quantity with the language's digit grouping: `1,000` (en), `1.000` (de). */
+export function formatQuantity(quantity: number, locale: string | null | undefined): string {
+  const language = invoiceLanguage(locale);
+  return cached(`quantity ${language}`, () => new Intl.NumberFormat(INTL_LOCALE[language], { maximumFractionDigits: 6 })).format(quantity);
+}
