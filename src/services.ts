@@ -32,6 +32,7 @@ import { PublicUrls } from './modules/checkout/public-urls';
 import { PublicPayPath } from './modules/checkout/public-pay';
 import { CheckoutSessionService } from './modules/checkout/checkout-session.service';
 import { PaymentLinkService } from './modules/checkout/payment-link.service';
+import { createMailService, type MailOptions, type MailService } from './modules/mail/mail.service';
 
 /** The composition root: every service built once, with its dependencies. */
 export interface Services {
@@ -58,6 +59,8 @@ export interface Services {
   urls: PublicUrls;
   checkoutSessions: CheckoutSessionService;
   paymentLinks: PaymentLinkService;
+  /** The mail outbox: queue mail in a transaction, register status listeners and attachment renderers, start the worker. */
+  mail: MailService;
   close(): Promise<void>;
 }
 
@@ -75,6 +78,7 @@ export interface ServiceOptions {
   /** Replace DNS for gateway base URLs, at registration and at connect time (tests); the address policy still applies. */
   gatewayDns?: { resolveHost?: ResolveHost; lookup?: LookupFunction };
   webhooks?: WebhookOptions;
+  mail?: MailOptions;
   /** How long a SQLite statement waits for another writer's lock (default 15 s). */
   sqliteBusyTimeoutMs?: number;
   /** How long a pending payment or refund stays its process's after a heartbeat (LeaseKeeper); heartbeats come four times a lease. */
@@ -130,6 +134,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const payments = new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases);
   const urls = new PublicUrls(config.publicUrl, config.port);
   const publicPay = new PublicPayPath(payments, paymentMethods, idempotency, clock);
+  const mail = createMailService({ db, clock, logger, config, options: options.mail });
   const services: Services = {
     config,
     db,
@@ -153,8 +158,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
     urls,
     checkoutSessions: new CheckoutSessionService(db, events, idempotency, customers, catalog, accounts, publicPay, urls, clock, logger),
     paymentLinks: new PaymentLinkService(db, events, idempotency, customers, catalog, accounts, publicPay, urls),
+    mail,
     async close() {
       leases.stop();
+      mail.close();
       await fanout?.stop();
       if (redis) redis.disconnect();
       await db.close();

@@ -13,6 +13,7 @@ import * as m0009 from './migrations/0009-webhook-secret-overlap';
 import * as m0010 from './migrations/0010-payment-requires-review';
 import * as m0011 from './migrations/0011-pending-since-refund-review';
 import * as m0012 from './migrations/0012-checkout';
+import * as m0014 from './migrations/0014-mail-outbox';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -30,6 +31,8 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0010-payment-requires-review', m0010],
   ['0011-pending-since-refund-review', m0011],
   ['0012-checkout', m0012],
+  // 0013 is the invoices' (issue 23); names need not be contiguous, only in order.
+  ['0014-mail-outbox', m0014],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

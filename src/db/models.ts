@@ -18,12 +18,14 @@ import { WebhookDeliveryModel } from '../modules/webhooks/webhook-delivery.model
 import { WebhookAttemptModel } from '../modules/webhooks/webhook-attempt.model';
 import { CheckoutSessionModel } from '../modules/checkout/checkout-session.model';
 import { PaymentLinkModel } from '../modules/checkout/payment-link.model';
+import { MailOutboxModel } from '../modules/mail/mail-outbox.model';
 
 /** One model per table the migrations create (test/unit/model-schema.test.ts holds them to it). */
 export const MODELS = [
   AccountModel, ApiKeyModel, CustomerModel, ProductModel, PriceModel, IdempotencyKeyModel, EventModel,
   GatewayModel, RoutingConfigModel, FxRateModel, PaymentMethodModel, PaymentModel, RefundModel, GatewayTransactionModel,
   WebhookEndpointModel, WebhookDeliveryModel, WebhookAttemptModel, CheckoutSessionModel, PaymentLinkModel,
+  MailOutboxModel,
 ];
 
 /**
