@@ -50,13 +50,13 @@ beforeEach(async () => {
 type Heard = { about: OutgoingMail['about']; status: MailStatus; rowStatusInTransaction: string | undefined };
 
 /** A mail service on the harness's database and clock, with the fake PDF renderer and a listener that records what it hears. */
-function mailService(config: { smtpUrl?: string; db?: Database } = {}, options: MailOptions = {}): { mail: MailService; heard: Heard[] } {
+function mailService(config: { smtpUrl?: string; db?: Database; smtpTimeoutMs?: number } = {}, options: MailOptions = {}): { mail: MailService; heard: Heard[] } {
   const db = config.db ?? h.services.db;
   const mail = createMailService({
     db,
     clock: h.clock,
     logger: createLogger('silent'),
-    config: { smtpUrl: config.smtpUrl, smtpTimeoutMs: 2_000, mailFrom: FROM, dataDir: h.services.config.dataDir },
+    config: { smtpUrl: config.smtpUrl, smtpTimeoutMs: config.smtpTimeoutMs ?? 2_000, mailFrom: FROM, dataDir: h.services.config.dataDir },
     options: { retry: RETRY, ...options },
   });
   mail.registerAttachmentRenderer('invoice_pdf', async () => FAKE_PDF);
@@ -217,6 +217,19 @@ describe('sending over SMTP', () => {
       { about, status: 'queued', rowStatusInTransaction: 'queued' },
       { about, status: 'failed', rowStatusInTransaction: 'failed' },
     ]);
+    expect(sink.received).toHaveLength(0);
+  });
+
+  it('should give up on a server that stops answering after SMTP_TIMEOUT_MS and retry later, rather than hold the worker', async () => {
+    const { mail } = mailService({ smtpUrl: sink.url, smtpTimeoutMs: 500 });
+    sink.behaviour = 'stall'; // reads the message, never answers
+    const id = await queue(mail);
+    const started = Date.now();
+    const [result] = await mail.sendDue();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(result).toMatchObject({ mailId: id, status: 'queued' });
+    expect(result.error).toMatch(/ETIMEDOUT|timeout/i);
+    expect(sink.dataSeen).toHaveLength(1);
     expect(sink.received).toHaveLength(0);
   });
 
