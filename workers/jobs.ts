@@ -48,6 +48,12 @@ export const JOBS: readonly Job[] = [
     schedule: '17 3 * * *',
     run: async (services) => services.webhooks.deliveries.purgeOld(),
   },
+  // Sent and failed mail keep the invoice snapshot their PDF was made from: not kept for ever.
+  {
+    name: 'purge-mail-outbox',
+    schedule: '27 3 * * *',
+    run: async (services) => ({ purged: await services.mail.purgeOld() }),
+  },
 ];
 
 /** One run of a job, as the scheduler does it: a failure is logged, never thrown. */

@@ -304,6 +304,27 @@ describe('status listeners', () => {
   });
 });
 
+describe('retention', () => {
+  it('should purge sent and failed mail older than 30 days, and keep queued mail however old', async () => {
+    const { mail } = mailService({ smtpUrl: sink.url });
+    const sent = await queue(mail);
+    await mail.sendDue();
+    const failed = await queue(mail);
+    sink.behaviour = 'reject-recipient';
+    await mail.sendDue();
+    sink.behaviour = 'accept';
+    const queued = await queue(mail);
+    const recent = await queue(mail);
+    h.clock.advance(29 * 86_400_000);
+    await mail.sendDue(); // sends `queued` and `recent` 29 days on
+    await h.services.db.execute("UPDATE mail_outbox SET status = 'queued', next_attempt_at = $2, updated_at = created_at WHERE id = $1", [queued, new Date(h.clock.now().getTime() + 86_400_000 * 365)]);
+    h.clock.advance(2 * 86_400_000);
+    await mail.purgeOld();
+    const left = (await h.services.db.select<{ id: string }>('SELECT id FROM mail_outbox WHERE id IN ($1, $2, $3, $4)', [sent, failed, queued, recent])).map((r) => r.id);
+    expect(left.sort()).toEqual([queued, recent].sort());
+  });
+});
+
 describe('without SMTP_URL', () => {
   it('should write each mail as an .eml file under DATA_DIR/outbox, owner-only, and a resend replaces it', async () => {
     expect(h.services.mail.transportKind).toBe('smtp');

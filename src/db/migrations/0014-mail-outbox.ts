@@ -39,6 +39,8 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
   });
   await qi.addIndex('mail_outbox', ['next_attempt_at', 'id'], { name: 'mail_outbox_due_idx', where: { status: 'queued' } });
   await qi.addIndex('mail_outbox', ['account_id', 'mode', 'about_type', 'about_id', 'created_at'], { name: 'mail_outbox_about_idx' });
+  // The retention sweep of sent and failed mail.
+  await qi.addIndex('mail_outbox', ['status', 'updated_at'], { name: 'mail_outbox_age_idx' });
 }
 
 export async function down({ context: qi }: { context: QueryInterface }): Promise<void> {

@@ -126,6 +126,11 @@ export class MailService {
     this.renderers.set(type, render as unknown as AttachmentRenderer);
   }
 
+  /** Drops sent and failed mail (with the documents they were rendered from) older than `keepDays`; queued mail stays. */
+  async purgeOld(keepDays = 30): Promise<number> {
+    return this.store.purge(new Date(this.clock.now().getTime() - keepDays * 86_400_000));
+  }
+
   /** The mails about one object (its account and mode only), oldest first. */
   async mailsAbout(ctx: RequestContext, about: OutgoingMail['about']): Promise<MailRecord[]> {
     return this.store.listAbout({ accountId: ctx.accountId, mode: ctx.mode }, about);

@@ -44,6 +44,9 @@ export interface MailRecord {
 
 const CLAIMED_COLUMNS = 'id, account_id, mode, about_type, about_id, to_address, subject, text_body, html_body, attachments, attempts, first_attempt_at, created_at';
 
+/** Rows each purge transaction deletes at most. */
+const PURGE_BATCH = 1000;
+
 const OUTBOX = { table: 'mail_outbox', owed: 'queued', columns: CLAIMED_COLUMNS };
 
 const INSERT = `INSERT INTO mail_outbox
@@ -95,6 +98,21 @@ export class MailStore {
   async status(t: Transaction, id: string): Promise<MailStatus | null> {
     const [row] = await this.db.select<{ status: MailStatus }>('SELECT status FROM mail_outbox WHERE id = $1', [id], t);
     return row ? row.status : null;
+  }
+
+  /** Deletes sent and failed mail last changed before `cutoff`, in small batches (queued mail stays). */
+  async purge(cutoff: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      // Each batch its own transaction: other writers (SQLite's single lock) keep moving.
+      const n = await this.db.transaction((t) => this.db.execute(
+        `DELETE FROM mail_outbox WHERE id IN (SELECT id FROM mail_outbox WHERE status IN ('sent', 'failed') AND updated_at < $1 LIMIT ${PURGE_BATCH})`,
+        [cutoff],
+        t,
+      ));
+      total += n;
+      if (n < PURGE_BATCH) return total;
+    }
   }
 
   /** The mails about one object of the scope, oldest first. */
