@@ -144,6 +144,7 @@ const PURGE_BATCH = 1000;
  * delivery window, the gone window) stays on the caller's Clock, which tests drive. The claim
  * itself is this store's own: round-robin per endpoint, which the shared oldest-first claim is not.
  */
+// `columns` is unused here: the claim is this store's own.
 const OUTBOX: LeasedOutboxTable = { table: 'webhook_deliveries', owed: 'pending', alsoLeased: ['held'], columns: 'id' };
 
 /** A row that may be claimed now ($1: business now). */
