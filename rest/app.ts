@@ -22,6 +22,7 @@ import { fxRateRoutes } from './fx-rates.routes';
 import { webhookRoutes } from './webhooks.routes';
 import { checkoutSessionRoutes } from './checkout-sessions.routes';
 import { paymentLinkRoutes } from './payment-links.routes';
+import { invoiceRoutes } from './invoices.routes';
 import { isPagePath, pageRoutes } from './pages/pages.routes';
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -109,6 +110,7 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   webhookRoutes(api, services);
   checkoutSessionRoutes(api, services);
   paymentLinkRoutes(api, services);
+  invoiceRoutes(api, services);
 
   const root = new Router();
   for (const prefix of API_PREFIXES) root.use(prefix, api.routes());

@@ -27,6 +27,8 @@ import { defined, nestedLimit } from './types/common';
  */
 const ARGUMENT_CHECKS: Record<string, (args: Record<string, unknown>) => unknown> = {
   'Customer.payments': nestedLimit,
+  'Customer.invoices': nestedLimit,
+  'Invoice.payments': nestedLimit,
   'Customer.paymentMethods': nestedLimit,
   'Payment.refunds': nestedLimit,
   'Payment.gatewayTransactions': nestedLimit,

@@ -19,6 +19,7 @@ import {
   type ValueNode,
 } from 'graphql';
 import { NESTED_LIST_LIMIT } from '../src/db/list';
+import { MAX_LINE_ITEMS } from '../src/modules/invoices/invoice.inputs';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../src/core/pagination';
 import { MAX_ATTEMPT_ENTRIES } from '../src/modules/payments/payment-charging';
 
@@ -28,6 +29,8 @@ const NESTED_LIST_SIZE = NESTED_LIST_LIMIT;
 /** Lists held inside their object, whose real bound is known and smaller than NESTED_LIST_SIZE. */
 const BOUNDED_LISTS: Record<string, number> = {
   'Payment.attempts': MAX_ATTEMPT_ENTRIES,
+  // An invoice holds at most MAX_LINE_ITEMS lines: priced at that, not at the default 100.
+  'Invoice.lineItems': MAX_LINE_ITEMS,
 };
 
 /** A size argument's value as the rule counts it: a variable counts as the largest it may be. */

@@ -24,6 +24,11 @@ const positiveMs = z.coerce.number({ error: 'must be a number of milliseconds gr
 /** A timeout in milliseconds, from 100 ms to one hour. */
 const millis = wholeNumber('must be a whole number of milliseconds from 100 to 3600000 (one hour)', 100, 3_600_000);
 
+/** The sender of outgoing mail unless MAIL_FROM says otherwise. */
+export const DEFAULT_MAIL_FROM = 'Payorch <no-reply@localhost>';
+/** `local@domain` or `Display Name <local@domain>`, on one line (a header value). */
+const MAIL_FROM_PATTERN = /^(?:[^<>@\r\n]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/;
+
 /**
  * Every variable the service reads at start-up, with its rule worded for the operator. A refused
  * value is quoted back in the message unless the variable can hold a secret (a key, or a URL
@@ -52,8 +57,20 @@ const VARIABLES = {
     secret: true,
     schema: z.string().regex(/^rediss?:\/\//, { error: 'must start with redis:// or rediss://' }).optional(),
   },
-  SMTP_URL: { secret: true, schema: z.string().optional() },
-  MAIL_FROM: { schema: z.string().optional() },
+  SMTP_URL: {
+    secret: true,
+    schema: z
+      .string()
+      .regex(/^smtps?:\/\/[^\s/]/i, { error: 'must be an smtp:// or smtps:// URL such as smtp://user:password@mail.example.com:587' })
+      .optional(),
+  },
+  MAIL_FROM: {
+    schema: z
+      .string()
+      .regex(MAIL_FROM_PATTERN, { error: 'must be an e-mail address, with a display name or without, such as Payorch <billing@example.com>' })
+      .default(DEFAULT_MAIL_FROM),
+  },
+  SMTP_TIMEOUT_MS: { schema: millis.default(30_000) },
   ENCRYPTION_KEY: {
     secret: true,
     schema: z
@@ -125,8 +142,11 @@ export interface Config {
   tlsCertFile?: string;
   tlsKeyFile?: string;
   redisUrl?: string;
+  /** Outgoing mail goes over SMTP when set; otherwise it is written as .eml files under DATA_DIR/outbox. */
   smtpUrl?: string;
-  mailFrom?: string;
+  mailFrom: string;
+  /** SMTP connect, greeting and socket inactivity timeout: a hung mail server cannot hold the mail worker. */
+  smtpTimeoutMs: number;
   encryptionKey?: string;
   trustProxy: boolean;
   webhookAllowPrivate: boolean;
@@ -210,7 +230,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tlsKeyFile: e.TLS_KEY_FILE,
     redisUrl: e.REDIS_URL,
     smtpUrl: e.SMTP_URL,
-    mailFrom: e.MAIL_FROM,
+    mailFrom: e.MAIL_FROM.trim(),
+    smtpTimeoutMs: e.SMTP_TIMEOUT_MS,
     encryptionKey: e.ENCRYPTION_KEY,
     trustProxy: e.TRUST_PROXY,
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE,

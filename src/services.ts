@@ -32,6 +32,10 @@ import { PublicUrls } from './modules/checkout/public-urls';
 import { PublicPayPath } from './modules/checkout/public-pay';
 import { CheckoutSessionService } from './modules/checkout/checkout-session.service';
 import { PaymentLinkService } from './modules/checkout/payment-link.service';
+import { createMailService, type MailOptions, type MailService } from './modules/mail/mail.service';
+import { InvoiceService } from './modules/invoices/invoice.service';
+import { closeInvoicePdfRenderer, renderInvoicePdf } from './modules/invoices/invoice-pdf';
+import { invoiceEmail } from './modules/invoices/invoice-email';
 
 /** The composition root: every service built once, with its dependencies. */
 export interface Services {
@@ -58,6 +62,9 @@ export interface Services {
   urls: PublicUrls;
   checkoutSessions: CheckoutSessionService;
   paymentLinks: PaymentLinkService;
+  /** The mail outbox: queue mail in a transaction, register status listeners and attachment renderers, start the worker. */
+  mail: MailService;
+  invoices: InvoiceService;
   close(): Promise<void>;
 }
 
@@ -75,6 +82,7 @@ export interface ServiceOptions {
   /** Replace DNS for gateway base URLs, at registration and at connect time (tests); the address policy still applies. */
   gatewayDns?: { resolveHost?: ResolveHost; lookup?: LookupFunction };
   webhooks?: WebhookOptions;
+  mail?: MailOptions;
   /** How long a SQLite statement waits for another writer's lock (default 15 s). */
   sqliteBusyTimeoutMs?: number;
   /** How long a pending payment or refund stays its process's after a heartbeat (LeaseKeeper); heartbeats come four times a lease. */
@@ -130,6 +138,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const payments = new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases);
   const urls = new PublicUrls(config.publicUrl, config.port);
   const publicPay = new PublicPayPath(payments, paymentMethods, idempotency, clock);
+  const mail = createMailService({ db, clock, logger, config, options: options.mail });
+  const invoices = new InvoiceService(
+    db, events, idempotency, customers, accounts, payments, publicPay, urls, mail,
+    { pdf: renderInvoicePdf, email: invoiceEmail }, clock, logger,
+  );
+  // An invoice's e-mail carries its PDF, rendered when the mail is sent; its emailStatus follows the mail's.
+  mail.registerAttachmentRenderer('invoice_pdf', (source) => renderInvoicePdf(source.document));
+  mail.onStatusChange('invoice', (t, about, status) => invoices.setEmailStatus(t, about.id, status));
   const services: Services = {
     config,
     db,
@@ -153,8 +169,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
     urls,
     checkoutSessions: new CheckoutSessionService(db, events, idempotency, customers, catalog, accounts, publicPay, urls, clock, logger),
     paymentLinks: new PaymentLinkService(db, events, idempotency, customers, catalog, accounts, publicPay, urls),
+    mail,
+    invoices,
     async close() {
       leases.stop();
+      mail.close();
+      await closeInvoicePdfRenderer();
       await fanout?.stop();
       if (redis) redis.disconnect();
       await db.close();

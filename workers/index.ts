@@ -3,6 +3,7 @@ import type { Services } from '../src/services';
 import { errorForLog, type Logger } from '../src/logger';
 import { JOBS, runJob, type Job } from './jobs';
 import { startWebhookWorker } from './webhook-delivery.worker';
+import { startMailWorker } from './mail.worker';
 
 export interface Workers {
   stop(): Promise<void>;
@@ -51,10 +52,11 @@ export function startWorkers(services: Services): Workers {
     return task;
   });
   const webhooks = startWebhookWorker(services);
+  const mail = startMailWorker(services);
 
   return {
     async stop() {
-      await webhooks.stop();
+      await Promise.all([webhooks.stop(), mail.stop()]);
       await Promise.all(tasks.map((t) => t.destroy()));
     },
   };

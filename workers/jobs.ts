@@ -43,10 +43,23 @@ export const JOBS: readonly Job[] = [
     schedule: '*/30 * * * * *',
     run: (services) => services.checkoutSessions.expireDue(services.clock.now()),
   },
+  // An invoice whose card charge's request ended first (it died, or the gateway's answer came
+  // later through recovery) is settled from its payment.
+  {
+    name: 'reconcile-invoice-charges',
+    schedule: '*/30 * * * * *',
+    run: (services) => services.invoices.reconcileCharges(services.clock.now()),
+  },
   {
     name: 'purge-webhook-log',
     schedule: '17 3 * * *',
     run: async (services) => services.webhooks.deliveries.purgeOld(),
+  },
+  // Sent and failed mail keep the invoice snapshot their PDF was made from: not kept for ever.
+  {
+    name: 'purge-mail-outbox',
+    schedule: '27 3 * * *',
+    run: async (services) => ({ purged: await services.mail.purgeOld() }),
   },
 ];
 

@@ -42,6 +42,7 @@ const STYLE =
   '.amount{font-size:2rem;line-height:1.2;margin:0}' +
   '.description{color:#5b6270;margin:.25rem 0 0;overflow-wrap:anywhere}' +
   '.summary{margin:0 0 1.5rem}' +
+  '.lines{list-style:none;padding:0;margin:.75rem 0 0;color:#5b6270;font-size:.875rem}.lines li{display:flex;justify-content:space-between;gap:1rem;overflow-wrap:anywhere}' +
   '.field{margin:0 0 1rem;min-width:0}' +
   'label{display:block;font-weight:600;font-size:.875rem;margin:0 0 .25rem}' +
   '.optional{font-weight:400;color:#5b6270}' +

@@ -7,6 +7,7 @@ import { renderPage } from './page-layout';
 import { homePage } from './home.page';
 import { checkoutPage } from './checkout.page';
 import { paymentLinkPage } from './payment-link.page';
+import { invoicePage } from './invoice.page';
 import type { Page } from './page';
 
 export type { Page, PageRequest } from './page';
@@ -20,7 +21,7 @@ export function isPagePath(path: string): boolean {
   return !API_NAMESPACES.some((namespace) => namespace.test(path));
 }
 
-export const PAGES: readonly Page[] = [homePage, checkoutPage, paymentLinkPage];
+export const PAGES: readonly Page[] = [homePage, checkoutPage, paymentLinkPage, invoicePage];
 
 /** Serves page paths (404/405 as HTML pages); passes API paths on. */
 export function pageRoutes(services: Services): Koa.Middleware {

@@ -262,14 +262,12 @@ export class Database {
    * models write (sqliteTime), so comparisons with stored times stay textual.
    */
   get nowSql(): string {
-    return this.dialect === 'postgres' ? 'statement_timestamp()' : "(strftime('%Y-%m-%d %H:%M:%f', 'now') || ' +00:00')";
+    return databaseNowSql(this.dialect);
   }
 
   /** The database's clock `ms` milliseconds on, as SQL; `ms` is a placeholder (`$n`) bound to an integer. */
   nowPlusSql(ms: string): string {
-    return this.dialect === 'postgres'
-      ? `(statement_timestamp() + ${ms}::integer * interval '1 millisecond')`
-      : `(strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.3f seconds', ${ms} / 1000.0)) || ' +00:00')`;
+    return databaseNowPlusSql(this.dialect, ms);
   }
 
   /** `FOR UPDATE` where the dialect has it; SQLite serialises writers anyway. */
@@ -297,6 +295,18 @@ export class Database {
   async close(): Promise<void> {
     await this.sequelize.close();
   }
+}
+
+/** `Database.nowSql` of a dialect, for statements written once per dialect. */
+export function databaseNowSql(dialect: Dialect): string {
+  return dialect === 'postgres' ? 'statement_timestamp()' : "(strftime('%Y-%m-%d %H:%M:%f', 'now') || ' +00:00')";
+}
+
+/** `Database.nowPlusSql` of a dialect. */
+export function databaseNowPlusSql(dialect: Dialect, ms: string): string {
+  return dialect === 'postgres'
+    ? `(statement_timestamp() + ${ms}::integer * interval '1 millisecond')`
+    : `(strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.3f seconds', ${ms} / 1000.0)) || ' +00:00')`;
 }
 
 /**

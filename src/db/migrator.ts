@@ -14,6 +14,7 @@ import * as m0010 from './migrations/0010-payment-requires-review';
 import * as m0011 from './migrations/0011-pending-since-refund-review';
 import * as m0012 from './migrations/0012-checkout';
 import * as m0013 from './migrations/0013-invoices';
+import * as m0014 from './migrations/0014-mail-outbox';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -32,6 +33,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0011-pending-since-refund-review', m0011],
   ['0012-checkout', m0012],
   ['0013-invoices', m0013],
+  ['0014-mail-outbox', m0014],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

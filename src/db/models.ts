@@ -19,6 +19,7 @@ import { WebhookAttemptModel } from '../modules/webhooks/webhook-attempt.model';
 import { CheckoutSessionModel } from '../modules/checkout/checkout-session.model';
 import { PaymentLinkModel } from '../modules/checkout/payment-link.model';
 import { InvoiceLineItemModel, InvoiceModel, InvoiceNumberSequenceModel } from '../modules/invoices/invoice.model';
+import { MailOutboxModel } from '../modules/mail/mail-outbox.model';
 
 /** One model per table the migrations create (test/unit/model-schema.test.ts holds them to it). */
 export const MODELS = [
@@ -26,6 +27,7 @@ export const MODELS = [
   GatewayModel, RoutingConfigModel, FxRateModel, PaymentMethodModel, PaymentModel, RefundModel, GatewayTransactionModel,
   WebhookEndpointModel, WebhookDeliveryModel, WebhookAttemptModel, CheckoutSessionModel, PaymentLinkModel,
   InvoiceModel, InvoiceLineItemModel, InvoiceNumberSequenceModel,
+  MailOutboxModel,
 ];
 
 /**

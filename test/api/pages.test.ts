@@ -30,7 +30,7 @@ function rawGet(path: string): Promise<HttpResponse> {
       .get({ host: url.hostname, port: url.port, path, ca: app.server.cert, servername: 'localhost', agent: false }, (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text, body: null }));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text, buffer: Buffer.from(text), body: null }));
       })
       .on('error', reject);
   });

@@ -137,6 +137,7 @@ describe('graphql-ws connections', () => {
     expect(refused).toBeGreaterThan(0);
     expect(refused).toBeLessThanOrEqual(6);
     expect(outcomes.filter((o) => o.code === 4429)).toHaveLength(15 - refused);
-    expect(authenticate.mock.calls.length).toBeLessThanOrEqual(6);
+    // Only this test's logins: a socket of an earlier test may still re-check its own key meanwhile.
+    expect(authenticate.mock.calls.filter(([k]) => k === bad).length).toBeLessThanOrEqual(6);
   });
 });

@@ -23,3 +23,16 @@ export async function elapseDatabaseTime(db: Database, ms: number, ids?: readonl
     }
   }
 }
+
+/**
+ * As if the leases of the outbox rows still leased in `table` (mail_outbox, webhook_deliveries)
+ * ran out on the database's clock: the lease of a worker that died (kill -9) is not renewed, and
+ * another worker may then take the row. A test cannot wait the lease out (a minute by default).
+ */
+export async function endOutboxLeases(db: Database, table: 'mail_outbox' | 'webhook_deliveries', ids?: readonly string[]): Promise<number> {
+  const only = ids ? ` AND id IN (${db.jsonTextList('$2')})` : '';
+  return db.execute(
+    `UPDATE ${table} SET locked_until = ${db.nowPlusSql('$1')} WHERE locked_until IS NOT NULL${only}`,
+    ids ? [-1_000, db.jsonParam([...ids])] : [-1_000],
+  );
+}

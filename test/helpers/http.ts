@@ -5,6 +5,8 @@ export interface HttpResponse<T = any> {
   status: number;
   headers: http.IncomingHttpHeaders;
   text: string;
+  /** The body's bytes as received (a PDF, say). */
+  buffer: Buffer;
   body: T;
 }
 
@@ -31,14 +33,15 @@ export function httpsRequest(baseUrl: string, ca: string, method: string, path: 
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
+        const buffer = Buffer.concat(chunks);
+        const text = buffer.toString('utf8');
         let body: unknown = null;
         try {
           body = text ? JSON.parse(text) : null;
         } catch {
           body = null;
         }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, buffer, body });
       });
     });
     req.on('error', reject);

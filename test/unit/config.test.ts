@@ -29,6 +29,14 @@ describe('configuration', () => {
     expect([set.maxConnections, set.headersTimeoutMs, set.requestTimeoutMs, set.keepAliveTimeoutMs]).toEqual([50, 2000, 2000, 100]);
   });
 
+  it('should send mail as Payorch <no-reply@localhost> with 30 s SMTP timeouts unless told otherwise, and take an smtp:// or smtps:// URL', () => {
+    expect(loadConfig({})).toMatchObject({ mailFrom: 'Payorch <no-reply@localhost>', smtpTimeoutMs: 30_000, smtpUrl: undefined });
+    const set = loadConfig({ SMTP_URL: 'smtps://u:p@mail.example.com:465', MAIL_FROM: 'billing@example.com', SMTP_TIMEOUT_MS: '5000' });
+    expect(set).toMatchObject({ smtpUrl: 'smtps://u:p@mail.example.com:465', mailFrom: 'billing@example.com', smtpTimeoutMs: 5000 });
+    expect(loadConfig({ MAIL_FROM: 'Acme Billing <billing@acme.example>' }).mailFrom).toBe('Acme Billing <billing@acme.example>');
+    expect(refusal({ MAIL_FROM: 'Acme <billing@acme.example>\r\nBcc: x@evil.example' })).toContain('MAIL_FROM must be an e-mail address');
+  });
+
   it.each([
     [{ PORT: 'eighty' }, 'PORT'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
@@ -69,8 +77,9 @@ describe('configuration', () => {
     TLS_CERT_FILE: null,
     TLS_KEY_FILE: null,
     REDIS_URL: 'localhost:6379?password=s3cret-redis',
-    SMTP_URL: null,
-    MAIL_FROM: null,
+    SMTP_URL: 'mail.example.com:25?password=s3cret-smtp',
+    MAIL_FROM: 'billing at example.com',
+    SMTP_TIMEOUT_MS: '50',
     ENCRYPTION_KEY: 's3cret-key-too-short',
     TRUST_PROXY: 'maybe',
     WEBHOOK_ALLOW_PRIVATE: 'on',

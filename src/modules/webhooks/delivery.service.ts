@@ -11,7 +11,7 @@ import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
 import { requireEventTypePermission, type BatchedEvent } from '../events/event.service';
 import { findEvent, type ApiEvent } from '../events/event.store';
-import type { RetrySchedule } from './backoff';
+import type { RetrySchedule } from '../../core/backoff';
 import { deliverWebhook, type DeliveryOutcome } from './http-delivery';
 import { buildDeliveryHeaders, type SigningSecrets } from './signature';
 import type { WebhookEndpointService } from './endpoint.service';

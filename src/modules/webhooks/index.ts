@@ -8,7 +8,7 @@ import type { Logger } from '../../logger';
 import { ConfigError, type Config } from '../../config';
 import type { EventService } from '../events/event.service';
 import type { ResolveHost } from '../../core/network/address-policy';
-import { createRetrySchedule } from './backoff';
+import { createRetrySchedule } from '../../core/backoff';
 import { DEFAULT_DELIVERY_TIMEOUT_MS } from './http-delivery';
 import { WebhookEndpointService } from './endpoint.service';
 import { WebhookDeliveryService } from './delivery.service';

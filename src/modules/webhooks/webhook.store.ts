@@ -2,7 +2,8 @@ import { Op, type Transaction } from 'sequelize';
 import type { z } from 'zod';
 import { Params } from '../../db/params';
 import type { Database } from '../../db/database';
-import { isoTime, readBool, readJson, readTime } from '../../db/database';
+import { databaseNowPlusSql, isoTime, readBool, readJson, readTime } from '../../db/database';
+import { LeasedOutbox, outboxDueSql, type LeasedOutboxTable } from '../../db/leased-outbox';
 import { Filter, likePattern, listPage, pagePerParent } from '../../db/list';
 import type { Clock } from '../../core/clock';
 import { randomBase62 } from '../../core/ids';
@@ -136,25 +137,18 @@ const ATTEMPT_COLUMNS =
 const PURGE_BATCH = 1000;
 
 /**
- * Leases are measured on the database's clock, never an instance's: instances compare each
- * other's leases, and one whose clock runs ahead would take a live lease (or, behind, leave a
- * dead one alone). Business time (when an attempt is due, the delivery window, the gone
- * window) stays on the caller's Clock, which tests drive.
+ * The outbox statements shared with the mail outbox (LeasedOutbox): the due condition, the lease
+ * on the database's clock, renewal. Leases are measured on the database's clock, never an
+ * instance's: instances compare each other's leases, and one whose clock runs ahead would take a
+ * live lease (or, behind, leave a dead one alone). Business time (when an attempt is due, the
+ * delivery window, the gone window) stays on the caller's Clock, which tests drive. The claim
+ * itself is this store's own: round-robin per endpoint, which the shared oldest-first claim is not.
  */
-function dbNowSql(dialect: Database['dialect']): string {
-  // SQLite: the text form the models write (sqliteTime), so comparisons stay textual.
-  return dialect === 'postgres' ? 'statement_timestamp()' : "(strftime('%Y-%m-%d %H:%M:%f', 'now') || ' +00:00')";
-}
-
-function leaseEndSql(dialect: Database['dialect'], ms: string): string {
-  return dialect === 'postgres'
-    ? `(statement_timestamp() + ${ms}::integer * interval '1 millisecond')`
-    : `(strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.3f seconds', ${ms} / 1000.0)) || ' +00:00')`;
-}
+// `columns` is unused here: the claim is this store's own.
+const OUTBOX: LeasedOutboxTable = { table: 'webhook_deliveries', owed: 'pending', alsoLeased: ['held'], columns: 'id' };
 
 /** A row that may be claimed now ($1: business now). */
-const dueSql = (dialect: Database['dialect'], d: string) =>
-  `${d}.status = 'pending' AND ${d}.next_attempt_at <= $1 AND (${d}.locked_until IS NULL OR ${d}.locked_until < ${dbNowSql(dialect)})`;
+const dueSql = (dialect: Database['dialect'], d: string) => outboxDueSql(dialect, OUTBOX, d, '$1');
 
 /** The endpoints that have pending rows: one probe of webhook_deliveries_pending_idx each (a loose index scan). */
 const PENDING_ENDPOINTS = `pending_endpoint(endpoint_id) AS (
@@ -190,7 +184,7 @@ const CLAIM_PG = `WITH RECURSIVE ${PENDING_ENDPOINTS},
   ),
   chosen AS (SELECT id FROM ranked ORDER BY turn, next_attempt_at, id LIMIT $2)
 UPDATE webhook_deliveries d
-   SET attempts = d.attempts + 1, locked_until = ${leaseEndSql('postgres', '$5')}, lock_token = $6,
+   SET attempts = d.attempts + 1, locked_until = ${databaseNowPlusSql('postgres', '$5')}, lock_token = $6,
        first_attempt_at = COALESCE(d.first_attempt_at, $1), updated_at = $1
   FROM chosen, webhook_endpoints e
  WHERE d.id = chosen.id AND e.id = d.endpoint_id
@@ -222,7 +216,7 @@ const ANY_DUE_SQLITE = `${FAIR_DUE_SQLITE} SELECT id FROM ranked WHERE turn <= $
 
 const CLAIM_SQLITE = `${FAIR_DUE_SQLITE}
 UPDATE webhook_deliveries
-   SET attempts = attempts + 1, locked_until = ${leaseEndSql('sqlite', '$5')}, lock_token = $6,
+   SET attempts = attempts + 1, locked_until = ${databaseNowPlusSql('sqlite', '$5')}, lock_token = $6,
        first_attempt_at = COALESCE(first_attempt_at, $1), updated_at = $1
  WHERE id IN (SELECT id FROM ranked WHERE turn <= $4 ORDER BY turn, next_attempt_at, id LIMIT $2)`;
 
@@ -255,7 +249,11 @@ const RELEASE_UNSENT = `UPDATE webhook_deliveries SET status = $1, attempts = at
  * only here. Times are the caller's (its Clock); leases are on the database's clock.
  */
 export class WebhookStore {
-  constructor(private readonly db: Database) {}
+  private readonly outbox: LeasedOutbox;
+
+  constructor(private readonly db: Database) {
+    this.outbox = new LeasedOutbox(db, OUTBOX);
+  }
 
   /**
    * One statement inserts a delivery for every enabled endpoint of the account and mode
@@ -326,12 +324,7 @@ export class WebhookStore {
 
   /** Extends the leases of the claims `tokens` still pending or held (an endpoint disabled while they are in flight) to `leaseMs` from now (database time). */
   async renewLeases(tokens: string[], leaseMs: number): Promise<number> {
-    if (tokens.length === 0) return 0;
-    const list = this.db.jsonTextList('$1');
-    return this.db.execute(
-      `UPDATE webhook_deliveries SET locked_until = ${leaseEndSql(this.db.dialect, '$2')} WHERE lock_token IN (${list}) AND status IN ('pending', 'held')`,
-      [this.db.jsonParam(tokens), Math.ceil(leaseMs)],
-    );
+    return this.outbox.renew(tokens, leaseMs);
   }
 
   /**

@@ -7,7 +7,7 @@ import {
   resolveRetrySchedule,
   retryDelayMs,
   shouldGiveUp,
-} from '../../../src/modules/webhooks/backoff';
+} from '../../../src/core/backoff';
 
 const low = () => 0;
 const high = () => 0.999999;

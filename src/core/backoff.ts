@@ -1,9 +1,10 @@
 /**
- * Retry schedule of webhook deliveries: exponential backoff with "equal jitter" — half of the
+ * Retry schedule of leased outboxes (webhook deliveries, mail): exponential backoff with "equal jitter" — half of the
  * exponential step is fixed and half is random — so retries spread out without ever collapsing to
  * an immediate retry, as full jitter can.
  */
 
+// The defaults are webhook delivery's; the mail outbox passes its own.
 export const DEFAULT_RETRY_BASE_MS = 30_000;
 export const DEFAULT_RETRY_MAX_MS = 6 * 60 * 60 * 1000;
 export const MAX_DELIVERY_WINDOW_MS = 3 * 24 * 60 * 60 * 1000;
