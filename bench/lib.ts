@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -66,6 +66,53 @@ export async function freshDatabase(dialect: string, dir: string): Promise<{ url
       await c.connect();
       await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await c.end();
+    },
+  };
+}
+
+/** A process's resident set in MB, from /proc/<pid>/status (VmRSS), else `ps`; null once it is gone. */
+export function rssMb(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    if (m) return Number(m[1]) / 1024;
+  } catch {
+    // no procfs (macOS): ask ps
+  }
+  const ps = spawnSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' });
+  const kb = Number.parseInt(ps.stdout ?? '', 10);
+  return Number.isFinite(kb) ? kb / 1024 : null;
+}
+
+export interface RssSamples {
+  /** Highest reading while sampling, MB. */
+  peak: number;
+  /** The last reading, MB. */
+  end: number;
+  /** One reading every `traceMs`, MB: shows whether it levels off or keeps growing. */
+  trace: number[];
+}
+
+/**
+ * Reads a process's RSS every `everyMs` until `stop()`. The readings are cheap (one small file),
+ * taken in the load generator's process, so they cost the measured service nothing.
+ */
+export function sampleRss(pid: number, everyMs = 100, traceMs = 5000): { stop(): RssSamples } {
+  const started = Date.now();
+  const out: RssSamples = { peak: 0, end: 0, trace: [] };
+  const read = () => {
+    const mb = rssMb(pid);
+    if (mb === null) return;
+    out.peak = Math.max(out.peak, mb);
+    out.end = mb;
+    if (Date.now() - started >= out.trace.length * traceMs) out.trace.push(mb);
+  };
+  read();
+  const timer = setInterval(read, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      read();
+      return out;
     },
   };
 }

@@ -2,7 +2,9 @@
  * bench/create-payment: POST /v1/payments through the real service next to a baseline measured
  * in the same run (bench/create-payment/baseline.ts). Prints req/s, p50 and p99 at 32
  * connections and p50 at 1 connection, with the service/baseline ratios, and first what HTTPS
- * alone reaches at 32 connections on this machine (the same route writing nothing).
+ * alone reaches at 32 connections on this machine (the same route writing nothing). Beside each
+ * figure, the RSS of the process under load (peak over warm-up and run, and at the end; the
+ * service's also idle, before its first request), and the load average of the machine.
  *
  *   npm run bench:create-payment            # PostgreSQL and SQLite
  *   BENCH_DB=postgres npm run bench:create-payment
@@ -12,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
-import { ROOT, freshDatabase, startProcess } from '../lib';
+import { ROOT, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples } from '../lib';
 
 // The bench client talks to local self-signed listeners only.
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
@@ -20,13 +22,22 @@ process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 
-interface Figures { rps: number; p50: number; p99: number }
+interface Figures { rps: number; p50: number; p99: number; rss?: RssSamples }
 
 const BODY = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'bench' });
 
-/** Drives `url` at `connections` for `warmup` seconds unmeasured, then for `seconds` measured. */
-async function load(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number, warmup = 0): Promise<Figures> {
-  if (warmup > 0) await load(url, headers, body, connections, warmup);
+/**
+ * Drives `url` at `connections` for `warmup` seconds unmeasured, then for `seconds` measured,
+ * sampling the RSS of process `pid` (the one serving `url`) throughout.
+ */
+async function load(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number, warmup: number, pid: number): Promise<Figures> {
+  const rss = sampleRss(pid);
+  if (warmup > 0) await drive(url, headers, body, connections, warmup);
+  const figures = await drive(url, headers, body, connections, seconds);
+  return { ...figures, rss: rss.stop() };
+}
+
+async function drive(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number): Promise<Figures> {
   const result = await autocannon({
     url,
     method: 'POST',
@@ -40,7 +51,7 @@ async function load(url: string, headers: Record<string, string>, body: string, 
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
 }
 
-async function benchDialect(dialect: string): Promise<Record<string, Figures>> {
+async function benchDialect(dialect: string): Promise<{ figures: Record<string, Figures>; idleRss: number | null }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-'));
   const serviceDb = await freshDatabase(dialect, dir);
   const baselineDb = await freshDatabase(dialect, dir);
@@ -63,12 +74,16 @@ async function benchDialect(dialect: string): Promise<Record<string, Figures>> {
     // from 1 or 8 connections to 32 opens TLS sessions and database connections, prepares
     // statements on them and re-optimises code, and alone held about 1% of the requests, enough
     // to set p99. The baseline and the service are warmed the same way.
+    const servicePid = service.child.pid as number;
+    const baselinePid = baseline.child.pid as number;
     const out: Record<string, Figures> = {};
-    out['baseline c=32'] = await load(baselineUrl, {}, body, 32, DURATION, WARMUP);
-    out['service  c=32'] = await load(serviceUrl, auth, body, 32, DURATION, WARMUP);
-    out['baseline c=1'] = await load(baselineUrl, {}, body, 1, Math.max(3, DURATION / 2), WARMUP);
-    out['service  c=1'] = await load(serviceUrl, auth, body, 1, Math.max(3, DURATION / 2), WARMUP);
-    return out;
+    out['baseline c=32'] = await load(baselineUrl, {}, body, 32, DURATION, WARMUP, baselinePid);
+    // The service has served nothing yet (it started before the baseline's run): its idle RSS.
+    const idleRss = rssMb(servicePid);
+    out['service  c=32'] = await load(serviceUrl, auth, body, 32, DURATION, WARMUP, servicePid);
+    out['baseline c=1'] = await load(baselineUrl, {}, body, 1, Math.max(3, DURATION / 2), WARMUP, baselinePid);
+    out['service  c=1'] = await load(serviceUrl, auth, body, 1, Math.max(3, DURATION / 2), WARMUP, servicePid);
+    return { figures: out, idleRss };
   } finally {
     service.child.kill('SIGTERM');
     baseline.child.kill('SIGTERM');
@@ -84,30 +99,44 @@ async function benchHttpsAlone(body: string): Promise<Figures> {
   const server = await startProcess(['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')], { DATABASE_URL: '', PORT: '0' }, /baseline listening (\d+)/);
   try {
     const url = `https://127.0.0.1:${server.match[1]}/`;
-    return await load(url, {}, body, 32, DURATION, WARMUP);
+    return await load(url, {}, body, 32, DURATION, WARMUP, server.child.pid as number);
   } finally {
     server.child.kill('SIGTERM');
   }
 }
 
+const mb = (n: number | null | undefined): string => (n == null ? '?' : `${n.toFixed(0)} MB`);
+const loadAverage = (): string => os.loadavg().map((n) => n.toFixed(2)).join(' ');
+
+function rssText(rss: RssSamples | undefined): string {
+  if (!rss) return '';
+  return `   RSS peak ${mb(rss.peak).padStart(6)}, end ${mb(rss.end).padStart(6)}`;
+}
+
 async function main(): Promise<void> {
   const dialects = (process.env.BENCH_DB ?? 'postgres,sqlite').split(',');
   process.stdout.write(`create-payment benchmark on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${DURATION}s per run\n`);
+  process.stdout.write(`load average at start: ${loadAverage()}\n`);
   const alone = await benchHttpsAlone(BODY);
   process.stdout.write(
     `\nHTTPS alone (the baseline's route writing nothing), c=32: ${alone.rps.toFixed(0)} req/s   p50 ${alone.p50} ms   p99 ${alone.p99} ms\n`,
   );
   for (const dialect of dialects) {
-    const f = await benchDialect(dialect);
+    const { figures: f, idleRss } = await benchDialect(dialect);
     process.stdout.write(`\n${dialect}\n`);
     for (const [name, v] of Object.entries(f)) {
-      process.stdout.write(`  ${name.padEnd(14)} ${v.rps.toFixed(0).padStart(6)} req/s   p50 ${String(v.p50).padStart(4)} ms   p99 ${String(v.p99).padStart(4)} ms\n`);
+      process.stdout.write(`  ${name.padEnd(14)} ${v.rps.toFixed(0).padStart(6)} req/s   p50 ${String(v.p50).padStart(4)} ms   p99 ${String(v.p99).padStart(4)} ms${rssText(v.rss)}\n`);
     }
     const s32 = f['service  c=32'];
     const b32 = f['baseline c=32'];
     process.stdout.write(
       `  ratio (service/baseline) at c=32: ${(s32.rps / b32.rps).toFixed(2)} of req/s; p99 ${s32.p99} ms; p50 at c=1: ${f['service  c=1'].p50} ms\n`,
     );
+    process.stdout.write(
+      `  service RSS: idle ${mb(idleRss)}; under load at c=32 peak ${mb(s32.rss?.peak)}, end ${mb(s32.rss?.end)}; ` +
+        `every 5 s from the warm-up on: ${s32.rss?.trace.map((n) => n.toFixed(0)).join(' ') ?? '?'} MB\n`,
+    );
+    process.stdout.write(`  load average after ${dialect}: ${loadAverage()}\n`);
   }
 }
 

@@ -136,8 +136,9 @@ export interface StatusResult extends GatewayResult {
   found: boolean;
   /**
    * `found: false` is final at once: the gateway records an operation before answering it, so a
-   * lookup never trails the operation (the built-in simulator). Otherwise "not found" is trusted
-   * only for old operations, since search indexes (Stripe's) lag behind.
+   * lookup never trails the operation, and has forgotten none (the built-in simulator, until it
+   * forgets its oldest past SIMULATOR_MEMORY). Otherwise "not found" is trusted only for old
+   * operations, since search indexes (Stripe's) lag behind.
    */
   definitive?: boolean;
 }

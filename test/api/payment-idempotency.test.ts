@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { FixedClock } from '../../src/core/clock';
-import { simulatorState } from '../../src/connectors/simulator/simulator.state';
+import { simulatorChargesAt } from '../../src/connectors/simulator/simulator.state';
 import type { DeliveryLoop } from '../../src/modules/webhooks';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
@@ -60,9 +60,7 @@ async function paymentsOf(key: string): Promise<Array<{ id: string; status: stri
 
 /** Charges the simulator gateway actually ran (its own count; idempotent repeats excluded). */
 function chargesAt(gatewayId: string): number {
-  let n = 0;
-  for (const [key, count] of simulatorState().chargeCounts) if (key.startsWith(`${gatewayId}\u0000`)) n += count;
-  return n;
+  return simulatorChargesAt(gatewayId);
 }
 
 function expectReplayOf(res: HttpResponse, first: HttpResponse): void {

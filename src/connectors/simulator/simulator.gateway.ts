@@ -17,15 +17,21 @@ import {
   summarizeStatusRequest,
 } from '../redaction';
 import {
-  countCharge,
-  rememberCharge,
-  rememberOperation,
+  KnownOperation,
   failureDraw,
+  flat,
+  forgetsNothing,
+  intern,
   operationKey,
+  queueSettled,
+  rememberOperation,
   simulatorState,
   type SimulatorOperation,
 } from './simulator.state';
 import {
+  SIMULATED_FAILURE,
+  SUCCESS,
+  type SimulatorDecision,
   decideCharge,
   decideSaveCard,
   encodeSavedToken,
@@ -51,9 +57,6 @@ export interface SimulatorGatewayOptions {
   clock?: { now(): Date };
 }
 
-/** What an operation decides up front; latency and request summary are added around it. */
-type Decided<T extends GatewayResult> = Omit<T, 'latencyMs' | 'request'>;
-
 const DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
@@ -75,61 +78,41 @@ export class SimulatorGateway implements Gateway {
   }
 
   charge(r: ChargeRequest): Promise<GatewayResult> {
-    return this.perform<GatewayResult>('charge', r.idempotencyKey, summarizeChargeRequest(r), () => {
-      countCharge(this.gatewayId, r.idempotencyKey);
+    return this.perform<GatewayResult>('charge', r.idempotencyKey, summarizeChargeRequest(r), (key, runs) => {
       const card = sourceCard(r.source);
+      const made = (decision: SimulatorDecision, reference: string | null) =>
+        new KnownOperation(
+          key, this.gatewayId, 'charge', runs, decision.outcome, decision.declineCode, decision.message, reference,
+          r.amount, intern(r.currency), intern(card?.brand ?? null), intern(card?.last4 ?? null), null,
+        );
       const failureRate = this.settings.failureRate ?? 0;
       // Drawn for every executed charge so the sequence does not depend on which cards are used.
-      if (failureRate > 0 && failureDraw(this.gatewayId, this.settings.seed) < failureRate) {
-        return {
-          outcome: 'retryable_error', reference: null, declineCode: 'gateway_error',
-          message: 'Simulated gateway failure; try again.',
-          response: { object: 'charge', status: 'retryable_error', code: 'gateway_error', card },
-        };
-      }
+      if (failureRate > 0 && failureDraw(this.gatewayId, this.settings.seed) < failureRate) return made(SIMULATED_FAILURE, null);
       const decision = decideCharge(r.source, this.clock.now());
       // A retryable error means the gateway did nothing, so no charge object exists.
-      const reference = decision.outcome === 'retryable_error' ? null : newChargeReference();
-      if (reference) {
-        rememberCharge(reference, {
-          at: this.clock.now().getTime(), gatewayId: this.gatewayId, amount: r.amount, currency: r.currency.toUpperCase(),
-          succeeded: decision.outcome === 'succeeded', refunded: 0,
-        });
-      }
-      return {
-        ...decision,
-        reference,
-        response: { object: 'charge', id: reference, status: decision.outcome, code: decision.declineCode, amount: r.amount, currency: r.currency, card },
-      };
+      return made(decision, decision.outcome === 'retryable_error' ? null : flat(newChargeReference()));
     });
   }
 
   refund(r: RefundRequest): Promise<GatewayResult> {
-    return this.perform<GatewayResult>('refund', r.idempotencyKey, summarizeRefundRequest(r), () => {
+    return this.perform<GatewayResult>('refund', r.idempotencyKey, summarizeRefundRequest(r), (key, runs) => {
       const refused = this.refundRefusal(r);
-      if (refused) {
-        return {
-          outcome: 'declined', reference: null, declineCode: refused.code, message: refused.message,
-          response: { object: 'refund', id: null, status: 'declined', code: refused.code },
-        };
-      }
-      const reference = newRefundReference();
-      return {
-        outcome: 'succeeded', reference, declineCode: null, message: null,
-        response: { object: 'refund', id: reference, status: 'succeeded', charge: r.chargeReference, amount: r.amount, currency: r.currency },
-      };
+      const decision: SimulatorDecision = refused ? { outcome: 'declined', declineCode: refused.code, message: refused.message } : SUCCESS;
+      return new KnownOperation(
+        key, this.gatewayId, 'refund', runs, decision.outcome, decision.declineCode, decision.message, refused ? null : flat(newRefundReference()),
+        r.amount, intern(r.currency), null, null, r.chargeReference,
+      );
     });
   }
 
   saveCard(r: SaveCardRequest): Promise<SaveCardResult> {
-    return this.perform<SaveCardResult>('save_card', r.idempotencyKey, summarizeSaveCardRequest(r), () => {
+    return this.perform<SaveCardResult>('save_card', r.idempotencyKey, summarizeSaveCardRequest(r), (key, runs) => {
       const decision = decideSaveCard(r.card, this.clock.now());
-      const token = decision.behaviour ? encodeSavedToken(decision.behaviour) : null;
-      return {
-        outcome: decision.outcome, declineCode: decision.declineCode, message: decision.message,
-        reference: token, token,
-        response: { object: 'payment_method', id: token, status: decision.outcome, code: decision.declineCode, card: sourceCard({ kind: 'card', card: r.card }) },
-      };
+      const card = sourceCard({ kind: 'card', card: r.card });
+      return new KnownOperation(
+        key, this.gatewayId, 'save_card', runs, decision.outcome, decision.declineCode, decision.message,
+        decision.behaviour ? flat(encodeSavedToken(decision.behaviour)) : null, 0, null, intern(card?.brand ?? null), intern(card?.last4 ?? null), null,
+      );
     });
   }
 
@@ -139,69 +122,73 @@ export class SimulatorGateway implements Gateway {
     const slow = await this.delay();
     if (slow) return { ...this.timeoutResult(started, request), found: false };
     if (this.settings.outage) return { ...this.outageResult(started, request), found: false };
-    const stored = simulatorState().operations.get(operationKey(this.gatewayId, r.idempotencyKey));
+    const known = simulatorState().operations.get(operationKey(this.gatewayId, r.idempotencyKey));
+    if (known?.pending) await known.pending;
     const wanted: SimulatorOperation = r.kind;
-    if (!stored || stored.operation !== wanted) {
+    if (!known || !known.final || known.operation !== wanted) {
       return {
         outcome: 'declined', reference: null, declineCode: 'not_found',
         message: `No ${r.kind} was made with this idempotency key.`,
-        latencyMs: elapsedMs(started), request, response: { found: false }, found: false, definitive: true,
+        latencyMs: elapsedMs(started), request, response: { found: false }, found: false,
+        // Once the simulator has forgotten operations (SIMULATOR_MEMORY), this may be one of them.
+        definitive: forgetsNothing(),
       };
     }
-    const first = await stored.result;
-    return { ...structuredClone(first), latencyMs: elapsedMs(started), request, response: { ...first.response, found: true }, found: true };
+    const answer = answerOf(known, elapsedMs(started), request);
+    return { ...answer, response: { ...answer.response, found: true }, found: true };
   }
 
   /**
    * Runs one idempotent operation: a repeat (or a concurrent duplicate) with the same key gets
-   * the first result; only retryable errors are forgotten, since nothing happened for them.
+   * the first answer, rebuilt from what the simulator remembers of it; only retryable errors
+   * run again, since nothing happened for them.
    */
   private async perform<T extends GatewayResult>(
     operation: SimulatorOperation,
     idempotencyKey: string,
     request: Record<string, unknown>,
-    decide: () => Decided<T>,
+    decide: (key: string, runs: number) => KnownOperation,
   ): Promise<T> {
     const started = performance.now();
-    const state = simulatorState();
     const key = operationKey(this.gatewayId, idempotencyKey);
-    const stored = state.operations.get(key);
-    if (stored) {
-      const first = await stored.result;
-      if (stored.operation !== operation) {
+    const known = simulatorState().operations.get(key);
+    if (known?.pending) await known.pending;
+    if (known?.final) {
+      if (known.operation !== operation) {
         return this.failure<T>(operation, {
           outcome: 'declined', reference: null, declineCode: 'processing_error',
-          message: `This idempotency key was already used for a ${stored.operation.replace('_', ' ')}.`,
+          message: `This idempotency key was already used for a ${known.operation.replace('_', ' ')}.`,
           latencyMs: elapsedMs(started), request, response: { error: 'idempotency_key_reused' },
         });
       }
-      return {
-        ...(structuredClone(first) as T),
-        latencyMs: elapsedMs(started),
-        request,
-        response: { ...first.response, idempotentReplayed: true },
-      };
+      const first = answerOf(known, elapsedMs(started), request);
+      const replay: GatewayResult = { ...first, response: { ...first.response, idempotentReplayed: true } };
+      return replay as T;
     }
     if (this.settings.outage) {
       const slow = await this.delay();
       return this.failure<T>(operation, slow ? this.timeoutResult(started, request) : this.outageResult(started, request));
     }
 
-    // Decided synchronously so concurrent refunds see each other's effect on the charge.
-    const decided = decide();
+    // Decided and remembered synchronously, so concurrent refunds see each other's effect on the
+    // charge and a concurrent repeat waits for this one. The key is kept flat (see flat()).
+    const made = decide(flat(key), known?.operation === operation ? known.runs + 1 : 1);
     const latency = this.settings.latencyMs ?? 0;
-    const result = (async (): Promise<T> => {
-      if (latency > 0) await sleep(latency);
-      return { ...decided, latencyMs: latency, request } as T;
-    })();
-    if (decided.outcome !== 'retryable_error') rememberOperation(key, { operation, result, at: this.clock.now().getTime() });
+    const settled = latency > 0 ? sleep(latency) : null;
+    if (settled && made.final) {
+      made.pending = settled.then(() => {
+        made.pending = null;
+        queueSettled(made);
+      });
+    }
+    rememberOperation(made);
 
     if (latency > this.timeoutMs) {
       await sleep(this.timeoutMs);
       return this.failure<T>(operation, this.timeoutResult(started, request));
     }
-    const settled = await result;
-    return { ...settled, latencyMs: elapsedMs(started) };
+    if (settled) await (made.pending ?? settled);
+    return answerOf(made, elapsedMs(started), request) as T;
   }
 
   private refundRefusal(r: RefundRequest): { code: string; message: string } | null {
@@ -212,8 +199,8 @@ export class SimulatorGateway implements Gateway {
       return isSimulatorChargeReference(r.chargeReference) ? null : { code: 'charge_not_found', message: 'No such charge on this gateway.' };
     }
     if (charge.gatewayId !== this.gatewayId) return { code: 'charge_not_found', message: 'No such charge on this gateway.' };
-    if (!charge.succeeded) return { code: 'charge_not_refundable', message: 'The charge did not succeed, so it cannot be refunded.' };
-    if (charge.currency !== r.currency.toUpperCase()) return { code: 'processing_error', message: 'The refund currency differs from the charge currency.' };
+    if (charge.outcome !== 'succeeded') return { code: 'charge_not_refundable', message: 'The charge did not succeed, so it cannot be refunded.' };
+    if (charge.currency?.toUpperCase() !== r.currency.toUpperCase()) return { code: 'processing_error', message: 'The refund currency differs from the charge currency.' };
     if (charge.refunded + r.amount > charge.amount) return { code: 'refund_exceeds_charge', message: 'The refund exceeds what is left of the charge.' };
     charge.refunded += r.amount;
     return null;
@@ -247,4 +234,29 @@ export class SimulatorGateway implements Gateway {
   private failure<T extends GatewayResult>(operation: SimulatorOperation, result: GatewayResult): T {
     return (operation === 'save_card' ? { ...result, token: null } : result) as T;
   }
+}
+
+/** An operation's answer, the same whenever it is given: first, replayed, or looked up. */
+function answerOf(known: KnownOperation, latencyMs: number, request: Record<string, unknown>): GatewayResult {
+  const { outcome, reference, declineCode: code, message } = known;
+  const card = known.brand === null ? null : { brand: known.brand, last4: known.last4 };
+  let response: Record<string, unknown>;
+  switch (known.operation) {
+    case 'charge':
+      response = { object: 'charge', id: reference, status: outcome, code, amount: known.amount, currency: known.currency, card };
+      break;
+    case 'refund':
+      response = reference === null
+        ? { object: 'refund', id: null, status: outcome, code }
+        : { object: 'refund', id: reference, status: outcome, charge: known.chargeReference, amount: known.amount, currency: known.currency };
+      break;
+    case 'save_card': {
+      const saved: SaveCardResult = {
+        outcome, reference, declineCode: code, message, latencyMs, request,
+        response: { object: 'payment_method', id: reference, status: outcome, code, card }, token: reference,
+      };
+      return saved;
+    }
+  }
+  return { outcome, reference, declineCode: code, message, latencyMs, request, response };
 }

@@ -68,7 +68,9 @@ export interface SimulatorDecision {
 }
 
 const decline = (declineCode: string, message: string): SimulatorDecision => ({ outcome: 'declined', declineCode, message });
-const SUCCESS: SimulatorDecision = { outcome: 'succeeded', declineCode: null, message: null };
+export const SUCCESS: SimulatorDecision = { outcome: 'succeeded', declineCode: null, message: null };
+/** A charge failed by the gateway's `failureRate` setting, whatever the card. */
+export const SIMULATED_FAILURE: SimulatorDecision = { outcome: 'retryable_error', declineCode: 'gateway_error', message: 'Simulated gateway failure; try again.' };
 
 /** Checks every real gateway does before looking at the card's behaviour. */
 function checkCard(card: CardData, now: Date): SimulatorDecision | null {
