@@ -6,6 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 
 export const ROOT = path.join(__dirname, '..');
+
+/** The node flags `npm start` runs the service with (its heap cap; PAYORCH_NODE_FLAGS overrides them there and here). */
+export const SERVICE_NODE_FLAGS = (process.env.PAYORCH_NODE_FLAGS ?? '--max-old-space-size=384').split(/\s+/).filter(Boolean);
 const PG_ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /**

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
-import { ROOT, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples } from '../lib';
+import { ROOT, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples, SERVICE_NODE_FLAGS } from '../lib';
 
 // The bench client talks to local self-signed listeners only.
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
@@ -57,7 +57,7 @@ async function benchDialect(dialect: string): Promise<{ figures: Record<string, 
   const baselineDb = await freshDatabase(dialect, dir);
   const body = BODY;
   const service = await startProcess(
-    [path.join(ROOT, 'bin', 'payorch.js'), 'start'],
+    [...SERVICE_NODE_FLAGS, path.join(ROOT, 'bin', 'payorch.js'), 'start'],
     { DATABASE_URL: serviceDb.url, DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000' },
     /test key: (sk_test_\S+)[\s\S]*listening on https:\/\/[^:]+:(\d+)/,
   );
