@@ -1,6 +1,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { FixedClock } from '../../src/core/clock';
 import { DIALECT } from '../helpers/db';
+import { CheckoutStore } from '../../src/modules/checkout/checkout.store';
 
 let app: TestApp;
 let key: string;
@@ -220,5 +221,40 @@ describe('the public pay of a checkout session', () => {
     const payments = (await app.request('GET', `/v1/payments?pageSize=100`, { key })).body.data.filter((p: { checkoutSessionId: string }) => p.checkoutSessionId === s.id);
     expect(payments).toHaveLength(1);
     expect((await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data).toMatchObject({ status: 'complete', paymentId: payments[0].id });
+  });
+
+  it('should tell the payer a charge succeeded even when completing the session fails then, and the job completes it with its event', async () => {
+    const s = await session({ customerEmail: 'late-complete@example.com' });
+    const complete = jest.spyOn(CheckoutStore.prototype, 'complete').mockRejectedValueOnce(new Error('connection lost'));
+    let res;
+    try {
+      res = await pay(s.id, { card: card() });
+    } finally {
+      complete.mockRestore();
+    }
+    expect(res.status).toBe(200);
+    expect(res.body.data.status).toBe('succeeded');
+    // Still open in the database, its claim kept (a read or a pay would complete it from its payment at once).
+    const [row] = await app.server.services.db.select<{ status: string; paying_token: string | null }>('SELECT status, paying_token FROM checkout_sessions WHERE id = $1', [s.id]);
+    expect(row.status).toBe('open');
+    expect(row.paying_token).not.toBeNull();
+    // Once the claim's lease has run out, the job completes the session from its payment.
+    await app.server.services.db.execute('UPDATE checkout_sessions SET paying_until = $1 WHERE id = $2', [new Date('2000-01-01T00:00:00Z'), s.id]);
+    const done = await app.server.services.checkoutSessions.expireDue(clock.now());
+    expect(done.completed).toBe(1);
+    const after = (await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data;
+    expect(after).toMatchObject({ status: 'complete', paymentId: res.body.data.paymentId, customerId: expect.stringMatching(/^cus_/) });
+    const events = (await app.request('GET', '/v1/events?type=checkout.session.completed&pageSize=100', { key })).body.data;
+    expect(events.filter((e: { data: { object: { id: string } } }) => e.data.object.id === s.id)).toHaveLength(1);
+  });
+
+  it('should free a claim whose pay charged nothing, once its lease has run out', async () => {
+    const s = await session();
+    const store = new CheckoutStore(app.server.services.db);
+    expect(await store.claimForPay({ accountId: app.account.accountId, mode: 'test' }, s.id, 'dead-request', 60_000, clock.now())).toBe(true);
+    expect((await pay(s.id, { card: card() })).body.error.code).toBe('checkout_session_in_use');
+    await app.server.services.db.execute('UPDATE checkout_sessions SET paying_until = $1 WHERE id = $2', [new Date('2000-01-01T00:00:00Z'), s.id]);
+    await app.server.services.checkoutSessions.expireDue(clock.now());
+    expect((await pay(s.id, { card: card() })).body.data.status).toBe('succeeded');
   });
 });

@@ -59,6 +59,8 @@ describe('invoices API', () => {
       [{ customerId, currency: 'usd', lineItems: [{ description: 'x', unitAmount: 1_000_000_000_000, quantity: 2 }] }, 'lineItems[0].quantity'],
       [{ customerId, currency: 'usd', lineItems: [{ description: 'a', unitAmount: 600_000_000_000 }, { description: 'b', unitAmount: 600_000_000_000 }] }, 'lineItems'],
       [{ customerId, currency: 'usd', lineItems: [{ description: 'x', unitAmount: 1 }], dueDate: 'tomorrow' }, 'dueDate'],
+      [{ customerId, currency: 'usd', lineItems: [{ description: 'x', unitAmount: 1 }], dueDate: '2026-02-31' }, 'dueDate'],
+      [{ customerId, currency: 'usd', lineItems: [{ description: 'x', unitAmount: 1 }], dueDate: '0000-01-01' }, 'dueDate'],
     ];
     for (const [body, param] of cases) {
       const res = await create(body);
@@ -139,14 +141,37 @@ describe('invoices API', () => {
     expect(payments.map((p: { status: string }) => p.status).sort()).toEqual(['failed', 'succeeded']);
   });
 
-  it('should refuse a pay with no card to charge, leaving the invoice as it was', async () => {
-    const bare = (await app.request('POST', '/v1/customers', { key: app.account.liveKey, body: { email: 'nocard@example.com' } })).body.data.id;
-    const inv = (await create({ customerId: bare, currency: 'usd', lineItems: [{ description: 'x', unitAmount: 100 }] }, app.account.liveKey)).body.data;
-    const res = await app.request('POST', `/v1/invoices/${inv.id}/pay`, { key: app.account.liveKey, body: {} });
-    expect(res.status).toBeGreaterThanOrEqual(400);
-    expect(res.status).toBeLessThan(500);
-    const after = (await app.request('GET', `/v1/invoices/${inv.id}`, { key: app.account.liveKey })).body.data;
-    expect(after.paymentStatus).toBe('unpaid');
+  it('should refuse a pay with no card to charge, in either mode, leaving the draft exactly as it was', async () => {
+    for (const k of [key, app.account.liveKey]) {
+      const bare = (await app.request('POST', '/v1/customers', { key: k, body: { email: `nocard-${Math.random().toString(36).slice(2)}@example.com` } })).body.data.id;
+      const inv = (await create({ customerId: bare, currency: 'usd', lineItems: [{ description: 'x', unitAmount: 100 }] }, k)).body.data;
+      // No default saved card: nothing is charged (the test simulator's fallback card does not apply to invoices).
+      const res = await app.request('POST', `/v1/invoices/${inv.id}/pay`, { key: k, body: {} });
+      expect([res.status, res.body.error.code, res.body.error.param]).toEqual([400, 'missing_parameter', 'paymentMethod']);
+      // A card refused by the payments service before anything was written: the draft stays a draft.
+      const refused = await app.request('POST', `/v1/invoices/${inv.id}/pay`, { key: k, body: { paymentMethod: 'pm_nope' } });
+      expect(refused.status).toBeGreaterThanOrEqual(400);
+      expect(refused.status).toBeLessThan(500);
+      const after = (await app.request('GET', `/v1/invoices/${inv.id}`, { key: k })).body.data;
+      expect(after).toMatchObject({ status: 'draft', paymentStatus: 'unpaid', sentAt: null });
+      expect((await app.request('POST', `/v1/invoices/${inv.id}/send`, { key: k })).body.data.status).toBe('sent');
+      const payments = (await app.request('GET', '/v1/payments?pageSize=100', { key: k })).body.data.filter((p: { invoiceId: string }) => p.invoiceId === inv.id);
+      expect(payments).toEqual([]);
+    }
+  });
+
+  it('should settle a charge that succeeds after its invoice was released, never ignoring the money', async () => {
+    const payer = await customerWithCard();
+    const inv = await invoice({ customerId: payer });
+    const invoices = app.server.services.invoices as unknown as { settleCharge(ctx: unknown, id: string, p: { id: string; status: string; amount: number }): Promise<{ status: string }> };
+    const ctx = { accountId: app.account.accountId, mode: 'test', permissions: ['*'], requestId: 'late', clock: app.server.services.clock };
+    // The invoice never waited for this charge (its request was released), yet the charge succeeded.
+    const settled = await invoices.settleCharge(ctx, inv.id, { id: 'pay_late_charge_000000000000', status: 'succeeded', amount: inv.amountDue });
+    expect(settled).toMatchObject({ status: 'paid', paymentStatus: 'paid', latestPaymentId: 'pay_late_charge_000000000000' });
+    // Seen again (the job and a read both settle it): still once.
+    await invoices.settleCharge(ctx, inv.id, { id: 'pay_late_charge_000000000000', status: 'succeeded', amount: inv.amountDue });
+    const paidEvents = (await app.request('GET', '/v1/events?type=invoice.paid&pageSize=100', { key })).body.data.filter((e: { data: { object: { id: string } } }) => e.data.object.id === inv.id);
+    expect(paidEvents).toHaveLength(1);
   });
 
   it('should mark paid out of band and void, each only from draft or sent', async () => {

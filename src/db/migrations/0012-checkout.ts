@@ -50,8 +50,11 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
   await qi.addIndex('checkout_sessions', ['account_id', 'mode', 'created_at', 'id'], { name: 'checkout_sessions_list_idx' });
   await qi.addIndex('checkout_sessions', ['account_id', 'mode', 'status', 'created_at', 'id'], { name: 'checkout_sessions_status_idx' });
   await qi.addIndex('checkout_sessions', ['account_id', 'mode', 'checkout_mode', 'created_at', 'id'], { name: 'checkout_sessions_kind_idx' });
-  // The expiry job: open sessions by when they expire.
+  await qi.addIndex('checkout_sessions', ['account_id', 'mode', 'customer_id', 'created_at', 'id'], { name: 'checkout_sessions_customer_idx' });
+  await qi.addIndex('checkout_sessions', ['account_id', 'mode', 'amount', 'id'], { name: 'checkout_sessions_amount_idx' });
+  // The jobs: open sessions by when they expire, and claims whose lease ran out.
   await qi.addIndex('checkout_sessions', ['status', 'expires_at'], { name: 'checkout_sessions_due_idx' });
+  await qi.addIndex('checkout_sessions', ['status', 'paying_until'], { name: 'checkout_sessions_claims_idx' });
 
   await qi.createTable('payment_links', {
     id,

@@ -67,6 +67,7 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
   await qi.addIndex('invoices', ['account_id', 'mode', 'created_at', 'id'], { name: 'invoices_list_idx' });
   await qi.addIndex('invoices', ['account_id', 'mode', 'status', 'created_at', 'id'], { name: 'invoices_status_idx' });
   await qi.addIndex('invoices', ['account_id', 'mode', 'customer_id', 'created_at', 'id'], { name: 'invoices_customer_idx' });
+  await qi.addIndex('invoices', ['account_id', 'mode', 'subscription_id', 'created_at', 'id'], { name: 'invoices_subscription_idx' });
   await qi.addIndex('invoices', ['account_id', 'mode', 'total', 'id'], { name: 'invoices_total_idx' });
   // The reconciling job: charges whose request ended before the invoice was settled.
   await qi.addIndex('invoices', ['payment_status', 'updated_at'], { name: 'invoices_processing_idx' });

@@ -175,7 +175,7 @@ export class AccountService {
       if (data.name !== undefined) changes.name = data.name;
       if (data.invoicePrefix !== undefined) changes.invoicePrefix = data.invoicePrefix;
       if (data.dunningRetryDays !== undefined) changes.dunningRetryDays = JSON.stringify(data.dunningRetryDays);
-      if (Object.keys(changes).length > 0) await row.update({ ...changes, updatedAt: this.clock.now() }, { transaction });
+      if (Object.keys(changes).length > 0) await row.update({ ...changes, updatedAt: ctx.clock.now() }, { transaction });
       return toAccountSettings(row.get({ plain: true }) as AccountModel, ctx.mode);
     });
   }

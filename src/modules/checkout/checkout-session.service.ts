@@ -233,9 +233,10 @@ export class CheckoutSessionService {
       if (session.checkoutMode === 'setup') return await this.payBySavingCard(ctx, session, data, key, token, redirect);
       return await this.payByCharging(ctx, session, data, key, token, redirect);
     } catch (err) {
-      // Nothing charged (refused before the payment was written, or a gateway that could not
-      // save the card): the session can be paid again. A written payment holds it whatever this does.
-      await this.store.releaseClaim(id, token).catch(() => undefined);
+      // Refused before anything was charged (no payment written, or a gateway that could not
+      // save the card): the session can be paid again. A payment written holds the session, and
+      // its claim stays for the reconciling job, which completes or frees it from that payment.
+      if ((await this.store.holdingPayments(id).catch(() => [{}])).length === 0) await this.store.releaseClaim(id, token).catch(() => undefined);
       throw err;
     }
   }
@@ -249,7 +250,11 @@ export class CheckoutSessionService {
       amount: session.amount as number, currency: session.currency as string, description: session.description, customerId, card: data.card,
     }, { checkoutSessionId: session.id }, key, redirect);
     if (payment.status === 'succeeded') {
-      await this.completeWith(ctx, session.id, { paymentId: payment.id, customerId }, token);
+      // The money moved: the payer is told so even if recording the completion fails now (a
+      // lost connection); the claim is kept, and the reconciling job completes the session.
+      await this.completeWith(ctx, session.id, { paymentId: payment.id, customerId }, token).catch((err) => {
+        this.logger.error({ checkoutSessionId: session.id, paymentId: payment.id, err: errorForLog(err) }, 'checkout session paid but not yet completed; the reconciling job completes it');
+      });
     } else if (payment.status !== 'pending') {
       // Declined or failed: the session stays open for another card.
       await this.store.releaseClaim(session.id, token);
@@ -299,7 +304,7 @@ export class CheckoutSessionService {
     const succeeded = (await this.store.holdingPayments(session.id)).find((p) => p.status === 'succeeded');
     if (!succeeded) return session;
     const ctx = systemContext(session.accountId, session.mode, this.clock.now(), 'checkout-reconcile');
-    await this.completeWith(ctx, session.id, { paymentId: succeeded.id });
+    await this.completeWith(ctx, session.id, { paymentId: succeeded.id, customerId: succeeded.customerId });
     return (await this.store.findSession(session.id)) as CheckoutSessionRecord;
   }
 

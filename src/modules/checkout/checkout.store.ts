@@ -166,7 +166,10 @@ export class CheckoutStore {
   /** Open sessions due to expire at `now` (the expiry job's batch), oldest due first. */
   async dueForExpiry(now: Date, limit: number): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live' }>> {
     return this.db.select(
-      `SELECT id, account_id AS "accountId", mode FROM checkout_sessions WHERE status = 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+      // A session a payment holds cannot expire: it is left out, or it would head every batch.
+      `SELECT id, account_id AS "accountId", mode FROM checkout_sessions s WHERE status = 'open' AND expires_at <= $1
+        AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = s.id AND p.status IN ${HOLDING_PAYMENT_STATUSES})
+        ORDER BY expires_at LIMIT $2`,
       [now, limit],
     );
   }
@@ -177,16 +180,19 @@ export class CheckoutStore {
    */
   async lapsedClaims(limit: number): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live' }>> {
     return this.db.select(
-      `SELECT id, account_id AS "accountId", mode FROM checkout_sessions
-        WHERE status = 'open' AND paying_until IS NOT NULL AND paying_until < ${this.db.nowSql} ORDER BY paying_until LIMIT $1`,
+      // A session whose payment is still pending or under review waits for it: left out, or it would head every batch.
+      `SELECT id, account_id AS "accountId", mode FROM checkout_sessions s
+        WHERE status = 'open' AND paying_until IS NOT NULL AND paying_until < ${this.db.nowSql}
+          AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = s.id AND p.status IN ('pending', 'requires_review'))
+        ORDER BY paying_until LIMIT $1`,
       [limit],
     );
   }
 
   /** The session's payments that hold it, newest first (succeeded before pending before review). */
-  async holdingPayments(id: string, t?: Transaction): Promise<Array<{ id: string; status: string }>> {
+  async holdingPayments(id: string, t?: Transaction): Promise<Array<{ id: string; status: string; customerId: string | null }>> {
     return this.db.select(
-      `SELECT id, status FROM payments WHERE checkout_session_id = $1 AND status IN ${HOLDING_PAYMENT_STATUSES} ORDER BY created_at DESC, id DESC`,
+      `SELECT id, status, customer_id AS "customerId" FROM payments WHERE checkout_session_id = $1 AND status IN ${HOLDING_PAYMENT_STATUSES} ORDER BY created_at DESC, id DESC`,
       [id],
       t,
     );

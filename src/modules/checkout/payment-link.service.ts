@@ -160,12 +160,15 @@ export class PaymentLinkService {
 
   /** The public pay (no key): every pay is its own payment, carrying `paymentLinkId`. */
   async publicPay(slug: string, input: unknown, idem: IdempotencyKey | undefined, requestId: string): Promise<PayResult> {
+    const found = await this.store.findLink({ slug });
+    if (!found) throw notFound('payment_link', slug, 'slug');
+    const key = this.pay.accountKey(idem, found);
+    const noRedirect = () => null;
+    // A retry of a pay that was answered replays it, even if the link was deactivated since.
+    await this.pay.replayIfPaid(key, noRedirect);
     const link = await this.activeLink(slug);
     const ctx = this.pay.context(link, requestId);
     const data = parseInput(publicPayInput, input);
-    const key = this.pay.accountKey(idem, link);
-    const noRedirect = () => null;
-    await this.pay.replayIfPaid(key, noRedirect);
     const customerId = data.email ? (await this.customers.findOrCreateByEmail(ctx, data.email, data.name ?? null)).id : null;
     const { result } = await this.pay.charge(ctx, {
       amount: link.amount, currency: link.currency, description: link.description ?? link.name, customerId, card: data.card,

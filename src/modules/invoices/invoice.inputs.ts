@@ -23,9 +23,18 @@ const lineItems = z
   .max(MAX_LINE_ITEMS, { error: `an invoice takes at most ${MAX_LINE_ITEMS} line items` });
 
 /** A due date: a date (`2026-12-31`, end of that day UTC) or an ISO instant. */
+const DUE_DATE = 'must be a real date (YYYY-MM-DD) or an ISO 8601 instant, in the years 2000 to 9999';
+/** Its date part must exist as written (no 31 February rolled into March) and lie in 2000–9999. */
+function realDate(v: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.exec(v);
+  if (!m || Number.isNaN(Date.parse(v))) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return year >= 2000 && date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
 const dueDate = z
-  .string({ error: 'must be a date (YYYY-MM-DD) or an ISO 8601 instant' })
-  .refine((v) => /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(v) && !Number.isNaN(Date.parse(v)), { error: 'must be a date (YYYY-MM-DD) or an ISO 8601 instant' })
+  .string({ error: DUE_DATE })
+  .refine(realDate, { error: DUE_DATE })
   .transform((v) => new Date(/^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T23:59:59.999Z` : v));
 
 const memo = z.string({ error: 'must be text' }).max(5000, { error: 'must be at most 5000 characters' });

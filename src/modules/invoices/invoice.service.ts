@@ -153,6 +153,7 @@ export class InvoiceService {
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.sendInvoice, async () => {
       const current = await this.lockForChange(ctx, id, t);
       if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be sent`);
+      if (current.paymentStatus === 'processing') throw paymentInProgress();
       await InvoiceModel.update({ status: 'sent', sentAt: now, emailStatus: 'queued', updatedAt: now }, { where: { id }, transaction: t });
       const sent = (await this.store.find(id, ctx, t)) as InvoiceRecord;
       const customer = (await this.customers.lookup(ctx, [sent.customerId])).get(sent.customerId);
@@ -181,12 +182,24 @@ export class InvoiceService {
   async payWithSavedCard(ctx: RequestContext, id: string, input: unknown, idem?: IdempotencyKey): Promise<Invoice> {
     requirePermission(ctx, 'invoices', 'write');
     const data = parseInput(payInvoiceInput, input);
-    await this.mustFind(ctx, id);
+    const found = await this.mustFind(ctx, id);
     await this.idempotency.replayIfAnswered(idem);
+    // The given card, or the customer's default saved card; never a card nobody chose (the test
+    // simulator's fallback of POST /v1/payments does not apply to an invoice).
+    if (found.status === 'paid') throw invalidState('This invoice is already paid');
+    if (found.status === 'void') throw invalidState('This invoice is void and cannot be paid');
+    let paymentMethod = data.paymentMethod;
+    if (paymentMethod === undefined) {
+      paymentMethod = (await this.customers.lookup(ctx, [found.customerId])).get(found.customerId)?.defaultPaymentMethodId ?? undefined;
+      if (paymentMethod === undefined) {
+        throw new DomainError('missing_parameter', "The invoice's customer has no default saved card: give paymentMethod (a saved card pm_… of the customer, or a test token)", 'paymentMethod');
+      }
+    }
+    const chosen = paymentMethod;
     const { invoice } = await this.charge(ctx, id, (inv, key, paymentId) =>
       this.payments.create(ctx, {
         amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
-        paymentMethod: data.paymentMethod ?? 'card', description: `Invoice ${inv.number}`,
+        paymentMethod: chosen, description: `Invoice ${inv.number}`,
       }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId));
     return this.answer(idem, IDEMPOTENT_OPERATIONS.payInvoice, this.toApi(invoice));
   }
@@ -282,13 +295,14 @@ export class InvoiceService {
       if (current.status === 'void') throw invalidState('This invoice is void and cannot be paid');
       if (current.paymentStatus === 'processing') throw paymentInProgress();
       if (current.amountDue <= 0) throw invalidState('This invoice has nothing left to pay');
+      // Attempts only grow: each has its own gateway key, never used twice.
       const attempt = current.paymentAttempts + 1;
+      // A draft stays a draft until its charge settles (a charge refused before it was written
+      // leaves the invoice exactly as it was); the settling write finalises it.
       await InvoiceModel.update({
-        status: 'sent', sentAt: current.sentAt ?? now, paymentStatus: 'processing', paymentAttempts: attempt, latestPaymentId: paymentId, updatedAt: now,
+        paymentStatus: 'processing', paymentAttempts: attempt, latestPaymentId: paymentId, updatedAt: now,
       }, { where: { id }, transaction: t });
-      // A draft charged is finalised: it is sent (without an e-mail), with its event.
-      if (current.status === 'draft') await this.recordEvent(ctx, t, id, 'invoice.sent');
-      return { ...current, status: 'sent' as const, paymentAttempts: attempt };
+      return { ...current, paymentAttempts: attempt };
     });
     const key: IdempotencyKey = {
       scope: idempotencyScope(ctx.accountId, ctx.mode),
@@ -313,17 +327,33 @@ export class InvoiceService {
     const now = ctx.clock.now();
     return this.db.transaction(async (t) => {
       const current = await this.lockForChange(ctx, id, t);
-      if (current.latestPaymentId !== payment.id || current.paymentStatus !== 'processing') return current;
+      const settled = payment.status === 'succeeded' || payment.status === 'failed' || payment.status === 'canceled';
+      if (!settled) return current;
+      const ours = current.latestPaymentId === payment.id && current.paymentStatus === 'processing';
+      if (!ours) {
+        // A charge that succeeded after its invoice stopped waiting for it (its request was slow
+        // past the grace and the invoice was released): the money moved for this invoice, so it
+        // is never ignored. An invoice still open takes it; one already paid or void is logged.
+        if (payment.status !== 'succeeded' || current.latestPaymentId === payment.id && current.status === 'paid') return current;
+        if (current.status === 'paid' || current.status === 'void' || current.paymentStatus === 'processing') {
+          this.logger.warn({ invoiceId: id, paymentId: payment.id, invoiceStatus: current.status }, 'a charge of this invoice succeeded after it was settled otherwise; refund it or review it');
+          return current;
+        }
+      }
+      // A draft charged is finalised by its settling write: sent (without an e-mail), with its event.
+      if (current.status === 'draft') {
+        await InvoiceModel.update({ status: 'sent', sentAt: now, updatedAt: now }, { where: { id }, transaction: t });
+        await this.recordEvent(ctx, t, id, 'invoice.sent');
+      }
       if (payment.status === 'succeeded') {
         await InvoiceModel.update({
-          status: 'paid', paymentStatus: 'paid', paidAt: now, amountPaid: current.amountPaid + payment.amount, amountDue: Math.max(0, current.amountDue - payment.amount), updatedAt: now,
+          status: 'paid', paymentStatus: 'paid', paidAt: now, latestPaymentId: payment.id,
+          amountPaid: current.amountPaid + payment.amount, amountDue: Math.max(0, current.amountDue - payment.amount), updatedAt: now,
         }, { where: { id }, transaction: t });
         await this.recordEvent(ctx, t, id, 'invoice.paid');
-      } else if (payment.status === 'failed' || payment.status === 'canceled') {
+      } else {
         await InvoiceModel.update({ paymentStatus: 'failed', updatedAt: now }, { where: { id }, transaction: t });
         await this.recordEvent(ctx, t, id, 'invoice.payment_failed');
-      } else {
-        return current;
       }
       return (await this.store.find(id, ctx, t)) as InvoiceRecord;
     });
@@ -335,9 +365,10 @@ export class InvoiceService {
     await this.db.transaction(async (t) => {
       const current = await this.lockForChange(ctx, id, t);
       if (current.latestPaymentId !== paymentId || current.paymentStatus !== 'processing') return;
-      // The attempt is given back too: its key was never used.
+      // The attempt's number is not given back: a late request still holding it could yet charge
+      // under its key, and the next attempt must not share that key.
       await InvoiceModel.update({
-        paymentStatus: current.paymentAttempts > 1 ? 'failed' : 'unpaid', paymentAttempts: current.paymentAttempts - 1, updatedAt: ctx.clock.now(),
+        paymentStatus: current.paymentAttempts > 1 ? 'failed' : 'unpaid', updatedAt: ctx.clock.now(),
       }, { where: { id }, transaction: t });
     });
   }

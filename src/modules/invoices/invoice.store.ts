@@ -123,7 +123,10 @@ export class InvoiceStore {
   /** Invoices whose charge's request ended before it settled them (the reconciling job's batch). */
   async processing(before: Date, limit: number): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live' }>> {
     return this.db.select(
-      `SELECT id, account_id AS "accountId", mode FROM invoices WHERE payment_status = 'processing' AND updated_at < $1 ORDER BY updated_at LIMIT $2`,
+      // A charge still pending or under review waits for its payment: left out, or it would head every batch.
+      `SELECT id, account_id AS "accountId", mode FROM invoices i WHERE payment_status = 'processing' AND updated_at < $1
+        AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.id = i.latest_payment_id AND p.status IN ('pending', 'requires_review'))
+        ORDER BY updated_at LIMIT $2`,
       [before, limit],
     );
   }

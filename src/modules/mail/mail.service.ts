@@ -203,7 +203,7 @@ export class MailService {
     }
     const error = failure ? failure.message.slice(0, MAX_ERROR) : null;
     const log = { mailId: c.id, attempt: c.attempt };
-    const settled = await this.db.transaction(async (t) => {
+    const record = () => this.db.transaction(async (t) => {
       if (await this.store.settle(t, c, { status, nextAttemptAt, lastError: error, now })) {
         if (status !== 'queued') await this.notify(t, c.about, status);
         return { status, nextAttemptAt };
@@ -218,6 +218,21 @@ export class MailService {
       }
       return { status: (await this.store.status(t, c.id)) ?? status, nextAttemptAt: null };
     });
+    let settled: { status: MailStatus; nextAttemptAt: Date | null };
+    try {
+      settled = await record();
+    } catch (err) {
+      // Nothing was sent: the lease runs out and the mail is tried again.
+      if (failure) throw err;
+      // The server has the mail: a listener (or the write beside it) failing must never send it
+      // again. The mail is recorded sent without its listeners, and the failure logged.
+      this.logger.error({ ...log, about: c.about, err: errorForLog(err) }, 'mail sent but its status listeners failed; recorded as sent without them');
+      settled = await this.db.transaction(async (t) => {
+        if (await this.store.settle(t, c, { status, nextAttemptAt, lastError: error, now })) return { status, nextAttemptAt };
+        if (await this.store.recordLateSent(t, c.id, now)) return { status: 'sent' as MailStatus, nextAttemptAt: null };
+        return { status: (await this.store.status(t, c.id)) ?? status, nextAttemptAt: null };
+      });
+    }
     if (failure) {
       this.logger.warn(
         { ...log, error, permanent: failure.permanent, status: settled.status, nextAttemptAt: settled.nextAttemptAt },
