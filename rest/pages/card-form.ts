@@ -17,7 +17,7 @@ export interface CardFormOptions {
   askName: boolean;
   /** The success state, shown in place of the form when there is no success URL to go to. */
   doneTitle: string;
-  doneText: string;
+  doneText: SafeHtml | string;
 }
 
 function field(id: string, label: SafeHtml | string, attrs: SafeHtml): SafeHtml {

@@ -1,7 +1,8 @@
 import { isDomainError } from '../../src/core/errors';
 import { formatAmount } from '../../src/core/money';
 import type { InvoiceService } from '../../src/modules/invoices/invoice.service';
-import { html } from './html';
+import { formatInvoiceDate } from '../../src/modules/invoices/invoice-i18n';
+import { html, type SafeHtml } from './html';
 import type { Page, PageRequest } from './page';
 import type { PageView } from './page-layout';
 import { cardForm, cardPage, merchantHeader, statePage, testModeHint } from './card-form';
@@ -18,7 +19,10 @@ function notFoundView(request: PageRequest): PageView {
   });
 }
 
-function stateView(inv: PublicInvoice, title: string, text: string): PageView {
+/** An invoice number in running text: kept whole (a browser would break it after its hyphen). */
+const numberOf = (inv: PublicInvoice) => html`<span class="nowrap">${inv.number}</span>`;
+
+function stateView(inv: PublicInvoice, title: string, text: SafeHtml | string): PageView {
   return statePage({
     title,
     body: html`${merchantHeader(inv.merchantName, inv.livemode)}
@@ -37,8 +41,8 @@ function openView(inv: PublicInvoice): PageView {
 <div class="summary">
 <p class="description">Invoice ${inv.number}</p>
 <h1 class="amount">${due}</h1>
-${inv.dueDate ? html`<p class="description">Due ${inv.dueDate.slice(0, 10)}</p>` : ''}
-<ul class="lines">${inv.lineItems.map((l) => html`<li>${l.quantity > 1 ? `${l.quantity} × ` : ''}${l.description} <span>${formatAmount(l.amount, inv.currency)}</span></li>`)}</ul>
+${inv.dueDate ? html`<p class="description">Due ${formatInvoiceDate(inv.dueDate, 'en')}</p>` : ''}
+<ul class="lines">${inv.lineItems.map((l) => html`<li><span>${l.quantity > 1 ? `${l.quantity} × ` : ''}${l.description}</span> <span class="line-amount">${formatAmount(l.amount, inv.currency)}</span></li>`)}</ul>
 </div>
 ${cardForm({
     kind: 'link',
@@ -48,7 +52,7 @@ ${cardForm({
     askEmail: false,
     askName: false,
     doneTitle: 'Payment successful',
-    doneText: `Thank you: ${merchant} has received your payment of ${due} for invoice ${inv.number}. You can close this page.`,
+    doneText: html`Thank you: ${merchant} has received your payment of ${due} for invoice ${numberOf(inv)}. You can close this page.`,
   })}
 ${testModeHint(inv.livemode)}`,
   });
@@ -65,7 +69,7 @@ export const invoicePage: Page = {
       if (isDomainError(err) && err.code === 'resource_not_found') return notFoundView(request);
       throw err;
     }
-    if (inv.status === 'paid') return stateView(inv, 'This invoice is paid', `Thank you: there is nothing more to pay on invoice ${inv.number}.`);
+    if (inv.status === 'paid') return stateView(inv, 'This invoice is paid', html`Thank you: there is nothing more to pay on invoice ${numberOf(inv)}.`);
     if (inv.status === 'void') return stateView(inv, 'This invoice is void', `${inv.merchantName || 'The merchant'} canceled it; there is nothing to pay.`);
     if (inv.paymentStatus === 'processing') return stateView(inv, 'A payment is being processed', 'A payment of this invoice is on its way. Reload this page in a moment to see its result.');
     return openView(inv);

@@ -34,7 +34,7 @@ const STYLE =
   'main{max-width:40rem;margin:4rem auto;padding:2rem;background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12)}' +
   'main.narrow{max-width:26rem}' +
   'h1{font-size:1.5rem;margin-top:0}code{font-size:.9em;background:#f0f2f5;padding:.1em .3em;border-radius:3px}' +
-  '.meta{color:#5b6270;font-size:.875rem}' +
+  '.meta{color:#5b6270;font-size:.875rem}.nowrap{white-space:nowrap}' +
   '[hidden]{display:none!important}' +
   'a{color:#4b44d6}' +
   '.merchant{display:flex;flex-wrap:wrap;justify-content:space-between;align-items:center;gap:.5rem;margin:0 0 1rem;font-weight:600;overflow-wrap:anywhere}' +
@@ -42,7 +42,9 @@ const STYLE =
   '.amount{font-size:2rem;line-height:1.2;margin:0}' +
   '.description{color:#5b6270;margin:.25rem 0 0;overflow-wrap:anywhere}' +
   '.summary{margin:0 0 1.5rem}' +
-  '.lines{list-style:none;padding:0;margin:.75rem 0 0;color:#5b6270;font-size:.875rem}.lines li{display:flex;justify-content:space-between;gap:1rem;overflow-wrap:anywhere}' +
+  '.lines{list-style:none;padding:0;margin:.75rem 0 0;color:#5b6270;font-size:.875rem}.lines li{display:flex;justify-content:space-between;align-items:baseline;gap:1rem;overflow-wrap:anywhere}.lines li+li{margin-top:.25rem}' +
+  // A long description wraps; its amount stays whole, on one line at the right, level with the first line.
+  '.lines li>span{min-width:0}.lines .line-amount{flex:none;white-space:nowrap}' +
   '.field{margin:0 0 1rem;min-width:0}' +
   'label{display:block;font-weight:600;font-size:.875rem;margin:0 0 .25rem}' +
   '.optional{font-weight:400;color:#5b6270}' +

@@ -8,8 +8,8 @@ import { launchChromium, watchProblems, type PageProblems } from '../../scripts/
 
 /**
  * The hosted pages in a real browser (Debian's Chromium through playwright-core): a customer
- * pays a checkout session, is declined, saves a card, pays a payment link; the inactive, complete,
- * expired and unknown states; a 360 px phone. Every page must run without console errors or CSP
+ * pays a checkout session, is declined, saves a card, pays a payment link, pays a sent invoice
+ * (after a decline too); the inactive, complete, paid, expired and unknown states; a 360 px phone. Every page must run without console errors or CSP
  * violations, and afterwards neither the database nor the service's log holds a card number or CVC.
  * Screenshots of each state go to test/e2e/screenshots/ (ignored by git) for a person to look at.
  */
@@ -21,7 +21,7 @@ const CARDS = {
   declined: { number: '4000000000000002', typed: '4000 0000 0000 0002' },
   mastercard: { number: '5555555555554444', typed: '5555 5555 5555 4444' },
 };
-const CVCS = ['7319', '8642', '5173', '6284', '3917'];
+const CVCS = ['7319', '8642', '5173', '6284', '3917', '2851', '9463'];
 const expiry = `12/${String((new Date().getFullYear() + 3) % 100).padStart(2, '0')}`;
 
 let app: TestApp;
@@ -338,6 +338,143 @@ describe('the hosted payment link page', () => {
     expect(await page.locator('form, input, button').count()).toBe(0);
     await shot(page, 'link-inactive');
     expectOnlyDocumentStatus(pageUrl(link.url), '410 (Gone)');
+  });
+});
+
+describe('the hosted invoice page', () => {
+  interface InvoiceLine { description: string; quantity?: number; unitAmount: number }
+  /** A customer and a sent invoice for them, as the API returns it after the send. */
+  async function sentInvoice(currency: string, lineItems: InvoiceLine[], extra: Record<string, unknown> = {}) {
+    const customer = (await app.request('POST', '/v1/customers', { key, body: { email: `payer-${Math.random().toString(36).slice(2)}@example.com`, name: 'Ada Lovelace' } })).body.data;
+    const created = await app.request('POST', '/v1/invoices', { key, body: { customerId: customer.id, currency, lineItems, ...extra } });
+    expect(created.status).toBe(201);
+    const sent = await app.request('POST', `/v1/invoices/${created.body.data.id}/send`, { key });
+    expect(sent.status).toBe(200);
+    expect(sent.body.data).toMatchObject({ status: 'sent', hostedUrl: expect.stringMatching(/\/invoice\/in_/) });
+    return sent.body.data as { id: string; number: string; customerId: string; hostedUrl: string };
+  }
+  /**
+   * On how many lines the browser laid out `text` inside the element of `selector` (the rects of
+   * its text range; a string, as the project compiles without the DOM's types).
+   */
+  const linesOf = (page: Page, selector: string, text: string) =>
+    page.evaluate<number>(`(() => {
+      const walker = document.createTreeWalker(document.querySelector(${JSON.stringify(selector)}), NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = node.textContent.indexOf(${JSON.stringify(text)});
+        if (at < 0) continue;
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + ${JSON.stringify(text)}.length);
+        return new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top))).size;
+      }
+      return 0;
+    })()`);
+  const invoicePayments = async (invoiceId: string) =>
+    (await app.request('GET', '/v1/payments?pageSize=100', { key })).body.data.filter((p: { invoiceId: string | null }) => p.invoiceId === invoiceId);
+
+  it('should pay a sent invoice with 4242 4242 4242 4242, the invoice then paid with a payment carrying its id', async () => {
+    const inv = await sentInvoice('usd', [
+      { description: 'Consulting, November', quantity: 3, unitAmount: 15000 },
+      { description: 'Travel expenses', unitAmount: 4250 },
+    ], { dueDate: '2026-12-31' });
+    const page = await newPage();
+    const sent = payRequests(page);
+    const res = await page.goto(pageUrl(inv.hostedUrl));
+    expect(res?.status()).toBe(200);
+    await expect(page.title()).resolves.toContain(`Pay invoice ${inv.number}`);
+    // What is being paid: the number, the amount due, the due date and every line.
+    await page.getByRole('heading', { name: '492.50 USD' }).waitFor();
+    const summary = (await page.locator('.summary').innerText()).replace(/\s+/g, ' ');
+    expect(summary).toContain(`Invoice ${inv.number}`);
+    // A date a reader cannot misread (the PDF's English form), not an ISO string.
+    expect(summary).toContain('Due Dec 31, 2026');
+    expect(summary).toContain('3 × Consulting, November');
+    expect(summary).toContain('450.00 USD');
+    expect(summary).toContain('Travel expenses');
+    expect(summary).toContain('42.50 USD');
+    await fillCard(page, CARDS.visa, CVCS[5]);
+    await shot(page, 'invoice-filled');
+    await page.getByRole('button', { name: 'Pay 492.50 USD' }).click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    await shot(page, 'invoice-paid');
+    // The invoice number is one word to the reader: not broken after its hyphen at the line's end.
+    expect(await linesOf(page, '#pay-done-text', inv.number)).toBe(1);
+    expect(await page.locator('#card-form').isVisible()).toBe(false);
+    expect(await page.getByText('Test mode: no money moves').isVisible()).toBe(false);
+
+    expect(sent).toHaveLength(1);
+    expect(new URL(sent[0].url()).pathname).toBe(`/v1/public/invoices/${inv.id}/pay`);
+    expect(sent[0].postDataJSON()).toEqual({ card: { number: CARDS.visa.number, expMonth: 12, expYear: expect.any(Number), cvc: CVCS[5] } });
+    expect((await app.request('GET', `/v1/invoices/${inv.id}`, { key })).body.data).toMatchObject({ status: 'paid', paymentStatus: 'paid', amountPaid: 49250, amountDue: 0, hostedUrl: null });
+    expect(await invoicePayments(inv.id)).toEqual([expect.objectContaining({ status: 'succeeded', amount: 49250, currency: 'USD', invoiceId: inv.id, customerId: inv.customerId })]);
+    expectNoProblems();
+
+    // Opened again: paid, nothing to fill in.
+    const again = await page.goto(pageUrl(inv.hostedUrl));
+    expect(again?.status()).toBe(200);
+    await page.getByRole('heading', { name: 'This invoice is paid' }).waitFor();
+    expect(await page.locator('form, input, button').count()).toBe(0);
+    await shot(page, 'invoice-already-paid');
+    expect(await linesOf(page, 'h1 + p', inv.number)).toBe(1);
+    expectNoProblems();
+  });
+
+  it('should show a decline in the alert region, leave the invoice sent with paymentStatus failed, then pay with another card', async () => {
+    const inv = await sentInvoice('eur', [{ description: 'Annual licence', unitAmount: 120000 }]);
+    const page = await newPage();
+    await page.goto(pageUrl(inv.hostedUrl));
+    await fillCard(page, CARDS.declined, CVCS[6]);
+    await page.getByRole('button', { name: 'Pay 1200.00 EUR' }).click();
+    const alert = page.getByRole('alert');
+    await alert.filter({ hasText: 'declined' }).waitFor();
+    await shot(page, 'invoice-declined');
+    expect(await page.getByLabel('Card number').inputValue()).toBe(CARDS.declined.typed);
+    expect((await app.request('GET', `/v1/invoices/${inv.id}`, { key })).body.data).toMatchObject({ status: 'sent', paymentStatus: 'failed', amountPaid: 0, amountDue: 120000 });
+    expect(await invoicePayments(inv.id)).toEqual([expect.objectContaining({ status: 'failed', invoiceId: inv.id })]);
+
+    await fillCard(page, CARDS.mastercard, CVCS[6]);
+    await page.getByRole('button', { name: 'Pay 1200.00 EUR' }).click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    expect((await app.request('GET', `/v1/invoices/${inv.id}`, { key })).body.data).toMatchObject({ status: 'paid', paymentStatus: 'paid', amountPaid: 120000 });
+    const payments = await invoicePayments(inv.id);
+    expect(payments.map((p: { status: string }) => p.status).sort()).toEqual(['failed', 'succeeded']);
+    expectNoProblems();
+  });
+
+  it('should fit a 360 px wide phone, long lines and all', async () => {
+    const inv = await sentInvoice('eur', [
+      { description: 'Hosting of the production cluster in two regions with daily backups kept for ninety days', quantity: 12, unitAmount: 98765 },
+      { description: 'Support', unitAmount: 5000 },
+    ], { dueDate: '2027-01-15' });
+    const page = await newPage({ width: 360, height: 740 });
+    await page.goto(pageUrl(inv.hostedUrl));
+    await shot(page, 'invoice-360px');
+    // The long description wraps; each line's amount stays whole, on one line at the right.
+    const amounts = page.locator('.lines .line-amount');
+    expect(await amounts.allInnerTexts()).toEqual(['11851.80 EUR', '50.00 EUR']);
+    const heights = await Promise.all((await amounts.all()).map(async (a) => (await a.boundingBox())?.height));
+    expect(heights[0]).toBe(heights[1]);
+    const description = await page.locator('.lines li').first().boundingBox();
+    expect(description!.height).toBeGreaterThan(2 * heights[1]!);
+    const controls = page.locator('#card-form input, #card-form button');
+    expect(await controls.count()).toBe(4);
+    for (const control of await controls.all()) {
+      const box = await control.boundingBox();
+      const id = (await control.getAttribute('id')) as string;
+      expect([id, box !== null && box.x >= 0 && box.x + box.width <= 360 && box.width >= 100]).toEqual([id, true]);
+    }
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+    expectNoProblems();
+  });
+
+  it('should answer an unknown invoice with a 404 page', async () => {
+    const page = await newPage();
+    const url = `${app.baseUrl}/invoice/in_doesnotexist`;
+    const res = await page.goto(url);
+    expect(res?.status()).toBe(404);
+    await page.getByRole('heading', { name: 'Invoice not found' }).waitFor();
+    expectOnlyDocumentStatus(url, '404 (Not Found)');
   });
 });
 
