@@ -16,7 +16,7 @@ import type { CustomerService } from '../customers/customer.service';
 import type { CatalogService } from '../catalog/catalog.service';
 import type { AccountService } from '../accounts/account.service';
 import { CheckoutSessionModel } from './checkout-session.model';
-import { CheckoutStore, type CheckoutMode, type CheckoutSessionRecord, type CheckoutSessionStatus } from './checkout.store';
+import { CheckoutStore, toSessionRecord, type CheckoutMode, type CheckoutSessionRecord, type CheckoutSessionStatus } from './checkout.store';
 import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput } from './checkout.inputs';
 import type { PayResult, PublicPayPath } from './public-pay';
 import { returnUrlChecker, type PublicUrls } from './public-urls';
@@ -138,7 +138,7 @@ export class CheckoutSessionService {
         payingUntil: null, payingToken: null, metadata: JSON.stringify(data.metadata ?? {}),
         createdAt: now, updatedAt: now, completedAt: null, expiredAt: null,
       }, { transaction });
-      return this.toApi(toRecord(row), now);
+      return this.toApi(toSessionRecord(row.get({ plain: true }) as Record<string, unknown>), now);
     }));
   }
 
@@ -359,19 +359,4 @@ export class CheckoutSessionService {
 /** A session past its time is expired, whatever the job has written yet. */
 export function effectiveStatus(s: { status: CheckoutSessionStatus; expiresAt: Date }, now: Date): CheckoutSessionStatus {
   return s.status === 'open' && s.expiresAt.getTime() <= now.getTime() ? 'expired' : s.status;
-}
-
-function toRecord(row: CheckoutSessionModel): CheckoutSessionRecord {
-  const plain = row.get({ plain: true }) as Record<string, unknown>;
-  return {
-    id: plain.id as string, livemode: plain.mode === 'live', accountId: plain.accountId as string, mode: plain.mode as 'test' | 'live',
-    checkoutMode: plain.checkoutMode as CheckoutMode, status: plain.status as CheckoutSessionStatus,
-    amount: plain.amount === null ? null : Number(plain.amount), currency: (plain.currency as string | null) ?? null,
-    priceId: (plain.priceId as string | null) ?? null, description: (plain.description as string | null) ?? null,
-    customerId: (plain.customerId as string | null) ?? null, customerEmail: (plain.customerEmail as string | null) ?? null,
-    successUrl: (plain.successUrl as string | null) ?? null, cancelUrl: (plain.cancelUrl as string | null) ?? null,
-    expiresAt: plain.expiresAt as Date, paymentId: null, paymentMethodId: null, subscriptionId: null, invoiceId: null, payingToken: null,
-    metadata: JSON.parse(plain.metadata as string) as Record<string, string>,
-    createdAt: (plain.createdAt as Date).toISOString(), updatedAt: (plain.updatedAt as Date).toISOString(), completedAt: null, expiredAt: null,
-  };
 }

@@ -444,10 +444,16 @@ export class InvoiceService {
     }
   }
 
-  toApi(r: InvoiceRecord | Invoice): Invoice {
-    const { accountId: _a, mode: _m, paymentAttempts: _p, ...rest } = r as InvoiceRecord;
-    void _a; void _m; void _p;
-    return { ...rest, object: 'invoice', hostedUrl: rest.status === 'sent' ? this.urls.invoice(rest.id) : null } as Invoice;
+  /** The API object: the record without what is internal (account, mode, attempt count), with its hosted page while sent. */
+  toApi(r: InvoiceRecord): Invoice {
+    return {
+      id: r.id, object: 'invoice', livemode: r.livemode, number: r.number, customerId: r.customerId, subscriptionId: r.subscriptionId,
+      status: r.status, paymentStatus: r.paymentStatus, currency: r.currency, lineItems: r.lineItems, subtotal: r.subtotal, total: r.total,
+      amountPaid: r.amountPaid, amountDue: r.amountDue, dueDate: r.dueDate, memo: r.memo, sentAt: r.sentAt, paidAt: r.paidAt,
+      voidedAt: r.voidedAt, paidOutOfBand: r.paidOutOfBand, emailStatus: r.emailStatus,
+      hostedUrl: r.status === 'sent' ? this.urls.invoice(r.id) : null, latestPaymentId: r.latestPaymentId, metadata: r.metadata,
+      createdAt: r.createdAt, updatedAt: r.updatedAt,
+    };
   }
 }
 
