@@ -23,6 +23,8 @@ import { webhookRoutes } from './webhooks.routes';
 import { checkoutSessionRoutes } from './checkout-sessions.routes';
 import { paymentLinkRoutes } from './payment-links.routes';
 import { invoiceRoutes } from './invoices.routes';
+import { subscriptionRoutes } from './subscriptions.routes';
+import { testClockRoutes } from './test-clocks.routes';
 import { isPagePath, pageRoutes } from './pages/pages.routes';
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -111,6 +113,8 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   checkoutSessionRoutes(api, services);
   paymentLinkRoutes(api, services);
   invoiceRoutes(api, services);
+  subscriptionRoutes(api, services);
+  testClockRoutes(api, services);
 
   const root = new Router();
   for (const prefix of API_PREFIXES) root.use(prefix, api.routes());

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import cron from 'node-cron';
 
 export class ConfigError extends Error {}
 
@@ -71,6 +72,12 @@ const VARIABLES = {
       .default(DEFAULT_MAIL_FROM),
   },
   SMTP_TIMEOUT_MS: { schema: millis.default(30_000) },
+  // How often the billing run looks for due subscriptions (node-cron, seconds field allowed).
+  // How long a billing run's claim holds a subscription; a crashed instance's claims are free after it.
+  BILLING_LEASE_MS: { schema: wholeNumber('must be a whole number of milliseconds from 1000 to 3600000 (one hour)', 1000, 3_600_000).default(300_000) },
+  BILLING_CRON: {
+    schema: z.string().trim().refine((v) => cron.validate(v), { error: 'must be a cron expression such as */30 * * * * * (every 30 seconds) or 0 * * * * (hourly)' }).default('*/30 * * * * *'),
+  },
   ENCRYPTION_KEY: {
     secret: true,
     schema: z
@@ -147,6 +154,9 @@ export interface Config {
   mailFrom: string;
   /** SMTP connect, greeting and socket inactivity timeout: a hung mail server cannot hold the mail worker. */
   smtpTimeoutMs: number;
+  /** The billing run's node-cron schedule. */
+  billingCron: string;
+  billingLeaseMs: number;
   encryptionKey?: string;
   trustProxy: boolean;
   webhookAllowPrivate: boolean;
@@ -232,6 +242,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM.trim(),
     smtpTimeoutMs: e.SMTP_TIMEOUT_MS,
+    billingCron: e.BILLING_CRON,
+    billingLeaseMs: e.BILLING_LEASE_MS,
     encryptionKey: e.ENCRYPTION_KEY,
     trustProxy: e.TRUST_PROXY,
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE,

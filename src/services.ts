@@ -36,6 +36,9 @@ import { createMailService, type MailOptions, type MailService } from './modules
 import { InvoiceService } from './modules/invoices/invoice.service';
 import { closeInvoicePdfRenderer, renderInvoicePdf } from './modules/invoices/invoice-pdf';
 import { invoiceEmail } from './modules/invoices/invoice-email';
+import { TestClockService } from './modules/subscriptions/test-clock.service';
+import { BillingService } from './modules/subscriptions/billing.service';
+import { SubscriptionService } from './modules/subscriptions/subscription.service';
 
 /** The composition root: every service built once, with its dependencies. */
 export interface Services {
@@ -65,6 +68,10 @@ export interface Services {
   /** The mail outbox: queue mail in a transaction, register status listeners and attachment renderers, start the worker. */
   mail: MailService;
   invoices: InvoiceService;
+  testClocks: TestClockService;
+  /** The billing run and its steps (the job, test clocks' advances, subscription requests). */
+  billing: BillingService;
+  subscriptions: SubscriptionService;
   close(): Promise<void>;
 }
 
@@ -89,6 +96,8 @@ export interface ServiceOptions {
   leaseMs?: number;
   /** What this process times the leases it holds on (tests move it by hand). */
   stopwatch?: Stopwatch;
+  /** How long the billing run's claim holds a subscription (tests shorten it to see a crashed run's claims freed). */
+  billingLeaseMs?: number;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -146,6 +155,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // An invoice's e-mail carries its PDF, rendered when the mail is sent; its emailStatus follows the mail's.
   mail.registerAttachmentRenderer('invoice_pdf', (source) => renderInvoicePdf(source.document));
   mail.onStatusChange('invoice', (t, about, status) => invoices.setEmailStatus(t, about.id, status));
+  const testClocks = new TestClockService(db, idempotency, events);
+  const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: options.billingLeaseMs ?? config.billingLeaseMs });
+  testClocks.useBilling(billing);
+  customers.useTestClocks(testClocks);
+  const subscriptions = new SubscriptionService(db, idempotency, customers, catalog, paymentMethods, payments, invoices, billing, testClocks);
   const services: Services = {
     config,
     db,
@@ -171,6 +185,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     paymentLinks: new PaymentLinkService(db, events, idempotency, customers, catalog, accounts, publicPay, urls),
     mail,
     invoices,
+    testClocks,
+    billing,
+    subscriptions,
     async close() {
       leases.stop();
       mail.close();

@@ -32,7 +32,8 @@ export function cronLogger(logger: Logger, job?: string): CronLogger {
 
 /** One job on its cron schedule; a tick that comes while the last run is still going is skipped. */
 export function scheduleJob(services: Services, job: Job): ScheduledTask {
-  const task = createTask(job.schedule, () => runJob(services, job), {
+  const schedule = typeof job.schedule === 'function' ? job.schedule(services) : job.schedule;
+  const task = createTask(schedule, () => runJob(services, job), {
     name: job.name,
     noOverlap: true,
     logger: cronLogger(services.logger, job.name),

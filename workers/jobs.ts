@@ -7,7 +7,8 @@ import { errorForLog } from '../src/logger';
  */
 export interface Job {
   name: string;
-  schedule: string;
+  /** A cron expression, or the configuration's (the billing run's BILLING_CRON). */
+  schedule: string | ((services: Services) => string);
   /** Also run once as the instance starts (recovery: a restart settles what a crash left). */
   runAtStart?: boolean;
   /** What the run did, as counts; logged when any is non-zero. */
@@ -49,6 +50,14 @@ export const JOBS: readonly Job[] = [
     name: 'reconcile-invoice-charges',
     schedule: '*/30 * * * * *',
     run: (services) => services.invoices.reconcileCharges(services.clock.now()),
+  },
+  // The billing run: every due subscription's step (its period's invoice and charge, dunning
+  // retries, ends at period end). Every instance runs it; claims are shared (SKIP LOCKED).
+  {
+    name: 'bill-subscriptions',
+    schedule: (services) => services.config.billingCron,
+    runAtStart: true,
+    run: (services) => services.billing.billDue(services.clock.now()),
   },
   {
     name: 'purge-webhook-log',

@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'payment_not_refundable'
   | 'refund_exceeds_remaining'
   | 'invalid_state'
+  | 'proration_unavailable'
   | 'no_gateway_available'
   | 'fx_rate_unavailable'
   | 'card_declined'
@@ -62,6 +63,8 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   payment_not_refundable: 422,
   refund_exceeds_remaining: 422,
   invalid_state: 422,
+  // A plan change whose currency or billing interval differs from the subscription's.
+  proration_unavailable: 422,
   no_gateway_available: 422,
   fx_rate_unavailable: 422,
   card_declined: 422,

@@ -42,6 +42,14 @@ export const IDEMPOTENT_OPERATIONS = {
   payInvoicePublic: { status: 200 },
   markInvoicePaid: { status: 200, graphqlMutation: 'markInvoicePaid' },
   voidInvoice: { status: 200, graphqlMutation: 'voidInvoice' },
+  createSubscription: { status: 201, graphqlMutation: 'createSubscription' },
+  updateSubscription: { status: 200, graphqlMutation: 'updateSubscription' },
+  pauseSubscription: { status: 200, graphqlMutation: 'pauseSubscription' },
+  resumeSubscription: { status: 200, graphqlMutation: 'resumeSubscription' },
+  cancelSubscription: { status: 200, graphqlMutation: 'cancelSubscription' },
+  retrySubscriptionPayment: { status: 200, graphqlMutation: 'retrySubscriptionPayment' },
+  createTestClock: { status: 201, graphqlMutation: 'createTestClock' },
+  advanceTestClock: { status: 200, graphqlMutation: 'advanceTestClock' },
 } as const satisfies Record<string, IdempotentOperation>;
 
 export type IdempotentOperationName = keyof typeof IDEMPOTENT_OPERATIONS;

@@ -15,6 +15,7 @@ import * as m0011 from './migrations/0011-pending-since-refund-review';
 import * as m0012 from './migrations/0012-checkout';
 import * as m0013 from './migrations/0013-invoices';
 import * as m0014 from './migrations/0014-mail-outbox';
+import * as m0015 from './migrations/0015-subscriptions';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -34,6 +35,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0012-checkout', m0012],
   ['0013-invoices', m0013],
   ['0014-mail-outbox', m0014],
+  ['0015-subscriptions', m0015],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -20,6 +20,7 @@ import { CheckoutSessionModel } from '../modules/checkout/checkout-session.model
 import { PaymentLinkModel } from '../modules/checkout/payment-link.model';
 import { InvoiceLineItemModel, InvoiceModel, InvoiceNumberSequenceModel } from '../modules/invoices/invoice.model';
 import { MailOutboxModel } from '../modules/mail/mail-outbox.model';
+import { SubscriptionModel, SubscriptionPendingLineModel, TestClockModel } from '../modules/subscriptions/subscription.model';
 
 /** One model per table the migrations create (test/unit/model-schema.test.ts holds them to it). */
 export const MODELS = [
@@ -28,6 +29,7 @@ export const MODELS = [
   WebhookEndpointModel, WebhookDeliveryModel, WebhookAttemptModel, CheckoutSessionModel, PaymentLinkModel,
   InvoiceModel, InvoiceLineItemModel, InvoiceNumberSequenceModel,
   MailOutboxModel,
+  SubscriptionModel, SubscriptionPendingLineModel, TestClockModel,
 ];
 
 /**

@@ -80,6 +80,8 @@ describe('configuration', () => {
     SMTP_URL: 'mail.example.com:25?password=s3cret-smtp',
     MAIL_FROM: 'billing at example.com',
     SMTP_TIMEOUT_MS: '50',
+    BILLING_CRON: 'every minute',
+    BILLING_LEASE_MS: '10',
     ENCRYPTION_KEY: 's3cret-key-too-short',
     TRUST_PROXY: 'maybe',
     WEBHOOK_ALLOW_PRIVATE: 'on',

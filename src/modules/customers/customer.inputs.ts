@@ -22,6 +22,8 @@ export const createCustomerInput = z
     country: countrySchema.nullable().optional(),
     phone: phone.nullable().optional(),
     locale: locale.nullable().optional(),
+    // Test mode: the customer (and its subscriptions, invoices, payments, events) lives on this clock's time.
+    testClockId: z.string({ error: 'must be a test clock id (clock_…)' }).regex(/^clock_[A-Za-z0-9_]{1,60}$/, { error: 'must be a test clock id (clock_…)' }).optional(),
     metadata: metadataSchema.optional(),
   })
   .strict();

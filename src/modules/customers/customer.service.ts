@@ -20,8 +20,19 @@ export { toApiCustomer, type Customer } from './customer.store';
 const duplicateEmail = (email: string) =>
   new DomainError('duplicate_email', `A customer with the e-mail '${email}' already exists`, 'email');
 
+/** Where a customer's test clock is checked and read (TestClockService, set once services are built). */
+export interface CustomerClocks {
+  mustExist(ctx: RequestContext, testClockId: string): Promise<void>;
+  contextFor(ctx: RequestContext, testClockId: string | null): Promise<RequestContext>;
+}
+
 export class CustomerService {
   private readonly store: CustomerStore;
+  private testClocks: CustomerClocks | null = null;
+
+  useTestClocks(clocks: CustomerClocks): void {
+    this.testClocks = clocks;
+  }
 
   constructor(
     private readonly db: Database,
@@ -34,6 +45,13 @@ export class CustomerService {
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Customer> {
     requirePermission(ctx, 'customers', 'write');
     const data = parseInput(createCustomerInput, input);
+    // Attached to a test clock: the clock must be the account's (test mode only), and the
+    // customer is created at the clock's time.
+    if (data.testClockId) {
+      if (!this.testClocks) throw new DomainError('invalid_parameter', 'Test clocks are not available', 'testClockId');
+      await this.testClocks.mustExist(ctx, data.testClockId);
+      ctx = await this.testClocks.contextFor(ctx, data.testClockId);
+    }
     const now = ctx.clock.now();
     try {
       return await this.db.transaction((transaction) => this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createCustomer, async () => {
@@ -49,7 +67,7 @@ export class CustomerService {
             phone: data.phone ?? null,
             locale: data.locale ?? null,
             defaultPaymentMethodId: null,
-            testClockId: null,
+            testClockId: data.testClockId ?? null,
             metadata: JSON.stringify(data.metadata ?? {}),
             createdAt: now,
             updatedAt: now,

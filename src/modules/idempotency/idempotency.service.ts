@@ -219,6 +219,16 @@ export class IdempotencyService {
     return { kind: 'replay', status, body: stored };
   }
 
+  /**
+   * Replaces the stored answer of a key an operation answered before its work was over (a
+   * subscription answered, then its first invoice charged): a retry then replays the object as it
+   * ended, not as it was when the key was claimed. Not for sealed answers.
+   */
+  async restate(idem: IdempotencyKey | undefined, operation: IdempotentOperation, answer: unknown): Promise<void> {
+    if (!idem || operation.sensitive) return;
+    await this.store.answer(undefined, { scope: idem.scope, key: idem.key }, operation.status, JSON.stringify(answer));
+  }
+
   purgeExpired(): Promise<number> {
     return this.store.purgeExpired();
   }

@@ -25,6 +25,8 @@ export class InvoiceModel extends Model {
   @Column(DataType.STRING(8)) declare emailStatus: 'queued' | 'sent' | 'failed' | null;
   @Column(DataType.STRING(64)) declare latestPaymentId: string | null;
   @Column({ type: DataType.INTEGER, allowNull: false, defaultValue: 0 }) declare paymentAttempts: number;
+  @Column(DataType.DATE(3)) declare billingPeriodStart: Date | null;
+  @Column(DataType.STRING(24)) declare billingReason: string | null;
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare metadata: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;

@@ -32,6 +32,17 @@ export interface Invoice extends Omit<InvoiceRecord, 'accountId' | 'mode' | 'pay
   hostedUrl: string | null;
 }
 
+/** A subscription's invoice (InvoiceService.createForSubscription). */
+export interface SubscriptionInvoiceSpec {
+  customerId: string;
+  subscriptionId: string;
+  currency: string;
+  lines: Array<{ description: string; quantity: number; unitAmount: number; amount: number; periodStart: Date | null; periodEnd: Date | null; proration: boolean }>;
+  billingPeriodStart: Date | null;
+  billingReason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'subscription_resume';
+  send: boolean;
+}
+
 /** Where a sent invoice's e-mail is queued: the mail outbox, in the caller's transaction. */
 export interface InvoiceMailQueue {
   enqueue(t: Transaction, ctx: RequestContext, mail: OutgoingMail): Promise<{ id: string }>;
@@ -148,25 +159,86 @@ export class InvoiceService {
    */
   async send(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<Invoice> {
     requirePermission(ctx, 'invoices', 'write');
-    const now = ctx.clock.now();
     const account = await this.accounts.invoicing(ctx.accountId);
-    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.sendInvoice, async () => {
-      const current = await this.lockForChange(ctx, id, t);
-      if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be sent`);
-      if (current.paymentStatus === 'processing') throw paymentInProgress();
-      await InvoiceModel.update({ status: 'sent', sentAt: now, emailStatus: 'queued', updatedAt: now }, { where: { id }, transaction: t });
-      const sent = (await this.store.find(id, ctx, t)) as InvoiceRecord;
-      const customer = (await this.customers.lookup(ctx, [sent.customerId])).get(sent.customerId);
-      if (!customer) throw notFound('customer', sent.customerId, 'customerId');
-      const doc = documentOf(sent, account.name, customer);
-      const hostedUrl = this.urls.invoice(id);
-      const { subject, text, html } = this.rendering.email(doc, { hostedUrl });
-      await this.mail.enqueue(t, ctx, {
-        to: customer.email, subject, text, html, about: { type: 'invoice', id },
-        attachments: [{ filename: `${sent.number}.pdf`, contentType: 'application/pdf', source: { type: 'invoice_pdf', document: doc } }],
-      });
-      return this.recordEvent(ctx, t, id, 'invoice.sent');
-    }));
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.sendInvoice, () => this.sendIn(t, ctx, id, account.name)));
+  }
+
+  /** `send` inside the caller's transaction (a subscription's `send_invoice` invoice is sent as it is created). */
+  private async sendIn(t: Transaction, ctx: RequestContext, id: string, merchantName: string): Promise<Invoice> {
+    const now = ctx.clock.now();
+    const current = await this.lockForChange(ctx, id, t);
+    if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be sent`);
+    if (current.paymentStatus === 'processing') throw paymentInProgress();
+    await InvoiceModel.update({ status: 'sent', sentAt: now, emailStatus: 'queued', updatedAt: now }, { where: { id }, transaction: t });
+    const sent = (await this.store.find(id, ctx, t)) as InvoiceRecord;
+    const customer = (await this.customers.lookup(ctx, [sent.customerId])).get(sent.customerId);
+    if (!customer) throw notFound('customer', sent.customerId, 'customerId');
+    const doc = documentOf(sent, merchantName, customer);
+    const hostedUrl = this.urls.invoice(id);
+    const { subject, text, html } = this.rendering.email(doc, { hostedUrl });
+    await this.mail.enqueue(t, ctx, {
+      to: customer.email, subject, text, html, about: { type: 'invoice', id },
+      attachments: [{ filename: `${sent.number}.pdf`, contentType: 'application/pdf', source: { type: 'invoice_pdf', document: doc } }],
+    });
+    return this.recordEvent(ctx, t, id, 'invoice.sent');
+  }
+
+  /**
+   * A subscription's invoice, in the subscription's transaction (the billing run's period advance,
+   * a plan change invoiced now): numbered, its lines as given (proration credits may be
+   * negative), for one subscription period (`billingPeriodStart`: the unique key with the
+   * subscription, so a period is never invoiced twice) or none. An invoice with nothing to pay is
+   * paid at once; `send` e-mails it (collection by invoice) instead of leaving it for a charge.
+   */
+  async createForSubscription(t: Transaction, ctx: RequestContext, spec: SubscriptionInvoiceSpec): Promise<InvoiceRecord> {
+    const now = ctx.clock.now();
+    const { invoicePrefix, name } = await this.accounts.invoicing(ctx.accountId);
+    const seq = await this.store.nextNumber(t, ctx, now);
+    const id = newId('in');
+    let total = 0n;
+    for (const line of spec.lines) total += BigInt(line.amount);
+    if (total > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `the invoice's total must be at most ${MAX_AMOUNT}`, 'quantity');
+    const due = total > 0n ? Number(total) : 0;
+    await InvoiceModel.create({
+      id, accountId: ctx.accountId, mode: ctx.mode, number: formatNumber(invoicePrefix, seq), numberSeq: seq,
+      customerId: spec.customerId, subscriptionId: spec.subscriptionId, status: 'draft', paymentStatus: 'unpaid', currency: spec.currency,
+      subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due,
+      dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
+      emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
+      metadata: '{}', createdAt: now, updatedAt: now,
+    }, { transaction: t });
+    await InvoiceLineItemModel.bulkCreate(spec.lines.map((line, position) => ({
+      id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
+      amount: line.amount, periodStart: line.periodStart, periodEnd: line.periodEnd, proration: line.proration, createdAt: now,
+    })), { transaction: t });
+    await this.recordEvent(ctx, t, id, 'invoice.created');
+    if (due === 0) {
+      // Nothing to collect (a free plan, credits covering the charge): paid as it is finalised.
+      await InvoiceModel.update({ status: 'paid', paymentStatus: 'paid', sentAt: now, paidAt: now, updatedAt: now }, { where: { id }, transaction: t });
+      await this.recordEvent(ctx, t, id, 'invoice.paid');
+    } else if (spec.send) {
+      await this.sendIn(t, ctx, id, name);
+    }
+    return (await this.store.find(id, ctx, t)) as InvoiceRecord;
+  }
+
+  /**
+   * Charges a subscription's invoice on a saved card (the billing run, a retry, a plan change
+   * invoiced now): the invoice's own charge, under its key per attempt. Null card: the attempt
+   * is refused before any payment (`missing_parameter`).
+   */
+  async chargeForSubscription(ctx: RequestContext, id: string, paymentMethod: string): Promise<InvoiceRecord> {
+    const { invoice } = await this.charge(ctx, id, (inv, key, paymentId) =>
+      this.payments.create({ ...ctx, permissions: ['*'] }, {
+        amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
+        paymentMethod, description: `Invoice ${inv.number}`,
+      }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId));
+    return invoice;
+  }
+
+  /** An invoice as stored, settled from its payment first when its charge's request ended early (subscriptions read it so). */
+  async record(ctx: RequestContext, id: string): Promise<InvoiceRecord> {
+    return this.settled(await this.mustFind(ctx, id));
   }
 
   /** The mail outbox tells, in its own transaction, where the invoice's e-mail stands. */

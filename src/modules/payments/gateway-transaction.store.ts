@@ -126,6 +126,16 @@ export class GatewayTransactionStore {
     }, options);
   }
 
+  /** The gateway calls of every payment of a subscription, newest first (GET /v1/subscriptions/{id}/gateway-transactions). */
+  async listForSubscription<O extends ListOptions = Counted>(ctx: RequestContext, subscriptionId: string, query: unknown, options?: O): Promise<PageFor<GatewayTransaction, O>> {
+    const input = parseInput(listGatewayTransactionsInput, query);
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode }).raw((param) =>
+      `payment_id IN (SELECT id FROM payments WHERE account_id = ${param(ctx.accountId)} AND mode = ${param(ctx.mode)} AND subscription_id = ${param(subscriptionId)})`);
+    return listPage(this.db, {
+      table: 'gateway_transactions', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
+    }, options);
+  }
+
   /** The newest calls of several payments (at most `limit` each) in one query, for DataLoader. */
   async forPayments(ctx: RequestContext, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, GatewayTransaction[]>> {
     const rows = await newestPerParent<Record<string, unknown>>(this.db, {

@@ -283,6 +283,12 @@ export class PaymentService {
     return this.gtx.list(ctx, { paymentId: id }, query, options);
   }
 
+  /** The gateway calls of a subscription's payments, newest first. */
+  async gatewayTransactionsOfSubscription<O extends ListOptions = Counted>(ctx: RequestContext, subscriptionId: string, query: unknown, options?: O) {
+    requirePermission(ctx, 'payments', 'read');
+    return this.gtx.listForSubscription(ctx, subscriptionId, query, options);
+  }
+
   /** The gateway calls of several payments at once, for DataLoader. */
   async gatewayTransactionsFor(ctx: RequestContext, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT) {
     requirePermission(ctx, 'payments', 'read');

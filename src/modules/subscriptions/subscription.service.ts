@@ -1,0 +1,405 @@
+import type { Transaction } from 'sequelize';
+import type { Database } from '../../db/database';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { DomainError, invalidState, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { mergeMetadata, parseInput } from '../../core/validation';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
+import type { IdempotencyKey } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { CustomerService } from '../customers/customer.service';
+import type { CatalogService } from '../catalog/catalog.service';
+import type { PaymentMethodService } from '../payments/payment-method.service';
+import type { PaymentService } from '../payments/payment.service';
+import type { InvoiceService } from '../invoices/invoice.service';
+import { periodBoundary, periodEndAfter, prorate, refuseUnproratable, type Interval } from './billing-period';
+import { cycleLines, planLine, prorationLines, total, type BillingLine } from './billing-lines';
+import type { BillingService } from './billing.service';
+import type { TestClockService } from './test-clock.service';
+import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
+import type { Plan, SubscriptionRecord, SubscriptionStore } from './subscription.store';
+import { transition } from './subscription-states';
+import { toApiSubscription, type Subscription } from './subscription-view';
+import {
+  cancelSubscriptionInput, createSubscriptionInput, listSubscriptionsInput, previewProrationInput, subListInput, updateSubscriptionInput,
+  type UpdateSubscriptionInput,
+} from './subscription.inputs';
+
+export type { Subscription } from './subscription-view';
+
+export interface ProrationPreview {
+  object: 'proration_preview';
+  subscriptionId: string;
+  prorationDate: string;
+  currency: string;
+  lines: Array<{ description: string; amount: number; periodStart: string | null; periodEnd: string | null }>;
+  total: number;
+}
+
+export interface UpcomingInvoice {
+  object: 'upcoming_invoice';
+  subscriptionId: string;
+  currency: string;
+  lineItems: Array<{ description: string; quantity: number; unitAmount: number; amount: number; periodStart: string | null; periodEnd: string | null; proration: boolean }>;
+  subtotal: number;
+  total: number;
+  periodStart: string;
+  periodEnd: string;
+  createsAt: string;
+}
+
+/**
+ * Subscriptions as merchants ask for them: create (the first invoice charged in the request),
+ * plan changes with binding prorations, pause, resume, cancel, retry, and what the next run will
+ * bill. Time is the subscription's clock (its test clock's when attached); billing steps are
+ * BillingService's, and invoices are made and charged only by the invoice service.
+ */
+export class SubscriptionService {
+  constructor(
+    private readonly db: Database,
+    private readonly idempotency: IdempotencyService,
+    private readonly customers: CustomerService,
+    private readonly catalog: CatalogService,
+    private readonly paymentMethods: PaymentMethodService,
+    private readonly payments: PaymentService,
+    private readonly invoices: InvoiceService,
+    private readonly billing: BillingService,
+    private readonly clocks: TestClockService,
+  ) {}
+
+  private get store(): SubscriptionStore {
+    return this.billing.store;
+  }
+
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Subscription> {
+    requirePermission(ctx, 'subscriptions', 'write');
+    const data = parseInput(createSubscriptionInput, input);
+    const customer = (await this.customers.lookup(ctx, [data.customerId])).get(data.customerId);
+    if (!customer) throw notFound('customer', data.customerId, 'customerId');
+    if (data.testClockId && customer.testClockId && data.testClockId !== customer.testClockId) {
+      throw new DomainError('invalid_parameter', `The customer is attached to test clock '${customer.testClockId}'; its subscriptions live on that clock`, 'testClockId');
+    }
+    const testClockId = data.testClockId ?? customer.testClockId;
+    if (testClockId) await this.clocks.mustExist(ctx, testClockId);
+    const sctx = await this.clocks.contextFor(ctx, testClockId);
+    const plan = await this.recurringPlan(ctx, data.priceId);
+    let card: string | null = null;
+    if (data.collectionMethod === 'charge_automatically') {
+      if (data.paymentMethodId) await this.paymentMethods.retrieve(ctx, customer.id, data.paymentMethodId).catch(() => {
+        throw new DomainError('resource_not_found', `No saved card '${data.paymentMethodId}' of customer '${customer.id}'`, 'paymentMethodId');
+      });
+      card = data.paymentMethodId ?? customer.defaultPaymentMethodId;
+      if (!card) {
+        throw new DomainError('missing_parameter', 'The customer has no default saved card: give paymentMethodId (a saved card pm_… of the customer), or collectionMethod send_invoice', 'paymentMethodId');
+      }
+    }
+    const now = sctx.clock.now();
+    const periodEnd = this.firstPeriodEnd(plan, now, data.billingCycleAnchor);
+    const anchor = data.billingCycleAnchor ?? now;
+    const firstLine = periodEnd.getTime() === periodBoundary(now, plan, 1).getTime() && anchor.getTime() === now.getTime()
+      ? planLine(plan, data.quantity, now, periodEnd)
+      : partialPeriodLine(plan, data.quantity, now, periodEnd, anchor);
+    const id = newId('sub');
+    const created = await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createSubscription, async () => {
+      await SubscriptionModel.create({
+        id, accountId: ctx.accountId, mode: ctx.mode, customerId: customer.id, priceId: plan.priceId, quantity: data.quantity, status: 'active',
+        collectionMethod: data.collectionMethod, currentPeriodStart: now, currentPeriodEnd: periodEnd, billingCycleAnchor: anchor,
+        cancelAtPeriodEnd: false, canceledAt: null, pausedAt: null, endedAt: null, latestInvoiceId: null, defaultPaymentMethodId: card,
+        testClockId, metadata: JSON.stringify(data.metadata ?? {}), nextBillingAt: periodEnd, collectInvoiceId: null,
+        invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, billingLockedUntil: null, billingLockToken: null, createdAt: now, updatedAt: now,
+      }, { transaction: t });
+      const sub = (await this.store.find(id, undefined, t)) as SubscriptionRecord;
+      await this.billing.write(t, sctx, sub, plan, {}, 'subscription.created');
+      const invoice = await this.billing.invoiceIn(t, sctx, sub, plan, [firstLine], now, 'subscription_create');
+      const collect = this.billing.collectsOn(sub, invoice);
+      return this.billing.write(t, sctx, sub, plan, { latestInvoiceId: invoice.id, collectInvoiceId: collect ? invoice.id : null, nextBillingAt: collect ? now : periodEnd });
+    }));
+    // The first invoice is charged inside the request: a failure answers past_due already.
+    await this.billing.collect(sctx, id);
+    const answer = await this.view(ctx, id);
+    if (answer.status !== created.status || answer.latestInvoiceId !== created.latestInvoiceId) await this.idempotency.restate(idem, IDEMPOTENT_OPERATIONS.createSubscription, answer);
+    return answer;
+  }
+
+  async retrieve(ctx: RequestContext, id: string): Promise<Subscription> {
+    requirePermission(ctx, 'subscriptions', 'read');
+    return this.view(ctx, id);
+  }
+
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Subscription>> {
+    requirePermission(ctx, 'subscriptions', 'read');
+    return new Map((await this.withPlans(ctx, await this.store.findMany(ctx, ids))).map((s) => [s.id, s]));
+  }
+
+  async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit: number): Promise<Map<string, Subscription[]>> {
+    requirePermission(ctx, 'subscriptions', 'read');
+    const found = await this.store.forCustomers(ctx, customerIds, limit);
+    const all = await this.withPlans(ctx, [...found.values()].flat());
+    const byId = new Map(all.map((s) => [s.id, s]));
+    return new Map([...found].map(([customerId, list]) => [customerId, list.map((s) => byId.get(s.id) as Subscription)]));
+  }
+
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<Subscription, O>> {
+    requirePermission(ctx, 'subscriptions', 'read');
+    const page = await this.store.list(ctx, parseInput(listSubscriptionsInput, query), options);
+    return { ...page, data: await this.withPlans(ctx, page.data) } as PageFor<Subscription, O>;
+  }
+
+  /**
+   * `PATCH /{id}`: price and quantity (prorated to the second unless `prorationBehavior: none`),
+   * `billingCycleAnchor: now` (a new period from the proration date, invoiced now), metadata.
+   * The status is unchanged. Given a preview's `prorationDate`, the lines are the preview's.
+   */
+  async update(ctx: RequestContext, id: string, input: unknown, idem?: IdempotencyKey): Promise<Subscription> {
+    requirePermission(ctx, 'subscriptions', 'write');
+    const data = parseInput(updateSubscriptionInput, input);
+    const found = await this.mustFind(ctx, id);
+    const sctx = await this.clocks.contextFor(ctx, found.testClockId);
+    const target = data.priceId ? await this.recurringPlan(ctx, data.priceId) : null;
+    let charge = false;
+    const updated = await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.updateSubscription, async () => {
+      const current = await this.lockForChange(ctx, id, t);
+      const plan = await this.billing.planOf(current, t);
+      const set: Record<string, unknown> = {};
+      if (data.metadata !== undefined) set.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
+      const changesPlan = (target && target.priceId !== current.priceId) || (data.quantity !== undefined && data.quantity !== current.quantity) || data.billingCycleAnchor === 'now';
+      if (!changesPlan) return this.billing.write(t, sctx, current, plan, set, Object.keys(set).length ? 'subscription.updated' : undefined);
+      if (current.status === 'canceled') throw invalidState('This subscription is canceled; its plan cannot change');
+      const next = target ?? plan;
+      const quantity = data.quantity ?? current.quantity;
+      refuseUnproratable(plan, next);
+      const at = this.prorationDate(sctx, current, data.prorationDate);
+      Object.assign(set, { priceId: next.priceId, quantity });
+      const lines = data.prorationBehavior === 'none' ? [] : prorationLines({ start: current.currentPeriodStart, end: current.currentPeriodEnd }, plan, current.quantity, next, quantity, at);
+      if (data.billingCycleAnchor === 'now') {
+        // A new period from `at`, invoiced now with the credit for the old plan's unused time.
+        const end = periodBoundary(at, next, 1);
+        const anchorLines = [...lines.filter((l) => l.amount < 0), planLine(next, quantity, at, end)];
+        Object.assign(set, { billingCycleAnchor: at, currentPeriodStart: at, currentPeriodEnd: end, nextBillingAt: end });
+        charge = await this.invoiceNow(t, sctx, current, next, anchorLines, set, at);
+      } else if (data.prorationBehavior === 'always_invoice' && total(lines) > 0) {
+        charge = await this.invoiceNow(t, sctx, current, next, lines, set, null);
+      } else if (lines.length) {
+        // create_prorations, or a net credit: the lines wait for the next invoice.
+        await this.addPendingLines(t, sctx, current, lines);
+      }
+      return this.billing.write(t, sctx, current, next, set, 'subscription.updated');
+    }));
+    if (!charge) return updated;
+    await this.billing.collect(sctx, id);
+    const answer = await this.view(ctx, id);
+    await this.idempotency.restate(idem, IDEMPOTENT_OPERATIONS.updateSubscription, answer);
+    return answer;
+  }
+
+  /** The lines and total a plan change would produce at `prorationDate` (default: now on the subscription's clock); writes nothing. */
+  async previewProration(ctx: RequestContext, id: string, input: unknown): Promise<ProrationPreview> {
+    requirePermission(ctx, 'subscriptions', 'read');
+    const data = parseInput(previewProrationInput, input);
+    const current = await this.mustFind(ctx, id);
+    if (current.status === 'canceled') throw invalidState('This subscription is canceled; its plan cannot change');
+    const sctx = await this.clocks.contextFor(ctx, current.testClockId);
+    const plan = await this.billing.planOf(current);
+    const next = await this.recurringPlan(ctx, data.priceId);
+    refuseUnproratable(plan, next);
+    const at = this.prorationDate(sctx, current, data.prorationDate);
+    const lines = prorationLines({ start: current.currentPeriodStart, end: current.currentPeriodEnd }, plan, current.quantity, next, data.quantity ?? current.quantity, at);
+    return {
+      object: 'proration_preview', subscriptionId: id, prorationDate: at.toISOString(), currency: plan.currency,
+      lines: lines.map((l) => ({ description: l.description, amount: l.amount, periodStart: iso(l.periodStart), periodEnd: iso(l.periodEnd) })),
+      total: total(lines),
+    };
+  }
+
+  /** What the next billing run will invoice for this subscription, by the run's own line builder; writes nothing. */
+  async upcomingInvoice(ctx: RequestContext, id: string): Promise<UpcomingInvoice> {
+    requirePermission(ctx, 'subscriptions', 'read');
+    const current = await this.mustFind(ctx, id);
+    if (current.status === 'canceled' || current.status === 'paused') throw invalidState(`This subscription is ${current.status}; it has no upcoming invoice`);
+    if (current.cancelAtPeriodEnd) throw invalidState('This subscription ends at the end of its period; it has no upcoming invoice');
+    const plan = await this.billing.planOf(current);
+    const start = current.currentPeriodEnd;
+    const end = periodEndAfter(current.billingCycleAnchor, plan, start);
+    const lines = cycleLines(plan, current.quantity, await this.store.pendingLines(id), start, end);
+    const sum = total(lines);
+    return {
+      object: 'upcoming_invoice', subscriptionId: id, currency: plan.currency,
+      lineItems: lines.map((l) => ({ description: l.description, quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: iso(l.periodStart), periodEnd: iso(l.periodEnd), proration: l.proration })),
+      subtotal: sum, total: sum, periodStart: start.toISOString(), periodEnd: end.toISOString(), createsAt: start.toISOString(),
+    };
+  }
+
+  /** `POST /{id}/pause`: billing stops at once; no invoice while paused. */
+  async pause(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<Subscription> {
+    requirePermission(ctx, 'subscriptions', 'write');
+    return this.move(ctx, id, idem, IDEMPOTENT_OPERATIONS.pauseSubscription, (current, now) => {
+      const rule = transition(current.status, 'pause');
+      return { status: rule.to, pausedAt: now, nextBillingAt: null, event: rule.event };
+    });
+  }
+
+  /** `POST /{id}/resume` (only from paused): a new period from the subscription clock's now, invoiced and charged. */
+  async resume(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<Subscription> {
+    requirePermission(ctx, 'subscriptions', 'write');
+    const found = await this.mustFind(ctx, id);
+    const sctx = await this.clocks.contextFor(ctx, found.testClockId);
+    let charge = false;
+    await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.resumeSubscription, async () => {
+      const current = await this.lockForChange(ctx, id, t);
+      const rule = transition(current.status, 'resume');
+      const plan = await this.billing.planOf(current, t);
+      const now = sctx.clock.now();
+      const end = periodBoundary(now, plan, 1);
+      const set: Record<string, unknown> = {
+        status: rule.to, pausedAt: null, billingCycleAnchor: now, currentPeriodStart: now, currentPeriodEnd: end, nextBillingAt: end,
+        collectInvoiceId: null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null,
+      };
+      const pending = await this.store.pendingLines(id, t);
+      const invoice = await this.billing.invoiceIn(t, sctx, current, plan, cycleLines(plan, current.quantity, pending, now, end), now, 'subscription_resume');
+      if (pending.length) await SubscriptionPendingLineModel.update({ invoiceId: invoice.id }, { where: { id: pending.map((p) => p.id) }, transaction: t });
+      charge = this.billing.collectsOn(current, invoice);
+      Object.assign(set, { latestInvoiceId: invoice.id, collectInvoiceId: charge ? invoice.id : null, nextBillingAt: charge ? now : end });
+      return this.billing.write(t, sctx, current, plan, set, rule.event);
+    }));
+    if (charge) await this.billing.collect(sctx, id);
+    const answer = await this.view(ctx, id);
+    await this.idempotency.restate(idem, IDEMPOTENT_OPERATIONS.resumeSubscription, answer);
+    return answer;
+  }
+
+  /** `POST /{id}/cancel` `{atPeriodEnd?}`: canceled now, or `cancelAtPeriodEnd` until the period ends. */
+  async cancel(ctx: RequestContext, id: string, input: unknown, idem?: IdempotencyKey): Promise<Subscription> {
+    requirePermission(ctx, 'subscriptions', 'write');
+    const data = parseInput(cancelSubscriptionInput, input);
+    return this.move(ctx, id, idem, IDEMPOTENT_OPERATIONS.cancelSubscription, (current, now) => {
+      const rule = transition(current.status, 'cancel');
+      if (data.atPeriodEnd) {
+        if (current.status === 'paused') throw invalidState('A paused subscription has no period running to end; cancel it now or resume it first');
+        return { cancelAtPeriodEnd: true, canceledAt: now, event: 'subscription.updated' as const };
+      }
+      return { status: rule.to, canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, event: rule.event };
+    });
+  }
+
+  async invoicesOf<O extends ListOptions = Counted>(ctx: RequestContext, id: string, query: unknown, options?: O) {
+    requirePermission(ctx, 'subscriptions', 'read');
+    await this.mustFind(ctx, id);
+    const input = parseInput(subListInput, query);
+    return this.invoices.list(ctx, { ...input, subscriptionId: id }, options);
+  }
+
+  async paymentsOf<O extends ListOptions = Counted>(ctx: RequestContext, id: string, query: unknown, options?: O) {
+    requirePermission(ctx, 'subscriptions', 'read');
+    await this.mustFind(ctx, id);
+    return this.payments.list(ctx, parseInput(subListInput, query), { subscriptionId: id }, options);
+  }
+
+  async gatewayTransactionsOf<O extends ListOptions = Counted>(ctx: RequestContext, id: string, query: unknown, options?: O) {
+    requirePermission(ctx, 'subscriptions', 'read');
+    await this.mustFind(ctx, id);
+    return this.payments.gatewayTransactionsOfSubscription(ctx, id, query, options);
+  }
+
+  /** A state move under the row lock, with its event, on the subscription's clock. */
+  private async move(
+    ctx: RequestContext, id: string, idem: IdempotencyKey | undefined, operation: (typeof IDEMPOTENT_OPERATIONS)[keyof typeof IDEMPOTENT_OPERATIONS],
+    decide: (current: SubscriptionRecord, now: Date) => Record<string, unknown> & { event: Parameters<BillingService['write']>[5] },
+  ): Promise<Subscription> {
+    const found = await this.mustFind(ctx, id);
+    const sctx = await this.clocks.contextFor(ctx, found.testClockId);
+    return this.db.transaction((t) => this.idempotency.once(t, idem, operation, async () => {
+      const current = await this.lockForChange(ctx, id, t);
+      const { event, ...set } = decide(current, sctx.clock.now());
+      return this.billing.write(t, sctx, current, await this.billing.planOf(current, t), set, event);
+    }));
+  }
+
+  /** A change's invoice, created now in the change's transaction; whether the request then charges it. */
+  private async invoiceNow(t: Transaction, ctx: RequestContext, current: SubscriptionRecord, plan: Plan, lines: BillingLine[], set: Record<string, unknown>, periodStart: Date | null): Promise<boolean> {
+    const pending = await this.store.pendingLines(current.id, t);
+    const invoice = await this.billing.invoiceIn(t, ctx, current, plan, [...pending.map((p) => ({ ...p })), ...lines], periodStart, 'subscription_update');
+    if (pending.length) await SubscriptionPendingLineModel.update({ invoiceId: invoice.id }, { where: { id: pending.map((p) => p.id) }, transaction: t });
+    const charge = this.billing.collectsOn(current, invoice) && current.status !== 'paused' && !current.collectInvoiceId;
+    Object.assign(set, { latestInvoiceId: invoice.id });
+    if (charge) Object.assign(set, { collectInvoiceId: invoice.id, invoiceAttemptsSeen: 0 });
+    return charge;
+  }
+
+  private async addPendingLines(t: Transaction, ctx: RequestContext, current: SubscriptionRecord, lines: BillingLine[]): Promise<void> {
+    const now = ctx.clock.now();
+    await SubscriptionPendingLineModel.bulkCreate(lines.map((l, i) => ({
+      id: newId('spl'), accountId: current.accountId, mode: current.mode, subscriptionId: current.id, description: l.description,
+      quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd,
+      proration: l.proration, invoiceId: null, createdAt: new Date(now.getTime() + i),
+    })), { transaction: t });
+  }
+
+  /** `prorationDate`: within the current period and not after the subscription clock's now (default: that now). */
+  private prorationDate(ctx: RequestContext, current: SubscriptionRecord, given: Date | undefined): Date {
+    const now = ctx.clock.now();
+    const at = given ?? now;
+    if (at.getTime() > now.getTime()) throw new DomainError('invalid_parameter', `prorationDate must not be after the subscription's current time (${now.toISOString()})`, 'prorationDate');
+    if (at.getTime() < current.currentPeriodStart.getTime() || at.getTime() >= current.currentPeriodEnd.getTime()) {
+      throw new DomainError('invalid_parameter', `prorationDate must lie within the current period (${current.currentPeriodStart.toISOString()} to ${current.currentPeriodEnd.toISOString()})`, 'prorationDate');
+    }
+    return at;
+  }
+
+  /** The first period's end: one interval from now, or the given anchor (later than now, within one interval). */
+  private firstPeriodEnd(plan: Plan, now: Date, anchor: Date | undefined): Date {
+    const full = periodBoundary(now, plan, 1);
+    if (!anchor || anchor.getTime() === now.getTime()) return full;
+    if (anchor.getTime() < now.getTime()) throw new DomainError('invalid_parameter', `billingCycleAnchor must not be before the subscription's current time (${now.toISOString()})`, 'billingCycleAnchor');
+    if (anchor.getTime() > full.getTime()) throw new DomainError('invalid_parameter', `billingCycleAnchor must lie within one billing period from now (by ${full.toISOString()})`, 'billingCycleAnchor');
+    return anchor;
+  }
+
+  private async recurringPlan(ctx: RequestContext, priceId: string): Promise<Plan> {
+    const found = await this.catalog.lookupPrice(ctx, priceId);
+    if (!found) throw notFound('price', priceId, 'priceId');
+    if (!found.price.recurring) throw new DomainError('invalid_parameter', `Price '${priceId}' is one-time; a subscription needs a recurring price`, 'priceId');
+    if (!found.price.active) throw new DomainError('invalid_parameter', `Price '${priceId}' is inactive`, 'priceId');
+    return {
+      priceId, productId: found.price.productId, productName: found.productName, unitAmount: found.price.unitAmount, currency: found.price.currency,
+      interval: found.price.recurring.interval as Interval, intervalCount: found.price.recurring.intervalCount,
+    };
+  }
+
+  private async view(ctx: RequestContext, id: string): Promise<Subscription> {
+    const [sub] = await this.withPlans(ctx, [await this.mustFind(ctx, id)]);
+    return sub;
+  }
+
+  private async withPlans(ctx: RequestContext, records: SubscriptionRecord[]): Promise<Subscription[]> {
+    const plans = await this.store.plans(ctx, records.map((r) => r.priceId));
+    return records.map((r) => toApiSubscription(r, plans.get(r.priceId) as Plan));
+  }
+
+  private async mustFind(ctx: RequestContext, id: string): Promise<SubscriptionRecord> {
+    const found = await this.store.find(id, ctx);
+    if (!found) throw notFound('subscription', id);
+    return found;
+  }
+
+  private async lockForChange(ctx: RequestContext, id: string, t: Transaction): Promise<SubscriptionRecord> {
+    const found = await this.store.find(id, ctx, t, true);
+    if (!found) throw notFound('subscription', id);
+    return found;
+  }
+}
+
+/** A first period shorter than the interval (a later anchor): the plan's amount for the part, prorated to the second. */
+function partialPeriodLine(plan: Plan, quantity: number, start: Date, end: Date, anchor: Date): BillingLine {
+  const fullStart = periodBoundary(anchor, plan, -1);
+  const amount = prorate(plan.unitAmount * quantity, end.getTime() - start.getTime(), anchor.getTime() - fullStart.getTime());
+  return {
+    description: `${plan.productName || plan.priceId} × ${quantity} (${start.toISOString().slice(0, 10)} – ${end.toISOString().slice(0, 10)}, prorated)`,
+    quantity: 1, unitAmount: amount, amount, periodStart: start, periodEnd: end, proration: true,
+  };
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export type { UpdateSubscriptionInput };

@@ -1,0 +1,146 @@
+import type { Database } from '../../db/database';
+import { isoTime } from '../../db/database';
+import type { Clock } from '../../core/clock';
+import type { RequestContext } from '../../core/context';
+import { requirePermission } from '../../core/context';
+import { DomainError, invalidState, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { parseInput } from '../../core/validation';
+import type { IdempotencyKey } from '../../core/idempotency';
+import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import type { EventService } from '../events/event.service';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import { TestClockModel } from './subscription.model';
+import { advanceTestClockInput, createTestClockInput } from './subscription.inputs';
+
+export interface TestClock {
+  id: string;
+  object: 'test_clock';
+  livemode: false;
+  name: string | null;
+  frozenTime: string;
+  status: 'ready' | 'advancing';
+  createdAt: string;
+  updatedAt: string;
+}
+
+type Scope = { accountId: string; mode: string };
+
+/** Runs every billing step due on a clock's subscriptions up to an instant, in order (BillingService). */
+export interface ClockBilling {
+  advanceClock(scope: Scope, testClockId: string, to: Date, setTime: (at: Date) => Promise<void>): Promise<void>;
+}
+
+/**
+ * Time per object. A customer or subscription attached to a test clock lives on that clock's
+ * frozen time; everything else on the service's clock. `clockFor` is the one resolver every
+ * billing path asks, so nothing on those paths reads the process clock for an attached object.
+ */
+export class TestClockService {
+  private billing: ClockBilling | null = null;
+
+  constructor(
+    private readonly db: Database,
+    private readonly idempotency: IdempotencyService,
+    private readonly events: EventService,
+  ) {}
+
+  /** The billing service runs an advance's steps (set once, as services are built). */
+  useBilling(billing: ClockBilling): void {
+    this.billing = billing;
+  }
+
+  /** The clock an object attached to `testClockId` reads (the caller's own when it has none). */
+  async clockFor(ctx: RequestContext, testClockId: string | null): Promise<Clock> {
+    if (!testClockId) return ctx.clock;
+    const row = await TestClockModel.findOne({ attributes: ['frozenTime'], where: { id: testClockId, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    if (!row) throw notFound('test clock', testClockId, 'testClockId');
+    const at = new Date(row.frozenTime);
+    return { now: () => new Date(at.getTime()) };
+  }
+
+  /** The same context on the object's clock. */
+  async contextFor(ctx: RequestContext, testClockId: string | null): Promise<RequestContext> {
+    return testClockId ? { ...ctx, clock: await this.clockFor(ctx, testClockId) } : ctx;
+  }
+
+  /** A clock an object may be attached to: the account's, in test mode. */
+  async mustExist(ctx: RequestContext, testClockId: string, param = 'testClockId'): Promise<void> {
+    refuseLiveMode(ctx);
+    const row = await TestClockModel.findOne({ attributes: ['id'], where: { id: testClockId, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    if (!row) throw notFound('test clock', testClockId, param);
+  }
+
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<TestClock> {
+    requirePermission(ctx, 'test_clocks', 'write');
+    refuseLiveMode(ctx);
+    const data = parseInput(createTestClockInput, input);
+    const now = ctx.clock.now();
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createTestClock, async () => {
+      const row = await TestClockModel.create({
+        id: newId('clock'), accountId: ctx.accountId, mode: ctx.mode, name: data.name ?? null, frozenTime: data.frozenTime, status: 'ready', createdAt: now, updatedAt: now,
+      }, { transaction: t });
+      return toApi(row.get({ plain: true }));
+    }));
+  }
+
+  async retrieve(ctx: RequestContext, id: string): Promise<TestClock> {
+    requirePermission(ctx, 'test_clocks', 'read');
+    refuseLiveMode(ctx);
+    const row = await TestClockModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    if (!row) throw notFound('test clock', id);
+    return toApi(row as unknown as Record<string, unknown>);
+  }
+
+  /**
+   * Moves the clock forward to `frozenTime`, running every billing step due on its subscriptions
+   * on the way, in order, each at its own instant, before it answers. One advance of a clock at
+   * a time (`advancing` while it runs); clocks never touch each other's subscriptions.
+   */
+  async advance(ctx: RequestContext, id: string, input: unknown, idem?: IdempotencyKey): Promise<TestClock> {
+    requirePermission(ctx, 'test_clocks', 'write');
+    refuseLiveMode(ctx);
+    const data = parseInput(advanceTestClockInput, input);
+    await this.idempotency.replayIfAnswered(idem);
+    const scope = { accountId: ctx.accountId, mode: ctx.mode };
+    // Taken for the advance in one conditional write: a second advance of the same clock meanwhile is refused.
+    const started = await this.db.transaction(async (t) => {
+      const row = await TestClockModel.findOne({ where: { id, ...scope }, raw: true, transaction: t, lock: this.db.rowLock(t) });
+      if (!row) throw notFound('test clock', id);
+      if (data.frozenTime.getTime() < new Date(row.frozenTime).getTime()) {
+        throw new DomainError('invalid_parameter', `frozenTime must not be before the clock's time (${isoTime(row.frozenTime)}): a test clock only moves forward`, 'frozenTime');
+      }
+      const [taken] = await TestClockModel.update({ status: 'advancing', updatedAt: ctx.clock.now() }, { where: { id, status: 'ready' }, transaction: t });
+      if (taken === 0) throw invalidState('This test clock is being advanced; wait until its status is ready');
+      return row;
+    });
+    try {
+      const setTime = async (at: Date) => {
+        await TestClockModel.update({ frozenTime: at }, { where: { id } });
+      };
+      if (this.billing) await this.billing.advanceClock(scope, id, data.frozenTime, setTime);
+      await setTime(data.frozenTime);
+    } finally {
+      await TestClockModel.update({ status: 'ready', updatedAt: ctx.clock.now() }, { where: { id } });
+    }
+    void started;
+    const answer = await this.retrieve(ctx, id);
+    if (idem) {
+      await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.advanceTestClock, async () => answer)).catch(() => undefined);
+    }
+    return answer;
+  }
+}
+
+/** Test clocks exist only in test mode: a live key is refused (403 mode_mismatch). */
+export function refuseLiveMode(ctx: RequestContext): void {
+  if (ctx.mode === 'live') throw new DomainError('mode_mismatch', 'Test clocks exist only in test mode: use a test key (sk_test_…)');
+}
+
+function toApi(row: Record<string, unknown>): TestClock {
+  return {
+    id: row.id as string, object: 'test_clock', livemode: false, name: (row.name as string | null) ?? null,
+    frozenTime: isoTime(row.frozenTime) as string, status: row.status as TestClock['status'],
+    createdAt: isoTime(row.createdAt) as string, updatedAt: isoTime(row.updatedAt) as string,
+  };
+}
