@@ -13,6 +13,7 @@ export function subscriptionRoutes(router: Router, s: Services): void {
   router.post('/subscriptions/:id/pause', idempotent('pauseSubscription', (rc, ctx, idem) => (noBody(ctx), subs.pause(rc, param(ctx, 'id'), idem))));
   router.post('/subscriptions/:id/resume', idempotent('resumeSubscription', (rc, ctx, idem) => (noBody(ctx), subs.resume(rc, param(ctx, 'id'), idem))));
   router.post('/subscriptions/:id/cancel', idempotent('cancelSubscription', (rc, ctx, idem) => subs.cancel(rc, param(ctx, 'id'), body(ctx), idem)));
+  router.post('/subscriptions/:id/retry-payment', idempotent('retrySubscriptionPayment', (rc, ctx, idem) => (noBody(ctx), subs.retryPayment(rc, param(ctx, 'id'), idem))));
   router.get('/subscriptions/:id/invoices', list((rc, q, ctx) => subs.invoicesOf(rc, param(ctx, 'id'), q)));
   router.get('/subscriptions/:id/payments', list((rc, q, ctx) => subs.paymentsOf(rc, param(ctx, 'id'), q)));
   router.get('/subscriptions/:id/gateway-transactions', list((rc, q, ctx) => subs.gatewayTransactionsOf(rc, param(ctx, 'id'), q)));

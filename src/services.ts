@@ -160,6 +160,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
   testClocks.useBilling(billing);
   customers.useTestClocks(testClocks);
   const subscriptions = new SubscriptionService(db, idempotency, customers, catalog, paymentMethods, payments, invoices, billing, testClocks);
+  const checkoutSessions = new CheckoutSessionService(db, events, idempotency, customers, catalog, accounts, publicPay, urls, clock, logger);
+  // A retry answers with a checkout session; a session tied to a subscription pays through it.
+  subscriptions.useCheckoutSessions(checkoutSessions);
+  checkoutSessions.useSubscriptions(subscriptions);
   const services: Services = {
     config,
     db,
@@ -181,7 +185,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, leases),
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, encryptionKey, options: options.webhooks, idempotency }),
     urls,
-    checkoutSessions: new CheckoutSessionService(db, events, idempotency, customers, catalog, accounts, publicPay, urls, clock, logger),
+    checkoutSessions,
     paymentLinks: new PaymentLinkService(db, events, idempotency, customers, catalog, accounts, publicPay, urls),
     mail,
     invoices,

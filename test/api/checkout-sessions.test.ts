@@ -71,12 +71,15 @@ describe('checkout sessions API', () => {
     expect([live.status, live.body.error.param]).toEqual([400, 'successUrl']);
   });
 
-  it('should answer 422 with a clear message for subscription mode until subscriptions exist', async () => {
+  it('should create a subscription session from a recurring price, and refuse a one-time price for it', async () => {
     const product = (await app.request('POST', '/v1/products', { key, body: { name: 'Plan' } })).body.data;
     const price = (await app.request('POST', '/v1/prices', { key, body: { productId: product.id, unitAmount: 900, currency: 'eur', recurring: { interval: 'month', intervalCount: 1 } } })).body.data;
-    const res = await create({ mode: 'subscription', priceId: price.id });
-    expect(res.status).toBe(422);
-    expect(res.body.error.message).toMatch(/subscription/i);
+    const res = await create({ mode: 'subscription', priceId: price.id, customerEmail: 'plan@example.com' });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ mode: 'subscription', status: 'open', amount: 900, currency: 'EUR', priceId: price.id, description: 'Plan', subscriptionId: null, invoiceId: null });
+    const oneTime = (await app.request('POST', '/v1/prices', { key, body: { productId: product.id, unitAmount: 900, currency: 'eur' } })).body.data;
+    const refused = await create({ mode: 'subscription', priceId: oneTime.id });
+    expect([refused.status, refused.body.error.param]).toEqual([400, 'priceId']);
   });
 
   it('should take a one-time price for amount, currency and description', async () => {

@@ -19,6 +19,9 @@ import { CheckoutSessionModel } from './checkout-session.model';
 import { CheckoutStore, toSessionRecord, type CheckoutMode, type CheckoutSessionRecord, type CheckoutSessionStatus } from './checkout.store';
 import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput } from './checkout.inputs';
 import type { PayResult, PublicPayPath } from './public-pay';
+import type { CardInput } from '../../core/card';
+import type { Payment } from '../payments/payment.service';
+import type { Transaction } from 'sequelize';
 import { returnUrlChecker, type PublicUrls } from './public-urls';
 
 /** A checkout session as the API returns it. */
@@ -65,6 +68,37 @@ export interface PublicCheckoutSession {
   successUrl: string | null;
   cancelUrl: string | null;
   recurring: { interval: string; intervalCount: number } | null;
+}
+
+/**
+ * What subscriptions do for checkout (SubscriptionService): pay a subscription's invoice with a
+ * card typed on the page (a retry's session), take a saved card as the subscription's, and create
+ * a subscription from a subscription-mode session.
+ */
+export interface CheckoutSubscriptions {
+  /** Charges the invoice with the card (InvoiceService's charge); paid: the subscription takes the outcome (active again). */
+  payInvoiceByCard(
+    ctx: RequestContext, target: { sessionId: string; subscriptionId: string; invoiceId: string }, card: CardInput,
+    key: IdempotencyKey | undefined, redirect: (result: PayResult) => string | null,
+  ): Promise<{ result: PayResult; paid: boolean }>;
+  /** The card saved on the page becomes the subscription's card (the customer's default already). */
+  adoptCard(ctx: RequestContext, subscriptionId: string, paymentMethodId: string): Promise<void>;
+  /** Creates the subscription on the saved card, its first invoice charged; `paid` when it is active. */
+  createForCheckout(
+    ctx: RequestContext, spec: { sessionId: string; customerId: string; priceId: string; paymentMethodId: string },
+  ): Promise<{ subscriptionId: string; invoiceId: string | null; paid: boolean; result: PayResult; payment: Payment | null }>;
+}
+
+/** A session created for a subscription's invoice (a retry): complete already when the retry paid it. */
+export interface InvoiceSessionSpec {
+  invoiceId: string;
+  subscriptionId: string;
+  customerId: string;
+  customerEmail: string | null;
+  amount: number;
+  currency: string;
+  description: string;
+  paymentId: string | null;
 }
 
 /** How long a pay's claim on its session lasts before its payment row holds the session instead. */
@@ -119,10 +153,6 @@ export class CheckoutSessionService {
       amount = price.unitAmount;
       currency = price.currency;
       description ??= productName || null;
-    }
-    if (data.mode === 'subscription') {
-      // Completed by the subscriptions issue: a session that could be created but never paid is worse than a clear refusal.
-      throw new DomainError('invalid_state', 'Subscription checkout sessions are not available yet: subscriptions are not part of this version. Use mode "payment" or "setup".', 'mode');
     }
     if (data.customerId !== undefined && !(await this.customers.lookup(ctx, [data.customerId])).has(data.customerId)) {
       throw notFound('customer', data.customerId, 'customerId');
@@ -222,6 +252,7 @@ export class CheckoutSessionService {
     const now = ctx.clock.now();
     const status = effectiveStatus(session, now);
     if (status !== 'open') throw invalidState(`This checkout session is ${status} and cannot be paid`);
+    if (session.invoiceId !== null || session.checkoutMode === 'subscription') return this.payForSubscription(ctx, session, data, key, redirect, now);
     const token = randomBase62(24);
     if (!(await this.store.claimForPay(ctx, id, token, PAY_CLAIM_MS, now))) {
       const current = await this.settled((await this.store.findSession(id)) as CheckoutSessionRecord);
@@ -353,6 +384,111 @@ export class CheckoutSessionService {
       subscriptionId: s.subscriptionId, invoiceId: s.invoiceId, metadata: s.metadata, createdAt: s.createdAt, updatedAt: s.updatedAt,
       completedAt: s.completedAt, expiredAt: s.expiredAt,
     };
+  }
+
+  // Sessions that pay a subscription (issue 24): a retry's session pays the subscription's invoice,
+  // a subscription-mode session creates the subscription. They claim the session as a setup pay
+  // does, and save the card as the customer's default.
+
+  private subscriptions: CheckoutSubscriptions | null = null;
+
+  /** Set once, as services are built (subscriptions create sessions for their retries). */
+  useSubscriptions(subscriptions: CheckoutSubscriptions): void {
+    this.subscriptions = subscriptions;
+  }
+
+  /**
+   * A session for a subscription's invoice (`POST /v1/subscriptions/{id}/retry-payment`), in the
+   * caller's transaction: open for the customer to pay with a new card, or complete (with its
+   * event) when the retry already paid the invoice. Sessions are on the service's clock.
+   */
+  async createForInvoice(t: Transaction, ctx: RequestContext, spec: InvoiceSessionSpec): Promise<CheckoutSession> {
+    const now = ctx.clock.now();
+    const complete = spec.paymentId !== null;
+    const row = await CheckoutSessionModel.create({
+      id: newId('cs'), accountId: ctx.accountId, mode: ctx.mode, checkoutMode: 'payment', status: complete ? 'complete' : 'open',
+      amount: spec.amount, currency: spec.currency, priceId: null, description: spec.description,
+      customerId: spec.customerId, customerEmail: spec.customerEmail, successUrl: null, cancelUrl: null,
+      expiresAt: new Date(now.getTime() + SESSION_LIFETIME.defaultSeconds * 1000), paymentId: spec.paymentId, paymentMethodId: null,
+      subscriptionId: spec.subscriptionId, invoiceId: spec.invoiceId, payingUntil: null, payingToken: null, metadata: '{}',
+      createdAt: now, updatedAt: now, completedAt: complete ? now : null, expiredAt: null,
+    }, { transaction: t });
+    const session = this.toApi(toSessionRecord(row.get({ plain: true }) as Record<string, unknown>), now);
+    if (complete) await this.events.record(ctx, t, 'checkout.session.completed', session as unknown as Record<string, unknown>);
+    return session;
+  }
+
+  /**
+   * The pay of a session tied to a subscription: its invoice charged with the card (then the card
+   * saved as the default and taken by the subscription), or, in subscription mode, the card saved
+   * as the default and the subscription created on it. A decline leaves the session open; a
+   * subscription created past due stays tied to the session, whose next pay pays its invoice.
+   */
+  private async payForSubscription(
+    ctx: RequestContext, session: CheckoutSessionRecord, data: { card: CardInput; name?: string; email?: string },
+    key: IdempotencyKey | undefined, redirect: (result: PayResult) => string | null, now: Date,
+  ): Promise<PayResult> {
+    const subscriptions = this.subscriptions;
+    if (!subscriptions) throw invalidState('Subscriptions are not available on this instance');
+    const id = session.id;
+    const token = randomBase62(24);
+    if (!(await this.store.claimForPay(ctx, id, token, PAY_CLAIM_MS, now))) {
+      const current = await this.settled((await this.store.findSession(id)) as CheckoutSessionRecord);
+      const currentStatus = effectiveStatus(current, ctx.clock.now());
+      if (currentStatus !== 'open') throw invalidState(`This checkout session is ${currentStatus} and cannot be paid`);
+      throw new DomainError('checkout_session_in_use', 'A payment of this checkout session is already being processed; wait for its result');
+    }
+    const completed = (changes: { paymentId?: string; paymentMethodId?: string; customerId?: string | null }) =>
+      this.completeWith(ctx, id, changes, token).catch((err) => {
+        // The money moved: the payer is told so; the claim is kept for the reconciling job.
+        this.logger.error({ checkoutSessionId: id, err: errorForLog(err) }, 'checkout session paid but not yet completed');
+      });
+    try {
+      const customerId = await this.customerFor(ctx, session, data);
+      if (!customerId) throw new DomainError('missing_parameter', 'A subscription belongs to a customer: give your e-mail address', 'email');
+      if (session.invoiceId !== null && session.subscriptionId !== null) {
+        const subscriptionId = session.subscriptionId;
+        const { result, paid } = await subscriptions.payInvoiceByCard(ctx, { sessionId: id, subscriptionId, invoiceId: session.invoiceId }, data.card, key, redirect);
+        if (!paid) {
+          // Declined: open for another card. Processing: the payment (linked to the session) holds it until it settles.
+          if (result.status === 'failed') await this.store.releaseClaim(id, token);
+          return result;
+        }
+        const { method } = await this.pay.saveCard(ctx, customerId, data.card, undefined, () => null).catch((err) => {
+          this.logger.error({ checkoutSessionId: id, err: errorForLog(err) }, 'invoice paid but the card could not be saved');
+          return { method: null };
+        });
+        if (method) await subscriptions.adoptCard(ctx, subscriptionId, method.id);
+        await completed({ paymentId: result.paymentId ?? undefined, paymentMethodId: method?.id, customerId });
+        return { ...result, subscriptionId, paymentMethodId: method?.id ?? null };
+      }
+      const saved = await this.pay.saveCard(ctx, customerId, data.card, undefined, redirect);
+      if (!saved.method) {
+        await this.store.releaseClaim(id, token);
+        return saved.result;
+      }
+      const created = await subscriptions.createForCheckout(ctx, { sessionId: id, customerId, priceId: session.priceId as string, paymentMethodId: saved.method.id });
+      // The session names its subscription (and, while it is unpaid, the invoice its next pay pays).
+      await CheckoutSessionModel.update(
+        { subscriptionId: created.subscriptionId, invoiceId: created.invoiceId, customerId },
+        { where: { id, status: 'open' } },
+      );
+      const result = { ...created.result, paymentMethodId: saved.method.id, redirectUrl: redirect(created.result) };
+      if (!created.paid) {
+        await this.store.releaseClaim(id, token);
+        return result;
+      }
+      await completed({ paymentId: created.result.paymentId ?? undefined, paymentMethodId: saved.method.id, customerId });
+      // The pay's key replays the first invoice's payment (it names the subscription).
+      if (key && created.payment) {
+        const payment = created.payment;
+        await this.db.transaction((t) => this.idempotency.once(t, key, IDEMPOTENT_OPERATIONS.payCheckoutSession, async () => payment)).catch(() => undefined);
+      }
+      return result;
+    } catch (err) {
+      if ((await this.store.holdingPayments(id).catch(() => [{}])).length === 0) await this.store.releaseClaim(id, token).catch(() => undefined);
+      throw err;
+    }
   }
 }
 

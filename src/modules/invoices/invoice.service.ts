@@ -20,6 +20,7 @@ import type { OutgoingMail, MailStatus } from '../mail/mail.types';
 import type { PublicPayPath, PayResult } from '../checkout/public-pay';
 import type { PublicUrls } from '../checkout/public-urls';
 import { publicPayInput } from '../checkout/checkout.inputs';
+import type { CardInput } from '../../core/card';
 import type { InvoiceDocument } from './invoice-document';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
 import { InvoiceStore, type InvoiceLineItem, type InvoiceRecord } from './invoice.store';
@@ -296,6 +297,28 @@ export class InvoiceService {
     // The pay's own key stores the payment, replayed as this result (PublicPayPath.replayIfPaid).
     await this.answer(clientKey, IDEMPOTENT_OPERATIONS.payInvoicePublic, payment);
     return result as PayResult;
+  }
+
+  /**
+   * A subscription's invoice paid with a card typed on a hosted checkout page (the session a
+   * subscription's retry returns): the invoice's own charge under its key per attempt, the
+   * payment linked to the session too (it holds the session while it runs). The pay's own key
+   * stores the payment, replayed as this result.
+   */
+  async payWithCard(
+    ctx: RequestContext, id: string, card: CardInput, checkoutSessionId: string,
+    clientKey: IdempotencyKey | undefined, redirectUrl: (result: PayResult) => string | null,
+  ): Promise<{ result: PayResult; invoice: InvoiceRecord }> {
+    let result: PayResult | undefined;
+    const { invoice, payment } = await this.charge(ctx, id, async (inv, key, paymentId) => {
+      const charged = await this.pay.charge(ctx, {
+        amount: inv.amountDue, currency: inv.currency, description: `Invoice ${inv.number}`, customerId: inv.customerId, card,
+      }, { invoiceId: inv.id, subscriptionId: inv.subscriptionId, checkoutSessionId }, key, redirectUrl, paymentId);
+      result = charged.result;
+      return charged.payment;
+    });
+    await this.answer(clientKey, IDEMPOTENT_OPERATIONS.payCheckoutSession, payment);
+    return { result: result as PayResult, invoice };
   }
 
   /** What the hosted invoice page shows: nothing internal. */

@@ -26,6 +26,12 @@ import {
   cancelSubscriptionInput, createSubscriptionInput, listSubscriptionsInput, previewProrationInput, subListInput, updateSubscriptionInput,
   type UpdateSubscriptionInput,
 } from './subscription.inputs';
+import { IdempotentReplay, idempotencyScope } from '../../core/idempotency';
+import { isDomainError } from '../../core/errors';
+import type { CardInput } from '../../core/card';
+import type { InvoiceRecord } from '../invoices/invoice.store';
+import { resultOfPayment, type PayResult } from '../checkout/public-pay';
+import type { CheckoutSession, CheckoutSessionService, CheckoutSubscriptions } from '../checkout/checkout-session.service';
 
 export type { Subscription } from './subscription-view';
 
@@ -56,7 +62,7 @@ export interface UpcomingInvoice {
  * bill. Time is the subscription's clock (its test clock's when attached); billing steps are
  * BillingService's, and invoices are made and charged only by the invoice service.
  */
-export class SubscriptionService {
+export class SubscriptionService implements CheckoutSubscriptions {
   constructor(
     private readonly db: Database,
     private readonly idempotency: IdempotencyService,
@@ -387,6 +393,126 @@ export class SubscriptionService {
     const found = await this.store.find(id, ctx, t, true);
     if (!found) throw notFound('subscription', id);
     return found;
+  }
+
+  // Retry payment and checkout (issue 24 points 7 and 10).
+
+  private checkout: Pick<CheckoutSessionService, 'createForInvoice'> | null = null;
+
+  /** The sessions a retry answers with (set once, as services are built: they pay through this service). */
+  useCheckoutSessions(checkout: Pick<CheckoutSessionService, 'createForInvoice'>): void {
+    this.checkout = checkout;
+  }
+
+  /**
+   * `POST /{id}/retry-payment` (only `past_due`): charges the open invoice now, under its key per
+   * attempt, on the customer's current default card (taken as the subscription's card when the
+   * customer changed it) or the subscription's; then answers a checkout session for that invoice:
+   * `complete` when the retry paid it (the subscription is active again), else `open` for the
+   * customer to pay with another card. A retry asked for does not move the dunning schedule: its
+   * failure is recorded on the invoice, and the next automatic retry stays when it was.
+   */
+  async retryPayment(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<CheckoutSession> {
+    requirePermission(ctx, 'subscriptions', 'write');
+    const checkout = this.checkout;
+    if (!checkout) throw new Error('SubscriptionService.useCheckoutSessions was not called');
+    await this.idempotency.replayIfAnswered(idem);
+    const found = await this.mustFind(ctx, id);
+    if (found.status !== 'past_due' || !found.collectInvoiceId) {
+      throw invalidState(`This subscription is ${found.status.replace('_', ' ')}; only a past due subscription's payment can be retried`);
+    }
+    const invoiceId = found.collectInvoiceId;
+    const sctx = await this.clocks.contextFor(ctx, found.testClockId);
+    const customer = (await this.customers.lookup(ctx, [found.customerId])).get(found.customerId);
+    const card = customer?.defaultPaymentMethodId ?? found.defaultPaymentMethodId;
+    if (card && card !== found.defaultPaymentMethodId) await this.adoptCard(ctx, id, card);
+    let invoice = await this.invoices.record(sctx, invoiceId);
+    if (card && invoice.status !== 'paid' && invoice.status !== 'void' && invoice.paymentStatus !== 'processing') {
+      try {
+        invoice = await this.invoices.chargeForSubscription(sctx, invoiceId, card);
+      } catch (err) {
+        // A card refused before any charge (removed meanwhile): the session is the way to pay.
+        if (!isDomainError(err) || err.status >= 500 || err.code === 'invoice_payment_in_progress') throw err;
+      }
+    }
+    await this.takeOutcome(sctx, id, invoice);
+    const paid = invoice.status === 'paid';
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.retrySubscriptionPayment, () => checkout.createForInvoice(t, ctx, {
+      invoiceId, subscriptionId: id, customerId: found.customerId, customerEmail: customer?.email ?? null,
+      amount: paid ? invoice.amountPaid : invoice.amountDue, currency: invoice.currency, description: `Invoice ${invoice.number}`,
+      paymentId: paid ? invoice.latestPaymentId : null,
+    })));
+  }
+
+  /** A retry session's pay (CheckoutSessions): the invoice charged with the card typed, the outcome taken. */
+  async payInvoiceByCard(
+    ctx: RequestContext, target: { sessionId: string; subscriptionId: string; invoiceId: string }, card: CardInput,
+    key: IdempotencyKey | undefined, redirect: (result: PayResult) => string | null,
+  ): Promise<{ result: PayResult; paid: boolean }> {
+    const sub = await this.mustFind(ctx, target.subscriptionId);
+    if (sub.status === 'canceled') throw invalidState('This subscription is canceled; its invoice can no longer be paid here');
+    const sctx = await this.clocks.contextFor(ctx, sub.testClockId);
+    const { result, invoice } = await this.invoices.payWithCard(sctx, target.invoiceId, card, target.sessionId, key, redirect);
+    await this.takeOutcome(sctx, sub.id, invoice);
+    return { result, paid: invoice.status === 'paid' };
+  }
+
+  /** The subscription charges `paymentMethodId` from now on (event subscription.updated). */
+  async adoptCard(ctx: RequestContext, subscriptionId: string, paymentMethodId: string): Promise<void> {
+    const sub = await this.mustFind(ctx, subscriptionId);
+    const sctx = await this.clocks.contextFor(ctx, sub.testClockId);
+    await this.billing.change(sctx, subscriptionId, (current) =>
+      current.defaultPaymentMethodId === paymentMethodId || current.status === 'canceled'
+        ? null
+        : { set: { defaultPaymentMethodId: paymentMethodId }, event: 'subscription.updated' });
+  }
+
+  /**
+   * A subscription-mode session's pay (CheckoutSessions): the subscription on the card just saved,
+   * its first invoice charged. Under a key derived from the session, so a pay run again after a
+   * crash finds the subscription it made instead of making another.
+   */
+  async createForCheckout(
+    ctx: RequestContext, spec: { sessionId: string; customerId: string; priceId: string; paymentMethodId: string },
+  ): Promise<{ subscriptionId: string; invoiceId: string | null; paid: boolean; result: PayResult; payment: import('../payments/payment.service').Payment | null }> {
+    const internal = { ...ctx, permissions: ['*'] };
+    const idem: IdempotencyKey = {
+      scope: idempotencyScope(ctx.accountId, ctx.mode),
+      key: `checkout:${spec.sessionId}:subscription`,
+      fingerprint: this.idempotency.fingerprint('POST', '/v1/subscriptions', undefined, { checkoutSessionId: spec.sessionId }),
+    };
+    let sub: Subscription;
+    try {
+      sub = await this.create(internal, { customerId: spec.customerId, priceId: spec.priceId, paymentMethodId: spec.paymentMethodId }, idem);
+    } catch (err) {
+      if (!(err instanceof IdempotentReplay)) throw err;
+      sub = await this.view(ctx, (JSON.parse(err.stored) as Subscription).id);
+    }
+    const invoice = sub.latestInvoiceId ? await this.invoices.record(ctx, sub.latestInvoiceId) : null;
+    const payment = invoice?.latestPaymentId ? await this.payments.retrieve(internal, invoice.latestPaymentId).catch(() => null) : null;
+    const paid = sub.status === 'active';
+    const base: PayResult = payment
+      ? resultOfPayment(payment)
+      : { status: paid ? 'succeeded' : 'failed', paymentId: null, subscriptionId: null, paymentMethodId: null, failureCode: paid ? null : 'card_declined', failureMessage: paid ? null : 'Your card was declined.', redirectUrl: null };
+    return { subscriptionId: sub.id, invoiceId: sub.latestInvoiceId, paid, result: { ...base, subscriptionId: sub.id }, payment };
+  }
+
+  /**
+   * The subscription takes a charge of its open invoice made outside the billing run (a retry, a
+   * checkout pay): paid → BillingService.collect takes it (active again); a failure is counted as
+   * seen, so the next run charges again at its scheduled time instead of taking this failure as
+   * its own retry.
+   */
+  private async takeOutcome(ctx: RequestContext, id: string, invoice: InvoiceRecord): Promise<void> {
+    if (invoice.status === 'paid') {
+      await this.billing.collect(ctx, id);
+      return;
+    }
+    if (invoice.paymentStatus !== 'failed') return;
+    await this.billing.change(ctx, id, (current) =>
+      current.collectInvoiceId === invoice.id && current.invoiceAttemptsSeen < invoice.paymentAttempts
+        ? { set: { invoiceAttemptsSeen: invoice.paymentAttempts } }
+        : null);
   }
 }
 
