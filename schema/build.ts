@@ -19,6 +19,8 @@ import { CheckoutSessionResolver, PaymentCheckoutSessionResolver } from './check
 import { PaymentLinkResolver, PaymentPaymentLinkResolver } from './payment-link.resolver';
 import { CustomerInvoicesResolver, InvoiceResolver } from './invoice.resolver';
 import { AccountResolver } from './account.resolver';
+import { CustomerSubscriptionsResolver, SubscriptionResolver } from './subscription.resolver';
+import { TestClockResolver } from './test-clock.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -30,7 +32,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       PaymentResolver, RefundResolver, GatewayResolver, FxRateResolver, RoutingResolver, LiveEventsResolver, WebhookEndpointResolver,
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
-      InvoiceResolver, CustomerInvoicesResolver, AccountResolver,
+      InvoiceResolver, CustomerInvoicesResolver, AccountResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

@@ -37,6 +37,7 @@ export class CreateCustomerInput {
   @Field(() => String, { nullable: true }) country?: string | null;
   @Field(() => String, { nullable: true }) phone?: string | null;
   @Field(() => String, { nullable: true }) locale?: string | null;
+  @Field(() => String, { nullable: true, description: 'Test mode: a test clock (clock_…) the customer, its subscriptions, invoices and payments live on.' }) testClockId?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
 

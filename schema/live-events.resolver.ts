@@ -1,4 +1,4 @@
-import { Arg, Resolver, Root, Subscription } from 'type-graphql';
+import { Arg, ID, Resolver, Root, Subscription } from 'type-graphql';
 import type { SubscribeResolverData } from 'type-graphql';
 import type { GqlContext } from './context';
 import { EventType } from './event.resolver';
@@ -6,20 +6,21 @@ import { eventTypesArgument } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import { CustomerType } from './customer.resolver';
 import { CheckoutSessionType } from './checkout-session.resolver';
+import { SubscriptionType } from './subscription.resolver';
 import { requirePermission } from '../src/core/context';
 import type { PublishedEvent } from '../src/core/event-bus';
 
-type Data = SubscribeResolverData<unknown, { types?: string[] | null }, GqlContext>;
+type Data = SubscribeResolverData<unknown, { types?: string[] | null; id?: string | null }, GqlContext>;
 
 /**
  * Only the subscriber's own account and mode, only the types asked for, and only events whose
  * object the key may read (as GET /v1/events filters them).
  */
-function streamFor(data: Data, resource: string, accepts: (type: string) => boolean) {
+function streamFor(data: Data, resource: string, accepts: (type: string) => boolean, about: (e: PublishedEvent) => boolean = () => true) {
   const { rc, services } = data.context;
   requirePermission(rc, resource, 'read');
   const livemode = rc.mode === 'live';
-  return services.bus.stream({ accountId: rc.accountId, livemode }, (e) => accepts(e.type) && services.events.canSee(rc, e.type));
+  return services.bus.stream({ accountId: rc.accountId, livemode }, (e) => accepts(e.type) && about(e) && services.events.canSee(rc, e.type));
 }
 
 function asEvent(e: PublishedEvent) {
@@ -57,6 +58,20 @@ export class LiveEventsResolver {
     description: 'Each checkout session as it is after a checkout.session.* event (completed, expired).',
   })
   checkoutSessionUpdated(@Root() event: PublishedEvent) {
+    return event.data.object;
+  }
+
+  @Subscription(() => SubscriptionType, {
+    subscribe: (data: Data) => {
+      const id = data.args.id ?? null;
+      return streamFor(data, 'subscriptions', (type) => type.startsWith('subscription.'), (e) => id === null || (e.data.object as { id?: unknown }).id === id);
+    },
+    description: 'Each subscription as it is after a subscription.* event (created, updated, paused, resumed, canceled, past_due); only one subscription\'s with id.',
+  })
+  subscriptionUpdated(
+    @Root() event: PublishedEvent,
+    @Arg('id', () => ID, { nullable: true, description: 'Only this subscription (sub_…); absent: every subscription of the account and mode.' }) _id?: string,
+  ) {
     return event.data.object;
   }
 

@@ -5,6 +5,7 @@ import type { Customer } from '../src/modules/customers/customer.service';
 import type { CheckoutSession } from '../src/modules/checkout/checkout-session.service';
 import type { PaymentLink } from '../src/modules/checkout/payment-link.service';
 import type { Invoice } from '../src/modules/invoices/invoice.service';
+import type { Subscription } from '../src/modules/subscriptions/subscription.service';
 import type { Price, Product } from '../src/modules/catalog/catalog.service';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Refund } from '../src/modules/payments/refund.service';
@@ -84,6 +85,8 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
     paymentsByCustomer: byParentUpTo<Payment>((ids, limit) => services.payments.forCustomers(rc, ids, limit)),
     paymentsByInvoice: byParentUpTo<Payment>((ids, limit) => services.payments.forInvoices(rc, ids, limit)),
     invoicesByCustomer: byParentUpTo<Invoice>((ids, limit) => services.invoices.forCustomers(rc, ids, limit)),
+    invoicesBySubscription: byParentUpTo<Invoice>((ids, limit) => services.invoices.forSubscriptions(rc, ids, limit)),
+    subscriptionsByCustomer: byParentUpTo<Subscription>((ids, limit) => services.subscriptions.forCustomers(rc, ids, limit)),
     refundsByPayment: byParentUpTo<Refund>((ids, limit) => services.refunds.forPayments(rc, ids, limit)),
     paymentMethodsByCustomer: byParentUpTo<SavedPaymentMethod>((ids, limit) => services.paymentMethods.forCustomers(rc, ids, limit)),
     gatewayTransactionsByPayment: byParentUpTo<GatewayTransaction>((ids, limit) => services.payments.gatewayTransactionsFor(rc, ids, limit)),

@@ -29,6 +29,8 @@ const ARGUMENT_CHECKS: Record<string, (args: Record<string, unknown>) => unknown
   'Customer.payments': nestedLimit,
   'Customer.invoices': nestedLimit,
   'Invoice.payments': nestedLimit,
+  'Customer.subscriptions': nestedLimit,
+  'BillingSubscription.invoices': nestedLimit,
   'Customer.paymentMethods': nestedLimit,
   'Payment.refunds': nestedLimit,
   'Payment.gatewayTransactions': nestedLimit,

@@ -31,6 +31,10 @@ const BOUNDED_LISTS: Record<string, number> = {
   'Payment.attempts': MAX_ATTEMPT_ENTRIES,
   // An invoice holds at most MAX_LINE_ITEMS lines: priced at that, not at the default 100.
   'Invoice.lineItems': MAX_LINE_ITEMS,
+  // The invoice the next run creates: priced as an invoice is.
+  'UpcomingInvoice.lineItems': MAX_LINE_ITEMS,
+  // A credit for the old plan and a charge for the new one (prorationLines).
+  'ProrationPreview.lines': 2,
 };
 
 /** A size argument's value as the rule counts it: a variable counts as the largest it may be. */

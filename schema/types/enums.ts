@@ -4,6 +4,8 @@ import {
 } from '../../src/modules/checkout/checkout.inputs';
 import type { PayResult } from '../../src/modules/checkout/public-pay';
 import { INVOICE_PAYMENT_STATUSES, INVOICE_STATUSES, listInvoicesInput } from '../../src/modules/invoices/invoice.inputs';
+import { COLLECTION_METHODS, PRORATION_BEHAVIORS, SUBSCRIPTION_STATUSES, listSubscriptionsInput } from '../../src/modules/subscriptions/subscription.inputs';
+import type { TestClock } from '../../src/modules/subscriptions/test-clock.service';
 import { registerEnumType } from 'type-graphql';
 import { DomainError } from '../../src/core/errors';
 import type { Payment } from '../../src/modules/payments/payment.service';
@@ -55,6 +57,12 @@ export const InvoicePaymentStatus = sameNames(INVOICE_PAYMENT_STATUSES);
 export const CheckoutSessionStatus = sameNames(CHECKOUT_SESSION_STATUSES);
 export const PaymentLinkStatus = sameNames(PAYMENT_LINK_STATUSES);
 export const PayResultStatus = exactly<PayResult['status']>()({ succeeded: 'succeeded', failed: 'failed', processing: 'processing' });
+export const SubscriptionStatus = sameNames(SUBSCRIPTION_STATUSES);
+export const SubscriptionCollectionMethod = sameNames(COLLECTION_METHODS);
+export const ProrationBehavior = sameNames(PRORATION_BEHAVIORS);
+/** `updateSubscription`'s `billingCycleAnchor`: restart the period now, or keep it. */
+export const BillingCycleAnchorChange = { now: 'now', unchanged: 'unchanged' } as const;
+export const TestClockStatus = exactly<TestClock['status']>()({ ready: 'ready', advancing: 'advancing' });
 
 registerEnumType(PaymentStatus, { name: 'PaymentStatus' });
 registerEnumType(CheckoutSessionMode, { name: 'CheckoutSessionMode', description: 'What a checkout session does: charge once (payment), save a card (setup), or start a subscription.' });
@@ -63,6 +71,24 @@ registerEnumType(InvoiceStatus, { name: 'InvoiceStatus' });
 registerEnumType(InvoicePaymentStatus, { name: 'InvoicePaymentStatus' });
 registerEnumType(PaymentLinkStatus, { name: 'PaymentLinkStatus' });
 registerEnumType(PayResultStatus, { name: 'PayResultStatus' });
+registerEnumType(SubscriptionStatus, { name: 'SubscriptionStatus' });
+registerEnumType(SubscriptionCollectionMethod, {
+  name: 'SubscriptionCollectionMethod',
+  valuesConfig: {
+    charge_automatically: { description: "Each invoice is charged to the subscription's saved card." },
+    send_invoice: { description: 'Each invoice is left open for the customer to pay.' },
+  },
+});
+registerEnumType(ProrationBehavior, {
+  name: 'ProrationBehavior',
+  valuesConfig: {
+    create_prorations: { description: 'Proration lines wait for the next invoice (the default).' },
+    none: { description: 'No proration lines: the change costs nothing for the rest of the current period; the next period bills the new plan.' },
+    always_invoice: { description: 'A net charge is invoiced at once (and charged, when collected automatically) before the mutation answers; a net credit waits for the next invoice.' },
+  },
+});
+registerEnumType(BillingCycleAnchorChange, { name: 'BillingCycleAnchorChange' });
+registerEnumType(TestClockStatus, { name: 'TestClockStatus' });
 registerEnumType(RefundStatus, { name: 'RefundStatus' });
 registerEnumType(PriceType, { name: 'PriceType' });
 registerEnumType(RecurringInterval, { name: 'RecurringInterval' });
@@ -158,3 +184,4 @@ export const WebhookDeliveryAttemptSortField = sortFields('WebhookDeliveryAttemp
 export const CheckoutSessionSortField = sortFields('CheckoutSessionSortField', listCheckoutSessionsInput);
 export const PaymentLinkSortField = sortFields('PaymentLinkSortField', listPaymentLinksInput);
 export const InvoiceSortField = sortFields('InvoiceSortField', listInvoicesInput);
+export const SubscriptionSortField = sortFields('SubscriptionSortField', listSubscriptionsInput);

@@ -124,6 +124,13 @@ export class InvoiceService {
     return new Map([...found].map(([id, list]) => [id, list.map((i) => this.toApi(i))]));
   }
 
+  /** The newest invoices of several subscriptions (Subscription.invoices, batched). */
+  async forSubscriptions(ctx: RequestContext, subscriptionIds: readonly string[], limit: number): Promise<Map<string, Invoice[]>> {
+    requirePermission(ctx, 'invoices', 'read');
+    const found = await this.store.forSubscriptions(ctx, subscriptionIds, limit);
+    return new Map([...found].map(([id, list]) => [id, list.map((i) => this.toApi(i))]));
+  }
+
   async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<Invoice, O>> {
     requirePermission(ctx, 'invoices', 'read');
     const page = await this.store.list(ctx, parseInput(listInvoicesInput, query), options);

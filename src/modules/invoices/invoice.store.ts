@@ -112,6 +112,15 @@ export class InvoiceStore {
     return groupBy(rows.map((r) => toInvoiceRecord(r, lines.get(r.id as string) ?? [])), (i) => i.customerId);
   }
 
+  /** The newest invoices of several subscriptions (at most `limit` each), for DataLoader. */
+  async forSubscriptions(scope: Scope, subscriptionIds: readonly string[], limit: number): Promise<Map<string, InvoiceRecord[]>> {
+    const rows = await newestPerParent<Row>(this.db, {
+      columns: `${modelSource(InvoiceModel).columns}, created_at`, from: 'invoices', parentColumn: 'subscription_id', accountId: scope.accountId, mode: scope.mode, parentIds: subscriptionIds, limit,
+    });
+    const lines = await this.linesFor(rows.map((r) => r.id as string));
+    return groupBy(rows.map((r) => toInvoiceRecord(r, lines.get(r.id as string) ?? [])), (i) => i.subscriptionId as string);
+  }
+
   /** The line items of several invoices, in their order: one statement however many invoices. */
   async linesFor(ids: readonly string[], t?: Transaction): Promise<Map<string, InvoiceLineItem[]>> {
     if (ids.length === 0) return new Map();
