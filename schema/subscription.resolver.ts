@@ -8,6 +8,7 @@ import {
 } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import { InvoiceType } from './invoice.resolver';
+import { CheckoutSessionType } from './checkout-session.resolver';
 import type { Customer } from '../src/modules/customers/customer.service';
 import type { Subscription } from '../src/modules/subscriptions/subscription.service';
 
@@ -191,6 +192,14 @@ export class SubscriptionResolver {
     @Ctx() { services, rc, idem }: GqlContext,
   ) {
     return services.subscriptions.cancel(rc, id, atPeriodEnd === undefined || atPeriodEnd === null ? {} : { atPeriodEnd }, idem);
+  }
+
+  @Mutation(() => CheckoutSessionType, {
+    nullable: true,
+    description: 'Only past_due: charges the open invoice now and answers a payment-mode checkout session tied to it (complete when the retry paid it) where the customer can pay with a new card.',
+  })
+  retrySubscriptionPayment(@Arg('id', () => ID) id: string, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.subscriptions.retryPayment(rc, id, idem);
   }
 
   @FieldResolver(() => CustomerType, { nullable: true })
