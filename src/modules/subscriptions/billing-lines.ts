@@ -47,12 +47,21 @@ export function prorationLines(
   if (from.priceId === to.priceId && fromQuantity === toQuantity) return [];
   const remainingMs = period.end.getTime() - at.getTime();
   const periodMs = period.end.getTime() - period.start.getTime();
-  const credit = -prorate(from.unitAmount * fromQuantity, remainingMs, periodMs);
   const charge = prorate(to.unitAmount * toQuantity, remainingMs, periodMs);
   return [
-    { description: `Unused time on ${from.productName || from.priceId} × ${fromQuantity} after ${minute(at)}`, quantity: 1, unitAmount: credit, amount: credit, periodStart: at, periodEnd: period.end, proration: true },
+    unusedTimeLine(period, from, fromQuantity, at),
     { description: `Remaining time on ${to.productName || to.priceId} × ${toQuantity} after ${minute(at)}`, quantity: 1, unitAmount: charge, amount: charge, periodStart: at, periodEnd: period.end, proration: true },
   ];
+}
+
+/**
+ * The credit for the unused rest of the period on a plan from `at` (the first line of
+ * `prorationLines`): what a period ended early at `at` gives back, also when the plan stays
+ * the same (`billingCycleAnchor: now`).
+ */
+export function unusedTimeLine(period: { start: Date; end: Date }, from: Plan, fromQuantity: number, at: Date): BillingLine {
+  const credit = -prorate(from.unitAmount * fromQuantity, period.end.getTime() - at.getTime(), period.end.getTime() - period.start.getTime());
+  return { description: `Unused time on ${from.productName || from.priceId} × ${fromQuantity} after ${minute(at)}`, quantity: 1, unitAmount: credit, amount: credit, periodStart: at, periodEnd: period.end, proration: true };
 }
 
 export function total(lines: readonly BillingLine[]): number {

@@ -15,7 +15,7 @@ import type { PaymentMethodService } from '../payments/payment-method.service';
 import type { PaymentService } from '../payments/payment.service';
 import type { InvoiceService } from '../invoices/invoice.service';
 import { periodBoundary, periodEndAfter, prorate, refuseUnproratable, type Interval } from './billing-period';
-import { cycleLines, planLine, prorationLines, total, type BillingLine } from './billing-lines';
+import { cycleLines, planLine, prorationLines, total, unusedTimeLine, type BillingLine } from './billing-lines';
 import type { BillingService } from './billing.service';
 import type { TestClockService } from './test-clock.service';
 import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
@@ -178,11 +178,14 @@ export class SubscriptionService implements CheckoutSubscriptions {
       refuseUnproratable(plan, next);
       const at = this.prorationDate(sctx, current, data.prorationDate);
       Object.assign(set, { priceId: next.priceId, quantity });
-      const lines = data.prorationBehavior === 'none' ? [] : prorationLines({ start: current.currentPeriodStart, end: current.currentPeriodEnd }, plan, current.quantity, next, quantity, at);
+      const period = { start: current.currentPeriodStart, end: current.currentPeriodEnd };
+      const lines = data.prorationBehavior === 'none' ? [] : prorationLines(period, plan, current.quantity, next, quantity, at);
       if (data.billingCycleAnchor === 'now') {
-        // A new period from `at`, invoiced now with the credit for the old plan's unused time.
+        // A new period from `at`, invoiced now with the credit for the old plan's unused time
+        // (also when the plan stays the same: the rest of the old period is not paid twice).
         const end = periodBoundary(at, next, 1);
-        const anchorLines = [...lines.filter((l) => l.amount < 0), planLine(next, quantity, at, end)];
+        const credit = data.prorationBehavior === 'none' ? [] : [unusedTimeLine(period, plan, current.quantity, at)].filter((l) => l.amount !== 0);
+        const anchorLines = [...credit, planLine(next, quantity, at, end)];
         Object.assign(set, { billingCycleAnchor: at, currentPeriodStart: at, currentPeriodEnd: end, nextBillingAt: end });
         charge = await this.invoiceNow(t, sctx, current, next, anchorLines, set, at);
       } else if (data.prorationBehavior === 'always_invoice' && total(lines) > 0) {
