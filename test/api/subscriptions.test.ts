@@ -520,7 +520,8 @@ describe(`test clocks (${DIALECT})`, () => {
     expect(await ok(get(`/v1/test-clocks/${tc.id}`))).toEqual(tc);
     const moved = await advance(tc.id, '2030-02-01T00:00:00Z');
     expect(moved).toMatchObject({ id: tc.id, frozenTime: '2030-02-01T00:00:00.000Z', status: 'ready' });
-    expect(await refusal(post(`/v1/test-clocks/${tc.id}/advance`, { frozenTime: '2030-01-31T23:59:59Z' }))).toEqual([400, 'invalid_parameter', 'frozenTime']);
+    // API.md §10: only forward, else 422.
+    expect(await refusal(post(`/v1/test-clocks/${tc.id}/advance`, { frozenTime: '2030-01-31T23:59:59Z' }))).toEqual([422, 'invalid_state', 'frozenTime']);
     expect(await refusal(post(`/v1/test-clocks/${tc.id}/advance`, { frozenTime: 'tomorrow' }))).toEqual([400, 'invalid_parameter', 'frozenTime']);
     expect(await refusal(post('/v1/test-clocks', {}))).toEqual([400, 'missing_parameter', 'frozenTime']);
     expect((await ok(get(`/v1/test-clocks/${tc.id}`))).frozenTime).toBe('2030-02-01T00:00:00.000Z');

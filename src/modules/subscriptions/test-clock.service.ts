@@ -108,7 +108,7 @@ export class TestClockService {
       const row = await TestClockModel.findOne({ where: { id, ...scope }, raw: true, transaction: t, lock: this.db.rowLock(t) });
       if (!row) throw notFound('test clock', id);
       if (data.frozenTime.getTime() < new Date(row.frozenTime).getTime()) {
-        throw new DomainError('invalid_parameter', `frozenTime must not be before the clock's time (${isoTime(row.frozenTime)}): a test clock only moves forward`, 'frozenTime');
+        throw new DomainError('invalid_state', `frozenTime must not be before the clock's time (${isoTime(row.frozenTime)}): a test clock only moves forward`, 'frozenTime');
       }
       const [taken] = await TestClockModel.update({ status: 'advancing', updatedAt: ctx.clock.now() }, { where: { id, status: 'ready' }, transaction: t });
       if (taken === 0) throw invalidState('This test clock is being advanced; wait until its status is ready');
