@@ -159,7 +159,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: options.billingLeaseMs ?? config.billingLeaseMs });
   testClocks.useBilling(billing);
   customers.useTestClocks(testClocks);
-  const subscriptions = new SubscriptionService(db, idempotency, customers, catalog, paymentMethods, payments, invoices, billing, testClocks);
+  const subscriptions = new SubscriptionService(db, idempotency, customers, catalog, paymentMethods, payments, invoices, billing, testClocks, logger);
   const checkoutSessions = new CheckoutSessionService(db, events, idempotency, customers, catalog, accounts, publicPay, urls, clock, logger);
   // A retry answers with a checkout session; a session tied to a subscription pays through it.
   subscriptions.useCheckoutSessions(checkoutSessions);

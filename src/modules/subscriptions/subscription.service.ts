@@ -1,5 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
+import { errorForLog, type Logger } from '../../logger';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError, invalidState, notFound } from '../../core/errors';
@@ -73,7 +74,22 @@ export class SubscriptionService implements CheckoutSubscriptions {
     private readonly invoices: InvoiceService,
     private readonly billing: BillingService,
     private readonly clocks: TestClockService,
+    private readonly logger: Logger,
   ) {}
+
+  /**
+   * Collects an invoice inside the request that made it (create, resume, a change invoiced now).
+   * A charge the gateway could not make now (outage, timeout) does not fail the request, whose
+   * writes are committed: the subscription answers as it stands, its invoice still to collect,
+   * and the billing run charges it (it is due at once).
+   */
+  private async collectInRequest(ctx: RequestContext, id: string): Promise<void> {
+    try {
+      await this.billing.collect(ctx, id);
+    } catch (err) {
+      this.logger.warn({ subscriptionId: id, err: errorForLog(err) }, 'invoice not collected in the request; the billing run collects it');
+    }
+  }
 
   private get store(): SubscriptionStore {
     return this.billing.store;
@@ -123,7 +139,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
       return this.billing.write(t, sctx, sub, plan, { latestInvoiceId: invoice.id, collectInvoiceId: collect ? invoice.id : null, nextBillingAt: collect ? now : periodEnd });
     }));
     // The first invoice is charged inside the request: a failure answers past_due already.
-    await this.billing.collect(sctx, id);
+    await this.collectInRequest(sctx, id);
     const answer = await this.view(ctx, id);
     if (answer.status !== created.status || answer.latestInvoiceId !== created.latestInvoiceId) await this.idempotency.restate(idem, IDEMPOTENT_OPERATIONS.createSubscription, answer);
     return answer;
@@ -197,7 +213,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
       return this.billing.write(t, sctx, current, next, set, 'subscription.updated');
     }));
     if (!charge) return updated;
-    await this.billing.collect(sctx, id);
+    await this.collectInRequest(sctx, id);
     const answer = await this.view(ctx, id);
     await this.idempotency.restate(idem, IDEMPOTENT_OPERATIONS.updateSubscription, answer);
     return answer;
@@ -272,7 +288,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
       Object.assign(set, { latestInvoiceId: invoice.id, collectInvoiceId: charge ? invoice.id : null, nextBillingAt: charge ? now : end });
       return this.billing.write(t, sctx, current, plan, set, rule.event);
     }));
-    if (charge) await this.billing.collect(sctx, id);
+    if (charge) await this.collectInRequest(sctx, id);
     const answer = await this.view(ctx, id);
     await this.idempotency.restate(idem, IDEMPOTENT_OPERATIONS.resumeSubscription, answer);
     return answer;
