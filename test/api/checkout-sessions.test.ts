@@ -280,30 +280,34 @@ describe('the public pay of a checkout session', () => {
     expect(claim).toEqual({ paying_token: null, paying_until: null });
   });
 
-  it(`should pay with one statement of its own (the read), the claim and the completion riding on the payment's shared writes (${DIALECT})`, async () => {
-    // Warm what a pay reads once (routing, gateways, the account's name).
+  it(`should pay with its read as its only statement, its claim and completion riding on the payments' shared writes (${DIALECT})`, async () => {
+    // Warm what a pay reads once (routing, gateways).
     expect((await pay((await session()).id, { card: card() })).body.data.status).toBe('succeeded');
     const sessions = await Promise.all(Array.from({ length: 12 }, () => session()));
     app.sql.length = 0;
-    const results = await Promise.all(sessions.map((x) => pay(x.id, { card: card() }, { 'Idempotency-Key': `three-${x.id}` })));
+    const results = await Promise.all(sessions.map((x) => pay(x.id, { card: card() }, { 'Idempotency-Key': `shared-${x.id}` })));
     const burst = [...app.sql];
     for (const [i, r] of results.entries()) {
       expect(r.body.data.status).toBe('succeeded');
       expect((await app.request('GET', `/v1/checkout-sessions/${sessions[i].id}`, { key })).body.data).toMatchObject({ status: 'complete', paymentId: r.body.data.paymentId });
     }
-    // The pay's one read: the session with its Idempotency-Key.
-    const reads = burst.filter((q) => /SELECT .* FROM checkout_sessions s\s+LEFT JOIN idempotency_keys/s.test(q));
-    expect(reads).toHaveLength(12);
+    // The pay's read: the session with its Idempotency-Key, in one statement.
+    const reads = burst.filter((q) => /FROM checkout_sessions s\b/.test(q) && /key_request_hash/.test(q));
     const sessionWrites = burst.filter((q) => /UPDATE checkout_sessions/.test(q));
     if (DIALECT === 'postgres') {
-      // Everything else is the payments' pending and settling statements, shared by concurrent pays:
-      // the claim rides on the first, the completion with its event and deliveries on the second.
-      const rest = burst.filter((q) => !reads.includes(q));
+      // At most one read per pay (pays arriving together share one); everything else is the
+      // payments' pending inserts (with the claims) and settling writes (with the completions,
+      // their events and deliveries), shared by concurrent pays.
+      expect(reads.length).toBeGreaterThanOrEqual(1);
+      expect(reads.length).toBeLessThanOrEqual(12);
+      // (The account's routing and gateways, cached for every payment, may be read again meanwhile.)
+      const rest = burst.filter((q) => !reads.includes(q) && !/FROM "(routing_configs|gateways)"/.test(q));
       expect(rest.every((q) => /INSERT INTO payments/.test(q) || /UPDATE payments p SET status/.test(q))).toBe(true);
       expect(rest.length).toBeLessThan(2 * 12);
       expect(sessionWrites.every((q) => /INSERT INTO payments|UPDATE payments p SET status/.test(q))).toBe(true);
     } else {
-      // SQLite writes each payment alone; the claim and the completion run in its transactions.
+      // SQLite reads and writes each pay alone; the claim and the completion run in its payment's transactions.
+      expect(reads).toHaveLength(12);
       expect(sessionWrites).toHaveLength(24);
     }
   });

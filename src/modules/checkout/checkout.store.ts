@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
-import { isoTime, readJson } from '../../db/database';
+import { isStatementRefused, isoTime, readJson } from '../../db/database';
+import { WriteBatcher } from '../../db/batcher';
 import { Filter, listPage, modelSource } from '../../db/list';
 import { Params } from '../../db/params';
 import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
@@ -91,19 +92,43 @@ export class CheckoutStore implements PaymentHoldStore {
   /**
    * The public pay's reads as one bound statement (a measured hot path, bench/checkout-pay): the
    * session, and the pay's Idempotency-Key (`key`, named in the session's account key space)
-   * when there is one; null when there is no such session.
+   * when there is one; null when there is no such session. On PostgreSQL one statement reads for
+   * every pay ready at that moment (a WriteBatcher, as the payments' writes are grouped).
    */
   async findSessionForPay(id: string, key: string | undefined): Promise<{ session: CheckoutSessionRecord; key: StoredKey | null } | null> {
-    const [row] = await this.db.select(
-      `SELECT ${SESSION_COLUMNS}, ${STORED_KEY_COLUMNS('k')}
-         FROM checkout_sessions s
-         LEFT JOIN idempotency_keys k ON k.scope = ${idempotencyScopeSql('s.account_id', 's.mode')} AND k.idempotency_key = $2
-        WHERE s.id = $1`,
-      [id, key ?? null],
-    );
+    const row = this.db.dialect === 'postgres'
+      ? await this.payReads.submit({ id, key: key ?? null })
+      : (await this.db.select(
+        `SELECT ${SESSION_COLUMNS}, ${STORED_KEY_COLUMNS('k')}
+           FROM checkout_sessions s
+           LEFT JOIN idempotency_keys k ON k.scope = ${idempotencyScopeSql('s.account_id', 's.mode')} AND k.idempotency_key = $2
+          WHERE s.id = $1`,
+        [id, key ?? null],
+      ))[0];
     if (!row) return null;
     return { session: toSessionRecord(row), key: storedKeyFrom(row) };
   }
+
+  private readonly payReads = new WriteBatcher<{ id: string; key: string | null }, Row | undefined>({
+    maxBatch: 64,
+    maxInFlight: 2,
+    isRefusal: isStatementRefused,
+    run: async (items) => {
+      // Each row looked up by its primary key (a LATERAL subquery kept apart by OFFSET 0): as a
+      // join, the planner scanned both tables whole while their statistics were stale (sessions
+      // made in a burst, not yet analyzed).
+      const rows = await this.db.select(
+        `SELECT r.n AS "readIndex", s.*, k.*
+           FROM json_to_recordset($1::json) AS r(n int, id text, key text)
+           CROSS JOIN LATERAL (SELECT ${SESSION_COLUMNS} FROM checkout_sessions s WHERE s.id = r.id OFFSET 0) s
+           LEFT JOIN LATERAL (SELECT ${STORED_KEY_COLUMNS('k')} FROM idempotency_keys k
+                               WHERE k.scope = ${idempotencyScopeSql('s."accountId"', 's.mode')} AND k.idempotency_key = r.key OFFSET 0) k ON true`,
+        [this.db.jsonParam(items.map((item, n) => ({ n, ...item })))],
+      );
+      const byIndex = new Map(rows.map((r) => [Number(r.readIndex), r]));
+      return items.map((_, n) => byIndex.get(n));
+    },
+  });
 
   async findSession(id: string, scope?: Scope, t?: Transaction): Promise<CheckoutSessionRecord | null> {
     const where: Row = { id };
@@ -164,13 +189,15 @@ export class CheckoutStore implements PaymentHoldStore {
   // a payment-mode pay claims its session with its payment's pending row and completes it (or
   // gives it back) with the payment's settling write. The same rules as claimForPay and complete;
   // a claim already this pay's (its token) may be taken again (a retry of the same write).
+  // `s.id = ANY (ARRAY(…))` names the rows by primary key up front: joined to the batch's rows
+  // alone (estimated at 100), the planner scanned every session instead (bench/README.md).
 
   claimPart(name: string, source: string): CtePart {
     return {
       name,
       sql: `UPDATE checkout_sessions s SET paying_until = ${this.db.nowPlusSql('h.hold_lease_ms')}, paying_token = h.hold_token, updated_at = h.hold_now
         FROM ${source} h
-       WHERE s.id = h.hold_id AND s.account_id = h.account_id AND s.mode = h.mode
+       WHERE s.id = ANY (ARRAY(SELECT a.hold_id FROM ${source} a)) AND s.id = h.hold_id AND s.account_id = h.account_id AND s.mode = h.mode
          AND s.status = 'open' AND s.expires_at > h.hold_now
          AND (s.paying_until IS NULL OR s.paying_until < ${this.db.nowSql} OR s.paying_token = h.hold_token)
          AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = s.id AND p.status IN ${HOLDING_PAYMENT_STATUSES})
@@ -184,7 +211,7 @@ export class CheckoutStore implements PaymentHoldStore {
       sql: `UPDATE checkout_sessions s SET status = 'complete', completed_at = h.hold_now, updated_at = h.hold_now, paying_until = NULL, paying_token = NULL,
              payment_id = h.payment_id, customer_id = COALESCE(h.customer_id, s.customer_id)
         FROM ${source} h
-       WHERE s.id = h.id AND s.status = 'open' AND s.paying_token = h.hold_token
+       WHERE s.id = ANY (ARRAY(SELECT a.id FROM ${source} a)) AND s.id = h.id AND s.status = 'open' AND s.paying_token = h.hold_token
       RETURNING s.id`,
     };
   }
@@ -194,7 +221,7 @@ export class CheckoutStore implements PaymentHoldStore {
       name,
       sql: `UPDATE checkout_sessions s SET paying_until = NULL, paying_token = NULL
         FROM ${source} h
-       WHERE s.id = h.id AND s.status = 'open' AND s.paying_token = h.hold_token`,
+       WHERE s.id = ANY (ARRAY(SELECT a.id FROM ${source} a)) AND s.id = h.id AND s.status = 'open' AND s.paying_token = h.hold_token`,
     };
   }
 
