@@ -30,6 +30,7 @@ import type { Rng } from './modules/routing/rng';
 import { createWebhookServices, type WebhookOptions, type WebhookServices } from './modules/webhooks';
 import { PublicUrls } from './modules/checkout/public-urls';
 import { PublicPayPath } from './modules/checkout/public-pay';
+import { CheckoutStore } from './modules/checkout/checkout.store';
 import { CheckoutSessionService } from './modules/checkout/checkout-session.service';
 import { PaymentLinkService } from './modules/checkout/payment-link.service';
 import { createMailService, type MailOptions, type MailService } from './modules/mail/mail.service';
@@ -147,6 +148,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const payments = new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases);
   const urls = new PublicUrls(config.publicUrl, config.port);
   const publicPay = new PublicPayPath(payments, paymentMethods, idempotency, clock);
+  // A checkout session's pay claims and completes it with its payment's writes (PaymentHold).
+  payments.useHolds(new CheckoutStore(db));
   const mail = createMailService({ db, clock, logger, config, options: options.mail });
   const invoices = new InvoiceService(
     db, events, idempotency, customers, accounts, payments, publicPay, urls, mail,

@@ -3,7 +3,8 @@
  * (`POST /v1/public/checkout-sessions/{id}/pay`, a card, no key) against `POST /v1/payments` with
  * the same card, both on the same service in the same run at 32 connections. Prints req/s, p50
  * and p99 of each, the ratio pay/create-payment (goal: at least 0.7), the service's RSS (idle,
- * and peak and end under each load) and the load average. Every response is checked: a 2xx whose
+ * and peak and end under each load), the CPU time per request of the service and (PostgreSQL) of
+ * the backends serving it, and the load average. Every response is checked: a 2xx whose
  * payment did not succeed, any other status and any socket error are counted and shown.
  *
  *   npm run bench:checkout-pay                      # PostgreSQL
@@ -14,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
+import { Client } from 'pg';
 import { freshDatabase, rssMb, sampleRss, type RssSamples } from '../lib';
 import { api, cpuSeconds, inParallel, loadAverage, machine, mb, startService, stopService, type Service } from '../service';
 
@@ -48,6 +50,8 @@ interface Figures {
   rps: number; p50: number; p99: number; requests: number; errors: number; timeouts: number; tally: Tally; rss?: RssSamples;
   /** The service's CPU time (all its threads) per request of the measured run, ms. */
   cpuMs?: number;
+  /** PostgreSQL's: the CPU time of the backends serving the bench's database per request, ms. */
+  dbCpuMs?: number;
 }
 
 const newTally = (): Tally => ({ succeeded: 0, failed: 0, other: new Map(), samples: [] });
@@ -94,16 +98,47 @@ async function drive(service: Service, next: NextRequest, seconds: number): Prom
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total, errors: r.errors, timeouts: r.timeouts, tally };
 }
 
+/**
+ * The CPU time so far of the PostgreSQL backends serving the bench's database (the service's
+ * pool; the probe's own backend left out), seconds, by pid; null on SQLite or without procfs.
+ * Background processes (WAL writer, checkpointer) are not counted.
+ */
+async function databaseCpu(probe: Client | null): Promise<Map<number, number> | null> {
+  if (!probe) return null;
+  const { rows } = await probe.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+  const byPid = new Map<number, number>();
+  for (const { pid } of rows) {
+    const cpu = cpuSeconds(pid);
+    if (cpu !== null) byPid.set(pid, cpu);
+  }
+  return byPid;
+}
+
+/** CPU used between two readings of databaseCpu: a backend started meanwhile counts from zero; one gone meanwhile is lost. */
+function databaseCpuUsed(before: Map<number, number> | null, after: Map<number, number> | null): number | null {
+  if (!before || !after) return null;
+  let used = 0;
+  for (const [pid, cpu] of after) used += cpu - (before.get(pid) ?? 0);
+  return used;
+}
+
 /** A warm-up at the same concurrency, unmeasured, then the measured run, sampling the service's RSS throughout. */
-async function load(service: Service, next: NextRequest, between?: (warmup: Figures) => Promise<void>): Promise<{ warmup: Figures; run: Figures }> {
+async function load(service: Service, next: NextRequest, probe: Client | null, between?: (warmup: Figures) => Promise<void>): Promise<{ warmup: Figures; run: Figures }> {
   const rss = sampleRss(service.pid);
   const warmup = await drive(service, next, WARMUP);
   if (between) await between(warmup);
+  // Statistics as autovacuum keeps them in steady operation: the tables were filled seconds ago
+  // (sessions made in a burst, the warm-up's payments), faster than its next visit (a minute).
+  // Until then the planner took every session for one and scanned them all (bench/README.md).
+  await probe?.query('ANALYZE');
+  const dbBefore = await databaseCpu(probe);
   const cpuBefore = cpuSeconds(service.pid);
   const run = await drive(service, next, DURATION);
   const cpuAfter = cpuSeconds(service.pid);
+  const dbUsed = databaseCpuUsed(dbBefore, await databaseCpu(probe));
   const cpuMs = cpuBefore === null || cpuAfter === null || run.requests === 0 ? undefined : ((cpuAfter - cpuBefore) * 1000) / run.requests;
-  return { warmup, run: { ...run, rss: rss.stop(), cpuMs } };
+  const dbCpuMs = dbUsed === null || run.requests === 0 ? undefined : (dbUsed * 1000) / run.requests;
+  return { warmup, run: { ...run, rss: rss.stop(), cpuMs, dbCpuMs } };
 }
 
 /** Fresh `payment`-mode sessions, 16 created at a time: their ids, in order. */
@@ -128,12 +163,14 @@ async function benchDialect(dialect: string): Promise<DialectResult> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-'));
   const db = await freshDatabase(dialect, dir);
   const service = await startService(db.url, dir);
+  const probe = dialect === 'postgres' ? new Client({ connectionString: db.url }) : null;
   try {
+    await probe?.connect();
     const idleRss = rssMb(service.pid);
     const auth = { authorization: `Bearer ${service.testKey}` };
 
     // POST /v1/payments with the card, as the pay route charges it.
-    const create = await load(service, () => ({ path: '/v1/payments', body: PAYMENT_BODY, headers: auth }));
+    const create = await load(service, () => ({ path: '/v1/payments', body: PAYMENT_BODY, headers: auth }), probe);
 
     // Every pay takes the next unused session. Enough are made before each measured phase for
     // the rate measured so far, with a margin; a run that still runs out sends the rest to a
@@ -163,6 +200,7 @@ async function benchDialect(dialect: string): Promise<DialectResult> {
         }
         return { path: `/v1/public/checkout-sessions/${id}/pay`, body: PAY_BODY, headers: {} };
       },
+      probe,
       // The pay's own warm-up rate decides whether the measured run has enough sessions.
       async (warmup) => ensure(warmup.rps, DURATION),
     );
@@ -174,6 +212,7 @@ async function benchDialect(dialect: string): Promise<DialectResult> {
       warmupChecks: [create.warmup.tally, pay.warmup.tally],
     };
   } finally {
+    await probe?.end().catch(() => undefined);
     await stopService(service);
     await db.drop();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -200,7 +239,8 @@ async function main(): Promise<void> {
     for (const [name, f] of [['create-payment', r.create], ['checkout pay', r.pay]] as const) {
       process.stdout.write(
         `  ${name.padEnd(15)} ${f.rps.toFixed(0).padStart(6)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   ` +
-          `RSS peak ${mb(f.rss?.peak).padStart(6)}, end ${mb(f.rss?.end).padStart(6)}   service CPU ${f.cpuMs?.toFixed(2) ?? '?'} ms/request\n`,
+          `RSS peak ${mb(f.rss?.peak).padStart(6)}, end ${mb(f.rss?.end).padStart(6)}   service CPU ${f.cpuMs?.toFixed(2) ?? '?'} ms/request` +
+          `${f.dbCpuMs === undefined ? '' : `, PostgreSQL backends ${f.dbCpuMs.toFixed(2)} ms/request`}\n`,
       );
     }
     const ratio = r.pay.rps / r.create.rps;

@@ -35,6 +35,11 @@ export function idempotencyScope(accountId: string, mode: string): string {
   return `${accountId}:${mode}`;
 }
 
+/** `idempotencyScope` as SQL over an account and a mode column (a statement that reads an object and its key at once). */
+export function idempotencyScopeSql(accountColumn: string, modeColumn: string): string {
+  return `(${accountColumn} || ':' || ${modeColumn})`;
+}
+
 /**
  * For recovery settling an object whose creating request named `key`: if that request died, the
  * key still runs for the object and the settled object becomes its answer (`status`). A key the

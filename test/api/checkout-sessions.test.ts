@@ -2,6 +2,8 @@ import { startTestApp, type TestApp } from '../helpers/app';
 import { FixedClock } from '../../src/core/clock';
 import { DIALECT } from '../helpers/db';
 import { CheckoutStore } from '../../src/modules/checkout/checkout.store';
+import { LEASE_MS } from '../../src/modules/payments/lease-keeper';
+import { elapseDatabaseTime } from '../helpers/database-time';
 
 let app: TestApp;
 let key: string;
@@ -226,29 +228,91 @@ describe('the public pay of a checkout session', () => {
     expect((await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data).toMatchObject({ status: 'complete', paymentId: payments[0].id });
   });
 
-  it('should tell the payer a charge succeeded even when completing the session fails then, and the job completes it with its event', async () => {
+  it('should commit the completion with the payment\'s settling write: when that write fails, neither is written, recovery settles the payment and the job completes the session with its event', async () => {
     const s = await session({ customerEmail: 'late-complete@example.com' });
-    const complete = jest.spyOn(CheckoutStore.prototype, 'complete').mockRejectedValueOnce(new Error('connection lost'));
+    // The completion is refused by the database (PostgreSQL: its part of the settling statement;
+    // SQLite: its statement in the settling transaction), so the whole settling write fails.
+    const part = jest.spyOn(CheckoutStore.prototype, 'completePart').mockImplementation((name: string, source: string) => ({
+      name, sql: `UPDATE checkout_sessions s SET updated_at = h.hold_now FROM ${source} h WHERE s.id = h.id AND 1 / (length(h.id) * 0) = 1 RETURNING s.id`,
+    }));
+    const alone = jest.spyOn(CheckoutStore.prototype, 'completeIn').mockRejectedValue(new Error('connection lost'));
     let res;
     try {
-      res = await pay(s.id, { card: card() });
+      res = await pay(s.id, { card: card() }, { 'Idempotency-Key': 'settle-fails' });
     } finally {
-      complete.mockRestore();
+      part.mockRestore();
+      alone.mockRestore();
     }
+    // The charge went through but its outcome could not be recorded: never a 5xx, the payment is left to recovery.
     expect(res.status).toBe(200);
-    expect(res.body.data.status).toBe('succeeded');
-    // Still open in the database, its claim kept (a read or a pay would complete it from its payment at once).
-    const [row] = await app.server.services.db.select<{ status: string; paying_token: string | null }>('SELECT status, paying_token FROM checkout_sessions WHERE id = $1', [s.id]);
+    expect(res.body.data.status).toBe('processing');
+    const paymentId = res.body.data.paymentId as string;
+    const db = app.server.services.db;
+    // Neither the payment's success nor the session's completion was written without the other.
+    expect((await db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1', [paymentId]))[0].status).toBe('pending');
+    const [row] = await db.select<{ status: string; paying_token: string | null }>('SELECT status, paying_token FROM checkout_sessions WHERE id = $1', [s.id]);
     expect(row.status).toBe('open');
     expect(row.paying_token).not.toBeNull();
-    // Once the claim's lease has run out, the job completes the session from its payment.
-    await app.server.services.db.execute('UPDATE checkout_sessions SET paying_until = $1 WHERE id = $2', [new Date('2000-01-01T00:00:00Z'), s.id]);
+    // The pending payment holds the session: another pay is refused, not charged.
+    expect((await pay(s.id, { card: card() })).body.error.code).toBe('checkout_session_in_use');
+    // Recovery asks the gateway and settles the payment as succeeded.
+    await elapseDatabaseTime(db, LEASE_MS + 1_000, [paymentId]);
+    expect(await app.server.services.payments.recoverPending(clock.now())).toBeGreaterThanOrEqual(1);
+    expect((await db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1', [paymentId]))[0].status).toBe('succeeded');
+    // Once the claim's lease has run out, the job completes the session from its payment, with its one event.
+    await db.execute('UPDATE checkout_sessions SET paying_until = $1 WHERE id = $2', [new Date('2000-01-01T00:00:00Z'), s.id]);
     const done = await app.server.services.checkoutSessions.expireDue(clock.now());
     expect(done.completed).toBe(1);
     const after = (await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data;
-    expect(after).toMatchObject({ status: 'complete', paymentId: res.body.data.paymentId, customerId: expect.stringMatching(/^cus_/) });
+    expect(after).toMatchObject({ status: 'complete', paymentId, customerId: expect.stringMatching(/^cus_/) });
     const events = (await app.request('GET', '/v1/events?type=checkout.session.completed&pageSize=100', { key })).body.data;
     expect(events.filter((e: { data: { object: { id: string } } }) => e.data.object.id === s.id)).toHaveLength(1);
+  });
+
+  it('should write the completion, its event and the payment\'s success together, the event carrying the session as stored', async () => {
+    const s = await session({ successUrl: 'https://shop.example.com/ok', metadata: { order: '12' } });
+    const res = await pay(s.id, { card: card() });
+    expect(res.body.data.status).toBe('succeeded');
+    const stored = (await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data;
+    expect(stored).toMatchObject({ status: 'complete', paymentId: res.body.data.paymentId, completedAt: clock.now().toISOString(), updatedAt: clock.now().toISOString() });
+    const [event] = await app.server.services.db.select<{ data: string }>(
+      "SELECT data FROM events WHERE type = 'checkout.session.completed' AND data LIKE $1", [`%"id":"${s.id}"%`],
+    );
+    expect(JSON.parse(event.data)).toEqual({ object: stored });
+    const [claim] = await app.server.services.db.select<{ paying_token: string | null; paying_until: unknown }>('SELECT paying_token, paying_until FROM checkout_sessions WHERE id = $1', [s.id]);
+    expect(claim).toEqual({ paying_token: null, paying_until: null });
+  });
+
+  it(`should pay with its read as its only statement, its claim and completion riding on the payments' shared writes (${DIALECT})`, async () => {
+    // Warm what a pay reads once (routing, gateways).
+    expect((await pay((await session()).id, { card: card() })).body.data.status).toBe('succeeded');
+    const sessions = await Promise.all(Array.from({ length: 12 }, () => session()));
+    app.sql.length = 0;
+    const results = await Promise.all(sessions.map((x) => pay(x.id, { card: card() }, { 'Idempotency-Key': `shared-${x.id}` })));
+    const burst = [...app.sql];
+    for (const [i, r] of results.entries()) {
+      expect(r.body.data.status).toBe('succeeded');
+      expect((await app.request('GET', `/v1/checkout-sessions/${sessions[i].id}`, { key })).body.data).toMatchObject({ status: 'complete', paymentId: r.body.data.paymentId });
+    }
+    // The pay's read: the session with its Idempotency-Key, in one statement.
+    const reads = burst.filter((q) => /FROM checkout_sessions s\b/.test(q) && /key_request_hash/.test(q));
+    const sessionWrites = burst.filter((q) => /UPDATE checkout_sessions/.test(q));
+    if (DIALECT === 'postgres') {
+      // At most one read per pay (pays arriving together share one); everything else is the
+      // payments' pending inserts (with the claims) and settling writes (with the completions,
+      // their events and deliveries), shared by concurrent pays.
+      expect(reads.length).toBeGreaterThanOrEqual(1);
+      expect(reads.length).toBeLessThanOrEqual(12);
+      // (The account's routing and gateways, cached for every payment, may be read again meanwhile.)
+      const rest = burst.filter((q) => !reads.includes(q) && !/FROM "(routing_configs|gateways)"/.test(q));
+      expect(rest.every((q) => /INSERT INTO payments/.test(q) || /UPDATE payments p SET status/.test(q))).toBe(true);
+      expect(rest.length).toBeLessThan(2 * 12);
+      expect(sessionWrites.every((q) => /INSERT INTO payments|UPDATE payments p SET status/.test(q))).toBe(true);
+    } else {
+      // SQLite reads and writes each pay alone; the claim and the completion run in its payment's transactions.
+      expect(reads).toHaveLength(12);
+      expect(sessionWrites).toHaveLength(24);
+    }
   });
 
   it('should free a claim whose pay charged nothing, once its lease has run out', async () => {

@@ -8,6 +8,7 @@ import type { Payment } from '../../src/modules/payments/payment.service';
 import type { RequestContext } from '../../src/core/context';
 import { storedRestBody, type ObjectClaim } from '../../src/core/idempotency';
 import { newId } from '../../src/core/ids';
+import { CheckoutStore } from '../../src/modules/checkout/checkout.store';
 
 /**
  * Concurrent `POST /v1/payments` on PostgreSQL share their writes (group commit: one pending
@@ -17,9 +18,10 @@ import { newId } from '../../src/core/ids';
 
 let app: TestApp;
 let key: string;
+let accountId: string;
 beforeAll(async () => {
   app = await startTestApp({ env: { API_KEY_CACHE_MS: '60000' } });
-  key = (await app.createAccount()).testKey;
+  ({ testKey: key, accountId } = await app.createAccount());
 });
 afterAll(() => app.stop());
 
@@ -181,6 +183,37 @@ if (DIALECT === 'postgres') {
       } finally {
         off();
       }
+    });
+
+    it('should insert only one of two payments holding one checkout session submitted together, and complete it with its settle', async () => {
+      const w = writer();
+      w.useHolds(new CheckoutStore(db()));
+      const s = (await app.request('POST', '/v1/checkout-sessions', { key, body: { mode: 'payment', amount: 500, currency: 'usd' } })).body.data;
+      const own = (): RequestContext => ({ ...ctx(), accountId });
+      const now = app.server.services.clock.now();
+      const holding = (p: Payment, token: string) => ({
+        ...pending({ ...p, checkoutSessionId: s.id }), ctx: own(),
+        hold: { paymentId: p.id, holdId: s.id, token, leaseMs: 60_000, accountId, mode: 'test', now },
+      });
+      const [a, b] = [payment(), payment()];
+      const results = await Promise.all([w.writePending(holding(a, 'token-a')), w.writePending(holding(b, 'token-b'))]);
+      expect([...results].sort()).toEqual([true, 'hold_refused'].sort());
+      const winner = results[0] === true ? a : b;
+      const rows = await db().select<{ id: string }>('SELECT id FROM payments WHERE checkout_session_id = $1', [s.id]);
+      expect(rows.map((r) => r.id)).toEqual([winner.id]);
+      const token = winner === a ? 'token-a' : 'token-b';
+      expect((await db().select<{ paying_token: string }>('SELECT paying_token FROM checkout_sessions WHERE id = $1', [s.id]))[0].paying_token).toBe(token);
+      // Settled as succeeded: the session is completed in the same statement, with its event.
+      const done: Payment = { ...winner, checkoutSessionId: s.id, status: 'succeeded', updatedAt: now.toISOString() };
+      const object = { id: s.id, object: 'checkout_session', status: 'complete', paymentId: winner.id };
+      expect(await w.writeFinal({
+        ctx: own(), done, doneJson: JSON.stringify(done), reference: 'ref', log: [], eventType: 'payment.succeeded',
+        hold: { holdId: s.id, token, paymentId: winner.id, customerId: null, now, outcome: 'complete', eventType: 'checkout.session.completed', object, json: JSON.stringify(object) },
+      })).toBe(true);
+      const [session] = await db().select<{ status: string; payment_id: string; paying_token: string | null }>('SELECT status, payment_id, paying_token FROM checkout_sessions WHERE id = $1', [s.id]);
+      expect(session).toEqual({ status: 'complete', payment_id: winner.id, paying_token: null });
+      const events = await db().select<{ data: string }>("SELECT data FROM events WHERE type = 'checkout.session.completed' AND data LIKE $1", [`%${s.id}%`]);
+      expect(events.map((e) => JSON.parse(e.data))).toEqual([{ object }]);
     });
 
     it('should settle only the payments still pending, and record events and responses for those alone', async () => {

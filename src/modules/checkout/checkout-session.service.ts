@@ -22,6 +22,7 @@ import type { PayResult, PublicPayPath } from './public-pay';
 import type { CardInput } from '../../core/card';
 import type { Payment } from '../payments/payment.service';
 import type { Transaction } from 'sequelize';
+import { HoldRefused, type PaymentHold } from '../payments/payment-hold';
 import { returnUrlChecker, type PublicUrls } from './public-urls';
 
 /** A checkout session as the API returns it. */
@@ -237,33 +238,43 @@ export class CheckoutSessionService {
    * The public pay (no key): charges the card (payment mode) or saves it as the customer's default
    * (setup mode). A decline leaves the session open; success completes it (event
    * checkout.session.completed). Concurrent pays of one session charge at most once: a pay claims
-   * the session first (CheckoutStore.claimForPay), and a pay that finds it claimed answers 409
-   * `checkout_session_in_use`.
+   * the session first, and a pay that finds it claimed answers 409 `checkout_session_in_use`.
+   *
+   * A payment-mode pay rides on its payment's writes (PaymentHold): the claim is written with the
+   * pending payment row, which is inserted only if the claim was made, and the completion with its
+   * event (or the claim's release after a decline) with the payment's settling write, in one
+   * statement each on PostgreSQL (shared with concurrent payments) and one transaction each on
+   * SQLite. The session and the pay's Idempotency-Key are read by one statement.
    */
   async publicPay(id: string, input: unknown, idem: IdempotencyKey | undefined, requestId: string): Promise<PayResult> {
-    const found = await this.store.findSession(id);
-    if (!found) throw notFound('checkout_session', id);
+    const read = await this.store.findSessionForPay(id, idem && this.pay.keyName(idem));
+    if (!read) throw notFound('checkout_session', id);
+    const found = read.session;
     const ctx = this.pay.context(found, requestId);
     const data = parseInput(publicPayInput, input);
     const key = this.pay.accountKey(idem, found);
     const redirect = (result: PayResult) => (result.status === 'succeeded' ? found.successUrl : null);
-    await this.pay.replayIfPaid(key, redirect);
+    await this.pay.replayIfPaid(key, redirect, read.key);
     const session = await this.settled(found);
     const now = ctx.clock.now();
     const status = effectiveStatus(session, now);
     if (status !== 'open') throw invalidState(`This checkout session is ${status} and cannot be paid`);
     if (session.invoiceId !== null || session.checkoutMode === 'subscription') return this.payForSubscription(ctx, session, data, key, redirect, now);
     const token = randomBase62(24);
-    if (!(await this.store.claimForPay(ctx, id, token, PAY_CLAIM_MS, now))) {
-      const current = await this.settled((await this.store.findSession(id)) as CheckoutSessionRecord);
-      const currentStatus = effectiveStatus(current, ctx.clock.now());
-      if (currentStatus !== 'open') throw invalidState(`This checkout session is ${currentStatus} and cannot be paid`);
-      throw new DomainError('checkout_session_in_use', 'A payment of this checkout session is already being processed; wait for its result');
-    }
     try {
-      if (session.checkoutMode === 'setup') return await this.payBySavingCard(ctx, session, data, key, token, redirect);
-      return await this.payByCharging(ctx, session, data, key, token, redirect);
+      if (session.checkoutMode === 'setup') {
+        if (!(await this.store.claimForPay(ctx, id, token, PAY_CLAIM_MS, now))) throw new HoldRefused(id);
+        return await this.payBySavingCard(ctx, session, data, key, token, redirect);
+      }
+      return await this.payByCharging(ctx, session, data, key, token, now, redirect);
     } catch (err) {
+      if (err instanceof HoldRefused) {
+        // Nothing written: the session is no longer payable, or another pay holds it.
+        const current = await this.settled((await this.store.findSession(id)) as CheckoutSessionRecord);
+        const currentStatus = effectiveStatus(current, ctx.clock.now());
+        if (currentStatus !== 'open') throw invalidState(`This checkout session is ${currentStatus} and cannot be paid`);
+        throw new DomainError('checkout_session_in_use', 'A payment of this checkout session is already being processed; wait for its result');
+      }
       // Refused before anything was charged (no payment written, or a gateway that could not
       // save the card): the session can be paid again. A payment written holds the session, and
       // its claim stays for the reconciling job, which completes or frees it from that payment.
@@ -274,24 +285,26 @@ export class CheckoutSessionService {
 
   private async payByCharging(
     ctx: RequestContext, session: CheckoutSessionRecord, data: { card: import('../../core/card').CardInput; name?: string; email?: string },
-    key: IdempotencyKey | undefined, token: string, redirect: (result: PayResult) => string | null,
+    key: IdempotencyKey | undefined, token: string, now: Date, redirect: (result: PayResult) => string | null,
   ): Promise<PayResult> {
     const customerId = await this.customerFor(ctx, session, data);
-    const { result, payment } = await this.pay.charge(ctx, {
+    // Claimed with the payment's pending row; completed (or released) with its settling write.
+    // Left pending (the gateway's answer unknown), or settled by another writer first: the payment
+    // holds the session and the reconciling job (or the next read) completes or frees it.
+    const hold: PaymentHold = {
+      id: session.id, token, leaseMs: PAY_CLAIM_MS, now,
+      completion: (done) => {
+        const at = new Date(done.updatedAt);
+        const completed: CheckoutSessionRecord = {
+          ...session, status: 'complete', paymentId: done.id, customerId: done.customerId ?? session.customerId, payingToken: null,
+          updatedAt: done.updatedAt, completedAt: done.updatedAt,
+        };
+        return { type: 'checkout.session.completed', object: this.toApi(completed, at) as unknown as Record<string, unknown> };
+      },
+    };
+    const { result } = await this.pay.charge(ctx, {
       amount: session.amount as number, currency: session.currency as string, description: session.description, customerId, card: data.card,
-    }, { checkoutSessionId: session.id }, key, redirect);
-    if (payment.status === 'succeeded') {
-      // The money moved: the payer is told so even if recording the completion fails now (a
-      // lost connection); the claim is kept, and the reconciling job completes the session.
-      await this.completeWith(ctx, session.id, { paymentId: payment.id, customerId }, token).catch((err) => {
-        this.logger.error({ checkoutSessionId: session.id, paymentId: payment.id, err: errorForLog(err) }, 'checkout session paid but not yet completed; the reconciling job completes it');
-      });
-    } else if (payment.status !== 'pending') {
-      // Declined or failed: the session stays open for another card.
-      await this.store.releaseClaim(session.id, token);
-    }
-    // Pending (the gateway's answer is unknown): the payment holds the session until recovery
-    // settles it; the reconciling job then completes or frees the session.
+    }, { checkoutSessionId: session.id }, key, redirect, undefined, hold);
     return result;
   }
 

@@ -1,10 +1,15 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
-import { isoTime, readJson } from '../../db/database';
+import { isStatementRefused, isoTime, readJson } from '../../db/database';
+import { WriteBatcher } from '../../db/batcher';
 import { Filter, listPage, modelSource } from '../../db/list';
 import { Params } from '../../db/params';
 import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import type { Metadata } from '../../core/validation';
+import { idempotencyScopeSql } from '../../core/idempotency';
+import type { CtePart } from '../../db/statement';
+import type { HoldClaim, HoldFinish, PaymentHoldStore } from '../payments/payment-hold';
+import { STORED_KEY_COLUMNS, storedKeyFrom, type StoredKey } from '../idempotency/idempotency.store';
 import { CheckoutSessionModel } from './checkout-session.model';
 import { PaymentLinkModel } from './payment-link.model';
 
@@ -63,15 +68,67 @@ export interface PaymentLinkRecord {
 /** What pays: the statuses of a session's payments that hold it (money moved, or may have). */
 const HOLDING_PAYMENT_STATUSES = "('pending', 'succeeded', 'requires_review')";
 
+/** A session's columns under the names toSessionRecord reads (a model finder's raw names). */
+const SESSION_COLUMNS = [
+  'id', 'account_id', 'mode', 'checkout_mode', 'status', 'amount', 'currency', 'price_id', 'description', 'customer_id', 'customer_email',
+  'success_url', 'cancel_url', 'expires_at', 'payment_id', 'payment_method_id', 'subscription_id', 'invoice_id', 'paying_token', 'metadata',
+  'created_at', 'updated_at', 'completed_at', 'expired_at',
+].map((c) => `s.${c} AS "${c.replace(/_([a-z])/g, (_, l: string) => l.toUpperCase())}"`).join(', ');
+
 /**
  * Checkout sessions' and payment links' statements: the list pages, and the session's pay claim.
  * A pay claims the session for a short lease on the database's clock (`paying_until`, named by
  * `paying_token`); once the pay's payment row exists, that pending payment holds the session
  * instead, so a claim is refused while any payment of the session is pending, succeeded or under
  * review, whatever its lease says. Concurrent pays of one session therefore charge at most once.
+ * A payment-mode pay's claim and completion are parts of its payment's writes (PaymentHoldStore):
+ * the claim in the statement (PostgreSQL) or transaction (SQLite) that inserts the pending payment,
+ * which is inserted only if the claim was made, and the completion with its event in the one that
+ * settles it.
  */
-export class CheckoutStore {
+export class CheckoutStore implements PaymentHoldStore {
   constructor(private readonly db: Database) {}
+
+  /**
+   * The public pay's reads as one bound statement (a measured hot path, bench/checkout-pay): the
+   * session, and the pay's Idempotency-Key (`key`, named in the session's account key space)
+   * when there is one; null when there is no such session. On PostgreSQL one statement reads for
+   * every pay ready at that moment (a WriteBatcher, as the payments' writes are grouped).
+   */
+  async findSessionForPay(id: string, key: string | undefined): Promise<{ session: CheckoutSessionRecord; key: StoredKey | null } | null> {
+    const row = this.db.dialect === 'postgres'
+      ? await this.payReads.submit({ id, key: key ?? null })
+      : (await this.db.select(
+        `SELECT ${SESSION_COLUMNS}, ${STORED_KEY_COLUMNS('k')}
+           FROM checkout_sessions s
+           LEFT JOIN idempotency_keys k ON k.scope = ${idempotencyScopeSql('s.account_id', 's.mode')} AND k.idempotency_key = $2
+          WHERE s.id = $1`,
+        [id, key ?? null],
+      ))[0];
+    if (!row) return null;
+    return { session: toSessionRecord(row), key: storedKeyFrom(row) };
+  }
+
+  private readonly payReads = new WriteBatcher<{ id: string; key: string | null }, Row | undefined>({
+    maxBatch: 64,
+    maxInFlight: 2,
+    isRefusal: isStatementRefused,
+    run: async (items) => {
+      // Each row looked up by its primary key (a LATERAL subquery kept apart by OFFSET 0): as a
+      // join, the planner scanned both tables whole while their statistics were stale (sessions
+      // made in a burst, not yet analyzed).
+      const rows = await this.db.select(
+        `SELECT r.n AS "readIndex", s.*, k.*
+           FROM json_to_recordset($1::json) AS r(n int, id text, key text)
+           CROSS JOIN LATERAL (SELECT ${SESSION_COLUMNS} FROM checkout_sessions s WHERE s.id = r.id OFFSET 0) s
+           LEFT JOIN LATERAL (SELECT ${STORED_KEY_COLUMNS('k')} FROM idempotency_keys k
+                               WHERE k.scope = ${idempotencyScopeSql('s."accountId"', 's.mode')} AND k.idempotency_key = r.key OFFSET 0) k ON true`,
+        [this.db.jsonParam(items.map((item, n) => ({ n, ...item })))],
+      );
+      const byIndex = new Map(rows.map((r) => [Number(r.readIndex), r]));
+      return items.map((_, n) => byIndex.get(n));
+    },
+  });
 
   async findSession(id: string, scope?: Scope, t?: Transaction): Promise<CheckoutSessionRecord | null> {
     const where: Row = { id };
@@ -109,17 +166,79 @@ export class CheckoutStore {
    * (`now`, the service's clock), or another pay holds it (a live claim, or a payment of the
    * session pending, succeeded or under review).
    */
-  async claimForPay(scope: Scope, id: string, token: string, leaseMs: number, now: Date): Promise<boolean> {
+  claimForPay(scope: Scope, id: string, token: string, leaseMs: number, now: Date): Promise<boolean> {
+    return this.claim(scope, id, token, leaseMs, now);
+  }
+
+  private async claim(scope: Scope, id: string, token: string, leaseMs: number, now: Date, t?: Transaction, again = false): Promise<boolean> {
     const p = new Params();
+    const ownClaim = again ? ` OR paying_token = ${p.add(token)}` : '';
     const changed = await this.db.execute(
       `UPDATE checkout_sessions SET paying_until = ${this.db.nowPlusSql(p.add(Math.ceil(leaseMs)))}, paying_token = ${p.add(token)}, updated_at = ${p.add(now)}
         WHERE id = ${p.add(id)} AND account_id = ${p.add(scope.accountId)} AND mode = ${p.add(scope.mode)}
           AND status = 'open' AND expires_at > ${p.add(now)}
-          AND (paying_until IS NULL OR paying_until < ${this.db.nowSql})
+          AND (paying_until IS NULL OR paying_until < ${this.db.nowSql}${ownClaim})
           AND NOT EXISTS (SELECT 1 FROM payments WHERE checkout_session_id = ${p.add(id)} AND status IN ${HOLDING_PAYMENT_STATUSES})`,
       p.values,
+      t,
     );
     return changed === 1;
+  }
+
+  // The pay's claim and its finish as parts of the payments' statements (PaymentHoldStore):
+  // a payment-mode pay claims its session with its payment's pending row and completes it (or
+  // gives it back) with the payment's settling write. The same rules as claimForPay and complete;
+  // a claim already this pay's (its token) may be taken again (a retry of the same write).
+  // `s.id = ANY (ARRAY(…))` names the rows by primary key up front: joined to the batch's rows
+  // alone (estimated at 100), the planner scanned every session instead (bench/README.md).
+
+  claimPart(name: string, source: string): CtePart {
+    return {
+      name,
+      sql: `UPDATE checkout_sessions s SET paying_until = ${this.db.nowPlusSql('h.hold_lease_ms')}, paying_token = h.hold_token, updated_at = h.hold_now
+        FROM ${source} h
+       WHERE s.id = ANY (ARRAY(SELECT a.hold_id FROM ${source} a)) AND s.id = h.hold_id AND s.account_id = h.account_id AND s.mode = h.mode
+         AND s.status = 'open' AND s.expires_at > h.hold_now
+         AND (s.paying_until IS NULL OR s.paying_until < ${this.db.nowSql} OR s.paying_token = h.hold_token)
+         AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = s.id AND p.status IN ${HOLDING_PAYMENT_STATUSES})
+      RETURNING h.payment_id`,
+    };
+  }
+
+  completePart(name: string, source: string): CtePart {
+    return {
+      name,
+      sql: `UPDATE checkout_sessions s SET status = 'complete', completed_at = h.hold_now, updated_at = h.hold_now, paying_until = NULL, paying_token = NULL,
+             payment_id = h.payment_id, customer_id = COALESCE(h.customer_id, s.customer_id)
+        FROM ${source} h
+       WHERE s.id = ANY (ARRAY(SELECT a.id FROM ${source} a)) AND s.id = h.id AND s.status = 'open' AND s.paying_token = h.hold_token
+      RETURNING s.id`,
+    };
+  }
+
+  releasePart(name: string, source: string): CtePart {
+    return {
+      name,
+      sql: `UPDATE checkout_sessions s SET paying_until = NULL, paying_token = NULL
+        FROM ${source} h
+       WHERE s.id = ANY (ARRAY(SELECT a.id FROM ${source} a)) AND s.id = h.id AND s.status = 'open' AND s.paying_token = h.hold_token`,
+    };
+  }
+
+  async claimIn(t: Transaction, claim: HoldClaim): Promise<boolean> {
+    return this.claim({ accountId: claim.accountId, mode: claim.mode }, claim.holdId, claim.token, claim.leaseMs, claim.now, t, true);
+  }
+
+  completeIn(t: Transaction, finish: HoldFinish): Promise<boolean> {
+    return this.complete(t, finish.holdId, { paymentId: finish.paymentId, customerId: finish.customerId }, finish.now, finish.token);
+  }
+
+  async releaseIn(t: Transaction, finish: HoldFinish): Promise<void> {
+    await this.db.execute(
+      "UPDATE checkout_sessions SET paying_until = NULL, paying_token = NULL WHERE id = $1 AND paying_token = $2 AND status = 'open'",
+      [finish.holdId, finish.token],
+      t,
+    );
   }
 
   /** Gives a claim back (the pay failed, or charged nothing): the session can be paid again. */

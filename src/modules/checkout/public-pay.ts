@@ -8,6 +8,8 @@ import type { CardInput } from '../../core/card';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { PaymentLinks, PaymentService, Payment } from '../payments/payment.service';
 import type { PaymentMethodService, SavedPaymentMethod } from '../payments/payment-method.service';
+import type { PaymentHold } from '../payments/payment-hold';
+import type { StoredKey } from '../idempotency/idempotency.store';
 
 /** What a public pay answers (API.md §11): the page shows it, and follows `redirectUrl`. */
 export interface PayResult {
@@ -56,19 +58,24 @@ export class PublicPayPath {
    */
   accountKey(idem: IdempotencyKey | undefined, target: PublicTarget): IdempotencyKey | undefined {
     if (!idem) return undefined;
+    return { scope: idempotencyScope(target.accountId, target.mode), key: this.keyName(idem), fingerprint: idem.fingerprint, requester: idem.requester };
+  }
+
+  /** The name `accountKey` gives the key in the account's key space (the same whatever the account: a read can look it up with its object). */
+  keyName(idem: IdempotencyKey): string {
     const named = `${idem.scope}/${idem.key}`;
-    const key = named.length <= 255 ? named : `sha256:${createHash('sha256').update(named).digest('hex')}`;
-    return { scope: idempotencyScope(target.accountId, target.mode), key, fingerprint: idem.fingerprint, requester: idem.requester };
+    return named.length <= 255 ? named : `sha256:${createHash('sha256').update(named).digest('hex')}`;
   }
 
   /**
    * A key already answered is replayed as the pay result it gave (the payment or saved card it
    * stored, read the same way again); a key in use or reused is its 409. Run before the object's
    * state is checked: a retry of a pay that completed a session replays, not `invalid_state`.
+   * `read`: the key as the caller read it with its object (CheckoutStore.findSessionForPay).
    */
-  async replayIfPaid(idem: IdempotencyKey | undefined, redirectUrl: (result: PayResult) => string | null): Promise<void> {
+  async replayIfPaid(idem: IdempotencyKey | undefined, redirectUrl: (result: PayResult) => string | null, read?: StoredKey | null): Promise<void> {
     try {
-      await this.idempotency.replayIfAnswered(idem);
+      await this.idempotency.replayIfAnswered(idem, read);
     } catch (err) {
       if (err instanceof IdempotentReplay) throw asResultReplay(err, redirectUrl);
       throw err;
@@ -84,6 +91,8 @@ export class PublicPayPath {
     redirectUrl: (result: PayResult) => string | null,
     /** The payment's id when the caller names it before the charge (an invoice does). */
     paymentId?: string,
+    /** What the payment holds while it runs (a checkout session: PaymentHold), claimed and finished with it. */
+    hold?: PaymentHold,
   ): Promise<{ result: PayResult; payment: Payment }> {
     let payment: Payment;
     try {
@@ -95,7 +104,7 @@ export class PublicPayPath {
         ...(charge.customerId ? { customerId: charge.customerId } : {}),
         ...(charge.description ? { description: charge.description } : {}),
         ...(charge.metadata && Object.keys(charge.metadata).length ? { metadata: charge.metadata } : {}),
-      }, idem, links, paymentId);
+      }, idem, links, paymentId, hold);
     } catch (err) {
       if (err instanceof IdempotentReplay) throw asResultReplay(err, redirectUrl);
       throw err;

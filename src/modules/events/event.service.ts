@@ -144,12 +144,13 @@ export class EventService {
    * (its `id` column is the item's `sourceId`, `jsonColumn` the object's JSON text), so it is not
    * bound a second time; an event is inserted only if the CTE `guard` returned its `sourceId` as
    * `id`, and so are the hooks' writes. The statement text does not depend on the number of
-   * events (they are bound as one JSON parameter).
+   * events (they are bound as one JSON parameter). `name` names the parts (`name`, `name_hook0`,
+   * …), so one statement can hold the events of two sources.
    */
-  batchParts(items: EventBatchItem[], p: Params, guard: string, source: { relation: string; jsonColumn: string }): EventBatchStatement {
+  batchParts(items: EventBatchItem[], p: Params, guard: string, source: { relation: string; jsonColumn: string }, name = 'evt'): EventBatchStatement {
     const batched: BatchedEvent[] = items.map((item) => ({ event: newEvent(item.ctx, item.type, item.object), accountId: item.ctx.accountId, mode: item.ctx.mode }));
-    const parts = [this.store.insertPart('evt', batched.map((b, i) => ({ ...b, sourceId: items[i].sourceId })), p, guard, source)];
-    this.writeHooks.forEach((hook, i) => parts.push({ name: `evt_hook${i}`, sql: hook.batchStatementPart(batched, p, 'evt') }));
+    const parts = [this.store.insertPart(name, batched.map((b, i) => ({ ...b, sourceId: items[i].sourceId })), p, guard, source)];
+    this.writeHooks.forEach((hook, i) => parts.push({ name: `${name}_hook${i}`, sql: hook.batchStatementPart(batched, p, name) }));
     return {
       parts,
       publish: (i) => this.bus.publish({ ...batched[i].event, accountId: batched[i].accountId }),

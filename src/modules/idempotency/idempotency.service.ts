@@ -5,7 +5,7 @@ import { DomainError } from '../../core/errors';
 import type { SecretBox } from '../../core/crypto';
 import { IdempotentReplay, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
 import type { IdempotentOperation } from '../../core/idempotent-operations';
-import type { IdempotencyStore, KeyClaim } from './idempotency.store';
+import type { IdempotencyStore, KeyClaim, StoredKey } from './idempotency.store';
 
 /** What a key holds when a request meets it already claimed (or null: expired, now free). */
 type KeyState = { kind: 'replay'; status: number; body: string };
@@ -130,10 +130,11 @@ export class IdempotencyService {
    * another request; returns when the key is free (never used, or expired). Used before an
    * operation that calls a gateway ahead of its one transaction (saving a card: a key already
    * answered is replayed without asking the gateway again), and after a claim found a key taken.
+   * `read`, when given, is the key as the caller already read it (null: not found).
    */
-  async replayIfAnswered(idem: IdempotencyKey | undefined): Promise<void> {
+  async replayIfAnswered(idem: IdempotencyKey | undefined, read?: StoredKey | null): Promise<void> {
     if (!idem) return;
-    const existing = await this.inspect(idem.scope, idem.key, idem.fingerprint, idem.requester);
+    const existing = await this.inspect(idem.scope, idem.key, idem.fingerprint, idem.requester, undefined, read);
     if (existing?.kind === 'replay') throw new IdempotentReplay(existing.status, existing.body);
   }
 
@@ -189,9 +190,9 @@ export class IdempotencyService {
    * The stored answer of a taken key, or null when it expired (now deleted) or vanished; throws
    * the 409 for a key still running (a payment or refund being processed) or used differently.
    */
-  private async inspect(scope: string, key: string, fingerprint: string, requester?: string, t?: Transaction): Promise<KeyState | null> {
+  private async inspect(scope: string, key: string, fingerprint: string, requester?: string, t?: Transaction, read?: StoredKey | null): Promise<KeyState | null> {
     const now = this.clock.now();
-    const existing = await this.store.read(scope, key, t);
+    const existing = read === undefined ? await this.store.read(scope, key, t) : read;
     if (!existing) return null; // released between our insert and select: try again
     if (existing.expiresAt.getTime() <= now.getTime()) {
       await this.store.deleteIfExpired(scope, key, now, t);

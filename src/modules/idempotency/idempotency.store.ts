@@ -97,19 +97,12 @@ export class IdempotencyStore {
   }
 
   async read(scope: string, key: string, t?: Transaction): Promise<StoredKey | null> {
-    const [row] = await this.db.select<{ request_hash: string; state: 'running' | 'completed'; response_status: number | null; response_body: string | null; expires_at: unknown }>(
-      'SELECT request_hash, state, response_status, response_body, expires_at FROM idempotency_keys WHERE scope = $1 AND idempotency_key = $2',
+    const [row] = await this.db.select(
+      `SELECT ${STORED_KEY_COLUMNS('k')} FROM idempotency_keys k WHERE k.scope = $1 AND k.idempotency_key = $2`,
       [scope, key],
       t,
     );
-    if (!row) return null;
-    return {
-      requestHash: row.request_hash,
-      state: row.state,
-      responseStatus: row.response_status === null ? null : Number(row.response_status),
-      responseBody: row.response_body,
-      expiresAt: readTime(row.expires_at) as Date,
-    };
+    return row ? storedKeyFrom(row) : null;
   }
 
   /** Frees the key if it has expired by `now` (a retry may then claim it again). */
@@ -154,6 +147,27 @@ export class IdempotencyStore {
        AND k.object_id = s.idem_object AND k.state = 'running'`,
     };
   }
+}
+
+/**
+ * A key's columns as read by `read`, for a statement that reads a key with other rows (a public
+ * pay reads its object and its key at once): `alias` names idempotency_keys there. storedKeyFrom
+ * reads them back (null when the key was not found: a LEFT JOIN's nulls).
+ */
+export function STORED_KEY_COLUMNS(alias: string): string {
+  return `${alias}.request_hash AS key_request_hash, ${alias}.state AS key_state, ${alias}.response_status AS key_response_status,
+    ${alias}.response_body AS key_response_body, ${alias}.expires_at AS key_expires_at`;
+}
+
+export function storedKeyFrom(row: Record<string, unknown>): StoredKey | null {
+  if (row.key_request_hash === null || row.key_request_hash === undefined) return null;
+  return {
+    requestHash: row.key_request_hash as string,
+    state: row.key_state as 'running' | 'completed',
+    responseStatus: row.key_response_status === null ? null : Number(row.key_response_status),
+    responseBody: (row.key_response_body as string | null) ?? null,
+    expiresAt: readTime(row.key_expires_at) as Date,
+  };
 }
 
 /** Whether a stored answer is the object `id` as recorded with `status` (plain JSON: an object's key is never sealed). */

@@ -27,6 +27,7 @@ import type { LeaseKeeper } from './lease-keeper';
 import { LeaseStore } from './lease.store';
 import { PaymentCharger, chargeKey, chargeRequest, settledPayment, toAttempt, type ChargeOutcome } from './payment-charging';
 import { PaymentStore } from './payment.store';
+import type { PaymentHold, PaymentHoldStore } from './payment-hold';
 import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS, recoverRows } from './pending-recovery';
 import { PAYMENT_CREATED_STATUS, type Payment, type PaymentAttempt, type PaymentLinks, type PaymentMethodDetails } from './payment.types';
 
@@ -90,8 +91,12 @@ export class PaymentService {
    * `idem`, the request's Idempotency-Key, is claimed with the pending row and answered with
    * the settled payment; a key already answered throws IdempotentReplay before anything is
    * written. Input refused before that leaves the key unused.
+   *
+   * `hold`, a row the payment pays for (a checkout session: see PaymentHold), is claimed with the
+   * pending row (HoldRefused, nothing written, when it cannot be) and finished with the settling
+   * write: completed with its event on success, released on failure.
    */
-  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, links: PaymentLinks = {}, presetId?: string): Promise<Payment> {
+  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, links: PaymentLinks = {}, presetId?: string, hold?: PaymentHold): Promise<Payment> {
     requirePermission(ctx, 'payments', 'write');
     const data = parseInput(createPaymentInput, input);
     // What is checked before the key is claimed: a retry refused here by state that moved on
@@ -163,11 +168,11 @@ export class PaymentService {
     // The key and the payment name each other: if this process dies before the settling write,
     // recovery stores the settled payment as the key's answer.
     const claim = idem ? claimFor(idem, payment.id, PAYMENT_CREATED_STATUS) : undefined;
-    await this.insertPending(ctx, payment, JSON.stringify(plan), claim, idem?.requester);
+    await this.insertPending(ctx, payment, JSON.stringify(plan), claim, idem?.requester, hold);
     const release = this.leases.hold('payments', payment.id, leaseStart);
     try {
       const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source);
-      return await this.finish(ctx, payment, outcome, claim);
+      return await this.finish(ctx, payment, outcome, claim, hold);
     } catch (err) {
       // A gateway may already have charged: never answer 5xx (a retry would charge again).
       // The row stays pending and the recovery job settles it by asking the gateway.
@@ -180,9 +185,9 @@ export class PaymentService {
   }
 
   // The three steps of a charge, each a seam where a crash can be simulated (tests replace them).
-  private async insertPending(ctx: RequestContext, payment: Payment, plan: string, claim: ObjectClaim | undefined, requester: string | undefined): Promise<void> {
+  private async insertPending(ctx: RequestContext, payment: Payment, plan: string, claim: ObjectClaim | undefined, requester: string | undefined, hold?: PaymentHold): Promise<void> {
     // A taken key ends the request with its stored answer or a 409, before anything is written.
-    await this.idempotency.foldedClaim(claim, requester, async () => ((await this.store.insertPending(ctx, payment, plan, this.leases.leaseMs, claim)) ? true : null));
+    await this.idempotency.foldedClaim(claim, requester, async () => ((await this.store.insertPending(ctx, payment, plan, this.leases.leaseMs, claim, hold)) ? true : null));
   }
 
   private chargeAlongPlan(ctx: RequestContext, payment: Payment, plan: string[], source: ChargeRequest['source']): Promise<ChargeOutcome> {
@@ -190,9 +195,14 @@ export class PaymentService {
   }
 
   /** Records the outcome, gateway transactions, the event and the key's answer together; only once per payment. */
-  private finish(ctx: RequestContext, payment: Payment, outcome: ChargeOutcome, claim: ObjectClaim | undefined): Promise<Payment> {
+  private finish(ctx: RequestContext, payment: Payment, outcome: ChargeOutcome, claim: ObjectClaim | undefined, hold?: PaymentHold): Promise<Payment> {
     const done = settledPayment(payment, outcome, ctx.clock.now());
-    return this.store.settle(ctx, done, outcome.log, outcome.result?.reference ?? null, claim);
+    return this.store.settle(ctx, done, outcome.log, outcome.result?.reference ?? null, claim, hold);
+  }
+
+  /** Registers the store of the rows payments may hold (see PaymentHold); once, at startup. */
+  useHolds(holds: PaymentHoldStore): void {
+    this.store.useHolds(holds);
   }
 
   private async resolveMethod(ctx: RequestContext, data: CreatePaymentInput): Promise<ResolvedMethod> {

@@ -11,7 +11,8 @@ import { pendingForMs } from './lease.store';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
-import { PaymentBatchStore, type PaymentBatchOptions } from './payment-batch.store';
+import { PaymentBatchStore, type FinalWrite, type PaymentBatchOptions } from './payment-batch.store';
+import { HoldRefused, type HoldClaim, type PaymentHold, type PaymentHoldStore } from './payment-hold';
 import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
 import type { Payment, PaymentAttempt } from './payment.types';
 
@@ -25,6 +26,7 @@ type Scope = { accountId: string; mode: string };
  */
 export class PaymentStore {
   private readonly batch: PaymentBatchStore;
+  private holds: PaymentHoldStore | undefined;
 
   constructor(
     private readonly db: Database,
@@ -42,33 +44,51 @@ export class PaymentStore {
     });
   }
 
+  /** The store of the rows payments hold (see PaymentHold), registered once at startup. */
+  useHolds(holds: PaymentHoldStore): void {
+    this.holds = holds;
+    this.batch.useHolds(holds);
+  }
+
   /**
    * The pending row, leased for `leaseMs` from the database's now (see LeaseStore). With an
    * Idempotency-Key the key is claimed in the same write; false when the key is already held
-   * (nothing written: see IdempotencyService.foldedClaim).
+   * (nothing written: see IdempotencyService.foldedClaim). With a hold, the hold is claimed in
+   * the same write too; HoldRefused when it could not be (no payment written).
    */
-  insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim: ObjectClaim | undefined): Promise<boolean> {
-    return this.db.dialect === 'postgres'
-      ? this.batch.writePending({ ctx, payment, plan, leaseMs, searchText: searchText(payment), idem: claim })
-      : this.insertPendingAlone(ctx, payment, plan, leaseMs, claim);
+  async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim: ObjectClaim | undefined, hold?: PaymentHold): Promise<boolean> {
+    const holdClaim: HoldClaim | undefined = hold && {
+      paymentId: payment.id, holdId: hold.id, token: hold.token, leaseMs: hold.leaseMs, accountId: ctx.accountId, mode: ctx.mode, now: hold.now,
+    };
+    if (this.db.dialect !== 'postgres') return this.insertPendingAlone(ctx, payment, plan, leaseMs, claim, holdClaim);
+    const written = await this.batch.writePending({ ctx, payment, plan, leaseMs, searchText: searchText(payment), idem: claim, hold: holdClaim });
+    if (written === 'hold_refused') throw new HoldRefused(holdClaim?.holdId as string);
+    return written;
   }
 
-  /** SQLite: the claim of the key (if any) and the insert in one transaction; false when the key is taken. */
-  private async insertPendingAlone(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim?: ObjectClaim): Promise<boolean> {
+  /** SQLite: the claims of the key and the hold (if any) and the insert in one transaction; false when the key is taken. */
+  private async insertPendingAlone(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim?: ObjectClaim, hold?: HoldClaim): Promise<boolean> {
     const p = new Params();
     const row = pendingRow(ctx, payment, plan, searchText(payment), claim?.key ?? null);
     const values = PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ');
     const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}, lease_until, pending_since)
       VALUES (${values}, ${this.db.nowPlusSql(p.add(Math.ceil(leaseMs)))}, ${this.db.nowSql})`;
-    if (!claim) {
+    if (!claim && !hold) {
       await this.db.execute(insert, p.values);
       return true;
     }
     return this.db.transaction(async (t) => {
-      if (!(await this.keys.claim(t, claim))) return false;
+      if (claim && !(await this.keys.claim(t, claim))) return false;
+      // Refused: thrown, so the key's claim rolls back with it.
+      if (hold && !(await this.requireHolds().claimIn(t, hold))) throw new HoldRefused(hold.holdId);
       await this.db.execute(insert, p.values, t);
       return true;
     });
+  }
+
+  private requireHolds(): PaymentHoldStore {
+    if (!this.holds) throw new Error('a payment names a hold but no hold store is registered (PaymentService.useHolds)');
+    return this.holds;
   }
 
   /**
@@ -76,10 +96,11 @@ export class PaymentStore {
    * and the key's answer, together and only while the payment is still pending. Returns the
    * payment as stored (as another writer settled it, when one got there first; see settledElsewhere).
    */
-  async settle(ctx: RequestContext, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined): Promise<Payment> {
+  async settle(ctx: RequestContext, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined, hold?: PaymentHold): Promise<Payment> {
     const eventType = outcomeEvent(done);
+    const finish = holdFinish(done, hold);
     if (this.db.dialect === 'postgres') {
-      const changed = await this.batch.writeFinal({ ctx, done, doneJson: JSON.stringify(done), reference, log, eventType, idem: claim });
+      const changed = await this.batch.writeFinal({ ctx, done, doneJson: JSON.stringify(done), reference, log, eventType, idem: claim, hold: finish });
       return changed ? done : this.db.transaction((t) => this.settledElsewhere(ctx, t, done, reference, claim));
     }
     return this.db.transaction(async (t) => {
@@ -89,6 +110,11 @@ export class PaymentStore {
       if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
       if (changed === 0) return this.settledElsewhere(ctx, t, done, reference, claim);
       if (claim) await this.keys.answer(t, claim, claim.status, JSON.stringify(done));
+      if (finish?.outcome === 'complete') {
+        if (await this.requireHolds().completeIn(t, finish)) await this.events.record(ctx, t, finish.eventType, finish.object);
+      } else if (finish) {
+        await this.requireHolds().releaseIn(t, finish);
+      }
       return done;
     });
   }
@@ -229,6 +255,22 @@ function outcomeUpdateSql(done: Payment, reference: string | null, p: Params): s
 function mergeAttempts(stored: PaymentAttempt[], late: PaymentAttempt[]): PaymentAttempt[] {
   const known = new Set(stored.map((a) => JSON.stringify(a)));
   return [...stored, ...late.filter((a) => !known.has(JSON.stringify(a)))];
+}
+
+/**
+ * What the settling write does to the payment's hold: completes it (with its event) when the
+ * payment succeeded, releases it when the charge failed; nothing while the outcome is unknown or
+ * under review (the payment row holds it, and its holder finishes it from the payment later).
+ */
+function holdFinish(done: Payment, hold: PaymentHold | undefined): FinalWrite['hold'] {
+  if (!hold) return undefined;
+  const base = { holdId: hold.id, token: hold.token, paymentId: done.id, customerId: done.customerId, now: new Date(done.updatedAt) };
+  if (done.status === 'succeeded') {
+    const { type, object } = hold.completion(done);
+    return { ...base, outcome: 'complete', eventType: type, object, json: JSON.stringify(object) };
+  }
+  if (done.status === 'failed' || done.status === 'canceled') return { ...base, outcome: 'release' };
+  return undefined;
 }
 
 /** The event a settled payment records; a payment still pending records none. */
