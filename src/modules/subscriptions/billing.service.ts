@@ -42,9 +42,13 @@ export class BillingRun {
 const DAY_MS = 86_400_000;
 /** A charge still processing, or a step that failed, is looked at again after this. */
 const RETRY_STEP_MS = 60_000;
-/** How many subscriptions a run claims at once, and steps in parallel. */
-const CLAIM_BATCH = 100;
+/**
+ * How many subscriptions a run steps in parallel, and claims at once: a few per lane, so the
+ * claim's lease does not run out on a slow machine before the last of the batch is stepped
+ * (another run would then take the same subscriptions and both step them).
+ */
 const PARALLEL_STEPS = 8;
+const CLAIM_BATCH = PARALLEL_STEPS * 3;
 
 export interface BillingOptions {
   /** How long a claim holds a subscription (database clock); a crashed run's claims free after it. */
@@ -95,7 +99,7 @@ export class BillingService {
         } catch (err) {
           failed++;
           this.logger.error({ subscriptionId: id, err: errorForLog(err) }, 'billing step failed; tried again later');
-          await this.postpone(id, now).catch(() => undefined);
+          await this.postpone(id, now, token).catch(() => undefined);
         } finally {
           await this.store.release(id, token).catch(() => undefined);
         }
@@ -281,9 +285,12 @@ export class BillingService {
     });
   }
 
-  /** A step that failed (a gateway down): tried again a minute later, not at once in a loop. */
-  private async postpone(id: string, now: Date): Promise<void> {
-    await SubscriptionModel.update({ nextBillingAt: new Date(now.getTime() + RETRY_STEP_MS) }, { where: { id } });
+  /**
+   * A step that failed (a gateway down): tried again a minute later, not at once in a loop. Only
+   * while this run's claim holds it: a run that took it over since may have moved it on already.
+   */
+  private async postpone(id: string, now: Date, token: string): Promise<void> {
+    await SubscriptionModel.update({ nextBillingAt: new Date(now.getTime() + RETRY_STEP_MS) }, { where: { id, billingLockToken: token } });
   }
 
   /**
