@@ -72,12 +72,25 @@ export const JOBS: readonly Job[] = [
   },
 ];
 
-/** One run of a job, as the scheduler does it: a failure is logged, never thrown. */
+/** The jobs running now, per instance: a run at start and the scheduler's ticks never overlap. */
+const running = new WeakMap<Services, Set<string>>();
+
+/**
+ * One run of a job, as the scheduler does it: a failure is logged, never thrown. A job whose
+ * last run is still going is not started again (node-cron's noOverlap covers only its own ticks,
+ * not the run at start).
+ */
 export async function runJob(services: Services, job: Job): Promise<void> {
+  let now = running.get(services);
+  if (!now) running.set(services, (now = new Set()));
+  if (now.has(job.name)) return;
+  now.add(job.name);
   try {
     const done = await job.run(services);
     if (Object.values(done).some((n) => n > 0)) services.logger.info({ job: job.name, ...done }, 'job done');
   } catch (err) {
     services.logger.error({ job: job.name, err: errorForLog(err) }, 'job failed');
+  } finally {
+    now.delete(job.name);
   }
 }

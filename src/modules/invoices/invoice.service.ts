@@ -42,6 +42,12 @@ export interface SubscriptionInvoiceSpec {
   billingPeriodStart: Date | null;
   billingReason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'subscription_resume';
   send: boolean;
+  /**
+   * The account's invoicing settings when the caller read them before its transaction (the
+   * billing run): otherwise read here, on a second pooled connection while the transaction holds
+   * one, which many runs in parallel can exhaust the pool with.
+   */
+  account?: { invoicePrefix: string; name: string };
 }
 
 /** Where a sent invoice's e-mail is queued: the mail outbox, in the caller's transaction. */
@@ -200,7 +206,7 @@ export class InvoiceService {
    */
   async createForSubscription(t: Transaction, ctx: RequestContext, spec: SubscriptionInvoiceSpec): Promise<InvoiceRecord> {
     const now = ctx.clock.now();
-    const { invoicePrefix, name } = await this.accounts.invoicing(ctx.accountId);
+    const { invoicePrefix, name } = spec.account ?? (await this.accounts.invoicing(ctx.accountId));
     const seq = await this.store.nextNumber(t, ctx, now);
     const id = newId('in');
     let total = 0n;

@@ -18,13 +18,37 @@ import { transition, type SubscriptionEventType, type SubscriptionMove } from '.
 import { toApiSubscription, type Subscription } from './subscription-view';
 
 type Scope = { accountId: string; mode: string };
+type AccountInvoicing = { name: string; invoicePrefix: string; dunningRetryDays: number[] };
+
+/**
+ * What one billing run reads once: each account's invoicing settings (invoice prefix, name,
+ * dunning schedule), read before a step's transaction, never inside it on a second connection.
+ */
+export class BillingRun {
+  private readonly accounts = new Map<string, Promise<AccountInvoicing>>();
+  constructor(private readonly read: (accountId: string) => Promise<AccountInvoicing>) {}
+
+  account(accountId: string): Promise<AccountInvoicing> {
+    let found = this.accounts.get(accountId);
+    if (!found) {
+      found = this.read(accountId);
+      found.catch(() => this.accounts.delete(accountId));
+      this.accounts.set(accountId, found);
+    }
+    return found;
+  }
+}
 
 const DAY_MS = 86_400_000;
 /** A charge still processing, or a step that failed, is looked at again after this. */
 const RETRY_STEP_MS = 60_000;
-/** How many subscriptions a run claims at once, and steps in parallel. */
-const CLAIM_BATCH = 100;
+/**
+ * How many subscriptions a run steps in parallel, and claims at once: a few per lane, so the
+ * claim's lease does not run out on a slow machine before the last of the batch is stepped
+ * (another run would then take the same subscriptions and both step them).
+ */
 const PARALLEL_STEPS = 8;
+const CLAIM_BATCH = PARALLEL_STEPS * 3;
 
 export interface BillingOptions {
   /** How long a claim holds a subscription (database clock); a crashed run's claims free after it. */
@@ -64,17 +88,18 @@ export class BillingService {
     let billed = 0;
     let failed = 0;
     const token = randomBase62(16);
+    const run = this.newRun();
     while (billed + failed < limit) {
       const ids = await this.store.claimDue(now, Math.min(CLAIM_BATCH, limit - billed - failed), this.leaseMs, token, null);
       if (ids.length === 0) break;
       await inParallel(ids, PARALLEL_STEPS, async (id) => {
         try {
-          await this.step(id, now);
+          await this.step(id, now, run);
           billed++;
         } catch (err) {
           failed++;
           this.logger.error({ subscriptionId: id, err: errorForLog(err) }, 'billing step failed; tried again later');
-          await this.postpone(id, now).catch(() => undefined);
+          await this.postpone(id, now, token).catch(() => undefined);
         } finally {
           await this.store.release(id, token).catch(() => undefined);
         }
@@ -90,6 +115,7 @@ export class BillingService {
    */
   async advanceClock(scope: Scope, testClockId: string, to: Date, setTime: (at: Date) => Promise<void>): Promise<void> {
     const token = randomBase62(16);
+    const run = this.newRun();
     for (let steps = 0; steps < 100_000; steps++) {
       const due = await this.store.nextDueOnClock(testClockId, to);
       if (!due) return;
@@ -98,7 +124,7 @@ export class BillingService {
       if (ids.length === 0) throw invalidState('Another process holds subscriptions of this test clock; try again');
       for (const id of ids) {
         try {
-          await this.step(id, due);
+          await this.step(id, due, run);
         } finally {
           await this.store.release(id, token);
         }
@@ -108,7 +134,7 @@ export class BillingService {
   }
 
   /** One subscription's due work at `now`: collect an invoice's charge, or end or renew its period. */
-  async step(id: string, now: Date): Promise<void> {
+  async step(id: string, now: Date, run = this.newRun()): Promise<void> {
     const sub = await this.store.find(id);
     if (!sub) return;
     const ctx = systemContext(sub.accountId, sub.mode, now, `billing_${id}`);
@@ -117,7 +143,7 @@ export class BillingService {
       return;
     }
     if (sub.collectInvoiceId) {
-      await this.collect(ctx, id);
+      await this.collect(ctx, id, run);
       return;
     }
     if (sub.currentPeriodEnd.getTime() > now.getTime()) {
@@ -132,7 +158,12 @@ export class BillingService {
       }));
       return;
     }
-    if (await this.renew(ctx, id)) await this.collect(ctx, id);
+    if (await this.renew(ctx, id, await run.account(sub.accountId))) await this.collect(ctx, id, run);
+  }
+
+  /** A run's reads made once (each account's invoicing settings). */
+  newRun(): BillingRun {
+    return new BillingRun((accountId) => this.accounts.invoicing(accountId));
   }
 
   /**
@@ -141,7 +172,7 @@ export class BillingService {
    * subscription and period start, and the subscription's row lock with its period re-read,
    * make a second run of the same step bill nothing.
    */
-  private async renew(ctx: RequestContext, id: string): Promise<boolean> {
+  private async renew(ctx: RequestContext, id: string, account: AccountInvoicing): Promise<boolean> {
     const now = ctx.clock.now();
     return this.db.transaction(async (t) => {
       const sub = await this.store.find(id, undefined, t, true);
@@ -150,7 +181,7 @@ export class BillingService {
       const start = sub.currentPeriodEnd;
       const end = periodEndAfter(sub.billingCycleAnchor, plan, start);
       const pending = await this.store.pendingLines(id, t);
-      const invoice = await this.invoiceIn(t, ctx, sub, plan, cycleLines(plan, sub.quantity, pending, start, end), start, 'subscription_cycle');
+      const invoice = await this.invoiceIn(t, ctx, sub, plan, cycleLines(plan, sub.quantity, pending, start, end), start, 'subscription_cycle', account);
       if (pending.length) await SubscriptionPendingLineModel.update({ invoiceId: invoice.id }, { where: { id: pending.map((p) => p.id) }, transaction: t });
       const collect = this.collectsOn(sub, invoice);
       await this.write(t, ctx, sub, plan, {
@@ -165,10 +196,13 @@ export class BillingService {
    * A subscription's invoice in its transaction (create, renew, resume, a change invoiced now):
    * sent by e-mail when the subscription collects by invoice.
    */
-  async invoiceIn(t: Transaction, ctx: RequestContext, sub: SubscriptionRecord, plan: Plan, lines: BillingLine[], periodStart: Date | null, reason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'subscription_resume'): Promise<InvoiceRecord> {
+  async invoiceIn(
+    t: Transaction, ctx: RequestContext, sub: SubscriptionRecord, plan: Plan, lines: BillingLine[], periodStart: Date | null,
+    reason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'subscription_resume', account?: AccountInvoicing,
+  ): Promise<InvoiceRecord> {
     return this.invoices.createForSubscription(t, ctx, {
       customerId: sub.customerId, subscriptionId: sub.id, currency: plan.currency, lines, billingPeriodStart: periodStart,
-      billingReason: reason, send: sub.collectionMethod === 'send_invoice',
+      billingReason: reason, send: sub.collectionMethod === 'send_invoice', account,
     });
   }
 
@@ -183,7 +217,7 @@ export class BillingService {
    * card, or the customer's default, and takes that outcome. Success makes it active; a failure
    * moves it along the account's dunning schedule.
    */
-  async collect(ctx: RequestContext, id: string): Promise<void> {
+  async collect(ctx: RequestContext, id: string, run = this.newRun()): Promise<void> {
     const sub = await this.store.find(id);
     if (!sub?.collectInvoiceId) return;
     const invoiceId = sub.collectInvoiceId;
@@ -198,19 +232,21 @@ export class BillingService {
       await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
       return;
     }
-    if (invoice.paymentAttempts <= sub.invoiceAttemptsSeen) {
+    // Nothing to take (never charged, a charge refused before it was made, or an outcome taken
+    // already): charge it now.
+    if (invoice.paymentStatus === 'unpaid' || invoice.paymentAttempts <= sub.invoiceAttemptsSeen) {
       const card = sub.defaultPaymentMethodId ?? (await this.customers.lookup(ctx, [sub.customerId])).get(sub.customerId)?.defaultPaymentMethodId ?? null;
-      if (card === null) return this.failed(ctx, id, invoiceId, invoice.paymentAttempts);
+      if (card === null) return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
       try {
         invoice = await this.invoices.chargeForSubscription(ctx, invoiceId, card);
       } catch (err) {
         // A card the gateway or the vault refused before any charge (removed, another customer's): a failed attempt.
-        if (isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress') return this.failed(ctx, id, invoiceId, invoice.paymentAttempts);
+        if (isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress') return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
         throw err;
       }
     }
     if (invoice.status === 'paid') return this.paid(ctx, id, invoiceId);
-    if (invoice.paymentStatus === 'failed') return this.failed(ctx, id, invoiceId, invoice.paymentAttempts);
+    if (invoice.paymentStatus === 'failed') return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
     await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
   }
 
@@ -228,9 +264,9 @@ export class BillingService {
    * to): past due with the next retry on the account's schedule (days after the first failure),
    * or canceled after the last retry.
    */
-  private async failed(ctx: RequestContext, id: string, invoiceId: string, attempts: number): Promise<void> {
+  private async failed(ctx: RequestContext, id: string, invoiceId: string, attempts: number, run: BillingRun): Promise<void> {
     const now = ctx.clock.now();
-    const { dunningRetryDays } = await this.accounts.invoicing(ctx.accountId);
+    const { dunningRetryDays } = await run.account(ctx.accountId);
     await this.change(ctx, id, (current) => {
       if (current.collectInvoiceId !== invoiceId) return null;
       const failures = current.dunningFailures + 1;
@@ -249,9 +285,12 @@ export class BillingService {
     });
   }
 
-  /** A step that failed (a gateway down): tried again a minute later, not at once in a loop. */
-  private async postpone(id: string, now: Date): Promise<void> {
-    await SubscriptionModel.update({ nextBillingAt: new Date(now.getTime() + RETRY_STEP_MS) }, { where: { id } });
+  /**
+   * A step that failed (a gateway down): tried again a minute later, not at once in a loop. Only
+   * while this run's claim holds it: a run that took it over since may have moved it on already.
+   */
+  private async postpone(id: string, now: Date, token: string): Promise<void> {
+    await SubscriptionModel.update({ nextBillingAt: new Date(now.getTime() + RETRY_STEP_MS) }, { where: { id, billingLockToken: token } });
   }
 
   /**
