@@ -1,7 +1,9 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app';
+import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
 import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
 
@@ -18,6 +20,7 @@ let app: TestApp;
 let browser: Browser;
 let context: BrowserContext;
 let problems: PageProblems;
+let instance: SpawnedInstance | undefined;
 
 beforeAll(async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
@@ -25,6 +28,7 @@ beforeAll(async () => {
   browser = await launchChromium({ trustCertPem: app.server.cert });
 });
 afterAll(async () => {
+  await instance?.stop('SIGKILL');
   await browser?.close();
   await app?.stop();
 });
@@ -41,8 +45,8 @@ async function newPage(): Promise<Page> {
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${DIALECT}-dashboard-${name}.png`), fullPage: true });
 const expectNoProblems = () => expect(problems).toEqual({ consoleErrors: [], pageErrors: [], cspViolations: [] });
 
-async function signIn(page: Page, key: string): Promise<void> {
-  const res = await page.goto(`${app.baseUrl}/dashboard`);
+async function signIn(page: Page, key: string, baseUrl = app.baseUrl): Promise<void> {
+  const res = await page.goto(`${baseUrl}/dashboard`);
   expect(res?.status()).toBe(200);
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -154,4 +158,50 @@ describe('the live dashboard', () => {
     expect(problems.cspViolations).toEqual([]);
     expect(problems.consoleErrors.every((e) => /status of 401/.test(e))).toBe(true);
   });
+
+  it('should say it is reconnecting when the service is killed, and be live again after it restarts', async () => {
+    // Another process on a fixed port, sharing this app's database and certificate: killed and
+    // started again on the same address, as a restarted service is.
+    const port = await freePort();
+    const start = async () => {
+      instance = await spawnInstance(
+        { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, PORT: String(port), RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000', GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: '100000' },
+        app.server.cert,
+      );
+      return instance;
+    };
+    const first = await start();
+    const key = app.account.testKey;
+    const page = await newPage();
+    await signIn(page, key, first.baseUrl);
+    await page.evaluate('window.__notReloaded = true');
+    // No request of the page in flight when the process dies (the browser would log it cut off).
+    await page.waitForLoadState('networkidle');
+    await first.stop('SIGKILL');
+    await page.locator('#conn.down').getByText('Reconnecting…').waitFor({ timeout: 10_000 });
+    await shot(page, 'reconnecting');
+
+    const second = await start();
+    await page.locator('#conn.live').getByText('Live').waitFor({ timeout: 30_000 });
+    const res = await second.request('POST', '/v1/payments', { key, body: { amount: 990, currency: 'eur', paymentMethod: 'pm_card_visa', description: 'after the restart' } });
+    expect(res.status).toBe(201);
+    await page.locator(`#feed a[href="#${res.body.data.id}"]`).waitFor({ timeout: 2000 });
+    await expect(page.evaluate('window.__notReloaded')).resolves.toBe(true);
+    await shot(page, 'reconnected');
+    // While the service was down, the browser logged its failed WebSocket attempts; the page nothing else.
+    expect(problems.pageErrors).toEqual([]);
+    expect(problems.cspViolations).toEqual([]);
+    expect(problems.consoleErrors.filter((e) => !/WebSocket connection to 'wss:\/\/[^']+\/graphql' failed/.test(e))).toEqual([]);
+  }, 180_000);
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
