@@ -76,6 +76,11 @@ export const dashboardPage: Page = {
 <ul id="feed" aria-live="polite"></ul>
 </section>
 </div>
+<section id="browse"><h2 class="title">Browse</h2>
+<div class="filters"><select id="browse-kind" aria-label="Resource"><option value="customers">Customers</option><option value="subscriptions">Subscriptions</option><option value="invoices">Invoices</option><option value="checkoutSessions">Checkout sessions</option><option value="paymentLinks">Payment links</option><option value="webhookEndpoints">Webhook endpoints</option></select><input id="browse-search" type="search" placeholder="Search" aria-label="Search"><select id="browse-status" aria-label="Resource status"></select></div>
+<div id="browse-table"></div>
+<div class="pager"><button id="browse-prev" class="small ghost" type="button">Previous</button><span id="browse-info"></span><button id="browse-next" class="small ghost" type="button">Next</button></div>
+</section>
 </div>`,
     };
   },

@@ -144,6 +144,51 @@ const SOURCE = String.raw`(function () {
     }).catch(showError);
   }
 
+  // ---- the other resources: one table each, chosen in a select
+  var RESOURCES = {
+    customers: { needs: 'customers:read', search: true, statuses: [], fields: 'id email name country createdAt',
+      columns: ['Customer', 'E-mail', 'Name', 'Country', 'Created'], row: function (o) { return [o.id, o.email, o.name, o.country, when(o.createdAt)]; } },
+    subscriptions: { needs: 'subscriptions:read', statuses: ['active', 'past_due', 'paused', 'canceled'], fields: 'id customerId status quantity currentPeriodEnd plan { unitAmount currency interval } createdAt',
+      columns: ['Subscription', 'Customer', 'Status', 'Plan', 'Period ends'], row: function (o) { return [o.id, o.customerId, badge(o.status), o.plan ? money(o.plan.unitAmount * o.quantity, o.plan.currency) + ' / ' + o.plan.interval : '', when(o.currentPeriodEnd)]; } },
+    invoices: { needs: 'invoices:read', statuses: ['draft', 'sent', 'paid', 'void'], fields: 'id number customerId status currency total amountDue hostedUrl createdAt',
+      columns: ['Invoice', 'Customer', 'Status', 'Total', 'Due', 'Page'], row: function (o) { return [o.number || o.id, o.customerId, badge(o.status), money(o.total, o.currency), money(o.amountDue, o.currency), o.hostedUrl ? el('a', { href: new URL(o.hostedUrl).pathname, target: '_blank', rel: 'noopener', text: 'open' }) : '']; } },
+    checkoutSessions: { needs: 'checkout_sessions:read', statuses: ['open', 'complete', 'expired'], fields: 'id mode status amount currency customerEmail paymentId createdAt',
+      columns: ['Session', 'Mode', 'Status', 'Amount', 'Payment', 'Created'], row: function (o) { return [o.id, o.mode, badge(o.status), o.amount !== null && o.currency ? money(o.amount, o.currency) : '', o.paymentId ? link(o.paymentId) : '', when(o.createdAt)]; } },
+    paymentLinks: { needs: 'payment_links:read', search: true, statuses: ['active', 'inactive'], fields: 'id name slug status amount currency createdAt',
+      columns: ['Link', 'Name', 'Status', 'Amount', 'Created'], row: function (o) { return [o.slug, o.name, badge(o.status), o.amount !== null && o.currency ? money(o.amount, o.currency) : '', when(o.createdAt)]; } },
+    webhookEndpoints: { needs: 'webhook_endpoints:read', statuses: ['enabled', 'disabled'], fields: 'id url status description createdAt',
+      columns: ['Endpoint', 'URL', 'Status', 'Description', 'Created'], row: function (o) { return [o.id, o.url, badge(o.status), o.description || '', when(o.createdAt)]; } }
+  };
+  var browse = { kind: 'customers', page: 1, pages: 1, search: '', status: '' };
+  function setBrowseKind() {
+    var r = RESOURCES[browse.kind];
+    $('browse-search').hidden = !r.search;
+    fill($('browse-status'), [el('option', { value: '', text: 'Any status' })].concat(r.statuses.map(function (st) { return el('option', { value: st, text: st }); })));
+    $('browse-status').hidden = !r.statuses.length;
+    browse.page = 1; browse.search = ''; browse.status = ''; $('browse-search').value = '';
+    loadBrowse();
+  }
+  function loadBrowse() {
+    var r = RESOURCES[browse.kind], kind = browse.kind, mine = generation;
+    var args = ['page: ' + browse.page, 'pageSize: 20'], vars = {}, decl = [];
+    if (r.search && browse.search) { args.push('search: $search'); decl.push('$search: String'); vars.search = browse.search; }
+    if (browse.status) { args.push('status: ' + browse.status); }
+    var query = 'query Browse' + (decl.length ? '(' + decl.join(', ') + ')' : '') + ' { list: ' + kind + '(' + args.join(', ') + ') { total page pageSize nodes { ' + r.fields + ' } } }';
+    return gql(query, vars).then(function (json) {
+      if (mine !== generation || kind !== browse.kind) return;
+      var page = json.data && json.data.list;
+      if (!page) {
+        var err = json.errors && json.errors[0];
+        return fill($('browse-table'), [el('p', { 'class': 'denied', text: err && err.extensions && err.extensions.code === 'permission_denied' ? 'Not allowed for this key (needs ' + r.needs + ')' : (err ? err.message : 'Could not be read') })]);
+      }
+      browse.pages = Math.max(1, Math.ceil(page.total / page.pageSize));
+      $('browse-info').textContent = 'Page ' + page.page + ' of ' + browse.pages + ' · ' + page.total;
+      $('browse-prev').disabled = page.page <= 1;
+      $('browse-next').disabled = page.page >= browse.pages;
+      fill($('browse-table'), [page.nodes.length ? table(r.columns, page.nodes.map(r.row)) : el('p', { 'class': 'meta', text: 'None' })]);
+    }).catch(showError);
+  }
+
   // ---- detail (the object a link names, by its id in the fragment)
   function openDetail() {
     var id = decodeURIComponent(location.hash.slice(1));
@@ -254,6 +299,7 @@ const SOURCE = String.raw`(function () {
       if (chart) chart.setSize({ width: Math.max(300, $('chart').clientWidth), height: 200 });
       connect();
       loadPayments();
+      setBrowseKind();
       loadRecentEvents();
       openDetail();
     }).catch(function (err) {
@@ -282,6 +328,11 @@ const SOURCE = String.raw`(function () {
   $('prev-page').addEventListener('click', function () { if (list.page > 1) { list.page--; loadPayments(); } });
   $('next-page').addEventListener('click', function () { if (list.page < list.pages) { list.page++; loadPayments(); } });
   $('feed-type').addEventListener('change', renderFeed);
+  $('browse-kind').addEventListener('change', function () { browse.kind = this.value; setBrowseKind(); });
+  $('browse-search').addEventListener('input', function () { browse.search = this.value.trim(); browse.page = 1; debounce('browse', 250, loadBrowse); });
+  $('browse-status').addEventListener('change', function () { browse.status = this.value; browse.page = 1; loadBrowse(); });
+  $('browse-prev').addEventListener('click', function () { if (browse.page > 1) { browse.page--; loadBrowse(); } });
+  $('browse-next').addEventListener('click', function () { if (browse.page < browse.pages) { browse.page++; loadBrowse(); } });
   window.addEventListener('hashchange', openDetail);
   window.addEventListener('resize', function () { if (chart) debounce('resize', 150, function () { chart.setSize({ width: Math.max(300, $('chart').clientWidth), height: 200 }); }); });
   var stored = sessionStorage.getItem(SLOT);
