@@ -21,6 +21,7 @@ import { CustomerInvoicesResolver, InvoiceResolver } from './invoice.resolver';
 import { AccountResolver } from './account.resolver';
 import { CustomerSubscriptionsResolver, SubscriptionResolver } from './subscription.resolver';
 import { TestClockResolver } from './test-clock.resolver';
+import { DashboardResolver } from './dashboard.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -33,6 +34,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
       InvoiceResolver, CustomerInvoicesResolver, AccountResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
+      DashboardResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

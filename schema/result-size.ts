@@ -22,6 +22,7 @@ import { NESTED_LIST_LIMIT } from '../src/db/list';
 import { MAX_LINE_ITEMS } from '../src/modules/invoices/invoice.inputs';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../src/core/pagination';
 import { MAX_ATTEMPT_ENTRIES } from '../src/modules/payments/payment-charging';
+import { DASHBOARD_MINUTES } from '../src/modules/dashboard/dashboard.service';
 
 /** The most a nested list gives (`first` at most this); also the size of a list field without an argument. */
 const NESTED_LIST_SIZE = NESTED_LIST_LIMIT;
@@ -35,6 +36,8 @@ const BOUNDED_LISTS: Record<string, number> = {
   'UpcomingInvoice.lineItems': MAX_LINE_ITEMS,
   // A credit for the old plan and a charge for the new one (prorationLines).
   'ProrationPreview.lines': 2,
+  // The dashboard's chart: one entry per minute of the last hour.
+  'DashboardPayments.perMinute': DASHBOARD_MINUTES,
 };
 
 /** A size argument's value as the rule counts it: a variable counts as the largest it may be. */

@@ -40,6 +40,7 @@ import { invoiceEmail } from './modules/invoices/invoice-email';
 import { TestClockService } from './modules/subscriptions/test-clock.service';
 import { BillingService } from './modules/subscriptions/billing.service';
 import { SubscriptionService } from './modules/subscriptions/subscription.service';
+import { DashboardService } from './modules/dashboard/dashboard.service';
 
 /** The composition root: every service built once, with its dependencies. */
 export interface Services {
@@ -73,6 +74,8 @@ export interface Services {
   /** The billing run and its steps (the job, test clocks' advances, subscription requests). */
   billing: BillingService;
   subscriptions: SubscriptionService;
+  /** The live dashboard's aggregates. */
+  dashboard: DashboardService;
   close(): Promise<void>;
 }
 
@@ -195,6 +198,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     testClocks,
     billing,
     subscriptions,
+    dashboard: new DashboardService(db),
     async close() {
       leases.stop();
       mail.close();

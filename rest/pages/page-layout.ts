@@ -16,9 +16,38 @@ export interface PageView {
   script?: PageScript;
   /** A narrow column (the card form) instead of the reading width. */
   narrow?: boolean;
+  /** The whole window's width (the dashboard) instead of the reading width. */
+  wide?: boolean;
+  /**
+   * Scripts served by this service (rest/pages/page-assets.ts), loaded before the page's own
+   * script with Subresource Integrity and allowed by the same hash in the policy.
+   */
+  assets?: PageScriptAsset[];
+  /** A stylesheet of the page's own after the shared one, allowed by its hash. */
+  style?: PageStyle;
 }
 
-const sha256 = (text: string) => `sha256-${createHash('sha256').update(text).digest('base64')}`;
+const sha256 = (text: string | Buffer) => `sha256-${createHash('sha256').update(text).digest('base64')}`;
+/** The CSP/SRI source of a text or file: `sha256-<base64>`. */
+export { sha256 as sha256Source };
+
+/** A script file the page loads from this origin: its path and the hash both SRI and the policy check. */
+export interface PageScriptAsset {
+  path: string;
+  hash: string;
+}
+
+export interface PageStyle {
+  source: string;
+  hash: string;
+}
+
+/** A page's own stylesheet as it is sent: its text and the hash the policy allows it by. */
+export function pageStyle(source: string): PageStyle {
+  if (/<\/style/i.test(source)) throw new Error('a page style may not contain "</style"');
+  return { source, hash: sha256(source) };
+}
+
 
 /** A page script as it is sent: its source and the hash the policy allows it by. */
 export function pageScript(source: string): PageScript {
@@ -32,7 +61,7 @@ export function pageScript(source: string): PageScript {
 const STYLE =
   'body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:0 1rem;color:#1a1f36;background:#f6f8fa}' +
   'main{max-width:40rem;margin:4rem auto;padding:2rem;background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12)}' +
-  'main.narrow{max-width:26rem}' +
+  'main.narrow{max-width:26rem}main.wide{max-width:none;margin:1rem;padding:1rem 1.5rem}' +
   'h1{font-size:1.5rem;margin-top:0}code{font-size:.9em;background:#f0f2f5;padding:.1em .3em;border-radius:3px}' +
   '.meta{color:#5b6270;font-size:.875rem}.nowrap{white-space:nowrap}' +
   '[hidden]{display:none!important}' +
@@ -69,11 +98,12 @@ export const STYLE_HASH = sha256(STYLE);
  * framed (checkout pages take card details) and post forms nowhere. A page with a script of its
  * own (the card form) gets exactly that script, by hash, and may call back to this origin only.
  */
-export function contentSecurityPolicy(script?: PageScript): string {
+export function contentSecurityPolicy(script?: PageScript, extra: { assets?: PageScriptAsset[]; style?: PageStyle } = {}): string {
+  const scripts = [...(extra.assets ?? []).map((a) => a.hash), ...(script ? [script.hash] : [])];
   return [
     "default-src 'none'",
-    `style-src '${STYLE_HASH}'`,
-    ...(script ? [`script-src '${script.hash}'`, "connect-src 'self'"] : []),
+    `style-src ${[STYLE_HASH, ...(extra.style ? [extra.style.hash] : [])].map((h) => `'${h}'`).join(' ')}`,
+    ...(scripts.length ? [`script-src ${scripts.map((h) => `'${h}'`).join(' ')}`, "connect-src 'self'"] : []),
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
@@ -91,13 +121,14 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'X-Frame-Options': 'DENY',
 };
 
-export function setPageHeaders(ctx: Context, script?: PageScript): void {
+export function setPageHeaders(ctx: Context, script?: PageScript, extra: { assets?: PageScriptAsset[]; style?: PageStyle } = {}): void {
   ctx.set(PAGE_HEADERS);
-  if (script) ctx.set('Content-Security-Policy', contentSecurityPolicy(script));
+  if (script || extra.assets?.length || extra.style) ctx.set('Content-Security-Policy', contentSecurityPolicy(script, extra));
 }
 
 /** A page as a whole HTML document: the shared layout around the view's body. */
-export function pageDocument(view: Pick<PageView, 'title' | 'body' | 'script' | 'narrow'>): string {
+export function pageDocument(view: Pick<PageView, 'title' | 'body' | 'script' | 'narrow' | 'wide' | 'assets' | 'style'>): string {
+  const mainClass = view.narrow ? ' class="narrow"' : view.wide ? ' class="wide"' : '';
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -105,19 +136,19 @@ export function pageDocument(view: Pick<PageView, 'title' | 'body' | 'script' | 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${view.title} · Payorch</title>
 <style>${new SafeHtml(STYLE)}</style>
-</head>
+${view.style ? html`<style>${new SafeHtml(view.style.source)}</style>\n` : ''}</head>
 <body>
-<main${view.narrow ? new SafeHtml(' class="narrow"') : ''}>
+<main${new SafeHtml(mainClass)}>
 ${view.body}
 </main>
-${view.script ? html`<script>${new SafeHtml(view.script.source)}</script>\n` : ''}</body>
+${(view.assets ?? []).map((a) => html`<script src="${a.path}" integrity="${a.hash}"></script>\n`)}${view.script ? html`<script>${new SafeHtml(view.script.source)}</script>\n` : ''}</body>
 </html>
 `.value;
 }
 
 /** Writes a page as the response: the shared layout around the view's body. */
 export function renderPage(ctx: Context, view: PageView): void {
-  setPageHeaders(ctx, view.script);
+  setPageHeaders(ctx, view.script, { assets: view.assets, style: view.style });
   ctx.status = view.status ?? 200;
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = pageDocument(view);

@@ -8,6 +8,8 @@ import { homePage } from './home.page';
 import { checkoutPage } from './checkout.page';
 import { paymentLinkPage } from './payment-link.page';
 import { invoicePage } from './invoice.page';
+import { dashboardPage } from './dashboard.page';
+import { serveAsset } from './page-assets';
 import type { Page } from './page';
 
 export type { Page, PageRequest } from './page';
@@ -21,7 +23,7 @@ export function isPagePath(path: string): boolean {
   return !API_NAMESPACES.some((namespace) => namespace.test(path));
 }
 
-export const PAGES: readonly Page[] = [homePage, checkoutPage, paymentLinkPage, invoicePage];
+export const PAGES: readonly Page[] = [homePage, checkoutPage, paymentLinkPage, invoicePage, dashboardPage];
 
 /** Serves page paths (404/405 as HTML pages); passes API paths on. */
 export function pageRoutes(services: Services): Koa.Middleware {
@@ -35,6 +37,7 @@ export function pageRoutes(services: Services): Koa.Middleware {
   const dispatch = router.routes();
   return async (ctx, next) => {
     if (!isPagePath(ctx.path)) return next();
+    if ((ctx.method === 'GET' || ctx.method === 'HEAD') && serveAsset(ctx)) return;
     const match = router.match(ctx.path, ctx.method);
     if (!match.route) {
       const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');

@@ -16,6 +16,7 @@ import * as m0012 from './migrations/0012-checkout';
 import * as m0013 from './migrations/0013-invoices';
 import * as m0014 from './migrations/0014-mail-outbox';
 import * as m0015 from './migrations/0015-subscriptions';
+import * as m0016 from './migrations/0016-dashboard-indexes';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -36,6 +37,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0013-invoices', m0013],
   ['0014-mail-outbox', m0014],
   ['0015-subscriptions', m0015],
+  ['0016-dashboard-indexes', m0016],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -16,6 +16,8 @@ export interface SpawnOptions {
   /** The program and its arguments; `node bin/payorch.js start` unless given. */
   command?: string;
   args?: string[];
+  /** How long the instance may take to say it listens (60 s unless given). */
+  startTimeoutMs?: number;
 }
 
 /**
@@ -31,7 +33,7 @@ export function spawnInstance(env: Record<string, string>, ca: string, opts: Spa
   const output: string[] = [];
   let exited: Promise<number | null>;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`instance did not start:\n${output.join('')}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`instance did not start:\n${output.join('')}`)), opts.startTimeoutMs ?? 60_000);
     exited = new Promise((res) => child.on('exit', (code) => res(code)));
     child.stderr!.on('data', (c) => output.push(String(c)));
     child.stdout!.on('data', (c) => {

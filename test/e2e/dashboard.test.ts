@@ -1,0 +1,244 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { DIALECT } from '../helpers/db';
+import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
+
+/**
+ * The live dashboard (GET /dashboard) in a real browser: sign in with a pasted key, watch a payment
+ * made over the API arrive in the feed and the overview without a reload, find it by search and
+ * open its attempts; a live key sees none of the test mode's objects; a restricted key sees the
+ * sections it may not read as not allowed. No console errors or CSP violations anywhere.
+ * Screenshots go to test/e2e/screenshots/ (ignored by git).
+ */
+
+const SHOTS = path.join(__dirname, 'screenshots');
+let app: TestApp;
+let browser: Browser;
+let context: BrowserContext;
+let problems: PageProblems;
+let instance: SpawnedInstance | undefined;
+
+beforeAll(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  app = await startTestApp();
+  browser = await launchChromium({ trustCertPem: app.server.cert });
+});
+afterAll(async () => {
+  await instance?.stop('SIGKILL');
+  await browser?.close();
+  await app?.stop();
+});
+afterEach(async () => {
+  await context?.close();
+});
+
+async function newPage(): Promise<Page> {
+  context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  context.setDefaultTimeout(20_000);
+  problems = await watchProblems(context);
+  return context.newPage();
+}
+const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${DIALECT}-dashboard-${name}.png`), fullPage: true });
+const expectNoProblems = () => expect(problems).toEqual({ consoleErrors: [], pageErrors: [], cspViolations: [] });
+
+async function signIn(page: Page, key: string, baseUrl = app.baseUrl): Promise<void> {
+  const res = await page.goto(`${baseUrl}/dashboard`);
+  expect(res?.status()).toBe(200);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#app').waitFor({ state: 'visible' });
+  await page.locator('#conn.live').waitFor();
+}
+
+async function pay(key: string, body: Record<string, unknown>) {
+  const res = await app.request('POST', '/v1/payments', { key, body });
+  expect(res.status).toBe(201);
+  return res.body.data as { id: string; status: string };
+}
+
+describe('the live dashboard', () => {
+  it('should serve the page and its libraries under a strict policy, the libraries cached for a year', async () => {
+    const res = await app.request('GET', '/dashboard');
+    expect(res.status).toBe(200);
+    const csp = String(res.headers['content-security-policy']);
+    expect(csp).toMatch(/^default-src 'none'; style-src 'sha256-[^']+' 'sha256-[^']+'; script-src 'sha256-[^']+' 'sha256-[^']+' 'sha256-[^']+'; connect-src 'self'/);
+    expect(csp).not.toMatch(/unsafe|\*|https?:/);
+    const body = res.text;
+    const assets = [...body.matchAll(/<script src="([^"]+)" integrity="([^"]+)">/g)].map((m) => [m[1], m[2]]);
+    expect(assets.map(([p]) => p)).toEqual([expect.stringMatching(/^\/dashboard\/assets\/graphql-ws\.[0-9a-f]{12}\.min\.js$/), expect.stringMatching(/^\/dashboard\/assets\/uplot\.[0-9a-f]{12}\.min\.js$/)]);
+    for (const [assetPath, hash] of assets) {
+      expect(csp).toContain(`'${hash}'`);
+      const file = await app.request('GET', assetPath);
+      expect(file.status).toBe(200);
+      expect(file.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+      expect(file.headers['content-type']).toBe('application/javascript; charset=utf-8');
+    }
+    expect((await app.request('GET', '/dashboard/assets/other.js')).status).toBe(404);
+  });
+
+  it('should sign in with a test key and show a payment made over the API in the feed and the overview within 2 s, without a reload', async () => {
+    const key = app.account.testKey;
+    const page = await newPage();
+    await signIn(page, key);
+    await expect(page.locator('#test-mode').isVisible()).resolves.toBe(true);
+    await page.locator('#chart canvas').waitFor();
+    const before = Number(await page.locator('#chart').getAttribute('data-total'));
+    await page.evaluate('window.__notReloaded = true');
+    await shot(page, 'signed-in');
+
+    const started = Date.now();
+    const payment = await pay(key, { amount: 4210, currency: 'eur', paymentMethod: 'pm_card_visa', description: 'Dashboard order 7731' });
+    await page.locator(`#feed li[data-type="payment.succeeded"] a[href="#${payment.id}"]`).waitFor({ timeout: 2000 });
+    await page.locator(`#chart[data-total="${before + 1}"]`).waitFor({ timeout: Math.max(100, 2000 - (Date.now() - started)) });
+    expect(Date.now() - started).toBeLessThan(2000);
+    await expect(page.evaluate('window.__notReloaded')).resolves.toBe(true);
+    await expect(page.locator('#ov-volume').textContent()).resolves.toContain('€42.10');
+    await shot(page, 'live-payment');
+
+    // Search finds it; its detail shows its gateway attempt.
+    await page.getByLabel('Search payments').fill('order 7731');
+    await page.locator(`#payments-table a[href="#${payment.id}"]`).waitFor();
+    await expect(page.locator('#payments-table tbody tr').count()).resolves.toBe(1);
+    await page.locator(`#payments-table a[href="#${payment.id}"]`).click();
+    const attempts = page.locator('#detail table').first();
+    await attempts.waitFor();
+    await expect(attempts.locator('tbody tr').allTextContents()).resolves.toEqual([expect.stringMatching(/^gw_builtin_simulatorsucceeded\d+ ms$/)]);
+    await expect(page.locator('#detail').textContent()).resolves.toContain('payment.succeeded');
+    await shot(page, 'payment-detail');
+
+    // The key is in sessionStorage only: not in the URL, not in a cookie.
+    expect(page.url()).not.toContain(key);
+    await expect(context.cookies()).resolves.toEqual([]);
+    await expect(page.evaluate('sessionStorage.getItem("payorch.dashboard.key")')).resolves.toBe(key);
+    expectNoProblems();
+  });
+
+  it('should show a live key none of the test mode\'s objects, and no TEST MODE banner', async () => {
+    await pay(app.account.testKey, { amount: 1200, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'test only' });
+    const page = await newPage();
+    await signIn(page, app.account.liveKey);
+    await expect(page.locator('#test-mode').isVisible()).resolves.toBe(false);
+    await page.locator('#payments-table').getByText('No payments match').waitFor();
+    const testPayment = await pay(app.account.testKey, { amount: 1300, currency: 'usd', paymentMethod: 'pm_card_visa' });
+    await page.waitForTimeout(700);
+    await expect(page.locator('#feed li').count()).resolves.toBe(0);
+    await expect(page.locator(`a[href="#${testPayment.id}"]`).count()).resolves.toBe(0);
+    await expect(page.locator('#chart').getAttribute('data-total')).resolves.toBe('0');
+    await shot(page, 'live-key');
+    expectNoProblems();
+  });
+
+  it('should show the sections a restricted key cannot read as not allowed', async () => {
+    const res = await app.request('POST', '/v1/api-keys', { key: app.account.testKey, body: { name: 'dash', permissions: ['payments:read', 'events:read'] } });
+    const page = await newPage();
+    await signIn(page, res.body.data.secret);
+    for (const id of ['#ov-refunds', '#ov-subscriptions', '#ov-invoices']) {
+      await expect(page.locator(id).textContent()).resolves.toMatch(/^Not allowed for this key \(needs (refunds|subscriptions|invoices):read\)$/);
+    }
+    await page.locator('#chart canvas').waitFor();
+    await page.locator('#browse-table').getByText('Not allowed for this key (needs customers:read)').waitFor();
+    await shot(page, 'restricted-key');
+    expectNoProblems();
+  });
+
+  it('should browse customers by search and subscriptions and invoices by status, page by page', async () => {
+    const key = app.account.testKey;
+    const post = async (p: string, body: Record<string, unknown>) => {
+      const res = await app.request('POST', p, { key, body });
+      expect(res.status).toBe(201);
+      return res.body.data;
+    };
+    for (let i = 0; i < 22; i++) await post('/v1/customers', { email: `browse-${i}@example.com`, name: `Browse ${i}` });
+    const product = await post('/v1/products', { name: 'Dashboard plan' });
+    const price = await post('/v1/prices', { productId: product.id, unitAmount: 1500, currency: 'eur', recurring: { interval: 'month' } });
+    const customer = await post('/v1/customers', { email: 'subscriber@example.com' });
+    const sub = await post('/v1/subscriptions', { customerId: customer.id, priceId: price.id, collectionMethod: 'send_invoice' });
+
+    const page = await newPage();
+    await signIn(page, key);
+    await page.locator('#browse-info').getByText(/Page 1 of 2 · 2[3-9]/).waitFor();
+    // browse-0 was made first: on the second page, so only the search can bring it to the first.
+    await page.getByLabel('Search', { exact: true }).fill('browse-0@');
+    await page.locator('#browse-info').getByText('Page 1 of 1 · 1').waitFor();
+    await expect(page.locator('#browse-table tbody tr').allTextContents()).resolves.toEqual([expect.stringContaining('browse-0@example.com')]);
+
+    await page.getByLabel('Resource', { exact: true }).selectOption('subscriptions');
+    await page.locator('#browse-table').getByText(sub.id).waitFor();
+    await page.getByLabel('Resource status').selectOption('canceled');
+    await page.locator('#browse-table').getByText('None').waitFor();
+    await page.getByLabel('Resource', { exact: true }).selectOption('invoices');
+    await page.getByLabel('Resource status').selectOption('sent');
+    const invoiceRow = page.locator('#browse-table tbody tr').filter({ hasText: customer.id });
+    await invoiceRow.waitFor();
+    await expect(invoiceRow.textContent()).resolves.toContain('€15.00');
+    await expect(invoiceRow.locator('a').getAttribute('href')).resolves.toMatch(/^\/invoice\/in_/);
+    await shot(page, 'browse-invoices');
+    expectNoProblems();
+  });
+
+  it('should refuse an unknown key on the sign-in form', async () => {
+    const page = await newPage();
+    await page.goto(`${app.baseUrl}/dashboard`);
+    await page.getByLabel('API key').fill('sk_test_doesnotexist');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#sign-in-error:not(:empty)').waitFor();
+    await expect(page.locator('#app').isHidden()).resolves.toBe(true);
+    await shot(page, 'refused-key');
+    // The 401 of /graphql is the browser's own console line; the page adds nothing.
+    expect(problems.pageErrors).toEqual([]);
+    expect(problems.cspViolations).toEqual([]);
+    expect(problems.consoleErrors.every((e) => /status of 401/.test(e))).toBe(true);
+  });
+
+  it('should say it is reconnecting when the service is killed, and be live again after it restarts', async () => {
+    // Another process on a fixed port, sharing this app's database and certificate: killed and
+    // started again on the same address, as a restarted service is.
+    const port = await freePort();
+    const start = async () => {
+      instance = await spawnInstance(
+        { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, PORT: String(port), RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000', GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE: '100000' },
+        app.server.cert,
+        // Started from the TypeScript sources, on a machine other test processes share.
+        { startTimeoutMs: 150_000 },
+      );
+      return instance;
+    };
+    const first = await start();
+    const key = app.account.testKey;
+    const page = await newPage();
+    await signIn(page, key, first.baseUrl);
+    await page.evaluate('window.__notReloaded = true');
+    // No request of the page in flight when the process dies (the browser would log it cut off).
+    await page.waitForLoadState('networkidle');
+    await first.stop('SIGKILL');
+    await page.locator('#conn.down').getByText('Reconnecting…').waitFor({ timeout: 10_000 });
+    await shot(page, 'reconnecting');
+
+    const second = await start();
+    await page.locator('#conn.live').getByText('Live').waitFor({ timeout: 30_000 });
+    const res = await second.request('POST', '/v1/payments', { key, body: { amount: 990, currency: 'eur', paymentMethod: 'pm_card_visa', description: 'after the restart' } });
+    expect(res.status).toBe(201);
+    await page.locator(`#feed a[href="#${res.body.data.id}"]`).waitFor({ timeout: 2000 });
+    await expect(page.evaluate('window.__notReloaded')).resolves.toBe(true);
+    await shot(page, 'reconnected');
+    // While the service was down, the browser logged its failed WebSocket attempts; the page nothing else.
+    expect(problems.pageErrors).toEqual([]);
+    expect(problems.cspViolations).toEqual([]);
+    expect(problems.consoleErrors.filter((e) => !/WebSocket connection to 'wss:\/\/[^']+\/graphql' failed/.test(e))).toEqual([]);
+  }, 420_000);
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
