@@ -8,6 +8,7 @@ import { homePage } from './home.page';
 import { checkoutPage } from './checkout.page';
 import { paymentLinkPage } from './payment-link.page';
 import { invoicePage } from './invoice.page';
+import { docsRoutes } from './docs.page';
 import type { Page } from './page';
 
 export type { Page, PageRequest } from './page';
@@ -26,6 +27,7 @@ export const PAGES: readonly Page[] = [homePage, checkoutPage, paymentLinkPage, 
 /** Serves page paths (404/405 as HTML pages); passes API paths on. */
 export function pageRoutes(services: Services): Koa.Middleware {
   const router = new Router();
+  docsRoutes(router);
   for (const page of PAGES) {
     router.get(page.path, async (ctx) => {
       const view = await page.render(services, { params: { ...ctx.params }, requestId: (ctx.state as PayorchState).requestId });
