@@ -24,9 +24,12 @@ function stripPrefix(path: string): string | null {
   return null;
 }
 
+/** Public routes outside /public (the OpenAPI document), as the route table marks them. */
+const PUBLIC_FIXED_PATHS = new Set(API_ROUTES.filter((r) => r.public && !r.path.startsWith('/public/')).map((r) => r.path));
+
 export function isPublicPath(path: string): boolean {
   const inner = stripPrefix(path);
-  return inner !== null && (inner.startsWith('/public/') || inner === '/openapi.json');
+  return inner !== null && (inner.startsWith('/public/') || PUBLIC_FIXED_PATHS.has(inner));
 }
 
 /** Middleware the extra mounts (GraphQL) share with the REST routes. */
