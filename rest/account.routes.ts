@@ -1,8 +1,17 @@
-import type { Router } from '@koa/router';
-import type { Services } from '../src/services';
-import { body, one } from './route';
+import { updateAccountInput } from '../src/modules/accounts/account.inputs';
+import { accountSettingsSchema } from '../src/modules/accounts/account.schemas';
+import { route } from './route-table';
 
-export function accountRoutes(router: Router, s: Services): void {
-  router.get('/account', one((rc) => s.accounts.settings(rc)));
-  router.patch('/account', one((rc, ctx) => s.accounts.updateSettings(rc, body(ctx))));
-}
+export const accountRoutes = [
+  route.one({
+    method: 'GET', path: '/account', operationId: 'retrieveAccount', tag: 'Account', summary: "The account's settings",
+    permission: 'account:read', response: accountSettingsSchema, errors: [],
+    handle: (s, r) => s.accounts.settings(r.rc),
+  }),
+  route.one({
+    method: 'PATCH', path: '/account', operationId: 'updateAccount', tag: 'Account', summary: "Change the account's settings",
+    permission: 'account:write', body: updateAccountInput, response: accountSettingsSchema, errors: [],
+    example: { invoicePrefix: 'ACME', dunningRetryDays: [1, 3, 7] },
+    handle: (s, r) => s.accounts.updateSettings(r.rc, r.body),
+  }),
+];

@@ -1,9 +1,22 @@
-import type { Router } from '@koa/router';
-import type { Services } from '../src/services';
-import { body, idempotent, list, one, param } from './route';
+import { createKeyInput, listKeysInput } from '../src/modules/accounts/account.inputs';
+import { apiKeySchema } from '../src/modules/accounts/account.schemas';
+import { route } from './route-table';
 
-export function apiKeyRoutes(router: Router, s: Services): void {
-  router.post('/api-keys', idempotent('createApiKey', (rc, ctx, idem) => s.accounts.createKey(rc, body(ctx), idem)));
-  router.get('/api-keys', list((rc, q) => s.accounts.listKeys(rc, q)));
-  router.delete('/api-keys/:id', one((rc, ctx) => s.accounts.revokeKey(rc, param(ctx, 'id'))));
-}
+export const apiKeyRoutes = [
+  route.one({
+    method: 'POST', path: '/api-keys', operationId: 'createApiKey', tag: 'API keys', summary: 'Create an API key (its secret is shown once)',
+    permission: 'api_keys:write', idempotent: 'createApiKey', body: createKeyInput, response: apiKeySchema, errors: ['limit_exceeded'],
+    example: { name: 'Dashboard (read only)', permissions: ['payments:read', 'customers:read'] },
+    handle: (s, r) => s.accounts.createKey(r.rc, r.body, r.idem),
+  }),
+  route.list({
+    method: 'GET', path: '/api-keys', operationId: 'listApiKeys', tag: 'API keys', summary: "List the mode's API keys",
+    permission: 'api_keys:read', query: listKeysInput, response: apiKeySchema, errors: [],
+    handle: (s, r) => s.accounts.listKeys(r.rc, r.query),
+  }),
+  route.one({
+    method: 'DELETE', path: '/api-keys/{id}', operationId: 'revokeApiKey', tag: 'API keys', summary: 'Revoke an API key',
+    permission: 'api_keys:write', response: apiKeySchema, errors: [],
+    handle: (s, r) => s.accounts.revokeKey(r.rc, r.param('id')),
+  }),
+];

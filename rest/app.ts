@@ -10,21 +10,8 @@ import { requireHttpsBehindProxy } from './middleware/https';
 import { securityHeaders } from './middleware/security-headers';
 import { authAndRateLimit } from './middleware/auth';
 import { restIdempotency } from './middleware/idempotency';
-import { customerRoutes } from './customers.routes';
-import { catalogRoutes } from './catalog.routes';
-import { eventRoutes } from './events.routes';
-import { apiKeyRoutes } from './api-keys.routes';
-import { accountRoutes } from './account.routes';
-import { paymentRoutes } from './payments.routes';
-import { gatewayRoutes } from './gateways.routes';
-import { routingRoutes } from './routing.routes';
-import { fxRateRoutes } from './fx-rates.routes';
-import { webhookRoutes } from './webhooks.routes';
-import { checkoutSessionRoutes } from './checkout-sessions.routes';
-import { paymentLinkRoutes } from './payment-links.routes';
-import { invoiceRoutes } from './invoices.routes';
-import { subscriptionRoutes } from './subscriptions.routes';
-import { testClockRoutes } from './test-clocks.routes';
+import { API_ROUTES } from './routes';
+import { registerRoutes } from './route-table';
 import { isPagePath, pageRoutes } from './pages/pages.routes';
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -37,9 +24,12 @@ function stripPrefix(path: string): string | null {
   return null;
 }
 
+/** Public routes outside /public (the OpenAPI document), as the route table marks them. */
+const PUBLIC_FIXED_PATHS = new Set(API_ROUTES.filter((r) => r.public && !r.path.startsWith('/public/')).map((r) => r.path));
+
 export function isPublicPath(path: string): boolean {
   const inner = stripPrefix(path);
-  return inner !== null && inner.startsWith('/public/');
+  return inner !== null && (inner.startsWith('/public/') || PUBLIC_FIXED_PATHS.has(inner));
 }
 
 /** Middleware the extra mounts (GraphQL) share with the REST routes. */
@@ -100,21 +90,7 @@ export function createApp(services: Services, extensions: AppExtension[] = []): 
   app.on('error', logAppError(logger));
 
   const api = new Router();
-  customerRoutes(api, services);
-  catalogRoutes(api, services);
-  eventRoutes(api, services);
-  apiKeyRoutes(api, services);
-  accountRoutes(api, services);
-  paymentRoutes(api, services);
-  gatewayRoutes(api, services);
-  routingRoutes(api, services);
-  fxRateRoutes(api, services);
-  webhookRoutes(api, services);
-  checkoutSessionRoutes(api, services);
-  paymentLinkRoutes(api, services);
-  invoiceRoutes(api, services);
-  subscriptionRoutes(api, services);
-  testClockRoutes(api, services);
+  registerRoutes(api, services, API_ROUTES);
 
   const root = new Router();
   for (const prefix of API_PREFIXES) root.use(prefix, api.routes());

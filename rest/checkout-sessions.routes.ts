@@ -1,15 +1,44 @@
-import type { Router } from '@koa/router';
-import type { Services } from '../src/services';
-import { body, idempotent, list, one, param, publicRoute } from './route';
+import { createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput } from '../src/modules/checkout/checkout.inputs';
+import { checkoutSessionSchema, payResultSchema, publicCheckoutSessionSchema } from '../src/modules/checkout/checkout.schemas';
+import { route } from './route-table';
 
-export function checkoutSessionRoutes(router: Router, s: Services): void {
-  const sessions = s.checkoutSessions;
-  router.post('/checkout-sessions', idempotent('createCheckoutSession', (rc, ctx, idem) => sessions.create(rc, body(ctx), idem)));
-  router.get('/checkout-sessions', list((rc, q) => sessions.list(rc, q)));
-  router.get('/checkout-sessions/:id', one((rc, ctx) => sessions.retrieve(rc, param(ctx, 'id'))));
-  router.post('/checkout-sessions/:id/expire', idempotent('expireCheckoutSession', (rc, ctx, idem) => sessions.expire(rc, param(ctx, 'id'), idem)));
+const card = { number: '4242424242424242', expMonth: 12, expYear: 2030, cvc: '123' };
+
+export const checkoutSessionRoutes = [
+  route.one({
+    method: 'POST', path: '/checkout-sessions', operationId: 'createCheckoutSession', tag: 'Checkout sessions', summary: 'Create a hosted checkout session',
+    permission: 'checkout_sessions:write', idempotent: 'createCheckoutSession', body: createCheckoutSessionInput, response: checkoutSessionSchema, errors: [],
+    example: { mode: 'payment', amount: 4900, currency: 'EUR', description: 'Conference ticket', successUrl: 'https://shop.example.com/thanks' },
+    handle: (s, r) => s.checkoutSessions.create(r.rc, r.body, r.idem),
+  }),
+  route.list({
+    method: 'GET', path: '/checkout-sessions', operationId: 'listCheckoutSessions', tag: 'Checkout sessions', summary: 'List checkout sessions',
+    permission: 'checkout_sessions:read', query: listCheckoutSessionsInput, response: checkoutSessionSchema, errors: [],
+    handle: (s, r) => s.checkoutSessions.list(r.rc, r.query),
+  }),
+  route.one({
+    method: 'GET', path: '/checkout-sessions/{id}', operationId: 'retrieveCheckoutSession', tag: 'Checkout sessions', summary: 'Retrieve a checkout session',
+    permission: 'checkout_sessions:read', response: checkoutSessionSchema, errors: [],
+    handle: (s, r) => s.checkoutSessions.retrieve(r.rc, r.param('id')),
+  }),
+  route.one({
+    method: 'POST', path: '/checkout-sessions/{id}/expire', operationId: 'expireCheckoutSession', tag: 'Checkout sessions', summary: 'Expire an open checkout session',
+    permission: 'checkout_sessions:write', idempotent: 'expireCheckoutSession', response: checkoutSessionSchema, errors: ['invalid_state', 'checkout_session_in_use'],
+    handle: (s, r) => s.checkoutSessions.expire(r.rc, r.param('id'), r.idem),
+  }),
 
   // Public (no key): what the hosted page shows, and its pay.
-  router.get('/public/checkout-sessions/:id', publicRoute((ctx) => sessions.publicView(param(ctx, 'id'))));
-  router.post('/public/checkout-sessions/:id/pay', publicRoute((ctx, r) => sessions.publicPay(param(ctx, 'id'), body(ctx), r.idem, r.requestId)));
-}
+  route.one({
+    method: 'GET', path: '/public/checkout-sessions/{id}', operationId: 'retrievePublicCheckoutSession', tag: 'Public', summary: 'What the hosted checkout page shows',
+    public: true, response: publicCheckoutSessionSchema, errors: [],
+    handle: (s, r) => s.checkoutSessions.publicView(r.param('id')),
+  }),
+  route.one({
+    method: 'POST', path: '/public/checkout-sessions/{id}/pay', operationId: 'payCheckoutSession', tag: 'Public', summary: 'Pay a checkout session with a card (the hosted page calls this)',
+    description: 'A declined card answers 200 with status `failed`; the session stays open.',
+    public: true, idempotent: 'payCheckoutSession', body: publicPayInput, response: payResultSchema,
+    errors: ['invalid_state', 'checkout_session_in_use', 'no_gateway_available', 'gateway_unavailable', 'card_declined', 'invoice_payment_in_progress'],
+    example: { card, email: 'ada@example.com', name: 'Ada Lovelace' },
+    handle: (s, r) => s.checkoutSessions.publicPay(r.param('id'), r.body, r.idem, r.requestId),
+  }),
+];

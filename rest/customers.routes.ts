@@ -1,10 +1,29 @@
-import type { Router } from '@koa/router';
-import type { Services } from '../src/services';
-import { body, idempotent, list, one, param } from './route';
+import { createCustomerInput, listCustomersInput, updateCustomerInput } from '../src/modules/customers/customer.inputs';
+import { customerSchema } from '../src/modules/customers/customer.schemas';
+import { route } from './route-table';
 
-export function customerRoutes(router: Router, s: Services): void {
-  router.post('/customers', idempotent('createCustomer', (rc, ctx, idem) => s.customers.create(rc, body(ctx), idem)));
-  router.get('/customers', list((rc, q) => s.customers.list(rc, q)));
-  router.get('/customers/:id', one((rc, ctx) => s.customers.retrieve(rc, param(ctx, 'id'))));
-  router.patch('/customers/:id', one((rc, ctx) => s.customers.update(rc, param(ctx, 'id'), body(ctx))));
-}
+export const customerRoutes = [
+  route.one({
+    method: 'POST', path: '/customers', operationId: 'createCustomer', tag: 'Customers', summary: 'Create a customer',
+    permission: 'customers:write', idempotent: 'createCustomer', body: createCustomerInput, response: customerSchema,
+    errors: ['duplicate_email', 'mode_mismatch'],
+    example: { email: 'ada@example.com', name: 'Ada Lovelace', country: 'GB', locale: 'en' },
+    handle: (s, r) => s.customers.create(r.rc, r.body, r.idem),
+  }),
+  route.list({
+    method: 'GET', path: '/customers', operationId: 'listCustomers', tag: 'Customers', summary: 'List customers',
+    permission: 'customers:read', query: listCustomersInput, response: customerSchema, errors: [],
+    handle: (s, r) => s.customers.list(r.rc, r.query),
+  }),
+  route.one({
+    method: 'GET', path: '/customers/{id}', operationId: 'retrieveCustomer', tag: 'Customers', summary: 'Retrieve a customer',
+    permission: 'customers:read', response: customerSchema, errors: [],
+    handle: (s, r) => s.customers.retrieve(r.rc, r.param('id')),
+  }),
+  route.one({
+    method: 'PATCH', path: '/customers/{id}', operationId: 'updateCustomer', tag: 'Customers', summary: 'Update a customer',
+    permission: 'customers:write', body: updateCustomerInput, response: customerSchema, errors: ['duplicate_email'],
+    example: { name: 'Ada King', metadata: { crm: '4711' } },
+    handle: (s, r) => s.customers.update(r.rc, r.param('id'), r.body),
+  }),
+];

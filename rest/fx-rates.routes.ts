@@ -1,8 +1,17 @@
-import type { Router } from '@koa/router';
-import type { Services } from '../src/services';
-import { body, one } from './route';
+import { putRatesInput } from '../src/modules/fx/fx.inputs';
+import { fxRateSetSchema } from '../src/modules/fx/fx.schemas';
+import { route } from './route-table';
 
-export function fxRateRoutes(router: Router, s: Services): void {
-  router.get('/fx-rates', one((rc) => s.fx.list(rc)));
-  router.put('/fx-rates', one((rc, ctx) => s.fx.replace(rc, body(ctx))));
-}
+export const fxRateRoutes = [
+  route.one({
+    method: 'GET', path: '/fx-rates', operationId: 'listFxRates', tag: 'FX rates', summary: "The account's exchange rates",
+    permission: 'fx_rates:read', response: fxRateSetSchema, errors: [],
+    handle: (s, r) => s.fx.list(r.rc),
+  }),
+  route.one({
+    method: 'PUT', path: '/fx-rates', operationId: 'replaceFxRates', tag: 'FX rates', summary: "Replace the account's exchange rates",
+    permission: 'fx_rates:write', body: putRatesInput, response: fxRateSetSchema, errors: [],
+    example: { rates: [{ from: 'USD', to: 'EUR', rate: '0.92' }] },
+    handle: (s, r) => s.fx.replace(r.rc, r.body),
+  }),
+];

@@ -1,15 +1,45 @@
-import type { Router } from '@koa/router';
-import type { Services } from '../src/services';
-import { body, idempotent, list, one, param, publicRoute } from './route';
+import { createPaymentLinkInput, listPaymentLinksInput, publicPayInput, updatePaymentLinkInput } from '../src/modules/checkout/checkout.inputs';
+import { payResultSchema, paymentLinkSchema, publicPaymentLinkSchema } from '../src/modules/checkout/checkout.schemas';
+import { route } from './route-table';
 
-export function paymentLinkRoutes(router: Router, s: Services): void {
-  const links = s.paymentLinks;
-  router.post('/payment-links', idempotent('createPaymentLink', (rc, ctx, idem) => links.create(rc, body(ctx), idem)));
-  router.get('/payment-links', list((rc, q) => links.list(rc, q)));
-  router.get('/payment-links/:id', one((rc, ctx) => links.retrieve(rc, param(ctx, 'id'))));
-  router.patch('/payment-links/:id', one((rc, ctx) => links.update(rc, param(ctx, 'id'), body(ctx))));
+const card = { number: '4242424242424242', expMonth: 12, expYear: 2030, cvc: '123' };
+
+export const paymentLinkRoutes = [
+  route.one({
+    method: 'POST', path: '/payment-links', operationId: 'createPaymentLink', tag: 'Payment links', summary: 'Create a payment link',
+    permission: 'payment_links:write', idempotent: 'createPaymentLink', body: createPaymentLinkInput, response: paymentLinkSchema, errors: [],
+    example: { name: 'Donation', amount: 1000, currency: 'EUR' },
+    handle: (s, r) => s.paymentLinks.create(r.rc, r.body, r.idem),
+  }),
+  route.list({
+    method: 'GET', path: '/payment-links', operationId: 'listPaymentLinks', tag: 'Payment links', summary: 'List payment links',
+    permission: 'payment_links:read', query: listPaymentLinksInput, response: paymentLinkSchema, errors: [],
+    handle: (s, r) => s.paymentLinks.list(r.rc, r.query),
+  }),
+  route.one({
+    method: 'GET', path: '/payment-links/{id}', operationId: 'retrievePaymentLink', tag: 'Payment links', summary: 'Retrieve a payment link',
+    permission: 'payment_links:read', response: paymentLinkSchema, errors: [],
+    handle: (s, r) => s.paymentLinks.retrieve(r.rc, r.param('id')),
+  }),
+  route.one({
+    method: 'PATCH', path: '/payment-links/{id}', operationId: 'updatePaymentLink', tag: 'Payment links', summary: 'Update a payment link (deactivate it)',
+    permission: 'payment_links:write', body: updatePaymentLinkInput, response: paymentLinkSchema, errors: [],
+    example: { status: 'inactive' },
+    handle: (s, r) => s.paymentLinks.update(r.rc, r.param('id'), r.body),
+  }),
 
   // Public (no key): the link by its slug (410 when inactive), and its pay.
-  router.get('/public/payment-links/:slug', publicRoute((ctx) => links.publicView(param(ctx, 'slug'))));
-  router.post('/public/payment-links/:slug/pay', publicRoute((ctx, r) => links.publicPay(param(ctx, 'slug'), body(ctx), r.idem, r.requestId)));
-}
+  route.one({
+    method: 'GET', path: '/public/payment-links/{slug}', operationId: 'retrievePublicPaymentLink', tag: 'Public', summary: 'What the payment link page shows',
+    public: true, response: publicPaymentLinkSchema, errors: ['payment_link_inactive'],
+    handle: (s, r) => s.paymentLinks.publicView(r.param('slug')),
+  }),
+  route.one({
+    method: 'POST', path: '/public/payment-links/{slug}/pay', operationId: 'payPaymentLink', tag: 'Public', summary: 'Pay a payment link with a card',
+    description: 'A declined card answers 200 with status `failed`.',
+    public: true, idempotent: 'payPaymentLink', body: publicPayInput, response: payResultSchema,
+    errors: ['payment_link_inactive', 'no_gateway_available', 'gateway_unavailable', 'card_declined'],
+    example: { card, email: 'ada@example.com' },
+    handle: (s, r) => s.paymentLinks.publicPay(r.param('slug'), r.body, r.idem, r.requestId),
+  }),
+];

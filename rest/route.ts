@@ -8,7 +8,7 @@ import { requestContext, type PayorchState } from './context';
 
 type Handler<T> = (rc: RequestContext, ctx: Context) => Promise<T>;
 
-function refuseQuery(ctx: Context): void {
+export function refuseQuery(ctx: Context): void {
   const extra = Object.keys(ctx.query)[0];
   if (extra !== undefined) throw new DomainError('unknown_parameter', `Unknown parameter: '${extra}'`, extra);
 }

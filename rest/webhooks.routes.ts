@@ -1,14 +1,44 @@
-import type { Router } from '@koa/router';
-import type { Services } from '../src/services';
-import { body, idempotent, list, one, param } from './route';
+import { createEndpointInput, listAttemptsInput, listEndpointsInput, rotateSecretInput, updateEndpointInput } from '../src/modules/webhooks/webhook.inputs';
+import { deletedWebhookEndpointSchema, webhookAttemptSchema, webhookEndpointSchema } from '../src/modules/webhooks/webhook.schemas';
+import { route } from './route-table';
 
-export function webhookRoutes(router: Router, s: Services): void {
-  const endpoints = s.webhooks.endpoints;
-  router.post('/webhook-endpoints', idempotent('createWebhookEndpoint', (rc, ctx, idem) => endpoints.create(rc, body(ctx), idem)));
-  router.get('/webhook-endpoints', list((rc, q) => endpoints.list(rc, q)));
-  router.get('/webhook-endpoints/:id', one((rc, ctx) => endpoints.retrieve(rc, param(ctx, 'id'))));
-  router.patch('/webhook-endpoints/:id', one((rc, ctx) => endpoints.update(rc, param(ctx, 'id'), body(ctx))));
-  router.delete('/webhook-endpoints/:id', one((rc, ctx) => endpoints.remove(rc, param(ctx, 'id'))));
-  router.post('/webhook-endpoints/:id/rotate-secret', idempotent('rotateWebhookSecret', (rc, ctx, idem) => endpoints.rotateSecret(rc, param(ctx, 'id'), body(ctx), idem)));
-  router.get('/webhook-endpoints/:id/deliveries', list((rc, q, ctx) => s.webhooks.deliveries.attempts(rc, param(ctx, 'id'), q)));
-}
+export const webhookRoutes = [
+  route.one({
+    method: 'POST', path: '/webhook-endpoints', operationId: 'createWebhookEndpoint', tag: 'Webhooks', summary: 'Create a webhook endpoint (its signing secret is shown once)',
+    permission: 'webhook_endpoints:write', idempotent: 'createWebhookEndpoint', body: createEndpointInput, response: webhookEndpointSchema, errors: ['limit_exceeded'],
+    example: { url: 'https://shop.example.com/payorch/webhooks', events: ['payment.succeeded', 'refund.succeeded'] },
+    handle: (s, r) => s.webhooks.endpoints.create(r.rc, r.body, r.idem),
+  }),
+  route.list({
+    method: 'GET', path: '/webhook-endpoints', operationId: 'listWebhookEndpoints', tag: 'Webhooks', summary: 'List webhook endpoints',
+    permission: 'webhook_endpoints:read', query: listEndpointsInput, response: webhookEndpointSchema, errors: [],
+    handle: (s, r) => s.webhooks.endpoints.list(r.rc, r.query),
+  }),
+  route.one({
+    method: 'GET', path: '/webhook-endpoints/{id}', operationId: 'retrieveWebhookEndpoint', tag: 'Webhooks', summary: 'Retrieve a webhook endpoint',
+    permission: 'webhook_endpoints:read', response: webhookEndpointSchema, errors: [],
+    handle: (s, r) => s.webhooks.endpoints.retrieve(r.rc, r.param('id')),
+  }),
+  route.one({
+    method: 'PATCH', path: '/webhook-endpoints/{id}', operationId: 'updateWebhookEndpoint', tag: 'Webhooks', summary: 'Update a webhook endpoint',
+    permission: 'webhook_endpoints:write', body: updateEndpointInput, response: webhookEndpointSchema, errors: [],
+    example: { status: 'disabled' },
+    handle: (s, r) => s.webhooks.endpoints.update(r.rc, r.param('id'), r.body),
+  }),
+  route.one({
+    method: 'DELETE', path: '/webhook-endpoints/{id}', operationId: 'deleteWebhookEndpoint', tag: 'Webhooks', summary: 'Delete a webhook endpoint (its attempt log stays)',
+    permission: 'webhook_endpoints:write', response: deletedWebhookEndpointSchema, errors: [],
+    handle: (s, r) => s.webhooks.endpoints.remove(r.rc, r.param('id')),
+  }),
+  route.one({
+    method: 'POST', path: '/webhook-endpoints/{id}/rotate-secret', operationId: 'rotateWebhookSecret', tag: 'Webhooks', summary: 'Rotate the signing secret (the old one signs on for overlapSeconds)',
+    permission: 'webhook_endpoints:write', idempotent: 'rotateWebhookSecret', body: rotateSecretInput, response: webhookEndpointSchema, errors: [],
+    example: { overlapSeconds: 3600 },
+    handle: (s, r) => s.webhooks.endpoints.rotateSecret(r.rc, r.param('id'), r.body, r.idem),
+  }),
+  route.list({
+    method: 'GET', path: '/webhook-endpoints/{id}/deliveries', operationId: 'listWebhookDeliveryAttempts', tag: 'Webhooks', summary: "An endpoint's delivery attempts",
+    permission: 'webhook_endpoints:read', query: listAttemptsInput, response: webhookAttemptSchema, errors: [],
+    handle: (s, r) => s.webhooks.deliveries.attempts(r.rc, r.param('id'), r.query),
+  }),
+];

@@ -10,6 +10,7 @@ import { paymentLinkPage } from './payment-link.page';
 import { invoicePage } from './invoice.page';
 import { dashboardPage } from './dashboard.page';
 import { serveAsset } from './page-assets';
+import { docsRoutes } from './docs.page';
 import type { Page } from './page';
 
 export type { Page, PageRequest } from './page';
@@ -28,6 +29,7 @@ export const PAGES: readonly Page[] = [homePage, checkoutPage, paymentLinkPage, 
 /** Serves page paths (404/405 as HTML pages); passes API paths on. */
 export function pageRoutes(services: Services): Koa.Middleware {
   const router = new Router();
+  docsRoutes(router);
   for (const page of PAGES) {
     router.get(page.path, async (ctx) => {
       const view = await page.render(services, { params: { ...ctx.params }, requestId: (ctx.state as PayorchState).requestId });

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { PERMISSION_RESOURCES } from '../../core/context';
+import { listSchema } from '../../core/pagination';
 
 /** 1–12 upper-case letters or digits (API.md §3): `INV` gives `INV-000042`. */
 export const invoicePrefixSchema = z
@@ -23,3 +25,31 @@ export const updateAccountInput = z
     dunningRetryDays: dunningRetryDaysSchema.optional(),
   })
   .strict();
+
+const PERMISSION_PATTERN = new RegExp(`^(\\*|(${PERMISSION_RESOURCES.join('|')}):(read|write))$`);
+
+/** Says which part of a refused permission is wrong, listing what is valid there. */
+function permissionError(input: unknown): string {
+  const [resource, access, ...rest] = String(input).slice(0, 64).split(':');
+  if (!(PERMISSION_RESOURCES as readonly string[]).includes(resource)) {
+    return `unknown resource '${resource}'; use "*" or "<resource>:read|write" with one of: ${PERMISSION_RESOURCES.join(', ')}`;
+  }
+  if (rest.length > 0 || (access !== 'read' && access !== 'write')) return `use '${resource}:read' or '${resource}:write'`;
+  return 'must be "*" or "<resource>:read|write"';
+}
+
+export const permissionsSchema = z
+  .array(z.string({ error: 'must be a string' }).regex(PERMISSION_PATTERN, { error: (issue) => permissionError(issue.input) }), {
+    error: 'permissions must be an array of strings',
+  })
+  .min(1, { error: 'permissions must not be empty' })
+  .max(64);
+
+export const createKeyInput = z
+  .object({
+    name: z.string().max(200).optional(),
+    permissions: permissionsSchema.optional(),
+  })
+  .strict();
+
+export const listKeysInput = listSchema(['createdAt'] as const, {});

@@ -1,19 +1,20 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
 import { AccountModel } from './account.model';
-import { updateAccountInput } from './account.inputs';
+import { createKeyInput, listKeysInput, permissionsSchema, updateAccountInput } from './account.inputs';
+
+export { permissionsSchema } from './account.inputs';
 import { ApiKeyModel } from './api-key.model';
 import { AccountStore } from './account.store';
 import { lockAccount } from '../../db/account-lock';
 import type { Clock } from '../../core/clock';
 import type { Mode, RequestContext } from '../../core/context';
-import { PERMISSION_RESOURCES, hasPermission, requirePermission, type Access } from '../../core/context';
+import { hasPermission, requirePermission, type Access } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
 import { newId, randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Page } from '../../core/pagination';
+import type { Page } from '../../core/pagination';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
@@ -41,33 +42,6 @@ export interface ApiKeyView {
   secret?: string;
 }
 
-const PERMISSION_PATTERN = new RegExp(`^(\\*|(${PERMISSION_RESOURCES.join('|')}):(read|write))$`);
-
-/** Says which part of a refused permission is wrong, listing what is valid there. */
-function permissionError(input: unknown): string {
-  const [resource, access, ...rest] = String(input).slice(0, 64).split(':');
-  if (!(PERMISSION_RESOURCES as readonly string[]).includes(resource)) {
-    return `unknown resource '${resource}'; use "*" or "<resource>:read|write" with one of: ${PERMISSION_RESOURCES.join(', ')}`;
-  }
-  if (rest.length > 0 || (access !== 'read' && access !== 'write')) return `use '${resource}:read' or '${resource}:write'`;
-  return 'must be "*" or "<resource>:read|write"';
-}
-
-export const permissionsSchema = z
-  .array(z.string({ error: 'must be a string' }).regex(PERMISSION_PATTERN, { error: (issue) => permissionError(issue.input) }), {
-    error: 'permissions must be an array of strings',
-  })
-  .min(1, { error: 'permissions must not be empty' })
-  .max(64);
-
-const createKeyInput = z
-  .object({
-    name: z.string().max(200).optional(),
-    permissions: permissionsSchema.optional(),
-  })
-  .strict();
-
-const listKeysInput = listSchema(['createdAt'] as const, {});
 
 export function hashApiKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');

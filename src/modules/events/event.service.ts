@@ -5,11 +5,14 @@ import { hasPermission, requirePermission } from '../../core/context';
 import { newId } from '../../core/ids';
 import { DomainError, notFound } from '../../core/errors';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
+import { type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { EventBus, PublishedEvent, StreamScope } from '../../core/event-bus';
 import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
 import type { ApiEvent, EventStore } from './event.store';
+import { listEventsInput } from './event.inputs';
+
+export { listEventsInput } from './event.inputs';
 
 
 export const EVENT_TYPES = [
@@ -111,10 +114,6 @@ export interface EventBatchItem {
   /** The id of the caller's row that holds this event's object as JSON text (see `batchParts`). */
   sourceId: string;
 }
-
-export const listEventsInput = listSchema(['createdAt'] as const, {
-  type: z.string().max(64).optional(),
-});
 
 export class EventService {
   private readonly writeHooks: EventWriteHook[] = [];

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { Op, type Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
@@ -6,9 +5,9 @@ import { lockAccount } from '../../db/account-lock';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { DomainError } from '../../core/errors';
-import { currencySchema } from '../../core/money';
 import { parseInput, withoutReadOnly } from '../../core/validation';
-import { exchangeRateSchema, invertRate } from './fx-math';
+import { invertRate } from './fx-math';
+import { putRatesInput } from './fx.inputs';
 import { DEMO_BASE, DEMO_CURRENCIES, DEMO_RATES, demoRate } from './demo-rates';
 import { FxRateModel } from './fx-rate.model';
 
@@ -33,26 +32,6 @@ export interface FxRateSet {
 const DEMO_RATE_LIST: readonly FxRate[] = Object.freeze(
   DEMO_CURRENCIES.filter((c) => c !== DEMO_BASE).map((c) => ({ from: DEMO_BASE, to: c, rate: DEMO_RATES[c], updatedAt: null })),
 );
-
-const putRatesInput = z
-  .object({
-    rates: z
-      .array(
-        z.object({ from: currencySchema, to: currencySchema, rate: exchangeRateSchema }).strict(),
-        { error: 'rates must be an array of {from, to, rate}' },
-      )
-      .max(500),
-  })
-  .strict()
-  .superRefine((v, ctx) => {
-    const seen = new Set<string>();
-    v.rates.forEach((r, i) => {
-      if (r.from === r.to) ctx.addIssue({ code: 'custom', path: ['rates', i, 'to'], message: 'must differ from from' });
-      const pair = `${r.from}:${r.to}`;
-      if (seen.has(pair)) ctx.addIssue({ code: 'custom', path: ['rates', i], message: `${pair} is given twice` });
-      seen.add(pair);
-    });
-  });
 
 export class FxService {
   constructor(private readonly db: Database) {}

@@ -20,6 +20,9 @@ import { STRIPE_DEFAULT_BASE_URL } from '../../connectors/stripe/stripe.gateway'
 import { checkWebhookUrl, type ResolveHost } from '../../core/network/address-policy';
 import { GatewayModel } from './gateway.model';
 import { GatewayStore, type GatewayRow } from './gateway.store';
+import { createGatewayInput, listGatewaysInput, updateGatewayInput } from './gateway.inputs';
+
+export { listGatewaysInput } from './gateway.inputs';
 
 export interface GatewayView {
   id: string;
@@ -45,37 +48,6 @@ export interface RoutableGateway {
 
 /** Test mode without any configured gateway charges through this built-in simulator. */
 export const BUILTIN_SIMULATOR_ID = 'gw_builtin_simulator';
-
-const credentialsSchema = z.record(z.string(), z.string().max(2000), { error: 'credentials must be an object of strings' });
-const settingsSchema = z.record(z.string(), z.unknown(), { error: 'settings must be an object' });
-/** Upper-cased, each once (`["usd", "USD"]` is `["USD"]`). */
-const currenciesSchema = z.array(currencySchema).min(1).max(200).transform((list) => [...new Set(list)]).nullable();
-
-const createInput = z
-  .object({
-    name: z.string().trim().min(1).max(200),
-    type: z.enum(GATEWAY_TYPES as unknown as [string, ...string[]], { error: `type must be one of ${GATEWAY_TYPES.join(', ')}` }),
-    credentials: credentialsSchema.optional(),
-    currencies: currenciesSchema.optional(),
-    enabled: z.boolean().optional(),
-    settings: settingsSchema.optional(),
-  })
-  .strict();
-
-const updateInput = z
-  .object({
-    name: z.string().trim().min(1).max(200).optional(),
-    credentials: credentialsSchema.optional(),
-    currencies: currenciesSchema.optional(),
-    enabled: z.boolean().optional(),
-    settings: settingsSchema.optional(),
-  })
-  .strict();
-
-export const listGatewaysInput = listSchema(['createdAt', 'name'] as const, {
-  type: z.string().max(40).optional(),
-  enabled: z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean()).optional(),
-});
 
 /**
  * A connector's base URL receives the gateway secret and raw card data, so it may only be
@@ -161,7 +133,7 @@ export class GatewayConfigService {
 
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'write');
-    const data = parseInput(createInput, input);
+    const data = parseInput(createGatewayInput, input);
     const credentials = data.credentials ?? {};
     const settings = data.settings ?? {};
     guardBaseUrl(ctx, settings, true);
@@ -198,7 +170,7 @@ export class GatewayConfigService {
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<GatewayView> {
     requirePermission(ctx, 'gateways', 'write');
-    const data = parseInput(updateInput, input);
+    const data = parseInput(updateGatewayInput, input);
     // Resolved before the transaction: a slow DNS answer must not hold the gateway's lock. Only a
     // Stripe gateway has a base URL (another type refuses the setting below); live mode refuses
     // it whatever its address.

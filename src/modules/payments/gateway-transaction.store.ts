@@ -7,7 +7,7 @@ import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '.
 import type { RequestContext } from '../../core/context';
 import { randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
+import { type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { GatewayResult } from '../../connectors/connector';
 
 /** One gateway call waiting to be written with the outcome it led to. */
@@ -43,7 +43,9 @@ export interface GatewayTransaction {
   updatedAt: string;
 }
 
-export const listGatewayTransactionsInput = listSchema(['createdAt'] as const, {});
+import { listGatewayTransactionsInput } from './payment.inputs';
+
+export { listGatewayTransactionsInput } from './payment.inputs';
 const INSERT_COLUMNS = 'id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 const COLUMNS = 'id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
 

@@ -9,7 +9,7 @@ import { requirePermission } from '../../core/context';
 import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import { listSchema, type Counted, type ListOptions, type PageFor } from '../../core/pagination';
+import { type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { ChargeRequest } from '../../connectors/connector';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
@@ -18,7 +18,9 @@ import { CustomerModel } from '../customers/customer.model';
 import { PaymentMethodModel } from './payment-method.model';
 import type { EventService } from '../events/event.service';
 import { describeCard } from '../../core/card';
-import { savePaymentMethodInput } from './payment.inputs';
+import { listPaymentMethodsInput, savePaymentMethodInput } from './payment.inputs';
+
+export { listPaymentMethodsInput } from './payment.inputs';
 import type { PaymentMethodDetails } from './payment.types';
 import type { GatewayTransactionStore } from './gateway-transaction.store';
 import { PaymentMethodStore, type PaymentMethodRow } from './payment-method.store';
@@ -35,8 +37,6 @@ export interface SavedPaymentMethod {
   createdAt: string;
   updatedAt: string;
 }
-
-export const listPaymentMethodsInput = listSchema(['createdAt'] as const, {});
 
 /** Cards saved with a gateway (its token is kept, never the number) and charged later. */
 export class PaymentMethodService {

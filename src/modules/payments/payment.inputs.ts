@@ -65,3 +65,10 @@ export const savePaymentMethodInput = z
   .strict();
 
 export type CreatePaymentInput = z.output<typeof createPaymentInput>;
+
+export const listPaymentMethodsInput = listSchema(['createdAt'] as const, {});
+
+export const listGatewayTransactionsInput = listSchema(['createdAt'] as const, {});
+
+/** POST /v1/payments/{id}/refunds: the payment is the path's (naming another in the body is refused). */
+export const refundPaymentInput = createRefundInput.omit({ paymentId: true });

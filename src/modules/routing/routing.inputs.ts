@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { currencySchema } from '../../core/money';
+import { amountSchema, currencySchema } from '../../core/money';
 import { countrySchema, metadataSchema } from '../../core/validation';
 import { CARD_BRANDS } from '../../connectors/card';
 
@@ -84,3 +84,15 @@ export type RoutingConfig = z.output<typeof routingConfigSchema>;
 export type RoutingConfigInput = z.input<typeof routingConfigSchema>;
 export type RoutingRule = RoutingConfig['rules'][number];
 export type RuleConditions = NonNullable<RoutingRule['when']>;
+
+/** POST /v1/routing/simulate: the payment whose route is asked. */
+export const simulateRoutingInput = z
+  .object({
+    amount: amountSchema,
+    currency: currencySchema,
+    country: countrySchema.optional(),
+    // Only brands a rule can name: simulate refuses what PUT /v1/routing would.
+    cardBrand: cardBrandSchema.optional(),
+    metadata: metadataSchema.optional(),
+  })
+  .strict();

@@ -8,7 +8,7 @@ import { requirePermission } from '../../core/context';
 import { DomainError } from '../../core/errors';
 import { amountSchema, currencySchema } from '../../core/money';
 import { countrySchema, metadataSchema, parseInput, withoutReadOnly } from '../../core/validation';
-import { cardBrandSchema, routingConfigSchema } from './routing.inputs';
+import { routingConfigSchema, simulateRoutingInput } from './routing.inputs';
 import { orderCandidates } from './candidates';
 import type { RoutingInput } from './rules';
 import { SuccessRateTracker } from './success-rate';
@@ -36,17 +36,6 @@ export interface RoutingDecision {
 }
 
 const EMPTY: RoutingConfig = { rules: [], fallback: [], maxAttempts: 3 } as RoutingConfig;
-
-const simulateInput = z
-  .object({
-    amount: amountSchema,
-    currency: currencySchema,
-    country: countrySchema.optional(),
-    // Only brands a rule can name: simulate refuses what PUT /v1/routing would.
-    cardBrand: cardBrandSchema.optional(),
-    metadata: metadataSchema.optional(),
-  })
-  .strict();
 
 /**
  * Owns the rule set and the per-instance health signals (recent success rate and circuit
@@ -130,7 +119,7 @@ export class RoutingService {
 
   async simulate(ctx: RequestContext, input: unknown): Promise<RoutingDecision> {
     requirePermission(ctx, 'routing', 'read');
-    return this.decide(ctx, parseInput(simulateInput, input));
+    return this.decide(ctx, parseInput(simulateRoutingInput, input));
   }
 
   /**

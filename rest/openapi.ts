@@ -1,0 +1,277 @@
+import { z } from 'zod';
+import { DomainError, type ErrorCode } from '../src/core/errors';
+import { IDEMPOTENT_OPERATIONS } from '../src/core/idempotent-operations';
+import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../src/core/pagination';
+import { pathParams, successStatus, type RouteSpec } from './route-table';
+
+type Json = Record<string, unknown>;
+
+/** The codes every route of its kind can answer, besides the operation's own (RouteSpec.errors). */
+export function errorCodesOf(r: RouteSpec): ErrorCode[] {
+  const codes = new Set<ErrorCode>();
+  // Unknown query parameters, a NUL in the path or query.
+  codes.add('unknown_parameter').add('invalid_parameter');
+  if (!r.public) codes.add('missing_api_key').add('invalid_api_key').add('permission_denied');
+  if (r.method !== 'GET') codes.add('malformed_json').add('payload_too_large').add('unsupported_media_type');
+  if (r.body) codes.add('missing_parameter');
+  if (pathParams(r.path).length > 0) codes.add('resource_not_found');
+  if (r.idempotent) codes.add('idempotency_key_reused').add('idempotency_key_in_use');
+  codes.add('rate_limited').add('internal_error').add('service_unavailable');
+  for (const code of r.errors) codes.add(code);
+  return [...codes];
+}
+
+/** Each code's HTTP status, as DomainError gives it. */
+export function statusOf(code: ErrorCode): number {
+  return new DomainError(code, '').status;
+}
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const idOf = (schema: z.ZodType): string | undefined => (schema.meta() as { id?: string } | undefined)?.id;
+const pascal = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** JSON Schema of zod schemas for the document: no `$schema`/`$id` per component, no regex for date-time. */
+function cleanSchema(schema: Json): Json {
+  const { $schema: _s, $id: _i, ...rest } = schema;
+  return rest;
+}
+const override = (ctx: { jsonSchema: Json }) => {
+  // The format says it; the regex zod adds beside it is long and says no more.
+  if (ctx.jsonSchema.format === 'date-time') delete ctx.jsonSchema.pattern;
+};
+
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': { $ref: '#/components/headers/RateLimit-Limit' },
+  'RateLimit-Remaining': { $ref: '#/components/headers/RateLimit-Remaining' },
+  'RateLimit-Reset': { $ref: '#/components/headers/RateLimit-Reset' },
+  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+};
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'The request is invalid: `error.param` names the parameter',
+  401: 'No API key, or not a valid one',
+  403: 'The key lacks the permission, or acts in the other mode',
+  404: 'No such object',
+  409: 'Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy',
+  410: 'Gone: the payment link is no longer active',
+  413: 'The body exceeds 1 MiB',
+  415: 'The body is not JSON',
+  422: 'The request is understood but cannot be done in the object\'s state',
+  429: 'Rate limited: retry after `Retry-After` seconds',
+  500: 'Internal error: quote the requestId to support',
+  503: 'Unavailable (database or gateway): try again; an Idempotency-Key is freed',
+};
+
+function curlSample(r: RouteSpec): string {
+  const path = r.path.replace(/\{(\w+)\}/g, (_m, name: string) => `{${name}}`);
+  const lines = [`curl -X ${r.method} https://payorch.example.com/v1${path}`];
+  if (!r.public) lines.push(`  -H "Authorization: Bearer $PAYORCH_KEY"`);
+  if (r.idempotent) lines.push(`  -H "Idempotency-Key: $(uuidgen)"`);
+  if (r.example) lines.push(`  -H "Content-Type: application/json"`, `  -d '${JSON.stringify(r.example)}'`);
+  return lines.join(' \\\n');
+}
+
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Customers: 'The people and companies you charge',
+  Products: 'What you sell',
+  Prices: 'How much a product costs, once or recurring',
+  Events: 'Everything that happened, as webhooks deliver it',
+  'API keys': 'Keys for this account, test or live, with permissions',
+  Account: "The account's own settings",
+  Payments: 'Card payments, routed across the configured gateways',
+  Refunds: 'Money given back on a payment',
+  'Payment methods': "Customers' saved cards",
+  Gateways: 'The payment gateways payments are routed to',
+  Routing: 'Rules choosing the gateways of a payment',
+  'FX rates': 'Exchange rates for payments in another currency',
+  Webhooks: 'Endpoints that receive events, and their delivery log',
+  'Checkout sessions': 'Hosted payment pages for one payment, a saved card or a subscription',
+  'Payment links': 'Reusable hosted pages for a fixed amount',
+  Invoices: 'Invoices sent to customers and paid by card or outside Payorch',
+  Subscriptions: 'Recurring billing with prorations and dunning',
+  'Test clocks': 'Simulated time for subscriptions in test mode',
+  Public: 'What the hosted pages call: no API key',
+  Reference: 'This document',
+};
+
+export interface OpenApiOptions {
+  version: string;
+}
+
+/** The OpenAPI 3.1 document of the REST API, generated from the route table alone. */
+export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOptions): Json {
+  // Response objects (`.meta({ id })` on each) become components, referenced where used.
+  const responses = z.registry<{ id: string }>();
+  const requests = z.registry<{ id: string }>();
+  const requestIds = new Map<z.ZodType, string>();
+  for (const r of table) {
+    if ((r.kind === 'one' || r.kind === 'list') && !responses.has(r.response)) {
+      const id = idOf(r.response);
+      if (!id) throw new Error(`${r.operationId}: its response schema needs .meta({ id })`);
+      responses.add(r.response, { id });
+    }
+    if (r.body && !requestIds.has(r.body)) {
+      requestIds.set(r.body, `${pascal(r.operationId)}Request`);
+      requests.add(r.body, { id: `${pascal(r.operationId)}Request` });
+    }
+  }
+  const params = { uri: (id: string) => `#/components/schemas/${id}`, unrepresentable: 'any' as const, override, cycles: 'ref' as const };
+  const outSchemas = z.toJSONSchema(responses, { ...params, io: 'output' }).schemas as Record<string, Json>;
+  const inSchemas = z.toJSONSchema(requests, { ...params, io: 'input' }).schemas as Record<string, Json>;
+  if ('__shared' in outSchemas || '__shared' in inSchemas) {
+    throw new Error('a schema nested in a response or body carries an id of its own: give ids to top-level response schemas only');
+  }
+  const schemas: Record<string, Json> = {};
+  for (const [id, s] of Object.entries({ ...outSchemas, ...inSchemas })) schemas[id] = cleanSchema(s);
+
+  schemas.Error = {
+    type: 'object',
+    description: 'What went wrong: a stable `code` to act on, a message for people, the parameter at fault.',
+    required: ['code', 'message', 'requestId'],
+    additionalProperties: false,
+    properties: {
+      code: { type: 'string' },
+      message: { type: 'string' },
+      param: { type: 'string', description: 'The parameter at fault (a body field as a dotted path, a query parameter or a header).' },
+      requestId: { type: 'string', description: 'Also sent as the X-Request-Id header.' },
+    },
+  };
+  schemas.ErrorEnvelope = {
+    type: 'object',
+    required: ['data', 'error'],
+    additionalProperties: false,
+    properties: { data: { type: 'null' }, error: ref('Error') },
+  };
+  schemas.ListMeta = {
+    type: 'object',
+    required: ['total', 'page', 'pageSize'],
+    additionalProperties: false,
+    properties: {
+      total: { type: 'integer', minimum: 0 },
+      page: { type: 'integer', minimum: 1 },
+      pageSize: { type: 'integer', minimum: 1, maximum: PAGE_SIZE_MAX, default: PAGE_SIZE_DEFAULT },
+    },
+  };
+
+  const paths: Record<string, Record<string, Json>> = {};
+  const tags = new Set<string>();
+  for (const r of table) {
+    tags.add(r.tag);
+    const operation: Json = {
+      operationId: r.operationId,
+      summary: r.summary,
+      ...(r.description ? { description: r.description } : {}),
+      tags: [r.tag],
+    };
+    if (r.public) operation.security = [];
+    if (r.permission) operation['x-permission'] = r.permission;
+
+    const parameters: Json[] = pathParams(r.path).map((name) => ({
+      name, in: 'path', required: true, schema: { type: 'string', maxLength: 255 },
+    }));
+    if (r.kind === 'list') {
+      const query = cleanSchema(z.toJSONSchema(r.query, { ...params, io: 'input' }) as Json);
+      const required = new Set((query.required as string[] | undefined) ?? []);
+      for (const [name, schema] of Object.entries((query.properties ?? {}) as Record<string, Json>)) {
+        parameters.push({ name, in: 'query', required: required.has(name), schema });
+      }
+    }
+    if (r.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+    if (parameters.length > 0) operation.parameters = parameters;
+
+    if (r.body) {
+      operation.requestBody = {
+        required: false,
+        content: { 'application/json': { schema: ref(requestIds.get(r.body) as string), ...(r.example ? { example: r.example } : {}) } },
+      };
+    } else if (r.noBody) {
+      operation.description = [r.description, 'Takes no body: any field sent is refused (`unknown_parameter`).'].filter(Boolean).join('\n\n');
+    }
+
+    const status = successStatus(r);
+    const okHeaders: Json = { ...RATE_LIMIT_HEADERS };
+    if (r.idempotent) okHeaders['Idempotent-Replayed'] = { $ref: '#/components/headers/Idempotent-Replayed' };
+    const ok: Json = { description: r.idempotent && IDEMPOTENT_OPERATIONS[r.idempotent].status === 201 ? 'Created' : 'OK', headers: okHeaders };
+    switch (r.kind) {
+      case 'one':
+        ok.content = { 'application/json': { schema: {
+          type: 'object', required: ['data', 'error'], additionalProperties: false,
+          properties: { data: ref(idOf(r.response) as string), error: { type: 'null' } },
+        } } };
+        break;
+      case 'list':
+        ok.content = { 'application/json': { schema: {
+          type: 'object', required: ['data', 'meta', 'error'], additionalProperties: false,
+          properties: { data: { type: 'array', items: ref(idOf(r.response) as string) }, meta: ref('ListMeta'), error: { type: 'null' } },
+        } } };
+        break;
+      case 'file':
+        ok.content = { [r.contentType]: { schema: { type: 'string', contentMediaType: r.contentType } } };
+        break;
+      case 'document':
+        ok.content = { 'application/json': { schema: { type: 'object', description: 'An OpenAPI 3.1 document' } } };
+        break;
+    }
+    const answers: Record<string, Json> = { [String(status)]: ok };
+
+    const byStatus = new Map<number, ErrorCode[]>();
+    for (const code of errorCodesOf(r)) {
+      const s = statusOf(code);
+      byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
+    }
+    for (const [s, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+      const headers: Json = { ...RATE_LIMIT_HEADERS };
+      if (s === 429) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
+      answers[String(s)] = {
+        description: `${ERROR_DESCRIPTIONS[s] ?? 'Error'}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
+        headers,
+        content: { 'application/json': { schema: {
+          allOf: [ref('ErrorEnvelope'), { properties: { error: { properties: { code: { enum: codes.sort() } } } } }],
+        } } },
+      };
+    }
+    operation.responses = answers;
+    operation['x-codeSamples'] = [{ lang: 'Shell', label: 'curl', source: curlSample(r) }];
+    (paths[r.path] ??= {})[r.method.toLowerCase()] = operation;
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Payorch API',
+      version: options.version,
+      description: [
+        'Payment orchestration: payments routed across gateways, refunds, saved cards, checkout sessions, payment links, invoices, subscriptions and webhooks.',
+        '',
+        'Every answer is a JSON envelope: `{"data": …, "error": null}` on success (lists add `meta` {total, page, pageSize}), `{"data": null, "error": {code, message, param?, requestId}}` on failure. Act on `error.code`; each operation lists the codes it can answer.',
+        '',
+        'Authenticate with an API key as a Bearer token (`sk_test_…` for test mode, `sk_live_…` for live mode). Routes under `/public` take no key. Send an `Idempotency-Key` on the operations that take one to retry safely.',
+      ].join('\n'),
+    },
+    servers: [{ url: '/v1', description: 'This service (also served under /api/v1)' }],
+    security: [{ bearerAuth: [] }],
+    tags: [...tags].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
+    paths,
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer sk_test_…` (test mode) or `sk_live_…` (live mode).' },
+      },
+      parameters: {
+        IdempotencyKey: {
+          name: 'Idempotency-Key', in: 'header', required: false,
+          description: 'Retry safely: the same key with the same request answers the first answer again (with `Idempotent-Replayed: true`); with a different request, 409 `idempotency_key_reused`.',
+          schema: { type: 'string', minLength: 1, maxLength: 255 },
+        },
+      },
+      headers: {
+        'RateLimit-Limit': { description: 'Requests allowed per window', schema: { type: 'integer' } },
+        'RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer' } },
+        'RateLimit-Reset': { description: 'Seconds until the window resets', schema: { type: 'integer' } },
+        'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+        'X-Request-Id': { description: 'The request id (also `error.requestId`)', schema: { type: 'string' } },
+        'Idempotent-Replayed': { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
+      },
+      schemas,
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { nullableTimestamp, objectBase, timestamp } from '../../core/api-schemas';
+
+export const accountSettingsSchema = z
+  .object({
+    ...objectBase('account'),
+    name: z.string(),
+    invoicePrefix: z.string(),
+    dunningRetryDays: z.array(z.number().int()),
+    rateLimitPerMinute: z.number().int().nullable(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Account' });
+
+export const apiKeySchema = z
+  .object({
+    ...objectBase('api_key'),
+    name: z.string().nullable(),
+    permissions: z.array(z.string()),
+    keyHint: z.string(),
+    revoked: z.boolean(),
+    revokedAt: nullableTimestamp,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    /** Present only in the response that created the key. */
+    secret: z.string().optional().meta({ description: 'The key itself: only in the answer that created it.' }),
+  })
+  .meta({ id: 'ApiKey' });

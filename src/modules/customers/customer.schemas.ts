@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { metadataOut, objectBase, timestamp } from '../../core/api-schemas';
+
+/** A customer as the API returns it (customer.store.ts `Customer`). */
+export const customerSchema = z
+  .object({
+    ...objectBase('customer'),
+    email: z.string(),
+    name: z.string().nullable(),
+    country: z.string().nullable(),
+    phone: z.string().nullable(),
+    defaultPaymentMethodId: z.string().nullable(),
+    testClockId: z.string().nullable(),
+    locale: z.string(),
+    metadata: metadataOut,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Customer' });
+

@@ -1,0 +1,76 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { API_ROUTES, apiDocument, apiDocumentText } from '../../rest/routes';
+import { errorCodesOf, statusOf } from '../../rest/openapi';
+
+type Json = Record<string, any>;
+const root = path.join(__dirname, '..', '..');
+const operation = (method: string, p: string): Json => (apiDocument() as Json).paths[p][method.toLowerCase()];
+
+describe('docs/openapi.json', () => {
+  it('should match the document generated from the route table (run npm run openapi:print)', () => {
+    const committed = fs.readFileSync(path.join(root, 'docs', 'openapi.json'), 'utf8');
+    expect(committed).toBe(apiDocumentText());
+  });
+
+  it('should pass the Redocly linter (recommended rules) without an error', () => {
+    const run = spawnSync(process.execPath, [path.join(root, 'scripts', 'lint-openapi.mjs'), path.join(root, 'docs', 'openapi.json')], { encoding: 'utf8', cwd: root });
+    expect(run.stderr).toBe('');
+    const problems = JSON.parse(run.stdout) as Array<{ severity: string }>;
+    expect(problems.filter((p) => p.severity === 'error')).toEqual([]);
+  });
+});
+
+describe('the OpenAPI document of the route table', () => {
+  it('should give every operation an example its request schema accepts, and a curl sample', () => {
+    for (const r of API_ROUTES) {
+      const op = operation(r.method, r.path);
+      expect([r.operationId, op['x-codeSamples']?.[0]?.source]).toEqual([r.operationId, expect.stringContaining(`curl -X ${r.method}`)]);
+      if (!r.body) continue;
+      expect([r.operationId, r.example !== undefined]).toEqual([r.operationId, true]);
+      const parsed = r.body.safeParse(r.example);
+      expect([r.operationId, parsed.success ? null : parsed.error.issues]).toEqual([r.operationId, null]);
+      expect(op.requestBody.content['application/json'].example).toEqual(r.example);
+    }
+  });
+
+  it('should ask the Bearer key on every route but the public ones', () => {
+    const doc = apiDocument() as Json;
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ bearerAuth: [] }]);
+    for (const r of API_ROUTES) {
+      const op = operation(r.method, r.path);
+      expect([r.operationId, op.security]).toEqual([r.operationId, r.public ? [] : undefined]);
+      expect([r.operationId, Object.keys(op.responses)]).toEqual([r.operationId, r.public ? expect.not.arrayContaining(['401']) : expect.arrayContaining(['401', '403'])]);
+    }
+  });
+
+  it('should document the Idempotency-Key header exactly on the idempotent routes, and the rate-limit headers on every answer', () => {
+    for (const r of API_ROUTES) {
+      const op = operation(r.method, r.path);
+      const takesKey = (op.parameters ?? []).some((p: Json) => p.$ref === '#/components/parameters/IdempotencyKey');
+      expect([r.operationId, takesKey]).toEqual([r.operationId, Boolean(r.idempotent)]);
+      for (const [status, answer] of Object.entries(op.responses as Record<string, Json>)) {
+        expect([r.operationId, status, Object.keys(answer.headers)]).toEqual([r.operationId, status, expect.arrayContaining(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])]);
+      }
+    }
+  });
+
+  it("should list every error code of a route under its status, the route's own codes included", () => {
+    for (const r of API_ROUTES) {
+      const op = operation(r.method, r.path);
+      for (const code of [...r.errors, ...errorCodesOf(r)]) {
+        const answer = op.responses[String(statusOf(code))];
+        expect([r.operationId, code, answer?.content['application/json'].schema.allOf[1].properties.error.properties.code.enum])
+          .toEqual([r.operationId, code, expect.arrayContaining([code])]);
+      }
+    }
+  });
+
+  it('should describe list answers with their meta and a page of the response objects', () => {
+    const list = operation('GET', '/customers').responses['200'].content['application/json'].schema;
+    expect(list).toMatchObject({ required: ['data', 'meta', 'error'], properties: { data: { type: 'array', items: { $ref: '#/components/schemas/Customer' } }, meta: { $ref: '#/components/schemas/ListMeta' } } });
+    expect(operation('GET', '/customers').parameters.map((p: Json) => p.name)).toEqual(expect.arrayContaining(['page', 'pageSize', 'sortField', 'sortDirection', 'search', 'email']));
+  });
+});
