@@ -481,6 +481,27 @@ describe(`dunning (${DIALECT})`, () => {
   });
 });
 
+describe(`a voided invoice under dunning (${DIALECT})`, () => {
+  it('should make a past-due subscription active again when its dunned invoice is voided, and bill the next period', async () => {
+    const tc = await clock('2027-06-01T00:00:00Z');
+    const c = await customer(tc.id, '4000000000000341');
+    const p = await price(1200);
+    const s = await subscribe({ customerId: c.id, priceId: p.id });
+    expect(s.status).toBe('past_due');
+    await ok(post(`/v1/invoices/${s.latestInvoiceId}/void`));
+    // The next retry finds the invoice void: nothing owed, active again, no retry charge.
+    await advance(tc.id, '2027-06-03T00:00:00Z');
+    expect(await sub(s.id)).toMatchObject({ status: 'active', nextPaymentAttemptAt: null });
+    expect((await paymentsOf(s.id)).length).toBe(1);
+    expect(await eventsOf(s.id)).toContain('subscription.updated');
+    // Its period goes on: the next one is invoiced at its start.
+    await advance(tc.id, '2027-07-01T00:00:01Z');
+    const invoices = await invoicesOf(s.id);
+    expect(invoices.map((i) => i.status)).toEqual(['void', expect.any(String)]);
+    expect(invoices[1].lineItems.at(-1).periodStart).toBe('2027-07-01T00:00:00.000Z');
+  });
+});
+
 describe(`sub-lists (${DIALECT})`, () => {
   it('should list a subscription\'s invoices, payments and gateway transactions newest first, paged with meta.total', async () => {
     const tc = await clock('2027-01-01T00:00:00Z');

@@ -158,6 +158,13 @@ export class BillingService {
       }));
       return;
     }
+    if (sub.status !== 'active') {
+      // Past due with nothing to collect has no billing step (voiding or paying its invoice makes
+      // it active): it waits instead of being claimed again at once for ever.
+      this.logger.warn({ subscriptionId: id, status: sub.status }, 'subscription due with nothing to collect; left waiting');
+      await SubscriptionModel.update({ nextBillingAt: null }, { where: { id, collectInvoiceId: null, status: sub.status } });
+      return;
+    }
     if (await this.renew(ctx, id, await run.account(sub.accountId))) await this.collect(ctx, id, run);
   }
 
@@ -224,7 +231,12 @@ export class BillingService {
     let invoice = await this.invoices.record(ctx, invoiceId);
     if (invoice.status === 'paid') return this.paid(ctx, id, invoiceId);
     if (invoice.status === 'void') {
-      await this.change(ctx, id, (current) => ({ set: { collectInvoiceId: null, nextBillingAt: current.currentPeriodEnd } }));
+      // Voided while collected (the merchant forgave it): nothing is owed; a past-due subscription is active again.
+      await this.change(ctx, id, (current) => {
+        if (current.collectInvoiceId !== invoiceId) return null;
+        const set = { collectInvoiceId: null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, nextBillingAt: current.currentPeriodEnd };
+        return current.status === 'past_due' ? { move: 'invoice_voided', set: { ...set, status: 'active' } } : { set };
+      });
       return;
     }
     if (invoice.paymentStatus === 'processing') {

@@ -5,7 +5,7 @@ export type SubscriptionStatus = 'active' | 'past_due' | 'paused' | 'canceled';
 /** What moves a subscription: a merchant's request or the billing run. */
 export type SubscriptionMove =
   | 'pause' | 'resume' | 'cancel'
-  | 'charge_failed' | 'charge_succeeded' | 'dunning_exhausted' | 'period_end_cancel';
+  | 'charge_failed' | 'charge_succeeded' | 'invoice_voided' | 'dunning_exhausted' | 'period_end_cancel';
 
 export type SubscriptionEventType =
   | 'subscription.updated' | 'subscription.paused' | 'subscription.resumed' | 'subscription.canceled' | 'subscription.past_due';
@@ -27,6 +27,8 @@ export const SUBSCRIPTION_TRANSITIONS: Readonly<Record<SubscriptionMove, Transit
   cancel: { from: ['active', 'past_due', 'paused'], to: 'canceled', event: 'subscription.canceled' },
   charge_failed: { from: ['active', 'past_due'], to: 'past_due', event: 'subscription.past_due' },
   charge_succeeded: { from: ['active', 'past_due'], to: 'active', event: 'subscription.updated' },
+  // The merchant voided the invoice being dunned: nothing is owed any more.
+  invoice_voided: { from: ['past_due'], to: 'active', event: 'subscription.updated' },
   dunning_exhausted: { from: ['past_due'], to: 'canceled', event: 'subscription.canceled' },
   period_end_cancel: { from: ['active', 'past_due'], to: 'canceled', event: 'subscription.canceled' },
 };
@@ -50,5 +52,5 @@ export const BILLING_STATUSES: readonly SubscriptionStatus[] = ['active', 'past_
 
 const MOVE_WORDS: Record<SubscriptionMove, string> = {
   pause: 'paused', resume: 'resumed', cancel: 'canceled', charge_failed: 'moved to past due',
-  charge_succeeded: 'made active by a payment', dunning_exhausted: 'canceled by dunning', period_end_cancel: 'ended at period end',
+  charge_succeeded: 'made active by a payment', invoice_voided: 'made active by voiding its invoice', dunning_exhausted: 'canceled by dunning', period_end_cancel: 'ended at period end',
 };
