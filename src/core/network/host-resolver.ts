@@ -72,6 +72,12 @@ export class HostResolver {
 
     const deadline = performance.now() + this.timeoutMs;
     const channel = await this.acquire(hostname, deadline);
+    // A channel handed over as this lookup's deadline passes (the releasing lookup's timer fired
+    // first): no query is sent that could not be answered before its deadline.
+    if (deadline - performance.now() < MIN_QUERY_MS) {
+      this.release(channel);
+      throw dnsError(dns.TIMEOUT, `DNS lookup of ${hostname} timed out after ${this.timeoutMs} ms (waiting for a resolver)`);
+    }
     let timer: NodeJS.Timeout | undefined;
     try {
       const expired = new Promise<never>((_, reject) => {
@@ -150,6 +156,9 @@ export class HostResolver {
     else this.idle.push(channel);
   }
 }
+
+/** A lookup with less time than this left when it gets a channel is timed out rather than sent. */
+const MIN_QUERY_MS = 5;
 
 /** The process's resolver for endpoint hosts (registration and delivery). */
 export const defaultHostResolver = new HostResolver();
