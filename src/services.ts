@@ -161,7 +161,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // An invoice's e-mail carries its PDF, rendered when the mail is sent; its emailStatus follows the mail's.
   mail.registerAttachmentRenderer('invoice_pdf', (source) => renderInvoicePdf(source.document));
   mail.onStatusChange('invoice', (t, about, status) => invoices.setEmailStatus(t, about.id, status));
-  const testClocks = new TestClockService(db, idempotency, events);
+  const testClocks = new TestClockService(db, idempotency);
   const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: options.billingLeaseMs ?? config.billingLeaseMs });
   testClocks.useBilling(billing);
   customers.useTestClocks(testClocks);

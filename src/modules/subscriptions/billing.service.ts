@@ -17,7 +17,6 @@ import { SubscriptionStore, type Plan, type SubscriptionRecord } from './subscri
 import { transition, type SubscriptionEventType, type SubscriptionMove } from './subscription-states';
 import { toApiSubscription, type Subscription } from './subscription-view';
 
-type Scope = { accountId: string; mode: string };
 type AccountInvoicing = { name: string; invoicePrefix: string; dunningRetryDays: number[] };
 
 /**
@@ -113,7 +112,7 @@ export class BillingService {
    * the other, the clock set to each step's instant first so what the step writes is stamped
    * with it. Only this clock's subscriptions are claimed.
    */
-  async advanceClock(scope: Scope, testClockId: string, to: Date, setTime: (at: Date) => Promise<void>): Promise<void> {
+  async advanceClock(testClockId: string, to: Date, setTime: (at: Date) => Promise<void>): Promise<void> {
     const token = randomBase62(16);
     const run = this.newRun();
     for (let steps = 0; steps < 100_000; steps++) {
@@ -130,7 +129,6 @@ export class BillingService {
         }
       }
     }
-    void scope;
   }
 
   /** One subscription's due work at `now`: collect an invoice's charge, or end or renew its period. */

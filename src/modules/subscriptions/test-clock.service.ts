@@ -8,7 +8,6 @@ import { newId } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
-import type { EventService } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import { TestClockModel } from './subscription.model';
 import { advanceTestClockInput, createTestClockInput } from './subscription.inputs';
@@ -24,11 +23,10 @@ export interface TestClock {
   updatedAt: string;
 }
 
-type Scope = { accountId: string; mode: string };
 
 /** Runs every billing step due on a clock's subscriptions up to an instant, in order (BillingService). */
 export interface ClockBilling {
-  advanceClock(scope: Scope, testClockId: string, to: Date, setTime: (at: Date) => Promise<void>): Promise<void>;
+  advanceClock(testClockId: string, to: Date, setTime: (at: Date) => Promise<void>): Promise<void>;
 }
 
 /**
@@ -42,7 +40,6 @@ export class TestClockService {
   constructor(
     private readonly db: Database,
     private readonly idempotency: IdempotencyService,
-    private readonly events: EventService,
   ) {}
 
   /** The billing service runs an advance's steps (set once, as services are built). */
@@ -104,7 +101,7 @@ export class TestClockService {
     await this.idempotency.replayIfAnswered(idem);
     const scope = { accountId: ctx.accountId, mode: ctx.mode };
     // Taken for the advance in one conditional write: a second advance of the same clock meanwhile is refused.
-    const started = await this.db.transaction(async (t) => {
+    await this.db.transaction(async (t) => {
       const row = await TestClockModel.findOne({ where: { id, ...scope }, raw: true, transaction: t, lock: this.db.rowLock(t) });
       if (!row) throw notFound('test clock', id);
       if (data.frozenTime.getTime() < new Date(row.frozenTime).getTime()) {
@@ -112,18 +109,16 @@ export class TestClockService {
       }
       const [taken] = await TestClockModel.update({ status: 'advancing', updatedAt: ctx.clock.now() }, { where: { id, status: 'ready' }, transaction: t });
       if (taken === 0) throw invalidState('This test clock is being advanced; wait until its status is ready');
-      return row;
     });
     try {
       const setTime = async (at: Date) => {
         await TestClockModel.update({ frozenTime: at }, { where: { id } });
       };
-      if (this.billing) await this.billing.advanceClock(scope, id, data.frozenTime, setTime);
+      if (this.billing) await this.billing.advanceClock(id, data.frozenTime, setTime);
       await setTime(data.frozenTime);
     } finally {
       await TestClockModel.update({ status: 'ready', updatedAt: ctx.clock.now() }, { where: { id } });
     }
-    void started;
     const answer = await this.retrieve(ctx, id);
     if (idem) {
       await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.advanceTestClock, async () => answer)).catch(() => undefined);
