@@ -161,8 +161,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // An invoice's e-mail carries its PDF, rendered when the mail is sent; its emailStatus follows the mail's.
   mail.registerAttachmentRenderer('invoice_pdf', (source) => renderInvoicePdf(source.document));
   mail.onStatusChange('invoice', (t, about, status) => invoices.setEmailStatus(t, about.id, status));
-  const testClocks = new TestClockService(db, idempotency);
-  const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: options.billingLeaseMs ?? config.billingLeaseMs });
+  const billingLeaseMs = options.billingLeaseMs ?? config.billingLeaseMs;
+  const testClocks = new TestClockService(db, idempotency, { leaseMs: billingLeaseMs });
+  const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: billingLeaseMs });
   testClocks.useBilling(billing);
   customers.useTestClocks(testClocks);
   const subscriptions = new SubscriptionService(db, idempotency, customers, catalog, paymentMethods, payments, invoices, billing, testClocks, logger);

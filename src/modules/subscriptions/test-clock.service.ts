@@ -1,3 +1,4 @@
+import { Op } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
 import type { Clock } from '../../core/clock';
@@ -37,10 +38,20 @@ export interface ClockBilling {
 export class TestClockService {
   private billing: ClockBilling | null = null;
 
+  /**
+   * How long an advance holds its clock without a sign of life (each billing step it runs renews
+   * it): an advance whose process died frees the clock after this, and the next advance finishes
+   * its work (the billing run's claim lease, BILLING_LEASE_MS).
+   */
+  private readonly leaseMs: number;
+
   constructor(
     private readonly db: Database,
     private readonly idempotency: IdempotencyService,
-  ) {}
+    options: { leaseMs?: number } = {},
+  ) {
+    this.leaseMs = options.leaseMs ?? 5 * 60_000;
+  }
 
   /** The billing service runs an advance's steps (set once, as services are built). */
   useBilling(billing: ClockBilling): void {
@@ -92,7 +103,8 @@ export class TestClockService {
   /**
    * Moves the clock forward to `frozenTime`, running every billing step due on its subscriptions
    * on the way, in order, each at its own instant, before it answers. One advance of a clock at
-   * a time (`advancing` while it runs); clocks never touch each other's subscriptions.
+   * a time (`advancing` while it runs; one whose process died is taken over after the lease);
+   * clocks never touch each other's subscriptions.
    */
   async advance(ctx: RequestContext, id: string, input: unknown, idem?: IdempotencyKey): Promise<TestClock> {
     requirePermission(ctx, 'test_clocks', 'write');
@@ -107,12 +119,16 @@ export class TestClockService {
       if (data.frozenTime.getTime() < new Date(row.frozenTime).getTime()) {
         throw new DomainError('invalid_state', `frozenTime must not be before the clock's time (${isoTime(row.frozenTime)}): a test clock only moves forward`, 'frozenTime');
       }
-      const [taken] = await TestClockModel.update({ status: 'advancing', updatedAt: ctx.clock.now() }, { where: { id, status: 'ready' }, transaction: t });
+      // A clock left advancing by a process that died (no step for longer than the lease) is taken over.
+      const now = ctx.clock.now();
+      const lapsed = { status: 'advancing', updatedAt: { [Op.lt]: new Date(now.getTime() - this.leaseMs) } };
+      const [taken] = await TestClockModel.update({ status: 'advancing', updatedAt: now }, { where: { id, [Op.or]: [{ status: 'ready' }, lapsed] }, transaction: t });
       if (taken === 0) throw invalidState('This test clock is being advanced; wait until its status is ready');
     });
     try {
+      // Each step's time renews the advance's hold on the clock.
       const setTime = async (at: Date) => {
-        await TestClockModel.update({ frozenTime: at }, { where: { id } });
+        await TestClockModel.update({ frozenTime: at, updatedAt: ctx.clock.now() }, { where: { id } });
       };
       if (this.billing) await this.billing.advanceClock(id, data.frozenTime, setTime);
       await setTime(data.frozenTime);
