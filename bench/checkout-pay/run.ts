@@ -166,6 +166,8 @@ async function benchDialect(dialect: string): Promise<DialectResult> {
   const probe = dialect === 'postgres' ? new Client({ connectionString: db.url }) : null;
   try {
     await probe?.connect();
+    // An experiment's schema change, run once the service has migrated (e.g. an index dropped).
+    if (probe && process.env.BENCH_SETUP_SQL) await probe.query(process.env.BENCH_SETUP_SQL);
     const idleRss = rssMb(service.pid);
     const auth = { authorization: `Bearer ${service.testKey}` };
 
@@ -204,6 +206,9 @@ async function benchDialect(dialect: string): Promise<DialectResult> {
       // The pay's own warm-up rate decides whether the measured run has enough sessions.
       async (warmup) => ensure(warmup.rps, DURATION),
     );
+    // How many of the sessions' row updates were HOT (no index touched): the claim's can be.
+    const hot = probe ? (await probe.query("SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname = 'checkout_sessions'")).rows[0] : undefined;
+    if (hot) process.stdout.write(`  checkout_sessions row updates: ${hot.upd}, HOT ${hot.hot}\n`);
     return {
       create: create.run,
       pay: pay.run,
