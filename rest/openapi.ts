@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DomainError, type ErrorCode } from '../src/core/errors';
 import { IDEMPOTENT_OPERATIONS } from '../src/core/idempotent-operations';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../src/core/pagination';
+import { responseExampleOf } from './response-examples';
 import { pathParams, successStatus, type RouteSpec } from './route-table';
 
 type Json = Record<string, unknown>;
@@ -153,6 +154,27 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
     },
   };
 
+  // Success examples: each response object's once (components/examples), as `one` and `list`
+  // routes answer it; a route whose answer differs (a create's secret) has one of its own.
+  const examples: Record<string, Json> = {};
+  const successExample = (r: RouteSpec): Json => {
+    if (r.kind === 'file') return { example: '%PDF-1.7 … (the invoice as a PDF file)' };
+    if (r.kind === 'document') {
+      return { example: { openapi: '3.1.0', info: { title: 'Payorch API', version: options.version }, paths: { '/customers': { post: { operationId: 'createCustomer' } } } } };
+    }
+    const id = idOf(r.response) as string;
+    let name = r.kind === 'list' ? `${id}List` : id;
+    let data = r.responseExample ?? responseExampleOf(r.response);
+    if (data === undefined) throw new Error(`${r.operationId}: its response schema ${id} has no example (rest/response-examples.ts)`);
+    if (r.responseExample !== undefined) name = `${pascal(r.operationId)}Response`;
+    if (!examples[name]) {
+      examples[name] = r.kind === 'list'
+        ? { summary: `A page of ${id} objects`, value: { data: [data], meta: { total: 1, page: 1, pageSize: PAGE_SIZE_DEFAULT }, error: null } }
+        : { summary: r.responseExample !== undefined ? `${id} (${r.summary})` : id, value: { data, error: null } };
+    }
+    return { examples: { [name]: { $ref: `#/components/examples/${name}` } } };
+  };
+
   const paths: Record<string, Record<string, Json>> = {};
   const tags = new Set<string>();
   for (const r of table) {
@@ -197,19 +219,19 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
         ok.content = { 'application/json': { schema: {
           type: 'object', required: ['data', 'error'], additionalProperties: false,
           properties: { data: ref(idOf(r.response) as string), error: { type: 'null' } },
-        } } };
+        }, ...successExample(r) } };
         break;
       case 'list':
         ok.content = { 'application/json': { schema: {
           type: 'object', required: ['data', 'meta', 'error'], additionalProperties: false,
           properties: { data: { type: 'array', items: ref(idOf(r.response) as string) }, meta: ref('ListMeta'), error: { type: 'null' } },
-        } } };
+        }, ...successExample(r) } };
         break;
       case 'file':
-        ok.content = { [r.contentType]: { schema: { type: 'string', contentMediaType: r.contentType } } };
+        ok.content = { [r.contentType]: { schema: { type: 'string', contentMediaType: r.contentType }, ...successExample(r) } };
         break;
       case 'document':
-        ok.content = { 'application/json': { schema: { type: 'object', description: 'An OpenAPI 3.1 document' } } };
+        ok.content = { 'application/json': { schema: { type: 'object', description: 'An OpenAPI 3.1 document' }, ...successExample(r) } };
         break;
     }
     const answers: Record<string, Json> = { [String(status)]: ok };
@@ -271,6 +293,7 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
         'X-Request-Id': { description: 'The request id (also `error.requestId`)', schema: { type: 'string' } },
         'Idempotent-Replayed': { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
       },
+      examples: Object.fromEntries(Object.entries(examples).sort(([a], [b]) => a.localeCompare(b))),
       schemas,
     },
   };

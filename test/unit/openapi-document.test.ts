@@ -3,6 +3,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { API_ROUTES, apiDocument, apiDocumentText } from '../../rest/routes';
 import { errorCodesOf, statusOf } from '../../rest/openapi';
+import { exampleProblems } from '../helpers/openapi-examples';
 
 type Json = Record<string, any>;
 const root = path.join(__dirname, '..', '..');
@@ -33,6 +34,33 @@ describe('the OpenAPI document of the route table', () => {
       expect([r.operationId, parsed.success ? null : parsed.error.issues]).toEqual([r.operationId, null]);
       expect(op.requestBody.content['application/json'].example).toEqual(r.example);
     }
+  });
+
+  it('should give every operation an example of its success answer, and every example (request, success, error) should pass its own schema (ajv)', () => {
+    expect(exampleProblems(apiDocument() as Json)).toEqual([]);
+    const doc = apiDocument() as Json;
+    for (const r of API_ROUTES) {
+      const op = operation(r.method, r.path);
+      const success = Object.entries(op.responses as Record<string, Json>).find(([s]) => s.startsWith('2'))![1];
+      const media = Object.values(success.content as Record<string, Json>)[0];
+      expect([r.operationId, media.example !== undefined || Object.keys(media.examples ?? {}).length > 0]).toEqual([r.operationId, true]);
+    }
+    // The create answers show the secret only they carry.
+    const created = doc.components.examples[operation('POST', '/api-keys').responses['201'].content['application/json'].examples.CreateApiKeyResponse.$ref.split('/').pop()];
+    expect(created.value.data.secret).toMatch(/^sk_test_/);
+  });
+
+  it('should find an example its schema refuses, and an operation without an example', () => {
+    const wrong = structuredClone(apiDocument()) as Json;
+    wrong.components.examples.Customer.value.data.email = 42;
+    wrong.paths['/customers'].post.requestBody.content['application/json'].example.locale = 7;
+    delete wrong.paths['/payments'].get.responses['200'].content['application/json'].examples;
+    const problems = exampleProblems(wrong);
+    expect(problems).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^GET \/customers\/\{id\} 200 application\/json: example Customer does not match its schema: .*email/),
+      expect.stringMatching(/^POST \/customers request application\/json: example example does not match its schema: .*locale/),
+      'GET /payments: no example of its 200 answer (application/json)',
+    ]));
   });
 
   it('should ask the Bearer key on every route but the public ones', () => {
