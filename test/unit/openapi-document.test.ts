@@ -1,9 +1,11 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { API_ROUTES, apiDocument, apiDocumentText } from '../../rest/routes';
 import { errorCodesOf, statusOf } from '../../rest/openapi';
 import { exampleProblems } from '../helpers/openapi-examples';
+import { CLIENT_TYPES_FILE, generateClientTypes } from '../../scripts/client-types';
 
 type Json = Record<string, any>;
 const root = path.join(__dirname, '..', '..');
@@ -19,6 +21,18 @@ describe('docs/openapi.json', () => {
   it('should match the document generated from the route table (run npm run openapi:print)', () => {
     const committed = fs.readFileSync(path.join(root, 'docs', 'openapi.json'), 'utf8');
     expect(committed).toBe(apiDocumentText());
+  });
+
+  it("should be what the typed client's types were generated from (examples/payorch-api.d.ts; run npm run openapi:print)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-client-types-'));
+    try {
+      generateClientTypes(path.join(dir, 'payorch-api.d.ts'));
+      const fresh = fs.readFileSync(path.join(dir, 'payorch-api.d.ts'), 'utf8');
+      expect(fresh).toContain('"/customers": {');
+      expect(fs.readFileSync(CLIENT_TYPES_FILE, 'utf8')).toBe(fresh);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('should pass the Redocly linter (recommended rules) without an error', () => {
