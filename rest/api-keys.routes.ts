@@ -1,5 +1,6 @@
 import { createKeyInput, listKeysInput } from '../src/modules/accounts/account.inputs';
 import { apiKeySchema } from '../src/modules/accounts/account.schemas';
+import { apiKeyExample } from './response-examples';
 import { route } from './route-table';
 
 export const apiKeyRoutes = [
@@ -7,6 +8,7 @@ export const apiKeyRoutes = [
     method: 'POST', path: '/api-keys', operationId: 'createApiKey', tag: 'API keys', summary: 'Create an API key (its secret is shown once)',
     permission: 'api_keys:write', idempotent: 'createApiKey', body: createKeyInput, response: apiKeySchema, errors: ['limit_exceeded'],
     example: { name: 'Dashboard (read only)', permissions: ['payments:read', 'customers:read'] },
+    responseExample: { ...apiKeyExample, secret: 'sk_test_ExampleKeyNotReal0000000000000000000000Q7xP' },
     handle: (s, r) => s.accounts.createKey(r.rc, r.body, r.idem),
   }),
   route.list({

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DomainError, type ErrorCode } from '../src/core/errors';
 import { IDEMPOTENT_OPERATIONS } from '../src/core/idempotent-operations';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../src/core/pagination';
+import { responseExampleOf } from './response-examples';
 import { pathParams, successStatus, type RouteSpec } from './route-table';
 
 type Json = Record<string, unknown>;
@@ -61,6 +62,81 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   500: 'Internal error: quote the requestId to support',
   503: 'Unavailable (database or gateway): try again; an Idempotency-Key is freed',
 };
+
+/** The shared answer of each error status, by name (components/responses). */
+const ERROR_RESPONSE_NAMES: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  422: 'UnprocessableContent',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+};
+
+/** An example error of each code the REST routes answer (the shared answers show one per code). */
+const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: string }>> = {
+  malformed_json: { message: 'The body is not valid JSON', param: 'body' },
+  invalid_parameter: { message: "'email' must be an email address", param: 'email' },
+  missing_parameter: { message: "'amount' is required", param: 'amount' },
+  unknown_parameter: { message: "Unknown parameter: 'colour'", param: 'colour' },
+  missing_api_key: { message: 'No API key: send it as "Authorization: Bearer sk_test_…"' },
+  invalid_api_key: { message: 'Invalid API key' },
+  permission_denied: { message: "This key lacks the permission 'payments:write'" },
+  mode_mismatch: { message: 'The test clock is a test-mode object: a live key cannot use it', param: 'testClockId' },
+  resource_not_found: { message: "No such customer: 'cus_nope'", param: 'id' },
+  idempotency_key_reused: { message: 'This Idempotency-Key was used with a different request', param: 'Idempotency-Key' },
+  idempotency_key_in_use: { message: 'A request with this Idempotency-Key is still in progress: retry in a moment', param: 'Idempotency-Key' },
+  duplicate_email: { message: "A customer with the email 'ada@example.com' already exists", param: 'email' },
+  gateway_in_use: { message: 'This gateway is named by the routing rules: remove it from them first' },
+  checkout_session_in_use: { message: 'This checkout session is being paid: try again in a moment' },
+  invoice_payment_in_progress: { message: 'A charge of this invoice is in progress: try again once it has an outcome' },
+  payment_link_inactive: { message: 'This payment link is no longer active' },
+  payload_too_large: { message: 'The body exceeds 1 MiB' },
+  unsupported_media_type: { message: 'The body must be JSON (Content-Type: application/json)' },
+  payment_not_refundable: { message: 'Only a succeeded payment can be refunded' },
+  refund_exceeds_remaining: { message: 'The refund exceeds what remains to refund (2000)', param: 'amount' },
+  invalid_state: { message: "A paid invoice cannot be voided" },
+  proration_unavailable: { message: 'The new price bills in another currency or interval: cancel and subscribe again', param: 'priceId' },
+  no_gateway_available: { message: 'No enabled gateway takes EUR payments', param: 'currency' },
+  fx_rate_unavailable: { message: 'No exchange rate from USD to EUR: set one with PUT /v1/fx-rates', param: 'currency' },
+  card_declined: { message: 'The card was declined (insufficient_funds)' },
+  limit_exceeded: { message: 'This account has reached its 16 webhook endpoints' },
+  rate_limited: { message: 'Too many requests: retry in 12 s' },
+  internal_error: { message: 'Internal error: quote the request id to support' },
+  service_unavailable: { message: 'The database is unavailable: try again' },
+  gateway_unavailable: { message: 'The gateway did not answer: try again (the Idempotency-Key is freed)' },
+};
+
+/** The shared error answers: the envelope, the status's codes, an example of each. */
+function errorResponses(codesAt: Record<number, Set<ErrorCode>>): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const [s, set] of Object.entries(codesAt).sort((a, b) => Number(a[0]) - Number(b[0]))) {
+    const codes = [...set].sort();
+    const headers: Json = { ...RATE_LIMIT_HEADERS };
+    if (Number(s) === 429) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
+    const examples: Record<string, Json> = {};
+    for (const code of codes) {
+      const ex = ERROR_EXAMPLES[code];
+      if (!ex) throw new Error(`error code ${code} has no example (ERROR_EXAMPLES)`);
+      examples[code] = { value: { data: null, error: { code, message: ex.message, ...(ex.param ? { param: ex.param } : {}), requestId: 'req_4Tn8Kx2Qm7Lz9Wb3' } } };
+    }
+    out[ERROR_RESPONSE_NAMES[Number(s)]] = {
+      description: `${ERROR_DESCRIPTIONS[Number(s)]}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
+      headers,
+      content: { 'application/json': {
+        schema: { allOf: [ref('ErrorEnvelope'), { properties: { error: { properties: { code: { enum: codes } } } } }] },
+        examples,
+      } },
+    };
+  }
+  return out;
+}
 
 function curlSample(r: RouteSpec): string {
   const path = r.path.replace(/\{(\w+)\}/g, (_m, name: string) => `{${name}}`);
@@ -153,6 +229,46 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
     },
   };
 
+  // Success examples: each response object's once (components/examples), as `one` and `list`
+  // routes answer it; a route whose answer differs (a create's secret) has one of its own.
+  const examples: Record<string, Json> = {};
+  const successExample = (r: RouteSpec): Json => {
+    if (r.kind === 'file') return { example: '%PDF-1.7 … (the invoice as a PDF file)' };
+    if (r.kind === 'document') {
+      return { example: { openapi: '3.1.0', info: { title: 'Payorch API', version: options.version }, paths: { '/customers': { post: { operationId: 'createCustomer' } } } } };
+    }
+    const id = idOf(r.response) as string;
+    let name = r.kind === 'list' ? `${id}List` : id;
+    let data = r.responseExample ?? responseExampleOf(r.response);
+    if (data === undefined) throw new Error(`${r.operationId}: its response schema ${id} has no example (rest/response-examples.ts)`);
+    if (r.responseExample !== undefined) name = `${pascal(r.operationId)}Response`;
+    if (!examples[name]) {
+      examples[name] = r.kind === 'list'
+        ? { summary: `A page of ${id} objects`, value: { data: [data], meta: { total: 1, page: 1, pageSize: PAGE_SIZE_DEFAULT }, error: null } }
+        : { summary: r.responseExample !== undefined ? `${id} (${r.summary})` : id, value: { data, error: null } };
+    }
+    return { examples: { [name]: { $ref: `#/components/examples/${name}` } } };
+  };
+
+  // The success envelopes, once per response object: `{data, error: null}` and, for lists, a page.
+  const envelopeOf = (r: RouteSpec & { kind: 'one' | 'list' }): string => {
+    const id = idOf(r.response) as string;
+    const name = r.kind === 'list' ? `${id}List` : `${id}Response`;
+    if (schemas[name] && !envelopes.has(name)) throw new Error(`schema ${name} is both an envelope and a request or response object`);
+    envelopes.add(name);
+    schemas[name] ??= r.kind === 'list'
+      ? {
+        type: 'object', description: `A page of ${id} objects`, required: ['data', 'meta', 'error'], additionalProperties: false,
+        properties: { data: { type: 'array', items: ref(id) }, meta: ref('ListMeta'), error: { type: 'null' } },
+      }
+      : {
+        type: 'object', description: `One ${id} in the success envelope`, required: ['data', 'error'], additionalProperties: false,
+        properties: { data: ref(id), error: { type: 'null' } },
+      };
+    return name;
+  };
+  const envelopes = new Set<string>();
+
   const paths: Record<string, Record<string, Json>> = {};
   const tags = new Set<string>();
   for (const r of table) {
@@ -194,45 +310,46 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
     const ok: Json = { description: r.idempotent && IDEMPOTENT_OPERATIONS[r.idempotent].status === 201 ? 'Created' : 'OK', headers: okHeaders };
     switch (r.kind) {
       case 'one':
-        ok.content = { 'application/json': { schema: {
-          type: 'object', required: ['data', 'error'], additionalProperties: false,
-          properties: { data: ref(idOf(r.response) as string), error: { type: 'null' } },
-        } } };
-        break;
       case 'list':
-        ok.content = { 'application/json': { schema: {
-          type: 'object', required: ['data', 'meta', 'error'], additionalProperties: false,
-          properties: { data: { type: 'array', items: ref(idOf(r.response) as string) }, meta: ref('ListMeta'), error: { type: 'null' } },
-        } } };
+        ok.content = { 'application/json': { schema: ref(envelopeOf(r)), ...successExample(r) } };
         break;
       case 'file':
-        ok.content = { [r.contentType]: { schema: { type: 'string', contentMediaType: r.contentType } } };
+        ok.content = { [r.contentType]: { schema: { type: 'string', contentMediaType: r.contentType }, ...successExample(r) } };
         break;
       case 'document':
-        ok.content = { 'application/json': { schema: { type: 'object', description: 'An OpenAPI 3.1 document' } } };
+        ok.content = { 'application/json': { schema: { type: 'object', description: 'An OpenAPI 3.1 document' }, ...successExample(r) } };
         break;
     }
     const answers: Record<string, Json> = { [String(status)]: ok };
 
+    // Errors: the shared answer of each status (components/responses); where this operation
+    // answers only some of that status's codes, its description names them. All its codes,
+    // machine-readable, in x-error-codes.
     const byStatus = new Map<number, ErrorCode[]>();
     for (const code of errorCodesOf(r)) {
       const s = statusOf(code);
+      if (!ERROR_RESPONSE_NAMES[s]) throw new Error(`${r.operationId}: no shared response for status ${s}`);
       byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
     }
     for (const [s, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-      const headers: Json = { ...RATE_LIMIT_HEADERS };
-      if (s === 429) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
-      answers[String(s)] = {
-        description: `${ERROR_DESCRIPTIONS[s] ?? 'Error'}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
-        headers,
-        content: { 'application/json': { schema: {
-          allOf: [ref('ErrorEnvelope'), { properties: { error: { properties: { code: { enum: codes.sort() } } } } }],
-        } } },
-      };
+      answers[String(s)] = { $ref: `#/components/responses/${ERROR_RESPONSE_NAMES[s]}`, codes };
     }
+    operation['x-error-codes'] = [...byStatus.values()].flat().sort();
     operation.responses = answers;
     operation['x-codeSamples'] = [{ lang: 'Shell', label: 'curl', source: curlSample(r) }];
     (paths[r.path] ??= {})[r.method.toLowerCase()] = operation;
+  }
+
+  // Every code each error status answers over all operations: the shared answer's; an operation
+  // answering fewer names its own in the description.
+  const codesAt: Record<number, Set<ErrorCode>> = {};
+  const errorAnswers = Object.values(paths).flatMap((item) => Object.values(item)).flatMap((op) =>
+    Object.entries(op.responses as Record<string, Json>).filter(([, a]) => a.codes).map(([s, a]) => [Number(s), a] as const));
+  for (const [s, a] of errorAnswers) for (const code of a.codes as ErrorCode[]) (codesAt[s] ??= new Set()).add(code);
+  for (const [s, a] of errorAnswers) {
+    const codes = a.codes as ErrorCode[];
+    delete a.codes;
+    if (codes.length < codesAt[s].size) a.description = `${ERROR_DESCRIPTIONS[s]}: ${codes.map((c) => `\`${c}\``).join(', ')}`;
   }
 
   return {
@@ -271,6 +388,8 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
         'X-Request-Id': { description: 'The request id (also `error.requestId`)', schema: { type: 'string' } },
         'Idempotent-Replayed': { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
       },
+      responses: errorResponses(codesAt),
+      examples: Object.fromEntries(Object.entries(examples).sort(([a], [b]) => a.localeCompare(b))),
       schemas,
     },
   };

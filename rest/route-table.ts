@@ -46,6 +46,11 @@ interface RouteBase {
   idempotent?: IdempotentOperationName;
   /** An example request body for the document (it must pass `body`). */
   example?: Record<string, unknown>;
+  /**
+   * The success answer's example `data` when it differs from its response schema's example
+   * (rest/response-examples.ts), e.g. the secret only a create answers with.
+   */
+  responseExample?: unknown;
   description?: string;
 }
 
@@ -100,7 +105,7 @@ export type RouteSpec = OneRoute | ListRoute | FileRoute | DocumentRoute;
  * test fails on an answer the schema does not describe).
  */
 export const route = {
-  one<R extends z.ZodType>(spec: Omit<OneRoute, 'kind' | 'response' | 'handle'> & { response: R; handle: (s: Services, r: RouteRequest) => Promise<z.output<R>> }): OneRoute {
+  one<R extends z.ZodType>(spec: Omit<OneRoute, 'kind' | 'response' | 'handle' | 'responseExample'> & { response: R; responseExample?: z.output<R>; handle: (s: Services, r: RouteRequest) => Promise<z.output<R>> }): OneRoute {
     return { kind: 'one', ...spec } as OneRoute;
   },
   list<R extends z.ZodType>(spec: Omit<ListRoute, 'kind' | 'response' | 'handle'> & { response: R; handle: (s: Services, r: RouteRequest) => Promise<Page<z.output<R>>> }): ListRoute {

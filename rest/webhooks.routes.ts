@@ -1,5 +1,6 @@
 import { createEndpointInput, listAttemptsInput, listEndpointsInput, rotateSecretInput, updateEndpointInput } from '../src/modules/webhooks/webhook.inputs';
 import { deletedWebhookEndpointSchema, webhookAttemptSchema, webhookEndpointSchema } from '../src/modules/webhooks/webhook.schemas';
+import { webhookEndpointExample } from './response-examples';
 import { route } from './route-table';
 
 export const webhookRoutes = [
@@ -7,6 +8,7 @@ export const webhookRoutes = [
     method: 'POST', path: '/webhook-endpoints', operationId: 'createWebhookEndpoint', tag: 'Webhooks', summary: 'Create a webhook endpoint (its signing secret is shown once)',
     permission: 'webhook_endpoints:write', idempotent: 'createWebhookEndpoint', body: createEndpointInput, response: webhookEndpointSchema, errors: ['limit_exceeded'],
     example: { url: 'https://shop.example.com/payorch/webhooks', events: ['payment.succeeded', 'refund.succeeded'] },
+    responseExample: { ...webhookEndpointExample, secret: 'whsec_ExampleSecretNotRealAAAAAAAAAAAAAAAAAAAAAAA' },
     handle: (s, r) => s.webhooks.endpoints.create(r.rc, r.body, r.idem),
   }),
   route.list({
@@ -34,6 +36,7 @@ export const webhookRoutes = [
     method: 'POST', path: '/webhook-endpoints/{id}/rotate-secret', operationId: 'rotateWebhookSecret', tag: 'Webhooks', summary: 'Rotate the signing secret (the old one signs on for overlapSeconds)',
     permission: 'webhook_endpoints:write', idempotent: 'rotateWebhookSecret', body: rotateSecretInput, response: webhookEndpointSchema, errors: [],
     example: { overlapSeconds: 3600 },
+    responseExample: { ...webhookEndpointExample, secret: 'whsec_ExampleSecretNotRealBBBBBBBBBBBBBBBBBBBBBBB' },
     handle: (s, r) => s.webhooks.endpoints.rotateSecret(r.rc, r.param('id'), r.body, r.idem),
   }),
   route.list({

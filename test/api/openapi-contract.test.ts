@@ -37,7 +37,8 @@ class ContractChecker {
     this.seen.set(route, (this.seen.get(route) ?? new Set()).add(res.status));
     const operation = this.document.paths?.[route.path]?.[method.toLowerCase()];
     if (!operation) return void this.failures.push(`${what}: ${route.method} ${route.path} is missing from the document`);
-    const response = operation.responses?.[String(res.status)];
+    let response = operation.responses?.[String(res.status)];
+    if (response?.$ref) response = this.document.components?.responses?.[String(response.$ref).replace('#/components/responses/', '')];
     if (!response) return void this.failures.push(`${what}: status ${res.status} is not documented (${Object.keys(operation.responses ?? {}).join(', ')})`);
     const type = String(res.headers['content-type'] ?? '').split(';')[0];
     const media = response.content?.[type];
@@ -51,6 +52,8 @@ class ContractChecker {
     }
     if (!validate(res.body)) {
       this.failures.push(`${what}: body does not match the document: ${this.ajv.errorsText(validate.errors)} in ${JSON.stringify(res.body).slice(0, 400)}`);
+    } else if (res.status >= 400 && !(operation['x-error-codes'] ?? []).includes((res.body as Json).error.code)) {
+      this.failures.push(`${what}: error code ${(res.body as Json).error.code} is not among the operation's x-error-codes`);
     }
   }
 }
@@ -99,6 +102,9 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     expect(strict.failures).toEqual([expect.stringContaining('GET /customers/{id} is missing from the document')]);
     strict.check('GET', '/v1/customers', { status: 200, headers: { 'content-type': 'application/json' }, body: { data: [{ id: 'cus_1' }], meta: { total: 1, page: 1, pageSize: 20 }, error: null } });
     expect(strict.failures[1]).toMatch(/body does not match the document/);
+    // A code of the status that this operation does not list (GET answers no missing_parameter).
+    strict.check('GET', '/v1/customers?x=1', { status: 400, headers: { 'content-type': 'application/json' }, body: { data: null, error: { code: 'missing_parameter', message: 'm', requestId: 'req_1' } } });
+    expect(strict.failures[2]).toMatch(/error code missing_parameter is not among the operation's x-error-codes/);
   });
 
   it('should answer every route with a success its document describes', async () => {
