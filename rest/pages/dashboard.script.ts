@@ -25,6 +25,7 @@ const SOURCE = String.raw`(function () {
   var PAYMENTS = 'query Payments($page: Int, $search: String, $status: PaymentStatus) { payments(page: $page, pageSize: 20, search: $search, status: $status) { total page pageSize nodes { id amount currency status description customerId gatewayId createdAt } } }';
   var PAYMENT = 'query Payment($id: ID!) { payment(id: $id) { id status amount currency description createdAt customerId gatewayId failureCode failureMessage amountRefunded paymentMethodDetails { brand last4 } attempts { gateway outcome code latency } refunds(first: 50) { id amount currency status reason createdAt } customer { id email name } } }';
   var EVENTS = 'query Events { events(pageSize: 100) { nodes { id type createdAt data } } }';
+  var LATEST_EVENT = 'query LatestEvent($id: ID) { events(objectId: $id, pageSize: 1) { nodes { id type createdAt data } } }';
   var OBJECT_EVENTS = 'query ObjectEvents($id: ID) { events(objectId: $id, pageSize: 100) { total nodes { id type createdAt } } }';
   var ENDPOINT = 'query Endpoint($id: ID!) { webhookEndpoint(id: $id) { id url status description events createdAt deliveries(pageSize: 50) { total nodes { id deliveryId eventId eventType attempt status statusCode latencyMs error createdAt } } } }';
   var RESEND = 'mutation Resend($id: ID!) { resendEvent(id: $id) { eventId deliveriesQueued } }';
@@ -230,10 +231,20 @@ const SOURCE = String.raw`(function () {
     var head = el('div', { 'class': 'bar' }, [el('h2', { 'class': 'title', text: id }), el('span', { 'class': 'grow' }), close]);
     if (/^we_/.test(id)) return openEndpoint(id, box, head);
     if (!/^pay_/.test(id)) {
-      var ev = feed.filter(function (e) { return e.data && e.data.object && e.data.object.id === id; })[0];
-      var obj = ev ? ev.data.object : null;
-      if (obj && obj.paymentId) { location.hash = '#' + obj.paymentId; return; }
-      return fill(box, [head, obj ? kv(Object.keys(obj).filter(function (k) { return typeof obj[k] !== 'object' || obj[k] === null; }).map(function (k) { return [k, obj[k]]; })) : el('p', { 'class': 'meta', text: 'Not in the recent events' })]);
+      // Another object: as its latest event shows it (from the feed, or asked for by its id).
+      var show = function (ev) {
+        var obj = ev ? ev.data.object : null;
+        if (obj && obj.paymentId) { location.hash = '#' + obj.paymentId; return; }
+        fill(box, [head, obj ? kv(Object.keys(obj).filter(function (k) { return typeof obj[k] !== 'object' || obj[k] === null; }).map(function (k) { return [k, obj[k]]; })) : el('p', { 'class': 'meta', text: 'No events of this object' })]);
+      };
+      var seenIn = feed.filter(function (e) { return e.data && e.data.object && e.data.object.id === id; })[0];
+      if (seenIn) return show(seenIn);
+      fill(box, [head, el('p', { 'class': 'meta', text: 'Loading…' })]);
+      return gql(LATEST_EVENT, { id: id }).then(function (json) {
+        var page = json.data && json.data.events;
+        if (!page) return fill(box, [head, refusedFor(json.errors && json.errors[0], 'events:read')]);
+        show(page.nodes[0]);
+      }).catch(showError);
     }
     fill(box, [head, el('p', { 'class': 'meta', text: 'Loading…' })]);
     box.scrollIntoView({ block: 'start' });

@@ -208,6 +208,16 @@ describe('the live dashboard', () => {
     expect(rows.some((r) => r.includes('payment.succeeded'))).toBe(true);
     expect(rows.some((r) => r.includes('refund.created'))).toBe(true);
     await shot(page, 'payment-events');
+    // An object the feed no longer holds is shown from its latest event: a customer as it is…
+    const early = await app.request('GET', '/v1/customers?search=newer-0@', { key });
+    const customerId = early.body.data[0].id;
+    await expect(page.locator(`#feed a[href="#${customerId}"]`).count()).resolves.toBe(0);
+    await page.evaluate(`location.hash = '#${customerId}'`);
+    await page.locator('#detail dd').getByText('newer-0@example.com').waitFor();
+    // …and a refund as its payment.
+    await page.evaluate(`location.hash = '#${refund.body.data.id}'`);
+    await page.waitForFunction(`location.hash === '#${payment.id}'`);
+    await events.waitFor();
     expectNoProblems();
   });
 
