@@ -26,6 +26,7 @@ class EventList {
 @ArgsType()
 class EventListArgs extends PageArgs(EventSortField) {
   @Field(() => EventTypeName, { nullable: true }) type?: string;
+  @Field(() => ID, { nullable: true, description: 'Only the events of this object (`data.object.id`), e.g. a payment\'s.' }) objectId?: string;
 }
 
 @Resolver(() => EventType)
@@ -37,6 +38,6 @@ export class EventResolver {
 
   @Query(() => EventList, { nullable: true })
   async events(@Args(() => EventListArgs) args: EventListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.events.list(rc, defined(args), listOptions(info)));
+    return toList(await services.events.list(rc, defined(args), listOptions(info), { byObject: true }));
   }
 }

@@ -18,10 +18,17 @@ const SOURCE = String.raw`(function () {
   var list = { page: 1, search: '', status: '', pages: 1 };
   var feed = [], seen = {}, timers = {};
   var NEEDS = { payments: 'payments:read', refunds: 'refunds:read', subscriptions: 'subscriptions:read', invoices: 'invoices:read' };
+  function refusedFor(err, needs) {
+    return el('p', { 'class': 'denied', text: err && err.extensions && err.extensions.code === 'permission_denied' ? 'Not allowed for this key (needs ' + needs + ')' : (err ? err.message : 'Could not be read') });
+  }
   var DASHBOARD = 'query Dashboard { dashboard { livemode generatedAt payments { since perMinute { minute succeeded failed total } gateways { gatewayId gatewayType name attempts succeeded rate } volumeToday { currency count amount } } refunds { count byCurrency { currency count amount } } subscriptions { active pastDue mrr { currency count amount } } invoices { unpaid amountDue { currency count amount } } } }';
   var PAYMENTS = 'query Payments($page: Int, $search: String, $status: PaymentStatus) { payments(page: $page, pageSize: 20, search: $search, status: $status) { total page pageSize nodes { id amount currency status description customerId gatewayId createdAt } } }';
   var PAYMENT = 'query Payment($id: ID!) { payment(id: $id) { id status amount currency description createdAt customerId gatewayId failureCode failureMessage amountRefunded paymentMethodDetails { brand last4 } attempts { gateway outcome code latency } refunds(first: 50) { id amount currency status reason createdAt } customer { id email name } } }';
   var EVENTS = 'query Events { events(pageSize: 100) { nodes { id type createdAt data } } }';
+  var LATEST_EVENT = 'query LatestEvent($id: ID) { events(objectId: $id, pageSize: 1) { nodes { id type createdAt data } } }';
+  var OBJECT_EVENTS = 'query ObjectEvents($id: ID) { events(objectId: $id, pageSize: 100) { total nodes { id type createdAt } } }';
+  var ENDPOINT = 'query Endpoint($id: ID!) { webhookEndpoint(id: $id) { id url status description events createdAt deliveries(pageSize: 50) { total nodes { id deliveryId eventId eventType attempt status statusCode latencyMs error createdAt } } } }';
+  var RESEND = 'mutation Resend($id: ID!) { resendEvent(id: $id) { eventId deliveriesQueued } }';
   var LIVE = 'subscription Live { events { id type createdAt data } }';
 
   function el(tag, attrs, kids) {
@@ -151,14 +158,39 @@ const SOURCE = String.raw`(function () {
     subscriptions: { needs: 'subscriptions:read', statuses: ['active', 'past_due', 'paused', 'canceled'], fields: 'id customerId status quantity currentPeriodEnd plan { unitAmount currency interval } createdAt',
       columns: ['Subscription', 'Customer', 'Status', 'Plan', 'Period ends'], row: function (o) { return [o.id, o.customerId, badge(o.status), o.plan ? money(o.plan.unitAmount * o.quantity, o.plan.currency) + ' / ' + o.plan.interval : '', when(o.currentPeriodEnd)]; } },
     invoices: { needs: 'invoices:read', statuses: ['draft', 'sent', 'paid', 'void'], fields: 'id number customerId status currency total amountDue hostedUrl createdAt',
-      columns: ['Invoice', 'Customer', 'Status', 'Total', 'Due', 'Page'], row: function (o) { return [o.number || o.id, o.customerId, badge(o.status), money(o.total, o.currency), money(o.amountDue, o.currency), o.hostedUrl ? el('a', { href: new URL(o.hostedUrl).pathname, target: '_blank', rel: 'noopener', text: 'open' }) : '']; } },
+      columns: ['Invoice', 'Customer', 'Status', 'Total', 'Due', 'Page', 'PDF'], row: function (o) { return [o.number || o.id, o.customerId, badge(o.status), money(o.total, o.currency), money(o.amountDue, o.currency), o.hostedUrl ? el('a', { href: new URL(o.hostedUrl).pathname, target: '_blank', rel: 'noopener', text: 'open' }) : '', pdfButton(o)]; } },
     checkoutSessions: { needs: 'checkout_sessions:read', statuses: ['open', 'complete', 'expired'], fields: 'id mode status amount currency customerEmail paymentId createdAt',
       columns: ['Session', 'Mode', 'Status', 'Amount', 'Payment', 'Created'], row: function (o) { return [o.id, o.mode, badge(o.status), o.amount !== null && o.currency ? money(o.amount, o.currency) : '', o.paymentId ? link(o.paymentId) : '', when(o.createdAt)]; } },
     paymentLinks: { needs: 'payment_links:read', search: true, statuses: ['active', 'inactive'], fields: 'id name slug status amount currency createdAt',
       columns: ['Link', 'Name', 'Status', 'Amount', 'Created'], row: function (o) { return [o.slug, o.name, badge(o.status), o.amount !== null && o.currency ? money(o.amount, o.currency) : '', when(o.createdAt)]; } },
-    webhookEndpoints: { needs: 'webhook_endpoints:read', statuses: ['enabled', 'disabled'], fields: 'id url status description createdAt',
-      columns: ['Endpoint', 'URL', 'Status', 'Description', 'Created'], row: function (o) { return [o.id, o.url, badge(o.status), o.description || '', when(o.createdAt)]; } }
+    webhookEndpoints: { needs: 'webhook_endpoints:read', statuses: ['enabled', 'disabled'], fields: 'id url status description createdAt deliveries(pageSize: 1) { total nodes { status statusCode createdAt } }',
+      columns: ['Endpoint', 'URL', 'Status', 'Description', 'Deliveries', 'Last attempt', 'Created'], row: function (o) {
+        var d = o.deliveries, last = d && d.nodes[0];
+        return [link(o.id), o.url, badge(o.status), o.description || '', d ? link(o.id, d.total + (d.total === 1 ? ' attempt' : ' attempts')) : '', last ? el('span', {}, [badge(last.status), ' ' + (last.statusCode || '—') + ' · ' + when(last.createdAt)]) : '', when(o.createdAt)];
+      } }
   };
+
+  // An invoice's PDF: GET /v1/invoices/{id}/pdf needs the key in the Authorization header, so it
+  // is fetched here and handed to the browser as a blob URL (the key never goes into a URL).
+  function pdfButton(o) {
+    var b = el('button', { 'class': 'small ghost', type: 'button', text: 'PDF', 'data-invoice': o.id });
+    b.addEventListener('click', function () {
+      b.disabled = true;
+      fetch('/v1/invoices/' + encodeURIComponent(o.id) + '/pdf', { credentials: 'omit', cache: 'no-store', headers: { 'Authorization': 'Bearer ' + key } }).then(function (res) {
+        if (!res.ok) return res.json().then(function (json) { throw new Error((json.error && json.error.message) || 'The PDF could not be read'); });
+        return res.blob();
+      }).then(function (blob) {
+        var url = URL.createObjectURL(blob);
+        var a = el('a', { href: url, download: (o.number || o.id) + '.pdf', hidden: 'hidden' });
+        document.body.appendChild(a);
+        a.click();
+        a.remove();
+        setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
+        b.disabled = false;
+      }).catch(function (err) { b.disabled = false; b.replaceWith(el('span', { 'class': 'denied', text: err.message || String(err) })); });
+    });
+    return b;
+  }
   var browse = { kind: 'customers', page: 1, pages: 1, search: '', status: '' };
   function setBrowseKind() {
     var r = RESOURCES[browse.kind];
@@ -178,8 +210,7 @@ const SOURCE = String.raw`(function () {
       if (mine !== generation || kind !== browse.kind) return;
       var page = json.data && json.data.list;
       if (!page) {
-        var err = json.errors && json.errors[0];
-        return fill($('browse-table'), [el('p', { 'class': 'denied', text: err && err.extensions && err.extensions.code === 'permission_denied' ? 'Not allowed for this key (needs ' + r.needs + ')' : (err ? err.message : 'Could not be read') })]);
+        return fill($('browse-table'), [refusedFor(json.errors && json.errors[0], r.needs)]);
       }
       browse.pages = Math.max(1, Math.ceil(page.total / page.pageSize));
       $('browse-info').textContent = 'Page ' + page.page + ' of ' + browse.pages + ' · ' + page.total;
@@ -198,20 +229,40 @@ const SOURCE = String.raw`(function () {
     var close = el('button', { 'class': 'small ghost', type: 'button', text: 'Close' });
     close.addEventListener('click', function () { history.replaceState(null, '', location.pathname); box.hidden = true; });
     var head = el('div', { 'class': 'bar' }, [el('h2', { 'class': 'title', text: id }), el('span', { 'class': 'grow' }), close]);
+    if (/^we_/.test(id)) return openEndpoint(id, box, head);
     if (!/^pay_/.test(id)) {
-      var ev = feed.filter(function (e) { return e.data && e.data.object && e.data.object.id === id; })[0];
-      var obj = ev ? ev.data.object : null;
-      if (obj && obj.paymentId) { location.hash = '#' + obj.paymentId; return; }
-      return fill(box, [head, obj ? kv(Object.keys(obj).filter(function (k) { return typeof obj[k] !== 'object' || obj[k] === null; }).map(function (k) { return [k, obj[k]]; })) : el('p', { 'class': 'meta', text: 'Not in the recent events' })]);
+      // Another object: as its latest event shows it (from the feed, or asked for by its id).
+      var show = function (ev) {
+        var obj = ev ? ev.data.object : null;
+        if (obj && obj.paymentId) { location.hash = '#' + obj.paymentId; return; }
+        fill(box, [head, obj ? kv(Object.keys(obj).filter(function (k) { return typeof obj[k] !== 'object' || obj[k] === null; }).map(function (k) { return [k, obj[k]]; })) : el('p', { 'class': 'meta', text: 'No events of this object' })]);
+      };
+      var seenIn = feed.filter(function (e) { return e.data && e.data.object && e.data.object.id === id; })[0];
+      if (seenIn) return show(seenIn);
+      fill(box, [head, el('p', { 'class': 'meta', text: 'Loading…' })]);
+      return gql(LATEST_EVENT, { id: id }).then(function (json) {
+        var page = json.data && json.data.events;
+        if (!page) return fill(box, [head, refusedFor(json.errors && json.errors[0], 'events:read')]);
+        show(page.nodes[0]);
+      }).catch(showError);
     }
     fill(box, [head, el('p', { 'class': 'meta', text: 'Loading…' })]);
     box.scrollIntoView({ block: 'start' });
-    Promise.all([gql(PAYMENT, { id: id }), gql(EVENTS)]).then(function (answers) {
+    Promise.all([gql(PAYMENT, { id: id }), gql(OBJECT_EVENTS, { id: id })]).then(function (answers) {
       var p = answers[0].data && answers[0].data.payment;
       if (!p) return fill(box, [head, el('p', { 'class': 'denied', text: (answers[0].errors && answers[0].errors[0].message) || 'No such payment' })]);
-      var events = ((answers[1].data && answers[1].data.events && answers[1].data.events.nodes) || []).filter(function (e) {
-        var o = e.data && e.data.object; return o && (o.id === p.id || o.paymentId === p.id);
-      });
+      // Its refunds' events too: one aliased field per refund, in one request.
+      var refundIds = (p.refunds || []).slice(0, 10).map(function (r) { return r.id; });
+      if (!refundIds.length || !answers[1].data || !answers[1].data.events) return answers.concat([null]);
+      var vars = {}, fields = refundIds.map(function (rid, i) { vars['r' + i] = rid; return 'r' + i + ': events(objectId: $r' + i + ', pageSize: 20) { nodes { id type createdAt } }'; });
+      var query = 'query RefundEvents(' + refundIds.map(function (r, i) { return '$r' + i + ': ID'; }).join(', ') + ') { ' + fields.join(' ') + ' }';
+      return gql(query, vars).then(function (json) { return answers.concat([json]); });
+    }).then(function (answers) {
+      if (!answers) return;
+      var p = answers[0].data.payment, page = answers[1].data && answers[1].data.events;
+      var events = page ? page.nodes.slice() : [];
+      if (answers[2] && answers[2].data) Object.keys(answers[2].data).forEach(function (k) { if (answers[2].data[k]) events = events.concat(answers[2].data[k].nodes); });
+      events.sort(function (a, b) { return a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0; });
       fill(box, [head,
         kv([['Status', badge(p.status)], ['Amount', money(p.amount, p.currency)], ['Refunded', money(p.amountRefunded, p.currency)], ['Description', p.description],
           ['Card', p.paymentMethodDetails ? p.paymentMethodDetails.brand + ' ····' + p.paymentMethodDetails.last4 : ''],
@@ -224,9 +275,60 @@ const SOURCE = String.raw`(function () {
         el('h3', { text: 'Customer' }),
         p.customer ? kv([['Id', p.customer.id], ['E-mail', p.customer.email], ['Name', p.customer.name]]) : el('p', { 'class': 'meta', text: p.customerId ? p.customerId + ' (not readable with this key)' : 'None' }),
         el('h3', { text: 'Events' }),
-        answers[1].data && answers[1].data.events ? (events.length ? table(['Event', 'Type', 'Created'], events.map(function (e) { return [e.id, e.type, when(e.createdAt)]; })) : el('p', { 'class': 'meta', text: 'None among the latest 100 events' }))
-          : el('p', { 'class': 'denied', text: 'Not allowed for this key (needs events:read)' })]);
+        page ? (events.length ? table(['Event', 'Type', 'Created'], events.map(function (e) { return [e.id, e.type, when(e.createdAt)]; })) : el('p', { 'class': 'meta', text: 'None' }))
+          : el('p', { 'class': 'denied', text: 'Not allowed for this key (needs events:read)' }),
+        page && page.total > page.nodes.length ? el('p', { 'class': 'meta', text: 'The latest ' + page.nodes.length + ' of the payment\'s ' + page.total + ' events' }) : null]);
     }).catch(showError);
+  }
+
+  // A webhook endpoint and its delivery log (newest attempt first), each with a resend button.
+  function openEndpoint(id, box, head) {
+    var mine = location.hash;
+    fill(box, [head, el('p', { 'class': 'meta', text: 'Loading…' })]);
+    box.scrollIntoView({ block: 'start' });
+    var note = el('div', { 'class': 'meta', id: 'resend-status', role: 'status' });
+    function load() {
+      return gql(ENDPOINT, { id: id }).then(function (json) {
+        if (location.hash !== mine) return null;
+        var w = json.data && json.data.webhookEndpoint;
+        if (!w) { fill(box, [head, refusedFor(json.errors && json.errors[0], 'webhook_endpoints:read')]); return null; }
+        var refresh = el('button', { 'class': 'small ghost', type: 'button', text: 'Refresh' });
+        refresh.addEventListener('click', load);
+        var log = w.deliveries;
+        fill(box, [head,
+          kv([['URL', w.url], ['Status', badge(w.status)], ['Events', w.events.join(', ')], ['Description', w.description], ['Created', when(w.createdAt)]]),
+          el('div', { 'class': 'bar' }, [el('h3', { text: 'Delivery log' }), el('span', { 'class': 'grow' }), refresh]), note,
+          !log ? refusedFor(json.errors && json.errors[0], 'webhook_endpoints:read')
+            : log.nodes.length ? el('div', { id: 'delivery-log' }, [table(['Event', 'Type', 'Attempt', 'Status', 'Response', 'Latency', 'Time', ''], log.nodes.map(function (a) {
+              return [a.eventId, a.eventType, a.attempt, badge(a.status), a.statusCode === null ? (a.error || '—') : String(a.statusCode), a.latencyMs + ' ms', when(a.createdAt), resendButton(a, load)];
+            })), log.total > log.nodes.length ? el('p', { 'class': 'meta', text: 'The latest ' + log.nodes.length + ' of ' + log.total + ' attempts' }) : null])
+              : el('p', { 'class': 'meta', text: 'No delivery attempts yet' })]);
+        box.setAttribute('data-attempts', log ? String(log.total) : '');
+        return log ? log.total : null;
+      }).catch(showError);
+    }
+    function resendButton(a, reload) {
+      var b = el('button', { 'class': 'small ghost', type: 'button', text: 'Resend', title: 'Deliver ' + a.eventId + ' again to every endpoint subscribed to ' + a.eventType });
+      b.addEventListener('click', function () {
+        b.disabled = true;
+        var before = Number(box.getAttribute('data-attempts'));
+        gql(RESEND, { id: a.eventId }).then(function (json) {
+          var r = json.data && json.data.resendEvent;
+          if (!r) { b.disabled = false; return fill(note, [refusedFor(json.errors && json.errors[0], 'webhook_endpoints:write')]); }
+          note.textContent = 'Resent ' + r.eventId + ': ' + r.deliveriesQueued + (r.deliveriesQueued === 1 ? ' delivery' : ' deliveries') + ' queued';
+          // The new attempt is logged once the delivery worker has sent it: look again for a while.
+          var tries = 0;
+          (function poll() {
+            setTimeout(function () {
+              if (location.hash !== mine) return;
+              reload().then(function (total) { if (total !== null && total !== undefined && total <= before && ++tries < 15) poll(); });
+            }, 1000);
+          })();
+        }).catch(function (err) { b.disabled = false; note.textContent = err.message || String(err); });
+      });
+      return b;
+    }
+    load();
   }
 
   // ---- live feed

@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from '../helpers/app';
 import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
 import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
+import { ReceiverHarness, makeCertificate, type Certificate } from '../unit/webhooks/receiver-harness';
 
 /**
  * The live dashboard (GET /dashboard) in a real browser: sign in with a pasted key, watch a payment
@@ -21,16 +22,23 @@ let browser: Browser;
 let context: BrowserContext;
 let problems: PageProblems;
 let instance: SpawnedInstance | undefined;
+// A webhook receiver with a certificate of its own, trusted through WEBHOOK_CA_FILE.
+let tls: Certificate;
+let rx: ReceiverHarness;
 
 beforeAll(async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
-  app = await startTestApp();
+  tls = await makeCertificate();
+  rx = new ReceiverHarness(tls);
+  await rx.start();
+  app = await startTestApp({ env: { WEBHOOK_CA_FILE: tls.caFile } });
   browser = await launchChromium({ trustCertPem: app.server.cert });
 });
 afterAll(async () => {
   await instance?.stop('SIGKILL');
   await browser?.close();
   await app?.stop();
+  await rx?.stop();
 });
 afterEach(async () => {
   await context?.close();
@@ -177,6 +185,118 @@ describe('the live dashboard', () => {
     await expect(invoiceRow.textContent()).resolves.toContain('€15.00');
     await expect(invoiceRow.locator('a').getAttribute('href')).resolves.toMatch(/^\/invoice\/in_/);
     await shot(page, 'browse-invoices');
+    expectNoProblems();
+  });
+
+  it('should list a payment\'s events and its refunds\' in its detail, with more than 100 newer events in the account', async () => {
+    const key = app.account.testKey;
+    const payment = await pay(key, { amount: 3100, currency: 'eur', paymentMethod: 'pm_card_visa', description: 'older than 100 events' });
+    const refund = await app.request('POST', `/v1/payments/${payment.id}/refunds`, { key, body: { amount: 1000 } });
+    expect(refund.status).toBe(201);
+    for (let i = 0; i < 105; i += 15) {
+      await Promise.all(Array.from({ length: 15 }, (_, j) => app.request('POST', '/v1/customers', { key, body: { email: `newer-${i + j}@example.com` } })));
+    }
+    const latest = await app.request('GET', '/v1/events?pageSize=100', { key });
+    expect(latest.body.data.some((e: { data: { object: { id: string } } }) => e.data.object.id === payment.id)).toBe(false);
+
+    const page = await newPage();
+    await signIn(page, key);
+    await page.evaluate(`location.hash = '#${payment.id}'`);
+    const events = page.locator('#detail table').filter({ has: page.locator('th', { hasText: 'Event' }) });
+    await events.waitFor();
+    const rows = await events.locator('tbody tr').allTextContents();
+    expect(rows.some((r) => r.includes('payment.succeeded'))).toBe(true);
+    expect(rows.some((r) => r.includes('refund.created'))).toBe(true);
+    await shot(page, 'payment-events');
+    // An object the feed no longer holds is shown from its latest event: a customer as it is…
+    const early = await app.request('GET', '/v1/customers?search=newer-0@', { key });
+    const customerId = early.body.data[0].id;
+    await expect(page.locator(`#feed a[href="#${customerId}"]`).count()).resolves.toBe(0);
+    await page.evaluate(`location.hash = '#${customerId}'`);
+    await page.locator('#detail dd').getByText('newer-0@example.com').waitFor();
+    // …and a refund as its payment.
+    await page.evaluate(`location.hash = '#${refund.body.data.id}'`);
+    await page.waitForFunction(`location.hash === '#${payment.id}'`);
+    await events.waitFor();
+    expectNoProblems();
+  });
+
+  it('should show a webhook endpoint\'s delivery log, and a resend should log a new attempt', async () => {
+    const key = app.account.testKey;
+    // The first delivery is refused with a 500, the rest accepted.
+    const route = rx.route('dashboard', [], (n) => (n === 1 ? 500 : 200));
+    const endpoint = await app.request('POST', '/v1/webhook-endpoints', { key, body: { url: route.url, events: ['customer.created'], description: 'dashboard hook' } });
+    expect(endpoint.status).toBe(201);
+    const customer = await app.request('POST', '/v1/customers', { key, body: { email: 'hooked@example.com' } });
+    expect(customer.status).toBe(201);
+    const deliver = () => app.server.services.webhooks.deliveries.deliverDue(100);
+    await deliver();
+    expect(route.requests).toHaveLength(1);
+
+    const page = await newPage();
+    await signIn(page, key);
+    await page.getByLabel('Resource', { exact: true }).selectOption('webhookEndpoints');
+    const row = page.locator('#browse-table tbody tr').filter({ hasText: endpoint.body.data.id });
+    await row.waitFor();
+    await expect(row.textContent()).resolves.toMatch(/1 attempt.*failed 500/);
+    await row.getByRole('link', { name: '1 attempt', exact: true }).click();
+    const log = page.locator('#delivery-log tbody tr');
+    await log.first().waitFor();
+    await expect(log.allTextContents()).resolves.toEqual([expect.stringMatching(/^evt_\w+customer\.created1failed500\d+ ms.+Resend$/)]);
+    await shot(page, 'webhook-log');
+
+    await log.first().getByRole('button', { name: 'Resend' }).click();
+    await page.locator('#resend-status').getByText(/: 1 delivery queued$/).waitFor();
+    await deliver();
+    // The page looks again by itself until the worker's attempt is logged.
+    await page.locator('#detail[data-attempts="2"]').waitFor({ timeout: 5000 });
+    await expect(log.allTextContents()).resolves.toEqual([
+      expect.stringMatching(/^evt_\w+customer\.created1succeeded200\d+ ms/),
+      expect.stringMatching(/^evt_\w+customer\.created1failed500\d+ ms/),
+    ]);
+    expect(route.requests).toHaveLength(2);
+    expect(route.requests[1].eventId).toBe(route.requests[0].eventId);
+    await shot(page, 'webhook-resent');
+    expectNoProblems();
+  });
+
+  it('should show the log to a read-only key and its resend as not allowed', async () => {
+    const key = app.account.testKey;
+    const res = await app.request('POST', '/v1/api-keys', { key, body: { name: 'read-only', permissions: ['payments:read', 'events:read', 'webhook_endpoints:read'] } });
+    const endpoints = await app.request('GET', '/v1/webhook-endpoints', { key });
+    const endpoint = endpoints.body.data.find((e: { description: string | null }) => e.description === 'dashboard hook');
+    const page = await newPage();
+    await signIn(page, res.body.data.secret);
+    await page.evaluate(`location.hash = '#${endpoint.id}'`);
+    const log = page.locator('#delivery-log tbody tr');
+    await log.first().waitFor();
+    await log.first().getByRole('button', { name: 'Resend' }).click();
+    await page.locator('#resend-status').getByText('Not allowed for this key (needs webhook_endpoints:write)').waitFor();
+    await expect(page.locator('#detail').getAttribute('data-attempts')).resolves.toBe('2');
+    await shot(page, 'webhook-read-only');
+    expectNoProblems();
+  });
+
+  it('should hand over an invoice\'s PDF, fetched with the key in the header, as a blob', async () => {
+    const key = app.account.testKey;
+    const customer = await app.request('POST', '/v1/customers', { key, body: { email: 'pdf@example.com', name: 'PDF Customer' } });
+    const invoice = await app.request('POST', '/v1/invoices', { key, body: { customerId: customer.body.data.id, currency: 'eur', lineItems: [{ description: 'Consulting', unitAmount: 12000 }] } });
+    expect(invoice.status).toBe(201);
+    const page = await newPage();
+    const asked: string[] = [];
+    page.on('request', (req) => { if (/\/pdf$/.test(req.url())) asked.push(`${req.url()} ${req.headers().authorization ?? ''}`); });
+    await signIn(page, key);
+    await page.getByLabel('Resource', { exact: true }).selectOption('invoices');
+    const row = page.locator('#browse-table tbody tr').filter({ hasText: invoice.body.data.number });
+    await row.waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('button', { name: 'PDF' }).click()]);
+    expect(download.url()).toMatch(/^blob:https:\/\/[^/]+\/[0-9a-f-]{36}$/);
+    expect(download.suggestedFilename()).toBe(`${invoice.body.data.number}.pdf`);
+    const bytes = fs.readFileSync(await download.path());
+    expect(bytes.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    // Asked once, with the key in the header and nowhere in the URL.
+    expect(asked).toEqual([`${app.baseUrl}/v1/invoices/${invoice.body.data.id}/pdf Bearer ${key}`]);
+    await shot(page, 'invoice-pdf');
     expectNoProblems();
   });
 

@@ -119,6 +119,27 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
     }
   });
 
+  it('should give the events written before 0017 the id of their object from their JSON', async () => {
+    const database = await freshDatabase();
+    const db = new Database({ url: database.url, models: MODELS });
+    try {
+      await db.init();
+      const migrator = createMigrator(db);
+      await migrator.up({ to: '0016-dashboard-indexes' });
+      const insert = (id: string, data: unknown) => db.execute(
+        `INSERT INTO events (id, account_id, mode, type, data, created_at) VALUES ($1, 'acct_1', 'test', 'payment.succeeded', $2, $3)`,
+        [id, JSON.stringify(data), new Date('2026-01-02T03:04:05.678Z')]);
+      await insert('evt_pay', { object: { id: 'pay_before', object: 'payment', amount: 500 } });
+      await insert('evt_other', { object: { id: 're_before', paymentId: 'pay_before' } });
+      await migrator.up();
+      const rows = await db.select<{ id: string; object_id: string | null }>('SELECT id, object_id FROM events ORDER BY id');
+      expect(rows).toEqual([{ id: 'evt_other', object_id: 're_before' }, { id: 'evt_pay', object_id: 'pay_before' }]);
+    } finally {
+      await db.close();
+      await database.drop();
+    }
+  });
+
   it('should index every list filter and sort column', async () => {
     const database = await freshDatabase();
     const db = new Database({ url: database.url, models: MODELS });
@@ -164,6 +185,9 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
         .toContain('payments_subscription_idx');
       expect(await plan('SELECT id FROM gateway_transactions WHERE account_id = $1 AND mode = $2 AND refund_id = $3 ORDER BY created_at DESC, id DESC LIMIT 10', ['a', 'test', 're_1']))
         .toContain('gtx_refund_idx');
+      // The events of one object (GraphQL `events(objectId:)`, the dashboard's payment detail).
+      expect(await plan('SELECT id FROM events WHERE account_id = $1 AND mode = $2 AND object_id = $3 ORDER BY created_at DESC, id DESC LIMIT 10', ['a', 'test', 'pay_1']))
+        .toContain('events_object_idx');
       // Recovery's look, with leases on the database's clock.
       expect(await plan(`SELECT id FROM payments WHERE status = 'pending' AND lease_until < ${db.nowSql} ORDER BY lease_until LIMIT 50`, []))
         .toContain('payments_pending_idx');

@@ -8,6 +8,8 @@ export class EventModel extends Model {
   @Column({ type: DataType.STRING(64), allowNull: false }) declare accountId: string;
   @Column({ type: DataType.STRING(4), allowNull: false }) declare mode: 'test' | 'live';
   @Column({ type: DataType.STRING(64), allowNull: false }) declare type: string;
+  /** `data.object.id`: the events of one object are listed by it (events_object_idx). */
+  @Column({ type: DataType.STRING(64), allowNull: true }) declare objectId: string | null;
   /** JSON object, as text. */
   @Column({ type: DataType.TEXT, allowNull: false }) declare data: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;

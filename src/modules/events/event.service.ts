@@ -10,7 +10,7 @@ import type { EventBus, PublishedEvent, StreamScope } from '../../core/event-bus
 import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
 import type { ApiEvent, EventStore } from './event.store';
-import { listEventsInput } from './event.inputs';
+import { listEventsInput, listObjectEventsInput } from './event.inputs';
 
 export { listEventsInput } from './event.inputs';
 
@@ -182,9 +182,10 @@ export class EventService {
     return canReadEventType(ctx.permissions, type);
   }
 
-  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<ApiEvent, O>> {
+  /** `GET /v1/events`; GraphQL's `events` passes `byObject` and may filter by `objectId` too. */
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O, { byObject = false } = {}): Promise<PageFor<ApiEvent, O>> {
     requirePermission(ctx, 'events', 'read');
-    const input = parseInput(listEventsInput, query);
+    const input = parseInput(byObject ? listObjectEventsInput : listEventsInput, query);
     if (input.type !== undefined && eventResource(input.type) !== null) requireEventTypePermission(ctx, input.type, 'listing', 'type');
     // Filtered in the statement, so pages and `total` count only what the key may see.
     return this.store.list(ctx, input, readableEventTypes(ctx.permissions), options);

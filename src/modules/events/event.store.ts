@@ -50,8 +50,8 @@ export class EventStore {
 
   async insert(t: Transaction, event: ApiEvent, scope: Scope): Promise<void> {
     await this.db.execute(
-      'INSERT INTO events (id, account_id, mode, type, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
-      [event.id, scope.accountId, scope.mode, event.type, JSON.stringify(event.data), new Date(event.createdAt)],
+      'INSERT INTO events (id, account_id, mode, type, object_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [event.id, scope.accountId, scope.mode, event.type, objectIdOf(event), JSON.stringify(event.data), new Date(event.createdAt)],
       t,
     );
   }
@@ -66,14 +66,14 @@ export class EventStore {
    */
   insertPart(name: string, rows: EventPartRow[], p: Params, guard: string, source: { relation: string; jsonColumn: string }): CtePart {
     const bound = rows.map(({ event, accountId, mode, sourceId }) => ({
-      id: event.id, account_id: accountId, mode, type: event.type, created_at: event.createdAt, source: sourceId,
+      id: event.id, account_id: accountId, mode, type: event.type, object_id: objectIdOf(event), created_at: event.createdAt, source: sourceId,
     }));
     return {
       name,
-      sql: `INSERT INTO events (id, account_id, mode, type, data, created_at)
-        SELECT v.id, v.account_id, v.mode, v.type, '{"object":' || s.${source.jsonColumn} || '}', v.created_at
+      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
+        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, '{"object":' || s.${source.jsonColumn} || '}', v.created_at
           FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
-               AS v(id text, account_id text, mode text, type text, created_at timestamptz, source text)
+               AS v(id text, account_id text, mode text, type text, object_id text, created_at timestamptz, source text)
           JOIN ${source.relation} s ON s.id = v.source
          WHERE v.source IN (SELECT id FROM ${guard})
         RETURNING id, account_id, mode, type, data, created_at`,
@@ -102,18 +102,27 @@ export class EventStore {
     return rows.map(toPublished);
   }
 
-  /** A page of events; `types`, when given, are the only types listed (and counted). */
+  /**
+   * A page of events; `types`, when given, are the only types listed (and counted); `objectId`:
+   * only the events of that object (`data.object.id`, events_object_idx).
+   */
   list<O extends ListOptions = Counted>(
     scope: Scope,
-    input: { type?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
+    input: { type?: string; objectId?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
     types: string[] | null = null,
     options?: O,
   ): Promise<PageFor<ApiEvent, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type });
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, object_id: input.objectId, type: input.type });
     // One JSON parameter whatever the number of types; events_type_idx serves each.
     if (types !== null) filter.raw((param) => `type IN (${this.db.jsonTextList(param(JSON.stringify(types)))})`);
     return listPage(this.db, { table: 'events', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent }, options);
   }
+}
+
+/** The id of the object an event reports (its `object_id` column), or null. */
+function objectIdOf(event: ApiEvent): string | null {
+  const id = event.data.object?.id;
+  return typeof id === 'string' ? id : null;
 }
 
 /** One event of the account and mode, or null. */

@@ -92,6 +92,9 @@ describe('EventStore', () => {
       );
       expect(await store.find(scope, kept.id)).toEqual(kept);
       expect(await store.find(scope, dropped.id)).toBeNull();
+      // Listed by its object, as an event written alone is.
+      const byObject = await store.list(scope, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc', objectId: String(kept.data.object.id) });
+      expect(byObject.data).toEqual([kept]);
     });
   }
 });
