@@ -11,7 +11,8 @@ import type { Client } from 'pg';
  *   canceled or in review; in USD, EUR, GBP and JPY; 70% with a customer; across three gateways;
  * - their gateway calls: one charge each, and for 5% a failed first call on another gateway
  *   before it (a failover), so the last hour's authorisation rate per gateway has work;
- * - refunds of 3.5% of the succeeded payments (with their gateway calls), some of them today;
+ * - refunds of 3.5% of the succeeded payments (with their gateway calls), each within two days of
+ *   its payment (and before now), some of them today;
  * - `subscriptions` subscriptions (50,000), one customer each, on six prices (EUR, USD, GBP;
  *   weekly, monthly, yearly): 80% active, 5% past due, 3% paused, 12% canceled; two invoices each
  *   (the period before, paid, and the current one: sent and unpaid for the past-due ones and for
@@ -103,7 +104,7 @@ export async function seedDashboard(c: Client, o: SeedOptions, log: (line: strin
       lease_until, created_at, updated_at, pending_since)
     SELECT 're_' || substr(md5('f' || p.id), 1, 24), p.account_id, p.mode, p.id, CASE WHEN random() < 0.5 THEN p.amount ELSE p.amount / 2 END,
            p.currency, 'succeeded', p.gateway_id, 'simre_' || substr(md5('g' || p.id), 1, 24), t + interval '10 seconds', t, t, t
-      FROM (SELECT p.*, LEAST(now(), p.created_at + interval '2 days' * random()) AS t FROM payments p
+      FROM (SELECT p.*, p.created_at + LEAST(interval '2 days', now() - p.created_at) * random() AS t FROM payments p
              WHERE p.account_id = $1 AND p.status = 'succeeded' AND random() < 0.035) p`, [acct]);
   await step('payments refunded', `UPDATE payments p SET amount_refunded = r.amount FROM refunds r WHERE r.payment_id = p.id AND p.account_id = $1`, [acct]);
   await step('gateway calls (refunds)', `INSERT INTO gateway_transactions (id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind,
