@@ -268,12 +268,13 @@ const DAY = 86_400_000;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /**
- * A captured time value as the service would compute it now: a UTC day's start stays the current
- * day's start, a minute's start moves by whole minutes, anything else by the time elapsed.
+ * A captured time value as the service would compute it now: a UTC day's start (today's, or
+ * tomorrow's as a window's end) moves by whole days, a minute's start by whole minutes, anything
+ * else by the time elapsed.
  */
 function shiftTime(value: string, capturedAt: number, at: number): string {
   const t = Date.parse(value);
-  if (t % DAY === 0) return new Date(Math.floor(at / DAY) * DAY).toISOString();
+  if (t % DAY === 0) return new Date(t + (Math.floor(at / DAY) - Math.floor(capturedAt / DAY)) * DAY).toISOString();
   if (t % MINUTE === 0) return new Date(t + (Math.floor(at / MINUTE) - Math.floor(capturedAt / MINUTE)) * MINUTE).toISOString();
   return new Date(t + (at - capturedAt)).toISOString();
 }
