@@ -4,7 +4,7 @@
  * the same run; then the browser's event-to-screen latency.
  *
  *   npm run bench:dashboard
- *   BENCH_ROUNDS=100 BENCH_PAYMENTS=200000 npm run bench:dashboard
+ *   BENCH_ROUNDS=100 BENCH_LIST_ROUNDS=30 BENCH_PAYMENTS=200000 npm run bench:dashboard
  *   BENCH_KEEP_DB=1 npm run bench:dashboard         # keep the seeded database (printed); then
  *   BENCH_DB_NAME=payorch_bench_dash_… npm run bench:dashboard   # reuse it (its data ages: seed again within the hour)
  *   BENCH_EXPLAIN=1 npm run bench:dashboard         # EXPLAIN (ANALYZE, BUFFERS) of every captured statement
@@ -13,18 +13,19 @@
  * 1. Seeding (bench/dashboard/seed.ts): a fresh database migrated and given its default account by
  *    the service's own code, then filled by bulk SQL.
  * 2. The service (`payorch start`, workers off, as the other benchmarks start it) is started with
- *    bench/dashboard/capture-sql.js preloaded. After a warm-up, one request of each kind is sent
- *    alone while the preload records every statement the service sends to PostgreSQL (text,
- *    values, and when each was sent and answered). The baseline replays exactly those statements
- *    for that request, as named prepared statements on a `pg` pool the size of the service's (10),
- *    in the same waves: statements the service had in flight together go together, and a
- *    statement sent after another's answer waits for its wave. Time values move with the clock
- *    the way the service computes them (the start of the current minute − 59, now − 1 h, the UTC
- *    day's start), so the baseline aggregates the same window as the service at every round.
+ *    bench/dashboard/capture-sql.js preloaded. After a warm-up, each request is sent alone three
+ *    times while the preload records every statement the service sends to PostgreSQL (text,
+ *    values, and when each was sent and answered). The baseline replays exactly the statements of
+ *    the one of the three that sent the fewest (the API key's lookup, cached for a second, left
+ *    out), as named prepared statements on a `pg` pool the size of the service's (10), in the same
+ *    waves: statements the service had in flight together go together, and a statement sent after
+ *    another's answer waits for its wave. Time values move with the clock the way the service
+ *    computes them (minutes' and UTC days' starts by whole minutes and days, now − 1 h by the time
+ *    elapsed), so the baseline aggregates the same windows as the service at every round.
  * 3. BENCH_ROUNDS rounds (300) of the dashboard query and BENCH_LIST_ROUNDS (100) of each list
  *    request; each round sends the request once to the service (HTTPS, keep-alive, one at a time)
- *    and runs its baseline once, in alternating order. p50, p99 and max
- *    of each, and the ratios service / baseline.
+ *    and runs its baseline once, in alternating order. p50, p99 and max of each, and the ratios
+ *    service / baseline.
  * 4. Event-to-screen: /dashboard open in headless Chromium, signed in with the test key; 100
  *    payments made over the API one at a time (BENCH_SCREEN_PAUSE_MS, 500, between them). For
  *    each, the time from the API's response (and from its request) until the payment's link is in
