@@ -499,6 +499,7 @@ async function main(): Promise<void> {
     console.log(`\n${ROUNDS} rounds of the dashboard query, ${LIST_ROUNDS} of each list, one request at a time, service and baseline alternating; load average ${loadBefore} → ${loadAfter}; service RSS idle ${mb(idleRss)}, peak ${mb(peakRss)}`);
     const rows: string[] = [];
     for (const [i, t] of targets.entries()) {
+      if (samples[i].service.length === 0) continue;
       const s = summary(samples[i].service);
       const b = summary(samples[i].baseline);
       const goal = t.kind === 'dashboard' ? GOALS.dashboardP99 : GOALS.listP99;
