@@ -128,6 +128,27 @@ describe(`the dashboard query (${DIALECT})`, () => {
     expect(denied).toEqual([['dashboard.refunds', 'permission_denied'], ['dashboard.subscriptions', 'permission_denied']]);
   });
 
+  it("should leave out of each window what was made after it ends (a clock ahead of this one's): the next minute, tomorrow", async () => {
+    const account: TestAccount = await app.createAccount();
+    const key = account.testKey;
+    at('2026-11-27T12:30:40.000Z'); // this minute: in every figure
+    const now = await pay(key, 1100, 'eur');
+    at('2026-11-27T12:31:00.000Z'); // the next minute: in today's volume only
+    const nextMinute = await pay(key, 2200, 'eur');
+    at('2026-11-28T00:00:00.000Z'); // tomorrow
+    const tomorrow = await pay(key, 3300, 'usd');
+    await post(key, `/v1/payments/${tomorrow.id}/refunds`, { amount: 300 });
+    at('2026-11-27T12:30:50.000Z');
+    expect([now.status, nextMinute.status, tomorrow.status]).toEqual(['succeeded', 'succeeded', 'succeeded']);
+
+    const d = (await gql(key, DASHBOARD)).body.data.dashboard;
+    expect(d.payments.perMinute.filter((m: Json) => m.total > 0)).toEqual([{ minute: '2026-11-27T12:30:00.000Z', succeeded: 1, failed: 0, total: 1 }]);
+    expect(d.payments.gateways).toEqual([{ gatewayId: 'gw_builtin_simulator', gatewayType: 'simulator', attempts: 1, succeeded: 1, rate: 1 }]);
+    // The next minute is still today; tomorrow is not.
+    expect(d.payments.volumeToday).toEqual([{ currency: 'EUR', count: 2, amount: 3300 }]);
+    expect(d.refunds).toEqual({ count: 0, byCurrency: [] });
+  });
+
   it('should round monthly recurring revenue once per currency, from day, week, month and year prices', () => {
     expect(monthlyRecurring([
       { currency: 'EUR', interval: 'day', intervalCount: 1, count: 1, amount: 100 }, // 100 × 365 / 12 = 3041.67

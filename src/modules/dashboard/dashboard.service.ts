@@ -69,7 +69,12 @@ export function monthlyRecurring(rows: RecurringRow[]): CurrencyTotal[] {
   return [...totals].sort(([a], [b]) => a.localeCompare(b)).map(([currency, t]) => ({ currency, count: t.count, amount: Math.round(t.amount) }));
 }
 
-const utcDayStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+const DAY_MS = 86_400_000;
+/** The UTC day `now` is in. */
+const today = (now: Date) => {
+  const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  return { from, until: new Date(from.getTime() + DAY_MS) };
+};
 const minuteKey = (d: Date) => d.toISOString().slice(0, 16).replace('T', ' ');
 const countOf = (rows: CurrencyRow[]) => rows.reduce((n, r) => n + r.count, 0);
 
@@ -90,10 +95,12 @@ export class DashboardService {
     const now = ctx.clock.now();
     const scope = { accountId: ctx.accountId, mode: ctx.mode };
     const first = new Date(Math.floor(now.getTime() / MINUTE_MS) * MINUTE_MS - (DASHBOARD_MINUTES - 1) * MINUTE_MS);
+    // Every window ends after now: at the end of the current minute, or of the UTC day.
+    const nextMinute = new Date(first.getTime() + DASHBOARD_MINUTES * MINUTE_MS);
     const [minutes, gateways, volume] = await Promise.all([
-      this.store.paymentsPerMinute(scope, first),
-      this.store.chargesPerGateway(scope, new Date(now.getTime() - DASHBOARD_MINUTES * MINUTE_MS)),
-      this.store.succeededPaymentsSince(scope, utcDayStart(now)),
+      this.store.paymentsPerMinute(scope, { from: first, until: nextMinute }),
+      this.store.chargesPerGateway(scope, { from: new Date(now.getTime() - DASHBOARD_MINUTES * MINUTE_MS), until: nextMinute }),
+      this.store.succeededPaymentsIn(scope, today(now)),
     ]);
     const perMinute = Array.from({ length: DASHBOARD_MINUTES }, (_, i) => {
       const at = new Date(first.getTime() + i * MINUTE_MS);
@@ -117,7 +124,7 @@ export class DashboardService {
 
   async refunds(ctx: RequestContext): Promise<RefundsOverview> {
     requirePermission(ctx, 'refunds', 'read');
-    const rows = await this.store.succeededRefundsSince({ accountId: ctx.accountId, mode: ctx.mode }, utcDayStart(ctx.clock.now()));
+    const rows = await this.store.succeededRefundsIn({ accountId: ctx.accountId, mode: ctx.mode }, today(ctx.clock.now()));
     return { count: countOf(rows), byCurrency: rows };
   }
 
