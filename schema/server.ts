@@ -238,6 +238,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     validationRules: limitRules(),
     plugins: [requestIdPlugin, noSubscriptionOverHttp, mutationPreflight(services)],
+    // The process's signals are the CLI's (src/cli.ts): it stops the listeners, then Apollo, then
+    // the workers. Apollo's own handler (installed unless NODE_ENV is `test`) stopped it first,
+    // and the CLI's stop then waited on it until the 25 s forced exit.
+    stopOnTerminationSignals: false,
   });
 
   app.use(async (ctx, next) => {

@@ -10,7 +10,9 @@ let ca: string;
 beforeAll(async () => {
   database = await freshDatabase();
   // The first start creates the certificate and prints the default account's keys.
-  instance = await spawnInstance({ DATABASE_URL: database.url, DATA_DIR: database.dataDir }, '');
+  // NODE_ENV as a deployment has it, not jest's `test`: libraries behave differently under `test`
+  // (Apollo Server installs its own SIGTERM handler outside it, which held the exit 25 s).
+  instance = await spawnInstance({ DATABASE_URL: database.url, DATA_DIR: database.dataDir, NODE_ENV: 'production' }, '');
   ca = fs.readFileSync(`${database.dataDir}/tls/cert.pem`, 'utf8');
 }, 90_000);
 afterAll(async () => {
