@@ -13,7 +13,9 @@ import type { InvoiceRecord } from '../invoices/invoice.store';
 import { periodEndAfter } from './billing-period';
 import { cycleLines, type BillingLine } from './billing-lines';
 import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
-import { SubscriptionStore, type Plan, type SubscriptionRecord } from './subscription.store';
+import { SubscriptionStore, type PendingLine, type Plan, type SubscriptionRecord } from './subscription.store';
+import { groupBy } from '../../db/list';
+import { MAX_AMOUNT } from '../../core/money';
 import { transition, type SubscriptionEventType, type SubscriptionMove } from './subscription-states';
 import { toApiSubscription, type Subscription } from './subscription-view';
 
@@ -48,6 +50,8 @@ const RETRY_STEP_MS = 60_000;
  */
 const PARALLEL_STEPS = 8;
 const CLAIM_BATCH = PARALLEL_STEPS * 3;
+/** Most subscriptions a run's batch bills set-based (see `batchSize`). */
+const BATCH_MAX = 100;
 
 export interface BillingOptions {
   /** How long a claim holds a subscription (database clock); a crashed run's claims free after it. */
@@ -89,9 +93,21 @@ export class BillingService {
     const token = randomBase62(16);
     const run = this.newRun();
     while (billed + failed < limit) {
-      const ids = await this.store.claimDue(now, Math.min(CLAIM_BATCH, limit - billed - failed), this.leaseMs, token, null);
+      const ids = await this.store.claimDue(now, Math.min(this.batchSize(), limit - billed - failed), this.leaseMs, token, null);
       if (ids.length === 0) break;
-      await inParallel(ids, PARALLEL_STEPS, async (id) => {
+      let rest = ids;
+      try {
+        const batch = await this.billBatch(ids, now, run, token);
+        billed += batch.billed.length;
+        failed += batch.failed.length;
+        const handled = new Set([...batch.billed, ...batch.failed]);
+        rest = ids.filter((id) => !handled.has(id));
+        await this.store.releaseMany([...handled], token).catch(() => undefined);
+      } catch (err) {
+        // Nothing of the batch's is lost: what it wrote before failing is a state the single path takes on.
+        this.logger.error({ subscriptions: ids.length, err: errorForLog(err) }, 'billing batch failed; its subscriptions are stepped one by one');
+      }
+      await inParallel(rest, PARALLEL_STEPS, async (id) => {
         try {
           await this.step(id, now, run);
           billed++;
@@ -104,6 +120,146 @@ export class BillingService {
         }
       });
     }
+    return { billed, failed };
+  }
+
+  /**
+   * How many subscriptions a run claims at once: its batch finishes well inside the claim's
+   * lease (a slow machine's batch that outlived it could be claimed by another run meanwhile),
+   * and several instances starting together each find work.
+   */
+  private batchSize(): number {
+    return Math.max(CLAIM_BATCH, Math.min(BATCH_MAX, Math.floor(this.leaseMs / 50)));
+  }
+
+  /**
+   * The common case of a claimed batch, set-based: every subscription that is active with
+   * nothing to collect, its period ended, not ending at period end, collected by charge, renewed
+   * together (one transaction: invoices numbered in claim order from one move of the sequence,
+   * lines, period advances, events with their webhook deliveries), their invoices charged
+   * together (one claim statement, then the payments concurrently under the keys the single
+   * charge uses), and the succeeded ones settled together (one transaction). Every state this
+   * leaves between its steps is one the single path (`step`) takes on, so a crash anywhere is
+   * recovered by it, and whatever the batch does not finish (unusual subscriptions, no card, a
+   * declined or pending charge, a refused payment) is left to it: the ids returned neither
+   * `billed` nor `failed` are stepped one by one by the caller.
+   */
+  private async billBatch(ids: readonly string[], now: Date, run: BillingRun, token: string): Promise<{ billed: string[]; failed: string[] }> {
+    const billed: string[] = [];
+    const failed: string[] = [];
+    // Each account's invoicing settings, read before the transaction (never on a second connection inside it).
+    const accountIds = await this.db.select<{ account_id: string }>(
+      `SELECT DISTINCT account_id FROM subscriptions WHERE id IN (${this.db.jsonTextList('$1')})`, [JSON.stringify(ids)],
+    );
+    const accounts = new Map<string, AccountInvoicing>();
+    for (const { account_id: accountId } of accountIds) accounts.set(accountId, await run.account(accountId));
+
+    type Renewed = { sub: SubscriptionRecord; ctx: RequestContext; invoice: InvoiceRecord; collect: boolean };
+    const renewed = await this.db.transaction(async (t): Promise<Renewed[]> => {
+      const order = new Map(ids.map((id, i) => [id, i]));
+      const common = (await this.store.lockClaimed(ids, token, t))
+        .filter((sub) => isCommonRenewal(sub, now) && accounts.has(sub.accountId))
+        .sort((a, b) => (order.get(a.id) as number) - (order.get(b.id) as number));
+      if (common.length === 0) return [];
+      const plans = new Map<string, Plan>();
+      for (const group of groupBy(common, (sub) => `${sub.accountId}|${sub.mode}`).values()) {
+        for (const [priceId, plan] of await this.store.plans(group[0], group.map((sub) => sub.priceId), t)) plans.set(`${group[0].accountId}|${group[0].mode}|${priceId}`, plan);
+      }
+      const pending = await this.store.pendingLinesOf(common.map((sub) => sub.id), t);
+      const items: Array<{ sub: SubscriptionRecord; ctx: RequestContext; plan: Plan; start: Date; end: Date; pending: PendingLine[]; lines: BillingLine[] }> = [];
+      for (const sub of common) {
+        const plan = plans.get(`${sub.accountId}|${sub.mode}|${sub.priceId}`);
+        if (!plan) continue; // the single path says what is wrong
+        const start = sub.currentPeriodEnd;
+        const end = periodEndAfter(sub.billingCycleAnchor, plan, start);
+        const subPending = pending.get(sub.id) ?? [];
+        const lines = cycleLines(plan, sub.quantity, subPending, start, end);
+        if (lines.reduce((sum, l) => sum + BigInt(l.amount), 0n) > BigInt(MAX_AMOUNT)) continue; // refused by the single path
+        items.push({ sub, ctx: systemContext(sub.accountId, sub.mode, now, `billing_${sub.id}`), plan, start, end, pending: subPending, lines });
+      }
+      if (items.length === 0) return [];
+      const { invoices, events } = await this.invoices.createManyForSubscriptions(t, items.map(({ sub, ctx, plan, start, lines }) => ({
+        ctx,
+        spec: {
+          customerId: sub.customerId, subscriptionId: sub.id, currency: plan.currency, lines, billingPeriodStart: start,
+          billingReason: 'subscription_cycle' as const, send: false, account: accounts.get(sub.accountId),
+        },
+      })));
+      for (let i = 0; i < items.length; i++) {
+        if (items[i].pending.length) {
+          await SubscriptionPendingLineModel.update({ invoiceId: invoices[i].id }, { where: { id: items[i].pending.map((p) => p.id) }, transaction: t });
+        }
+      }
+      const collects = items.map(({ sub }, i) => this.collectsOn(sub, invoices[i]));
+      await this.store.advanceMany(t, items.map(({ sub, start, end }, i) => ({
+        id: sub.id, start, end, invoiceId: invoices[i].id, collectInvoiceId: collects[i] ? invoices[i].id : null, nextBillingAt: collects[i] ? now : end,
+      })), now);
+      const next = await this.store.findManyIn(items.map(({ sub }) => sub.id), t);
+      const updated = items.map(({ sub, ctx, plan }) => ({
+        ctx, type: 'subscription.updated' as const, object: toApiSubscription(next.get(sub.id) as SubscriptionRecord, plan) as unknown as Record<string, unknown>,
+      }));
+      await this.events.recordMany(t, [...events, ...updated]);
+      return items.map(({ sub, ctx }, i) => ({ sub: next.get(sub.id) as SubscriptionRecord, ctx, invoice: invoices[i], collect: collects[i] }));
+    });
+    for (const r of renewed) if (!r.collect) billed.push(r.sub.id);
+    const toCharge = renewed.filter((r) => r.collect);
+    if (toCharge.length === 0) return { billed, failed };
+
+    // The card: the subscription's, else its customer's default (one read a scope); none: the single path fails the attempt.
+    const defaults = new Map<string, string | null>();
+    for (const group of groupBy(toCharge.filter((r) => !r.sub.defaultPaymentMethodId), (r) => `${r.sub.accountId}|${r.sub.mode}`).values()) {
+      const found = await this.customers.lookup(group[0].ctx, group.map((r) => r.sub.customerId));
+      for (const r of group) defaults.set(r.sub.id, found.get(r.sub.customerId)?.defaultPaymentMethodId ?? null);
+    }
+    const charging = toCharge.flatMap((r) => {
+      const card = r.sub.defaultPaymentMethodId ?? defaults.get(r.sub.id) ?? null;
+      return card === null ? [] : [{ ...r, card }];
+    });
+    const outcomes = await this.invoices.chargeManyForSubscriptions(charging.map((r) => ({ ctx: r.ctx, invoice: r.invoice, paymentMethod: r.card })));
+    const succeeded: typeof charging = [];
+    const refused: typeof charging = [];
+    for (const r of charging) {
+      const outcome = outcomes.get(r.invoice.id);
+      if (!outcome) continue;
+      if ('error' in outcome) {
+        const err = outcome.error;
+        // A card the gateway or the vault refused before any charge: a failed attempt, as `collect` takes it.
+        if (isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress') refused.push(r);
+        else {
+          failed.push(r.sub.id);
+          this.logger.error({ subscriptionId: r.sub.id, err: errorForLog(err) }, 'billing step failed; tried again later');
+          await this.postpone(r.sub.id, now, token).catch(() => undefined);
+        }
+      } else if (outcome.payment.status === 'succeeded') succeeded.push(r);
+      // Declined, pending: the single path takes the outcome (dunning, or a look later).
+    }
+    await inParallel(refused, PARALLEL_STEPS, async (r) => {
+      try {
+        await this.failed(r.ctx, r.sub.id, r.invoice.id, r.invoice.paymentAttempts, run);
+        billed.push(r.sub.id);
+      } catch (err) {
+        failed.push(r.sub.id);
+        this.logger.error({ subscriptionId: r.sub.id, err: errorForLog(err) }, 'billing step failed; tried again later');
+        await this.postpone(r.sub.id, now, token).catch(() => undefined);
+      }
+    });
+    if (succeeded.length === 0) return { billed, failed };
+    const paymentOf = new Map(succeeded.map((r) => {
+      const outcome = outcomes.get(r.invoice.id) as { payment: { id: string; amount: number } };
+      return [r.invoice.id, outcome.payment];
+    }));
+    const collected = await this.db.transaction(async (t) => {
+      const { paid, events } = await this.invoices.settleSucceededMany(t, succeeded.map((r) => ({ ctx: r.ctx, invoiceId: r.invoice.id, payment: paymentOf.get(r.invoice.id) as { id: string; amount: number } })));
+      const paidSet = new Set(paid);
+      const done = await this.store.collectedMany(t, succeeded.filter((r) => paidSet.has(r.invoice.id)).map((r) => ({ id: r.sub.id, invoiceId: r.invoice.id })), now);
+      await this.events.recordMany(t, events);
+      return done;
+    }).catch((err: unknown) => {
+      // Charged, not settled: the single path settles each from its payment.
+      this.logger.error({ subscriptions: succeeded.length, err: errorForLog(err) }, 'billing batch settle failed; settled one by one');
+      return [] as string[];
+    });
+    billed.push(...collected);
     return { billed, failed };
   }
 
@@ -337,6 +493,16 @@ export class BillingService {
     if (!plan) throw notFound('price', sub.priceId, 'priceId');
     return plan;
   }
+}
+
+/**
+ * Whether the claimed subscription's due work is the common renewal the batch takes: active,
+ * nothing being collected, its period ended, not ending at period end, collected by charge, on
+ * real time. Everything else is stepped one by one.
+ */
+function isCommonRenewal(sub: SubscriptionRecord, now: Date): boolean {
+  return sub.status === 'active' && sub.collectInvoiceId === null && sub.currentPeriodEnd.getTime() <= now.getTime()
+    && !sub.cancelAtPeriodEnd && sub.collectionMethod === 'charge_automatically' && sub.testClockId === null;
 }
 
 /** Runs `work` over `items`, at most `width` at a time. */
