@@ -162,7 +162,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   mail.registerAttachmentRenderer('invoice_pdf', (source) => renderInvoicePdf(source.document));
   mail.onStatusChange('invoice', (t, about, status) => invoices.setEmailStatus(t, about.id, status));
   const testClocks = new TestClockService(db, idempotency);
-  const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: options.billingLeaseMs ?? config.billingLeaseMs });
+  const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: options.billingLeaseMs ?? config.billingLeaseMs, clock });
   testClocks.useBilling(billing);
   customers.useTestClocks(testClocks);
   const subscriptions = new SubscriptionService(db, idempotency, customers, catalog, paymentMethods, payments, invoices, billing, testClocks, logger);

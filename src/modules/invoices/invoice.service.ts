@@ -318,7 +318,8 @@ export class InvoiceService {
         subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due,
         dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
         emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
-        metadata: '{}', createdAt: now, updatedAt: now,
+        // updatedAt on the service's clock, as the model's writes stamp it (an invoice's grace is measured from it).
+        metadata: '{}', createdAt: now, updatedAt: this.clock.now(),
       });
       spec.lines.forEach((line, position) => lineRows.push({
         id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
@@ -358,12 +359,11 @@ export class InvoiceService {
   ): Promise<Map<string, { payment: Payment } | { error: unknown }>> {
     const outcomes = new Map<string, { payment: Payment } | { error: unknown }>();
     if (items.length === 0) return outcomes;
-    const now = items[0].ctx.clock.now();
     const paymentIds = new Map(items.map((item) => [item.invoice.id, newId('pay')]));
     const rows = items.map((item) => ({ id: item.invoice.id, paymentId: paymentIds.get(item.invoice.id) as string }));
     const attempts = this.db.dialect === 'postgres'
-      ? await this.store.claimCharges(undefined, rows, now)
-      : await this.db.transaction((t) => this.store.claimCharges(t, rows, now));
+      ? await this.store.claimCharges(undefined, rows, this.clock.now())
+      : await this.db.transaction((t) => this.store.claimCharges(t, rows, this.clock.now()));
     const claimed = items.filter((item) => attempts.has(item.invoice.id));
     let next = 0;
     const lane = async () => {
@@ -399,14 +399,14 @@ export class InvoiceService {
     if (items.length === 0) return { paid: [], events: [] };
     const now = items[0].ctx.clock.now();
     const ctxOf = new Map(items.map((item) => [item.invoiceId, item.ctx]));
-    const sent = await this.store.markChargedSent(t, items.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id })), now);
+    const sent = await this.store.markChargedSent(t, items.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id })), now, this.clock.now());
     if (sent.length === 0) return { paid: [], events: [] };
     const events: BatchEventItem[] = [];
     for (const [id, inv] of await this.store.findManyIn(sent, t)) {
       events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.sent', object: this.toApi(inv) as unknown as Record<string, unknown> });
     }
     const sentSet = new Set(sent);
-    const paid = await this.store.markChargedPaid(t, items.filter((item) => sentSet.has(item.invoiceId)).map((item) => ({ id: item.invoiceId, paymentId: item.payment.id, amount: item.payment.amount })), now);
+    const paid = await this.store.markChargedPaid(t, items.filter((item) => sentSet.has(item.invoiceId)).map((item) => ({ id: item.invoiceId, paymentId: item.payment.id, amount: item.payment.amount })), now, this.clock.now());
     for (const [id, inv] of await this.store.findManyIn(paid, t)) {
       events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.paid', object: this.toApi(inv) as unknown as Record<string, unknown> });
     }

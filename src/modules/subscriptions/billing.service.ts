@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { randomBase62 } from '../../core/ids';
+import { systemClock, type Clock } from '../../core/clock';
 import type { RequestContext } from '../../core/context';
 import { systemContext } from '../../core/context';
 import { invalidState, isDomainError, notFound } from '../../core/errors';
@@ -56,6 +57,8 @@ const BATCH_MAX = 100;
 export interface BillingOptions {
   /** How long a claim holds a subscription (database clock); a crashed run's claims free after it. */
   leaseMs?: number;
+  /** The service's clock: what a batch's writes stamp `updatedAt` with, as the models' writes do (the system's unless given). */
+  clock?: Clock;
 }
 
 /**
@@ -69,6 +72,7 @@ export interface BillingOptions {
 export class BillingService {
   readonly store: SubscriptionStore;
   private readonly leaseMs: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly db: Database,
@@ -81,6 +85,7 @@ export class BillingService {
   ) {
     this.store = new SubscriptionStore(db);
     this.leaseMs = options.leaseMs ?? 5 * 60_000;
+    this.clock = options.clock ?? systemClock;
   }
 
   /**
@@ -193,7 +198,7 @@ export class BillingService {
       const collects = items.map(({ sub }, i) => this.collectsOn(sub, invoices[i]));
       await this.store.advanceMany(t, items.map(({ sub, start, end }, i) => ({
         id: sub.id, start, end, invoiceId: invoices[i].id, collectInvoiceId: collects[i] ? invoices[i].id : null, nextBillingAt: collects[i] ? now : end,
-      })), now);
+      })), this.clock.now());
       const next = await this.store.findManyIn(items.map(({ sub }) => sub.id), t);
       const updated = items.map(({ sub, ctx, plan }) => ({
         ctx, type: 'subscription.updated' as const, object: toApiSubscription(next.get(sub.id) as SubscriptionRecord, plan) as unknown as Record<string, unknown>,
@@ -251,7 +256,7 @@ export class BillingService {
     const collected = await this.db.transaction(async (t) => {
       const { paid, events } = await this.invoices.settleSucceededMany(t, succeeded.map((r) => ({ ctx: r.ctx, invoiceId: r.invoice.id, payment: paymentOf.get(r.invoice.id) as { id: string; amount: number } })));
       const paidSet = new Set(paid);
-      const done = await this.store.collectedMany(t, succeeded.filter((r) => paidSet.has(r.invoice.id)).map((r) => ({ id: r.sub.id, invoiceId: r.invoice.id })), now);
+      const done = await this.store.collectedMany(t, succeeded.filter((r) => paidSet.has(r.invoice.id)).map((r) => ({ id: r.sub.id, invoiceId: r.invoice.id })), this.clock.now());
       await this.events.recordMany(t, events);
       return done;
     }).catch((err: unknown) => {
