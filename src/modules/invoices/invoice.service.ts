@@ -387,6 +387,11 @@ export class InvoiceService {
     return outcomes;
   }
 
+  /** Takes the outcome of a charge a batch made (`chargeManyForSubscriptions`), as the single charge takes it. */
+  async settleChargeOutcome(ctx: RequestContext, id: string, payment: Payment): Promise<InvoiceRecord> {
+    return this.settleCharge(ctx, id, payment);
+  }
+
   /**
    * Takes the succeeded charges of a billing batch in the caller's transaction, as
    * `settleCharge` takes one: each draft still processing that payment is sent, then paid.

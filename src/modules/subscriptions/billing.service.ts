@@ -11,6 +11,7 @@ import type { CustomerService } from '../customers/customer.service';
 import type { AccountService } from '../accounts/account.service';
 import type { InvoiceService } from '../invoices/invoice.service';
 import type { InvoiceRecord } from '../invoices/invoice.store';
+import type { Payment } from '../payments/payment.service';
 import { periodEndAfter } from './billing-period';
 import { cycleLines, type BillingLine } from './billing-lines';
 import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
@@ -161,10 +162,10 @@ export class BillingService {
 
     type Renewed = { sub: SubscriptionRecord; ctx: RequestContext; invoice: InvoiceRecord; collect: boolean };
     const renewed = await this.db.transaction(async (t): Promise<Renewed[]> => {
-      const order = new Map(ids.map((id, i) => [id, i]));
+      // In the order the work fell due (the claim's), so are the invoice numbers.
       const common = (await this.store.lockClaimed(ids, token, t))
         .filter((sub) => isCommonRenewal(sub, now) && accounts.has(sub.accountId))
-        .sort((a, b) => (order.get(a.id) as number) - (order.get(b.id) as number));
+        .sort((a, b) => (a.nextBillingAt?.getTime() ?? 0) - (b.nextBillingAt?.getTime() ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       if (common.length === 0) return [];
       const plans = new Map<string, Plan>();
       for (const group of groupBy(common, (sub) => `${sub.accountId}|${sub.mode}`).values()) {
@@ -223,6 +224,7 @@ export class BillingService {
     const outcomes = await this.invoices.chargeManyForSubscriptions(charging.map((r) => ({ ctx: r.ctx, invoice: r.invoice, paymentMethod: r.card })));
     const succeeded: typeof charging = [];
     const refused: typeof charging = [];
+    const otherwise: Array<(typeof charging)[number] & { payment: Payment }> = [];
     for (const r of charging) {
       const outcome = outcomes.get(r.invoice.id);
       if (!outcome) continue;
@@ -236,11 +238,18 @@ export class BillingService {
           await this.postpone(r.sub.id, now, token).catch(() => undefined);
         }
       } else if (outcome.payment.status === 'succeeded') succeeded.push(r);
-      // Declined, pending: the single path takes the outcome (dunning, or a look later).
+      else otherwise.push({ ...r, payment: outcome.payment });
     }
-    await inParallel(refused, PARALLEL_STEPS, async (r) => {
+    // A refused payment is a failed attempt; a declined or pending charge is taken one by one, as `collect` takes it.
+    const single: Array<{ r: (typeof charging)[number]; work: () => Promise<void> }> = [
+      ...refused.map((r) => ({ r, work: () => this.failed(r.ctx, r.sub.id, r.invoice.id, r.invoice.paymentAttempts, run) })),
+      ...otherwise.map((r) => ({
+        r, work: async () => this.take(r.ctx, r.sub.id, r.invoice.id, await this.invoices.settleChargeOutcome(r.ctx, r.invoice.id, r.payment), run),
+      })),
+    ];
+    await inParallel(single, PARALLEL_STEPS, async ({ r, work }) => {
       try {
-        await this.failed(r.ctx, r.sub.id, r.invoice.id, r.invoice.paymentAttempts, run);
+        await work();
         billed.push(r.sub.id);
       } catch (err) {
         failed.push(r.sub.id);
@@ -416,6 +425,11 @@ export class BillingService {
         throw err;
       }
     }
+    await this.take(ctx, id, invoiceId, invoice, run);
+  }
+
+  /** What a charge of the collected invoice came to, taken: paid, a failed attempt, or a look again later (still pending). */
+  private async take(ctx: RequestContext, id: string, invoiceId: string, invoice: InvoiceRecord, run: BillingRun): Promise<void> {
     if (invoice.status === 'paid') return this.paid(ctx, id, invoiceId);
     if (invoice.paymentStatus === 'failed') return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
     await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
