@@ -187,6 +187,30 @@ describe(`the billing run's batch (${DIALECT})`, () => {
     }
   }, 120_000);
 
+  it('should bill a batch in statements shared by its subscriptions, not a round of statements each', async () => {
+    const services = app.server.services;
+    const accountId = (await services.accounts.createAccount({ name: 'Shared statements' })).accountId;
+    const ctx = contextOf(accountId);
+    const plan = await seedPlan(services, ctx, 3);
+    const now = new Date();
+    const count = 30;
+    const ids = await seedDueSubscriptions(services, ctx, plan, count, now);
+    app.sql.length = 0;
+    expect(await services.billing.billDue(now)).toEqual({ billed: count, failed: 0 });
+    const sql = [...app.sql];
+    const subs = await services.billing.store.findManyIn(ids);
+    expect([...subs.values()].filter((s) => s.status !== 'active' || s.collectInvoiceId !== null || s.currentPeriodStart.getTime() !== now.getTime() - HOUR)).toEqual([]);
+    const matching = (re: RegExp) => sql.filter((s) => re.test(s)).length;
+    // One insert of the batch's invoices and one of their lines; the payments' reads of their
+    // card and customer shared by all of them (on both databases).
+    expect(matching(/INSERT INTO "?invoices"? /)).toBe(1);
+    expect(matching(/INSERT INTO "?invoice_line_items"? /)).toBe(1);
+    expect(matching(/FROM "?payment_methods"?/)).toBeLessThanOrEqual(2);
+    expect(matching(/FROM "?customers"?/)).toBeLessThanOrEqual(2);
+    // On PostgreSQL everything is shared: fewer statements than subscriptions in all.
+    if (DIALECT === 'postgres') expect(sql.length).toBeLessThan(count);
+  }, 120_000);
+
   it.each(['charge', 'settle'])('should finish a run killed (SIGKILL) in its batch at the %s without billing or charging twice', async (at) => {
     const services = app.server.services;
     const db = services.db;

@@ -348,14 +348,14 @@ export class InvoiceService {
    * Charges several subscriptions' invoices (a billing batch) as `chargeForSubscription` charges
    * one, up to the settle: claims them all in one statement (each processing, its attempt
    * counted, its payment named), then makes their payments concurrently (at most `width` at a
-   * time), each under the same key and fingerprint the single charge uses for that attempt.
+   * time: all of a batch, so their reads and writes share statements), each under the same key and fingerprint the single charge uses for that attempt.
    * Returns each claimed invoice's payment, or the error its payment refused with (its invoice
    * then released as the single charge releases it); an invoice not in the answer was not
    * claimed (paid, void, processing or owing nothing: the single path sees why). The outcomes are
    * not settled here: `settleSucceededMany` takes the succeeded ones, the single path the rest.
    */
   async chargeManyForSubscriptions(
-    items: Array<{ ctx: RequestContext; invoice: InvoiceRecord; paymentMethod: string }>, width = 64,
+    items: Array<{ ctx: RequestContext; invoice: InvoiceRecord; paymentMethod: string }>, width = 128,
   ): Promise<Map<string, { payment: Payment } | { error: unknown }>> {
     const outcomes = new Map<string, { payment: Payment } | { error: unknown }>();
     if (items.length === 0) return outcomes;
