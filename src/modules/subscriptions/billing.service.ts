@@ -96,36 +96,60 @@ export class BillingService {
   async billDue(now: Date, limit = 100_000): Promise<{ billed: number; failed: number }> {
     let billed = 0;
     let failed = 0;
+    let claimed = 0;
     const token = randomBase62(16);
     const run = this.newRun();
-    while (billed + failed < limit) {
-      const ids = await this.store.claimDue(now, Math.min(this.batchSize(), limit - billed - failed), this.leaseMs, token, null);
-      if (ids.length === 0) break;
-      let rest = ids;
+    // Two batches at a time, the second lane starting once the first has renewed its batch: one
+    // batch's charges and settle overlap the next one's renew (the account's number sequence
+    // orders the renews themselves), and instances starting together still each claim work.
+    let firstRenewed!: () => void;
+    const started = new Promise<void>((resolve) => {
+      firstRenewed = resolve;
+    });
+    const lane = async (first: boolean) => {
+      if (!first) await started;
       try {
-        const batch = await this.billBatch(ids, now, run, token);
-        billed += batch.billed.length;
-        failed += batch.failed.length;
-        const handled = new Set([...batch.billed, ...batch.failed]);
-        rest = ids.filter((id) => !handled.has(id));
-        await this.store.releaseMany([...handled], token).catch(() => undefined);
-      } catch (err) {
-        // Nothing of the batch's is lost: what it wrote before failing is a state the single path takes on.
-        this.logger.error({ subscriptions: ids.length, err: errorForLog(err) }, 'billing batch failed; its subscriptions are stepped one by one');
+        await laneWork();
+      } finally {
+        firstRenewed();
       }
-      await inParallel(rest, PARALLEL_STEPS, async (id) => {
+    };
+    const laneWork = async () => {
+      while (claimed < limit) {
+        const want = Math.min(this.batchSize(), limit - claimed);
+        claimed += want;
+        const ids = await this.store.claimDue(now, want, this.leaseMs, token, null);
+        claimed -= want - ids.length;
+        if (ids.length === 0) break;
+        let rest = ids;
         try {
-          await this.step(id, now, run);
-          billed++;
+          const batch = await this.billBatch(ids, now, run, token, firstRenewed);
+          billed += batch.billed.length;
+          failed += batch.failed.length;
+          const handled = new Set([...batch.billed, ...batch.failed]);
+          rest = ids.filter((id) => !handled.has(id));
+          await this.store.releaseMany([...handled], token).catch(() => undefined);
         } catch (err) {
-          failed++;
-          this.logger.error({ subscriptionId: id, err: errorForLog(err) }, 'billing step failed; tried again later');
-          await this.postpone(id, now, token).catch(() => undefined);
-        } finally {
-          await this.store.release(id, token).catch(() => undefined);
+          // Nothing of the batch's is lost: what it wrote before failing is a state the single path takes on.
+          this.logger.error({ subscriptions: ids.length, err: errorForLog(err) }, 'billing batch failed; its subscriptions are stepped one by one');
         }
-      });
-    }
+        firstRenewed();
+        await inParallel(rest, PARALLEL_STEPS, async (id) => {
+          try {
+            await this.step(id, now, run);
+            billed++;
+          } catch (err) {
+            failed++;
+            this.logger.error({ subscriptionId: id, err: errorForLog(err) }, 'billing step failed; tried again later');
+            await this.postpone(id, now, token).catch(() => undefined);
+          } finally {
+            await this.store.release(id, token).catch(() => undefined);
+          }
+        });
+      }
+    };
+    const lanes = await Promise.allSettled([lane(true), lane(false)]);
+    for (const l of lanes) if (l.status === 'rejected') throw l.reason;
     return { billed, failed };
   }
 
@@ -150,7 +174,7 @@ export class BillingService {
    * declined or pending charge, a refused payment) is left to it: the ids returned neither
    * `billed` nor `failed` are stepped one by one by the caller.
    */
-  private async billBatch(ids: readonly string[], now: Date, run: BillingRun, token: string): Promise<{ billed: string[]; failed: string[] }> {
+  private async billBatch(ids: readonly string[], now: Date, run: BillingRun, token: string, onRenewed: () => void = () => undefined): Promise<{ billed: string[]; failed: string[] }> {
     const billed: string[] = [];
     const failed: string[] = [];
     // Each account's invoicing settings, read before the transaction (never on a second connection inside it).
@@ -161,7 +185,7 @@ export class BillingService {
     for (const { account_id: accountId } of accountIds) accounts.set(accountId, await run.account(accountId));
 
     type Renewed = { sub: SubscriptionRecord; ctx: RequestContext; invoice: InvoiceRecord; collect: boolean };
-    const renewed = await this.db.transaction(async (t): Promise<Renewed[]> => {
+    const renewedSubs = await this.db.transaction(async (t): Promise<Renewed[]> => {
       // In the order the work fell due (the claim's), so are the invoice numbers.
       const common = (await this.store.lockClaimed(ids, token, t))
         .filter((sub) => isCommonRenewal(sub, now) && accounts.has(sub.accountId))
@@ -207,8 +231,9 @@ export class BillingService {
       await this.events.recordMany(t, [...events, ...updated]);
       return items.map(({ sub, ctx }, i) => ({ sub: next.get(sub.id) as SubscriptionRecord, ctx, invoice: invoices[i], collect: collects[i] }));
     });
-    for (const r of renewed) if (!r.collect) billed.push(r.sub.id);
-    const toCharge = renewed.filter((r) => r.collect);
+    onRenewed();
+    for (const r of renewedSubs) if (!r.collect) billed.push(r.sub.id);
+    const toCharge = renewedSubs.filter((r) => r.collect);
     if (toCharge.length === 0) return { billed, failed };
 
     // The card: the subscription's, else its customer's default (one read a scope); none: the single path fails the attempt.
