@@ -17,6 +17,7 @@ import * as m0013 from './migrations/0013-invoices';
 import * as m0014 from './migrations/0014-mail-outbox';
 import * as m0015 from './migrations/0015-subscriptions';
 import * as m0016 from './migrations/0016-dashboard-indexes';
+import * as m0017 from './migrations/0017-billing-claim-index';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -38,6 +39,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0014-mail-outbox', m0014],
   ['0015-subscriptions', m0015],
   ['0016-dashboard-indexes', m0016],
+  ['0017-billing-claim-index', m0017],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {
