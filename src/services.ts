@@ -163,7 +163,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   mail.onStatusChange('invoice', (t, about, status) => invoices.setEmailStatus(t, about.id, status));
   const billingLeaseMs = options.billingLeaseMs ?? config.billingLeaseMs;
   const testClocks = new TestClockService(db, idempotency, { leaseMs: billingLeaseMs });
-  const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: billingLeaseMs });
+  const billing = new BillingService(db, events, invoices, customers, accounts, logger, { leaseMs: billingLeaseMs, clock });
   testClocks.useBilling(billing);
   customers.useTestClocks(testClocks);
   const subscriptions = new SubscriptionService(db, idempotency, customers, catalog, paymentMethods, payments, invoices, billing, testClocks, logger);

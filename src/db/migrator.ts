@@ -18,6 +18,7 @@ import * as m0014 from './migrations/0014-mail-outbox';
 import * as m0015 from './migrations/0015-subscriptions';
 import * as m0016 from './migrations/0016-dashboard-indexes';
 import * as m0017 from './migrations/0017-event-object-id';
+import * as m0018 from './migrations/0018-billing-claim-index';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -40,6 +41,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0015-subscriptions', m0015],
   ['0016-dashboard-indexes', m0016],
   ['0017-event-object-id', m0017],
+  ['0018-billing-claim-index', m0018],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -92,6 +92,8 @@ export interface BatchedEvent {
  */
 export interface EventWriteHook {
   inTransaction(event: ApiEvent, ctx: RequestContext, t: Transaction): Promise<void>;
+  /** The same writes as `inTransaction` for many events at once (a batch's few statements); looped when absent. */
+  inTransactionMany?(events: BatchedEvent[], t: Transaction): Promise<void>;
   /**
    * A data-modifying CTE body writing for those of `events` that the CTE named `eventCte`
    * inserted (it returns the inserted rows' `id`, `account_id`, `mode`, `type`, `data` and
@@ -135,6 +137,25 @@ export class EventService {
     const published: PublishedEvent = { ...event, accountId: ctx.accountId };
     t.afterCommit(() => this.bus.publish(published));
     return event;
+  }
+
+  /**
+   * The same writes as `record` for many events in the caller's transaction, in a few statements
+   * whatever their number (the events, then each hook's writes): the billing run's batches. Each
+   * is published once that commits, in the order given.
+   */
+  async recordMany(t: Transaction, items: Array<{ ctx: RequestContext; type: EventType; object: Record<string, unknown> }>): Promise<ApiEvent[]> {
+    if (items.length === 0) return [];
+    const batched: BatchedEvent[] = items.map((item) => ({ event: newEvent(item.ctx, item.type, item.object), accountId: item.ctx.accountId, mode: item.ctx.mode }));
+    await this.store.insertMany(t, batched);
+    for (const hook of this.writeHooks) {
+      if (hook.inTransactionMany) await hook.inTransactionMany(batched, t);
+      else for (let i = 0; i < batched.length; i++) await hook.inTransaction(batched[i].event, items[i].ctx, t);
+    }
+    t.afterCommit(() => {
+      for (const b of batched) this.bus.publish({ ...b.event, accountId: b.accountId });
+    });
+    return batched.map((b) => b.event);
   }
 
   /**

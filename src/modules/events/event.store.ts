@@ -57,6 +57,28 @@ export class EventStore {
   }
 
   /**
+   * Inserts many events in the caller's transaction: one statement on PostgreSQL (the rows bound
+   * as one JSON parameter, so its text does not depend on their number); one each on SQLite.
+   */
+  async insertMany(t: Transaction, rows: Array<{ event: ApiEvent; accountId: string; mode: string }>): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.db.dialect !== 'postgres') {
+      for (const { event, accountId, mode } of rows) await this.insert(t, event, { accountId, mode });
+      return;
+    }
+    const bound = rows.map(({ event, accountId, mode }) => ({
+      id: event.id, account_id: accountId, mode, type: event.type, object_id: objectIdOf(event), data: JSON.stringify(event.data), created_at: event.createdAt,
+    }));
+    await this.db.execute(
+      `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
+       SELECT v.id, v.account_id, v.mode, v.type, v.object_id, v.data, v.created_at
+         FROM json_to_recordset($1::json) AS v(id text, account_id text, mode text, type text, object_id text, data text, created_at timestamptz)`,
+      [this.db.jsonParam(bound)],
+      t,
+    );
+  }
+
+  /**
    * PostgreSQL: inserts `rows` as a CTE part of the caller's statement. Each event's object is
    * read from the caller's relation `source` (its `id` column is the row's `sourceId`,
    * `jsonColumn` the object's JSON text), so it is not bound a second time; an event is inserted

@@ -11,7 +11,7 @@ import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import { IdempotentReplay, idempotencyScope, type IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import { errorForLog, type Logger } from '../../logger';
-import type { EventService } from '../events/event.service';
+import type { EventService, EventType } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { CustomerService } from '../customers/customer.service';
 import type { AccountService } from '../accounts/account.service';
@@ -48,6 +48,13 @@ export interface SubscriptionInvoiceSpec {
    * one, which many runs in parallel can exhaust the pool with.
    */
   account?: { invoicePrefix: string; name: string };
+}
+
+/** An event of a batch, recorded by the caller with its own (EventService.recordMany). */
+export interface BatchEventItem {
+  ctx: RequestContext;
+  type: EventType;
+  object: Record<string, unknown>;
 }
 
 /** Where a sent invoice's e-mail is queued: the mail outbox, in the caller's transaction. */
@@ -242,12 +249,173 @@ export class InvoiceService {
    * is refused before any payment (`missing_parameter`).
    */
   async chargeForSubscription(ctx: RequestContext, id: string, paymentMethod: string): Promise<InvoiceRecord> {
-    const { invoice } = await this.charge(ctx, id, (inv, key, paymentId) =>
-      this.payments.create({ ...ctx, permissions: ['*'] }, {
-        amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
-        paymentMethod, description: `Invoice ${inv.number}`,
-      }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId));
+    const { invoice } = await this.charge(ctx, id, this.subscriptionCharge(ctx, paymentMethod));
     return invoice;
+  }
+
+  /** A subscription invoice's payment on a saved card (the single and the batch charge make it here). */
+  private subscriptionCharge(ctx: RequestContext, paymentMethod: string): (inv: InvoiceRecord, key: IdempotencyKey, paymentId: string) => Promise<Payment> {
+    return (inv, key, paymentId) => this.payments.create({ ...ctx, permissions: ['*'] }, {
+      amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
+      paymentMethod, description: `Invoice ${inv.number}`,
+    }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId);
+  }
+
+  /**
+   * The gateway key of an invoice's charge attempt: the same for every try of that attempt (the
+   * single charge, the billing run's batch, a restart's retry), so a retry replays the gateway's
+   * answer and never charges twice.
+   */
+  private chargeKey(ctx: RequestContext, id: string, attempt: number): IdempotencyKey {
+    return {
+      scope: idempotencyScope(ctx.accountId, ctx.mode),
+      key: `invoice:${id}:charge:${attempt}`,
+      fingerprint: this.idempotency.fingerprint('POST', `/v1/invoices/${id}/pay`, undefined, { attempt }),
+    };
+  }
+
+  /**
+   * Subscriptions' invoices of a billing batch in one transaction (`createForSubscription` for
+   * many, in a few statements whatever their number): numbered in the order given from one move
+   * of each account's sequence, inserted with their lines, those with nothing to pay paid at once.
+   * Only for invoices collected by charge (`send` false) with the account's settings given.
+   * Returns the invoices as they are left, and the events `createForSubscription` would record
+   * (invoice.created, and invoice.paid for those paid at once), for the caller to record with
+   * its own.
+   */
+  async createManyForSubscriptions(t: Transaction, items: Array<{ ctx: RequestContext; spec: SubscriptionInvoiceSpec }>): Promise<{ invoices: InvoiceRecord[]; events: BatchEventItem[] }> {
+    if (items.length === 0) return { invoices: [], events: [] };
+    const scopes = new Map<string, number[]>();
+    items.forEach(({ ctx }, i) => {
+      const scope = `${ctx.accountId}|${ctx.mode}`;
+      const list = scopes.get(scope);
+      if (list) list.push(i);
+      else scopes.set(scope, [i]);
+    });
+    const seqs: number[] = [];
+    for (const indexes of scopes.values()) {
+      const { ctx } = items[indexes[0]];
+      const first = await this.store.nextNumbers(t, ctx, indexes.length, ctx.clock.now());
+      indexes.forEach((i, k) => {
+        seqs[i] = first + k;
+      });
+    }
+    const invoiceRows: Record<string, unknown>[] = [];
+    const lineRows: Record<string, unknown>[] = [];
+    const zero: string[] = [];
+    const ids = items.map(({ ctx, spec }, i) => {
+      if (spec.send || !spec.account) throw new Error('createManyForSubscriptions: only invoices collected by charge, with the account given');
+      const now = ctx.clock.now();
+      const id = newId('in');
+      let total = 0n;
+      for (const line of spec.lines) total += BigInt(line.amount);
+      if (total > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `the invoice's total must be at most ${MAX_AMOUNT}`, 'quantity');
+      const due = total > 0n ? Number(total) : 0;
+      if (due === 0) zero.push(id);
+      invoiceRows.push({
+        id, accountId: ctx.accountId, mode: ctx.mode, number: formatNumber(spec.account.invoicePrefix, seqs[i]), numberSeq: seqs[i],
+        customerId: spec.customerId, subscriptionId: spec.subscriptionId, status: 'draft', paymentStatus: 'unpaid', currency: spec.currency,
+        subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due,
+        dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
+        emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
+        // updatedAt on the service's clock, as the model's writes stamp it (an invoice's grace is measured from it).
+        metadata: '{}', createdAt: now, updatedAt: this.clock.now(),
+      });
+      spec.lines.forEach((line, position) => lineRows.push({
+        id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
+        amount: line.amount, periodStart: line.periodStart, periodEnd: line.periodEnd, proration: line.proration, createdAt: now,
+      }));
+      return id;
+    });
+    await InvoiceModel.bulkCreate(invoiceRows, { transaction: t });
+    if (lineRows.length) await InvoiceLineItemModel.bulkCreate(lineRows, { transaction: t });
+    const created = await this.store.findManyIn(ids, t);
+    const events: BatchEventItem[] = ids.map((id, i) => ({ ctx: items[i].ctx, type: 'invoice.created', object: this.toApi(created.get(id) as InvoiceRecord) as unknown as Record<string, unknown> }));
+    if (zero.length) {
+      // Nothing to collect (a free plan, credits covering the charge): paid as it is finalised.
+      const now = items[0].ctx.clock.now();
+      const ctxOf = new Map(ids.map((id, i) => [id, items[i].ctx]));
+      await InvoiceModel.update({ status: 'paid', paymentStatus: 'paid', sentAt: now, paidAt: now, updatedAt: now }, { where: { id: zero }, transaction: t });
+      for (const [id, paid] of await this.store.findManyIn(zero, t)) {
+        created.set(id, paid);
+        events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.paid', object: this.toApi(paid) as unknown as Record<string, unknown> });
+      }
+    }
+    return { invoices: ids.map((id) => created.get(id) as InvoiceRecord), events };
+  }
+
+  /**
+   * Charges several subscriptions' invoices (a billing batch) as `chargeForSubscription` charges
+   * one, up to the settle: claims them all in one statement (each processing, its attempt
+   * counted, its payment named), then makes their payments concurrently (at most `width` at a
+   * time: all of a batch, so their reads and writes share statements), each under the same key and fingerprint the single charge uses for that attempt.
+   * Returns each claimed invoice's payment, or the error its payment refused with (its invoice
+   * then released as the single charge releases it); an invoice not in the answer was not
+   * claimed (paid, void, processing or owing nothing: the single path sees why). The outcomes are
+   * not settled here: `settleSucceededMany` takes the succeeded ones, the single path the rest.
+   */
+  async chargeManyForSubscriptions(
+    items: Array<{ ctx: RequestContext; invoice: InvoiceRecord; paymentMethod: string }>, width = 128,
+  ): Promise<Map<string, { payment: Payment } | { error: unknown }>> {
+    const outcomes = new Map<string, { payment: Payment } | { error: unknown }>();
+    if (items.length === 0) return outcomes;
+    const paymentIds = new Map(items.map((item) => [item.invoice.id, newId('pay')]));
+    const rows = items.map((item) => ({ id: item.invoice.id, paymentId: paymentIds.get(item.invoice.id) as string }));
+    const attempts = this.db.dialect === 'postgres'
+      ? await this.store.claimCharges(undefined, rows, this.clock.now())
+      : await this.db.transaction((t) => this.store.claimCharges(t, rows, this.clock.now()));
+    const claimed = items.filter((item) => attempts.has(item.invoice.id));
+    let next = 0;
+    const lane = async () => {
+      while (next < claimed.length) {
+        const { ctx, invoice, paymentMethod } = claimed[next++];
+        const attempt = attempts.get(invoice.id) as number;
+        const paymentId = paymentIds.get(invoice.id) as string;
+        try {
+          const payment = await this.subscriptionCharge(ctx, paymentMethod)({ ...invoice, paymentAttempts: attempt }, this.chargeKey(ctx, invoice.id, attempt), paymentId);
+          outcomes.set(invoice.id, { payment });
+        } catch (err) {
+          if (!(err instanceof IdempotentReplay)) {
+            // Refused before any payment was written (no saved card, no gateway): nothing is processing.
+            await this.releaseIfUncharged(ctx, invoice.id, paymentId).catch((e) => this.logger.error({ invoiceId: invoice.id, err: errorForLog(e) }, 'invoice charge could not be released'));
+          }
+          outcomes.set(invoice.id, { error: err });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(width, claimed.length) }, lane));
+    return outcomes;
+  }
+
+  /** Takes the outcome of a charge a batch made (`chargeManyForSubscriptions`), as the single charge takes it. */
+  async settleChargeOutcome(ctx: RequestContext, id: string, payment: Payment): Promise<InvoiceRecord> {
+    return this.settleCharge(ctx, id, payment);
+  }
+
+  /**
+   * Takes the succeeded charges of a billing batch in the caller's transaction, as
+   * `settleCharge` takes one: each draft still processing that payment is sent, then paid.
+   * Returns the ids paid and the events (invoice.sent, invoice.paid) for the caller to record
+   * with its own; an invoice left out was not in that state, and the single path settles it.
+   */
+  async settleSucceededMany(
+    t: Transaction, items: Array<{ ctx: RequestContext; invoiceId: string; payment: { id: string; amount: number } }>,
+  ): Promise<{ paid: string[]; events: BatchEventItem[] }> {
+    if (items.length === 0) return { paid: [], events: [] };
+    const now = items[0].ctx.clock.now();
+    const ctxOf = new Map(items.map((item) => [item.invoiceId, item.ctx]));
+    const sent = await this.store.markChargedSent(t, items.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id })), now, this.clock.now());
+    if (sent.length === 0) return { paid: [], events: [] };
+    const events: BatchEventItem[] = [];
+    for (const [id, inv] of await this.store.findManyIn(sent, t)) {
+      events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.sent', object: this.toApi(inv) as unknown as Record<string, unknown> });
+    }
+    const sentSet = new Set(sent);
+    const paid = await this.store.markChargedPaid(t, items.filter((item) => sentSet.has(item.invoiceId)).map((item) => ({ id: item.invoiceId, paymentId: item.payment.id, amount: item.payment.amount })), now, this.clock.now());
+    for (const [id, inv] of await this.store.findManyIn(paid, t)) {
+      events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.paid', object: this.toApi(inv) as unknown as Record<string, unknown> });
+    }
+    return { paid, events };
   }
 
   /** An invoice as stored, settled from its payment first when its charge's request ended early (subscriptions read it so). */
@@ -412,11 +580,7 @@ export class InvoiceService {
       }, { where: { id }, transaction: t });
       return { ...current, paymentAttempts: attempt };
     });
-    const key: IdempotencyKey = {
-      scope: idempotencyScope(ctx.accountId, ctx.mode),
-      key: `invoice:${id}:charge:${claimed.paymentAttempts}`,
-      fingerprint: this.idempotency.fingerprint('POST', `/v1/invoices/${id}/pay`, undefined, { attempt: claimed.paymentAttempts }),
-    };
+    const key = this.chargeKey(ctx, id, claimed.paymentAttempts);
     let payment: Payment;
     try {
       payment = await run(claimed, key, paymentId);

@@ -75,6 +75,126 @@ export class InvoiceStore {
     return Number(row.last_number);
   }
 
+  /**
+   * `count` consecutive numbers of the account and mode at once (a billing batch), in the
+   * caller's transaction: one upsert moving the sequence on by `count`; returns the first. Locked
+   * and given back on rollback as `nextNumber`: no gap, no duplicate.
+   */
+  async nextNumbers(t: Transaction, scope: Scope, count: number, now: Date): Promise<number> {
+    const [row] = await this.db.select<{ last_number: number | string }>(
+      `INSERT INTO invoice_number_sequences (account_id, mode, last_number, updated_at) VALUES ($1, $2, $4, $3)
+        ON CONFLICT (account_id, mode) DO UPDATE SET last_number = invoice_number_sequences.last_number + $4, updated_at = $3
+        RETURNING last_number`,
+      [scope.accountId, scope.mode, now, count],
+      t,
+    );
+    return Number(row.last_number) - count + 1;
+  }
+
+  /** Several invoices by id with their lines (in the caller's transaction): two statements. */
+  async findManyIn(ids: readonly string[], t?: Transaction): Promise<Map<string, InvoiceRecord>> {
+    if (ids.length === 0) return new Map();
+    const rows = await InvoiceModel.findAll({ where: { id: [...new Set(ids)] }, raw: true, transaction: t });
+    const lines = await this.linesFor(rows.map((r) => r.id), t);
+    return new Map(rows.map((r) => [r.id, toInvoiceRecord(r as unknown as Row, lines.get(r.id) ?? [])]));
+  }
+
+  /**
+   * Claims several invoices' charges at once (the billing run's batch), as `InvoiceService.charge`
+   * claims one: only an invoice neither paid nor void, not processing and with something due is
+   * set processing, its attempt counted and its payment named. Returns those claimed with their
+   * attempt. One statement on PostgreSQL; one each on SQLite (in the caller's transaction).
+   * `touched` is the service's time (what an invoice's grace for a charge that died is measured from).
+   */
+  async claimCharges(t: Transaction | undefined, rows: Array<{ id: string; paymentId: string }>, touched: Date): Promise<Map<string, number>> {
+    if (rows.length === 0) return new Map();
+    const where = "status IN ('draft', 'sent') AND payment_status <> 'processing' AND amount_due > 0";
+    if (this.db.dialect === 'postgres') {
+      const claimed = await this.db.select<{ id: string; payment_attempts: number | string }>(
+        `UPDATE invoices i SET payment_status = 'processing', payment_attempts = i.payment_attempts + 1, latest_payment_id = v.payment_id, updated_at = $2
+           FROM json_to_recordset($1::json) AS v(id text, payment_id text)
+          WHERE i.id = v.id AND i.status IN ('draft', 'sent') AND i.payment_status <> 'processing' AND i.amount_due > 0
+          RETURNING i.id, i.payment_attempts`,
+        [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId }))), touched],
+        t,
+      );
+      return new Map(claimed.map((r) => [r.id, Number(r.payment_attempts)]));
+    }
+    const claimed = new Map<string, number>();
+    for (const r of rows) {
+      const [row] = await this.db.select<{ payment_attempts: number | string }>(
+        `UPDATE invoices SET payment_status = 'processing', payment_attempts = payment_attempts + 1, latest_payment_id = $2, updated_at = $3
+          WHERE id = $1 AND ${where} RETURNING payment_attempts`,
+        [r.id, r.paymentId, touched],
+        t,
+      );
+      if (row) claimed.set(r.id, Number(row.payment_attempts));
+    }
+    return claimed;
+  }
+
+  /**
+   * Drafts whose charge (`paymentId`, still processing) succeeded, finalised: `sent` (the first
+   * half of `InvoiceService.settleCharge` for them). Returns the ids it changed.
+   */
+  async markChargedSent(t: Transaction, rows: Array<{ id: string; paymentId: string }>, now: Date, touched: Date): Promise<string[]> {
+    if (rows.length === 0) return [];
+    if (this.db.dialect === 'postgres') {
+      const done = await this.db.select<{ id: string }>(
+        `UPDATE invoices i SET status = 'sent', sent_at = $2, updated_at = $3
+           FROM json_to_recordset($1::json) AS v(id text, payment_id text)
+          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND i.status = 'draft'
+          RETURNING i.id`,
+        [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId }))), now, touched],
+        t,
+      );
+      return done.map((r) => r.id);
+    }
+    const done: string[] = [];
+    for (const r of rows) {
+      const changed = await this.db.execute(
+        `UPDATE invoices SET status = 'sent', sent_at = $3, updated_at = $4
+          WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND status = 'draft'`,
+        [r.id, r.paymentId, now, touched],
+        t,
+      );
+      if (changed > 0) done.push(r.id);
+    }
+    return done;
+  }
+
+  /**
+   * Invoices whose charge (`paymentId`, still processing) succeeded for `amount`, paid (the
+   * second half of `InvoiceService.settleCharge`). Returns the ids it changed.
+   */
+  async markChargedPaid(t: Transaction, rows: Array<{ id: string; paymentId: string; amount: number }>, now: Date, touched: Date): Promise<string[]> {
+    if (rows.length === 0) return [];
+    if (this.db.dialect === 'postgres') {
+      const done = await this.db.select<{ id: string }>(
+        `UPDATE invoices i SET status = 'paid', payment_status = 'paid', paid_at = $2, latest_payment_id = v.payment_id,
+                amount_paid = i.amount_paid + v.amount, amount_due = GREATEST(0, i.amount_due - v.amount), updated_at = $3
+           FROM json_to_recordset($1::json) AS v(id text, payment_id text, amount bigint)
+          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND i.status = 'sent'
+          RETURNING i.id`,
+        [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId, amount: r.amount }))), now, touched],
+        t,
+      );
+      return done.map((r) => r.id);
+    }
+    const done: string[] = [];
+    for (const r of rows) {
+      const changed = await this.db.execute(
+        `UPDATE invoices SET status = 'paid', payment_status = 'paid', paid_at = $4, latest_payment_id = $2,
+                amount_paid = amount_paid + $3, amount_due = MAX(0, amount_due - $3), updated_at = $5
+          WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND status = 'sent'`,
+        [r.id, r.paymentId, r.amount, now, touched],
+        t,
+      );
+      if (changed > 0) done.push(r.id);
+    }
+    return done;
+  }
+
   async find(id: string, scope?: Scope, t?: Transaction, lock = false): Promise<InvoiceRecord | null> {
     const where: Row = { id };
     if (scope) Object.assign(where, { accountId: scope.accountId, mode: scope.mode });

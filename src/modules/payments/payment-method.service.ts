@@ -150,21 +150,37 @@ export class PaymentMethodService {
   }
 
   /** A saved method as a charge source, bound to the gateway that holds its token. */
-  async resolve(ctx: RequestContext, id: string): Promise<{ source: ChargeRequest['source']; details: PaymentMethodDetails; restrictTo: string; customerId: string } | null> {
+  async resolve(ctx: RequestContext, id: string): Promise<ResolvedPaymentMethod | null> {
     const row = await this.store.find(ctx, id);
-    if (!row) return null;
-    return {
-      source: { kind: 'token', token: row.gateway_token },
-      details: { type: 'card', brand: row.brand, last4: row.last4, expMonth: Number(row.exp_month), expYear: Number(row.exp_year), fingerprint: row.fingerprint },
-      restrictTo: row.gateway_id,
-      customerId: row.customer_id,
-    };
+    return row ? resolved(row) : null;
+  }
+
+  /** `resolve` for several ids of one account and mode, in one statement (concurrent charges share it). */
+  async resolveMany(scope: { accountId: string; mode: string }, ids: readonly string[]): Promise<Map<string, ResolvedPaymentMethod>> {
+    return new Map((await this.store.findMany(scope, ids)).map((row) => [row.id, resolved(row)]));
   }
 
   async defaultFor(ctx: RequestContext, customerId: string) {
     const defaultId = await this.store.defaultIdFor(ctx, customerId);
     return defaultId ? this.resolve(ctx, defaultId) : null;
   }
+}
+
+/** A saved method as a charge uses it: the gateway's token, the card's details, its gateway and customer. */
+export interface ResolvedPaymentMethod {
+  source: ChargeRequest['source'];
+  details: PaymentMethodDetails;
+  restrictTo: string;
+  customerId: string;
+}
+
+function resolved(row: PaymentMethodRow): ResolvedPaymentMethod {
+  return {
+    source: { kind: 'token', token: row.gateway_token },
+    details: { type: 'card', brand: row.brand, last4: row.last4, expMonth: Number(row.exp_month), expYear: Number(row.exp_year), fingerprint: row.fingerprint },
+    restrictTo: row.gateway_id,
+    customerId: row.customer_id,
+  };
 }
 
 /** A model's attributes in the column names the list statements return. */

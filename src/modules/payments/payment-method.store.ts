@@ -29,6 +29,15 @@ const COLUMNS = 'id, mode, customer_id, gateway_id, gateway_token, brand, last4,
 export class PaymentMethodStore {
   constructor(private readonly db: Database) {}
 
+  /** Several saved methods of one account and mode by id: one statement whatever their number. */
+  async findMany(scope: Scope, ids: readonly string[]): Promise<PaymentMethodRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.select<PaymentMethodRow>(
+      `SELECT ${COLUMNS} FROM payment_methods WHERE id IN (${this.db.jsonTextList('$1')}) AND account_id = $2 AND mode = $3`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+  }
+
   async find(scope: Scope, id: string): Promise<PaymentMethodRow | null> {
     const [row] = await this.db.select<PaymentMethodRow>(`SELECT ${COLUMNS} FROM payment_methods WHERE id = $1 AND account_id = $2 AND mode = $3`, [
       id, scope.accountId, scope.mode,

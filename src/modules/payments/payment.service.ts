@@ -1,6 +1,8 @@
+import DataLoader from 'dataloader';
+import { systemClock } from '../../core/clock';
 import type { Database } from '../../db/database';
-import { NESTED_LIST_LIMIT } from '../../db/list';
-import type { RequestContext } from '../../core/context';
+import { NESTED_LIST_LIMIT, groupBy } from '../../db/list';
+import type { Mode, RequestContext } from '../../core/context';
 import { requirePermission, systemContext } from '../../core/context';
 import { DomainError, invalidState, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
@@ -13,7 +15,7 @@ import type { FxService } from '../fx/fx.service';
 import { originalAmountFor } from '../fx/fx-math';
 import type { RoutingService } from '../routing/routing.service';
 import type { GatewayConfigService } from '../gateways/gateway-config.service';
-import type { PaymentMethodService } from './payment-method.service';
+import type { PaymentMethodService, ResolvedPaymentMethod } from './payment-method.service';
 import { describeCard } from '../../core/card';
 import { testTokenCard } from '../../connectors/card';
 import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
@@ -33,6 +35,25 @@ import { PAYMENT_CREATED_STATUS, type Payment, type PaymentAttempt, type Payment
 
 export type { Payment, PaymentAttempt, PaymentLinks, PaymentMethodDetails } from './payment.types';
 export { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS } from './pending-recovery';
+
+type Scope = { accountId: string; mode: Mode };
+type ScopedId = Scope & { id: string };
+
+/**
+ * A loader of rows by id within an account and mode: the ids asked for in the same tick are read
+ * together, one `read` per scope; nothing is cached (each load reads the row as it is then).
+ */
+function scopedReads<V>(read: (scope: Scope, ids: string[]) => Promise<Map<string, V>>): DataLoader<ScopedId, V | null, string> {
+  const keyOf = (k: ScopedId) => `${k.accountId}|${k.mode}|${k.id}`;
+  return new DataLoader<ScopedId, V | null, string>(async (keys) => {
+    const found = new Map<string, V>();
+    await Promise.all([...groupBy(keys, (k) => `${k.accountId}|${k.mode}`).values()].map(async (group) => {
+      const scope = { accountId: group[0].accountId, mode: group[0].mode };
+      for (const [id, value] of await read(scope, group.map((k) => k.id))) found.set(keyOf({ ...scope, id }), value);
+    }));
+    return keys.map((k) => found.get(keyOf(k)) ?? null);
+  }, { cache: false, maxBatchSize: 500 });
+}
 
 /** A pending payment recovery took over (PaymentStore.pendingPastLease). */
 interface RecoveredPayment {
@@ -81,7 +102,18 @@ export class PaymentService {
     this.store = new PaymentStore(db, events, gtx, keys, logger, batchOptions);
     this.leaseStore = new LeaseStore(db);
     this.charger = new PaymentCharger(routing, gateways, leases, logger);
+    // The lookup reads the account and mode of its context only.
+    this.customerReads = scopedReads((scope, ids) => this.customers.lookup({ ...scope, permissions: ['*'], requestId: 'payment-checks', clock: systemClock }, ids));
+    this.methodReads = scopedReads((scope, ids) => this.methods.resolveMany(scope, ids));
   }
+
+  /**
+   * The reads a payment's checks make (its customer, its saved method), shared by payments
+   * created at the same moment (a billing batch's, concurrent requests'): one statement per
+   * account and mode for all that asked in the same tick, never cached between them.
+   */
+  private readonly customerReads: DataLoader<ScopedId, Customer | null, string>;
+  private readonly methodReads: DataLoader<ScopedId, ResolvedPaymentMethod | null, string>;
 
   /**
    * Writes the payment as pending, charges through the routed gateways (never past a
@@ -103,7 +135,7 @@ export class PaymentService {
     // since its first try succeeded gets that first answer instead (beforeClaim).
     const { customerId, method, originalCurrency, exchangeRate, originalAmount, plan } = await this.idempotency.beforeClaim(idem, async () => {
       const findCustomer = async (id: string): Promise<Customer> => {
-        const found = (await this.customers.lookup(ctx, [id])).get(id);
+        const found = await this.customerReads.load({ accountId: ctx.accountId, mode: ctx.mode, id });
         if (!found) throw notFound('customer', id, 'customerId');
         return found;
       };
@@ -224,7 +256,7 @@ export class PaymentService {
       if (ctx.mode === 'live') throw new DomainError('invalid_parameter', 'Test tokens only work with a test key', 'paymentMethod');
       return this.testToken(data.paymentMethod);
     }
-    const saved = await this.methods.resolve(ctx, data.paymentMethod);
+    const saved = await this.methodReads.load({ accountId: ctx.accountId, mode: ctx.mode, id: data.paymentMethod });
     if (!saved) throw notFound('payment method', data.paymentMethod, 'paymentMethod');
     if (data.customerId && saved.customerId !== data.customerId) {
       throw new DomainError('invalid_parameter', 'That payment method belongs to another customer', 'paymentMethod');

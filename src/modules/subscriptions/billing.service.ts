@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { randomBase62 } from '../../core/ids';
+import { systemClock, type Clock } from '../../core/clock';
 import type { RequestContext } from '../../core/context';
 import { systemContext } from '../../core/context';
 import { invalidState, isDomainError, notFound } from '../../core/errors';
@@ -10,10 +11,13 @@ import type { CustomerService } from '../customers/customer.service';
 import type { AccountService } from '../accounts/account.service';
 import type { InvoiceService } from '../invoices/invoice.service';
 import type { InvoiceRecord } from '../invoices/invoice.store';
+import type { Payment } from '../payments/payment.service';
 import { periodEndAfter } from './billing-period';
 import { cycleLines, type BillingLine } from './billing-lines';
 import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
-import { SubscriptionStore, type Plan, type SubscriptionRecord } from './subscription.store';
+import { SubscriptionStore, type PendingLine, type Plan, type SubscriptionRecord } from './subscription.store';
+import { groupBy } from '../../db/list';
+import { MAX_AMOUNT } from '../../core/money';
 import { transition, type SubscriptionEventType, type SubscriptionMove } from './subscription-states';
 import { toApiSubscription, type Subscription } from './subscription-view';
 
@@ -48,10 +52,14 @@ const RETRY_STEP_MS = 60_000;
  */
 const PARALLEL_STEPS = 8;
 const CLAIM_BATCH = PARALLEL_STEPS * 3;
+/** Most subscriptions a run's batch bills set-based (see `batchSize`). */
+const BATCH_MAX = 100;
 
 export interface BillingOptions {
   /** How long a claim holds a subscription (database clock); a crashed run's claims free after it. */
   leaseMs?: number;
+  /** The service's clock: what a batch's writes stamp `updatedAt` with, as the models' writes do (the system's unless given). */
+  clock?: Clock;
 }
 
 /**
@@ -65,6 +73,7 @@ export interface BillingOptions {
 export class BillingService {
   readonly store: SubscriptionStore;
   private readonly leaseMs: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly db: Database,
@@ -77,6 +86,7 @@ export class BillingService {
   ) {
     this.store = new SubscriptionStore(db);
     this.leaseMs = options.leaseMs ?? 5 * 60_000;
+    this.clock = options.clock ?? systemClock;
   }
 
   /**
@@ -86,24 +96,209 @@ export class BillingService {
   async billDue(now: Date, limit = 100_000): Promise<{ billed: number; failed: number }> {
     let billed = 0;
     let failed = 0;
+    let claimed = 0;
     const token = randomBase62(16);
     const run = this.newRun();
-    while (billed + failed < limit) {
-      const ids = await this.store.claimDue(now, Math.min(CLAIM_BATCH, limit - billed - failed), this.leaseMs, token, null);
-      if (ids.length === 0) break;
-      await inParallel(ids, PARALLEL_STEPS, async (id) => {
+    // Two batches at a time, the second lane starting once the first has renewed its batch: one
+    // batch's charges and settle overlap the next one's renew (the account's number sequence
+    // orders the renews themselves), and instances starting together still each claim work.
+    let firstRenewed!: () => void;
+    const started = new Promise<void>((resolve) => {
+      firstRenewed = resolve;
+    });
+    const lane = async (first: boolean) => {
+      if (!first) await started;
+      try {
+        await laneWork();
+      } finally {
+        firstRenewed();
+      }
+    };
+    const laneWork = async () => {
+      while (claimed < limit) {
+        const want = Math.min(this.batchSize(), limit - claimed);
+        claimed += want;
+        const ids = await this.store.claimDue(now, want, this.leaseMs, token, null);
+        claimed -= want - ids.length;
+        if (ids.length === 0) break;
+        let rest = ids;
         try {
-          await this.step(id, now, run);
-          billed++;
+          const batch = await this.billBatch(ids, now, run, token, firstRenewed);
+          billed += batch.billed.length;
+          failed += batch.failed.length;
+          const handled = new Set([...batch.billed, ...batch.failed]);
+          rest = ids.filter((id) => !handled.has(id));
+          await this.store.releaseMany([...handled], token).catch(() => undefined);
         } catch (err) {
-          failed++;
-          this.logger.error({ subscriptionId: id, err: errorForLog(err) }, 'billing step failed; tried again later');
-          await this.postpone(id, now, token).catch(() => undefined);
-        } finally {
-          await this.store.release(id, token).catch(() => undefined);
+          // Nothing of the batch's is lost: what it wrote before failing is a state the single path takes on.
+          this.logger.error({ subscriptions: ids.length, err: errorForLog(err) }, 'billing batch failed; its subscriptions are stepped one by one');
         }
-      });
+        firstRenewed();
+        await inParallel(rest, PARALLEL_STEPS, async (id) => {
+          try {
+            await this.step(id, now, run);
+            billed++;
+          } catch (err) {
+            failed++;
+            this.logger.error({ subscriptionId: id, err: errorForLog(err) }, 'billing step failed; tried again later');
+            await this.postpone(id, now, token).catch(() => undefined);
+          } finally {
+            await this.store.release(id, token).catch(() => undefined);
+          }
+        });
+      }
+    };
+    const lanes = await Promise.allSettled([lane(true), lane(false)]);
+    for (const l of lanes) if (l.status === 'rejected') throw l.reason;
+    return { billed, failed };
+  }
+
+  /**
+   * How many subscriptions a run claims at once: its batch finishes well inside the claim's
+   * lease (a slow machine's batch that outlived it could be claimed by another run meanwhile),
+   * and several instances starting together each find work.
+   */
+  private batchSize(): number {
+    return Math.max(CLAIM_BATCH, Math.min(BATCH_MAX, Math.floor(this.leaseMs / 50)));
+  }
+
+  /**
+   * The common case of a claimed batch, set-based: every subscription that is active with
+   * nothing to collect, its period ended, not ending at period end, collected by charge, renewed
+   * together (one transaction: invoices numbered in claim order from one move of the sequence,
+   * lines, period advances, events with their webhook deliveries), their invoices charged
+   * together (one claim statement, then the payments concurrently under the keys the single
+   * charge uses), and the succeeded ones settled together (one transaction). Every state this
+   * leaves between its steps is one the single path (`step`) takes on, so a crash anywhere is
+   * recovered by it, and whatever the batch does not finish (unusual subscriptions, no card, a
+   * declined or pending charge, a refused payment) is left to it: the ids returned neither
+   * `billed` nor `failed` are stepped one by one by the caller.
+   */
+  private async billBatch(ids: readonly string[], now: Date, run: BillingRun, token: string, onRenewed: () => void = () => undefined): Promise<{ billed: string[]; failed: string[] }> {
+    const billed: string[] = [];
+    const failed: string[] = [];
+    // Each account's invoicing settings, read before the transaction (never on a second connection inside it).
+    const accountIds = await this.db.select<{ account_id: string }>(
+      `SELECT DISTINCT account_id FROM subscriptions WHERE id IN (${this.db.jsonTextList('$1')})`, [JSON.stringify(ids)],
+    );
+    const accounts = new Map<string, AccountInvoicing>();
+    for (const { account_id: accountId } of accountIds) accounts.set(accountId, await run.account(accountId));
+
+    type Renewed = { sub: SubscriptionRecord; ctx: RequestContext; invoice: InvoiceRecord; collect: boolean };
+    const renewedSubs = await this.db.transaction(async (t): Promise<Renewed[]> => {
+      // In the order the work fell due (the claim's), so are the invoice numbers.
+      const common = (await this.store.lockClaimed(ids, token, t))
+        .filter((sub) => isCommonRenewal(sub, now) && accounts.has(sub.accountId))
+        .sort((a, b) => (a.nextBillingAt?.getTime() ?? 0) - (b.nextBillingAt?.getTime() ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      if (common.length === 0) return [];
+      const plans = new Map<string, Plan>();
+      for (const group of groupBy(common, (sub) => `${sub.accountId}|${sub.mode}`).values()) {
+        for (const [priceId, plan] of await this.store.plans(group[0], group.map((sub) => sub.priceId), t)) plans.set(`${group[0].accountId}|${group[0].mode}|${priceId}`, plan);
+      }
+      const pending = await this.store.pendingLinesOf(common.map((sub) => sub.id), t);
+      const items: Array<{ sub: SubscriptionRecord; ctx: RequestContext; plan: Plan; start: Date; end: Date; pending: PendingLine[]; lines: BillingLine[] }> = [];
+      for (const sub of common) {
+        const plan = plans.get(`${sub.accountId}|${sub.mode}|${sub.priceId}`);
+        if (!plan) continue; // the single path says what is wrong
+        const start = sub.currentPeriodEnd;
+        const end = periodEndAfter(sub.billingCycleAnchor, plan, start);
+        const subPending = pending.get(sub.id) ?? [];
+        const lines = cycleLines(plan, sub.quantity, subPending, start, end);
+        if (lines.reduce((sum, l) => sum + BigInt(l.amount), 0n) > BigInt(MAX_AMOUNT)) continue; // refused by the single path
+        items.push({ sub, ctx: systemContext(sub.accountId, sub.mode, now, `billing_${sub.id}`), plan, start, end, pending: subPending, lines });
+      }
+      if (items.length === 0) return [];
+      const { invoices, events } = await this.invoices.createManyForSubscriptions(t, items.map(({ sub, ctx, plan, start, lines }) => ({
+        ctx,
+        spec: {
+          customerId: sub.customerId, subscriptionId: sub.id, currency: plan.currency, lines, billingPeriodStart: start,
+          billingReason: 'subscription_cycle' as const, send: false, account: accounts.get(sub.accountId),
+        },
+      })));
+      for (let i = 0; i < items.length; i++) {
+        if (items[i].pending.length) {
+          await SubscriptionPendingLineModel.update({ invoiceId: invoices[i].id }, { where: { id: items[i].pending.map((p) => p.id) }, transaction: t });
+        }
+      }
+      const collects = items.map(({ sub }, i) => this.collectsOn(sub, invoices[i]));
+      await this.store.advanceMany(t, items.map(({ sub, start, end }, i) => ({
+        id: sub.id, start, end, invoiceId: invoices[i].id, collectInvoiceId: collects[i] ? invoices[i].id : null, nextBillingAt: collects[i] ? now : end,
+      })), this.clock.now());
+      const next = await this.store.findManyIn(items.map(({ sub }) => sub.id), t);
+      const updated = items.map(({ sub, ctx, plan }) => ({
+        ctx, type: 'subscription.updated' as const, object: toApiSubscription(next.get(sub.id) as SubscriptionRecord, plan) as unknown as Record<string, unknown>,
+      }));
+      await this.events.recordMany(t, [...events, ...updated]);
+      return items.map(({ sub, ctx }, i) => ({ sub: next.get(sub.id) as SubscriptionRecord, ctx, invoice: invoices[i], collect: collects[i] }));
+    });
+    onRenewed();
+    for (const r of renewedSubs) if (!r.collect) billed.push(r.sub.id);
+    const toCharge = renewedSubs.filter((r) => r.collect);
+    if (toCharge.length === 0) return { billed, failed };
+
+    // The card: the subscription's, else its customer's default (one read a scope); none: the single path fails the attempt.
+    const defaults = new Map<string, string | null>();
+    for (const group of groupBy(toCharge.filter((r) => !r.sub.defaultPaymentMethodId), (r) => `${r.sub.accountId}|${r.sub.mode}`).values()) {
+      const found = await this.customers.lookup(group[0].ctx, group.map((r) => r.sub.customerId));
+      for (const r of group) defaults.set(r.sub.id, found.get(r.sub.customerId)?.defaultPaymentMethodId ?? null);
     }
+    const charging = toCharge.flatMap((r) => {
+      const card = r.sub.defaultPaymentMethodId ?? defaults.get(r.sub.id) ?? null;
+      return card === null ? [] : [{ ...r, card }];
+    });
+    const outcomes = await this.invoices.chargeManyForSubscriptions(charging.map((r) => ({ ctx: r.ctx, invoice: r.invoice, paymentMethod: r.card })));
+    const succeeded: typeof charging = [];
+    const refused: typeof charging = [];
+    const otherwise: Array<(typeof charging)[number] & { payment: Payment }> = [];
+    for (const r of charging) {
+      const outcome = outcomes.get(r.invoice.id);
+      if (!outcome) continue;
+      if ('error' in outcome) {
+        const err = outcome.error;
+        // A card the gateway or the vault refused before any charge: a failed attempt, as `collect` takes it.
+        if (isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress') refused.push(r);
+        else {
+          failed.push(r.sub.id);
+          this.logger.error({ subscriptionId: r.sub.id, err: errorForLog(err) }, 'billing step failed; tried again later');
+          await this.postpone(r.sub.id, now, token).catch(() => undefined);
+        }
+      } else if (outcome.payment.status === 'succeeded') succeeded.push(r);
+      else otherwise.push({ ...r, payment: outcome.payment });
+    }
+    // A refused payment is a failed attempt; a declined or pending charge is taken one by one, as `collect` takes it.
+    const single: Array<{ r: (typeof charging)[number]; work: () => Promise<void> }> = [
+      ...refused.map((r) => ({ r, work: () => this.failed(r.ctx, r.sub.id, r.invoice.id, r.invoice.paymentAttempts, run) })),
+      ...otherwise.map((r) => ({
+        r, work: async () => this.take(r.ctx, r.sub.id, r.invoice.id, await this.invoices.settleChargeOutcome(r.ctx, r.invoice.id, r.payment), run),
+      })),
+    ];
+    await inParallel(single, PARALLEL_STEPS, async ({ r, work }) => {
+      try {
+        await work();
+        billed.push(r.sub.id);
+      } catch (err) {
+        failed.push(r.sub.id);
+        this.logger.error({ subscriptionId: r.sub.id, err: errorForLog(err) }, 'billing step failed; tried again later');
+        await this.postpone(r.sub.id, now, token).catch(() => undefined);
+      }
+    });
+    if (succeeded.length === 0) return { billed, failed };
+    const paymentOf = new Map(succeeded.map((r) => {
+      const outcome = outcomes.get(r.invoice.id) as { payment: { id: string; amount: number } };
+      return [r.invoice.id, outcome.payment];
+    }));
+    const collected = await this.db.transaction(async (t) => {
+      const { paid, events } = await this.invoices.settleSucceededMany(t, succeeded.map((r) => ({ ctx: r.ctx, invoiceId: r.invoice.id, payment: paymentOf.get(r.invoice.id) as { id: string; amount: number } })));
+      const paidSet = new Set(paid);
+      const done = await this.store.collectedMany(t, succeeded.filter((r) => paidSet.has(r.invoice.id)).map((r) => ({ id: r.sub.id, invoiceId: r.invoice.id })), this.clock.now());
+      await this.events.recordMany(t, events);
+      return done;
+    }).catch((err: unknown) => {
+      // Charged, not settled: the single path settles each from its payment.
+      this.logger.error({ subscriptions: succeeded.length, err: errorForLog(err) }, 'billing batch settle failed; settled one by one');
+      return [] as string[];
+    });
+    billed.push(...collected);
     return { billed, failed };
   }
 
@@ -255,6 +450,11 @@ export class BillingService {
         throw err;
       }
     }
+    await this.take(ctx, id, invoiceId, invoice, run);
+  }
+
+  /** What a charge of the collected invoice came to, taken: paid, a failed attempt, or a look again later (still pending). */
+  private async take(ctx: RequestContext, id: string, invoiceId: string, invoice: InvoiceRecord, run: BillingRun): Promise<void> {
     if (invoice.status === 'paid') return this.paid(ctx, id, invoiceId);
     if (invoice.paymentStatus === 'failed') return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
     await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
@@ -337,6 +537,16 @@ export class BillingService {
     if (!plan) throw notFound('price', sub.priceId, 'priceId');
     return plan;
   }
+}
+
+/**
+ * Whether the claimed subscription's due work is the common renewal the batch takes: active,
+ * nothing being collected, its period ended, not ending at period end, collected by charge, on
+ * real time. Everything else is stepped one by one.
+ */
+function isCommonRenewal(sub: SubscriptionRecord, now: Date): boolean {
+  return sub.status === 'active' && sub.collectInvoiceId === null && sub.currentPeriodEnd.getTime() <= now.getTime()
+    && !sub.cancelAtPeriodEnd && sub.collectionMethod === 'charge_automatically' && sub.testClockId === null;
 }
 
 /** Runs `work` over `items`, at most `width` at a time. */

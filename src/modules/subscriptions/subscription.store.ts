@@ -159,6 +159,117 @@ export class SubscriptionStore {
     );
   }
 
+  /**
+   * Several claimed subscriptions locked for a billing batch (FOR UPDATE on PostgreSQL, in id
+   * order), only those this claim (`token`) still holds.
+   */
+  async lockClaimed(ids: readonly string[], token: string, t: Transaction): Promise<SubscriptionRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await SubscriptionModel.findAll({
+      where: { id: [...new Set(ids)], billingLockToken: token }, order: [['id', 'ASC']], raw: true, transaction: t, lock: this.db.rowLock(t),
+    });
+    return rows.map((r) => toRecord(r as unknown as Row));
+  }
+
+  /** Several subscriptions by id (in the caller's transaction). */
+  async findManyIn(ids: readonly string[], t?: Transaction): Promise<Map<string, SubscriptionRecord>> {
+    if (ids.length === 0) return new Map();
+    const rows = await SubscriptionModel.findAll({ where: { id: [...new Set(ids)] }, raw: true, transaction: t });
+    return new Map(rows.map((r) => [r.id, toRecord(r as unknown as Row)]));
+  }
+
+  /** `pendingLines` of several subscriptions in one statement. */
+  async pendingLinesOf(subscriptionIds: readonly string[], t?: Transaction): Promise<Map<string, PendingLine[]>> {
+    const found = new Map<string, PendingLine[]>();
+    if (subscriptionIds.length === 0) return found;
+    const rows = await SubscriptionPendingLineModel.findAll({
+      where: { subscriptionId: [...new Set(subscriptionIds)], invoiceId: null }, order: [['createdAt', 'ASC'], ['id', 'ASC']], raw: true, transaction: t,
+    });
+    for (const r of rows) {
+      const row = r as unknown as Row;
+      const line: PendingLine = {
+        id: row.id as string, description: row.description as string, quantity: Number(row.quantity), unitAmount: Number(row.unitAmount),
+        amount: Number(row.amount), periodStart: readTime(row.periodStart), periodEnd: readTime(row.periodEnd), proration: readBool(row.proration),
+      };
+      const list = found.get(row.subscriptionId as string);
+      if (list) list.push(line);
+      else found.set(row.subscriptionId as string, [line]);
+    }
+    return found;
+  }
+
+  /**
+   * A billing batch's period advances (what `BillingService.renew` writes for one): one
+   * statement on PostgreSQL, one each on SQLite.
+   */
+  async advanceMany(
+    t: Transaction,
+    rows: Array<{ id: string; start: Date; end: Date; invoiceId: string; collectInvoiceId: string | null; nextBillingAt: Date }>,
+    now: Date,
+  ): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.db.dialect === 'postgres') {
+      await this.db.execute(
+        `UPDATE subscriptions s SET current_period_start = v.start_at, current_period_end = v.end_at, latest_invoice_id = v.invoice_id,
+                collect_invoice_id = v.collect_invoice_id, invoice_attempts_seen = 0, next_billing_at = v.next_billing_at, updated_at = $2
+           FROM json_to_recordset($1::json) AS v(id text, start_at timestamptz, end_at timestamptz, invoice_id text, collect_invoice_id text, next_billing_at timestamptz)
+          WHERE s.id = v.id`,
+        [this.db.jsonParam(rows.map((r) => ({
+          id: r.id, start_at: r.start, end_at: r.end, invoice_id: r.invoiceId, collect_invoice_id: r.collectInvoiceId, next_billing_at: r.nextBillingAt,
+        }))), now],
+        t,
+      );
+      return;
+    }
+    for (const r of rows) {
+      await SubscriptionModel.update({
+        currentPeriodStart: r.start, currentPeriodEnd: r.end, latestInvoiceId: r.invoiceId, collectInvoiceId: r.collectInvoiceId,
+        invoiceAttemptsSeen: 0, nextBillingAt: r.nextBillingAt, updatedAt: now,
+      }, { where: { id: r.id }, transaction: t });
+    }
+  }
+
+  /**
+   * Active subscriptions whose collected invoice (`invoiceId`) was paid by a billing batch: no
+   * longer collected, the next work at the period's end (what `BillingService.paid` writes for an
+   * active one, which has no event). Returns the ids changed; one statement on PostgreSQL.
+   */
+  async collectedMany(t: Transaction, rows: Array<{ id: string; invoiceId: string }>, now: Date): Promise<string[]> {
+    if (rows.length === 0) return [];
+    const set = 'collect_invoice_id = NULL, invoice_attempts_seen = 0, dunning_failures = 0, first_failed_at = NULL, next_billing_at = current_period_end';
+    if (this.db.dialect === 'postgres') {
+      const done = await this.db.select<{ id: string }>(
+        `UPDATE subscriptions s SET ${set}, updated_at = $2
+           FROM json_to_recordset($1::json) AS v(id text, invoice_id text)
+          WHERE s.id = v.id AND s.collect_invoice_id = v.invoice_id AND s.status = 'active'
+          RETURNING s.id`,
+        [this.db.jsonParam(rows.map((r) => ({ id: r.id, invoice_id: r.invoiceId }))), now],
+        t,
+      );
+      return done.map((r) => r.id);
+    }
+    const done: string[] = [];
+    for (const r of rows) {
+      const changed = await this.db.execute(
+        `UPDATE subscriptions SET ${set}, updated_at = $3 WHERE id = $1 AND collect_invoice_id = $2 AND status = 'active'`,
+        [r.id, r.invoiceId, now],
+        t,
+      );
+      if (changed > 0) done.push(r.id);
+    }
+    return done;
+  }
+
+  /** Gives several claimed subscriptions back (those this claim still holds): one statement. */
+  async releaseMany(ids: readonly string[], token: string): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.execute(
+      `UPDATE subscriptions SET billing_locked_until = NULL, billing_lock_token = NULL
+        WHERE id IN (${this.db.jsonTextList('$1')}) AND billing_lock_token = $2`,
+      [JSON.stringify([...ids]), token],
+    );
+  }
+
   /** The earliest billing work of a test clock's subscriptions due at or before `upTo`, or null. */
   async nextDueOnClock(testClockId: string, upTo: Date): Promise<Date | null> {
     const [row] = await this.db.select<{ due: unknown }>(

@@ -73,6 +73,16 @@ describe('EventStore', () => {
     expect(page.data[0]).toEqual(written[2]);
   });
 
+  it('should insert many events at once (the billing run\'s batches) exactly as written alone, each listed by its object', async () => {
+    const scope = { accountId: 'acct_evt_many', mode: 'test' };
+    const many = [event('invoice.created', at(40)), event('invoice.paid', at(41))];
+    many[1].data = { object: { id: 'in_many_2', status: 'paid' } };
+    await h.services.db.transaction((t) => store.insertMany(t, many.map((e) => ({ event: e, ...scope }))));
+    for (const e of many) expect(await store.find(scope, e.id)).toEqual(e);
+    const byObject = await store.list(scope, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc', objectId: 'in_many_2' });
+    expect(byObject.data).toEqual([many[1]]);
+  });
+
   if (DIALECT === 'postgres') {
     it('should insert, as a CTE part, only the events whose source row the guard returned, with the same JSON as written alone', async () => {
       const scope = { accountId: 'acct_evt_part', mode: 'test' };
