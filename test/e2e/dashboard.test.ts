@@ -216,7 +216,12 @@ describe('the live dashboard', () => {
     await page.locator('#detail dd').getByText('newer-0@example.com').waitFor();
     // …and a refund as its payment.
     await page.evaluate(`location.hash = '#${refund.body.data.id}'`);
-    await page.waitForFunction(`location.hash === '#${payment.id}'`);
+    // Polled from the test (page.evaluate is the browser's own evaluation): waitForFunction polls
+    // with eval inside the page, which its CSP refuses whenever the first check is not yet true.
+    for (const deadline = Date.now() + 10_000; (await page.evaluate('location.hash')) !== `#${payment.id}`;) {
+      if (Date.now() > deadline) throw new Error(`the refund did not open as its payment: ${await page.evaluate('location.hash')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
     await events.waitFor();
     expectNoProblems();
   });
