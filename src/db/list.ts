@@ -81,6 +81,8 @@ export interface ListQuery<R, T, F extends string> extends ListSource {
   /** sortField → column: the only columns the statement may be ordered by. */
   sortColumns: Record<NoInfer<F>, string>;
   toApi: (row: R) => T;
+  /** The total when it is kept rather than counted (the payments list's, see PaymentCountStore): used instead of `COUNT(*)`. */
+  total?: () => Promise<number>;
 }
 
 /** A list's ORDER BY: the sort column, then the id, in one direction (see listPage). */
@@ -97,7 +99,8 @@ function listOrder<F extends string>(query: { params: ListParams<F>; sortColumns
 /**
  * The one way a list is read: a page of plain rows (bound statements, no model instances) and
  * the total, counted in parallel unless `options.countTotal` is false (then `total` is null and
- * no COUNT runs: a GraphQL list whose `total` is not selected). Ordered by the sort column then
+ * no COUNT runs: a GraphQL list whose `total` is not selected), or taken from `query.total` when
+ * the list keeps it. Ordered by the sort column then
  * the id, in the same direction, so equal sort values never make pages overlap or skip rows.
  * Paging values are bound too, so each filter shape is one prepared statement.
  *
@@ -120,9 +123,11 @@ export async function listPage<R = Record<string, unknown>, T = R, F extends str
       `SELECT ${query.columns} FROM ${query.table}${where} ORDER BY ${listOrder(query)} LIMIT $${n + 1} OFFSET $${n + 2}`,
       [...filter.bind, params.pageSize, (params.page - 1) * params.pageSize],
     ),
-    counted ? db.select<{ total: number | string }>(`SELECT COUNT(*) AS total FROM ${query.table}${where}`, filter.bind) : null,
+    !counted ? null
+      : query.total ? query.total()
+        : db.select<{ total: number | string }>(`SELECT COUNT(*) AS total FROM ${query.table}${where}`, filter.bind).then((r) => Number(r[0].total)),
   ]);
-  const total = count ? Number(count[0].total) : null;
+  const total = count ?? null;
   // `total` is null only when options said not to count, which is what PageFor<T, O> says.
   return { data: rows.map((row) => query.toApi(row)), total, page: params.page, pageSize: params.pageSize } as PageFor<T, O>;
 }

@@ -12,6 +12,7 @@ import { FxRateModel } from '../modules/fx/fx-rate.model';
 import { PaymentMethodModel } from '../modules/payments/payment-method.model';
 import { PaymentModel } from '../modules/payments/payment.model';
 import { RefundModel } from '../modules/payments/refund.model';
+import { PaymentCountDeltaModel, PaymentCountModel } from '../modules/payments/payment-count.model';
 import { GatewayTransactionModel } from '../modules/payments/gateway-transaction.model';
 import { WebhookEndpointModel } from '../modules/webhooks/webhook-endpoint.model';
 import { WebhookDeliveryModel } from '../modules/webhooks/webhook-delivery.model';
@@ -25,7 +26,7 @@ import { SubscriptionModel, SubscriptionPendingLineModel, TestClockModel } from 
 /** One model per table the migrations create (test/unit/model-schema.test.ts holds them to it). */
 export const MODELS = [
   AccountModel, ApiKeyModel, CustomerModel, ProductModel, PriceModel, IdempotencyKeyModel, EventModel,
-  GatewayModel, RoutingConfigModel, FxRateModel, PaymentMethodModel, PaymentModel, RefundModel, GatewayTransactionModel,
+  GatewayModel, RoutingConfigModel, FxRateModel, PaymentMethodModel, PaymentModel, PaymentCountModel, PaymentCountDeltaModel, RefundModel, GatewayTransactionModel,
   WebhookEndpointModel, WebhookDeliveryModel, WebhookAttemptModel, CheckoutSessionModel, PaymentLinkModel,
   InvoiceModel, InvoiceLineItemModel, InvoiceNumberSequenceModel,
   MailOutboxModel,

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Database, readTime } from '../../src/db/database';
+import { PaymentCountStore } from '../../src/modules/payments/payment-count.store';
 import { MODELS } from '../../src/db/models';
 import { createMigrator } from '../../src/db/migrator';
 import { freshDatabase, DIALECT } from '../helpers/db';
@@ -56,7 +57,13 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
              FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
             WHERE n.nspname = 'public' AND c.conrelid::regclass::text <> 'schema_migrations' ORDER BY 1`,
         );
-        return [...columns, ...indexes, ...constraints].map((r) => r.d);
+        const triggers = await db.select<{ d: string }>(
+          "SELECT pg_get_triggerdef(t.oid) AS d FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT t.tgisinternal AND c.relname <> 'schema_migrations' ORDER BY 1",
+        );
+        const functions = await db.select<{ d: string }>(
+          "SELECT pg_get_functiondef(p.oid) AS d FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' ORDER BY 1",
+        );
+        return [...columns, ...indexes, ...constraints, ...triggers, ...functions].map((r) => r.d);
       };
       // The schema before any migration and after each one.
       const names = (await migrator.pending()).map((m) => m.name);
@@ -134,6 +141,54 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
       await migrator.up();
       const rows = await db.select<{ id: string; object_id: string | null }>('SELECT id, object_id FROM events ORDER BY id');
       expect(rows).toEqual([{ id: 'evt_other', object_id: 're_before' }, { id: 'evt_pay', object_id: 'pay_before' }]);
+    } finally {
+      await db.close();
+      await database.drop();
+    }
+  });
+
+  it('should count the payments written before 0019 per account, mode and status, and keep counting those written, moved and deleted after', async () => {
+    const database = await freshDatabase();
+    const db = new Database({ url: database.url, models: MODELS });
+    try {
+      await db.init();
+      const migrator = createMigrator(db);
+      await migrator.up({ to: '0018-billing-claim-index' });
+      const insertPayment = (id: string, account: string, mode: string, status: string) => db.execute(
+        `INSERT INTO payments (id, account_id, mode, amount, currency, original_currency, payment_method, status, created_at, updated_at)
+         VALUES ($1, $2, $3, 500, 'USD', 'USD', 'pm_card_visa', $4, $5, $5)`, [id, account, mode, status, new Date('2026-01-02T03:04:05.678Z')]);
+      await insertPayment('pay_1', 'acct_1', 'test', 'succeeded');
+      await insertPayment('pay_2', 'acct_1', 'test', 'succeeded');
+      await insertPayment('pay_3', 'acct_1', 'test', 'failed');
+      await insertPayment('pay_4', 'acct_1', 'live', 'succeeded');
+      await insertPayment('pay_5', 'acct_2', 'test', 'pending');
+      await migrator.up();
+      const store = new PaymentCountStore(db);
+      // What COUNT(*) says, per scope and status, against the kept totals.
+      const check = async () => {
+        for (const [accountId, mode] of [['acct_1', 'test'], ['acct_1', 'live'], ['acct_2', 'test'], ['acct_3', 'test']]) {
+          const counted = await db.select<{ status: string; n: number | string }>(
+            'SELECT status, COUNT(*) AS n FROM payments WHERE account_id = $1 AND mode = $2 GROUP BY status', [accountId, mode]);
+          const all = counted.reduce((n, r) => n + Number(r.n), 0);
+          expect({ accountId, mode, total: await store.total({ accountId, mode }) }).toEqual({ accountId, mode, total: all });
+          for (const status of ['pending', 'succeeded', 'failed', 'canceled']) {
+            const n = Number(counted.find((r) => r.status === status)?.n ?? 0);
+            expect({ accountId, mode, status, total: await store.total({ accountId, mode }, status) }).toEqual({ accountId, mode, status, total: n });
+          }
+        }
+      };
+      await check();
+      expect(await store.total({ accountId: 'acct_1', mode: 'test' }, 'succeeded')).toBe(2);
+      await insertPayment('pay_6', 'acct_2', 'test', 'pending');
+      await db.execute("UPDATE payments SET status = 'succeeded' WHERE id = 'pay_5'");
+      await db.execute("UPDATE payments SET description = 'not a status change' WHERE id = 'pay_6'");
+      await db.execute("UPDATE payments SET status = 'failed' WHERE id IN ('pay_1', 'pay_2')");
+      await db.execute("DELETE FROM payments WHERE id = 'pay_3'");
+      await check();
+      expect(await store.total({ accountId: 'acct_1', mode: 'test' }, 'failed')).toBe(2);
+      expect(await store.fold()).toBe(db.dialect === 'postgres' ? 5 : 0);
+      await check();
+      expect(await db.select('SELECT * FROM payment_count_deltas')).toEqual([]);
     } finally {
       await db.close();
       await database.drop();

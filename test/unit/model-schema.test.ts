@@ -120,7 +120,14 @@ describe(`models against the migrated ${DIALECT} schema`, () => {
       for (const [name, attr] of Object.entries(model.getAttributes())) values[name] = sampleValue(attr);
       await db.transaction((transaction) => model.create(values, { transaction }));
       written.set(model, values);
+      // A payment counts itself through the payments table's triggers (migration 0019); the
+      // count tables' models come after it and write their own rows, read back below.
+      if (tableOf(model) === 'payments') {
+        await db.execute('DELETE FROM payment_counts');
+        await db.execute('DELETE FROM payment_count_deltas');
+      }
     }
+    expect(models.map(tableOf).indexOf('payments')).toBeLessThan(models.map(tableOf).indexOf('payment_counts'));
     for (const model of models) {
       const values = written.get(model) as Record<string, unknown>;
       const attrs = model.getAttributes();

@@ -337,6 +337,11 @@ export class PaymentService {
     return this.gtx.forPayments(ctx, paymentIds, limit);
   }
 
+  /** Folds the payment count deltas written since the last fold into the counts (PaymentCountStore.fold). */
+  foldCounts(): Promise<number> {
+    return this.store.counts.fold();
+  }
+
   /**
    * Resolves payments left pending (a crash or an unanswered gateway): the attempt that timed
    * out is first repeated under its idempotency key (where the gateway replays stored answers

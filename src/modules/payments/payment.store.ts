@@ -11,6 +11,7 @@ import { pendingForMs } from './lease.store';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
+import { PaymentCountStore } from './payment-count.store';
 import { PaymentBatchStore, type FinalWrite, type PaymentBatchOptions } from './payment-batch.store';
 import { HoldRefused, type HoldClaim, type PaymentHold, type PaymentHoldStore } from './payment-hold';
 import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
@@ -26,6 +27,8 @@ type Scope = { accountId: string; mode: string };
  */
 export class PaymentStore {
   private readonly batch: PaymentBatchStore;
+  /** The list's totals, kept by the payments table's triggers. */
+  readonly counts: PaymentCountStore;
   private holds: PaymentHoldStore | undefined;
 
   constructor(
@@ -38,6 +41,7 @@ export class PaymentStore {
     // since larger batches cost less per payment than statements run side by side.
     batchOptions: PaymentBatchOptions = { maxBatch: 64, maxInFlight: 1 },
   ) {
+    this.counts = new PaymentCountStore(db, logger);
     this.batch = new PaymentBatchStore(db, events, gtx, keys, {
       onPublishError: (err) => logger.error({ err: errorForLog(err) }, 'event listener failed after a payment was recorded'),
       ...batchOptions,
@@ -198,8 +202,11 @@ export class PaymentStore {
           SELECT c.id FROM customers c WHERE c.account_id = ${p(scope.accountId)} AND c.mode = ${p(scope.mode)} AND c.email_normalized LIKE ${like} ESCAPE '\\'))`;
       });
     }
+    // Filtered by status at most: the kept count (PaymentCountStore), not a count of up to every payment of the account.
+    const kept = input.customerId === undefined && !input.search && filters.subscriptionId === undefined;
     return listPage(this.db, {
       table: 'payments', columns: PAYMENT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiPayment,
+      total: kept ? () => this.counts.total(scope, input.status) : undefined,
     }, options);
   }
 
