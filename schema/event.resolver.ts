@@ -4,6 +4,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
 import { EventSortField, EventTypeName } from './types/enums';
+import { OBJECT_IDS_MAX } from '../src/modules/events/event.inputs';
 
 @ObjectType('Event')
 export class EventType {
@@ -27,6 +28,11 @@ class EventList {
 class EventListArgs extends PageArgs(EventSortField) {
   @Field(() => EventTypeName, { nullable: true }) type?: string;
   @Field(() => ID, { nullable: true, description: 'Only the events of this object (`data.object.id`), e.g. a payment\'s.' }) objectId?: string;
+  @Field(() => [ID], {
+    nullable: true,
+    description: `Only the events of any of these objects (at most ${OBJECT_IDS_MAX}), e.g. a payment and its refunds; empty: none. Not with objectId.`,
+  })
+  objectIds?: string[];
 }
 
 @Resolver(() => EventType)

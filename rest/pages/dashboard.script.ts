@@ -26,7 +26,7 @@ const SOURCE = String.raw`(function () {
   var PAYMENT = 'query Payment($id: ID!) { payment(id: $id) { id status amount currency description createdAt customerId gatewayId failureCode failureMessage amountRefunded paymentMethodDetails { brand last4 } attempts { gateway outcome code latency } refunds(first: 50) { id amount currency status reason createdAt } customer { id email name } } }';
   var EVENTS = 'query Events { events(pageSize: 100) { nodes { id type createdAt data } } }';
   var LATEST_EVENT = 'query LatestEvent($id: ID) { events(objectId: $id, pageSize: 1) { nodes { id type createdAt data } } }';
-  var OBJECT_EVENTS = 'query ObjectEvents($id: ID) { events(objectId: $id, pageSize: 100) { total nodes { id type createdAt } } }';
+  var OBJECT_EVENTS = 'query ObjectEvents($ids: [ID!]) { events(objectIds: $ids, pageSize: 100) { total nodes { id type createdAt } } }';
   var ENDPOINT = 'query Endpoint($id: ID!) { webhookEndpoint(id: $id) { id url status description events createdAt deliveries(pageSize: 50) { total nodes { id deliveryId eventId eventType attempt status statusCode latencyMs error createdAt } } } }';
   var RESEND = 'mutation Resend($id: ID!) { resendEvent(id: $id) { eventId deliveriesQueued } }';
   var LIVE = 'subscription Live { events { id type createdAt data } }';
@@ -248,21 +248,15 @@ const SOURCE = String.raw`(function () {
     }
     fill(box, [head, el('p', { 'class': 'meta', text: 'Loading…' })]);
     box.scrollIntoView({ block: 'start' });
-    Promise.all([gql(PAYMENT, { id: id }), gql(OBJECT_EVENTS, { id: id })]).then(function (answers) {
-      var p = answers[0].data && answers[0].data.payment;
-      if (!p) return fill(box, [head, el('p', { 'class': 'denied', text: (answers[0].errors && answers[0].errors[0].message) || 'No such payment' })]);
-      // Its refunds' events too: one aliased field per refund, in one request.
-      var refundIds = (p.refunds || []).slice(0, 10).map(function (r) { return r.id; });
-      if (!refundIds.length || !answers[1].data || !answers[1].data.events) return answers.concat([null]);
-      var vars = {}, fields = refundIds.map(function (rid, i) { vars['r' + i] = rid; return 'r' + i + ': events(objectId: $r' + i + ', pageSize: 20) { nodes { id type createdAt } }'; });
-      var query = 'query RefundEvents(' + refundIds.map(function (r, i) { return '$r' + i + ': ID'; }).join(', ') + ') { ' + fields.join(' ') + ' }';
-      return gql(query, vars).then(function (json) { return answers.concat([json]); });
-    }).then(function (answers) {
-      if (!answers) return;
-      var p = answers[0].data.payment, page = answers[1].data && answers[1].data.events;
-      var events = page ? page.nodes.slice() : [];
-      if (answers[2] && answers[2].data) Object.keys(answers[2].data).forEach(function (k) { if (answers[2].data[k]) events = events.concat(answers[2].data[k].nodes); });
-      events.sort(function (a, b) { return a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0; });
+    gql(PAYMENT, { id: id }).then(function (json) {
+      var p = json.data && json.data.payment;
+      if (!p) return fill(box, [head, el('p', { 'class': 'denied', text: (json.errors && json.errors[0].message) || 'No such payment' })]);
+      // The events of the payment and of every refund listed, in one list.
+      var ids = [p.id].concat((p.refunds || []).map(function (r) { return r.id; }));
+      return gql(OBJECT_EVENTS, { ids: ids }).then(function (answer) { showPayment(p, answer.data && answer.data.events); });
+    }).catch(showError);
+    function showPayment(p, page) {
+      var events = page ? page.nodes : [];
       fill(box, [head,
         kv([['Status', badge(p.status)], ['Amount', money(p.amount, p.currency)], ['Refunded', money(p.amountRefunded, p.currency)], ['Description', p.description],
           ['Card', p.paymentMethodDetails ? p.paymentMethodDetails.brand + ' ····' + p.paymentMethodDetails.last4 : ''],
@@ -277,8 +271,8 @@ const SOURCE = String.raw`(function () {
         el('h3', { text: 'Events' }),
         page ? (events.length ? table(['Event', 'Type', 'Created'], events.map(function (e) { return [e.id, e.type, when(e.createdAt)]; })) : el('p', { 'class': 'meta', text: 'None' }))
           : el('p', { 'class': 'denied', text: 'Not allowed for this key (needs events:read)' }),
-        page && page.total > page.nodes.length ? el('p', { 'class': 'meta', text: 'The latest ' + page.nodes.length + ' of the payment\'s ' + page.total + ' events' }) : null]);
-    }).catch(showError);
+        page && page.total > page.nodes.length ? el('p', { 'class': 'meta', text: 'The latest ' + page.nodes.length + ' of the ' + page.total + ' events of the payment and its refunds' }) : null]);
+    }
   }
 
   // A webhook endpoint and its delivery log (newest attempt first), each with a resend button.

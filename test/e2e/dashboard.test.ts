@@ -226,6 +226,43 @@ describe('the live dashboard', () => {
     expectNoProblems();
   });
 
+  it('should list the events of every refund in a payment\'s detail, more than 10 of them, with one events query', async () => {
+    const key = app.account.testKey;
+    const payment = await pay(key, { amount: 5000, currency: 'eur', paymentMethod: 'pm_card_visa', description: 'twelve refunds' });
+    const refundIds: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const refund = await app.request('POST', `/v1/payments/${payment.id}/refunds`, { key, body: { amount: 100 + i } });
+      expect(refund.status).toBe(201);
+      refundIds.push(refund.body.data.id);
+    }
+    const all = await app.request('GET', '/v1/events?pageSize=100', { key });
+    const created = (id: string) => all.body.data.find((e: { type: string; data: { object: { id: string } } }) => e.type === 'refund.created' && e.data.object.id === id);
+    const twelfth = created(refundIds[11]);
+    expect(twelfth).toBeDefined();
+
+    const page = await newPage();
+    const asked: string[] = [];
+    page.on('request', (req) => { if (/\/graphql$/.test(req.url()) && /events\(objectId/.test(req.postData() ?? '')) asked.push(req.postData() ?? ''); });
+    await signIn(page, key);
+    asked.length = 0;
+    await page.evaluate(`location.hash = '#${payment.id}'`);
+    const events = page.locator('#detail table').filter({ has: page.locator('th', { hasText: 'Event' }) });
+    await events.waitFor();
+    const rows = await events.locator('tbody tr').allTextContents();
+    expect(rows.filter((r) => r.includes('refund.created'))).toHaveLength(12);
+    for (const id of refundIds) expect(rows.some((r) => r.startsWith(created(id).id))).toBe(true);
+    expect(rows.some((r) => r.startsWith(twelfth.id) && r.includes('refund.created'))).toBe(true);
+    expect(rows.some((r) => r.includes('payment.succeeded'))).toBe(true);
+    // One events field, for the payment and all its refunds.
+    expect(asked).toHaveLength(1);
+    const { query, variables } = JSON.parse(asked[0]);
+    expect(query).toContain('events(objectIds: $ids');
+    expect(variables.ids[0]).toBe(payment.id);
+    expect(variables.ids.slice().sort()).toEqual([payment.id, ...refundIds].sort());
+    await shot(page, 'payment-twelve-refunds');
+    expectNoProblems();
+  });
+
   it('should show a webhook endpoint\'s delivery log, and a resend should log a new attempt', async () => {
     const key = app.account.testKey;
     // The first delivery is refused with a 500, the rest accepted.

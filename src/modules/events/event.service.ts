@@ -203,7 +203,7 @@ export class EventService {
     return canReadEventType(ctx.permissions, type);
   }
 
-  /** `GET /v1/events`; GraphQL's `events` passes `byObject` and may filter by `objectId` too. */
+  /** `GET /v1/events`; GraphQL's `events` passes `byObject` and may filter by `objectId` or `objectIds` too. */
   async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O, { byObject = false } = {}): Promise<PageFor<ApiEvent, O>> {
     requirePermission(ctx, 'events', 'read');
     const input = parseInput(byObject ? listObjectEventsInput : listEventsInput, query);

@@ -126,18 +126,35 @@ export class EventStore {
 
   /**
    * A page of events; `types`, when given, are the only types listed (and counted); `objectId`:
-   * only the events of that object (`data.object.id`, events_object_idx).
+   * only the events of that object (`data.object.id`, events_object_idx); `objectIds`: of any of
+   * those objects (none for an empty list).
    */
   list<O extends ListOptions = Counted>(
     scope: Scope,
-    input: { type?: string; objectId?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
+    input: { type?: string; objectId?: string; objectIds?: string[]; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
     types: string[] | null = null,
     options?: O,
   ): Promise<PageFor<ApiEvent, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, object_id: input.objectId, type: input.type });
+    const objectIds = input.objectIds;
+    if (objectIds !== undefined) filter.raw((param) => this.objectIdIn(param(this.db.jsonParam([...new Set(objectIds)]))));
     // One JSON parameter whatever the number of types; events_type_idx serves each.
     if (types !== null) filter.raw((param) => `type IN (${this.db.jsonTextList(param(JSON.stringify(types)))})`);
-    return listPage(this.db, { table: 'events', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent }, options);
+    // Without statistics SQLite would rather walk the account's events in order (events_list_idx,
+    // no sort) than look each id up: the time it takes would grow with the account.
+    const table = objectIds !== undefined && this.db.dialect === 'sqlite' ? 'events INDEXED BY events_object_idx' : 'events';
+    return listPage(this.db, { table, columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent }, options);
+  }
+
+  /**
+   * `object_id` among the ids of the JSON array bound at `placeholder`: one parameter whatever
+   * their number, each looked up in events_object_idx. PostgreSQL gets them as an array (`= ANY`,
+   * an index condition): as `IN (SELECT …)` it counts on the function's 100 rows and, in an
+   * account of some ten thousand events, hash-joins a sequential scan of them instead.
+   */
+  private objectIdIn(placeholder: string): string {
+    const ids = this.db.jsonTextList(placeholder);
+    return this.db.dialect === 'postgres' ? `object_id = ANY (ARRAY(${ids}))` : `object_id IN (${ids})`;
   }
 }
 

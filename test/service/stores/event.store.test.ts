@@ -73,6 +73,25 @@ describe('EventStore', () => {
     expect(page.data[0]).toEqual(written[2]);
   });
 
+  it('should list the events of any of several objects, newest first, with the type filters, counted, in its scope only', async () => {
+    const scope = { accountId: 'acct_evt_objects', mode: 'test' };
+    const of = (type: string, seconds: number, id: string) => ({ ...event(type, at(seconds)), data: { object: { id } } });
+    const written = [of('payment.succeeded', 30, 'pay_o1'), of('refund.created', 31, 're_o1'), of('customer.created', 32, 'cus_o1'), of('refund.created', 33, 're_o2'), of('refund.succeeded', 34, 're_o1')];
+    for (const e of written) await write(scope, e);
+    await write({ ...scope, mode: 'live' }, { ...of('refund.created', 35, 're_o1'), livemode: true });
+    await write({ ...B }, of('refund.created', 36, 're_o1'));
+    const list = (objectIds: string[], more: { type?: string; page?: number; pageSize?: number } = {}, types: string[] | null = null) =>
+      store.list(scope, { page: more.page ?? 1, pageSize: more.pageSize ?? 10, sortField: 'createdAt', sortDirection: 'desc', objectIds, type: more.type }, types);
+    const all = await list(['pay_o1', 're_o1', 're_o2', 're_o1']);
+    expect(all.data).toEqual([written[4], written[3], written[1], written[0]]);
+    expect(all.total).toBe(4);
+    expect(await list(['pay_o1', 're_o1', 're_o2'], { page: 2, pageSize: 3 })).toEqual({ data: [written[0]], total: 4, page: 2, pageSize: 3 });
+    expect((await list(['pay_o1', 're_o1', 're_o2'], { type: 'refund.created' })).data).toEqual([written[3], written[1]]);
+    expect(await list(['pay_o1', 're_o1', 'cus_o1'], {}, ['customer.created', 'payment.succeeded'])).toMatchObject({ data: [written[2], written[0]], total: 2 });
+    expect(await list([])).toMatchObject({ data: [], total: 0 });
+    expect(await list(['re_unknown'])).toMatchObject({ data: [], total: 0 });
+  });
+
   it('should insert many events at once (the billing run\'s batches) exactly as written alone, each listed by its object', async () => {
     const scope = { accountId: 'acct_evt_many', mode: 'test' };
     const many = [event('invoice.created', at(40)), event('invoice.paid', at(41))];
