@@ -65,14 +65,7 @@ export class InvoiceStore {
    * no gap, no duplicate.
    */
   async nextNumber(t: Transaction, scope: Scope, now: Date): Promise<number> {
-    const [row] = await this.db.select<{ last_number: number | string }>(
-      `INSERT INTO invoice_number_sequences (account_id, mode, last_number, updated_at) VALUES ($1, $2, 1, $3)
-        ON CONFLICT (account_id, mode) DO UPDATE SET last_number = invoice_number_sequences.last_number + 1, updated_at = $3
-        RETURNING last_number`,
-      [scope.accountId, scope.mode, now],
-      t,
-    );
-    return Number(row.last_number);
+    return this.nextNumbers(t, scope, 1, now);
   }
 
   /**
