@@ -276,7 +276,9 @@ export class InvoiceService {
     }
     const seqs: number[] = [];
     const scopes = groupBy(items.map(({ ctx }, i) => ({ ctx, i })), ({ ctx }) => `${ctx.accountId}|${ctx.mode}`);
-    for (const group of scopes.values()) {
+    // The sequences in one order (by account and mode), whatever the claim's: two batches holding
+    // subscriptions of the same accounts never wait for each other's sequence row in a cycle.
+    for (const [, group] of [...scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const { ctx } = group[0];
       const first = await this.store.nextNumbers(t, ctx, group.length, ctx.clock.now());
       group.forEach(({ i }, k) => {
@@ -330,10 +332,11 @@ export class InvoiceService {
     const lane = async () => {
       while (next < claimed.length) {
         const { ctx, invoice, paymentMethod } = claimed[next++];
-        const attempt = attempts.get(invoice.id) as number;
+        const { attempt, amountDue } = attempts.get(invoice.id) as { attempt: number; amountDue: number };
         const paymentId = paymentIds.get(invoice.id) as string;
         try {
-          const payment = await this.subscriptionCharge(ctx, paymentMethod)({ ...invoice, paymentAttempts: attempt }, this.chargeKey(ctx, invoice.id, attempt), paymentId);
+          // What is due as claimed, as the single charge takes it from the row it locks (a draft may have changed since its creation).
+          const payment = await this.subscriptionCharge(ctx, paymentMethod)({ ...invoice, paymentAttempts: attempt, amountDue }, this.chargeKey(ctx, invoice.id, attempt), paymentId);
           outcomes.set(invoice.id, { payment });
         } catch (err) {
           if (!(err instanceof IdempotentReplay)) {
