@@ -151,7 +151,7 @@ export class InvoiceService {
     return { ...page, data: page.data.map((i) => this.toApi(i)) } as PageFor<Invoice, O>;
   }
 
-  /** PATCH while `draft`: line items (replaced whole), due date, memo, metadata. */
+  /** PATCH while `draft` and not being charged: line items (replaced whole), due date, memo, metadata. */
   async update(ctx: RequestContext, id: string, input: unknown): Promise<Invoice> {
     requirePermission(ctx, 'invoices', 'write');
     const data = parseInput(updateInvoiceInput, input);
@@ -160,6 +160,8 @@ export class InvoiceService {
     return this.db.transaction(async (t) => {
       const current = await this.lockForChange(ctx, id, t);
       if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be changed`);
+      // Its charge was made for what was due when claimed: its settle must not meet other lines.
+      if (current.paymentStatus === 'processing') throw paymentInProgress();
       const changes: Record<string, unknown> = { updatedAt: now };
       if (data.dueDate !== undefined) changes.dueDate = data.dueDate;
       if (data.memo !== undefined) changes.memo = data.memo;
