@@ -5401,6 +5401,8 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `invoice_payment_in_progress` */
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */

@@ -27,7 +27,7 @@ export const invoiceRoutes = [
   }),
   route.one({
     method: 'PATCH', path: '/invoices/{id}', operationId: 'updateInvoice', tag: 'Invoices', summary: 'Update a draft invoice',
-    permission: 'invoices:write', body: updateInvoiceInput, response: invoiceSchema, errors: ['invalid_state'],
+    permission: 'invoices:write', body: updateInvoiceInput, response: invoiceSchema, errors: ['invalid_state', 'invoice_payment_in_progress'],
     example: { memo: 'Thank you for your business' },
     handle: (s, r) => s.invoices.update(r.rc, r.param('id'), r.body),
   }),

@@ -23,6 +23,7 @@ import { publicPayInput } from '../checkout/checkout.inputs';
 import type { CardInput } from '../../core/card';
 import type { InvoiceDocument } from './invoice-document';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
+import { groupBy } from '../../db/list';
 import { InvoiceStore, type InvoiceLineItem, type InvoiceRecord } from './invoice.store';
 import { createInvoiceInput, listInvoicesInput, payInvoiceInput, updateInvoiceInput, type LineItemInput } from './invoice.inputs';
 
@@ -150,7 +151,7 @@ export class InvoiceService {
     return { ...page, data: page.data.map((i) => this.toApi(i)) } as PageFor<Invoice, O>;
   }
 
-  /** PATCH while `draft`: line items (replaced whole), due date, memo, metadata. */
+  /** PATCH while `draft` and not being charged: line items (replaced whole), due date, memo, metadata. */
   async update(ctx: RequestContext, id: string, input: unknown): Promise<Invoice> {
     requirePermission(ctx, 'invoices', 'write');
     const data = parseInput(updateInvoiceInput, input);
@@ -159,6 +160,8 @@ export class InvoiceService {
     return this.db.transaction(async (t) => {
       const current = await this.lockForChange(ctx, id, t);
       if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be changed`);
+      // Its charge was made for what was due when claimed: its settle must not meet other lines.
+      if (current.paymentStatus === 'processing') throw paymentInProgress();
       const changes: Record<string, unknown> = { updatedAt: now };
       if (data.dueDate !== undefined) changes.dueDate = data.dueDate;
       if (data.memo !== undefined) changes.memo = data.memo;
@@ -215,32 +218,17 @@ export class InvoiceService {
     const now = ctx.clock.now();
     const { invoicePrefix, name } = spec.account ?? (await this.accounts.invoicing(ctx.accountId));
     const seq = await this.store.nextNumber(t, ctx, now);
-    const id = newId('in');
-    let total = 0n;
-    for (const line of spec.lines) total += BigInt(line.amount);
-    if (total > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `the invoice's total must be at most ${MAX_AMOUNT}`, 'quantity');
-    const due = total > 0n ? Number(total) : 0;
-    await InvoiceModel.create({
-      id, accountId: ctx.accountId, mode: ctx.mode, number: formatNumber(invoicePrefix, seq), numberSeq: seq,
-      customerId: spec.customerId, subscriptionId: spec.subscriptionId, status: 'draft', paymentStatus: 'unpaid', currency: spec.currency,
-      subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due,
-      dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
-      emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
-      metadata: '{}', createdAt: now, updatedAt: now,
-    }, { transaction: t });
-    await InvoiceLineItemModel.bulkCreate(spec.lines.map((line, position) => ({
-      id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
-      amount: line.amount, periodStart: line.periodStart, periodEnd: line.periodEnd, proration: line.proration, createdAt: now,
-    })), { transaction: t });
-    await this.recordEvent(ctx, t, id, 'invoice.created');
-    if (due === 0) {
-      // Nothing to collect (a free plan, credits covering the charge): paid as it is finalised.
-      await InvoiceModel.update({ status: 'paid', paymentStatus: 'paid', sentAt: now, paidAt: now, updatedAt: now }, { where: { id }, transaction: t });
-      await this.recordEvent(ctx, t, id, 'invoice.paid');
+    const built = subscriptionInvoiceRows(ctx, spec, formatNumber(invoicePrefix, seq), seq, now);
+    await InvoiceModel.create(built.invoice, { transaction: t });
+    await InvoiceLineItemModel.bulkCreate(built.lines, { transaction: t });
+    await this.recordEvent(ctx, t, built.id, 'invoice.created');
+    if (built.due === 0) {
+      await InvoiceModel.update(paidAtOnce(now), { where: { id: built.id }, transaction: t });
+      await this.recordEvent(ctx, t, built.id, 'invoice.paid');
     } else if (spec.send) {
-      await this.sendIn(t, ctx, id, name);
+      await this.sendIn(t, ctx, built.id, name);
     }
-    return (await this.store.find(id, ctx, t)) as InvoiceRecord;
+    return (await this.store.find(built.id, ctx, t)) as InvoiceRecord;
   }
 
   /**
@@ -285,57 +273,34 @@ export class InvoiceService {
    */
   async createManyForSubscriptions(t: Transaction, items: Array<{ ctx: RequestContext; spec: SubscriptionInvoiceSpec }>): Promise<{ invoices: InvoiceRecord[]; events: BatchEventItem[] }> {
     if (items.length === 0) return { invoices: [], events: [] };
-    const scopes = new Map<string, number[]>();
-    items.forEach(({ ctx }, i) => {
-      const scope = `${ctx.accountId}|${ctx.mode}`;
-      const list = scopes.get(scope);
-      if (list) list.push(i);
-      else scopes.set(scope, [i]);
-    });
+    for (const { spec } of items) {
+      if (spec.send || !spec.account) throw new Error('createManyForSubscriptions: only invoices collected by charge, with the account given');
+    }
     const seqs: number[] = [];
-    for (const indexes of scopes.values()) {
-      const { ctx } = items[indexes[0]];
-      const first = await this.store.nextNumbers(t, ctx, indexes.length, ctx.clock.now());
-      indexes.forEach((i, k) => {
+    const scopes = groupBy(items.map(({ ctx }, i) => ({ ctx, i })), ({ ctx }) => `${ctx.accountId}|${ctx.mode}`);
+    // The sequences in one order (by account and mode), whatever the claim's: two batches holding
+    // subscriptions of the same accounts never wait for each other's sequence row in a cycle.
+    for (const [, group] of [...scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const { ctx } = group[0];
+      const first = await this.store.nextNumbers(t, ctx, group.length, ctx.clock.now());
+      group.forEach(({ i }, k) => {
         seqs[i] = first + k;
       });
     }
-    const invoiceRows: Record<string, unknown>[] = [];
-    const lineRows: Record<string, unknown>[] = [];
-    const zero: string[] = [];
-    const ids = items.map(({ ctx, spec }, i) => {
-      if (spec.send || !spec.account) throw new Error('createManyForSubscriptions: only invoices collected by charge, with the account given');
-      const now = ctx.clock.now();
-      const id = newId('in');
-      let total = 0n;
-      for (const line of spec.lines) total += BigInt(line.amount);
-      if (total > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `the invoice's total must be at most ${MAX_AMOUNT}`, 'quantity');
-      const due = total > 0n ? Number(total) : 0;
-      if (due === 0) zero.push(id);
-      invoiceRows.push({
-        id, accountId: ctx.accountId, mode: ctx.mode, number: formatNumber(spec.account.invoicePrefix, seqs[i]), numberSeq: seqs[i],
-        customerId: spec.customerId, subscriptionId: spec.subscriptionId, status: 'draft', paymentStatus: 'unpaid', currency: spec.currency,
-        subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due,
-        dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
-        emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
-        // updatedAt on the service's clock, as the model's writes stamp it (an invoice's grace is measured from it).
-        metadata: '{}', createdAt: now, updatedAt: this.clock.now(),
-      });
-      spec.lines.forEach((line, position) => lineRows.push({
-        id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
-        amount: line.amount, periodStart: line.periodStart, periodEnd: line.periodEnd, proration: line.proration, createdAt: now,
-      }));
-      return id;
-    });
-    await InvoiceModel.bulkCreate(invoiceRows, { transaction: t });
+    // updatedAt on the service's clock, as the model's writes stamp it (an invoice's grace is measured from it).
+    const touched = this.clock.now();
+    const built = items.map(({ ctx, spec }, i) => subscriptionInvoiceRows(ctx, spec, formatNumber((spec.account as { invoicePrefix: string }).invoicePrefix, seqs[i]), seqs[i], touched));
+    await InvoiceModel.bulkCreate(built.map((b) => b.invoice), { transaction: t });
+    const lineRows = built.flatMap((b) => b.lines);
     if (lineRows.length) await InvoiceLineItemModel.bulkCreate(lineRows, { transaction: t });
+    const ids = built.map((b) => b.id);
     const created = await this.store.findManyIn(ids, t);
     const events: BatchEventItem[] = ids.map((id, i) => ({ ctx: items[i].ctx, type: 'invoice.created', object: this.toApi(created.get(id) as InvoiceRecord) as unknown as Record<string, unknown> }));
+    const zero = built.filter((b) => b.due === 0).map((b) => b.id);
     if (zero.length) {
-      // Nothing to collect (a free plan, credits covering the charge): paid as it is finalised.
       const now = items[0].ctx.clock.now();
       const ctxOf = new Map(ids.map((id, i) => [id, items[i].ctx]));
-      await InvoiceModel.update({ status: 'paid', paymentStatus: 'paid', sentAt: now, paidAt: now, updatedAt: now }, { where: { id: zero }, transaction: t });
+      await InvoiceModel.update(paidAtOnce(now), { where: { id: zero }, transaction: t });
       for (const [id, paid] of await this.store.findManyIn(zero, t)) {
         created.set(id, paid);
         events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.paid', object: this.toApi(paid) as unknown as Record<string, unknown> });
@@ -369,10 +334,11 @@ export class InvoiceService {
     const lane = async () => {
       while (next < claimed.length) {
         const { ctx, invoice, paymentMethod } = claimed[next++];
-        const attempt = attempts.get(invoice.id) as number;
+        const { attempt, amountDue } = attempts.get(invoice.id) as { attempt: number; amountDue: number };
         const paymentId = paymentIds.get(invoice.id) as string;
         try {
-          const payment = await this.subscriptionCharge(ctx, paymentMethod)({ ...invoice, paymentAttempts: attempt }, this.chargeKey(ctx, invoice.id, attempt), paymentId);
+          // What is due as claimed, as the single charge takes it from the row it locks (a draft may have changed since its creation).
+          const payment = await this.subscriptionCharge(ctx, paymentMethod)({ ...invoice, paymentAttempts: attempt, amountDue }, this.chargeKey(ctx, invoice.id, attempt), paymentId);
           outcomes.set(invoice.id, { payment });
         } catch (err) {
           if (!(err instanceof IdempotentReplay)) {
@@ -735,6 +701,48 @@ const paymentInProgress = () =>
 /** `INV-000042`: the prefix and the number zero-padded to 6 digits (wider past 999999). */
 export function formatNumber(prefix: string, seq: number): string {
   return `${prefix}-${String(seq).padStart(6, '0')}`;
+}
+
+/** The total of a subscription invoice's lines, exact (BigInt: no float rounding, however many lines). */
+export function linesTotal(lines: ReadonlyArray<{ amount: number }>): bigint {
+  let total = 0n;
+  for (const line of lines) total += BigInt(line.amount);
+  return total;
+}
+
+/**
+ * A subscription's invoice as inserted, numbered `seq` (`number` formatted from it): the invoice
+ * row and its lines' rows, and what it leaves to pay (nothing when credits cover the charge).
+ * The one builder of `createForSubscription` and `createManyForSubscriptions`, so the single and
+ * the batch path write the same rows. A total past MAX_AMOUNT is refused. `touched` stamps
+ * `updatedAt` (the model's create stamps its own).
+ */
+function subscriptionInvoiceRows(
+  ctx: RequestContext, spec: SubscriptionInvoiceSpec, number: string, seq: number, touched: Date,
+): { id: string; due: number; invoice: Record<string, unknown>; lines: Array<Record<string, unknown>> } {
+  const now = ctx.clock.now();
+  const id = newId('in');
+  const total = linesTotal(spec.lines);
+  if (total > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `the invoice's total must be at most ${MAX_AMOUNT}`, 'quantity');
+  const due = total > 0n ? Number(total) : 0;
+  const invoice = {
+    id, accountId: ctx.accountId, mode: ctx.mode, number, numberSeq: seq,
+    customerId: spec.customerId, subscriptionId: spec.subscriptionId, status: 'draft', paymentStatus: 'unpaid', currency: spec.currency,
+    subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due,
+    dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
+    emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
+    metadata: '{}', createdAt: now, updatedAt: touched,
+  };
+  const lines = spec.lines.map((line, position) => ({
+    id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
+    amount: line.amount, periodStart: line.periodStart, periodEnd: line.periodEnd, proration: line.proration, createdAt: now,
+  }));
+  return { id, due, invoice, lines };
+}
+
+/** A subscription invoice with nothing to collect (a free plan, credits covering the charge): paid as it is finalised. */
+function paidAtOnce(now: Date): Record<string, unknown> {
+  return { status: 'paid', paymentStatus: 'paid', sentAt: now, paidAt: now, updatedAt: now };
 }
 
 /** Each line's amount and the subtotal, refused past 10^12 (exact in integers: no float rounding). */

@@ -65,14 +65,7 @@ export class InvoiceStore {
    * no gap, no duplicate.
    */
   async nextNumber(t: Transaction, scope: Scope, now: Date): Promise<number> {
-    const [row] = await this.db.select<{ last_number: number | string }>(
-      `INSERT INTO invoice_number_sequences (account_id, mode, last_number, updated_at) VALUES ($1, $2, 1, $3)
-        ON CONFLICT (account_id, mode) DO UPDATE SET last_number = invoice_number_sequences.last_number + 1, updated_at = $3
-        RETURNING last_number`,
-      [scope.accountId, scope.mode, now],
-      t,
-    );
-    return Number(row.last_number);
+    return this.nextNumbers(t, scope, 1, now);
   }
 
   /**
@@ -103,32 +96,32 @@ export class InvoiceStore {
    * Claims several invoices' charges at once (the billing run's batch), as `InvoiceService.charge`
    * claims one: only an invoice neither paid nor void, not processing and with something due is
    * set processing, its attempt counted and its payment named. Returns those claimed with their
-   * attempt. One statement on PostgreSQL; one each on SQLite (in the caller's transaction).
+   * attempt and what they are due as claimed. One statement on PostgreSQL; one each on SQLite (in the caller's transaction).
    * `touched` is the service's time (what an invoice's grace for a charge that died is measured from).
    */
-  async claimCharges(t: Transaction | undefined, rows: Array<{ id: string; paymentId: string }>, touched: Date): Promise<Map<string, number>> {
+  async claimCharges(t: Transaction | undefined, rows: Array<{ id: string; paymentId: string }>, touched: Date): Promise<Map<string, { attempt: number; amountDue: number }>> {
     if (rows.length === 0) return new Map();
     const where = "status IN ('draft', 'sent') AND payment_status <> 'processing' AND amount_due > 0";
     if (this.db.dialect === 'postgres') {
-      const claimed = await this.db.select<{ id: string; payment_attempts: number | string }>(
+      const claimed = await this.db.select<{ id: string; payment_attempts: number | string; amount_due: number | string }>(
         `UPDATE invoices i SET payment_status = 'processing', payment_attempts = i.payment_attempts + 1, latest_payment_id = v.payment_id, updated_at = $2
            FROM json_to_recordset($1::json) AS v(id text, payment_id text)
           WHERE i.id = v.id AND i.status IN ('draft', 'sent') AND i.payment_status <> 'processing' AND i.amount_due > 0
-          RETURNING i.id, i.payment_attempts`,
+          RETURNING i.id, i.payment_attempts, i.amount_due`,
         [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId }))), touched],
         t,
       );
-      return new Map(claimed.map((r) => [r.id, Number(r.payment_attempts)]));
+      return new Map(claimed.map((r) => [r.id, { attempt: Number(r.payment_attempts), amountDue: Number(r.amount_due) }]));
     }
-    const claimed = new Map<string, number>();
+    const claimed = new Map<string, { attempt: number; amountDue: number }>();
     for (const r of rows) {
-      const [row] = await this.db.select<{ payment_attempts: number | string }>(
+      const [row] = await this.db.select<{ payment_attempts: number | string; amount_due: number | string }>(
         `UPDATE invoices SET payment_status = 'processing', payment_attempts = payment_attempts + 1, latest_payment_id = $2, updated_at = $3
-          WHERE id = $1 AND ${where} RETURNING payment_attempts`,
+          WHERE id = $1 AND ${where} RETURNING payment_attempts, amount_due`,
         [r.id, r.paymentId, touched],
         t,
       );
-      if (row) claimed.set(r.id, Number(row.payment_attempts));
+      if (row) claimed.set(r.id, { attempt: Number(row.payment_attempts), amountDue: Number(row.amount_due) });
     }
     return claimed;
   }

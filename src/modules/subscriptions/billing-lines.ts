@@ -1,5 +1,5 @@
-import { prorate } from './billing-period';
-import type { PendingLine, Plan } from './subscription.store';
+import { periodEndAfter, prorate } from './billing-period';
+import type { PendingLine, Plan, SubscriptionRecord } from './subscription.store';
 
 /** A line of a subscription's invoice (or of a proration preview). */
 export interface BillingLine {
@@ -29,6 +29,18 @@ export function cycleLines(plan: Plan, quantity: number, pending: readonly Pendi
     ...pending.map((p) => ({ description: p.description, quantity: p.quantity, unitAmount: p.unitAmount, amount: p.amount, periodStart: p.periodStart, periodEnd: p.periodEnd, proration: p.proration })),
     planLine(plan, quantity, periodStart, periodEnd),
   ];
+}
+
+/**
+ * The period that starts where the subscription's current one ends, and the lines of its invoice:
+ * what the billing run renews (one by one and in batches) and the upcoming invoice shows.
+ */
+export function nextCycle(
+  sub: Pick<SubscriptionRecord, 'currentPeriodEnd' | 'billingCycleAnchor' | 'quantity'>, plan: Plan, pending: readonly PendingLine[],
+): { start: Date; end: Date; lines: BillingLine[] } {
+  const start = sub.currentPeriodEnd;
+  const end = periodEndAfter(sub.billingCycleAnchor, plan, start);
+  return { start, end, lines: cycleLines(plan, sub.quantity, pending, start, end) };
 }
 
 /**

@@ -9,13 +9,12 @@ import { errorForLog, type Logger } from '../../logger';
 import type { EventService } from '../events/event.service';
 import type { CustomerService } from '../customers/customer.service';
 import type { AccountService } from '../accounts/account.service';
-import type { InvoiceService } from '../invoices/invoice.service';
+import { linesTotal, type InvoiceService, type SubscriptionInvoiceSpec } from '../invoices/invoice.service';
 import type { InvoiceRecord } from '../invoices/invoice.store';
 import type { Payment } from '../payments/payment.service';
-import { periodEndAfter } from './billing-period';
-import { cycleLines, type BillingLine } from './billing-lines';
-import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
-import { SubscriptionStore, type PendingLine, type Plan, type SubscriptionRecord } from './subscription.store';
+import { nextCycle, type BillingLine } from './billing-lines';
+import { SubscriptionModel } from './subscription.model';
+import { SubscriptionStore, type PendingLine, type PeriodAdvance, type Plan, type SubscriptionRecord } from './subscription.store';
 import { groupBy } from '../../db/list';
 import { MAX_AMOUNT } from '../../core/money';
 import { transition, type SubscriptionEventType, type SubscriptionMove } from './subscription-states';
@@ -140,8 +139,7 @@ export class BillingService {
             billed++;
           } catch (err) {
             failed++;
-            this.logger.error({ subscriptionId: id, err: errorForLog(err) }, 'billing step failed; tried again later');
-            await this.postpone(id, now, token).catch(() => undefined);
+            await this.stepFailed(id, err, now, token);
           } finally {
             await this.store.release(id, token).catch(() => undefined);
           }
@@ -200,29 +198,19 @@ export class BillingService {
       for (const sub of common) {
         const plan = plans.get(`${sub.accountId}|${sub.mode}|${sub.priceId}`);
         if (!plan) continue; // the single path says what is wrong
-        const start = sub.currentPeriodEnd;
-        const end = periodEndAfter(sub.billingCycleAnchor, plan, start);
         const subPending = pending.get(sub.id) ?? [];
-        const lines = cycleLines(plan, sub.quantity, subPending, start, end);
-        if (lines.reduce((sum, l) => sum + BigInt(l.amount), 0n) > BigInt(MAX_AMOUNT)) continue; // refused by the single path
+        const { start, end, lines } = nextCycle(sub, plan, subPending);
+        if (linesTotal(lines) > BigInt(MAX_AMOUNT)) continue; // refused by the single path
         items.push({ sub, ctx: systemContext(sub.accountId, sub.mode, now, `billing_${sub.id}`), plan, start, end, pending: subPending, lines });
       }
       if (items.length === 0) return [];
       const { invoices, events } = await this.invoices.createManyForSubscriptions(t, items.map(({ sub, ctx, plan, start, lines }) => ({
-        ctx,
-        spec: {
-          customerId: sub.customerId, subscriptionId: sub.id, currency: plan.currency, lines, billingPeriodStart: start,
-          billingReason: 'subscription_cycle' as const, send: false, account: accounts.get(sub.accountId),
-        },
+        ctx, spec: invoiceSpec(sub, plan, lines, start, 'subscription_cycle', accounts.get(sub.accountId)),
       })));
-      for (let i = 0; i < items.length; i++) {
-        if (items[i].pending.length) {
-          await SubscriptionPendingLineModel.update({ invoiceId: invoices[i].id }, { where: { id: items[i].pending.map((p) => p.id) }, transaction: t });
-        }
-      }
+      for (const [i, { pending: billedLines }] of items.entries()) await this.store.billPendingLines(t, billedLines, invoices[i].id);
       const collects = items.map(({ sub }, i) => this.collectsOn(sub, invoices[i]));
       await this.store.advanceMany(t, items.map(({ sub, start, end }, i) => ({
-        id: sub.id, start, end, invoiceId: invoices[i].id, collectInvoiceId: collects[i] ? invoices[i].id : null, nextBillingAt: collects[i] ? now : end,
+        id: sub.id, set: periodAdvance(start, end, invoices[i].id, collects[i], now),
       })), this.clock.now());
       const next = await this.store.findManyIn(items.map(({ sub }) => sub.id), t);
       const updated = items.map(({ sub, ctx, plan }) => ({
@@ -259,8 +247,7 @@ export class BillingService {
         if (isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress') refused.push(r);
         else {
           failed.push(r.sub.id);
-          this.logger.error({ subscriptionId: r.sub.id, err: errorForLog(err) }, 'billing step failed; tried again later');
-          await this.postpone(r.sub.id, now, token).catch(() => undefined);
+          await this.stepFailed(r.sub.id, err, now, token);
         }
       } else if (outcome.payment.status === 'succeeded') succeeded.push(r);
       else otherwise.push({ ...r, payment: outcome.payment });
@@ -278,8 +265,7 @@ export class BillingService {
         billed.push(r.sub.id);
       } catch (err) {
         failed.push(r.sub.id);
-        this.logger.error({ subscriptionId: r.sub.id, err: errorForLog(err) }, 'billing step failed; tried again later');
-        await this.postpone(r.sub.id, now, token).catch(() => undefined);
+        await this.stepFailed(r.sub.id, err, now, token);
       }
     });
     if (succeeded.length === 0) return { billed, failed };
@@ -378,16 +364,12 @@ export class BillingService {
       const sub = await this.store.find(id, undefined, t, true);
       if (!sub || sub.status !== 'active' || sub.collectInvoiceId || sub.currentPeriodEnd.getTime() > now.getTime()) return false;
       const plan = await this.planOf(sub, t);
-      const start = sub.currentPeriodEnd;
-      const end = periodEndAfter(sub.billingCycleAnchor, plan, start);
       const pending = await this.store.pendingLines(id, t);
-      const invoice = await this.invoiceIn(t, ctx, sub, plan, cycleLines(plan, sub.quantity, pending, start, end), start, 'subscription_cycle', account);
-      if (pending.length) await SubscriptionPendingLineModel.update({ invoiceId: invoice.id }, { where: { id: pending.map((p) => p.id) }, transaction: t });
+      const { start, end, lines } = nextCycle(sub, plan, pending);
+      const invoice = await this.invoiceIn(t, ctx, sub, plan, lines, start, 'subscription_cycle', account);
+      await this.store.billPendingLines(t, pending, invoice.id);
       const collect = this.collectsOn(sub, invoice);
-      await this.write(t, ctx, sub, plan, {
-        currentPeriodStart: start, currentPeriodEnd: end, latestInvoiceId: invoice.id, collectInvoiceId: collect ? invoice.id : null,
-        invoiceAttemptsSeen: 0, nextBillingAt: collect ? now : end,
-      }, 'subscription.updated');
+      await this.write(t, ctx, sub, plan, { ...periodAdvance(start, end, invoice.id, collect, now) }, 'subscription.updated');
       return collect;
     });
   }
@@ -400,10 +382,7 @@ export class BillingService {
     t: Transaction, ctx: RequestContext, sub: SubscriptionRecord, plan: Plan, lines: BillingLine[], periodStart: Date | null,
     reason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'subscription_resume', account?: AccountInvoicing,
   ): Promise<InvoiceRecord> {
-    return this.invoices.createForSubscription(t, ctx, {
-      customerId: sub.customerId, subscriptionId: sub.id, currency: plan.currency, lines, billingPeriodStart: periodStart,
-      billingReason: reason, send: sub.collectionMethod === 'send_invoice', account,
-    });
+    return this.invoices.createForSubscription(t, ctx, invoiceSpec(sub, plan, lines, periodStart, reason, account));
   }
 
   /** Whether the subscription charges this invoice itself (automatic collection, something to pay). */
@@ -427,7 +406,7 @@ export class BillingService {
       // Voided while collected (the merchant forgave it): nothing is owed; a past-due subscription is active again.
       await this.change(ctx, id, (current) => {
         if (current.collectInvoiceId !== invoiceId) return null;
-        const set = { collectInvoiceId: null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, nextBillingAt: current.currentPeriodEnd };
+        const set = collectionOver(current);
         return current.status === 'past_due' ? { move: 'invoice_voided', set: { ...set, status: 'active' } } : { set };
       });
       return;
@@ -464,7 +443,7 @@ export class BillingService {
   private async paid(ctx: RequestContext, id: string, invoiceId: string): Promise<void> {
     await this.change(ctx, id, (current) => {
       if (current.collectInvoiceId !== invoiceId) return null;
-      const set = { collectInvoiceId: null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, nextBillingAt: current.currentPeriodEnd };
+      const set = collectionOver(current);
       return current.status === 'past_due' ? { move: 'charge_succeeded', set: { ...set, status: 'active' } } : { set };
     });
   }
@@ -493,6 +472,12 @@ export class BillingService {
       };
       return current.status === 'past_due' ? { set, event: 'subscription.updated' } : { move: 'charge_failed', set: { ...set, status: 'past_due' } };
     });
+  }
+
+  /** A step that failed, logged and postponed. */
+  private async stepFailed(id: string, err: unknown, now: Date, token: string): Promise<void> {
+    this.logger.error({ subscriptionId: id, err: errorForLog(err) }, 'billing step failed; tried again later');
+    await this.postpone(id, now, token).catch(() => undefined);
   }
 
   /**
@@ -537,6 +522,30 @@ export class BillingService {
     if (!plan) throw notFound('price', sub.priceId, 'priceId');
     return plan;
   }
+}
+
+/** A subscription's invoice as the billing run and subscription requests create it (the single and the batch path). */
+function invoiceSpec(
+  sub: SubscriptionRecord, plan: Plan, lines: BillingLine[], periodStart: Date | null,
+  reason: SubscriptionInvoiceSpec['billingReason'], account: AccountInvoicing | undefined,
+): SubscriptionInvoiceSpec {
+  return {
+    customerId: sub.customerId, subscriptionId: sub.id, currency: plan.currency, lines, billingPeriodStart: periodStart,
+    billingReason: reason, send: sub.collectionMethod === 'send_invoice', account,
+  };
+}
+
+/** What a renewal writes (`renew` one by one, `advanceMany` for a batch): collected now when it charges its invoice. */
+function periodAdvance(start: Date, end: Date, invoiceId: string, collect: boolean, now: Date): PeriodAdvance {
+  return {
+    currentPeriodStart: start, currentPeriodEnd: end, latestInvoiceId: invoiceId, collectInvoiceId: collect ? invoiceId : null,
+    invoiceAttemptsSeen: 0, nextBillingAt: collect ? now : end,
+  };
+}
+
+/** The collected invoice is settled (paid, or voided): nothing collected, dunning over, the next work at the period's end. */
+function collectionOver(current: SubscriptionRecord): Record<string, unknown> {
+  return { collectInvoiceId: null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, nextBillingAt: current.currentPeriodEnd };
 }
 
 /**

@@ -15,8 +15,8 @@ import type { CatalogService } from '../catalog/catalog.service';
 import type { PaymentMethodService } from '../payments/payment-method.service';
 import type { PaymentService } from '../payments/payment.service';
 import type { InvoiceService } from '../invoices/invoice.service';
-import { periodBoundary, periodEndAfter, prorate, refuseUnproratable, type Interval } from './billing-period';
-import { cycleLines, planLine, prorationLines, total, unusedTimeLine, type BillingLine } from './billing-lines';
+import { periodBoundary, prorate, refuseUnproratable, type Interval } from './billing-period';
+import { cycleLines, nextCycle, planLine, prorationLines, total, unusedTimeLine, type BillingLine } from './billing-lines';
 import type { BillingService } from './billing.service';
 import type { TestClockService } from './test-clock.service';
 import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
@@ -245,9 +245,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
     if (current.status === 'canceled' || current.status === 'paused') throw invalidState(`This subscription is ${current.status}; it has no upcoming invoice`);
     if (current.cancelAtPeriodEnd) throw invalidState('This subscription ends at the end of its period; it has no upcoming invoice');
     const plan = await this.billing.planOf(current);
-    const start = current.currentPeriodEnd;
-    const end = periodEndAfter(current.billingCycleAnchor, plan, start);
-    const lines = cycleLines(plan, current.quantity, await this.store.pendingLines(id), start, end);
+    const { start, end, lines } = nextCycle(current, plan, await this.store.pendingLines(id));
     const sum = total(lines);
     return {
       object: 'upcoming_invoice', subscriptionId: id, currency: plan.currency,
@@ -283,7 +281,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
       };
       const pending = await this.store.pendingLines(id, t);
       const invoice = await this.billing.invoiceIn(t, sctx, current, plan, cycleLines(plan, current.quantity, pending, now, end), now, 'subscription_resume');
-      if (pending.length) await SubscriptionPendingLineModel.update({ invoiceId: invoice.id }, { where: { id: pending.map((p) => p.id) }, transaction: t });
+      await this.store.billPendingLines(t, pending, invoice.id);
       charge = this.billing.collectsOn(current, invoice);
       Object.assign(set, { latestInvoiceId: invoice.id, collectInvoiceId: charge ? invoice.id : null, nextBillingAt: charge ? now : end });
       return this.billing.write(t, sctx, current, plan, set, rule.event);
@@ -345,7 +343,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
   private async invoiceNow(t: Transaction, ctx: RequestContext, current: SubscriptionRecord, plan: Plan, lines: BillingLine[], set: Record<string, unknown>, periodStart: Date | null): Promise<boolean> {
     const pending = await this.store.pendingLines(current.id, t);
     const invoice = await this.billing.invoiceIn(t, ctx, current, plan, [...pending.map((p) => ({ ...p })), ...lines], periodStart, 'subscription_update');
-    if (pending.length) await SubscriptionPendingLineModel.update({ invoiceId: invoice.id }, { where: { id: pending.map((p) => p.id) }, transaction: t });
+    await this.store.billPendingLines(t, pending, invoice.id);
     const charge = this.billing.collectsOn(current, invoice) && current.status !== 'paused' && !current.collectInvoiceId;
     Object.assign(set, { latestInvoiceId: invoice.id });
     if (charge) Object.assign(set, { collectInvoiceId: invoice.id, invoiceAttemptsSeen: 0 });

@@ -52,6 +52,16 @@ export interface Plan {
   intervalCount: number;
 }
 
+/** What a renewal writes on its subscription: the next period, its invoice, and when to bill next. */
+export interface PeriodAdvance {
+  currentPeriodStart: Date;
+  currentPeriodEnd: Date;
+  latestInvoiceId: string;
+  collectInvoiceId: string | null;
+  invoiceAttemptsSeen: 0;
+  nextBillingAt: Date;
+}
+
 export interface PendingLine {
   id: string;
   description: string;
@@ -118,14 +128,7 @@ export class SubscriptionStore {
 
   /** Lines waiting for the subscription's next invoice, oldest first. */
   async pendingLines(subscriptionId: string, t?: Transaction): Promise<PendingLine[]> {
-    const rows = await SubscriptionPendingLineModel.findAll({ where: { subscriptionId, invoiceId: null }, order: [['createdAt', 'ASC'], ['id', 'ASC']], raw: true, transaction: t });
-    return rows.map((r) => {
-      const row = r as unknown as Row;
-      return {
-        id: row.id as string, description: row.description as string, quantity: Number(row.quantity), unitAmount: Number(row.unitAmount),
-        amount: Number(row.amount), periodStart: readTime(row.periodStart), periodEnd: readTime(row.periodEnd), proration: readBool(row.proration),
-      };
-    });
+    return (await this.pendingLinesOf([subscriptionId], t)).get(subscriptionId) ?? [];
   }
 
   /**
@@ -198,35 +201,33 @@ export class SubscriptionStore {
     return found;
   }
 
+  /** The pending lines `lines` billed on `invoiceId` (no longer waiting for an invoice). */
+  async billPendingLines(t: Transaction, lines: ReadonlyArray<{ id: string }>, invoiceId: string): Promise<void> {
+    if (lines.length === 0) return;
+    await SubscriptionPendingLineModel.update({ invoiceId }, { where: { id: lines.map((p) => p.id) }, transaction: t });
+  }
+
   /**
    * A billing batch's period advances (what `BillingService.renew` writes for one): one
    * statement on PostgreSQL, one each on SQLite.
    */
-  async advanceMany(
-    t: Transaction,
-    rows: Array<{ id: string; start: Date; end: Date; invoiceId: string; collectInvoiceId: string | null; nextBillingAt: Date }>,
-    now: Date,
-  ): Promise<void> {
+  async advanceMany(t: Transaction, rows: Array<{ id: string; set: PeriodAdvance }>, now: Date): Promise<void> {
     if (rows.length === 0) return;
     if (this.db.dialect === 'postgres') {
       await this.db.execute(
         `UPDATE subscriptions s SET current_period_start = v.start_at, current_period_end = v.end_at, latest_invoice_id = v.invoice_id,
-                collect_invoice_id = v.collect_invoice_id, invoice_attempts_seen = 0, next_billing_at = v.next_billing_at, updated_at = $2
-           FROM json_to_recordset($1::json) AS v(id text, start_at timestamptz, end_at timestamptz, invoice_id text, collect_invoice_id text, next_billing_at timestamptz)
+                collect_invoice_id = v.collect_invoice_id, invoice_attempts_seen = v.attempts_seen, next_billing_at = v.next_billing_at, updated_at = $2
+           FROM json_to_recordset($1::json) AS v(id text, start_at timestamptz, end_at timestamptz, invoice_id text, collect_invoice_id text, attempts_seen integer, next_billing_at timestamptz)
           WHERE s.id = v.id`,
-        [this.db.jsonParam(rows.map((r) => ({
-          id: r.id, start_at: r.start, end_at: r.end, invoice_id: r.invoiceId, collect_invoice_id: r.collectInvoiceId, next_billing_at: r.nextBillingAt,
+        [this.db.jsonParam(rows.map(({ id, set }) => ({
+          id, start_at: set.currentPeriodStart, end_at: set.currentPeriodEnd, invoice_id: set.latestInvoiceId, collect_invoice_id: set.collectInvoiceId,
+          attempts_seen: set.invoiceAttemptsSeen, next_billing_at: set.nextBillingAt,
         }))), now],
         t,
       );
       return;
     }
-    for (const r of rows) {
-      await SubscriptionModel.update({
-        currentPeriodStart: r.start, currentPeriodEnd: r.end, latestInvoiceId: r.invoiceId, collectInvoiceId: r.collectInvoiceId,
-        invoiceAttemptsSeen: 0, nextBillingAt: r.nextBillingAt, updatedAt: now,
-      }, { where: { id: r.id }, transaction: t });
-    }
+    for (const { id, set } of rows) await SubscriptionModel.update({ ...set, updatedAt: now }, { where: { id }, transaction: t });
   }
 
   /**
