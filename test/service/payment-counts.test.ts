@@ -1,5 +1,6 @@
 import type { RequestContext } from '../../src/core/context';
 import type { Database } from '../../src/db/database';
+import { DIALECT } from '../helpers/db';
 import { startServices, type ServiceHarness } from '../helpers/services';
 
 /**
@@ -77,6 +78,29 @@ describe('the payments list total', () => {
       const figures = await listedAndCounted(on);
       expect(listed(figures)).toEqual(same(figures));
     }
+  });
+
+  it('should have a reader fold the deltas when many are waiting, so the total stays cheap with no job running (PostgreSQL)', async () => {
+    const before = (await h.services.payments.list(ctx, { pageSize: 1 })).total;
+    await h.services.payments.foldCounts();
+    // 10,001 payments written at once, as an import would, with no fold job running in this harness.
+    const at = DIALECT === 'postgres' ? '$3::timestamptz' : '$3';
+    await db.execute(
+      `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 10001)
+       INSERT INTO payments (id, account_id, mode, amount, currency, original_currency, payment_method, status, created_at, updated_at)
+       SELECT 'pay_bulk_' || n, $1, $2, 100, 'USD', 'USD', 'pm_card_visa', 'succeeded', ${at}, ${at} FROM g`,
+      [ctx.accountId, ctx.mode, h.clock.now()],
+    );
+    const waiting = async () => Number((await db.select<{ n: number | string }>('SELECT COUNT(*) AS n FROM payment_count_deltas'))[0].n);
+    expect(await waiting()).toBe(DIALECT === 'postgres' ? 10_001 : 0);
+    expect((await h.services.payments.list(ctx, { pageSize: 1 })).total).toBe(before + 10_001);
+    // The read answered at once and started a fold in the background.
+    const until = Date.now() + 10_000;
+    while ((await waiting()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(await waiting()).toBe(0);
+    expect((await h.services.payments.list(ctx, { pageSize: 1 })).total).toBe(before + 10_001);
+    expect((await h.services.payments.list(ctx, { pageSize: 1, status: 'succeeded' })).total).toBe(Number((await db.select<{ n: number | string }>(
+      "SELECT COUNT(*) AS n FROM payments WHERE account_id = $1 AND mode = $2 AND status = 'succeeded'", [ctx.accountId, ctx.mode]))[0].n));
   });
 
   it('should keep the live mode apart from the test mode', async () => {
