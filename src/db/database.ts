@@ -257,6 +257,30 @@ export class Database {
   }
 
   /**
+   * `column` among the text elements of the JSON array bound at `placeholder` (`$n`), each looked
+   * up in an index on `column`. PostgreSQL gets them as an array, `= ANY (ARRAY(…))`, an index
+   * condition: as `IN (SELECT …)` it counts on the set-returning function's 100 rows and, once a
+   * table has some ten thousand rows per account, hash-joins a sequential scan of them instead
+   * (in generic plans of prepared statements too). SQLite keeps `IN (…)`, a lookup per element.
+   */
+  inJsonList(column: string, placeholder: string): string {
+    const list = this.jsonTextList(placeholder);
+    return this.dialect === 'postgres' ? `${column} = ANY (ARRAY(${list}))` : `${column} IN (${list})`;
+  }
+
+  /**
+   * `column` not among the text elements of the JSON array bound at `placeholder`: on PostgreSQL
+   * `<> ALL (ARRAY(…))`, one filter over the rows however they are found, rather than a hashed
+   * subplan. It differs from `NOT IN` only when the list or `column` holds NULL (`NOT IN` is then
+   * unknown for every row); callers pass columns that are never NULL and lists of ids that are
+   * never null, where the two are the same, true for an empty list included.
+   */
+  notInJsonList(column: string, placeholder: string): string {
+    const list = this.jsonTextList(placeholder);
+    return this.dialect === 'postgres' ? `${column} <> ALL (ARRAY(${list}))` : `${column} NOT IN (${list})`;
+  }
+
+  /**
    * The database's clock, as SQL: what leases shared by instances are measured on, never an
    * instance's own clock, which can run ahead, behind or jump. On SQLite, the text form the
    * models write (sqliteTime), so comparisons with stored times stay textual.

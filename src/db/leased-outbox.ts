@@ -104,7 +104,7 @@ export class LeasedOutbox {
     const statuses = [this.spec.owed, ...(this.spec.alsoLeased ?? [])].map((s) => `'${s}'`).join(', ');
     return this.db.execute(
       `UPDATE ${this.spec.table} SET locked_until = ${this.db.nowPlusSql('$2')}
-        WHERE lock_token IN (${this.db.jsonTextList('$1')}) AND status IN (${statuses})`,
+        WHERE ${this.db.inJsonList('lock_token', '$1')} AND status IN (${statuses})`,
       [this.db.jsonParam([...tokens]), Math.ceil(leaseMs)],
     );
   }

@@ -149,7 +149,7 @@ export async function pagePerParent<R, T, F extends string, O extends ListOption
   const pages = new Map<string, PageFor<T, O>>();
   if (ids.length === 0) return pages;
   const n = filter.bind.length;
-  const where = `${filter.sql ? `${filter.sql} AND ` : ''}${query.parentColumn} IN (${db.jsonTextList(`$${n + 1}`)})`;
+  const where = `${filter.sql ? `${filter.sql} AND ` : ''}${db.inJsonList(query.parentColumn, `$${n + 1}`)}`;
   const counted = options?.countTotal !== false;
   const offset = (params.page - 1) * params.pageSize;
   const [rows, counts] = await Promise.all([
@@ -194,11 +194,10 @@ export async function newestPerParent<R>(
   if (ids.length === 0) return [];
   const a = opts.prefix ?? '';
   const parent = `${a}${opts.parentColumn}`;
-  const idList = db.jsonTextList('$4');
   return db.select<R>(
     `SELECT * FROM (
        SELECT ${opts.columns}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${a}created_at DESC, ${a}id DESC) AS rank_in_parent
-         FROM ${opts.from} WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${parent} IN (${idList})
+         FROM ${opts.from} WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${db.inJsonList(parent, '$4')}
      ) ranked WHERE rank_in_parent <= $3 ORDER BY created_at DESC, id DESC`,
     [opts.accountId, opts.mode, opts.limit ?? NESTED_LIST_LIMIT, JSON.stringify(ids)],
   );

@@ -1,4 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
+import { postgresPlans } from '../helpers/plans';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -143,24 +144,9 @@ describe('GraphQL events(objectIds:)', () => {
     // PostgreSQL: the plans, custom and generic (a prepared statement's), with 30,000 events of
     // one account and mode analyzed (a single-account install: `IN (SELECT …)` hash-joined a
     // sequential scan of them there); the rows are rolled back.
-    const plans: string[] = [];
-    const rollback = new Error('rollback');
-    await db.transaction(async (t) => {
-      await db.execute(`INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
+    const plans = await postgresPlans(db, [`INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
         SELECT 'evt_plan_' || g, 'acct_plan', 'test', 'customer.created', 'obj_' || (g / 3), '{"object":{}}', now() - g * interval '1 second'
-          FROM generate_series(1, 30000) g`, [], t);
-      await db.execute('ANALYZE events', [], t);
-      for (const [i, sql] of statements.entries()) {
-        const args = /COUNT/.test(sql) ? `'acct_plan', 'test', '${ids}'` : `'acct_plan', 'test', '${ids}', 20, 0`;
-        await db.execute(`PREPARE plan_${i} AS ${sql}`, [], t);
-        for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-          await db.execute(`SET LOCAL plan_cache_mode = ${mode}`, [], t);
-          plans.push(JSON.stringify(await db.select(`EXPLAIN EXECUTE plan_${i}(${args})`, [], t)));
-        }
-        await db.execute(`DEALLOCATE plan_${i}`, [], t);
-      }
-      throw rollback;
-    }).catch((err) => { if (err !== rollback) throw err; });
+          FROM generate_series(1, 30000) g`], statements.map((sql) => ({ sql, args: /COUNT/.test(sql) ? ['acct_plan', 'test', ids] : ['acct_plan', 'test', ids, 20, 0] })));
     expect(plans).toHaveLength(4);
     for (const plan of plans) {
       expect(plan).toMatch(/Index (Only )?Scan using events_object_idx on events/);

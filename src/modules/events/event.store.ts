@@ -108,8 +108,7 @@ export class EventStore {
 
   /** Events as the bus carries them, by id, in one statement whatever their number. */
   async loadPublished(ids: string[]): Promise<PublishedEvent[]> {
-    const idList = this.db.jsonTextList('$1');
-    const rows = await this.db.select(`SELECT ${COLUMNS}, account_id FROM events WHERE id IN (${idList})`, [this.db.jsonParam(ids)]);
+    const rows = await this.db.select(`SELECT ${COLUMNS}, account_id FROM events WHERE ${this.db.inJsonList('id', '$1')}`, [this.db.jsonParam(ids)]);
     return rows.map(toPublished);
   }
 
@@ -137,24 +136,13 @@ export class EventStore {
   ): Promise<PageFor<ApiEvent, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, object_id: input.objectId, type: input.type });
     const objectIds = input.objectIds;
-    if (objectIds !== undefined) filter.raw((param) => this.objectIdIn(param(this.db.jsonParam([...new Set(objectIds)]))));
-    // One JSON parameter whatever the number of types; events_type_idx serves each.
-    if (types !== null) filter.raw((param) => `type IN (${this.db.jsonTextList(param(JSON.stringify(types)))})`);
+    if (objectIds !== undefined) filter.raw((param) => this.db.inJsonList('object_id', param(this.db.jsonParam([...new Set(objectIds)]))));
+    // One JSON parameter whatever the number of types, an index condition (see Database.inJsonList).
+    if (types !== null) filter.raw((param) => this.db.inJsonList('type', param(JSON.stringify(types))));
     // Without statistics SQLite would rather walk the account's events in order (events_list_idx,
     // no sort) than look each id up: the time it takes would grow with the account.
     const table = objectIds !== undefined && this.db.dialect === 'sqlite' ? 'events INDEXED BY events_object_idx' : 'events';
     return listPage(this.db, { table, columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent }, options);
-  }
-
-  /**
-   * `object_id` among the ids of the JSON array bound at `placeholder`: one parameter whatever
-   * their number, each looked up in events_object_idx. PostgreSQL gets them as an array (`= ANY`,
-   * an index condition): as `IN (SELECT …)` it counts on the function's 100 rows and, in an
-   * account of some ten thousand events, hash-joins a sequential scan of them instead.
-   */
-  private objectIdIn(placeholder: string): string {
-    const ids = this.db.jsonTextList(placeholder);
-    return this.db.dialect === 'postgres' ? `object_id = ANY (ARRAY(${ids}))` : `object_id IN (${ids})`;
   }
 }
 

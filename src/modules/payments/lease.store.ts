@@ -25,7 +25,7 @@ export class LeaseStore {
     const until = this.db.nowPlusSql('$1');
     const rows = await this.db.select<{ id: string }>(
       `UPDATE ${table} SET lease_until = ${until}
-        WHERE status = 'pending' AND id IN (${this.db.jsonTextList('$2')}) AND lease_until > ${this.db.nowSql} AND lease_until <= ${until}
+        WHERE status = 'pending' AND ${this.db.inJsonList('id', '$2')} AND lease_until > ${this.db.nowSql} AND lease_until <= ${until}
         RETURNING id`,
       [Math.ceil(leaseMs), JSON.stringify(ids)],
     );

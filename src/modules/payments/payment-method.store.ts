@@ -33,7 +33,7 @@ export class PaymentMethodStore {
   async findMany(scope: Scope, ids: readonly string[]): Promise<PaymentMethodRow[]> {
     if (ids.length === 0) return [];
     return this.db.select<PaymentMethodRow>(
-      `SELECT ${COLUMNS} FROM payment_methods WHERE id IN (${this.db.jsonTextList('$1')}) AND account_id = $2 AND mode = $3`,
+      `SELECT ${COLUMNS} FROM payment_methods WHERE ${this.db.inJsonList('id', '$1')} AND account_id = $2 AND mode = $3`,
       [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
     );
   }

@@ -236,7 +236,7 @@ export class PaymentStore {
     const now = this.db.nowSql;
     const rows = await this.db.select(
       `SELECT ${PAYMENT_COLUMNS}, account_id, routing_plan, idempotency_key, pending_since, ${now} AS db_now
-         FROM payments WHERE status = 'pending' AND lease_until < ${now} AND id NOT IN (${this.db.jsonTextList('$1')})
+         FROM payments WHERE status = 'pending' AND lease_until < ${now} AND ${this.db.notInJsonList('id', '$1')}
         ORDER BY lease_until LIMIT ${Number(limit)}`,
       [JSON.stringify(held)],
     );

@@ -155,7 +155,7 @@ export class RefundStore {
       `SELECT r.id, r.mode, r.payment_id, r.amount, r.currency, r.reason, r.status, r.gateway_id, r.failure_code, r.failure_message,
               r.created_at, r.updated_at, r.account_id, r.idempotency_key, r.pending_since, p.gateway_reference, ${now} AS db_now
          FROM refunds r JOIN payments p ON p.id = r.payment_id
-        WHERE r.status = 'pending' AND r.lease_until < ${now} AND r.id NOT IN (${this.db.jsonTextList('$1')})
+        WHERE r.status = 'pending' AND r.lease_until < ${now} AND ${this.db.notInJsonList('r.id', '$1')}
         ORDER BY r.lease_until LIMIT ${Number(limit)}`,
       [JSON.stringify(held)],
     );

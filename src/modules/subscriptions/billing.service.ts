@@ -177,7 +177,7 @@ export class BillingService {
     const failed: string[] = [];
     // Each account's invoicing settings, read before the transaction (never on a second connection inside it).
     const accountIds = await this.db.select<{ account_id: string }>(
-      `SELECT DISTINCT account_id FROM subscriptions WHERE id IN (${this.db.jsonTextList('$1')})`, [JSON.stringify(ids)],
+      `SELECT DISTINCT account_id FROM subscriptions WHERE ${this.db.inJsonList('id', '$1')}`, [JSON.stringify(ids)],
     );
     const accounts = new Map<string, AccountInvoicing>();
     for (const { account_id: accountId } of accountIds) accounts.set(accountId, await run.account(accountId));

@@ -115,7 +115,7 @@ export class SubscriptionStore {
     const rows = await this.db.select<Row>(
       `SELECT p.id, p.product_id, pr.name AS product_name, p.unit_amount, p.currency, p.recurring_interval, p.recurring_interval_count
          FROM prices p LEFT JOIN products pr ON pr.id = p.product_id AND pr.account_id = p.account_id AND pr.mode = p.mode
-        WHERE p.account_id = $1 AND p.mode = $2 AND p.id IN (${this.db.jsonTextList('$3')})`,
+        WHERE p.account_id = $1 AND p.mode = $2 AND ${this.db.inJsonList('p.id', '$3')}`,
       [scope.accountId, scope.mode, JSON.stringify([...new Set(priceIds)])],
       t,
     );
@@ -266,7 +266,7 @@ export class SubscriptionStore {
     if (ids.length === 0) return;
     await this.db.execute(
       `UPDATE subscriptions SET billing_locked_until = NULL, billing_lock_token = NULL
-        WHERE id IN (${this.db.jsonTextList('$1')}) AND billing_lock_token = $2`,
+        WHERE ${this.db.inJsonList('id', '$1')} AND billing_lock_token = $2`,
       [JSON.stringify([...ids]), token],
     );
   }
