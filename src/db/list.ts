@@ -152,14 +152,29 @@ export async function pagePerParent<R, T, F extends string, O extends ListOption
   const where = `${filter.sql ? `${filter.sql} AND ` : ''}${db.inJsonList(query.parentColumn, `$${n + 1}`)}`;
   const counted = options?.countTotal !== false;
   const offset = (params.page - 1) * params.pageSize;
-  const [rows, counts] = await Promise.all([
-    db.select<R>(
+  // PostgreSQL reads each parent's page alone (LATERAL … LIMIT): from the parent's index, only
+  // the rows up to the page's end, however many the parent has. SQLite, which has no LATERAL,
+  // ranks each parent's rows and keeps the page's.
+  const pageRows = db.dialect === 'postgres'
+    ? db.select<R>(
+      `SELECT page.* FROM json_array_elements_text($${n + 1}::json) WITH ORDINALITY AS parent(id, position)
+         CROSS JOIN LATERAL (
+           SELECT ${query.columns}, ROW_NUMBER() OVER (ORDER BY ${order}) AS rank_in_parent
+             FROM ${query.table} WHERE ${filter.sql ? `${filter.sql} AND ` : ''}${query.parentColumn} = parent.id
+            ORDER BY ${order} LIMIT $${n + 3} OFFSET $${n + 2}
+         ) page
+        ORDER BY parent.position, page.rank_in_parent`,
+      [...filter.bind, JSON.stringify(ids), offset, params.pageSize],
+    )
+    : db.select<R>(
       `SELECT * FROM (
          SELECT ${query.columns}, ROW_NUMBER() OVER (PARTITION BY ${query.parentColumn} ORDER BY ${order}) AS rank_in_parent
            FROM ${query.table} WHERE ${where}
        ) ranked WHERE rank_in_parent > $${n + 2} AND rank_in_parent <= $${n + 3} ORDER BY rank_in_parent`,
       [...filter.bind, JSON.stringify(ids), offset, offset + params.pageSize],
-    ),
+    );
+  const [rows, counts] = await Promise.all([
+    pageRows,
     counted
       ? db.select<{ parent_id: string; total: number | string }>(
         `SELECT ${query.parentColumn} AS parent_id, COUNT(*) AS total FROM ${query.table} WHERE ${where} GROUP BY ${query.parentColumn}`,
@@ -194,6 +209,19 @@ export async function newestPerParent<R>(
   if (ids.length === 0) return [];
   const a = opts.prefix ?? '';
   const parent = `${a}${opts.parentColumn}`;
+  // As pagePerParent: on PostgreSQL each parent's newest rows alone, up to `limit`, from its index.
+  if (db.dialect === 'postgres') {
+    return db.select<R>(
+      `SELECT newest.* FROM json_array_elements_text($4::json) AS parent(id)
+         CROSS JOIN LATERAL (
+           SELECT ${opts.columns} FROM ${opts.from}
+            WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${parent} = parent.id
+            ORDER BY ${a}created_at DESC, ${a}id DESC LIMIT $3
+         ) newest
+        ORDER BY newest.created_at DESC, newest.id DESC`,
+      [opts.accountId, opts.mode, opts.limit ?? NESTED_LIST_LIMIT, JSON.stringify(ids)],
+    );
+  }
   return db.select<R>(
     `SELECT * FROM (
        SELECT ${opts.columns}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${a}created_at DESC, ${a}id DESC) AS rank_in_parent

@@ -186,7 +186,8 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
       await db.execute("DELETE FROM payments WHERE id = 'pay_3'");
       await check();
       expect(await store.total({ accountId: 'acct_1', mode: 'test' }, 'failed')).toBe(2);
-      expect(await store.fold()).toBe(db.dialect === 'postgres' ? 5 : 0);
+      // One delta row per statement and move: the two payments failed by one UPDATE are one.
+      expect(await store.fold()).toBe(db.dialect === 'postgres' ? 4 : 0);
       await check();
       expect(await db.select('SELECT * FROM payment_count_deltas')).toEqual([]);
     } finally {

@@ -17,9 +17,9 @@ export class PaymentCountModel extends Model {
 }
 
 /**
- * One payment written (`oldStatus` null), moved from one status to another, or deleted
- * (`newStatus` null), appended by the payments table's trigger on PostgreSQL and not yet folded
- * into payment_counts.
+ * `n` payments of an account and mode written by one statement (`oldStatus` null), moved from one
+ * status to another, or deleted (`newStatus` null), appended by the payments table's triggers on
+ * PostgreSQL and not yet folded into payment_counts.
  */
 @Table({ tableName: 'payment_count_deltas' })
 export class PaymentCountDeltaModel extends Model {
@@ -28,6 +28,8 @@ export class PaymentCountDeltaModel extends Model {
   @Column({ type: DataType.STRING(4), allowNull: false }) declare mode: 'test' | 'live';
   @Column(DataType.STRING(20)) declare oldStatus: string | null;
   @Column(DataType.STRING(20)) declare newStatus: string | null;
+  /** How many payments made this move in one statement. */
+  @Column({ type: DataType.BIGINT, allowNull: false }) declare n: number;
 
   @BelongsTo(() => AccountModel, { foreignKey: 'accountId', constraints: false }) declare account?: AccountModel;
 }

@@ -4,7 +4,7 @@ import { errorForLog } from '../../logger';
 
 type Scope = { accountId: string; mode: string };
 
-/** Deltas a reader may find waiting before it asks for a fold itself (the job folds every few seconds). */
+/** Delta rows (one per statement and move) a reader may find waiting before it asks for a fold itself (the job folds every 2 s). */
 const FOLD_WHEN_WAITING = 10_000;
 
 /**
@@ -16,7 +16,11 @@ const FOLD_WHEN_WAITING = 10_000;
 export class PaymentCountStore {
   private folding: Promise<number> | null = null;
 
-  constructor(private readonly db: Database, private readonly logger?: Logger) {}
+  private readonly foldWhenWaiting: number;
+
+  constructor(private readonly db: Database, private readonly logger?: Logger, options: { foldWhenWaiting?: number } = {}) {
+    this.foldWhenWaiting = options.foldWhenWaiting ?? FOLD_WHEN_WAITING;
+  }
 
   /** Payments of the account and mode, in `status` if given: exact as of the statement's snapshot. */
   async total(scope: Scope, status?: string): Promise<number> {
@@ -26,19 +30,19 @@ export class PaymentCountStore {
     const [row] = await this.db.select<{ total: number | string; waiting: number | string }>(
       `SELECT c.n + COALESCE(d.n, 0) AS total, d.waiting
          FROM (SELECT COALESCE(SUM(n), 0) AS n FROM payment_counts WHERE account_id = $1 AND mode = $2${inStatus}) c,
-              (SELECT SUM(CASE WHEN ${added} THEN 1 ELSE 0 END) - SUM(CASE WHEN ${removed} THEN 1 ELSE 0 END) AS n, COUNT(*) AS waiting
+              (SELECT SUM(CASE WHEN ${added} THEN n ELSE 0 END) - SUM(CASE WHEN ${removed} THEN n ELSE 0 END) AS n, COUNT(*) AS waiting
                  FROM payment_count_deltas WHERE account_id = $1 AND mode = $2) d`,
       status === undefined ? [scope.accountId, scope.mode] : [scope.accountId, scope.mode, status],
     );
     // Should the job not be running anywhere, the deltas would grow with every payment and so
     // would this read: the first reader to find many waiting folds them (in the background).
-    if (Number(row.waiting) > FOLD_WHEN_WAITING) void this.foldOnce();
+    if (Number(row.waiting) > this.foldWhenWaiting) void this.foldOnce();
     return Number(row.total);
   }
 
   /**
-   * Moves the deltas committed so far into the counts, in one transaction; returns how many it
-   * folded. One fold at a time across instances (a transaction-scoped advisory lock): a fold
+   * Moves the deltas committed so far into the counts, in one transaction; returns how many
+   * delta rows it folded. One fold at a time across instances (a transaction-scoped advisory lock): a fold
    * that finds another running does nothing. Deltas of transactions still open are not visible
    * to it and wait for the next fold. Nothing to do on SQLite, where the triggers keep the counts.
    */
@@ -48,10 +52,10 @@ export class PaymentCountStore {
       const [lock] = await this.db.select<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext('payorch.payment_counts.fold')) AS ok", [], t);
       if (!lock.ok) return 0;
       const [row] = await this.db.select<{ folded: number | string }>(
-        `WITH folded AS (DELETE FROM payment_count_deltas RETURNING account_id, mode, old_status, new_status),
-              moves AS (SELECT account_id, mode, new_status AS status, 1 AS n FROM folded WHERE new_status IS NOT NULL
+        `WITH folded AS (DELETE FROM payment_count_deltas RETURNING account_id, mode, old_status, new_status, n),
+              moves AS (SELECT account_id, mode, new_status AS status, n FROM folded WHERE new_status IS NOT NULL
                         UNION ALL
-                        SELECT account_id, mode, old_status, -1 FROM folded WHERE old_status IS NOT NULL),
+                        SELECT account_id, mode, old_status, -n FROM folded WHERE old_status IS NOT NULL),
               written AS (INSERT INTO payment_counts (account_id, mode, status, n)
                           SELECT account_id, mode, status, SUM(n) FROM moves GROUP BY account_id, mode, status
                           ON CONFLICT (account_id, mode, status) DO UPDATE SET n = payment_counts.n + EXCLUDED.n
