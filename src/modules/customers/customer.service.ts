@@ -116,10 +116,10 @@ export class CustomerService {
     return this.lookup(ctx, ids);
   }
 
-  /** For other services acting on the caller's behalf (a payment names its customer). */
-  async lookup(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Customer>> {
+  /** For other services acting on the caller's behalf (a payment names its customer): the account and mode's customers by id, no permission asked. */
+  async lookup(scope: { accountId: string; mode: string }, ids: readonly string[]): Promise<Map<string, Customer>> {
     const rows = await CustomerModel.findAll({
-      where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode },
+      where: { id: [...new Set(ids)], accountId: scope.accountId, mode: scope.mode },
       raw: true,
     });
     return new Map(rows.map((r) => [r.id, toApiCustomer(r as unknown as Record<string, unknown>)]));

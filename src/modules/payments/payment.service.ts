@@ -1,5 +1,4 @@
 import DataLoader from 'dataloader';
-import { systemClock } from '../../core/clock';
 import type { Database } from '../../db/database';
 import { NESTED_LIST_LIMIT, groupBy } from '../../db/list';
 import type { Mode, RequestContext } from '../../core/context';
@@ -102,8 +101,7 @@ export class PaymentService {
     this.store = new PaymentStore(db, events, gtx, keys, logger, batchOptions);
     this.leaseStore = new LeaseStore(db);
     this.charger = new PaymentCharger(routing, gateways, leases, logger);
-    // The lookup reads the account and mode of its context only.
-    this.customerReads = scopedReads((scope, ids) => this.customers.lookup({ ...scope, permissions: ['*'], requestId: 'payment-checks', clock: systemClock }, ids));
+    this.customerReads = scopedReads((scope, ids) => this.customers.lookup(scope, ids));
     this.methodReads = scopedReads((scope, ids) => this.methods.resolveMany(scope, ids));
   }
 

@@ -241,6 +241,14 @@ const INSERT_ATTEMPT = `INSERT INTO webhook_attempts (id, account_id, mode, endp
 const RELEASE_UNSENT = `UPDATE webhook_deliveries SET status = $1, attempts = attempts - 1, last_error = $2, locked_until = NULL, lock_token = NULL, updated_at = $3
           WHERE id = $4 AND lock_token = $5 AND status IN ('pending', 'held')`;
 
+/** What a delivery sends: the event as the API shows it. */
+const deliveryPayload = (event: ApiEvent): string => JSON.stringify({
+  id: event.id, object: 'event', type: event.type, createdAt: event.createdAt, livemode: event.livemode, data: event.data,
+});
+
+/** The start of one event's delivery ids (whd_ + 20 random characters); each endpoint's id's random part ends it. */
+const deliveryIdPrefix = (): string => `whd_${randomBase62(20)}`;
+
 /**
  * Where the webhooks module reads and writes its tables (webhook_endpoints, webhook_deliveries,
  * webhook_attempts). The outbox insert (in the event's transaction, or as a part of the
@@ -261,9 +269,7 @@ export class WebhookStore {
    * characters shared by this batch + the endpoint id's random part. Returns how many.
    */
   async insertDeliveries(t: Transaction, scope: Scope, event: ApiEvent, now: Date): Promise<number> {
-    const payload = JSON.stringify({
-      id: event.id, object: 'event', type: event.type, createdAt: event.createdAt, livemode: event.livemode, data: event.data,
-    });
+    const payload = deliveryPayload(event);
     const p = new Params();
     // Parameters in a SELECT list have no column to take a type from on PostgreSQL.
     const pg = this.db.dialect === 'postgres';
@@ -271,7 +277,7 @@ export class WebhookStore {
     const time = pg ? p.add(now, 'timestamptz') : p.add(now);
     const sql = `INSERT INTO webhook_deliveries
          (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
-       SELECT ${text(`whd_${randomBase62(20)}`)} || substr(e.id, 4), e.account_id, e.mode, e.id, ${text(event.id)}, ${text(event.type)}, ${text(payload)},
+       SELECT ${text(deliveryIdPrefix())} || substr(e.id, 4), e.account_id, e.mode, e.id, ${text(event.id)}, ${text(event.type)}, ${text(payload)},
               'pending', 0, ${time}, ${time}, ${time}
          FROM webhook_endpoints e
         WHERE e.account_id = ${p.add(scope.accountId)} AND e.mode = ${p.add(scope.mode)} AND e.status = 'enabled' AND e.deleted_at IS NULL
@@ -291,9 +297,8 @@ export class WebhookStore {
       return;
     }
     const rows = events.map(({ event, accountId, mode }) => ({
-      prefix: `whd_${randomBase62(20)}`, account_id: accountId, mode, event_id: event.id, type: event.type,
-      pattern: likePattern(`"${event.type}"`),
-      payload: JSON.stringify({ id: event.id, object: 'event', type: event.type, createdAt: event.createdAt, livemode: event.livemode, data: event.data }),
+      prefix: deliveryIdPrefix(), account_id: accountId, mode, event_id: event.id, type: event.type,
+      pattern: likePattern(`"${event.type}"`), payload: deliveryPayload(event),
     }));
     await this.db.execute(
       `INSERT INTO webhook_deliveries
@@ -313,7 +318,7 @@ export class WebhookStore {
    * built from its row). The text does not depend on the number of events.
    */
   deliveriesBatchPart(events: BatchedEvent[], p: Params, eventCte: string, now: Date): string {
-    const rows = events.map(({ event }) => ({ event_id: event.id, prefix: `whd_${randomBase62(20)}` }));
+    const rows = events.map(({ event }) => ({ event_id: event.id, prefix: deliveryIdPrefix() }));
     const time = p.add(now, 'timestamptz');
     return `INSERT INTO webhook_deliveries
          (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
