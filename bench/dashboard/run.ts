@@ -57,7 +57,7 @@ const PAYMENTS = Number(process.env.BENCH_PAYMENTS ?? 1_000_000);
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 50_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 300);
-/** Rounds of each list request: each counts its matches, about a million rows. */
+/** Rounds of each list request (their totals are the kept counts of migration 0019; a list that counted read about a million rows). */
 const LIST_ROUNDS = Number(process.env.BENCH_LIST_ROUNDS ?? 100);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 20);
 const SCREEN_PAYMENTS = Number(process.env.BENCH_SCREEN_PAYMENTS ?? 100);
@@ -146,8 +146,8 @@ async function seedInto(name: string, dataDir: string): Promise<Seeded> {
   await c.connect();
   try {
     await seedDashboard(c, { accountId: created.accountId, payments: PAYMENTS, subscriptions: SUBSCRIPTIONS, days: DAYS }, console.log);
-    // The payments' triggers appended a count delta per row (migration 0019): folded as the
-    // service's job would have, by the service's own code.
+    // The payments' triggers appended count deltas, one per seeding statement (migration 0019):
+    // folded as the service's job would have, by the service's own code.
     const foldStarted = performance.now();
     const again = await createServices(config, { logger: createLogger('warn') });
     const folded = await again.payments.foldCounts();
