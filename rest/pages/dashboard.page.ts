@@ -20,10 +20,10 @@ const OWN_STYLE =
   '.cols{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:1.5rem}@media (max-width:60rem){.cols{grid-template-columns:1fr}}' +
   'section h2.title{font-size:1.1rem;margin:0 0 .5rem}' +
   'table{border-collapse:collapse;width:100%;font-size:.875rem}th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #eef0f3;white-space:nowrap}td.wrap{white-space:normal;overflow-wrap:anywhere}th{color:#5b6270;font-weight:600}' +
-  '#browse-table,#detail{overflow-x:auto}' +
+  '#payments-table,#browse-table,#detail{overflow-x:auto}#payments-table td:nth-child(4){white-space:normal;overflow-wrap:anywhere;min-width:6rem}' +
   '.filters{display:flex;gap:.5rem;flex-wrap:wrap;margin:0 0 .5rem}.filters input,.filters select{width:auto;flex:1 1 10rem;padding:.4rem .6rem;font:inherit;border:1px solid #b8bfca;border-radius:6px}' +
   '.pager{display:flex;gap:.5rem;align-items:center;justify-content:flex-end;margin:.5rem 0 0;font-size:.875rem}' +
-  '#feed{list-style:none;padding:0;margin:0;max-height:32rem;overflow:auto;font-size:.875rem}#feed li{padding:.35rem 0;border-bottom:1px solid #eef0f3;display:flex;gap:.5rem;justify-content:space-between}#feed time{color:#5b6270}' +
+  '#feed{list-style:none;padding:0;margin:0;max-height:32rem;overflow:auto;font-size:.875rem}#feed li{padding:.35rem 0;border-bottom:1px solid #eef0f3;display:flex;gap:.5rem;justify-content:space-between}#feed time{color:#5b6270;white-space:nowrap}' +
   '.st{border-radius:4px;padding:0 .35rem;font-size:.8rem;background:#eef0f3}.st.succeeded,.st.paid,.st.active{background:#e8f6ee;color:#0a5c34}.st.failed,.st.past_due{background:#fdecef;color:#8a0f2d}' +
   '#detail{border:1px solid #c6ccfa;border-radius:8px;padding:1rem;margin:0 0 1.5rem;background:#fbfbff}#detail h3{font-size:.95rem;margin:1rem 0 .25rem}' +
   'dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:0;font-size:.875rem}dl.kv dt{color:#5b6270}dl.kv dd{margin:0;overflow-wrap:anywhere}' +

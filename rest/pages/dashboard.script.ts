@@ -47,6 +47,7 @@ const SOURCE = String.raw`(function () {
       return f.format(amount / Math.pow(10, f.resolvedOptions().maximumFractionDigits));
     } catch (e) { return amount + ' ' + currency; }
   }
+  function count(n, one, many) { return n + ' ' + (n === 1 ? one : many); }
   function when(iso) { return new Date(iso).toLocaleString(); }
   function badge(status) { return el('span', { 'class': 'st ' + status, text: status }); }
   function link(id, label) { return el('a', { href: '#' + id, text: label || id }); }
@@ -82,14 +83,14 @@ const SOURCE = String.raw`(function () {
   }
 
   // ---- overview
-  function totals(rows, empty) {
+  function totals(rows, empty, one, many) {
     if (!rows.length) return el('p', { 'class': 'meta', text: empty });
-    return el('div', {}, rows.map(function (r) { return el('p', { 'class': 'figure', text: money(r.amount, r.currency) }, [el('span', { 'class': 'meta', text: ' · ' + r.count })]); }));
+    return el('div', {}, rows.map(function (r) { return el('p', { 'class': 'figure', text: money(r.amount, r.currency) }, [el('span', { 'class': 'meta', text: ' · ' + count(r.count, one, many) })]); }));
   }
   function drawChart(p) {
     var xs = [], ok = [], bad = [], all = [], sum = { s: 0, f: 0, t: 0 };
     p.perMinute.forEach(function (m) { xs.push(Date.parse(m.minute) / 1000); ok.push(m.succeeded); bad.push(m.failed); all.push(m.total); sum.s += m.succeeded; sum.f += m.failed; sum.t += m.total; });
-    $('chart-legend').textContent = sum.t + ' payments in the last hour: ' + sum.s + ' succeeded, ' + sum.f + ' failed';
+    $('chart-legend').textContent = count(sum.t, 'payment', 'payments') + ' in the last hour: ' + sum.s + ' succeeded, ' + sum.f + ' failed';
     $('chart').setAttribute('data-total', String(sum.t));
     var data = [xs, ok, bad, all];
     if (chart) { chart.setData(data); return; }
@@ -110,20 +111,20 @@ const SOURCE = String.raw`(function () {
       fill($('ov-gateways'), [d.payments.gateways.length
         ? table(['Gateway', 'Rate', 'Attempts'], d.payments.gateways.map(function (g) { return [g.name || g.gatewayType, Math.round(g.rate * 1000) / 10 + ' %', g.succeeded + ' / ' + g.attempts]; }))
         : el('p', { 'class': 'meta', text: 'No charges in the last hour' })]);
-      fill($('ov-volume'), [totals(d.payments.volumeToday, 'No succeeded payments today')]);
+      fill($('ov-volume'), [totals(d.payments.volumeToday, 'No succeeded payments today', 'payment', 'payments')]);
     } else {
       for (var i = 0; i < sections.length; i++) {
         if (sections[i].getAttribute('data-section') === 'payments') denied(sections[i].lastElementChild.id === 'chart-legend' ? $('chart') : sections[i].lastElementChild, 'payments', errorAt(json, 'dashboard.payments'));
       }
       $('chart-legend').textContent = '';
     }
-    if (d.refunds) fill($('ov-refunds'), [el('p', { 'class': 'figure', text: String(d.refunds.count) }), totals(d.refunds.byCurrency, 'No refunds today')]);
+    if (d.refunds) fill($('ov-refunds'), [el('p', { 'class': 'figure', text: String(d.refunds.count) }), totals(d.refunds.byCurrency, 'No refunds today', 'refund', 'refunds')]);
     else denied($('ov-refunds'), 'refunds', errorAt(json, 'dashboard.refunds'));
     if (d.subscriptions) {
       fill($('ov-subscriptions'), [kv([['Active', d.subscriptions.active], ['Past due', d.subscriptions.pastDue]]),
-        el('p', { 'class': 'meta', text: 'Monthly recurring revenue' }), totals(d.subscriptions.mrr, 'No active subscriptions')]);
+        el('p', { 'class': 'meta', text: 'Monthly recurring revenue' }), totals(d.subscriptions.mrr, 'No active subscriptions', 'subscription', 'subscriptions')]);
     } else denied($('ov-subscriptions'), 'subscriptions', errorAt(json, 'dashboard.subscriptions'));
-    if (d.invoices) fill($('ov-invoices'), [el('p', { 'class': 'figure', text: String(d.invoices.unpaid) }), totals(d.invoices.amountDue, 'Nothing due')]);
+    if (d.invoices) fill($('ov-invoices'), [el('p', { 'class': 'figure', text: String(d.invoices.unpaid) }), totals(d.invoices.amountDue, 'Nothing due', 'invoice', 'invoices')]);
     else denied($('ov-invoices'), 'invoices', errorAt(json, 'dashboard.invoices'));
   }
   function loadOverview() { return gql(DASHBOARD).then(renderOverview).catch(showError); }
@@ -142,7 +143,7 @@ const SOURCE = String.raw`(function () {
         return fill($('payments-table'), [el('p', { 'class': 'denied', text: err && err.extensions && err.extensions.code !== 'permission_denied' ? err.message : 'Not allowed for this key (needs payments:read)' })]);
       }
       list.pages = Math.max(1, Math.ceil(page.total / page.pageSize));
-      $('page-info').textContent = 'Page ' + page.page + ' of ' + list.pages + ' · ' + page.total + ' payments';
+      $('page-info').textContent = 'Page ' + page.page + ' of ' + list.pages + ' · ' + count(page.total, 'payment', 'payments');
       $('prev-page').disabled = page.page <= 1;
       $('next-page').disabled = page.page >= list.pages;
       fill($('payments-table'), [page.nodes.length ? table(['Payment', 'Amount', 'Status', 'Description', 'Created'], page.nodes.map(function (p) {
