@@ -79,26 +79,30 @@ const ERROR_RESPONSE_NAMES: Record<number, string> = {
   503: 'ServiceUnavailable',
 };
 
-/** An example error of each code the REST routes answer (the shared answers show one per code). */
+/**
+ * An example error of each code the REST routes answer (the shared answers show one per code).
+ * Where the service's message is a fixed text (rest/middleware, src/core, the services), the
+ * example quotes it as the service sends it.
+ */
 const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: string }>> = {
-  malformed_json: { message: 'The body is not valid JSON', param: 'body' },
+  malformed_json: { message: 'Request body is not valid JSON' },
   invalid_parameter: { message: "'email' must be an email address", param: 'email' },
-  missing_parameter: { message: "'amount' is required", param: 'amount' },
+  missing_parameter: { message: "Missing required parameter: 'amount'", param: 'amount' },
   unknown_parameter: { message: "Unknown parameter: 'colour'", param: 'colour' },
-  missing_api_key: { message: 'No API key: send it as "Authorization: Bearer sk_test_…"' },
-  invalid_api_key: { message: 'Invalid API key' },
-  permission_denied: { message: "This key lacks the permission 'payments:write'" },
+  missing_api_key: { message: 'No API key provided; send Authorization: Bearer <key>' },
+  invalid_api_key: { message: 'Invalid API key provided' },
+  permission_denied: { message: "This API key does not have the 'payments:write' permission" },
   mode_mismatch: { message: 'The test clock is a test-mode object: a live key cannot use it', param: 'testClockId' },
   resource_not_found: { message: "No such customer: 'cus_nope'", param: 'id' },
-  idempotency_key_reused: { message: 'This Idempotency-Key was used with a different request', param: 'Idempotency-Key' },
-  idempotency_key_in_use: { message: 'A request with this Idempotency-Key is still in progress: retry in a moment', param: 'Idempotency-Key' },
-  duplicate_email: { message: "A customer with the email 'ada@example.com' already exists", param: 'email' },
+  idempotency_key_reused: { message: 'This Idempotency-Key was already used with a different request', param: 'Idempotency-Key' },
+  idempotency_key_in_use: { message: 'A request with this Idempotency-Key is still being processed', param: 'Idempotency-Key' },
+  duplicate_email: { message: "A customer with the e-mail 'ada@example.com' already exists", param: 'email' },
   gateway_in_use: { message: 'This gateway is named by the routing rules: remove it from them first' },
   checkout_session_in_use: { message: 'This checkout session is being paid: try again in a moment' },
   invoice_payment_in_progress: { message: 'A charge of this invoice is in progress: try again once it has an outcome' },
   payment_link_inactive: { message: 'This payment link is no longer active' },
-  payload_too_large: { message: 'The body exceeds 1 MiB' },
-  unsupported_media_type: { message: 'The body must be JSON (Content-Type: application/json)' },
+  payload_too_large: { message: 'Request body exceeds 1 MiB' },
+  unsupported_media_type: { message: 'Request body must be JSON sent with Content-Type: application/json' },
   payment_not_refundable: { message: 'Only a succeeded payment can be refunded' },
   refund_exceeds_remaining: { message: 'The refund exceeds what remains to refund (2000)', param: 'amount' },
   invalid_state: { message: "A paid invoice cannot be voided" },
@@ -107,9 +111,9 @@ const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: strin
   fx_rate_unavailable: { message: 'No exchange rate from USD to EUR: set one with PUT /v1/fx-rates', param: 'currency' },
   card_declined: { message: 'The card was declined (insufficient_funds)' },
   limit_exceeded: { message: 'This account has reached its 16 webhook endpoints' },
-  rate_limited: { message: 'Too many requests: retry in 12 s' },
-  internal_error: { message: 'Internal error: quote the request id to support' },
-  service_unavailable: { message: 'The database is unavailable: try again' },
+  rate_limited: { message: 'Too many requests; retry in 12 s' },
+  internal_error: { message: 'An internal error occurred; quote the requestId to support' },
+  service_unavailable: { message: 'The database is unavailable; try again shortly' },
   gateway_unavailable: { message: 'The gateway did not answer: try again (the Idempotency-Key is freed)' },
 };
 
