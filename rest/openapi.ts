@@ -48,36 +48,25 @@ const RATE_LIMIT_HEADERS = {
   'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
 };
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'The request is invalid: `error.param` names the parameter',
-  401: 'No API key, or not a valid one',
-  403: 'The key lacks the permission, or acts in the other mode',
-  404: 'No such object',
-  409: 'Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy',
-  410: 'Gone: the payment link is no longer active',
-  413: 'The body exceeds 1 MiB',
-  415: 'The body is not JSON',
-  422: 'The request is understood but cannot be done in the object\'s state',
-  429: 'Rate limited: retry after `Retry-After` seconds',
-  500: 'Internal error: quote the requestId to support',
-  503: 'Unavailable (database or gateway): try again; an Idempotency-Key is freed',
+/** The shared answer of each error status (components/responses): its name and what it means. */
+const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
+  400: { name: 'BadRequest', description: 'The request is invalid: `error.param` names the parameter' },
+  401: { name: 'Unauthorized', description: 'No API key, or not a valid one' },
+  403: { name: 'Forbidden', description: 'The key lacks the permission, or acts in the other mode' },
+  404: { name: 'NotFound', description: 'No such object' },
+  409: { name: 'Conflict', description: 'Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy' },
+  410: { name: 'Gone', description: 'Gone: the payment link is no longer active' },
+  413: { name: 'PayloadTooLarge', description: 'The body exceeds 1 MiB' },
+  415: { name: 'UnsupportedMediaType', description: 'The body is not JSON' },
+  422: { name: 'UnprocessableContent', description: 'The request is understood but cannot be done in the object\'s state' },
+  429: { name: 'TooManyRequests', description: 'Rate limited: retry after `Retry-After` seconds' },
+  500: { name: 'InternalError', description: 'Internal error: quote the requestId to support' },
+  503: { name: 'ServiceUnavailable', description: 'Unavailable (database or gateway): try again; an Idempotency-Key is freed' },
 };
 
-/** The shared answer of each error status, by name (components/responses). */
-const ERROR_RESPONSE_NAMES: Record<number, string> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  409: 'Conflict',
-  410: 'Gone',
-  413: 'PayloadTooLarge',
-  415: 'UnsupportedMediaType',
-  422: 'UnprocessableContent',
-  429: 'TooManyRequests',
-  500: 'InternalError',
-  503: 'ServiceUnavailable',
-};
+/** An error answer's description: what its status means, and the codes it answers. */
+const describeError = (status: number, codes: readonly ErrorCode[]): string =>
+  `${ERROR_RESPONSES[status].description}: ${codes.map((c) => `\`${c}\``).join(', ')}`;
 
 /**
  * An example error of each code the REST routes answer (the shared answers show one per code).
@@ -130,8 +119,8 @@ function errorResponses(codesAt: Record<number, Set<ErrorCode>>): Record<string,
       if (!ex) throw new Error(`error code ${code} has no example (ERROR_EXAMPLES)`);
       examples[code] = { value: { data: null, error: { code, message: ex.message, ...(ex.param ? { param: ex.param } : {}), requestId: 'req_4Tn8Kx2Qm7Lz9Wb3' } } };
     }
-    out[ERROR_RESPONSE_NAMES[Number(s)]] = {
-      description: `${ERROR_DESCRIPTIONS[Number(s)]}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
+    out[ERROR_RESPONSES[Number(s)].name] = {
+      description: describeError(Number(s), codes),
       headers,
       content: { 'application/json': {
         schema: { allOf: [ref('ErrorEnvelope'), { properties: { error: { properties: { code: { enum: codes } } } } }] },
@@ -332,11 +321,11 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
     const byStatus = new Map<number, ErrorCode[]>();
     for (const code of errorCodesOf(r)) {
       const s = statusOf(code);
-      if (!ERROR_RESPONSE_NAMES[s]) throw new Error(`${r.operationId}: no shared response for status ${s}`);
+      if (!ERROR_RESPONSES[s]) throw new Error(`${r.operationId}: no shared response for status ${s}`);
       byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
     }
     for (const [s, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-      answers[String(s)] = { $ref: `#/components/responses/${ERROR_RESPONSE_NAMES[s]}`, codes };
+      answers[String(s)] = { $ref: `#/components/responses/${ERROR_RESPONSES[s].name}`, codes };
     }
     operation['x-error-codes'] = [...byStatus.values()].flat().sort();
     operation.responses = answers;
@@ -353,7 +342,7 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
   for (const [s, a] of errorAnswers) {
     const codes = a.codes as ErrorCode[];
     delete a.codes;
-    if (codes.length < codesAt[s].size) a.description = `${ERROR_DESCRIPTIONS[s]}: ${codes.map((c) => `\`${c}\``).join(', ')}`;
+    if (codes.length < codesAt[s].size) a.description = describeError(s, codes);
   }
 
   return {
