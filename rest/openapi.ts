@@ -263,6 +263,8 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
   const envelopes = new Set<string>();
 
   const paths: Record<string, Record<string, Json>> = {};
+  // Each operation's error answers with their codes, for the shared answers' codes below.
+  const errorAnswers: Array<{ status: number; answer: Json; codes: ErrorCode[] }> = [];
   const tags = new Set<string>();
   for (const r of table) {
     tags.add(r.tag);
@@ -325,7 +327,8 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
       byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
     }
     for (const [s, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-      answers[String(s)] = { $ref: `#/components/responses/${ERROR_RESPONSES[s].name}`, codes };
+      answers[String(s)] = { $ref: `#/components/responses/${ERROR_RESPONSES[s].name}` };
+      errorAnswers.push({ status: s, answer: answers[String(s)], codes });
     }
     operation['x-error-codes'] = [...byStatus.values()].flat().sort();
     operation.responses = answers;
@@ -336,13 +339,9 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
   // Every code each error status answers over all operations: the shared answer's; an operation
   // answering fewer names its own in the description.
   const codesAt: Record<number, Set<ErrorCode>> = {};
-  const errorAnswers = Object.values(paths).flatMap((item) => Object.values(item)).flatMap((op) =>
-    Object.entries(op.responses as Record<string, Json>).filter(([, a]) => a.codes).map(([s, a]) => [Number(s), a] as const));
-  for (const [s, a] of errorAnswers) for (const code of a.codes as ErrorCode[]) (codesAt[s] ??= new Set()).add(code);
-  for (const [s, a] of errorAnswers) {
-    const codes = a.codes as ErrorCode[];
-    delete a.codes;
-    if (codes.length < codesAt[s].size) a.description = describeError(s, codes);
+  for (const { status, codes } of errorAnswers) for (const code of codes) (codesAt[status] ??= new Set()).add(code);
+  for (const { status, answer, codes } of errorAnswers) {
+    if (codes.length < codesAt[status].size) answer.description = describeError(status, codes);
   }
 
   return {
