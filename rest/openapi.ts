@@ -75,7 +75,7 @@ const describeError = (status: number, codes: readonly ErrorCode[]): string =>
  */
 const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: string }>> = {
   malformed_json: { message: 'Request body is not valid JSON' },
-  invalid_parameter: { message: "'email' must be an email address", param: 'email' },
+  invalid_parameter: { message: "Invalid 'email': must be an e-mail address", param: 'email' },
   missing_parameter: { message: "Missing required parameter: 'amount'", param: 'amount' },
   unknown_parameter: { message: "Unknown parameter: 'colour'", param: 'colour' },
   missing_api_key: { message: 'No API key provided; send Authorization: Bearer <key>' },
