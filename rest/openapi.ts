@@ -70,8 +70,8 @@ const describeError = (status: number, codes: readonly ErrorCode[]): string =>
 
 /**
  * An example error of each code the REST routes answer (the shared answers show one per code).
- * Where the service's message is a fixed text (rest/middleware, src/core, the services), the
- * example quotes it as the service sends it.
+ * Each quotes a message the service sends (rest/middleware, src/core, the services), with
+ * example values where the message has any.
  */
 const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: string }>> = {
   malformed_json: { message: 'Request body is not valid JSON' },
@@ -81,29 +81,29 @@ const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: strin
   missing_api_key: { message: 'No API key provided; send Authorization: Bearer <key>' },
   invalid_api_key: { message: 'Invalid API key provided' },
   permission_denied: { message: "This API key does not have the 'payments:write' permission" },
-  mode_mismatch: { message: 'The test clock is a test-mode object: a live key cannot use it', param: 'testClockId' },
+  mode_mismatch: { message: 'Test clocks exist only in test mode: use a test key (sk_test_…)' },
   resource_not_found: { message: "No such customer: 'cus_nope'", param: 'id' },
   idempotency_key_reused: { message: 'This Idempotency-Key was already used with a different request', param: 'Idempotency-Key' },
   idempotency_key_in_use: { message: 'A request with this Idempotency-Key is still being processed', param: 'Idempotency-Key' },
   duplicate_email: { message: "A customer with the e-mail 'ada@example.com' already exists", param: 'email' },
-  gateway_in_use: { message: 'This gateway is named by the routing rules: remove it from them first' },
-  checkout_session_in_use: { message: 'This checkout session is being paid: try again in a moment' },
-  invoice_payment_in_progress: { message: 'A charge of this invoice is in progress: try again once it has an outcome' },
+  gateway_in_use: { message: 'The routing rules still use this gateway; remove it from them first', param: 'id' },
+  checkout_session_in_use: { message: 'A payment of this checkout session is already being processed; wait for its result' },
+  invoice_payment_in_progress: { message: 'A card payment of this invoice is being processed; wait for its result' },
   payment_link_inactive: { message: 'This payment link is no longer active' },
   payload_too_large: { message: 'Request body exceeds 1 MiB' },
   unsupported_media_type: { message: 'Request body must be JSON sent with Content-Type: application/json' },
-  payment_not_refundable: { message: 'Only a succeeded payment can be refunded' },
-  refund_exceeds_remaining: { message: 'The refund exceeds what remains to refund (2000)', param: 'amount' },
-  invalid_state: { message: "A paid invoice cannot be voided" },
-  proration_unavailable: { message: 'The new price bills in another currency or interval: cancel and subscribe again', param: 'priceId' },
-  no_gateway_available: { message: 'No enabled gateway takes EUR payments', param: 'currency' },
-  fx_rate_unavailable: { message: 'No exchange rate from USD to EUR: set one with PUT /v1/fx-rates', param: 'currency' },
-  card_declined: { message: 'The card was declined (insufficient_funds)' },
-  limit_exceeded: { message: 'This account has reached its 16 webhook endpoints' },
+  payment_not_refundable: { message: 'Only succeeded payments can be refunded; this one is failed', param: 'paymentId' },
+  refund_exceeds_remaining: { message: 'At most 2000 (20.00 EUR) can still be refunded', param: 'amount' },
+  invalid_state: { message: 'This invoice is paid; only a draft or sent invoice can be voided' },
+  proration_unavailable: { message: 'The new price is in USD but the subscription bills in EUR; a currency change cannot be prorated: cancel and create a new subscription', param: 'priceId' },
+  no_gateway_available: { message: 'No enabled gateway can take a EUR payment for this account' },
+  fx_rate_unavailable: { message: 'No exchange rate from USD to EUR; set one with PUT /v1/fx-rates', param: 'originalCurrency' },
+  card_declined: { message: 'The card could not be saved: declined (insufficient_funds)', param: 'card' },
+  limit_exceeded: { message: 'At most 16 webhook endpoints per account and mode; delete one first' },
   rate_limited: { message: 'Too many requests; retry in 12 s' },
   internal_error: { message: 'An internal error occurred; quote the requestId to support' },
   service_unavailable: { message: 'The database is unavailable; try again shortly' },
-  gateway_unavailable: { message: 'The gateway did not answer: try again (the Idempotency-Key is freed)' },
+  gateway_unavailable: { message: "Gateway 'gw_4f9Kq2mB8xZt1n' could not save the card just now; try again" },
 };
 
 /** The shared error answers: the envelope, the status's codes, an example of each. */
