@@ -48,69 +48,62 @@ const RATE_LIMIT_HEADERS = {
   'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
 };
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'The request is invalid: `error.param` names the parameter',
-  401: 'No API key, or not a valid one',
-  403: 'The key lacks the permission, or acts in the other mode',
-  404: 'No such object',
-  409: 'Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy',
-  410: 'Gone: the payment link is no longer active',
-  413: 'The body exceeds 1 MiB',
-  415: 'The body is not JSON',
-  422: 'The request is understood but cannot be done in the object\'s state',
-  429: 'Rate limited: retry after `Retry-After` seconds',
-  500: 'Internal error: quote the requestId to support',
-  503: 'Unavailable (database or gateway): try again; an Idempotency-Key is freed',
+/** The shared answer of each error status (components/responses): its name and what it means. */
+const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
+  400: { name: 'BadRequest', description: 'The request is invalid: `error.param` names the parameter' },
+  401: { name: 'Unauthorized', description: 'No API key, or not a valid one' },
+  403: { name: 'Forbidden', description: 'The key lacks the permission, or acts in the other mode' },
+  404: { name: 'NotFound', description: 'No such object' },
+  409: { name: 'Conflict', description: 'Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy' },
+  410: { name: 'Gone', description: 'Gone: the payment link is no longer active' },
+  413: { name: 'PayloadTooLarge', description: 'The body exceeds 1 MiB' },
+  415: { name: 'UnsupportedMediaType', description: 'The body is not JSON' },
+  422: { name: 'UnprocessableContent', description: 'The request is understood but cannot be done in the object\'s state' },
+  429: { name: 'TooManyRequests', description: 'Rate limited: retry after `Retry-After` seconds' },
+  500: { name: 'InternalError', description: 'Internal error: quote the requestId to support' },
+  503: { name: 'ServiceUnavailable', description: 'Unavailable (database or gateway): try again; an Idempotency-Key is freed' },
 };
 
-/** The shared answer of each error status, by name (components/responses). */
-const ERROR_RESPONSE_NAMES: Record<number, string> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  409: 'Conflict',
-  410: 'Gone',
-  413: 'PayloadTooLarge',
-  415: 'UnsupportedMediaType',
-  422: 'UnprocessableContent',
-  429: 'TooManyRequests',
-  500: 'InternalError',
-  503: 'ServiceUnavailable',
-};
+/** An error answer's description: what its status means, and the codes it answers. */
+const describeError = (status: number, codes: readonly ErrorCode[]): string =>
+  `${ERROR_RESPONSES[status].description}: ${codes.map((c) => `\`${c}\``).join(', ')}`;
 
-/** An example error of each code the REST routes answer (the shared answers show one per code). */
+/**
+ * An example error of each code the REST routes answer (the shared answers show one per code).
+ * Each quotes a message the service sends (rest/middleware, src/core, the services), with
+ * example values where the message has any.
+ */
 const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: string }>> = {
-  malformed_json: { message: 'The body is not valid JSON', param: 'body' },
-  invalid_parameter: { message: "'email' must be an email address", param: 'email' },
-  missing_parameter: { message: "'amount' is required", param: 'amount' },
+  malformed_json: { message: 'Request body is not valid JSON' },
+  invalid_parameter: { message: "Invalid 'email': must be an e-mail address", param: 'email' },
+  missing_parameter: { message: "Missing required parameter: 'amount'", param: 'amount' },
   unknown_parameter: { message: "Unknown parameter: 'colour'", param: 'colour' },
-  missing_api_key: { message: 'No API key: send it as "Authorization: Bearer sk_test_…"' },
-  invalid_api_key: { message: 'Invalid API key' },
-  permission_denied: { message: "This key lacks the permission 'payments:write'" },
-  mode_mismatch: { message: 'The test clock is a test-mode object: a live key cannot use it', param: 'testClockId' },
+  missing_api_key: { message: 'No API key provided; send Authorization: Bearer <key>' },
+  invalid_api_key: { message: 'Invalid API key provided' },
+  permission_denied: { message: "This API key does not have the 'payments:write' permission" },
+  mode_mismatch: { message: 'Test clocks exist only in test mode: use a test key (sk_test_…)' },
   resource_not_found: { message: "No such customer: 'cus_nope'", param: 'id' },
-  idempotency_key_reused: { message: 'This Idempotency-Key was used with a different request', param: 'Idempotency-Key' },
-  idempotency_key_in_use: { message: 'A request with this Idempotency-Key is still in progress: retry in a moment', param: 'Idempotency-Key' },
-  duplicate_email: { message: "A customer with the email 'ada@example.com' already exists", param: 'email' },
-  gateway_in_use: { message: 'This gateway is named by the routing rules: remove it from them first' },
-  checkout_session_in_use: { message: 'This checkout session is being paid: try again in a moment' },
-  invoice_payment_in_progress: { message: 'A charge of this invoice is in progress: try again once it has an outcome' },
+  idempotency_key_reused: { message: 'This Idempotency-Key was already used with a different request', param: 'Idempotency-Key' },
+  idempotency_key_in_use: { message: 'A request with this Idempotency-Key is still being processed', param: 'Idempotency-Key' },
+  duplicate_email: { message: "A customer with the e-mail 'ada@example.com' already exists", param: 'email' },
+  gateway_in_use: { message: 'The routing rules still use this gateway; remove it from them first', param: 'id' },
+  checkout_session_in_use: { message: 'A payment of this checkout session is already being processed; wait for its result' },
+  invoice_payment_in_progress: { message: 'A card payment of this invoice is being processed; wait for its result' },
   payment_link_inactive: { message: 'This payment link is no longer active' },
-  payload_too_large: { message: 'The body exceeds 1 MiB' },
-  unsupported_media_type: { message: 'The body must be JSON (Content-Type: application/json)' },
-  payment_not_refundable: { message: 'Only a succeeded payment can be refunded' },
-  refund_exceeds_remaining: { message: 'The refund exceeds what remains to refund (2000)', param: 'amount' },
-  invalid_state: { message: "A paid invoice cannot be voided" },
-  proration_unavailable: { message: 'The new price bills in another currency or interval: cancel and subscribe again', param: 'priceId' },
-  no_gateway_available: { message: 'No enabled gateway takes EUR payments', param: 'currency' },
-  fx_rate_unavailable: { message: 'No exchange rate from USD to EUR: set one with PUT /v1/fx-rates', param: 'currency' },
-  card_declined: { message: 'The card was declined (insufficient_funds)' },
-  limit_exceeded: { message: 'This account has reached its 16 webhook endpoints' },
-  rate_limited: { message: 'Too many requests: retry in 12 s' },
-  internal_error: { message: 'Internal error: quote the request id to support' },
-  service_unavailable: { message: 'The database is unavailable: try again' },
-  gateway_unavailable: { message: 'The gateway did not answer: try again (the Idempotency-Key is freed)' },
+  payload_too_large: { message: 'Request body exceeds 1 MiB' },
+  unsupported_media_type: { message: 'Request body must be JSON sent with Content-Type: application/json' },
+  payment_not_refundable: { message: 'Only succeeded payments can be refunded; this one is failed', param: 'paymentId' },
+  refund_exceeds_remaining: { message: 'At most 2000 (20.00 EUR) can still be refunded', param: 'amount' },
+  invalid_state: { message: 'This invoice is paid; only a draft or sent invoice can be voided' },
+  proration_unavailable: { message: 'The new price is in USD but the subscription bills in EUR; a currency change cannot be prorated: cancel and create a new subscription', param: 'priceId' },
+  no_gateway_available: { message: 'No enabled gateway can take a EUR payment for this account' },
+  fx_rate_unavailable: { message: 'No exchange rate from USD to EUR; set one with PUT /v1/fx-rates', param: 'originalCurrency' },
+  card_declined: { message: 'The card could not be saved: declined (insufficient_funds)', param: 'card' },
+  limit_exceeded: { message: 'At most 16 webhook endpoints per account and mode; delete one first' },
+  rate_limited: { message: 'Too many requests; retry in 12 s' },
+  internal_error: { message: 'An internal error occurred; quote the requestId to support' },
+  service_unavailable: { message: 'The database is unavailable; try again shortly' },
+  gateway_unavailable: { message: "Gateway 'gw_4f9Kq2mB8xZt1n' could not save the card just now; try again" },
 };
 
 /** The shared error answers: the envelope, the status's codes, an example of each. */
@@ -126,8 +119,8 @@ function errorResponses(codesAt: Record<number, Set<ErrorCode>>): Record<string,
       if (!ex) throw new Error(`error code ${code} has no example (ERROR_EXAMPLES)`);
       examples[code] = { value: { data: null, error: { code, message: ex.message, ...(ex.param ? { param: ex.param } : {}), requestId: 'req_4Tn8Kx2Qm7Lz9Wb3' } } };
     }
-    out[ERROR_RESPONSE_NAMES[Number(s)]] = {
-      description: `${ERROR_DESCRIPTIONS[Number(s)]}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
+    out[ERROR_RESPONSES[Number(s)].name] = {
+      description: describeError(Number(s), codes),
       headers,
       content: { 'application/json': {
         schema: { allOf: [ref('ErrorEnvelope'), { properties: { error: { properties: { code: { enum: codes } } } } }] },
@@ -270,6 +263,8 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
   const envelopes = new Set<string>();
 
   const paths: Record<string, Record<string, Json>> = {};
+  // Each operation's error answers with their codes, for the shared answers' codes below.
+  const errorAnswers: Array<{ status: number; answer: Json; codes: ErrorCode[] }> = [];
   const tags = new Set<string>();
   for (const r of table) {
     tags.add(r.tag);
@@ -328,11 +323,12 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
     const byStatus = new Map<number, ErrorCode[]>();
     for (const code of errorCodesOf(r)) {
       const s = statusOf(code);
-      if (!ERROR_RESPONSE_NAMES[s]) throw new Error(`${r.operationId}: no shared response for status ${s}`);
+      if (!ERROR_RESPONSES[s]) throw new Error(`${r.operationId}: no shared response for status ${s}`);
       byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
     }
     for (const [s, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-      answers[String(s)] = { $ref: `#/components/responses/${ERROR_RESPONSE_NAMES[s]}`, codes };
+      answers[String(s)] = { $ref: `#/components/responses/${ERROR_RESPONSES[s].name}` };
+      errorAnswers.push({ status: s, answer: answers[String(s)], codes });
     }
     operation['x-error-codes'] = [...byStatus.values()].flat().sort();
     operation.responses = answers;
@@ -343,13 +339,9 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
   // Every code each error status answers over all operations: the shared answer's; an operation
   // answering fewer names its own in the description.
   const codesAt: Record<number, Set<ErrorCode>> = {};
-  const errorAnswers = Object.values(paths).flatMap((item) => Object.values(item)).flatMap((op) =>
-    Object.entries(op.responses as Record<string, Json>).filter(([, a]) => a.codes).map(([s, a]) => [Number(s), a] as const));
-  for (const [s, a] of errorAnswers) for (const code of a.codes as ErrorCode[]) (codesAt[s] ??= new Set()).add(code);
-  for (const [s, a] of errorAnswers) {
-    const codes = a.codes as ErrorCode[];
-    delete a.codes;
-    if (codes.length < codesAt[s].size) a.description = `${ERROR_DESCRIPTIONS[s]}: ${codes.map((c) => `\`${c}\``).join(', ')}`;
+  for (const { status, codes } of errorAnswers) for (const code of codes) (codesAt[status] ??= new Set()).add(code);
+  for (const { status, answer, codes } of errorAnswers) {
+    if (codes.length < codesAt[status].size) answer.description = describeError(status, codes);
   }
 
   return {

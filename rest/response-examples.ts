@@ -134,11 +134,7 @@ export const webhookEndpointExample = example(webhookEndpointSchema, {
   events: ['payment.succeeded', 'refund.succeeded'], description: null, status: 'enabled', disabledReason: null, createdAt: T0, updatedAt: T0,
 });
 
-example(deletedWebhookEndpointSchema, {
-  id: ids.endpoint, object: 'webhook_endpoint', livemode: false, url: 'https://shop.example.com/payorch/webhooks',
-  events: ['payment.succeeded', 'refund.succeeded'], description: null, status: 'enabled', disabledReason: null, createdAt: T0, updatedAt: T1,
-  deleted: true,
-});
+example(deletedWebhookEndpointSchema, { ...webhookEndpointExample, updatedAt: T1, deleted: true });
 
 example(webhookAttemptSchema, {
   id: 'whd_2Bn5Mq8Lz1Xc4V', object: 'webhook_delivery_attempt', livemode: false, endpointId: ids.endpoint, deliveryId: ids.delivery,

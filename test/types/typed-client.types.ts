@@ -15,8 +15,8 @@ export async function wrongCalls(): Promise<void> {
   await api.GET('/payments/{id}', {});
   const { data } = await api.GET('/subscriptions/{id}', { params: { path: { id: 'sub_1' } } });
   if (data) {
-    // @ts-expect-error: a subscription's status is one of its enum
-    const s: 'trialing' = data.data.status;
+    // @ts-expect-error: a subscription's status is one of its enum (it would compile were it a string)
+    const s: typeof data.data.status = 'not_a_status';
     void s;
     const amount: number = data.data.plan.unitAmount;
     void amount;
