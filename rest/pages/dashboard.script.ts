@@ -57,7 +57,8 @@ const SOURCE = String.raw`(function () {
   }
   function kv(pairs) {
     var dl = el('dl', { 'class': 'kv' });
-    pairs.forEach(function (p) { dl.appendChild(el('dt', { text: p[0] })); dl.appendChild(el('dd', {}, [typeof p[1] === 'object' && p[1] ? p[1] : String(p[1] === null || p[1] === undefined ? '' : p[1])])); });
+    // A field with nothing in it (no failure, no description) is left out rather than shown empty.
+    pairs.filter(function (p) { return p[1] !== '' && p[1] !== null && p[1] !== undefined; }).forEach(function (p) { dl.appendChild(el('dt', { text: p[0] })); dl.appendChild(el('dd', {}, [typeof p[1] === 'object' && p[1] ? p[1] : String(p[1] === null || p[1] === undefined ? '' : p[1])])); });
     return dl;
   }
   function debounce(name, ms, fn) { clearTimeout(timers[name]); timers[name] = setTimeout(fn, ms); }
@@ -214,7 +215,7 @@ const SOURCE = String.raw`(function () {
         return fill($('browse-table'), [refusedFor(json.errors && json.errors[0], r.needs)]);
       }
       browse.pages = Math.max(1, Math.ceil(page.total / page.pageSize));
-      $('browse-info').textContent = 'Page ' + page.page + ' of ' + browse.pages + ' · ' + page.total;
+      $('browse-info').textContent = 'Page ' + page.page + ' of ' + browse.pages + ' · ' + page.total + ' in all';
       $('browse-prev').disabled = page.page <= 1;
       $('browse-next').disabled = page.page >= browse.pages;
       fill($('browse-table'), [page.nodes.length ? table(r.columns, page.nodes.map(r.row)) : el('p', { 'class': 'meta', text: 'None' })]);

@@ -171,7 +171,7 @@ describe('the live dashboard', () => {
     await page.locator('#browse-info').getByText(/Page 1 of 2 · 2[3-9]/).waitFor();
     // browse-0 was made first: on the second page, so only the search can bring it to the first.
     await page.getByLabel('Search', { exact: true }).fill('browse-0@');
-    await page.locator('#browse-info').getByText('Page 1 of 1 · 1').waitFor();
+    await page.locator('#browse-info').getByText('Page 1 of 1 · 1 in all').waitFor();
     await expect(page.locator('#browse-table tbody tr').allTextContents()).resolves.toEqual([expect.stringContaining('browse-0@example.com')]);
 
     await page.getByLabel('Resource', { exact: true }).selectOption('subscriptions');
