@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { systemClock } from '../../src/core/clock';
 import type { RequestContext } from '../../src/core/context';
 import { readTime } from '../../src/db/database';
-import { loadTls } from '../../src/tls';
 import { startServices, type ServiceHarness } from '../helpers/services';
-import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import type { SpawnedInstance } from '../helpers/spawn';
+import { countRows, spawnOnHarness } from '../helpers/crash';
 import { elapseDatabaseTime } from '../helpers/database-time';
 import { DIALECT } from '../helpers/db';
 import { DAY_MS, seedDueSubscriptions, seedPlan } from '../../bench/billing-run/seed';
@@ -27,7 +27,6 @@ const SUBSCRIPTIONS = DIALECT === 'postgres' ? 160 : 120;
 const HOUR = 3_600_000;
 
 let h: ServiceHarness;
-let ca: string;
 let ctx: RequestContext;
 let instance: SpawnedInstance | undefined;
 
@@ -35,7 +34,6 @@ beforeAll(async () => {
   h = await startServices();
   const created = await h.services.accounts.createAccount({ name: 'Crash billing' });
   ctx = { accountId: created.accountId, mode: 'test', permissions: ['*'], requestId: `req_${randomBytes(6).toString('hex')}`, clock: systemClock };
-  ca = (await loadTls({ dataDir: h.services.config.dataDir })).cert;
 });
 
 afterAll(async () => {
@@ -44,18 +42,11 @@ afterAll(async () => {
 });
 
 function startInstance(): Promise<SpawnedInstance> {
-  return spawnInstance(
-    {
-      DATABASE_URL: h.services.config.databaseUrl, DATA_DIR: h.services.config.dataDir, RUN_WORKERS: 'true',
-      BILLING_CRON: '* * * * * *', BILLING_LEASE_MS: '2000',
-    },
-    ca,
-  );
+  return spawnOnHarness(h, { RUN_WORKERS: 'true', BILLING_CRON: '* * * * * *', BILLING_LEASE_MS: '2000' });
 }
 
-async function count(sql: string, bind: unknown[] = []): Promise<number> {
-  const [row] = await h.services.db.select<{ n: number | string }>(sql, bind);
-  return Number(row.n);
+function count(sql: string, bind: unknown[] = []): Promise<number> {
+  return countRows(h.services.db, sql, bind);
 }
 
 async function waitFor(what: string, probe: () => Promise<boolean>, withinMs: number, meanwhile?: () => Promise<void>): Promise<void> {

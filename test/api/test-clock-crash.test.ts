@@ -1,6 +1,6 @@
-import { loadTls } from '../../src/tls';
 import { startServices, type ServiceHarness } from '../helpers/services';
-import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import type { SpawnedInstance } from '../helpers/spawn';
+import { countRows, spawnOnHarness } from '../helpers/crash';
 import type { HttpResponse } from '../helpers/http';
 import { DIALECT } from '../helpers/db';
 
@@ -15,7 +15,6 @@ const SUBSCRIPTIONS = 8;
 const MONTHS = 12;
 
 let h: ServiceHarness;
-let ca: string;
 let key: string;
 let accountId: string;
 let instance: SpawnedInstance | undefined;
@@ -25,7 +24,6 @@ beforeAll(async () => {
   const created = await h.services.accounts.createAccount({ name: 'Crash clock' });
   key = created.testKey.secret as string;
   accountId = created.accountId;
-  ca = (await loadTls({ dataDir: h.services.config.dataDir })).cert;
 });
 
 afterAll(async () => {
@@ -34,11 +32,8 @@ afterAll(async () => {
 });
 
 function startInstance(): Promise<SpawnedInstance> {
-  return spawnInstance(
-    // No scheduled jobs: only the advance bills these subscriptions (they live on the clock).
-    { DATABASE_URL: h.services.config.databaseUrl, DATA_DIR: h.services.config.dataDir, RUN_WORKERS: 'false', BILLING_LEASE_MS: '2000' },
-    ca,
-  );
+  // No scheduled jobs: only the advance bills these subscriptions (they live on the clock).
+  return spawnOnHarness(h, { RUN_WORKERS: 'false', BILLING_LEASE_MS: '2000' });
 }
 
 async function ok(res: Promise<HttpResponse>, status = 200): Promise<Record<string, any>> {
@@ -47,9 +42,8 @@ async function ok(res: Promise<HttpResponse>, status = 200): Promise<Record<stri
   return (r.body as { data: Record<string, any> }).data;
 }
 
-async function count(sql: string, bind: unknown[] = []): Promise<number> {
-  const [row] = await h.services.db.select<{ n: number | string }>(sql, bind);
-  return Number(row.n);
+function count(sql: string, bind: unknown[] = []): Promise<number> {
+  return countRows(h.services.db, sql, bind);
 }
 
 describe(`a test clock's advance killed (SIGKILL) half-way (${DIALECT})`, () => {

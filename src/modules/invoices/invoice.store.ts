@@ -101,12 +101,13 @@ export class InvoiceStore {
    */
   async claimCharges(t: Transaction | undefined, rows: Array<{ id: string; paymentId: string }>, touched: Date): Promise<Map<string, { attempt: number; amountDue: number }>> {
     if (rows.length === 0) return new Map();
+    // What InvoiceService.charge checks on the row it locks (unqualified: no column of the batch's values shares these names).
     const where = "status IN ('draft', 'sent') AND payment_status <> 'processing' AND amount_due > 0";
     if (this.db.dialect === 'postgres') {
       const claimed = await this.db.select<{ id: string; payment_attempts: number | string; amount_due: number | string }>(
         `UPDATE invoices i SET payment_status = 'processing', payment_attempts = i.payment_attempts + 1, latest_payment_id = v.payment_id, updated_at = $2
            FROM json_to_recordset($1::json) AS v(id text, payment_id text)
-          WHERE i.id = v.id AND i.status IN ('draft', 'sent') AND i.payment_status <> 'processing' AND i.amount_due > 0
+          WHERE i.id = v.id AND ${where}
           RETURNING i.id, i.payment_attempts, i.amount_due`,
         [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId }))), touched],
         t,

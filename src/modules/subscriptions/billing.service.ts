@@ -243,8 +243,7 @@ export class BillingService {
       if (!outcome) continue;
       if ('error' in outcome) {
         const err = outcome.error;
-        // A card the gateway or the vault refused before any charge: a failed attempt, as `collect` takes it.
-        if (isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress') refused.push(r);
+        if (refusedBeforeCharge(err)) refused.push(r);
         else {
           failed.push(r.sub.id);
           await this.stepFailed(r.sub.id, err, now, token);
@@ -424,8 +423,7 @@ export class BillingService {
       try {
         invoice = await this.invoices.chargeForSubscription(ctx, invoiceId, card);
       } catch (err) {
-        // A card the gateway or the vault refused before any charge (removed, another customer's): a failed attempt.
-        if (isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress') return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
+        if (refusedBeforeCharge(err)) return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
         throw err;
       }
     }
@@ -546,6 +544,15 @@ function periodAdvance(start: Date, end: Date, invoiceId: string, collect: boole
 /** The collected invoice is settled (paid, or voided): nothing collected, dunning over, the next work at the period's end. */
 function collectionOver(current: SubscriptionRecord): Record<string, unknown> {
   return { collectInvoiceId: null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, nextBillingAt: current.currentPeriodEnd };
+}
+
+/**
+ * Whether a subscription invoice's charge was refused before any was made (a card the gateway or
+ * the vault refused: removed, another customer's): a failed attempt, for `collect` and the batch
+ * alike. A charge already under way, or a server-side failure, is not.
+ */
+function refusedBeforeCharge(err: unknown): boolean {
+  return isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress';
 }
 
 /**
