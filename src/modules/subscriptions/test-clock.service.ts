@@ -113,6 +113,7 @@ export class TestClockService {
     await this.idempotency.replayIfAnswered(idem);
     const scope = { accountId: ctx.accountId, mode: ctx.mode };
     // Taken for the advance in one conditional write: a second advance of the same clock meanwhile is refused.
+    let held = new Date(0);
     await this.db.transaction(async (t) => {
       const row = await TestClockModel.findOne({ where: { id, ...scope }, raw: true, transaction: t, lock: this.db.rowLock(t) });
       if (!row) throw notFound('test clock', id);
@@ -124,16 +125,27 @@ export class TestClockService {
       const lapsed = { status: 'advancing', updatedAt: { [Op.lt]: new Date(now.getTime() - this.leaseMs) } };
       const [taken] = await TestClockModel.update({ status: 'advancing', updatedAt: now }, { where: { id, [Op.or]: [{ status: 'ready' }, lapsed] }, transaction: t });
       if (taken === 0) throw invalidState('This test clock is being advanced; wait until its status is ready');
+      held = now;
     });
+    // Each write renews the advance's hold on the clock (updatedAt), and is made only while the
+    // hold is still this advance's: one taken over after a stall (the lease passed without a step)
+    // writes nothing more, so it can neither move the clock back nor mark it ready under the other.
+    const write = async (values: { frozenTime?: Date; status?: 'ready' }) => {
+      const at = ctx.clock.now();
+      const [kept] = await TestClockModel.update({ ...values, updatedAt: at }, { where: { id, status: 'advancing', updatedAt: held } });
+      if (kept === 0) throw invalidState('This test clock was taken over by another advance after this one made no step for longer than BILLING_LEASE_MS');
+      held = at;
+    };
+    let finished = false;
     try {
-      // Each step's time renews the advance's hold on the clock.
-      const setTime = async (at: Date) => {
-        await TestClockModel.update({ frozenTime: at, updatedAt: ctx.clock.now() }, { where: { id } });
-      };
+      const setTime = (at: Date) => write({ frozenTime: at });
       if (this.billing) await this.billing.advanceClock(id, data.frozenTime, setTime);
       await setTime(data.frozenTime);
+      await write({ status: 'ready' });
+      finished = true;
     } finally {
-      await TestClockModel.update({ status: 'ready', updatedAt: ctx.clock.now() }, { where: { id } });
+      // Failed on the way: the clock is ready again, unless another advance holds it now.
+      if (!finished) await write({ status: 'ready' }).catch(() => undefined);
     }
     const answer = await this.retrieve(ctx, id);
     if (idem) {
