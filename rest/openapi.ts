@@ -70,7 +70,7 @@ const describeError = (status: number, codes: readonly ErrorCode[]): string =>
 
 /**
  * An example error of each code the REST routes answer (the shared answers show one per code).
- * Each quotes a message the service sends (rest/middleware, src/core, the services), with
+ * Each quotes a message the service sends (src/http, src/core, the services), with
  * example values where the message has any.
  */
 const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: string }>> = {

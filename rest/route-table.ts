@@ -8,7 +8,7 @@ import type { ErrorCode } from '../src/core/errors';
 import type { Page } from '../src/core/pagination';
 import type { IdempotencyKey } from '../src/core/idempotency';
 import { IDEMPOTENT_OPERATIONS, type IdempotentOperationName } from '../src/core/idempotent-operations';
-import { requestContext, type PayorchState } from './context';
+import { requestContext, type PayorchState } from '../src/http/context';
 import { body, file, list, noBody, one, param, publicRoute, refuseQuery } from './route';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

@@ -4,7 +4,7 @@ import type { RequestContext } from '../src/core/context';
 import type { Page } from '../src/core/pagination';
 import type { IdempotencyKey } from '../src/core/idempotency';
 import { IDEMPOTENT_OPERATIONS, type IdempotentOperationName } from '../src/core/idempotent-operations';
-import { requestContext, type PayorchState } from './context';
+import { requestContext, type PayorchState } from '../src/http/context';
 
 type Handler<T> = (rc: RequestContext, ctx: Context) => Promise<T>;
 

@@ -13,20 +13,21 @@ import { CloseCode, handleProtocols, type Context as WsProtocolContext, type Sub
 import type { AuthenticatedKey } from '../src/modules/accounts/account.service';
 import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
-import { MAX_BODY_BYTES, type SharedMiddleware } from '../rest/app';
-import type { PayorchState } from '../rest/context';
+import type { SharedMiddleware } from '../src/http/app';
+import { MAX_BODY_BYTES } from '../src/http/body';
+import type { PayorchState } from '../src/http/context';
 import { DomainError, isDomainError } from '../src/core/errors';
 import { findNul } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { buildPayorchSchema } from './build';
 import { createLoaders } from './loaders';
 import type { GqlContext, GraphQLIdempotency, RateBudget } from './context';
-import { graphqlIdempotency } from '../rest/middleware/idempotency';
+import { graphqlIdempotency } from '../src/http/idempotency';
 import { TooComplexError, formatGraphQLError } from './errors';
 import { resultSizeRule } from './result-size';
 import { checkMutationArguments, fragmentsOf, maxMutationsRule } from './mutation-checks';
 import { mutationCount } from './operation-fields';
-import { accountSubject, rateSubject, setRateHeaders } from '../rest/middleware/auth';
+import { accountSubject, rateSubject, setRateHeaders } from '../src/http/auth';
 import { serveGraphQLWs, type WsExtra } from './ws-transport';
 
 /**

@@ -5,7 +5,8 @@ import type { Config } from './config';
 import { createServices, type ServiceOptions, type Services } from './services';
 import { loadTls, tlsServerOptions } from './tls';
 import type { Logger } from './logger';
-import { createApp } from '../rest/app';
+import { createHttpApp } from './http/app';
+import { restTransport } from '../rest/app';
 import { plainHttpRedirect } from '../rest/plain-http-redirect';
 import { startWorkers, type Workers } from '../workers';
 import { mountGraphQL, type GraphQLMount } from '../schema/server';
@@ -81,10 +82,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const httpsServer = https.createServer({ ...tlsServerOptions(tls), ...limits, handshakeTimeout: config.headersTimeoutMs });
   capConnections(httpsServer, config, services.logger, 'https');
   let graphql: GraphQLMount | undefined;
-  const app = createApp(services, [
-    (koa, _services, shared) => {
-      graphql = mountGraphQL(koa, services, httpsServer, shared);
-    },
+  const app = createHttpApp(services, [
+    // GraphQL first: /graphql is outside the REST namespace, whose last step answers 404.
+    { mount: (koa, shared) => { graphql = mountGraphQL(koa, services, httpsServer, shared); } },
+    restTransport(services),
   ]);
   await graphql?.start();
   // Koa snapshots its middleware in callback(): take it only after everything is mounted.

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
-import { toErrorResponse } from '../middleware/render';
-import type { PayorchState } from '../context';
+import { toErrorResponse } from '../../src/http/render';
+import type { PayorchState } from '../../src/http/context';
 import { html } from './html';
 import { renderPage } from './page-layout';
 

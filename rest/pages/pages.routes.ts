@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import { Router } from '@koa/router';
 import type { Services } from '../../src/services';
 import { DomainError } from '../../src/core/errors';
-import type { PayorchState } from '../context';
+import type { PayorchState } from '../../src/http/context';
 import { renderPage } from './page-layout';
 import { homePage } from './home.page';
 import { checkoutPage } from './checkout.page';

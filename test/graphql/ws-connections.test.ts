@@ -1,4 +1,4 @@
-import { MAX_BODY_BYTES } from '../../rest/app';
+import { MAX_BODY_BYTES } from '../../src/http/body';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { closed, connect as connectTo, openSocket, run, wsClient } from '../helpers/graphql-ws';
 

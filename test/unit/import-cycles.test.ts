@@ -71,6 +71,22 @@ describe('imports', () => {
     expect(cycles(graph)).toEqual([]);
   });
 
+  it('should keep the two transports apart: rest/ and schema/ share src/http, never import each other', () => {
+    const graph = importGraph(['src', 'rest', 'schema', 'workers']);
+    const crossing: string[] = [];
+    for (const [file, deps] of graph) {
+      const from = path.relative(ROOT, file).split(path.sep)[0];
+      for (const dep of deps) {
+        const to = path.relative(ROOT, dep).split(path.sep)[0];
+        if ((from === 'rest' && to === 'schema') || (from === 'schema' && to === 'rest')) crossing.push(`${path.relative(ROOT, file)} -> ${path.relative(ROOT, dep)}`);
+      }
+    }
+    expect(crossing).toEqual([]);
+    // What they share is there: both reach the shared HTTP layer.
+    expect(graph.get(path.join(ROOT, 'schema/server.ts'))).toContain(path.join(ROOT, 'src/http/auth.ts'));
+    expect(graph.get(path.join(ROOT, 'rest/app.ts'))).toContain(path.join(ROOT, 'src/http/app.ts'));
+  });
+
   it('should find a cycle when there is one (the check itself)', () => {
     const a = path.join(ROOT, 'a.ts');
     const b = path.join(ROOT, 'b.ts');

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { DomainError } from '../../src/core/errors';
+import { DomainError } from '../core/errors';
 
 /**
  * Behind a TLS-terminating proxy, a request that reached the proxy over http is redirected to

@@ -1,9 +1,9 @@
 import type { Context, Next } from 'koa';
-import type { AccountService, AuthenticatedKey } from '../../src/modules/accounts/account.service';
-import type { Clock } from '../../src/core/clock';
-import { DomainError } from '../../src/core/errors';
-import type { RateDecision, RateLimiter } from '../../src/core/rate-limit';
-import type { PayorchState } from '../context';
+import type { AccountService, AuthenticatedKey } from '../modules/accounts/account.service';
+import type { Clock } from '../core/clock';
+import { DomainError } from '../core/errors';
+import type { RateDecision, RateLimiter } from '../core/rate-limit';
+import type { PayorchState } from './context';
 
 /**
  * Whom a request counts against: the key's account (all its keys, both modes, share one

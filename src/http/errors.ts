@@ -1,11 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
-import { secureRandomBytes } from '../../src/core/ids';
-import { errorForLog, type Logger } from '../../src/logger';
-import type { PayorchState } from '../context';
+import { secureRandomBytes } from '../core/ids';
+import { errorForLog, type Logger } from '../logger';
+import type { PayorchState } from './context';
 import { renderError } from './render';
-import { renderErrorPage } from '../pages/error.page';
-import { redactPanBounded } from '../../src/core/card';
+import { redactPanBounded } from '../core/card';
 
 const REQUEST_ID = /^[A-Za-z0-9_.:-]{8,128}$/;
 
@@ -31,11 +30,19 @@ export function clientGone(req: IncomingMessage, err: unknown): ClientGone | und
   return socketError?.code === 'ERR_HTTP_REQUEST_TIMEOUT' || e?.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'client_aborted';
 }
 
+/** How a transport that serves HTML answers an error on one of its page paths. */
+export interface ErrorPages {
+  isPagePath(path: string): boolean;
+  render(ctx: Context, err: unknown): void;
+}
+
+const NO_PAGES: ErrorPages = { isPagePath: () => false, render: () => undefined };
+
 /**
  * Outermost middleware: request id, one access log line per request, error envelope. Errors on
  * page paths render as HTML pages, by path (a browser's Accept says nothing about an API client).
  */
-export function requestLifecycle(logger: Logger, isPagePath: (path: string) => boolean = () => false) {
+export function requestLifecycle(logger: Logger, pages: ErrorPages = NO_PAGES) {
   return async (ctx: Context, next: Next) => {
     const incoming = ctx.get('x-request-id');
     const requestId = REQUEST_ID.test(incoming) ? incoming : `req_${secureRandomBytes(12).toString('hex')}`;
@@ -50,7 +57,7 @@ export function requestLifecycle(logger: Logger, isPagePath: (path: string) => b
       // Nothing of ours failed and nobody is left to answer: the access line says so, no stack, no 500.
       gone = clientGone(ctx.req, err);
       if (!gone) {
-        if (isPagePath(ctx.path)) renderErrorPage(ctx, err);
+        if (pages.isPagePath(ctx.path)) pages.render(ctx, err);
         else renderError(ctx, err);
         if (ctx.status >= 500) logger.error({ requestId, err: errorForLog(err) }, 'request failed');
       }

@@ -1,8 +1,8 @@
 import type { Context } from 'koa';
-import type { RequestContext } from '../src/core/context';
-import type { AuthenticatedKey } from '../src/modules/accounts/account.service';
-import type { DomainError } from '../src/core/errors';
-import type { IdempotencyKey } from '../src/core/idempotency';
+import type { RequestContext } from '../core/context';
+import type { AuthenticatedKey } from '../modules/accounts/account.service';
+import type { DomainError } from '../core/errors';
+import type { IdempotencyKey } from '../core/idempotency';
 
 /** What the middleware chain leaves on ctx.state for the routes. */
 export interface PayorchState {

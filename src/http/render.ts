@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
-import { DomainError, isDomainError } from '../../src/core/errors';
-import { redactQuoted } from '../../src/core/card';
-import type { PayorchState } from '../context';
+import { DomainError, isDomainError } from '../core/errors';
+import { redactQuoted } from '../core/card';
+import type { PayorchState } from './context';
 
 /** Maps anything thrown below into the REST envelope (or GraphQL shape on /graphql). */
 export function toErrorResponse(err: unknown, requestId: string): { status: number; error: Record<string, unknown> } {

@@ -1,11 +1,11 @@
 import type { Context, Next } from 'koa';
 import { createHash } from 'node:crypto';
-import { DomainError } from '../../src/core/errors';
+import { DomainError } from '../core/errors';
 import {
   IDEMPOTENCY_KEY_PATTERN, type IdempotencyService,
-} from '../../src/modules/idempotency/idempotency.service';
-import { IdempotentReplay, idempotencyScope, storedRestBody, type IdempotencyKey } from '../../src/core/idempotency';
-import type { PayorchState } from '../context';
+} from '../modules/idempotency/idempotency.service';
+import { IdempotentReplay, idempotencyScope, storedRestBody, type IdempotencyKey } from '../core/idempotency';
+import type { PayorchState } from './context';
 
 /** /api/v1/x and /v1/x are the same operation, so they share one fingerprint. */
 function canonicalPath(path: string): string {
