@@ -48,6 +48,7 @@ export function restTransport(services: Services): Transport {
       });
       app.use(shared.auth);
       app.use(pageRoutes(services));
+      app.use(shared.publicGuards);
       app.use(shared.jsonBody);
       app.use(shared.idempotency);
       app.use(root.routes());

@@ -7,6 +7,7 @@ import { securityHeaders } from './security-headers';
 import { authAndRateLimit } from './auth';
 import { jsonBody } from './body';
 import { restIdempotency } from './idempotency';
+import { jsonOnlyPublicPosts } from './public-guards';
 
 /**
  * What both transports (REST and GraphQL) run a request through, built once per app: each
@@ -15,6 +16,8 @@ import { restIdempotency } from './idempotency';
 export interface SharedMiddleware {
   /** The API key (or, on public paths, the client address) and the rate budget it counts against. */
   auth: Koa.Middleware;
+  /** Public POST routes take application/json only (415), before the body is read. */
+  publicGuards: Koa.Middleware;
   /** The JSON body, at most MAX_BODY_BYTES. */
   jsonBody: Koa.Middleware;
   /** A POST's Idempotency-Key, checked and left on ctx.state for the operation. */
@@ -57,6 +60,7 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
       // Pages are public too: limited per client IP like the public API routes.
       isPublic: (path) => isPagePath(path) || transports.some((t) => t.isPublicPath?.(path)),
     }),
+    publicGuards: jsonOnlyPublicPosts(),
     jsonBody: jsonBody(),
     idempotency: restIdempotency(services.idempotency),
   };
