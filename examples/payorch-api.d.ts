@@ -584,7 +584,7 @@ export interface paths {
         put?: never;
         /**
          * Pay a checkout session with a card (the hosted page calls this)
-         * @description A declined card answers 200 with status `failed`; the session stays open.
+         * @description A declined card answers 200 with status `failed`; the session stays open, for at most 5 failed pays in all (then 429 `too_many_attempts`, and the session can no longer be paid). A session made without `customerId` is paid anonymously: in payment mode no customer is attached (`email` becomes the payment's `receiptEmail`); in setup and subscription mode a new customer is made once the card is saved, and an e-mail that is already a customer's answers 422 `customer_exists`. Every public pay counts against the account's `publicDeclinesPerHour` per mode.
          */
         post: operations["payCheckoutSession"];
         delete?: never;
@@ -657,7 +657,7 @@ export interface paths {
         put?: never;
         /**
          * Pay a payment link with a card
-         * @description A declined card answers 200 with status `failed`.
+         * @description A declined card answers 200 with status `failed`. The payer is anonymous: no customer is attached, and `email` becomes the payment's `receiptEmail`. At most 5 failed pays per client address in an hour, and the account's `publicDeclinesPerHour` per mode (429 `too_many_attempts`).
          */
         post: operations["payPaymentLink"];
         delete?: never;
@@ -822,7 +822,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pay a sent invoice with a card */
+        /**
+         * Pay a sent invoice with a card
+         * @description At most 5 failed pays per client address in an hour, and the account's `publicDeclinesPerHour` per mode (429 `too_many_attempts`).
+         */
         post: operations["payPublicInvoice"];
         delete?: never;
         options?: never;
@@ -1208,6 +1211,8 @@ export interface components {
             invoicePrefix: string;
             dunningRetryDays: number[];
             rateLimitPerMinute: number | null;
+            /** @description Failed public pays (hosted pages) per mode in a rolling hour, after which every public pay of that mode answers 429 too_many_attempts until the hour has passed. */
+            publicDeclinesPerHour: number;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1235,6 +1240,8 @@ export interface components {
                 fingerprint: string | null;
             };
             description: string | null;
+            /** @description The e-mail an anonymous payer gave on a hosted page for the receipt; such a payment attaches no customer. */
+            receiptEmail: string | null;
             metadata: {
                 [key: string]: string;
             };
@@ -1520,6 +1527,8 @@ export interface components {
                 interval: string;
                 intervalCount: number;
             } | null;
+            /** @description Whether the session takes a pay now: open, and not closed by too many failed attempts (then a pay answers 429 too_many_attempts). */
+            payable: boolean;
         };
         PayResult: {
             /** @enum {string} */
@@ -1796,6 +1805,7 @@ export interface components {
             name?: string;
             invoicePrefix?: string;
             dunningRetryDays?: number[];
+            publicDeclinesPerHour?: number;
         };
         CreatePaymentRequest: {
             customerId?: string;
@@ -1810,6 +1820,7 @@ export interface components {
                 cvc: string;
             };
             description?: string | null;
+            receiptEmail?: string | null;
             metadata?: {
                 [key: string]: string;
             };
@@ -1907,12 +1918,12 @@ export interface components {
         };
         CreateWebhookEndpointRequest: {
             url: string;
-            events: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated")[];
+            events: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "account.public_declines_exceeded")[];
             description?: string | null;
         };
         UpdateWebhookEndpointRequest: {
             url?: string;
-            events?: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated")[];
+            events?: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "account.public_declines_exceeded")[];
             description?: string | null;
             /** @enum {string} */
             status?: "enabled" | "disabled";
@@ -2441,7 +2452,7 @@ export interface components {
                 };
             };
         };
-        /** @description The request is understood but cannot be done in the object's state: `card_declined`, `fx_rate_unavailable`, `invalid_state`, `limit_exceeded`, `no_gateway_available`, `payment_not_refundable`, `proration_unavailable`, `refund_exceeds_remaining` */
+        /** @description The request is understood but cannot be done in the object's state: `card_declined`, `customer_exists`, `fx_rate_unavailable`, `invalid_state`, `limit_exceeded`, `no_gateway_available`, `payment_not_refundable`, `proration_unavailable`, `refund_exceeds_remaining` */
         UnprocessableContent: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2454,12 +2465,12 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "card_declined" | "fx_rate_unavailable" | "invalid_state" | "limit_exceeded" | "no_gateway_available" | "payment_not_refundable" | "proration_unavailable" | "refund_exceeds_remaining";
+                        code?: "card_declined" | "customer_exists" | "fx_rate_unavailable" | "invalid_state" | "limit_exceeded" | "no_gateway_available" | "payment_not_refundable" | "proration_unavailable" | "refund_exceeds_remaining";
                     };
                 };
             };
         };
-        /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+        /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited`, `too_many_attempts` */
         TooManyRequests: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2473,7 +2484,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "rate_limited";
+                        code?: "rate_limited" | "too_many_attempts";
                     };
                 };
             };
@@ -2572,6 +2583,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2623,6 +2635,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2659,6 +2672,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2710,6 +2724,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2750,6 +2765,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2800,6 +2816,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2836,6 +2853,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2882,6 +2900,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2924,6 +2943,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -2978,6 +2998,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3014,6 +3035,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3060,6 +3082,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3099,6 +3122,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3135,6 +3159,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3183,6 +3208,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3221,6 +3247,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3276,6 +3303,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `limit_exceeded` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3314,6 +3342,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3347,6 +3376,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3395,6 +3425,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3436,6 +3467,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3496,6 +3528,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `no_gateway_available`, `fx_rate_unavailable` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3531,6 +3564,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3579,6 +3613,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3622,6 +3657,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3677,6 +3713,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `payment_not_refundable`, `refund_exceeds_remaining` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3717,6 +3754,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3757,6 +3795,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3810,6 +3849,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `payment_not_refundable`, `refund_exceeds_remaining` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3845,6 +3885,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3886,6 +3927,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -3947,6 +3989,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `card_declined`, `no_gateway_available` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3986,6 +4029,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4040,6 +4084,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4076,6 +4121,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4116,6 +4162,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4162,6 +4209,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4195,6 +4243,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4255,6 +4304,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4301,6 +4351,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4334,6 +4385,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4383,6 +4435,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4422,6 +4475,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4477,6 +4531,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `limit_exceeded` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4513,6 +4568,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4551,6 +4607,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4597,6 +4654,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4649,6 +4707,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4692,6 +4751,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4733,6 +4793,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4786,6 +4847,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4822,6 +4884,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4868,6 +4931,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4901,6 +4965,7 @@ export interface operations {
             /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -4957,7 +5022,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `no_gateway_available`, `card_declined` */
+            /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `no_gateway_available`, `card_declined`, `customer_exists` */
             422: components["responses"]["UnprocessableContent"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4998,6 +5063,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5049,6 +5115,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5085,6 +5152,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5131,6 +5199,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5165,6 +5234,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             410: components["responses"]["Gone"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5263,6 +5333,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5321,6 +5392,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5357,6 +5429,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5407,6 +5480,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5453,6 +5527,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5507,6 +5582,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `card_declined`, `no_gateway_available` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5552,6 +5628,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5598,6 +5675,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5637,6 +5715,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5670,6 +5749,7 @@ export interface operations {
             /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5765,6 +5845,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5817,6 +5898,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `card_declined`, `no_gateway_available` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5852,6 +5934,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5907,6 +5990,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `proration_unavailable`, `card_declined`, `no_gateway_available` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5955,6 +6039,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `proration_unavailable` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -5993,6 +6078,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6039,6 +6125,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6085,6 +6172,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6139,6 +6227,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6185,6 +6274,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `card_declined`, `no_gateway_available` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6225,6 +6315,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6266,6 +6357,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6307,6 +6399,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6356,6 +6449,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6392,6 +6486,7 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6446,6 +6541,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
@@ -6492,6 +6588,7 @@ export interface operations {
             };
             /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
             400: components["responses"]["BadRequest"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */

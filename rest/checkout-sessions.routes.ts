@@ -35,10 +35,10 @@ export const checkoutSessionRoutes = [
   }),
   route.one({
     method: 'POST', path: '/public/checkout-sessions/{id}/pay', operationId: 'payCheckoutSession', tag: 'Public', summary: 'Pay a checkout session with a card (the hosted page calls this)',
-    description: 'A declined card answers 200 with status `failed`; the session stays open.',
+    description: 'A declined card answers 200 with status `failed`; the session stays open, for at most 5 failed pays in all (then 429 `too_many_attempts`, and the session can no longer be paid). A session made without `customerId` is paid anonymously: in payment mode no customer is attached (`email` becomes the payment\'s `receiptEmail`); in setup and subscription mode a new customer is made once the card is saved, and an e-mail that is already a customer\'s answers 422 `customer_exists`. Every public pay counts against the account\'s `publicDeclinesPerHour` per mode.',
     public: true, idempotent: 'payCheckoutSession', body: publicPayInput, response: payResultSchema,
-    errors: ['invalid_state', 'checkout_session_in_use', 'no_gateway_available', 'gateway_unavailable', 'card_declined', 'invoice_payment_in_progress'],
+    errors: ['invalid_state', 'checkout_session_in_use', 'no_gateway_available', 'gateway_unavailable', 'card_declined', 'invoice_payment_in_progress', 'customer_exists', 'too_many_attempts'],
     example: { card, email: 'ada@example.com', name: 'Ada Lovelace' },
-    handle: (s, r) => s.checkoutSessions.publicPay(r.param('id'), r.body, r.idem, r.requestId),
+    handle: (s, r) => s.checkoutSessions.publicPay(r.param('id'), r.body, r.idem, r.client),
   }),
 ];

@@ -67,9 +67,10 @@ export const invoiceRoutes = [
   }),
   route.one({
     method: 'POST', path: '/public/invoices/{id}/pay', operationId: 'payPublicInvoice', tag: 'Public', summary: 'Pay a sent invoice with a card',
+    description: 'At most 5 failed pays per client address in an hour, and the account\'s `publicDeclinesPerHour` per mode (429 `too_many_attempts`).',
     public: true, idempotent: 'payInvoicePublic', body: publicPayInput, response: payResultSchema,
-    errors: [...CHANGING, 'card_declined', 'no_gateway_available', 'gateway_unavailable'],
+    errors: [...CHANGING, 'card_declined', 'no_gateway_available', 'gateway_unavailable', 'too_many_attempts'],
     example: { card },
-    handle: (s, r) => s.invoices.publicPay(r.param('id'), r.body, r.idem, r.requestId),
+    handle: (s, r) => s.invoices.publicPay(r.param('id'), r.body, r.idem, r.client),
   }),
 ];

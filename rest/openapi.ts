@@ -101,6 +101,8 @@ const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: strin
   card_declined: { message: 'The card could not be saved: declined (insufficient_funds)', param: 'card' },
   limit_exceeded: { message: 'At most 16 webhook endpoints per account and mode; delete one first' },
   rate_limited: { message: 'Too many requests; retry in 12 s' },
+  too_many_attempts: { message: 'Too many failed payment attempts from your connection; try again in 42 minutes' },
+  customer_exists: { message: 'This e-mail address belongs to an existing customer of the merchant: ask the merchant for a link to your account', param: 'email' },
   internal_error: { message: 'An internal error occurred; quote the requestId to support' },
   service_unavailable: { message: 'The database is unavailable; try again shortly' },
   gateway_unavailable: { message: "Gateway 'gw_4f9Kq2mB8xZt1n' could not save the card just now; try again" },

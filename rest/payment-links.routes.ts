@@ -36,10 +36,10 @@ export const paymentLinkRoutes = [
   }),
   route.one({
     method: 'POST', path: '/public/payment-links/{slug}/pay', operationId: 'payPaymentLink', tag: 'Public', summary: 'Pay a payment link with a card',
-    description: 'A declined card answers 200 with status `failed`.',
+    description: 'A declined card answers 200 with status `failed`. The payer is anonymous: no customer is attached, and `email` becomes the payment\'s `receiptEmail`. At most 5 failed pays per client address in an hour, and the account\'s `publicDeclinesPerHour` per mode (429 `too_many_attempts`).',
     public: true, idempotent: 'payPaymentLink', body: publicPayInput, response: payResultSchema,
-    errors: ['payment_link_inactive', 'no_gateway_available', 'gateway_unavailable', 'card_declined'],
+    errors: ['payment_link_inactive', 'no_gateway_available', 'gateway_unavailable', 'card_declined', 'too_many_attempts'],
     example: { card, email: 'ada@example.com' },
-    handle: (s, r) => s.paymentLinks.publicPay(r.param('slug'), r.body, r.idem, r.requestId),
+    handle: (s, r) => s.paymentLinks.publicPay(r.param('slug'), r.body, r.idem, r.client),
   }),
 ];

@@ -58,7 +58,7 @@ const BASE = 'https://pay.example.com';
 
 example(accountSettingsSchema, {
   id: ids.account, object: 'account', livemode: false, name: 'Acme Ltd', invoicePrefix: 'ACME',
-  dunningRetryDays: [1, 3, 7], rateLimitPerMinute: null, createdAt: T0, updatedAt: T1,
+  dunningRetryDays: [1, 3, 7], rateLimitPerMinute: null, publicDeclinesPerHour: 50, createdAt: T0, updatedAt: T1,
 });
 
 export const apiKeyExample = example(apiKeySchema, {
@@ -85,7 +85,7 @@ example(paymentSchema, {
   id: ids.payment, object: 'payment', livemode: false, customerId: ids.customer, amount: 2500, currency: 'EUR',
   originalCurrency: 'EUR', originalAmount: null, exchangeRate: null, paymentMethod: 'card',
   paymentMethodDetails: { type: 'card', brand: 'visa', last4: '4242', expMonth: 12, expYear: 2030, fingerprint: 'fp_Xq2Lm9Tz4Kd8Rb1V' },
-  description: 'Order 1042', metadata: { orderId: '1042' }, status: 'succeeded', failureCode: null, failureMessage: null,
+  description: 'Order 1042', receiptEmail: null, metadata: { orderId: '1042' }, status: 'succeeded', failureCode: null, failureMessage: null,
   amountRefunded: 0, refunded: false, gatewayId: ids.gateway,
   attempts: [{ gateway: ids.gateway, outcome: 'succeeded', code: null, latency: 184 }],
   invoiceId: null, subscriptionId: null, checkoutSessionId: null, paymentLinkId: null, createdAt: T0, updatedAt: T1,
@@ -159,7 +159,7 @@ example(checkoutSessionSchema, {
 example(publicCheckoutSessionSchema, {
   id: ids.session, object: 'checkout_session', livemode: false, mode: 'payment', status: 'open', amount: 4900, currency: 'EUR',
   description: 'Conference ticket', merchantName: 'Acme Ltd', customerEmail: null, expiresAt: '2026-03-03T09:14:07.512Z',
-  successUrl: 'https://shop.example.com/thanks', cancelUrl: null, recurring: null,
+  successUrl: 'https://shop.example.com/thanks', cancelUrl: null, recurring: null, payable: true,
 });
 
 example(paymentLinkSchema, {

@@ -7,6 +7,7 @@ import type { PERMISSION_RESOURCES } from '../src/core/context';
 import type { ErrorCode } from '../src/core/errors';
 import type { Page } from '../src/core/pagination';
 import type { IdempotencyKey } from '../src/core/idempotency';
+import type { PublicRequest } from '../src/modules/checkout/public-pay';
 import { IDEMPOTENT_OPERATIONS, type IdempotentOperationName } from '../src/core/idempotent-operations';
 import { requestContext, type PayorchState } from '../src/http/context';
 import { body, file, list, noBody, one, param, publicRoute, refuseQuery } from './route';
@@ -24,6 +25,8 @@ export interface RouteRequest {
   readonly query: Record<string, unknown>;
   readonly idem: IdempotencyKey | undefined;
   readonly requestId: string;
+  /** A public route's caller: the request id and the client's address (the public pays' attempt caps). */
+  readonly client: PublicRequest;
   param(name: string): string;
   readonly ctx: Context;
 }
@@ -146,6 +149,9 @@ function routeRequest(ctx: Context, query: Record<string, unknown>): RouteReques
     query,
     idem: state.idempotencyKey,
     requestId: state.requestId,
+    get client() {
+      return { requestId: state.requestId, clientAddress: ctx.ip };
+    },
     param: (name) => param(ctx, name),
     ctx,
   };

@@ -11,6 +11,7 @@ class AccountType {
   @Field(() => String, { description: 'Invoice numbers read <prefix>-000042; shared by both modes, numbers counted per mode.' }) invoicePrefix!: string;
   @Field(() => [Int], { description: 'Days after a first failed subscription charge on which it is retried.' }) dunningRetryDays!: number[];
   @Field(() => Int, { nullable: true, description: 'Read only here: the CLI changes it.' }) rateLimitPerMinute!: number | null;
+  @Field(() => Int, { description: 'Failed public pays (hosted pages) per mode in a rolling hour, after which every public pay of that mode is refused until the hour has passed.' }) publicDeclinesPerHour!: number;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
 }
@@ -20,6 +21,7 @@ class UpdateAccountInput {
   @Field(() => String, { nullable: true }) name?: string;
   @Field(() => String, { nullable: true }) invoicePrefix?: string;
   @Field(() => [Int], { nullable: true }) dunningRetryDays?: number[];
+  @Field(() => Int, { nullable: true }) publicDeclinesPerHour?: number;
 }
 
 @Resolver(() => AccountType)

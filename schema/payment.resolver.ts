@@ -60,6 +60,7 @@ export class PaymentType {
   @Field(() => String) paymentMethod!: string;
   @Field(() => PaymentMethodDetailsType) paymentMethodDetails!: PaymentMethodDetailsType;
   @Field(() => String, { nullable: true }) description!: string | null;
+  @Field(() => String, { nullable: true, description: 'The e-mail an anonymous payer gave on a hosted page for the receipt; such a payment attaches no customer.' }) receiptEmail!: string | null;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => PaymentStatus) status!: Payment['status'];
   @Field(() => String, { nullable: true }) failureCode!: string | null;
@@ -109,6 +110,7 @@ class CreatePaymentInput {
   @Field(() => String) paymentMethod!: string;
   @Field(() => CardInput, { nullable: true }) card?: CardInput;
   @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => String, { nullable: true }) receiptEmail?: string | null;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
 

@@ -30,6 +30,7 @@ import type { Rng } from './modules/routing/rng';
 import { createWebhookServices, type WebhookOptions, type WebhookServices } from './modules/webhooks';
 import { PublicUrls } from './modules/checkout/public-urls';
 import { PublicPayPath } from './modules/checkout/public-pay';
+import { PublicAttempts } from './modules/checkout/public-attempts';
 import { CheckoutStore } from './modules/checkout/checkout.store';
 import { CheckoutSessionService } from './modules/checkout/checkout-session.service';
 import { PaymentLinkService } from './modules/checkout/payment-link.service';
@@ -76,6 +77,8 @@ export interface Services {
   subscriptions: SubscriptionService;
   /** The live dashboard's aggregates. */
   dashboard: DashboardService;
+  /** The caps on failed public pays (API.md §11); the job purges what is past every window. */
+  publicAttempts: PublicAttempts;
   close(): Promise<void>;
 }
 
@@ -150,7 +153,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const catalog = new CatalogService(db, events, idempotency);
   const payments = new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases);
   const urls = new PublicUrls(config.publicUrl, config.port);
-  const publicPay = new PublicPayPath(payments, paymentMethods, idempotency, clock);
+  // The caps on failed pays of the hosted pages, shared by every instance through the database.
+  const publicAttempts = new PublicAttempts(db, events, accounts, clock, logger);
+  const publicPay = new PublicPayPath(payments, paymentMethods, idempotency, clock, publicAttempts);
   // A checkout session's pay claims and completes it with its payment's writes (PaymentHold).
   payments.useHolds(new CheckoutStore(db));
   const mail = createMailService({ db, clock, logger, config, options: options.mail });
@@ -193,13 +198,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, encryptionKey, options: options.webhooks, idempotency }),
     urls,
     checkoutSessions,
-    paymentLinks: new PaymentLinkService(db, events, idempotency, customers, catalog, accounts, publicPay, urls),
+    paymentLinks: new PaymentLinkService(db, events, idempotency, catalog, accounts, publicPay, urls),
     mail,
     invoices,
     testClocks,
     billing,
     subscriptions,
     dashboard: new DashboardService(db),
+    publicAttempts,
     async close() {
       leases.stop();
       mail.close();

@@ -76,6 +76,12 @@ export const JOBS: readonly Job[] = [
     schedule: '17 3 * * *',
     run: async (services) => services.webhooks.deliveries.purgeOld(),
   },
+  // Failed public pay attempts past every window of their caps (a session lives 24 hours at most).
+  {
+    name: 'purge-public-pay-attempts',
+    schedule: '7 * * * *',
+    run: async (services) => ({ purged: await services.publicAttempts.purge(services.clock.now()) }),
+  },
   // Sent and failed mail keep the invoice snapshot their PDF was made from: not kept for ever.
   {
     name: 'purge-mail-outbox',

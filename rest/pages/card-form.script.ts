@@ -229,6 +229,15 @@ const SOURCE = String.raw`(function () {
     } else if (error.code === 'payment_link_inactive') {
       say('This payment link is inactive: it no longer takes payments.');
       lock();
+    } else if (error.code === 'too_many_attempts') {
+      // Card testing is capped: no further attempt from this page (the server says until when).
+      say((error.message || 'Too many failed payment attempts.').replace(/\.?$/, '.') + ' Nothing was charged.');
+      lock();
+    } else if (error.code === 'customer_exists') {
+      var exists = 'This e-mail address already belongs to a customer account with the merchant, so your card was not saved. Ask the merchant for a link to your account, or use another e-mail address.';
+      if (fields.email) fieldError('email', exists);
+      say(exists);
+      if (fields.email) fields.email.focus();
     } else if (status === 429) {
       say('Too many attempts from your connection. Wait a minute, then try again.');
     } else {

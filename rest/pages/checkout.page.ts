@@ -34,6 +34,18 @@ ${s.cancelUrl ? html`<p><a href="${s.cancelUrl}">Return to ${merchant}</a></p>` 
   });
 }
 
+/** Open, but its failed attempts are used up (card testing is capped per session): no form. */
+function closedView(s: PublicCheckoutSession): PageView {
+  const merchant = s.merchantName || 'the merchant';
+  return statePage({
+    title: 'Checkout closed',
+    body: html`${merchantHeader(s.merchantName, s.livemode)}
+<h1>This checkout can no longer be paid</h1>
+<p>It had too many failed payment attempts, so it was closed to protect your card details. Nothing more will be charged here. Go back to ${merchant} to start a new checkout.</p>
+${s.cancelUrl ? html`<p><a href="${s.cancelUrl}">Return to ${merchant}</a></p>` : ''}`,
+  });
+}
+
 function completeView(s: PublicCheckoutSession): PageView {
   const merchant = s.merchantName || 'the merchant';
   const setup = s.mode === 'setup';
@@ -70,7 +82,8 @@ ${cardForm({
     buttonLabel: setup ? 'Save card' : `Pay ${amount}`,
     // A setup session always names its customer; a payment session without an e-mail may take one.
     askEmail: !setup && !s.customerEmail,
-    askName: true,
+    // The name is a new customer's (setup, subscription); a one-time payment keeps none.
+    askName: s.mode !== 'payment',
     doneTitle: setup ? 'Card saved' : 'Payment successful',
     doneText: setup
       ? `Your card is saved with ${merchant}. You can close this page.`
@@ -94,6 +107,7 @@ export const checkoutPage: Page = {
     }
     if (session.status === 'expired') return expiredView(session);
     if (session.status === 'complete') return completeView(session);
+    if (!session.payable) return closedView(session);
     return openView(session);
   },
 };

@@ -44,7 +44,8 @@ ${cardForm({
     payUrl: `/v1/public/payment-links/${encodeURIComponent(link.slug)}/pay`,
     buttonLabel: `Pay ${amount}`,
     askEmail: true,
-    askName: true,
+    // The payer stays anonymous: the e-mail is the receipt's, and no name is kept.
+    askName: false,
     doneTitle: 'Payment successful',
     doneText: `Thank you: ${merchant} has received your payment of ${amount}. You can close this page.`,
   })}

@@ -31,6 +31,8 @@ export type ErrorCode =
   | 'invoice_payment_in_progress'
   | 'limit_exceeded'
   | 'rate_limited'
+  | 'too_many_attempts'
+  | 'customer_exists'
   | 'query_too_complex'
   | 'internal_error'
   | 'service_unavailable';
@@ -69,7 +71,11 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   fx_rate_unavailable: 422,
   card_declined: 422,
   limit_exceeded: 422,
+  // An anonymous payer on a hosted page gave the e-mail of an existing customer (API.md §11).
+  customer_exists: 422,
   rate_limited: 429,
+  // Public pays past their caps of failed attempts (API.md §11): never sent to a gateway.
+  too_many_attempts: 429,
   internal_error: 500,
   service_unavailable: 503,
   // A gateway that could not do what was asked (outage, timeout): try again; the key is freed.

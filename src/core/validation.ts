@@ -180,3 +180,10 @@ export function withoutReadOnly(input: unknown, fields: readonly string[]): unkn
   if (input === null || typeof input !== 'object' || Array.isArray(input)) return input;
   return Object.fromEntries(Object.entries(input as Record<string, unknown>).filter(([k]) => !fields.includes(k)));
 }
+
+/** An e-mail address as every input takes it: trimmed, at most 320 characters. */
+export const emailSchema = z
+  .string({ error: 'must be an e-mail address' })
+  .trim()
+  .max(320)
+  .pipe(z.email({ error: 'must be an e-mail address' }));

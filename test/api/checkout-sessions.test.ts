@@ -119,7 +119,7 @@ describe('the public pay of a checkout session', () => {
     expect(res.body.data).toEqual({
       id: s.id, object: 'checkout_session', livemode: false, mode: 'payment', status: 'open', amount: 2500, currency: 'EUR',
       description: 'Order 7', merchantName: 'Test account', customerEmail: null, expiresAt: s.expiresAt,
-      successUrl: 'https://shop.example.com/ok', cancelUrl: null, recurring: null,
+      successUrl: 'https://shop.example.com/ok', cancelUrl: null, recurring: null, payable: true,
     });
     expect(res.text).not.toContain(app.account.accountId);
     expect(res.text).not.toContain(customer.id);
@@ -135,7 +135,8 @@ describe('the public pay of a checkout session', () => {
     expect(payment).toMatchObject({ status: 'succeeded', amount: 2500, currency: 'EUR', checkoutSessionId: s.id, paymentMethodDetails: { last4: '4242' } });
     const after = (await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data;
     expect(after).toMatchObject({ status: 'complete', paymentId: payment.id, completedAt: expect.any(String) });
-    expect(payment.customerId).toBe(after.customerId);
+    // The payer is anonymous: no customer on either, the e-mail is the payment's receipt e-mail.
+    expect([payment.customerId, after.customerId, payment.receiptEmail]).toEqual([null, null, 'payer@example.com']);
     const events = (await app.request('GET', '/v1/events?type=checkout.session.completed&pageSize=100', { key })).body.data;
     expect(events.find((e: { data: { object: { id: string } } }) => e.data.object.id === s.id).data.object.status).toBe('complete');
     const again = await pay(s.id, { card: card() });
@@ -222,7 +223,9 @@ describe('the public pay of a checkout session', () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => pay(s.id, { card: card() })));
     const succeeded = results.filter((r) => r.status === 200 && r.body.data.status === 'succeeded');
     expect(succeeded).toHaveLength(1);
-    for (const r of results) if (r !== succeeded[0]) expect([409, 422]).toContain(r.status);
+    // The others: in use (409), complete already (422), or refused before anything as one of too many
+    // attempts at once (429: attempts still running count against the session's cap on failures).
+    for (const r of results) if (r !== succeeded[0]) expect([409, 422, 429]).toContain(r.status);
     const payments = (await app.request('GET', `/v1/payments?pageSize=100`, { key })).body.data.filter((p: { checkoutSessionId: string }) => p.checkoutSessionId === s.id);
     expect(payments).toHaveLength(1);
     expect((await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data).toMatchObject({ status: 'complete', paymentId: payments[0].id });
@@ -264,7 +267,9 @@ describe('the public pay of a checkout session', () => {
     const done = await app.server.services.checkoutSessions.expireDue(clock.now());
     expect(done.completed).toBe(1);
     const after = (await app.request('GET', `/v1/checkout-sessions/${s.id}`, { key })).body.data;
-    expect(after).toMatchObject({ status: 'complete', paymentId, customerId: expect.stringMatching(/^cus_/) });
+    // An anonymous payment-mode pay attaches no customer: the session's e-mail is the payment's receipt e-mail.
+    expect(after).toMatchObject({ status: 'complete', paymentId, customerId: null });
+    expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data).toMatchObject({ customerId: null, receiptEmail: 'late-complete@example.com' });
     const events = (await app.request('GET', '/v1/events?type=checkout.session.completed&pageSize=100', { key })).body.data;
     expect(events.filter((e: { data: { object: { id: string } } }) => e.data.object.id === s.id)).toHaveLength(1);
   });
@@ -303,8 +308,11 @@ describe('the public pay of a checkout session', () => {
       // their events and deliveries), shared by concurrent pays.
       expect(reads.length).toBeGreaterThanOrEqual(1);
       expect(reads.length).toBeLessThanOrEqual(12);
+      // The caps on failed attempts: each pay writes its attempt, reads the counts, and settles it.
+      const attempts = burst.filter((q) => /public_pay_attempts/.test(q));
+      expect(attempts.length).toBeLessThanOrEqual(3 * 12);
       // (The account's routing and gateways, cached for every payment, may be read again meanwhile.)
-      const rest = burst.filter((q) => !reads.includes(q) && !/FROM "(routing_configs|gateways)"/.test(q));
+      const rest = burst.filter((q) => !reads.includes(q) && !attempts.includes(q) && !/FROM "(routing_configs|gateways)"/.test(q));
       expect(rest.every((q) => /INSERT INTO payments/.test(q) || /UPDATE payments p SET status/.test(q))).toBe(true);
       expect(rest.length).toBeLessThan(2 * 12);
       expect(sessionWrites.every((q) => /INSERT INTO payments|UPDATE payments p SET status/.test(q))).toBe(true);

@@ -161,7 +161,7 @@ describe('GET /checkout/{id}', () => {
 });
 
 describe('GET /pay/{slug}', () => {
-  it('should render an active link as the card form asking for an optional e-mail and name', async () => {
+  it('should render an active link as the card form asking for an optional e-mail for the receipt, and no name', async () => {
     const l = await link({ name: 'Concert <ticket>', description: 'Row 4', amount: 1900, currency: 'usd' });
     expect(new URL(l.url).pathname).toBe(`/pay/${l.slug}`);
     const res = await page(l.url);
@@ -171,7 +171,8 @@ describe('GET /pay/{slug}', () => {
     expect(res.text).toContain(`data-pay-url="/v1/public/payment-links/${l.slug}/pay"`);
     expect(res.text).toContain('data-kind="link"');
     expect(res.text).toContain('<label for="payer-email">E-mail <span class="optional">(optional)</span></label>');
-    expect(res.text).toContain('<label for="payer-name">Name <span class="optional">(optional)</span></label>');
+    // The payer stays anonymous: no name is asked that nothing would keep.
+    expect(res.text).not.toContain('<label for="payer-name"');
     expect(res.text).not.toContain(l.id);
   });
 

@@ -15,6 +15,8 @@ export interface RequestOptions {
   body?: unknown;
   rawBody?: string | Buffer;
   headers?: Record<string, string>;
+  /** The source address to connect from (any 127.0.0.x on loopback), as another client would. */
+  localAddress?: string;
 }
 
 /** A real HTTPS request that trusts only the test server's certificate. */
@@ -29,7 +31,7 @@ export function httpsRequest(baseUrl: string, ca: string, method: string, path: 
   }
   const lib = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = lib.request(url, { method, headers, ca, agent: false, servername: url.hostname === '127.0.0.1' ? 'localhost' : undefined }, (res) => {
+    const req = lib.request(url, { method, headers, ca, agent: false, localAddress: opts.localAddress, servername: url.hostname === '127.0.0.1' ? 'localhost' : undefined }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {

@@ -23,6 +23,12 @@ export const updateAccountInput = z
     name: z.string({ error: 'must be a name' }).trim().min(1, { error: 'must not be empty' }).max(200, { error: 'must be at most 200 characters' }).optional(),
     invoicePrefix: invoicePrefixSchema.optional(),
     dunningRetryDays: dunningRetryDaysSchema.optional(),
+    publicDeclinesPerHour: z
+      .number({ error: 'must be a whole number from 1 to 100000' })
+      .int({ error: 'must be a whole number from 1 to 100000' })
+      .min(1, { error: 'must be a whole number from 1 to 100000' })
+      .max(100_000, { error: 'must be a whole number from 1 to 100000' })
+      .optional(),
   })
   .strict();
 

@@ -8,6 +8,7 @@ export const accountSettingsSchema = z
     invoicePrefix: z.string(),
     dunningRetryDays: z.array(z.number().int()),
     rateLimitPerMinute: z.number().int().nullable(),
+    publicDeclinesPerHour: z.number().int().meta({ description: 'Failed public pays (hosted pages) per mode in a rolling hour, after which every public pay of that mode answers 429 too_many_attempts until the hour has passed.' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })

@@ -70,6 +70,7 @@ export interface AccountSettings {
   invoicePrefix: string;
   dunningRetryDays: number[];
   rateLimitPerMinute: number | null;
+  publicDeclinesPerHour: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -78,6 +79,7 @@ function toAccountSettings(row: AccountModel, mode: Mode): AccountSettings {
   return {
     id: row.id, object: 'account', livemode: mode === 'live', name: row.name, invoicePrefix: row.invoicePrefix,
     dunningRetryDays: JSON.parse(row.dunningRetryDays) as number[], rateLimitPerMinute: row.rateLimitPerMinute ?? null,
+    publicDeclinesPerHour: row.publicDeclinesPerHour,
     createdAt: new Date(row.createdAt).toISOString(), updatedAt: new Date(row.updatedAt).toISOString(),
   };
 }
@@ -134,7 +136,7 @@ export class AccountService {
     return toAccountSettings(row as unknown as AccountModel, ctx.mode);
   }
 
-  /** `PATCH /v1/account` `{name?, invoicePrefix?, dunningRetryDays?}` (needs `account:write`); the rate limit is the CLI's. */
+  /** `PATCH /v1/account` `{name?, invoicePrefix?, dunningRetryDays?, publicDeclinesPerHour?}` (needs `account:write`); the rate limit is the CLI's. */
   async updateSettings(ctx: RequestContext, input: unknown): Promise<AccountSettings> {
     requirePermission(ctx, 'account', 'write');
     const raw = input as Record<string, unknown> | null;
@@ -149,6 +151,7 @@ export class AccountService {
       if (data.name !== undefined) changes.name = data.name;
       if (data.invoicePrefix !== undefined) changes.invoicePrefix = data.invoicePrefix;
       if (data.dunningRetryDays !== undefined) changes.dunningRetryDays = JSON.stringify(data.dunningRetryDays);
+      if (data.publicDeclinesPerHour !== undefined) changes.publicDeclinesPerHour = data.publicDeclinesPerHour;
       if (Object.keys(changes).length > 0) await row.update({ ...changes, updatedAt: ctx.clock.now() }, { transaction });
       return toAccountSettings(row.get({ plain: true }) as AccountModel, ctx.mode);
     });
@@ -159,6 +162,13 @@ export class AccountService {
     const row = await AccountModel.findByPk(accountId, { attributes: ['name', 'invoicePrefix', 'dunningRetryDays'], raw: true });
     if (!row) throw notFound('account', accountId);
     return { name: row.name, invoicePrefix: row.invoicePrefix, dunningRetryDays: JSON.parse(row.dunningRetryDays) as number[] };
+  }
+
+  /** The account as an event of the account carries it (what `GET /v1/account` answers in that mode). */
+  async eventObject(accountId: string, mode: Mode): Promise<Record<string, unknown>> {
+    const row = await AccountModel.findByPk(accountId, { raw: true });
+    if (!row) throw notFound('account', accountId);
+    return toAccountSettings(row as unknown as AccountModel, mode) as unknown as Record<string, unknown>;
   }
 
   /** The account's name as customers see it (hosted pages, e-mails); empty for an unknown account. */

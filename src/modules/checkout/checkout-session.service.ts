@@ -17,8 +17,9 @@ import type { CatalogService } from '../catalog/catalog.service';
 import type { AccountService } from '../accounts/account.service';
 import { CheckoutSessionModel } from './checkout-session.model';
 import { CheckoutStore, toSessionRecord, type CheckoutMode, type CheckoutSessionRecord, type CheckoutSessionStatus } from './checkout.store';
-import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput } from './checkout.inputs';
-import type { PayResult, PublicPayPath } from './public-pay';
+import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput, type PublicPayInput } from './checkout.inputs';
+import type { SavedPaymentMethod } from '../payments/payment-method.service';
+import type { PayResult, PublicPayPath, PublicRequest } from './public-pay';
 import type { CardInput } from '../../core/card';
 import type { Payment } from '../payments/payment.service';
 import type { Transaction } from 'sequelize';
@@ -69,6 +70,8 @@ export interface PublicCheckoutSession {
   successUrl: string | null;
   cancelUrl: string | null;
   recurring: { interval: string; intervalCount: number } | null;
+  /** Open and not closed by too many failed attempts. */
+  payable: boolean;
 }
 
 /**
@@ -226,9 +229,10 @@ export class CheckoutSessionService {
     if (session.priceId && session.checkoutMode === 'subscription') {
       recurring = (await this.catalog.lookupPrice(this.pay.context(session, ''), session.priceId))?.price.recurring ?? null;
     }
+    const status = effectiveStatus(session, now);
     return {
       id: session.id, object: 'checkout_session', livemode: session.livemode, mode: session.checkoutMode,
-      status: effectiveStatus(session, now), amount: session.amount, currency: session.currency, description: session.description,
+      status, payable: status === 'open' && !(await this.pay.sessionExhausted(session.id)), amount: session.amount, currency: session.currency, description: session.description,
       merchantName: await this.accounts.displayName(session.accountId), customerEmail: session.customerEmail,
       expiresAt: session.expiresAt.toISOString(), successUrl: session.successUrl, cancelUrl: session.cancelUrl, recurring,
     };
@@ -245,12 +249,18 @@ export class CheckoutSessionService {
    * event (or the claim's release after a decline) with the payment's settling write, in one
    * statement each on PostgreSQL (shared with concurrent payments) and one transaction each on
    * SQLite. The session and the pay's Idempotency-Key are read by one statement.
+   *
+   * Who pays (API.md §11): a session made with `customerId` is that customer's. Otherwise the
+   * payer is anonymous and never touches an existing customer: a payment-mode pay attaches no
+   * customer (the e-mail goes on the payment as `receiptEmail`); a setup or subscription pay
+   * creates a new customer once the card is saved, and refuses an e-mail that is already a
+   * customer's (422 `customer_exists`). Every attempt runs under the caps on failed attempts.
    */
-  async publicPay(id: string, input: unknown, idem: IdempotencyKey | undefined, requestId: string): Promise<PayResult> {
+  async publicPay(id: string, input: unknown, idem: IdempotencyKey | undefined, request: PublicRequest): Promise<PayResult> {
     const read = await this.store.findSessionForPay(id, idem && this.pay.keyName(idem));
     if (!read) throw notFound('checkout_session', id);
     const found = read.session;
-    const ctx = this.pay.context(found, requestId);
+    const ctx = this.pay.context(found, request.requestId);
     const data = parseInput(publicPayInput, input);
     const key = this.pay.accountKey(idem, found);
     const redirect = (result: PayResult) => (result.status === 'succeeded' ? found.successUrl : null);
@@ -259,6 +269,16 @@ export class CheckoutSessionService {
     const now = ctx.clock.now();
     const status = effectiveStatus(session, now);
     if (status !== 'open') throw invalidState(`This checkout session is ${status} and cannot be paid`);
+    const target = { kind: 'checkout_session' as const, id, accountId: session.accountId, mode: session.mode };
+    return this.pay.attempt(target, request, () => this.payOpen(ctx, session, data, key, redirect, now));
+  }
+
+  /** One pay of an open session: by mode (and whether it pays a subscription's invoice). */
+  private async payOpen(
+    ctx: RequestContext, session: CheckoutSessionRecord, data: PublicPayInput,
+    key: IdempotencyKey | undefined, redirect: (result: PayResult) => string | null, now: Date,
+  ): Promise<PayResult> {
+    const id = session.id;
     if (session.invoiceId !== null || session.checkoutMode === 'subscription') return this.payForSubscription(ctx, session, data, key, redirect, now);
     const token = randomBase62(24);
     try {
@@ -284,10 +304,12 @@ export class CheckoutSessionService {
   }
 
   private async payByCharging(
-    ctx: RequestContext, session: CheckoutSessionRecord, data: { card: import('../../core/card').CardInput; name?: string; email?: string },
+    ctx: RequestContext, session: CheckoutSessionRecord, data: PublicPayInput,
     key: IdempotencyKey | undefined, token: string, now: Date, redirect: (result: PayResult) => string | null,
   ): Promise<PayResult> {
-    const customerId = await this.customerFor(ctx, session, data);
+    const customerId = session.customerId;
+    // An anonymous payer's e-mail (the session's, else the one typed) is the receipt's, not a customer's.
+    const receiptEmail = customerId ? null : (session.customerEmail ?? data.email ?? null);
     // Claimed with the payment's pending row; completed (or released) with its settling write.
     // Left pending (the gateway's answer unknown), or settled by another writer first: the payment
     // holds the session and the reconciling job (or the next read) completes or frees it.
@@ -303,28 +325,34 @@ export class CheckoutSessionService {
       },
     };
     const { result } = await this.pay.charge(ctx, {
-      amount: session.amount as number, currency: session.currency as string, description: session.description, customerId, card: data.card,
+      amount: session.amount as number, currency: session.currency as string, description: session.description, customerId, receiptEmail, card: data.card,
     }, { checkoutSessionId: session.id }, key, redirect, undefined, hold);
     return result;
   }
 
   private async payBySavingCard(
-    ctx: RequestContext, session: CheckoutSessionRecord, data: { card: import('../../core/card').CardInput; name?: string; email?: string },
+    ctx: RequestContext, session: CheckoutSessionRecord, data: PublicPayInput,
     key: IdempotencyKey | undefined, token: string, redirect: (result: PayResult) => string | null,
   ): Promise<PayResult> {
-    const customerId = (await this.customerFor(ctx, session, data)) as string;
-    const { result, method } = await this.pay.saveCard(ctx, customerId, data.card, key, redirect);
-    if (method) await this.completeWith(ctx, session.id, { paymentMethodId: method.id, customerId }, token);
+    const { result, method } = await this.saveCardFor(ctx, session, data, key, redirect);
+    if (method) await this.completeWith(ctx, session.id, { paymentMethodId: method.id, customerId: method.customerId }, token);
     else await this.store.releaseClaim(session.id, token);
     return result;
   }
 
-  /** The session's customer: the one it names, else the one its e-mail (or the payer's) names, created when new. */
-  private async customerFor(ctx: RequestContext, session: CheckoutSessionRecord, data: { name?: string; email?: string }): Promise<string | null> {
-    if (session.customerId) return session.customerId;
+  /**
+   * The card saved as the default of the session's customer: the one it names, else a new one
+   * with the payer's e-mail (the session's, or the one typed), made only once the card is saved;
+   * an e-mail that is already a customer's is refused (`customer_exists`).
+   */
+  private async saveCardFor(
+    ctx: RequestContext, session: CheckoutSessionRecord, data: PublicPayInput,
+    key: IdempotencyKey | undefined, redirect: (result: PayResult) => string | null,
+  ): Promise<{ result: PayResult; method: SavedPaymentMethod | null }> {
+    if (session.customerId) return this.pay.saveCard(ctx, session.customerId, data.card, key, redirect);
     const email = session.customerEmail ?? data.email;
-    if (!email) return null;
-    return (await this.customers.findOrCreateByEmail(ctx, email, data.name ?? null)).id;
+    if (!email) throw new DomainError('missing_parameter', 'A subscription or a saved card belongs to a customer: give your e-mail address', 'email');
+    return this.pay.saveCardForNewCustomer(ctx, { email, name: data.name ?? null }, data.card, redirect);
   }
 
   /** Completes the session and records its event in one transaction; false when it was no longer open. */
@@ -438,7 +466,7 @@ export class CheckoutSessionService {
    * subscription created past due stays tied to the session, whose next pay pays its invoice.
    */
   private async payForSubscription(
-    ctx: RequestContext, session: CheckoutSessionRecord, data: { card: CardInput; name?: string; email?: string },
+    ctx: RequestContext, session: CheckoutSessionRecord, data: PublicPayInput,
     key: IdempotencyKey | undefined, redirect: (result: PayResult) => string | null, now: Date,
   ): Promise<PayResult> {
     const subscriptions = this.subscriptions;
@@ -457,9 +485,10 @@ export class CheckoutSessionService {
         this.logger.error({ checkoutSessionId: id, err: errorForLog(err) }, 'checkout session paid but not yet completed');
       });
     try {
-      const customerId = await this.customerFor(ctx, session, data);
-      if (!customerId) throw new DomainError('missing_parameter', 'A subscription belongs to a customer: give your e-mail address', 'email');
       if (session.invoiceId !== null && session.subscriptionId !== null) {
+        // A subscription's invoice (a retry's session, or one whose first charge failed): its customer's.
+        const customerId = session.customerId;
+        if (customerId === null) throw invalidState('This checkout session pays an invoice but names no customer');
         const subscriptionId = session.subscriptionId;
         const { result, paid } = await subscriptions.payInvoiceByCard(ctx, { sessionId: id, subscriptionId, invoiceId: session.invoiceId }, data.card, key, redirect);
         if (!paid) {
@@ -475,11 +504,12 @@ export class CheckoutSessionService {
         await completed({ paymentId: result.paymentId ?? undefined, paymentMethodId: method?.id, customerId });
         return { ...result, subscriptionId, paymentMethodId: method?.id ?? null };
       }
-      const saved = await this.pay.saveCard(ctx, customerId, data.card, undefined, redirect);
+      const saved = await this.saveCardFor(ctx, session, data, undefined, redirect);
       if (!saved.method) {
         await this.store.releaseClaim(id, token);
         return saved.result;
       }
+      const customerId = saved.method.customerId;
       const created = await subscriptions.createForCheckout(ctx, { sessionId: id, customerId, priceId: session.priceId as string, paymentMethodId: saved.method.id });
       // The session names its subscription (and, while it is unpaid, the invoice its next pay pays).
       await CheckoutSessionModel.update(

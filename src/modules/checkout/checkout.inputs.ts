@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { amountSchema, currencySchema } from '../../core/money';
-import { metadataPatchSchema, metadataSchema } from '../../core/validation';
+import { emailSchema as email, metadataPatchSchema, metadataSchema } from '../../core/validation';
 import { listSchema, searchSchema } from '../../core/pagination';
 import { cardInputSchema } from '../../core/card';
 
@@ -11,11 +11,6 @@ export const CHECKOUT_MODES = ['payment', 'setup', 'subscription'] as const;
 export const CHECKOUT_SESSION_STATUSES = ['open', 'complete', 'expired'] as const;
 export const PAYMENT_LINK_STATUSES = ['active', 'inactive'] as const;
 
-const email = z
-  .string({ error: 'must be an e-mail address' })
-  .trim()
-  .max(320)
-  .pipe(z.email({ error: 'must be an e-mail address' }));
 
 /** Where the customer is sent back to; whether http is allowed depends on the mode (the service checks). */
 const returnUrl = z.string({ error: 'must be an absolute https:// URL' }).trim().max(2048, { error: 'must be at most 2048 characters' });

@@ -43,6 +43,7 @@ export const publicCheckoutSessionSchema = z
     successUrl: z.string().nullable(),
     cancelUrl: z.string().nullable(),
     recurring: z.object({ interval: z.string(), intervalCount: z.number().int() }).nullable(),
+    payable: z.boolean().meta({ description: 'Whether the session takes a pay now: open, and not closed by too many failed attempts (then a pay answers 429 too_many_attempts).' }),
   })
   .meta({ id: 'PublicCheckoutSession' });
 

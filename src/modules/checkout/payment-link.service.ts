@@ -9,13 +9,12 @@ import type { IdempotencyKey } from '../../core/idempotency';
 import type { EventService } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
-import type { CustomerService } from '../customers/customer.service';
 import type { CatalogService } from '../catalog/catalog.service';
 import type { AccountService } from '../accounts/account.service';
 import { PaymentLinkModel } from './payment-link.model';
 import { CheckoutStore, toLinkRecord, type PaymentLinkRecord } from './checkout.store';
 import { createPaymentLinkInput, listPaymentLinksInput, publicPayInput, updatePaymentLinkInput } from './checkout.inputs';
-import type { PayResult, PublicPayPath } from './public-pay';
+import type { PayResult, PublicPayPath, PublicRequest } from './public-pay';
 import type { PublicUrls } from './public-urls';
 
 export interface PaymentLink {
@@ -67,7 +66,6 @@ export class PaymentLinkService {
     private readonly db: Database,
     private readonly events: EventService,
     private readonly idempotency: IdempotencyService,
-    private readonly customers: CustomerService,
     private readonly catalog: CatalogService,
     private readonly accounts: AccountService,
     private readonly pay: PublicPayPath,
@@ -158,8 +156,11 @@ export class PaymentLinkService {
     };
   }
 
-  /** The public pay (no key): every pay is its own payment, carrying `paymentLinkId`. */
-  async publicPay(slug: string, input: unknown, idem: IdempotencyKey | undefined, requestId: string): Promise<PayResult> {
+  /**
+   * The public pay (no key): every pay is its own payment, carrying `paymentLinkId`. The payer is
+   * anonymous: no customer is attached, the e-mail given goes on the payment as `receiptEmail`.
+   */
+  async publicPay(slug: string, input: unknown, idem: IdempotencyKey | undefined, request: PublicRequest): Promise<PayResult> {
     const found = await this.store.findLink({ slug });
     if (!found) throw notFound('payment_link', slug, 'slug');
     const key = this.pay.accountKey(idem, found);
@@ -167,13 +168,15 @@ export class PaymentLinkService {
     // A retry of a pay that was answered replays it, even if the link was deactivated since.
     await this.pay.replayIfPaid(key, noRedirect);
     const link = await this.activeLink(slug);
-    const ctx = this.pay.context(link, requestId);
+    const ctx = this.pay.context(link, request.requestId);
     const data = parseInput(publicPayInput, input);
-    const customerId = data.email ? (await this.customers.findOrCreateByEmail(ctx, data.email, data.name ?? null)).id : null;
-    const { result } = await this.pay.charge(ctx, {
-      amount: link.amount, currency: link.currency, description: link.description ?? link.name, customerId, card: data.card,
-    }, { paymentLinkId: link.id }, key, noRedirect);
-    return result;
+    return this.pay.attempt({ kind: 'payment_link', id: link.id, accountId: link.accountId, mode: link.mode }, request, async () => {
+      const { result } = await this.pay.charge(ctx, {
+        amount: link.amount, currency: link.currency, description: link.description ?? link.name, customerId: null,
+        receiptEmail: data.email ?? null, card: data.card,
+      }, { paymentLinkId: link.id }, key, noRedirect);
+      return result;
+    });
   }
 
   /** The link a slug names: 404 when none, 410 when inactive. */

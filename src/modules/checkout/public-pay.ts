@@ -10,6 +10,7 @@ import type { PaymentLinks, PaymentService, Payment } from '../payments/payment.
 import type { PaymentMethodService, SavedPaymentMethod } from '../payments/payment-method.service';
 import type { PaymentHold } from '../payments/payment-hold';
 import type { StoredKey } from '../idempotency/idempotency.store';
+import type { AttemptTarget, PublicAttempts } from './public-attempts';
 
 /** What a public pay answers (API.md §11): the page shows it, and follows `redirectUrl`. */
 export interface PayResult {
@@ -21,6 +22,12 @@ export interface PayResult {
   failureCode: string | null;
   failureMessage: string | null;
   redirectUrl: string | null;
+}
+
+/** Who sent a public request: its id (logs, errors) and the client's address (the attempt caps). */
+export interface PublicRequest {
+  requestId: string;
+  clientAddress: string;
 }
 
 /** The object a public route acts on: its account and mode are the ones the pay runs in. */
@@ -43,7 +50,21 @@ export class PublicPayPath {
     private readonly paymentMethods: PaymentMethodService,
     private readonly idempotency: IdempotencyService,
     private readonly clock: Clock,
+    private readonly attempts: PublicAttempts,
   ) {}
+
+  /**
+   * Runs one pay attempt of a hosted page under the caps on failed attempts (API.md §11):
+   * refused with 429 `too_many_attempts` before `pay` (and any gateway) is reached.
+   */
+  attempt(target: AttemptTarget, request: PublicRequest, pay: () => Promise<PayResult>): Promise<PayResult> {
+    return this.attempts.run(target, request.clientAddress, pay);
+  }
+
+  /** Whether a checkout session has used up its failed attempts (it can no longer be paid). */
+  sessionExhausted(sessionId: string): Promise<boolean> {
+    return this.attempts.sessionExhausted(sessionId);
+  }
 
   /** The context of a public request paying `target`: that object's account and mode, permission to pay and nothing else. */
   context(target: PublicTarget, requestId: string): RequestContext {
@@ -85,7 +106,7 @@ export class PublicPayPath {
   /** Charges the card as `POST /v1/payments` with `paymentMethod: "card"` would. */
   async charge(
     ctx: RequestContext,
-    charge: { amount: number; currency: string; description: string | null; customerId: string | null; card: CardInput; metadata?: Metadata },
+    charge: { amount: number; currency: string; description: string | null; customerId: string | null; receiptEmail?: string | null; card: CardInput; metadata?: Metadata },
     links: PaymentLinks,
     idem: IdempotencyKey | undefined,
     redirectUrl: (result: PayResult) => string | null,
@@ -103,6 +124,7 @@ export class PublicPayPath {
         card: charge.card,
         ...(charge.customerId ? { customerId: charge.customerId } : {}),
         ...(charge.description ? { description: charge.description } : {}),
+        ...(charge.receiptEmail ? { receiptEmail: charge.receiptEmail } : {}),
         ...(charge.metadata && Object.keys(charge.metadata).length ? { metadata: charge.metadata } : {}),
       }, idem, links, paymentId, hold);
     } catch (err) {
@@ -125,14 +147,36 @@ export class PublicPayPath {
       return { result: withRedirect(resultOfMethod(method), redirectUrl), method };
     } catch (err) {
       if (err instanceof IdempotentReplay) throw asResultReplay(err, redirectUrl);
-      // The card's own refusal is the customer's to see (200, status failed), as a declined charge is.
-      if (isDomainError(err) && err.code === 'card_declined') {
-        const code = /\(([a-z_]+)\)$/.exec(err.message)?.[1] ?? 'card_declined';
-        return { result: { ...emptyResult('failed'), failureCode: code, failureMessage: 'Your card was declined.' }, method: null };
-      }
-      throw err;
+      return declinedSave(err);
     }
   }
+
+  /**
+   * An anonymous payer's card saved for a new customer with the e-mail given, who exists only once
+   * the card is saved; an e-mail that is already a customer's is refused (422 `customer_exists`).
+   */
+  async saveCardForNewCustomer(
+    ctx: RequestContext,
+    payer: { email: string; name: string | null },
+    card: CardInput,
+    redirectUrl: (result: PayResult) => string | null,
+  ): Promise<{ result: PayResult; method: SavedPaymentMethod | null }> {
+    try {
+      const method = await this.paymentMethods.saveForNewCustomer(ctx, payer, { card });
+      return { result: withRedirect(resultOfMethod(method), redirectUrl), method };
+    } catch (err) {
+      return declinedSave(err);
+    }
+  }
+}
+
+/** The card's own refusal is the customer's to see (200, status failed), as a declined charge is; anything else is thrown on. */
+function declinedSave(err: unknown): { result: PayResult; method: null } {
+  if (isDomainError(err) && err.code === 'card_declined') {
+    const code = /\(([a-z_]+)\)$/.exec(err.message)?.[1] ?? 'card_declined';
+    return { result: { ...emptyResult('failed'), failureCode: code, failureMessage: 'Your card was declined.' }, method: null };
+  }
+  throw err;
 }
 
 function emptyResult(status: PayResult['status']): PayResult {

@@ -1,12 +1,7 @@
 import { z } from 'zod';
-import { countrySchema, metadataPatchSchema, metadataSchema } from '../../core/validation';
+import { countrySchema, emailSchema as email, metadataPatchSchema, metadataSchema } from '../../core/validation';
 import { listSchema, searchSchema } from '../../core/pagination';
 
-const email = z
-  .string({ error: 'must be an e-mail address' })
-  .trim()
-  .max(320)
-  .pipe(z.email({ error: 'must be an e-mail address' }));
 /** A language tag such as `en`, `de`, `fr` or `de-AT` (invoices and e-mails use its language). */
 const locale = z
   .string({ error: 'must be a language tag such as en, de or fr' })

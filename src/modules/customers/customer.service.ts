@@ -6,7 +6,7 @@ import { CustomerModel } from './customer.model';
 import { createCustomerInput, listCustomersInput, updateCustomerInput } from './customer.inputs';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
-import { DomainError, isDomainError, notFound } from '../../core/errors';
+import { DomainError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { mergeMetadata, parseInput } from '../../core/validation';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
@@ -16,6 +16,17 @@ import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 
 export { toApiCustomer, type Customer } from './customer.store';
+
+/** What a new customer is made of (POST /v1/customers, or a hosted page's payer). */
+export interface NewCustomer {
+  email: string;
+  name?: string | null;
+  country?: string | null;
+  phone?: string | null;
+  locale?: string | null;
+  testClockId?: string | null;
+  metadata?: Record<string, string>;
+}
 
 const duplicateEmail = (email: string) =>
   new DomainError('duplicate_email', `A customer with the e-mail '${email}' already exists`, 'email');
@@ -52,32 +63,8 @@ export class CustomerService {
       await this.testClocks.mustExist(ctx, data.testClockId);
       ctx = await this.testClocks.contextFor(ctx, data.testClockId);
     }
-    const now = ctx.clock.now();
     try {
-      return await this.db.transaction((transaction) => this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createCustomer, async () => {
-        const row = await CustomerModel.create(
-          {
-            id: newId('cus'),
-            accountId: ctx.accountId,
-            mode: ctx.mode,
-            email: data.email,
-            emailNormalized: data.email.toLowerCase(),
-            name: data.name ?? null,
-            country: data.country ?? null,
-            phone: data.phone ?? null,
-            locale: data.locale ?? null,
-            defaultPaymentMethodId: null,
-            testClockId: data.testClockId ?? null,
-            metadata: JSON.stringify(data.metadata ?? {}),
-            createdAt: now,
-            updatedAt: now,
-          },
-          { transaction },
-        );
-        const customer = toApiCustomer(row.get({ plain: true }));
-        await this.events.record(ctx, transaction, 'customer.created', customer as unknown as Record<string, unknown>);
-        return customer;
-      }));
+      return await this.db.transaction((transaction) => this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createCustomer, () => this.insert(ctx, transaction, data)));
     } catch (err) {
       // The unique index decides, so two concurrent creates cannot both win.
       if (isUniqueViolation(err)) throw duplicateEmail(data.email);
@@ -86,21 +73,40 @@ export class CustomerService {
   }
 
   /**
-   * The customer with this e-mail (compared case-insensitively), created when there is none: a
-   * customer paying on a hosted page is known by the e-mail given. Two pays racing to create the
-   * same customer meet on the unique index, and the loser reads the winner's.
+   * Writes a new customer and its `customer.created` event in the caller's transaction, at the
+   * context's time. A customer with the same e-mail (compared case-insensitively) fails on the
+   * unique index: the caller maps it (isUniqueViolation).
    */
-  async findOrCreateByEmail(ctx: RequestContext, email: string, name?: string | null): Promise<Customer> {
-    const find = () => CustomerModel.findOne({ where: { accountId: ctx.accountId, mode: ctx.mode, emailNormalized: email.toLowerCase() }, raw: true });
-    const existing = await find();
-    if (existing) return toApiCustomer(existing as unknown as Record<string, unknown>);
-    try {
-      return await this.create(ctx, { email, ...(name ? { name } : {}) });
-    } catch (err) {
-      const winner = isDomainError(err) && err.code === 'duplicate_email' ? await find() : null;
-      if (winner) return toApiCustomer(winner as unknown as Record<string, unknown>);
-      throw err;
-    }
+  async insert(ctx: RequestContext, transaction: Transaction, data: NewCustomer): Promise<Customer> {
+    const now = ctx.clock.now();
+    const row = await CustomerModel.create(
+      {
+        id: newId('cus'),
+        accountId: ctx.accountId,
+        mode: ctx.mode,
+        email: data.email,
+        emailNormalized: data.email.toLowerCase(),
+        name: data.name ?? null,
+        country: data.country ?? null,
+        phone: data.phone ?? null,
+        locale: data.locale ?? null,
+        defaultPaymentMethodId: null,
+        testClockId: data.testClockId ?? null,
+        metadata: JSON.stringify(data.metadata ?? {}),
+        createdAt: now,
+        updatedAt: now,
+      },
+      { transaction },
+    );
+    const customer = toApiCustomer(row.get({ plain: true }));
+    await this.events.record(ctx, transaction, 'customer.created', customer as unknown as Record<string, unknown>);
+    return customer;
+  }
+
+  /** Whether the account and mode has a customer with this e-mail (compared case-insensitively). */
+  async emailTaken(scope: { accountId: string; mode: string }, email: string): Promise<boolean> {
+    const row = await CustomerModel.findOne({ where: { accountId: scope.accountId, mode: scope.mode, emailNormalized: email.toLowerCase() }, attributes: ['id'], raw: true });
+    return row !== null;
   }
 
   async retrieve(ctx: RequestContext, id: string): Promise<Customer> {

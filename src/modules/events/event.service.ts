@@ -25,6 +25,7 @@ export const EVENT_TYPES = [
   'subscription.canceled', 'subscription.past_due',
   'invoice.created', 'invoice.sent', 'invoice.paid', 'invoice.payment_failed', 'invoice.voided',
   'payment_link.created', 'payment_link.updated',
+  'account.public_declines_exceeded',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -43,6 +44,7 @@ const EVENT_OBJECT_RESOURCES: Readonly<Record<string, string>> = {
   subscription: 'subscriptions',
   invoice: 'invoices',
   payment_link: 'payment_links',
+  account: 'account',
 };
 
 /** The permission resource of an event type's object; null for a type no resource claims. */
@@ -127,6 +129,11 @@ export class EventService {
 
   onWrite(hook: EventWriteHook): void {
     this.writeHooks.push(hook);
+  }
+
+  /** Whether an event of `type` was written for the account and mode after `since` (in `t`, if given). */
+  recordedSince(scope: { accountId: string; mode: string }, type: EventType, since: Date, t?: Transaction): Promise<boolean> {
+    return this.store.existsSince(scope, type, since, t);
   }
 
   /** Writes the event in the caller's transaction; it is published only once that commits. */

@@ -56,6 +56,15 @@ export class EventStore {
     );
   }
 
+  /** Whether the scope has an event of `type` created after `since` (events_type_idx). */
+  async existsSince(scope: Scope, type: string, since: Date, t?: Transaction): Promise<boolean> {
+    const rows = await this.db.select(
+      'SELECT 1 AS found FROM events WHERE account_id = $1 AND mode = $2 AND type = $3 AND created_at > $4 LIMIT 1',
+      [scope.accountId, scope.mode, type, since], t,
+    );
+    return rows.length > 0;
+  }
+
   /**
    * Inserts many events in the caller's transaction: one statement on PostgreSQL (the rows bound
    * as one JSON parameter, so its text does not depend on their number); one each on SQLite.

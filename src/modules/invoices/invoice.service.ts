@@ -17,7 +17,7 @@ import type { CustomerService } from '../customers/customer.service';
 import type { AccountService } from '../accounts/account.service';
 import type { PaymentService, Payment } from '../payments/payment.service';
 import type { OutgoingMail, MailStatus } from '../mail/mail.types';
-import type { PublicPayPath, PayResult } from '../checkout/public-pay';
+import type { PublicPayPath, PayResult, PublicRequest } from '../checkout/public-pay';
 import type { PublicUrls } from '../checkout/public-urls';
 import { publicPayInput } from '../checkout/checkout.inputs';
 import type { CardInput } from '../../core/card';
@@ -425,25 +425,27 @@ export class InvoiceService {
   }
 
   /** The hosted invoice page's pay (no key): charges the card typed on the page. */
-  async publicPay(id: string, input: unknown, idem: IdempotencyKey | undefined, requestId: string): Promise<PayResult> {
+  async publicPay(id: string, input: unknown, idem: IdempotencyKey | undefined, request: PublicRequest): Promise<PayResult> {
     const found = await this.store.find(id);
     if (!found || found.status === 'draft') throw notFound('invoice', id);
-    const ctx = this.pay.context(found, requestId);
+    const ctx = this.pay.context(found, request.requestId);
     const data = parseInput(publicPayInput, input);
     const clientKey = this.pay.accountKey(idem, found);
     const noRedirect = () => null;
     await this.pay.replayIfPaid(clientKey, noRedirect);
-    let result: PayResult | undefined;
-    const { payment } = await this.charge(ctx, id, async (inv, key, paymentId) => {
-      const charged = await this.pay.charge(ctx, {
-        amount: inv.amountDue, currency: inv.currency, description: `Invoice ${inv.number}`, customerId: inv.customerId, card: data.card,
-      }, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, key, noRedirect, paymentId);
-      result = charged.result;
-      return charged.payment;
+    return this.pay.attempt({ kind: 'invoice', id, accountId: found.accountId, mode: found.mode }, request, async () => {
+      let result: PayResult | undefined;
+      const { payment } = await this.charge(ctx, id, async (inv, key, paymentId) => {
+        const charged = await this.pay.charge(ctx, {
+          amount: inv.amountDue, currency: inv.currency, description: `Invoice ${inv.number}`, customerId: inv.customerId, card: data.card,
+        }, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, key, noRedirect, paymentId);
+        result = charged.result;
+        return charged.payment;
+      });
+      // The pay's own key stores the payment, replayed as this result (PublicPayPath.replayIfPaid).
+      await this.answer(clientKey, IDEMPOTENT_OPERATIONS.payInvoicePublic, payment);
+      return result as PayResult;
     });
-    // The pay's own key stores the payment, replayed as this result (PublicPayPath.replayIfPaid).
-    await this.answer(clientKey, IDEMPOTENT_OPERATIONS.payInvoicePublic, payment);
-    return result as PayResult;
   }
 
   /**

@@ -19,11 +19,32 @@ import { PaymentMethodModel } from './payment-method.model';
 import type { EventService } from '../events/event.service';
 import { describeCard } from '../../core/card';
 import { listPaymentMethodsInput, savePaymentMethodInput } from './payment.inputs';
+import type { z } from 'zod';
+import type { Transaction } from 'sequelize';
+import { isUniqueViolation } from '../../db/list';
+import type { SaveCardResult } from '../../connectors/connector';
 
 export { listPaymentMethodsInput } from './payment.inputs';
 import type { PaymentMethodDetails } from './payment.types';
 import type { GatewayTransactionStore } from './gateway-transaction.store';
 import { PaymentMethodStore, type PaymentMethodRow } from './payment-method.store';
+
+type SavePaymentMethodInput = z.output<typeof savePaymentMethodInput>;
+
+/** A card saved at a gateway, not yet recorded: its id, where it is, its token and the call's log entry. */
+interface GatewayCard {
+  id: string;
+  gatewayId: string;
+  token: string;
+  details: ReturnType<typeof describeCard>;
+  call: { kind: 'save_card'; gatewayId: string; gatewayType: string; attempt: number; idempotencyKey: string; result: SaveCardResult };
+}
+
+const customerExists = () => new DomainError(
+  'customer_exists',
+  'This e-mail address belongs to an existing customer of the merchant: ask the merchant for a link to your account',
+  'email',
+);
 
 export interface SavedPaymentMethod {
   id: string;
@@ -65,6 +86,35 @@ export class PaymentMethodService {
     const data = parseInput(savePaymentMethodInput, input);
     const customer = await this.customers.retrieve(ctx, customerId);
     await this.idempotency.replayIfAnswered(idem);
+    const card = await this.saveAtGateway(ctx, data, customer.country);
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.savePaymentMethod, () => this.record(ctx, t, customerId, card, data.setDefault)));
+  }
+
+  /**
+   * A hosted page's anonymous payer: the card is saved at a gateway first, and only then are the
+   * customer (with this e-mail) and the card, as its default, written together. A declined card
+   * leaves no customer behind; an e-mail that is already a customer's is refused before any
+   * gateway is asked (422 `customer_exists`), and again by the unique index if one was made
+   * meanwhile, the card then recorded nowhere.
+   */
+  async saveForNewCustomer(ctx: RequestContext, payer: { email: string; name: string | null }, input: unknown): Promise<SavedPaymentMethod> {
+    requirePermission(ctx, 'customers', 'write');
+    const data = parseInput(savePaymentMethodInput, input);
+    if (await this.customers.emailTaken(ctx, payer.email)) throw customerExists();
+    const card = await this.saveAtGateway(ctx, data, null);
+    try {
+      return await this.db.transaction(async (t) => {
+        const customer = await this.customers.insert(ctx, t, { email: payer.email, name: payer.name });
+        return this.record(ctx, t, customer.id, card, true);
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw customerExists();
+      throw err;
+    }
+  }
+
+  /** The gateway's half of a save: where the card goes (routing), and its token there. */
+  private async saveAtGateway(ctx: RequestContext, data: SavePaymentMethodInput, country: string | null): Promise<GatewayCard> {
     let gatewayId = data.gatewayId;
     if (gatewayId) {
       // Only a live, enabled gateway of this account (the built-in simulator in test mode only).
@@ -74,7 +124,7 @@ export class PaymentMethodService {
       // Where a payment in `currency` (USD unless given) would go first. Without a currency, an
       // account none of whose gateways takes USD still saves cards: on its first enabled gateway
       // (in test mode too, rather than on the built-in simulator routing falls back to).
-      const decision = await this.routing.decide(ctx, { amount: 100, currency: data.currency ?? 'USD', country: customer.country, cardBrand: null });
+      const decision = await this.routing.decide(ctx, { amount: 100, currency: data.currency ?? 'USD', country, cardBrand: null });
       gatewayId = decision.gateways[0];
       if ((!gatewayId || decision.usesBuiltinSimulator) && data.currency === undefined) {
         gatewayId = (await this.gateways.routable(ctx)).find((g) => g.enabled)?.id ?? gatewayId;
@@ -90,9 +140,9 @@ export class PaymentMethodService {
       idempotencyKey: `${id}_save`,
       card: { number: data.card.number, expMonth: data.card.expMonth, expYear: data.card.expYear, cvc: data.card.cvc },
     });
+    const call = { kind: 'save_card' as const, gatewayId, gatewayType: type, attempt: 1, idempotencyKey: `${id}_save`, result };
     if (result.outcome !== 'succeeded' || !result.token) {
       // The call is on record whatever it answered; nothing else is written.
-      const call = { kind: 'save_card' as const, gatewayId: gatewayId!, gatewayType: type, attempt: 1, idempotencyKey: `${id}_save`, result };
       await this.db.transaction((t) => this.gtx.insert(ctx, t, {}, [call]));
       // The card's answer is the card's (422); a gateway that could not answer is not the
       // request's fault (503: try again, the Idempotency-Key is freed).
@@ -101,31 +151,35 @@ export class PaymentMethodService {
       }
       throw new DomainError('gateway_unavailable', `Gateway '${gatewayId}' could not save the card just now; try again`);
     }
+    return { id, gatewayId, token: result.token, details, call };
+  }
+
+  /** The record's half of a save, in the caller's transaction: the card, its gateway call, and the customer's default if it becomes one. */
+  private async record(ctx: RequestContext, t: Transaction, customerId: string, card: GatewayCard, setDefault: boolean | undefined): Promise<SavedPaymentMethod> {
     const now = ctx.clock.now();
-    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.savePaymentMethod, async () => {
-      // The customer's default is read under its row lock: of first cards saved at once, exactly
-      // one becomes the default, and the event carries the customer as this save leaves it.
-      const locked = await CustomerModel.findOne({
-        where: { id: customerId, accountId: ctx.accountId, mode: ctx.mode },
-        transaction: t,
-        lock: this.db.rowLock(t),
-        raw: true,
-      });
-      if (!locked) throw notFound('customer', customerId);
-      const current = toApiCustomer(locked as unknown as Record<string, unknown>);
-      const makeDefault = data.setDefault ?? current.defaultPaymentMethodId === null;
-      const saved = await PaymentMethodModel.create({
-        id, accountId: ctx.accountId, mode: ctx.mode, customerId, gatewayId, gatewayToken: result.token,
-        brand: details.brand, last4: details.last4, expMonth: details.expMonth, expYear: details.expYear, fingerprint: details.fingerprint,
-        createdAt: now, updatedAt: now,
-      }, { transaction: t });
-      await this.gtx.insert(ctx, t, {}, [{ kind: 'save_card', gatewayId: gatewayId!, gatewayType: type, attempt: 1, idempotencyKey: `${id}_save`, result }]);
-      if (makeDefault) {
-        await CustomerModel.update({ defaultPaymentMethodId: id, updatedAt: now }, { where: { id: customerId }, transaction: t });
-        await this.events.record(ctx, t, 'customer.updated', { ...current, defaultPaymentMethodId: id, updatedAt: now.toISOString() } as unknown as Record<string, unknown>);
-      }
-      return toApi(rowOf(saved.get({ plain: true })), makeDefault ? id : current.defaultPaymentMethodId);
-    }));
+    // The customer's default is read under its row lock: of first cards saved at once, exactly
+    // one becomes the default, and the event carries the customer as this save leaves it.
+    const locked = await CustomerModel.findOne({
+      where: { id: customerId, accountId: ctx.accountId, mode: ctx.mode },
+      transaction: t,
+      lock: this.db.rowLock(t),
+      raw: true,
+    });
+    if (!locked) throw notFound('customer', customerId);
+    const current = toApiCustomer(locked as unknown as Record<string, unknown>);
+    const makeDefault = setDefault ?? current.defaultPaymentMethodId === null;
+    const { details } = card;
+    const saved = await PaymentMethodModel.create({
+      id: card.id, accountId: ctx.accountId, mode: ctx.mode, customerId, gatewayId: card.gatewayId, gatewayToken: card.token,
+      brand: details.brand, last4: details.last4, expMonth: details.expMonth, expYear: details.expYear, fingerprint: details.fingerprint,
+      createdAt: now, updatedAt: now,
+    }, { transaction: t });
+    await this.gtx.insert(ctx, t, {}, [card.call]);
+    if (makeDefault) {
+      await CustomerModel.update({ defaultPaymentMethodId: card.id, updatedAt: now }, { where: { id: customerId }, transaction: t });
+      await this.events.record(ctx, t, 'customer.updated', { ...current, defaultPaymentMethodId: card.id, updatedAt: now.toISOString() } as unknown as Record<string, unknown>);
+    }
+    return toApi(rowOf(saved.get({ plain: true })), makeDefault ? card.id : current.defaultPaymentMethodId);
   }
 
   async retrieve(ctx: RequestContext, customerId: string, id: string): Promise<SavedPaymentMethod> {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { amountSchema, currencySchema } from '../../core/money';
-import { metadataPatchSchema, metadataSchema } from '../../core/validation';
+import { emailSchema, metadataPatchSchema, metadataSchema } from '../../core/validation';
 import { listSchema, searchSchema } from '../../core/pagination';
 import { cardInputSchema } from '../../core/card';
 
@@ -19,6 +19,8 @@ export const createPaymentInput = z
       }),
     card: cardInputSchema.optional(),
     description: z.string().max(1000).nullable().optional(),
+    /** Where the receipt goes when no customer is attached (a hosted page's anonymous payer). */
+    receiptEmail: emailSchema.nullable().optional(),
     metadata: metadataSchema.optional(),
   })
   .strict()

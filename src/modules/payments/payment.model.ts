@@ -19,6 +19,8 @@ export class PaymentModel extends Model {
   @Column({ type: DataType.STRING(64), allowNull: false }) declare paymentMethod: string;
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare paymentMethodDetails: string;
   @Column(DataType.TEXT) declare description: string | null;
+  /** The e-mail an anonymous payer gave on a hosted page (no customer is attached). */
+  @Column(DataType.STRING(320)) declare receiptEmail: string | null;
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare metadata: string;
   @Column({ type: DataType.STRING(20), allowNull: false }) declare status: string;
   @Column(DataType.STRING(64)) declare failureCode: string | null;

@@ -18,7 +18,7 @@ type Columns = ReadonlyArray<readonly [column: string, pgType: string]>;
 export const PENDING_COLUMNS: Columns = [
   ['id', 'text'], ['account_id', 'text'], ['mode', 'text'], ['customer_id', 'text'], ['amount', 'bigint'], ['currency', 'text'],
   ['original_currency', 'text'], ['original_amount', 'bigint'], ['exchange_rate', 'text'], ['payment_method', 'text'],
-  ['payment_method_details', 'text'], ['description', 'text'], ['metadata', 'text'], ['status', 'text'], ['amount_refunded', 'bigint'],
+  ['payment_method_details', 'text'], ['description', 'text'], ['receipt_email', 'text'], ['metadata', 'text'], ['status', 'text'], ['amount_refunded', 'bigint'],
   ['routing_plan', 'text'], ['attempts', 'text'], ['invoice_id', 'text'], ['subscription_id', 'text'], ['checkout_session_id', 'text'],
   ['payment_link_id', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'], ['search_text', 'text'],
   ['idempotency_key', 'text'],
@@ -33,7 +33,7 @@ export function pendingRow(
     id: payment.id, account_id: ctx.accountId, mode: ctx.mode, customer_id: payment.customerId, amount: payment.amount,
     currency: payment.currency, original_currency: payment.originalCurrency, original_amount: payment.originalAmount,
     exchange_rate: payment.exchangeRate, payment_method: payment.paymentMethod,
-    payment_method_details: JSON.stringify(payment.paymentMethodDetails), description: payment.description,
+    payment_method_details: JSON.stringify(payment.paymentMethodDetails), description: payment.description, receipt_email: payment.receiptEmail,
     metadata: JSON.stringify(payment.metadata), status: 'pending', amount_refunded: 0, routing_plan: plan, attempts: '[]',
     invoice_id: payment.invoiceId, subscription_id: payment.subscriptionId, checkout_session_id: payment.checkoutSessionId,
     payment_link_id: payment.paymentLinkId, created_at: created, updated_at: created, search_text: searchText,
@@ -67,7 +67,7 @@ export function recordsetDefinition(columns: Columns): string {
 
 /** The columns a payment is read from. */
 export const PAYMENT_COLUMNS =
-  'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at';
+  'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, receipt_email, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at';
 
 /** Attempts as stored; older rows named the fields `gatewayId`/`latencyMs`. */
 function readAttempts(raw: unknown): PaymentAttempt[] {
@@ -75,9 +75,9 @@ function readAttempts(raw: unknown): PaymentAttempt[] {
   return stored.map((a) => ({ gateway: a.gateway ?? a.gatewayId ?? '', outcome: a.outcome ?? '', code: a.code ?? null, latency: a.latency ?? a.latencyMs ?? 0 }));
 }
 
-/** What `search` matches besides the id and the customer's e-mail: description and metadata values. */
-export function searchText(p: Pick<Payment, 'description' | 'metadata'>): string {
-  return [p.description ?? '', ...Object.values(p.metadata)].join('\n').toLowerCase();
+/** What `search` matches besides the id and the customer's e-mail: description, receipt e-mail and metadata values. */
+export function searchText(p: Pick<Payment, 'description' | 'receiptEmail' | 'metadata'>): string {
+  return [p.description ?? '', p.receiptEmail ?? '', ...Object.values(p.metadata)].join('\n').toLowerCase();
 }
 
 export function toApiPayment(row: Record<string, unknown>): Payment {
@@ -96,6 +96,7 @@ export function toApiPayment(row: Record<string, unknown>): Payment {
     paymentMethod: row.payment_method as string,
     paymentMethodDetails: readJson<PaymentMethodDetails>(row.payment_method_details, { type: 'card', brand: 'unknown', last4: '', expMonth: null, expYear: null, fingerprint: null }),
     description: (row.description as string | null) ?? null,
+    receiptEmail: (row.receipt_email as string | null) ?? null,
     metadata: readJson<Metadata>(row.metadata, {}),
     status: row.status as Payment['status'],
     failureCode: (row.failure_code as string | null) ?? null,

@@ -25,6 +25,7 @@ export const paymentSchema = z
     paymentMethod: z.string(),
     paymentMethodDetails,
     description: z.string().nullable(),
+    receiptEmail: z.string().nullable().meta({ description: 'The e-mail an anonymous payer gave on a hosted page for the receipt; such a payment attaches no customer.' }),
     metadata: metadataOut,
     status: z.enum(['pending', 'succeeded', 'failed', 'canceled', 'requires_review']),
     failureCode: z.string().nullable(),

@@ -176,6 +176,7 @@ export class PaymentService {
       paymentMethod: data.paymentMethod,
       paymentMethodDetails: method.details,
       description: data.description ?? null,
+      receiptEmail: data.receiptEmail ?? null,
       metadata: data.metadata ?? {},
       status: 'pending',
       failureCode: null,

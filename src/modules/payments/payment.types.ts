@@ -31,6 +31,8 @@ export interface Payment {
   paymentMethod: string;
   paymentMethodDetails: PaymentMethodDetails;
   description: string | null;
+  /** The e-mail an anonymous payer gave for the receipt (no customer is attached then). */
+  receiptEmail: string | null;
   metadata: Metadata;
   /** `requires_review`: the charge's outcome stayed unknown past UNKNOWN_OUTCOME_REVIEW_AFTER_MS; recovery stopped asking. */
   status: 'pending' | 'succeeded' | 'failed' | 'canceled' | 'requires_review';

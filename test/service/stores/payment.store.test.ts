@@ -32,7 +32,7 @@ const payment = (over: Partial<Payment> = {}): Payment => ({
   id: newId('pay'), object: 'payment', livemode: false, customerId: null, amount: 500, currency: 'usd', originalCurrency: 'usd',
   originalAmount: null, exchangeRate: null, paymentMethod: 'pm_card_visa',
   paymentMethodDetails: { type: 'card', brand: 'visa', last4: '4242', expMonth: null, expYear: null, fingerprint: null },
-  description: null, metadata: {}, status: 'pending', failureCode: null, failureMessage: null, amountRefunded: 0, refunded: false,
+  description: null, receiptEmail: null, metadata: {}, status: 'pending', failureCode: null, failureMessage: null, amountRefunded: 0, refunded: false,
   gatewayId: null, attempts: [], invoiceId: null, subscriptionId: null, checkoutSessionId: null, paymentLinkId: null,
   createdAt: START.toISOString(), updatedAt: START.toISOString(), ...over,
 });
