@@ -22,10 +22,11 @@ export interface RunningServer {
 }
 
 /**
- * Slow or idle clients cannot hold a connection: the TLS handshake and the headers must arrive
- * within HEADERS_TIMEOUT_MS, the whole request within REQUEST_TIMEOUT_MS, an idle keep-alive
- * connection is closed after KEEP_ALIVE_TIMEOUT_MS, and each listener holds at most
- * MAX_CONNECTIONS sockets (GraphQL subscriptions included); one over that is closed at once.
+ * Slow or idle clients cannot hold a connection: the TLS handshake must finish within
+ * TLS_HANDSHAKE_TIMEOUT_MS and the headers arrive within HEADERS_TIMEOUT_MS, the whole request
+ * within REQUEST_TIMEOUT_MS, an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS,
+ * and each listener holds at most MAX_CONNECTIONS sockets (GraphQL subscriptions included); one
+ * over that is closed at once.
  */
 function connectionLimits(config: Config) {
   return {
@@ -79,7 +80,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const services = await createServices(config, options);
   const tls = await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir });
   const limits = connectionLimits(config);
-  const httpsServer = https.createServer({ ...tlsServerOptions(tls), ...limits, handshakeTimeout: config.headersTimeoutMs });
+  const httpsServer = https.createServer({ ...tlsServerOptions(tls), ...limits, handshakeTimeout: config.tlsHandshakeTimeoutMs });
   capConnections(httpsServer, config, services.logger, 'https');
   let graphql: GraphQLMount | undefined;
   const app = createHttpApp(services, [

@@ -29,6 +29,19 @@ describe('configuration', () => {
     expect([set.maxConnections, set.headersTimeoutMs, set.requestTimeoutMs, set.keepAliveTimeoutMs]).toEqual([50, 2000, 2000, 100]);
   });
 
+  it('should give a TLS handshake 5 s, unless HEADERS_TIMEOUT_MS is lower', () => {
+    expect(loadConfig({}).tlsHandshakeTimeoutMs).toBe(5_000);
+    // Unset, it follows a lower HEADERS_TIMEOUT_MS rather than stop the start.
+    expect(loadConfig({ HEADERS_TIMEOUT_MS: '2000' }).tlsHandshakeTimeoutMs).toBe(2_000);
+    expect(loadConfig({ TLS_HANDSHAKE_TIMEOUT_MS: '10000' }).tlsHandshakeTimeoutMs).toBe(10_000);
+  });
+
+  it('should refuse a handshake timeout above HEADERS_TIMEOUT_MS, naming both', () => {
+    expect(refusal({ TLS_HANDSHAKE_TIMEOUT_MS: '10001' })).toBe('Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS (got "10001", HEADERS_TIMEOUT_MS is 10000)');
+    expect(refusal({ HEADERS_TIMEOUT_MS: '1000', TLS_HANDSHAKE_TIMEOUT_MS: '3000' })).toContain('TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS');
+    expect(refusal({ TLS_HANDSHAKE_TIMEOUT_MS: 'fast' })).toBe('Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must be a whole number of milliseconds from 100 to 3600000 (one hour) (got "fast")');
+  });
+
   it('should send mail as Payorch <no-reply@localhost> with 30 s SMTP timeouts unless told otherwise, and take an smtp:// or smtps:// URL', () => {
     expect(loadConfig({})).toMatchObject({ mailFrom: 'Payorch <no-reply@localhost>', smtpTimeoutMs: 30_000, smtpUrl: undefined });
     const set = loadConfig({ SMTP_URL: 'smtps://u:p@mail.example.com:465', MAIL_FROM: 'billing@example.com', SMTP_TIMEOUT_MS: '5000' });
@@ -49,6 +62,8 @@ describe('configuration', () => {
     [{ API_KEY_CACHE_MS: '-1' }, 'API_KEY_CACHE_MS'],
     [{ API_KEY_CACHE_MS: '120000' }, 'API_KEY_CACHE_MS'],
     [{ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS'],
+    [{ TLS_HANDSHAKE_TIMEOUT_MS: '50' }, 'TLS_HANDSHAKE_TIMEOUT_MS'],
+    [{ TLS_HANDSHAKE_TIMEOUT_MS: '20000' }, 'TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS'],
     [{ HEADERS_TIMEOUT_MS: 'soon' }, 'HEADERS_TIMEOUT_MS'],
     [{ REQUEST_TIMEOUT_MS: '50' }, 'REQUEST_TIMEOUT_MS'],
     [{ KEEP_ALIVE_TIMEOUT_MS: '1.5' }, 'KEEP_ALIVE_TIMEOUT_MS'],
@@ -108,6 +123,7 @@ describe('configuration', () => {
     WEBHOOK_ENDPOINT_CONCURRENCY: '0',
     MAX_CONNECTIONS: '0',
     HEADERS_TIMEOUT_MS: '50',
+    TLS_HANDSHAKE_TIMEOUT_MS: '99',
     REQUEST_TIMEOUT_MS: 'soon',
     KEEP_ALIVE_TIMEOUT_MS: '4000000',
   };
