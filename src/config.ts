@@ -26,6 +26,11 @@ const positiveMs = z.coerce.number({ error: 'must be a number of milliseconds gr
 const millis = wholeNumber('must be a whole number of milliseconds from 100 to 3600000 (one hour)', 100, 3_600_000);
 
 /**
+ * Sockets one client address may hold open on a listener unless MAX_CONNECTIONS_PER_IP says
+ * otherwise: a tenth of the default MAX_CONNECTIONS, so one address can never take every slot.
+ */
+const DEFAULT_MAX_CONNECTIONS_PER_IP = 100;
+/**
  * How long a connection has for its TLS handshake unless TLS_HANDSHAKE_TIMEOUT_MS says
  * otherwise. A handshake is one round trip (TLS 1.3) or two (TLS 1.2): about 1.5 s even over a
  * satellite link, so 5 s leaves room for a lost packet sent again. A socket that never starts
@@ -125,6 +130,8 @@ const VARIABLES = {
   WEBHOOK_CONCURRENCY: { schema: wholeNumber('must be a whole number of deliveries, 1 or more', 1).optional() },
   WEBHOOK_ENDPOINT_CONCURRENCY: { schema: wholeNumber('must be a whole number of deliveries, 1 or more', 1).optional() },
   MAX_CONNECTIONS: { schema: wholeNumber('must be a whole number of connections, 1 or more', 1).default(1_000) },
+  // Unset: 100, or MAX_CONNECTIONS when that is smaller (loadConfig); set, not more than MAX_CONNECTIONS.
+  MAX_CONNECTIONS_PER_IP: { schema: wholeNumber('must be a whole number of connections, 1 or more', 1).optional() },
   HEADERS_TIMEOUT_MS: { schema: millis.default(10_000) },
   // Unset: 5000, or HEADERS_TIMEOUT_MS when that is shorter (loadConfig); set, not longer than it.
   TLS_HANDSHAKE_TIMEOUT_MS: { schema: millis.optional() },
@@ -198,6 +205,11 @@ export interface Config {
   };
   /** Open connections each listener (HTTPS, plain HTTP) accepts; more are closed at once. */
   maxConnections: number;
+  /**
+   * Open connections each listener accepts from one client address (the TCP peer: behind a
+   * proxy that is the proxy, whatever TRUST_PROXY says); more are closed at once.
+   */
+  maxConnectionsPerIp: number;
   /** A connection must finish its TLS handshake within this, from its TCP connect. */
   tlsHandshakeTimeoutMs: number;
   /** Request headers must arrive within this. */
@@ -241,6 +253,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Node refuses a header timeout longer than the request's: say so in the operator's terms.
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('Invalid configuration: HEADERS_TIMEOUT_MS must not be longer than REQUEST_TIMEOUT_MS');
+  }
+  // With the defaults one address cannot hold every slot of a listener. Behind a proxy every
+  // connection comes from the proxy's address (TRUST_PROXY does not apply to connections), so
+  // there the operator raises this, up to MAX_CONNECTIONS.
+  if (e.MAX_CONNECTIONS_PER_IP !== undefined && e.MAX_CONNECTIONS_PER_IP > e.MAX_CONNECTIONS) {
+    throw new ConfigError(`Invalid configuration: MAX_CONNECTIONS_PER_IP must not be more than MAX_CONNECTIONS (got ${quoteValue(String(present.MAX_CONNECTIONS_PER_IP))}, MAX_CONNECTIONS is ${e.MAX_CONNECTIONS})`);
   }
   // A handshake is part of getting a request's headers in: it may not take longer than them.
   if (e.TLS_HANDSHAKE_TIMEOUT_MS !== undefined && e.TLS_HANDSHAKE_TIMEOUT_MS > e.HEADERS_TIMEOUT_MS) {
@@ -289,6 +307,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     wsFailedConnectsPerMinute: e.GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE,
     apiKeyCacheMs: e.API_KEY_CACHE_MS,
     maxConnections: e.MAX_CONNECTIONS,
+    maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP ?? Math.min(DEFAULT_MAX_CONNECTIONS_PER_IP, e.MAX_CONNECTIONS),
     tlsHandshakeTimeoutMs: e.TLS_HANDSHAKE_TIMEOUT_MS ?? Math.min(DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS, e.HEADERS_TIMEOUT_MS),
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,

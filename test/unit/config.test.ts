@@ -29,16 +29,20 @@ describe('configuration', () => {
     expect([set.maxConnections, set.headersTimeoutMs, set.requestTimeoutMs, set.keepAliveTimeoutMs]).toEqual([50, 2000, 2000, 100]);
   });
 
-  it('should give a TLS handshake 5 s, unless HEADERS_TIMEOUT_MS is lower', () => {
-    expect(loadConfig({}).tlsHandshakeTimeoutMs).toBe(5_000);
-    // Unset, it follows a lower HEADERS_TIMEOUT_MS rather than stop the start.
-    expect(loadConfig({ HEADERS_TIMEOUT_MS: '2000' }).tlsHandshakeTimeoutMs).toBe(2_000);
-    expect(loadConfig({ TLS_HANDSHAKE_TIMEOUT_MS: '10000' }).tlsHandshakeTimeoutMs).toBe(10_000);
+  it('should let one address hold 100 connections and a TLS handshake take 5 s, unless the listener\'s own limits are lower', () => {
+    expect(loadConfig({})).toMatchObject({ maxConnectionsPerIp: 100, tlsHandshakeTimeoutMs: 5_000 });
+    // Unset, they follow a lower MAX_CONNECTIONS or HEADERS_TIMEOUT_MS rather than stop the start.
+    expect(loadConfig({ MAX_CONNECTIONS: '50', HEADERS_TIMEOUT_MS: '2000' })).toMatchObject({ maxConnectionsPerIp: 50, tlsHandshakeTimeoutMs: 2_000 });
+    const set = loadConfig({ MAX_CONNECTIONS_PER_IP: '1000', TLS_HANDSHAKE_TIMEOUT_MS: '10000' });
+    expect(set).toMatchObject({ maxConnections: 1000, maxConnectionsPerIp: 1000, tlsHandshakeTimeoutMs: 10_000 });
   });
 
-  it('should refuse a handshake timeout above HEADERS_TIMEOUT_MS, naming both', () => {
+  it('should refuse a per-address cap above MAX_CONNECTIONS and a handshake timeout above HEADERS_TIMEOUT_MS, naming both', () => {
+    expect(refusal({ MAX_CONNECTIONS_PER_IP: '1001' })).toBe('Invalid configuration: MAX_CONNECTIONS_PER_IP must not be more than MAX_CONNECTIONS (got "1001", MAX_CONNECTIONS is 1000)');
+    expect(refusal({ MAX_CONNECTIONS: '20', MAX_CONNECTIONS_PER_IP: '21' })).toContain('MAX_CONNECTIONS_PER_IP must not be more than MAX_CONNECTIONS');
     expect(refusal({ TLS_HANDSHAKE_TIMEOUT_MS: '10001' })).toBe('Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS (got "10001", HEADERS_TIMEOUT_MS is 10000)');
     expect(refusal({ HEADERS_TIMEOUT_MS: '1000', TLS_HANDSHAKE_TIMEOUT_MS: '3000' })).toContain('TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS');
+    expect(refusal({ MAX_CONNECTIONS_PER_IP: '0' })).toBe('Invalid configuration: MAX_CONNECTIONS_PER_IP must be a whole number of connections, 1 or more (got "0")');
     expect(refusal({ TLS_HANDSHAKE_TIMEOUT_MS: 'fast' })).toBe('Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must be a whole number of milliseconds from 100 to 3600000 (one hour) (got "fast")');
   });
 
@@ -62,6 +66,8 @@ describe('configuration', () => {
     [{ API_KEY_CACHE_MS: '-1' }, 'API_KEY_CACHE_MS'],
     [{ API_KEY_CACHE_MS: '120000' }, 'API_KEY_CACHE_MS'],
     [{ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS'],
+    [{ MAX_CONNECTIONS_PER_IP: '2.5' }, 'MAX_CONNECTIONS_PER_IP'],
+    [{ MAX_CONNECTIONS: '10', MAX_CONNECTIONS_PER_IP: '11' }, 'MAX_CONNECTIONS_PER_IP must not be more than MAX_CONNECTIONS'],
     [{ TLS_HANDSHAKE_TIMEOUT_MS: '50' }, 'TLS_HANDSHAKE_TIMEOUT_MS'],
     [{ TLS_HANDSHAKE_TIMEOUT_MS: '20000' }, 'TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS'],
     [{ HEADERS_TIMEOUT_MS: 'soon' }, 'HEADERS_TIMEOUT_MS'],
@@ -122,6 +128,7 @@ describe('configuration', () => {
     WEBHOOK_CONCURRENCY: '2.5',
     WEBHOOK_ENDPOINT_CONCURRENCY: '0',
     MAX_CONNECTIONS: '0',
+    MAX_CONNECTIONS_PER_IP: '-1',
     HEADERS_TIMEOUT_MS: '50',
     TLS_HANDSHAKE_TIMEOUT_MS: '99',
     REQUEST_TIMEOUT_MS: 'soon',
