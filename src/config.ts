@@ -25,6 +25,21 @@ const positiveMs = z.coerce.number({ error: 'must be a number of milliseconds gr
 /** A timeout in milliseconds, from 100 ms to one hour. */
 const millis = wholeNumber('must be a whole number of milliseconds from 100 to 3600000 (one hour)', 100, 3_600_000);
 
+/**
+ * Sockets one client address may hold open on a listener unless MAX_CONNECTIONS_PER_IP says
+ * otherwise: a tenth of the default MAX_CONNECTIONS, so one address can never take every slot.
+ */
+const DEFAULT_MAX_CONNECTIONS_PER_IP = 100;
+/**
+ * How long a connection has for its TLS handshake unless TLS_HANDSHAKE_TIMEOUT_MS says
+ * otherwise. A handshake is one round trip (TLS 1.3) or two (TLS 1.2): about 1.5 s even over a
+ * satellite link, so 5 s leaves room for a lost packet sent again. A socket that never starts
+ * TLS holds a slot only this long, so a client that keeps renewing idle sockets must open
+ * slots ÷ 5 new ones a second to keep them, twice as many as when this was HEADERS_TIMEOUT_MS
+ * (10 s).
+ */
+const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 5_000;
+
 /** The sender of outgoing mail unless MAIL_FROM says otherwise. */
 export const DEFAULT_MAIL_FROM = 'Payorch <no-reply@localhost>';
 /** `local@domain` or `Display Name <local@domain>`, on one line (a header value). */
@@ -115,7 +130,11 @@ const VARIABLES = {
   WEBHOOK_CONCURRENCY: { schema: wholeNumber('must be a whole number of deliveries, 1 or more', 1).optional() },
   WEBHOOK_ENDPOINT_CONCURRENCY: { schema: wholeNumber('must be a whole number of deliveries, 1 or more', 1).optional() },
   MAX_CONNECTIONS: { schema: wholeNumber('must be a whole number of connections, 1 or more', 1).default(1_000) },
+  // Unset: 100, or MAX_CONNECTIONS when that is smaller (loadConfig); set, not more than MAX_CONNECTIONS.
+  MAX_CONNECTIONS_PER_IP: { schema: wholeNumber('must be a whole number of connections, 1 or more', 1).optional() },
   HEADERS_TIMEOUT_MS: { schema: millis.default(10_000) },
+  // Unset: 5000, or HEADERS_TIMEOUT_MS when that is shorter (loadConfig); set, not longer than it.
+  TLS_HANDSHAKE_TIMEOUT_MS: { schema: millis.optional() },
   REQUEST_TIMEOUT_MS: { schema: millis.default(30_000) },
   KEEP_ALIVE_TIMEOUT_MS: { schema: millis.default(5_000) },
 } satisfies Record<string, { schema: z.ZodType; secret?: boolean }>;
@@ -186,7 +205,14 @@ export interface Config {
   };
   /** Open connections each listener (HTTPS, plain HTTP) accepts; more are closed at once. */
   maxConnections: number;
-  /** TLS handshake and request headers must arrive within this, from the connection's start. */
+  /**
+   * Open connections each listener accepts from one client address (the TCP peer: behind a
+   * proxy that is the proxy, whatever TRUST_PROXY says); more are closed at once.
+   */
+  maxConnectionsPerIp: number;
+  /** A connection must finish its TLS handshake within this, from its TCP connect. */
+  tlsHandshakeTimeoutMs: number;
+  /** Request headers must arrive within this. */
   headersTimeoutMs: number;
   /** A whole request, body included, must arrive within this. */
   requestTimeoutMs: number;
@@ -227,6 +253,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Node refuses a header timeout longer than the request's: say so in the operator's terms.
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('Invalid configuration: HEADERS_TIMEOUT_MS must not be longer than REQUEST_TIMEOUT_MS');
+  }
+  // With the defaults one address cannot hold every slot of a listener. Behind a proxy every
+  // connection comes from the proxy's address (TRUST_PROXY does not apply to connections), so
+  // there the operator raises this, up to MAX_CONNECTIONS.
+  if (e.MAX_CONNECTIONS_PER_IP !== undefined && e.MAX_CONNECTIONS_PER_IP > e.MAX_CONNECTIONS) {
+    throw new ConfigError(`Invalid configuration: MAX_CONNECTIONS_PER_IP must not be more than MAX_CONNECTIONS (got ${quoteValue(String(present.MAX_CONNECTIONS_PER_IP))}, MAX_CONNECTIONS is ${e.MAX_CONNECTIONS})`);
+  }
+  // A handshake is part of getting a request's headers in: it may not take longer than them.
+  if (e.TLS_HANDSHAKE_TIMEOUT_MS !== undefined && e.TLS_HANDSHAKE_TIMEOUT_MS > e.HEADERS_TIMEOUT_MS) {
+    throw new ConfigError(`Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS (got ${quoteValue(String(present.TLS_HANDSHAKE_TIMEOUT_MS))}, HEADERS_TIMEOUT_MS is ${e.HEADERS_TIMEOUT_MS})`);
   }
   const dataDir = path.resolve(e.DATA_DIR);
   return {
@@ -271,6 +307,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     wsFailedConnectsPerMinute: e.GRAPHQL_WS_FAILED_CONNECTS_PER_MINUTE,
     apiKeyCacheMs: e.API_KEY_CACHE_MS,
     maxConnections: e.MAX_CONNECTIONS,
+    maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP ?? Math.min(DEFAULT_MAX_CONNECTIONS_PER_IP, e.MAX_CONNECTIONS),
+    tlsHandshakeTimeoutMs: e.TLS_HANDSHAKE_TIMEOUT_MS ?? Math.min(DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS, e.HEADERS_TIMEOUT_MS),
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,

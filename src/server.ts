@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { isIPv4, type AddressInfo, type Socket } from 'node:net';
 import type { Config } from './config';
 import { createServices, type ServiceOptions, type Services } from './services';
 import { loadTls, tlsServerOptions } from './tls';
@@ -22,10 +22,11 @@ export interface RunningServer {
 }
 
 /**
- * Slow or idle clients cannot hold a connection: the TLS handshake and the headers must arrive
- * within HEADERS_TIMEOUT_MS, the whole request within REQUEST_TIMEOUT_MS, an idle keep-alive
- * connection is closed after KEEP_ALIVE_TIMEOUT_MS, and each listener holds at most
- * MAX_CONNECTIONS sockets (GraphQL subscriptions included); one over that is closed at once.
+ * Slow or idle clients cannot hold a connection: the TLS handshake must finish within
+ * TLS_HANDSHAKE_TIMEOUT_MS and the headers arrive within HEADERS_TIMEOUT_MS, the whole request
+ * within REQUEST_TIMEOUT_MS, an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS,
+ * and each listener holds at most MAX_CONNECTIONS sockets (GraphQL subscriptions included), at
+ * most MAX_CONNECTIONS_PER_IP of them from one address; one over either is closed at once.
  */
 function connectionLimits(config: Config) {
   return {
@@ -38,18 +39,60 @@ function connectionLimits(config: Config) {
   };
 }
 
-function capConnections(server: http.Server | https.Server, config: Config, logger: Logger, listener: string): void {
-  server.maxConnections = config.maxConnections;
-  // One warning per minute at most with the count refused meanwhile: a flood must not flood the log.
+/** Counts refusals and logs them at most once a minute with the count: a flood must not flood the log. */
+function refusalLog(logger: Logger, fields: Record<string, unknown>, message: string): (address?: string) => void {
   let refused = 0;
   let warnedAt = 0;
-  server.on('drop', () => {
+  return (address) => {
     refused += 1;
     const now = Date.now(); // not business time: log throttling only
     if (now - warnedAt < 60_000) return;
-    logger.warn({ listener, maxConnections: config.maxConnections, refused }, 'connection refused: too many open connections');
+    logger.warn({ ...fields, refused, ...(address === undefined ? {} : { address }) }, message);
     warnedAt = now;
     refused = 0;
+  };
+}
+
+/** A socket's peer address, IPv4-mapped IPv6 (a dual-stack listener's ::ffff:10.0.0.1) as IPv4. */
+function peerAddress(socket: Socket): string | undefined {
+  const address = socket.remoteAddress?.toLowerCase();
+  return address?.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address;
+}
+
+function capConnections(server: http.Server | https.Server, config: Config, logger: Logger, listener: string): void {
+  // Node closes a socket beyond maxConnections before emitting 'connection'.
+  server.maxConnections = config.maxConnections;
+  const dropped = refusalLog(logger, { listener, maxConnections: config.maxConnections }, 'connection refused: too many open connections');
+  server.on('drop', () => dropped());
+
+  // Per client address, counted on the TCP socket as it is accepted. The address is the TCP
+  // peer's: TRUST_PROXY does not apply here (there is no request yet to carry X-Forwarded-For),
+  // so behind a proxy every connection counts against the proxy's address, and the operator
+  // raises MAX_CONNECTIONS_PER_IP there. The server's own 'connection' listener (TLS's on the
+  // HTTPS listener, HTTP's on the plain one) is taken off and called from here for a socket let
+  // in only, so one refused is destroyed before any TLS work (no TLS socket is made for it).
+  const perAddress = refusalLog(logger, { listener, maxConnectionsPerIp: config.maxConnectionsPerIp }, 'connection refused: too many open connections from one address');
+  const open = new Map<string, number>();
+  const accept = server.listeners('connection') as ((this: typeof server, socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', function admit(this: typeof server, socket: Socket) {
+    const address = peerAddress(socket);
+    // No address: the peer is already gone (reset before we got here).
+    if (address === undefined) return void socket.destroy();
+    const count = open.get(address) ?? 0;
+    if (count >= config.maxConnectionsPerIp) {
+      socket.destroy();
+      return perAddress(address);
+    }
+    open.set(address, count + 1);
+    // 'close' comes once per socket, however it ends (TLS error or timeout, keep-alive timeout,
+    // shutdown, the client): the TCP socket under a TLS one is closed with it.
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+    for (const handle of accept) handle.call(this, socket);
   });
 }
 
@@ -79,7 +122,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const services = await createServices(config, options);
   const tls = await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir });
   const limits = connectionLimits(config);
-  const httpsServer = https.createServer({ ...tlsServerOptions(tls), ...limits, handshakeTimeout: config.headersTimeoutMs });
+  const httpsServer = https.createServer({ ...tlsServerOptions(tls), ...limits, handshakeTimeout: config.tlsHandshakeTimeoutMs });
   capConnections(httpsServer, config, services.logger, 'https');
   let graphql: GraphQLMount | undefined;
   const app = createHttpApp(services, [

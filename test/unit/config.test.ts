@@ -29,6 +29,23 @@ describe('configuration', () => {
     expect([set.maxConnections, set.headersTimeoutMs, set.requestTimeoutMs, set.keepAliveTimeoutMs]).toEqual([50, 2000, 2000, 100]);
   });
 
+  it('should let one address hold 100 connections and a TLS handshake take 5 s, unless the listener\'s own limits are lower', () => {
+    expect(loadConfig({})).toMatchObject({ maxConnectionsPerIp: 100, tlsHandshakeTimeoutMs: 5_000 });
+    // Unset, they follow a lower MAX_CONNECTIONS or HEADERS_TIMEOUT_MS rather than stop the start.
+    expect(loadConfig({ MAX_CONNECTIONS: '50', HEADERS_TIMEOUT_MS: '2000' })).toMatchObject({ maxConnectionsPerIp: 50, tlsHandshakeTimeoutMs: 2_000 });
+    const set = loadConfig({ MAX_CONNECTIONS_PER_IP: '1000', TLS_HANDSHAKE_TIMEOUT_MS: '10000' });
+    expect(set).toMatchObject({ maxConnections: 1000, maxConnectionsPerIp: 1000, tlsHandshakeTimeoutMs: 10_000 });
+  });
+
+  it('should refuse a per-address cap above MAX_CONNECTIONS and a handshake timeout above HEADERS_TIMEOUT_MS, naming both', () => {
+    expect(refusal({ MAX_CONNECTIONS_PER_IP: '1001' })).toBe('Invalid configuration: MAX_CONNECTIONS_PER_IP must not be more than MAX_CONNECTIONS (got "1001", MAX_CONNECTIONS is 1000)');
+    expect(refusal({ MAX_CONNECTIONS: '20', MAX_CONNECTIONS_PER_IP: '21' })).toContain('MAX_CONNECTIONS_PER_IP must not be more than MAX_CONNECTIONS');
+    expect(refusal({ TLS_HANDSHAKE_TIMEOUT_MS: '10001' })).toBe('Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS (got "10001", HEADERS_TIMEOUT_MS is 10000)');
+    expect(refusal({ HEADERS_TIMEOUT_MS: '1000', TLS_HANDSHAKE_TIMEOUT_MS: '3000' })).toContain('TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS');
+    expect(refusal({ MAX_CONNECTIONS_PER_IP: '0' })).toBe('Invalid configuration: MAX_CONNECTIONS_PER_IP must be a whole number of connections, 1 or more (got "0")');
+    expect(refusal({ TLS_HANDSHAKE_TIMEOUT_MS: 'fast' })).toBe('Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must be a whole number of milliseconds from 100 to 3600000 (one hour) (got "fast")');
+  });
+
   it('should send mail as Payorch <no-reply@localhost> with 30 s SMTP timeouts unless told otherwise, and take an smtp:// or smtps:// URL', () => {
     expect(loadConfig({})).toMatchObject({ mailFrom: 'Payorch <no-reply@localhost>', smtpTimeoutMs: 30_000, smtpUrl: undefined });
     const set = loadConfig({ SMTP_URL: 'smtps://u:p@mail.example.com:465', MAIL_FROM: 'billing@example.com', SMTP_TIMEOUT_MS: '5000' });
@@ -49,6 +66,10 @@ describe('configuration', () => {
     [{ API_KEY_CACHE_MS: '-1' }, 'API_KEY_CACHE_MS'],
     [{ API_KEY_CACHE_MS: '120000' }, 'API_KEY_CACHE_MS'],
     [{ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS'],
+    [{ MAX_CONNECTIONS_PER_IP: '2.5' }, 'MAX_CONNECTIONS_PER_IP'],
+    [{ MAX_CONNECTIONS: '10', MAX_CONNECTIONS_PER_IP: '11' }, 'MAX_CONNECTIONS_PER_IP must not be more than MAX_CONNECTIONS'],
+    [{ TLS_HANDSHAKE_TIMEOUT_MS: '50' }, 'TLS_HANDSHAKE_TIMEOUT_MS'],
+    [{ TLS_HANDSHAKE_TIMEOUT_MS: '20000' }, 'TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS'],
     [{ HEADERS_TIMEOUT_MS: 'soon' }, 'HEADERS_TIMEOUT_MS'],
     [{ REQUEST_TIMEOUT_MS: '50' }, 'REQUEST_TIMEOUT_MS'],
     [{ KEEP_ALIVE_TIMEOUT_MS: '1.5' }, 'KEEP_ALIVE_TIMEOUT_MS'],
@@ -107,7 +128,9 @@ describe('configuration', () => {
     WEBHOOK_CONCURRENCY: '2.5',
     WEBHOOK_ENDPOINT_CONCURRENCY: '0',
     MAX_CONNECTIONS: '0',
+    MAX_CONNECTIONS_PER_IP: '-1',
     HEADERS_TIMEOUT_MS: '50',
+    TLS_HANDSHAKE_TIMEOUT_MS: '99',
     REQUEST_TIMEOUT_MS: 'soon',
     KEEP_ALIVE_TIMEOUT_MS: '4000000',
   };
