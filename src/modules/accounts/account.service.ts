@@ -54,7 +54,8 @@ function generateSecret(mode: Mode): string {
 
 /**
  * Active (not revoked) keys an account may hold, both modes together. The rate limit is the
- * account's whatever key is used; the cap keeps key lookups and the key list bounded.
+ * account's in the key's mode whatever key is used; the cap keeps key lookups and the key list
+ * bounded.
  */
 export const MAX_ACTIVE_KEYS = 100;
 
