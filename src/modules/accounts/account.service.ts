@@ -236,11 +236,8 @@ export class AccountService {
     const parsed = parseInput(createKeyInput, input);
     const wanted = parsed.permissions ?? ['*'];
     // A key can hand out only what it holds itself: no escalation through api_keys:write.
-    wanted.forEach((permission, i) => {
-      const [resource, access] = permission.split(':') as [string, Access | undefined];
-      const held = permission === '*' ? ctx.permissions.includes('*') : hasPermission(ctx.permissions, resource, access as Access);
-      if (!held) throw new DomainError('permission_denied', `This API key cannot grant '${permission}'`, `permissions[${i}]`);
-    });
+    const [i] = beyondHeld(ctx.permissions, wanted);
+    if (i !== undefined) throw new DomainError('permission_denied', `This API key cannot grant '${wanted[i]}'`, `permissions[${i}]`);
     return this.db.transaction((t) =>
       this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createApiKey, async () => {
         await this.refuseOverKeyCap(ctx.accountId, t);
@@ -253,9 +250,22 @@ export class AccountService {
     return this.store.listKeys(ctx, parseInput(listKeysInput, query), toKeyView);
   }
 
+  /**
+   * A key may revoke only keys whose permissions are within its own (itself included), as it may
+   * create only those: otherwise a key holding api_keys:write could cut off a wider one.
+   */
   async revokeKey(ctx: RequestContext, id: string): Promise<ApiKeyView> {
     requirePermission(ctx, 'api_keys', 'write');
-    return this.revoke({ id, accountId: ctx.accountId, mode: ctx.mode }, ctx.clock.now());
+    const where = { id, accountId: ctx.accountId, mode: ctx.mode };
+    // A key's permissions never change once created: checking them before the revocation holds.
+    const target = await ApiKeyModel.findOne({ where, attributes: ['permissions'], raw: true });
+    if (!target) throw notFound('api_key', id);
+    const held = readJson<string[]>(target.permissions, []);
+    const beyond = beyondHeld(ctx.permissions, held).map((i) => (held[i] === '*' ? "'*' (every permission)" : `'${held[i]}'`));
+    if (beyond.length > 0) {
+      throw new DomainError('permission_denied', `This API key cannot revoke ${id}: that key holds ${beyond.join(', ')}, beyond this key's permissions`);
+    }
+    return this.revoke(where, ctx.clock.now());
   }
 
   /** One indexed lookup by the key's hash; revoked and unknown keys are indistinguishable. */
@@ -315,6 +325,20 @@ export class AccountService {
     );
     return { ...toKeyView(created.get({ plain: true })), secret };
   }
+}
+
+/**
+ * The positions in `permissions` of those `held` does not cover (`<resource>:write` covers
+ * `<resource>:read`; only `*` covers `*`): what a key may not grant, nor revoke a key holding.
+ */
+function beyondHeld(held: string[], permissions: string[]): number[] {
+  const beyond: number[] = [];
+  permissions.forEach((permission, i) => {
+    const [resource, access] = permission.split(':') as [string, Access | undefined];
+    const covered = permission === '*' ? held.includes('*') : hasPermission(held, resource, access as Access);
+    if (!covered) beyond.push(i);
+  });
+  return beyond;
 }
 
 function toKeyView(row: Record<string, unknown>): ApiKeyView {
