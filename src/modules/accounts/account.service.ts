@@ -14,7 +14,7 @@ import { hasPermission, requirePermission, type Access } from '../../core/contex
 import { DomainError, notFound } from '../../core/errors';
 import { newId, randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
@@ -245,9 +245,9 @@ export class AccountService {
       }));
   }
 
-  async listKeys(ctx: RequestContext, query: unknown): Promise<Page<ApiKeyView>> {
+  async listKeys<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<ApiKeyView, O>> {
     requirePermission(ctx, 'api_keys', 'read');
-    return this.store.listKeys(ctx, parseInput(listKeysInput, query), toKeyView);
+    return this.store.listKeys(ctx, parseInput(listKeysInput, query), toKeyView, options);
   }
 
   /**
