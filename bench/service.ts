@@ -21,8 +21,8 @@ export interface Service {
 
 /**
  * `payorch start` on `databaseUrl`, workers off, default log level, with the node flags `npm start`
- * uses. The rate limit is raised out of the way: it applies per account and, on the public routes
- * (no key), per client IP, and both take RATE_LIMIT_PER_MINUTE as their default.
+ * uses. The rate limit is raised out of the way: it applies per account and mode and, on the
+ * public routes (no key), per client IP, and both take RATE_LIMIT_PER_MINUTE as their default.
  */
 export async function startService(databaseUrl: string, dataDir: string, env: Record<string, string> = {}): Promise<Service> {
   const { child, match } = await startProcess(

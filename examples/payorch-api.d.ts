@@ -173,7 +173,10 @@ export interface paths {
         /** List the mode's API keys */
         get: operations["listApiKeys"];
         put?: never;
-        /** Create an API key (its secret is shown once) */
+        /**
+         * Create an API key (its secret is shown once)
+         * @description The new key may hold only permissions the calling key holds itself (`*` only from a `*` key); any other is refused with `403 permission_denied`, `param` naming it.
+         */
         post: operations["createApiKey"];
         delete?: never;
         options?: never;
@@ -191,7 +194,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key */
+        /**
+         * Revoke an API key
+         * @description Only a key whose permissions are within the calling key's own (the calling key itself included); a key holding more is refused with `403 permission_denied` and stays active.
+         */
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;

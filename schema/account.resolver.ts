@@ -10,7 +10,7 @@ class AccountType {
   @Field(() => String, { description: 'Shown on hosted pages, invoices and e-mails.' }) name!: string;
   @Field(() => String, { description: 'Invoice numbers read <prefix>-000042; shared by both modes, numbers counted per mode.' }) invoicePrefix!: string;
   @Field(() => [Int], { description: 'Days after a first failed subscription charge on which it is retried.' }) dunningRetryDays!: number[];
-  @Field(() => Int, { nullable: true, description: 'Read only here: the CLI changes it.' }) rateLimitPerMinute!: number | null;
+  @Field(() => Int, { nullable: true, description: 'Requests a minute in each mode (null: the service default). Read only here: the CLI changes it.' }) rateLimitPerMinute!: number | null;
   @Field(() => Int, { description: 'Failed public pays (hosted pages) per mode in a rolling hour, after which every public pay of that mode is refused until the hour has passed.' }) publicDeclinesPerHour!: number;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;

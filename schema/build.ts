@@ -19,6 +19,7 @@ import { CheckoutSessionResolver, PaymentCheckoutSessionResolver } from './check
 import { PaymentLinkResolver, PaymentPaymentLinkResolver } from './payment-link.resolver';
 import { CustomerInvoicesResolver, InvoiceResolver } from './invoice.resolver';
 import { AccountResolver } from './account.resolver';
+import { ApiKeyResolver } from './api-key.resolver';
 import { CustomerSubscriptionsResolver, SubscriptionResolver } from './subscription.resolver';
 import { TestClockResolver } from './test-clock.resolver';
 import { DashboardResolver } from './dashboard.resolver';
@@ -33,7 +34,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       PaymentResolver, RefundResolver, GatewayResolver, FxRateResolver, RoutingResolver, LiveEventsResolver, WebhookEndpointResolver,
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
-      InvoiceResolver, CustomerInvoicesResolver, AccountResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
+      InvoiceResolver, CustomerInvoicesResolver, AccountResolver, ApiKeyResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
       DashboardResolver,
     ],
     validate: false,

@@ -13,7 +13,7 @@ export interface GraphQLIdempotency {
   replayed: boolean;
 }
 
-/** Whom a request's rate limit counts against (see rest/middleware/auth.ts), and its latest decision. */
+/** Whom a request's rate limit counts against (see src/http/auth.ts), and its latest decision. */
 export interface RateBudget {
   subject: string;
   limit: number;

@@ -27,7 +27,7 @@ import { TooComplexError, formatGraphQLError } from './errors';
 import { resultSizeRule } from './result-size';
 import { checkMutationArguments, fragmentsOf, maxMutationsRule } from './mutation-checks';
 import { mutationCount } from './operation-fields';
-import { accountSubject, rateSubject, setRateHeaders } from '../src/http/auth';
+import { keyBudget, rateBudget, setRateHeaders } from '../src/http/auth';
 import { serveGraphQLWs, type WsExtra } from './ws-transport';
 
 /**
@@ -267,10 +267,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     // Each idempotent mutation of the document runs under the key (schema/idempotency.ts).
     const sent = graphqlIdempotency(ctx);
     const idempotency: GraphQLIdempotency | undefined = sent && { ...sent, replayed: false };
-    const rate: RateBudget = {
-      subject: rateSubject(state.auth, ctx.ip),
-      limit: state.auth?.rateLimitPerMinute ?? services.config.defaultRateLimitPerMinute,
-    };
+    const rate: RateBudget = rateBudget(state.auth, ctx.ip, services.config.defaultRateLimitPerMinute);
     const headers = new HeaderMap();
     for (const [k, v] of Object.entries(ctx.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
     const result = await server.executeHTTPGraphQLRequest({
@@ -298,10 +295,8 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
   const socketsByKey = new Map<string, number>();
   /** Open subscriptions per account on this instance, over all its keys and sockets. */
   const subscriptionsByAccount = new Map<string, number>();
-  /** The budget a socket's key counts against: its account's, as over HTTP. */
-  const accountBudget = (auth: AuthenticatedKey): RateBudget => ({
-    subject: accountSubject(auth.accountId), limit: auth.rateLimitPerMinute ?? config.defaultRateLimitPerMinute,
-  });
+  /** The budget a socket's key counts against: its account's in its mode, as over HTTP. */
+  const accountBudget = (auth: AuthenticatedKey): RateBudget => keyBudget(auth, config.defaultRateLimitPerMinute);
   /** Gives back the account's count for one subscription of the socket, once. */
   const releaseSubscription = (extra: WsSocket, payload: SubscribePayload) => {
     const counted = extra.countedSubscriptions?.get(payload);
@@ -424,7 +419,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         `At most ${config.wsMaxSubscriptions} operations at once on one socket (subscriptions included); complete one first`,
       ))];
     }
-    // Every operation is a request, counted as over HTTP against the account.
+    // Every operation is a request, counted as over HTTP against the account's budget in its mode.
     const rate = accountBudget(auth);
     const decision = await services.limiter.consume(rate.subject, rate.limit);
     if (!decision.allowed) return [refusal(new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`))];

@@ -217,7 +217,7 @@ export function buildCli(): Command {
     .command('create')
     .description('create an account with a test key and a live key (printed once); creates the database if there is none')
     .requiredOption('--name <name>', 'account name', nameOption)
-    .option('--rate-limit <n>', 'requests per minute for this account', rateLimit)
+    .option('--rate-limit <n>', 'requests per minute for this account, in each mode', rateLimit)
     .option('--json', 'print {"accountId","testKey","liveKey"} as JSON')
     .action((opts: { name: string; rateLimit?: number; json?: boolean }) =>
       withServices('create', async (s) => {
@@ -241,7 +241,7 @@ export function buildCli(): Command {
     );
   accounts
     .command('set-rate-limit')
-    .description("change an account's requests per minute (every key of the account)")
+    .description("change an account's requests per minute (each mode's budget, shared by that mode's keys)")
     .requiredOption('--account <id>', 'account id')
     .requiredOption('--rate-limit <n>', 'requests per minute', rateLimit)
     .action((opts: { account: string; rateLimit: number }) =>

@@ -27,6 +27,7 @@ import { listPaymentsInput, listRefundsInput } from '../../src/modules/payments/
 import { listGatewaysInput } from '../../src/modules/gateways/gateway-config.service';
 import { listPaymentMethodsInput } from '../../src/modules/payments/payment-method.service';
 import { listAttemptsInput, listEndpointsInput, WILDCARD } from '../../src/modules/webhooks/webhook.inputs';
+import { listKeysInput } from '../../src/modules/accounts/account.inputs';
 
 /**
  * The closed sets of the REST contract as GraphQL enums. Each value's name is REST's string
@@ -185,3 +186,4 @@ export const CheckoutSessionSortField = sortFields('CheckoutSessionSortField', l
 export const PaymentLinkSortField = sortFields('PaymentLinkSortField', listPaymentLinksInput);
 export const InvoiceSortField = sortFields('InvoiceSortField', listInvoicesInput);
 export const SubscriptionSortField = sortFields('SubscriptionSortField', listSubscriptionsInput);
+export const ApiKeySortField = sortFields('ApiKeySortField', listKeysInput);

@@ -24,7 +24,7 @@ export const IDEMPOTENT_OPERATIONS = {
   createCustomer: { status: 201, graphqlMutation: 'createCustomer' },
   createProduct: { status: 201, graphqlMutation: 'createProduct' },
   createPrice: { status: 201, graphqlMutation: 'createPrice' },
-  createApiKey: { status: 201, sensitive: true },
+  createApiKey: { status: 201, sensitive: true, graphqlMutation: 'createApiKey' },
   createGateway: { status: 201, graphqlMutation: 'createGateway' },
   createWebhookEndpoint: { status: 201, sensitive: true, graphqlMutation: 'createWebhookEndpoint' },
   rotateWebhookSecret: { status: 200, sensitive: true, graphqlMutation: 'rotateWebhookSecret' },

@@ -9,7 +9,7 @@ export interface RateDecision {
 }
 
 /**
- * Fixed one-minute windows per subject (an account, or a client IP). Memory by default; Redis
+ * Fixed one-minute windows per subject (an account in one mode, or a client IP). Memory by default; Redis
  * when configured, so every instance counts against the same budget.
  */
 export class RateLimiter {

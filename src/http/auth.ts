@@ -5,15 +5,25 @@ import { DomainError } from '../core/errors';
 import type { RateDecision, RateLimiter } from '../core/rate-limit';
 import type { PayorchState } from './context';
 
-/**
- * Whom a request counts against: the key's account (all its keys, both modes, share one
- * budget, so minting keys buys no extra requests) or, without a valid key, the client IP.
- */
-export function rateSubject(auth: AuthenticatedKey | undefined, ip: string): string {
-  return auth ? accountSubject(auth.accountId) : `ip:${ip}`;
+/** A rate budget: whom requests count against, and how many a minute it allows. */
+export interface RateSubject {
+  subject: string;
+  limit: number;
 }
 
-export const accountSubject = (accountId: string) => `account:${accountId}`;
+/**
+ * The budget of a key: its account's in the key's mode. All the keys of one mode share it, so
+ * minting keys buys no extra requests, and test traffic cannot use up live traffic's budget. The
+ * account's override applies to each mode's budget.
+ */
+export function keyBudget(auth: AuthenticatedKey, defaultLimit: number): RateSubject {
+  return { subject: `account:${auth.accountId}:${auth.mode}`, limit: auth.rateLimitPerMinute ?? defaultLimit };
+}
+
+/** Whom a request counts against: the key's budget or, without a valid key, the client IP. */
+export function rateBudget(auth: AuthenticatedKey | undefined, ip: string, defaultLimit: number): RateSubject {
+  return auth ? keyBudget(auth, defaultLimit) : { subject: `ip:${ip}`, limit: defaultLimit };
+}
 
 /** The RateLimit-* headers of a decision, and Retry-After when it refused. */
 export function setRateHeaders(ctx: Context, decision: RateDecision): void {
@@ -24,8 +34,8 @@ export function setRateHeaders(ctx: Context, decision: RateDecision): void {
 }
 
 /**
- * Resolves the API key (without failing yet), applies the rate limit to the key's account or,
- * when there is no valid key, to the client IP, and only then reports an auth failure. Public
+ * Resolves the API key (without failing yet), applies the rate limit to the key's account and
+ * mode or, when there is no valid key, to the client IP, and only then reports an auth failure. Public
  * routes are limited per IP and need no key.
  */
 export function authAndRateLimit(deps: {
@@ -50,8 +60,7 @@ export function authAndRateLimit(deps: {
         else state.authError = new DomainError('invalid_api_key', 'Invalid API key provided');
       }
     }
-    const subject = rateSubject(state.auth, ctx.ip);
-    const limit = state.auth?.rateLimitPerMinute ?? deps.defaultLimit;
+    const { subject, limit } = rateBudget(state.auth, ctx.ip, deps.defaultLimit);
     const decision = await deps.limiter.consume(subject, limit);
     setRateHeaders(ctx, decision);
     if (!decision.allowed) throw new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`);

@@ -24,6 +24,43 @@ describe('permissions cannot be escalated or bypassed', () => {
     expect(narrower.status).toBe(201);
   });
 
+  it('should refuse to revoke a key holding permissions the caller does not hold, and revoke nothing', async () => {
+    const account = await app.createAccount();
+    const [full] = await app.server.services.accounts.listKeysForAccount(account.accountId);
+    expect(full).toMatchObject({ livemode: false, permissions: ['*'] });
+    const mint = async (permissions: string[]) => (await app.request('POST', '/v1/api-keys', { key: account.testKey, body: { permissions } })).body.data;
+    const keysOnly = await mint(['api_keys:write']);
+    const refused = await app.request('DELETE', `/v1/api-keys/${full.id}`, { key: keysOnly.secret });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({
+      code: 'permission_denied', message: `This API key cannot revoke ${full.id}: that key holds '*' (every permission), beyond this key's permissions`,
+    });
+    // The full key still works, and is still listed active.
+    const listed = await app.request('GET', '/v1/api-keys', { key: account.testKey });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.find((k: { id: string }) => k.id === full.id)).toMatchObject({ revoked: false, revokedAt: null });
+
+    // write covers read; what the target holds beyond the caller's is named.
+    const customersWriter = await mint(['api_keys:write', 'customers:write']);
+    const reader = await mint(['customers:read']);
+    const wider = await mint(['customers:write', 'payments:read']);
+    const revoked = await app.request('DELETE', `/v1/api-keys/${reader.id}`, { key: customersWriter.secret });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data).toMatchObject({ id: reader.id, revoked: true });
+    expect((await app.request('GET', '/v1/customers', { key: reader.secret })).status).toBe(401);
+    const notWithin = await app.request('DELETE', `/v1/api-keys/${wider.id}`, { key: customersWriter.secret });
+    expect(notWithin.status).toBe(403);
+    expect(notWithin.body.error.message).toBe(`This API key cannot revoke ${wider.id}: that key holds 'payments:read', beyond this key's permissions`);
+    expect((await app.request('GET', '/v1/payments', { key: wider.secret })).status).toBe(200);
+
+    // A key may revoke itself; a "*" key revokes anything.
+    expect((await app.request('DELETE', `/v1/api-keys/${keysOnly.id}`, { key: keysOnly.secret })).status).toBe(200);
+    expect((await app.request('GET', '/v1/api-keys', { key: keysOnly.secret })).status).toBe(401);
+    for (const k of [wider, customersWriter]) {
+      expect((await app.request('DELETE', `/v1/api-keys/${k.id}`, { key: account.testKey })).body.data).toMatchObject({ id: k.id, revoked: true });
+    }
+  });
+
   it('should not let GraphQL nesting read customers without customers:read', async () => {
     const c = await app.request('POST', '/v1/customers', { key, body: { email: 'nested@example.com', phone: '+1 555 0100' } });
     await app.request('POST', '/v1/payments', { key, body: { amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa', customerId: c.body.data.id } });

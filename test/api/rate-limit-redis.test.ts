@@ -40,7 +40,21 @@ describe('rate limits in Redis', () => {
     const account = await app.createAccount({ rateLimitPerMinute: 7 });
     const res = await app.request('GET', '/v1/customers', { key: account.testKey });
     expect(res.headers['ratelimit-remaining']).toBe('6');
-    // The account's counter (all its keys share it) lives under the prefix of its limit.
-    expect(await app.server.services.redis!.exists(`payorch:rl:7:account:${account.accountId}`)).toBe(1);
+    // The account's test-mode counter (all its test keys share it) lives under the prefix of its limit.
+    expect(await app.server.services.redis!.exists(`payorch:rl:7:account:${account.accountId}:test`)).toBe(1);
+    expect(await app.server.services.redis!.exists(`payorch:rl:7:account:${account.accountId}:live`)).toBe(0);
+  });
+
+  it("should keep each mode's budget apart on every instance", async () => {
+    const account = await app.createAccount({ rateLimitPerMinute: 2 });
+    expect((await app.request('GET', '/v1/customers', { key: account.testKey })).status).toBe(200);
+    expect((await other.request('GET', '/v1/customers', { key: account.testKey })).status).toBe(200);
+    expect((await app.request('GET', '/v1/customers', { key: account.testKey })).status).toBe(429);
+    for (const instance of [other, app]) {
+      const live = await instance.request('GET', '/v1/customers', { key: account.liveKey });
+      expect(live.status).toBe(200);
+      expect(live.headers['ratelimit-limit']).toBe('2');
+    }
+    expect((await other.request('GET', '/v1/customers', { key: account.liveKey })).status).toBe(429);
   });
 });

@@ -14,7 +14,7 @@ import { hasPermission, requirePermission, type Access } from '../../core/contex
 import { DomainError, notFound } from '../../core/errors';
 import { newId, randomBase62 } from '../../core/ids';
 import { parseInput } from '../../core/validation';
-import type { Page } from '../../core/pagination';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
@@ -54,7 +54,8 @@ function generateSecret(mode: Mode): string {
 
 /**
  * Active (not revoked) keys an account may hold, both modes together. The rate limit is the
- * account's whatever key is used; the cap keeps key lookups and the key list bounded.
+ * account's in the key's mode whatever key is used; the cap keeps key lookups and the key list
+ * bounded.
  */
 export const MAX_ACTIVE_KEYS = 100;
 
@@ -245,11 +246,8 @@ export class AccountService {
     const parsed = parseInput(createKeyInput, input);
     const wanted = parsed.permissions ?? ['*'];
     // A key can hand out only what it holds itself: no escalation through api_keys:write.
-    wanted.forEach((permission, i) => {
-      const [resource, access] = permission.split(':') as [string, Access | undefined];
-      const held = permission === '*' ? ctx.permissions.includes('*') : hasPermission(ctx.permissions, resource, access as Access);
-      if (!held) throw new DomainError('permission_denied', `This API key cannot grant '${permission}'`, `permissions[${i}]`);
-    });
+    const [i] = beyondHeld(ctx.permissions, wanted);
+    if (i !== undefined) throw new DomainError('permission_denied', `This API key cannot grant '${wanted[i]}'`, `permissions[${i}]`);
     return this.db.transaction((t) =>
       this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createApiKey, async () => {
         await this.refuseOverKeyCap(ctx.accountId, t);
@@ -257,14 +255,27 @@ export class AccountService {
       }));
   }
 
-  async listKeys(ctx: RequestContext, query: unknown): Promise<Page<ApiKeyView>> {
+  async listKeys<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<ApiKeyView, O>> {
     requirePermission(ctx, 'api_keys', 'read');
-    return this.store.listKeys(ctx, parseInput(listKeysInput, query), toKeyView);
+    return this.store.listKeys(ctx, parseInput(listKeysInput, query), toKeyView, options);
   }
 
+  /**
+   * A key may revoke only keys whose permissions are within its own (itself included), as it may
+   * create only those: otherwise a key holding api_keys:write could cut off a wider one.
+   */
   async revokeKey(ctx: RequestContext, id: string): Promise<ApiKeyView> {
     requirePermission(ctx, 'api_keys', 'write');
-    return this.revoke({ id, accountId: ctx.accountId, mode: ctx.mode }, ctx.clock.now());
+    const where = { id, accountId: ctx.accountId, mode: ctx.mode };
+    // A key's permissions never change once created: checking them before the revocation holds.
+    const target = await ApiKeyModel.findOne({ where, attributes: ['permissions'], raw: true });
+    if (!target) throw notFound('api_key', id);
+    const held = readJson<string[]>(target.permissions, []);
+    const beyond = beyondHeld(ctx.permissions, held).map((i) => (held[i] === '*' ? "'*' (every permission)" : `'${held[i]}'`));
+    if (beyond.length > 0) {
+      throw new DomainError('permission_denied', `This API key cannot revoke ${id}: that key holds ${beyond.join(', ')}, beyond this key's permissions`);
+    }
+    return this.revoke(where, ctx.clock.now());
   }
 
   /** One indexed lookup by the key's hash; revoked and unknown keys are indistinguishable. */
@@ -324,6 +335,20 @@ export class AccountService {
     );
     return { ...toKeyView(created.get({ plain: true })), secret };
   }
+}
+
+/**
+ * The positions in `permissions` of those `held` does not cover (`<resource>:write` covers
+ * `<resource>:read`; only `*` covers `*`): what a key may not grant, nor revoke a key holding.
+ */
+function beyondHeld(held: string[], permissions: string[]): number[] {
+  const beyond: number[] = [];
+  permissions.forEach((permission, i) => {
+    const [resource, access] = permission.split(':') as [string, Access | undefined];
+    const covered = permission === '*' ? held.includes('*') : hasPermission(held, resource, access as Access);
+    if (!covered) beyond.push(i);
+  });
+  return beyond;
 }
 
 function toKeyView(row: Record<string, unknown>): ApiKeyView {

@@ -1,7 +1,7 @@
 import type { Database } from '../../db/database';
 import { Filter, listPage, modelSource } from '../../db/list';
 import type { Mode } from '../../core/context';
-import type { ListParams, Page } from '../../core/pagination';
+import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import { ApiKeyModel } from './api-key.model';
 
 /** An API key as the per-request lookup reads it, with its account's rate limit. */
@@ -34,9 +34,11 @@ export class AccountStore {
   }
 
   /** A page of the account's keys in this mode, rows under the model's attribute names, each mapped by `toApi`. */
-  async listKeys<T>(scope: { accountId: string; mode: string }, input: ListParams<'createdAt'>, toApi: (row: Record<string, unknown>) => T): Promise<Page<T>> {
+  async listKeys<T, O extends ListOptions = Counted>(
+    scope: { accountId: string; mode: string }, input: ListParams<'createdAt'>, toApi: (row: Record<string, unknown>) => T, options?: O,
+  ): Promise<PageFor<T, O>> {
     return listPage(this.db, {
       ...modelSource(ApiKeyModel), filter: new Filter({ account_id: scope.accountId, mode: scope.mode }), params: input, sortColumns: { createdAt: 'created_at' }, toApi,
-    });
+    }, options);
   }
 }
