@@ -117,8 +117,11 @@ describe('webhook endpoints and resends', () => {
     const viaGraphql = await gql(payments, 'mutation { createWebhookEndpoint(input: { url: "https://127.0.0.1:9/gql", events: ["customer.updated"] }) { id } }');
     expect(viaGraphql.body.errors[0].extensions).toMatchObject({ code: 'permission_denied', param: 'events[0]' });
 
-    const everyResource = await keyWith(['webhook_endpoints:write', 'customers:read', 'products:read', 'prices:read', 'payments:read', 'refunds:read',
-      'checkout_sessions:read', 'subscriptions:read', 'invoices:read', 'payment_links:read']);
+    // "*" is every type, the account's own (account.public_declines_exceeded, account:read) included.
+    const allButAccount = ['webhook_endpoints:write', 'customers:read', 'products:read', 'prices:read', 'payments:read', 'refunds:read',
+      'checkout_sessions:read', 'subscriptions:read', 'invoices:read', 'payment_links:read'];
+    expect((await app.request('POST', '/v1/webhook-endpoints', { key: await keyWith(allButAccount), body: { url, events: ['*'] } })).status).toBe(403);
+    const everyResource = await keyWith([...allButAccount, 'account:read']);
     expect((await app.request('POST', '/v1/webhook-endpoints', { key: everyResource, body: { url, events: ['*'] } })).status).toBe(201);
   });
 
