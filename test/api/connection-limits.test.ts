@@ -1,6 +1,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { startTestApp, type TestApp } from '../helpers/app';
+import { closedWithin } from '../helpers/sockets';
 
 /** A raw TLS connection to the test server, trusting only its certificate. */
 function tlsSocket(app: TestApp): Promise<tls.TLSSocket> {
@@ -16,24 +17,6 @@ function tcpSocket(url: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: '127.0.0.1', port: Number(port) }, () => resolve(socket));
     socket.once('error', reject);
-  });
-}
-
-/** Resolves with how long the server took to close the socket; rejects past `limitMs`. */
-function closedWithin(socket: net.Socket, limitMs: number): Promise<{ afterMs: number; received: string }> {
-  const started = Date.now();
-  let received = '';
-  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-  socket.on('error', () => undefined); // a reset is a close too
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`the server kept the connection open for more than ${limitMs} ms`));
-    }, limitMs);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve({ afterMs: Date.now() - started, received });
-    });
   });
 }
 

@@ -3,6 +3,7 @@ import tls from 'node:tls';
 import type https from 'node:https';
 import { once } from 'node:events';
 import { startTestApp, type TestApp } from '../helpers/app';
+import { closedWithin } from '../helpers/sockets';
 
 // Loopback addresses other than 127.0.0.1 are separate clients to the server (Linux routes all of 127/8).
 
@@ -28,25 +29,6 @@ function tlsGet(app: TestApp, localAddress: string, path = '/health'): Promise<s
     socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
     socket.on('error', reject);
     socket.on('close', () => (received ? resolve(received.split('\r\n')[0]) : reject(new Error('closed without an answer'))));
-  });
-}
-
-/** Resolves with how long the server took to close the socket; rejects past `limitMs`. */
-function closedWithin(socket: net.Socket, limitMs: number): Promise<{ afterMs: number; received: string }> {
-  const started = Date.now();
-  let received = '';
-  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-  socket.on('error', () => undefined); // a reset is a close too
-  return new Promise((resolve, reject) => {
-    if (socket.destroyed) return resolve({ afterMs: 0, received });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`the server kept the connection open for more than ${limitMs} ms`));
-    }, limitMs);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve({ afterMs: Date.now() - started, received });
-    });
   });
 }
 

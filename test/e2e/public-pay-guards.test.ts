@@ -71,6 +71,16 @@ async function payOnPage(page: Page, number: string, button: string): Promise<vo
   await page.getByRole('button', { name: button }).click();
 }
 
+/** Five declined cards in a row on the page, each answered before the next (the alert cleared in between). */
+async function declineFiveTimes(page: Page, button: string): Promise<void> {
+  for (let i = 0; i < 5; i++) {
+    await payOnPage(page, '4000 0000 0000 0002', button);
+    await page.getByRole('alert').filter({ hasText: 'declined' }).waitFor();
+    await page.getByRole('button', { name: button }).and(page.locator(':enabled')).waitFor();
+    await page.evaluate("document.getElementById('pay-status').textContent = ''");
+  }
+}
+
 /** The access log's lines for requests to `path` (method and status). */
 function logged(path: string): Array<{ method: string; status: number }> {
   return app.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.path === path).map((l) => ({ method: l.method, status: l.status }));
@@ -126,12 +136,7 @@ describe('the hosted pages\' refusals', () => {
     const page = await newPage();
     await page.goto(pageUrl(session.url));
     const alert = page.getByRole('alert');
-    for (let i = 0; i < 5; i++) {
-      await payOnPage(page, '4000 0000 0000 0002', 'Pay 12.50 USD');
-      await alert.filter({ hasText: 'declined' }).waitFor();
-      await page.getByRole('button', { name: 'Pay 12.50 USD' }).and(page.locator(':enabled')).waitFor();
-      await page.evaluate("document.getElementById('pay-status').textContent = ''");
-    }
+    await declineFiveTimes(page, 'Pay 12.50 USD');
     await payOnPage(page, '4242 4242 4242 4242', 'Pay 12.50 USD');
     await alert.filter({ hasText: 'can no longer be paid' }).waitFor();
     expect(await alert.textContent()).toContain('Nothing was charged');
@@ -150,12 +155,7 @@ describe('the hosted pages\' refusals', () => {
     const page = await newPage();
     await page.goto(pageUrl(link.url));
     const alert = page.getByRole('alert');
-    for (let i = 0; i < 5; i++) {
-      await payOnPage(page, '4000 0000 0000 0002', 'Pay 5.00 EUR');
-      await alert.filter({ hasText: 'declined' }).waitFor();
-      await page.getByRole('button', { name: 'Pay 5.00 EUR' }).and(page.locator(':enabled')).waitFor();
-      await page.evaluate("document.getElementById('pay-status').textContent = ''");
-    }
+    await declineFiveTimes(page, 'Pay 5.00 EUR');
     await payOnPage(page, '4242 4242 4242 4242', 'Pay 5.00 EUR');
     await alert.filter({ hasText: 'Too many failed payment attempts from your connection' }).waitFor();
     expect(await alert.textContent()).toMatch(/try again in \d+ minutes/);
