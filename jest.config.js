@@ -1,10 +1,29 @@
-/** Jest runs the TypeScript sources through ts-jest without type-checking (CI runs tsc). */
-module.exports = {
+/**
+ * The suite in tiers (jest projects), each a folder of test/: `unit` (pure logic, a database at
+ * most), `service` (the services on a real database, no transport), `api` (REST over real HTTPS),
+ * `graphql`, `connectors` (gateway contracts) and `e2e` (Chromium). `--selectProjects unit
+ * service` runs some (npm run test:fast). Jest runs the TypeScript through ts-jest without
+ * type-checking (isolatedModules in tsconfig.json; CI runs tsc --noEmit).
+ *
+ * The global set-up compiles dist/ when it is stale (spawned instances and the CLI run it) and
+ * migrates one template database that every test's database is copied from.
+ */
+const TIERS = ['unit', 'service', 'api', 'graphql', 'connectors', 'e2e'];
+
+const tier = (name) => ({
+  displayName: name,
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
+  roots: [`<rootDir>/test/${name}`],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }] },
   setupFiles: ['reflect-metadata'],
+});
+
+module.exports = {
+  projects: TIERS.map(tier),
+  globalSetup: '<rootDir>/test/setup/global-setup.js',
+  globalTeardown: '<rootDir>/test/setup/global-teardown.js',
+  // A global option: set in a project, Jest 30 ignores it (the 5 s default applied).
   testTimeout: 60000,
   maxWorkers: process.env.JEST_WORKERS ? Number(process.env.JEST_WORKERS) : 2,
   // Node keeps each test file's vm context alive after the file ends (the leak Jest's docs name

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 'use strict';
 // `npm test`: the whole jest suite once on SQLite and once on PostgreSQL (DB_DIALECT picks one).
+// Arguments go to jest: a file (`npm run test:sqlite -- test/api/payments.test.ts`), a tier
+// (`-- --selectProjects api`), a test name (`-- -t 'should refund'`). It ends with the count
+// of tests per tier and dialect, and the line `N passed, N failed`.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -12,6 +15,8 @@ const jest = path.join(__dirname, '..', 'node_modules', 'jest', 'bin', 'jest.js'
 let passed = 0;
 let failed = 0;
 let ok = true;
+/** Tests per tier (the folder under test/) and dialect: `api/sqlite` → {passed, failed}. */
+const tiers = new Map();
 
 for (const dialect of dialects) {
   process.stdout.write(`\n=== jest on ${dialect} ===\n`);
@@ -25,6 +30,15 @@ for (const dialect of dialects) {
     const summary = JSON.parse(fs.readFileSync(report, 'utf8'));
     passed += summary.numPassedTests;
     failed += summary.numFailedTests + (summary.numRuntimeErrorTestSuites || 0);
+    for (const file of summary.testResults) {
+      const tier = path.relative(path.join(__dirname, '..', 'test'), file.name).split(path.sep)[0];
+      const counts = tiers.get(`${tier}/${dialect}`) ?? { passed: 0, failed: 0 };
+      for (const t of file.assertionResults) {
+        if (t.status === 'passed') counts.passed += 1;
+        else if (t.status === 'failed') counts.failed += 1;
+      }
+      tiers.set(`${tier}/${dialect}`, counts);
+    }
     if (summary.numTotalTests === 0) ok = false;
     fs.rmSync(report, { force: true });
   } catch {
@@ -33,5 +47,7 @@ for (const dialect of dialects) {
   }
 }
 
+process.stdout.write('\ntests per tier:\n');
+for (const [name, counts] of [...tiers].sort()) process.stdout.write(`  ${name.padEnd(22)} ${counts.passed} passed, ${counts.failed} failed\n`);
 process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
 process.exit(ok && failed === 0 ? 0 : 1);

@@ -22,7 +22,7 @@ beforeAll(async () => {
 afterAll(() => app.stop());
 
 const cli = (args: string[], env: Record<string, string> = {}) =>
-  run(process.execPath, [BIN, ...args], { env: { ...process.env, PAYORCH_FROM_SOURCE: '1', DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, ...env } });
+  run(process.execPath, [BIN, ...args], { env: { ...process.env, PAYORCH_FROM_SOURCE: '', DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, ...env } });
 
 describe('payorch CLI', () => {
   it('should create an account with --json printing exactly {accountId, testKey, liveKey}, with a rate limit', async () => {
@@ -83,7 +83,7 @@ describe('payorch CLI', () => {
     let env: NodeJS.ProcessEnv;
     beforeEach(() => {
       elsewhere = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-cli-')));
-      env = { ...process.env, PAYORCH_FROM_SOURCE: '1' };
+      env = { ...process.env, PAYORCH_FROM_SOURCE: '' };
       delete env.DATABASE_URL;
       delete env.DATA_DIR;
       delete env.ENCRYPTION_KEY;
@@ -261,7 +261,7 @@ describe('payorch CLI', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-cli-'));
     try {
       const failed = await run(process.execPath, [BIN, 'start'], {
-        env: { ...process.env, PAYORCH_FROM_SOURCE: '1', DATA_DIR: dataDir, DATABASE_URL: '', HOST: '127.0.0.1', PORT: String(port), HTTP_PORT: '0' },
+        env: { ...process.env, PAYORCH_FROM_SOURCE: '', DATA_DIR: dataDir, DATABASE_URL: '', HOST: '127.0.0.1', PORT: String(port), HTTP_PORT: '0' },
       }).then(
         () => null,
         (e: { code: number; stderr: string }) => e,

@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server';
 import { createLogger } from '../../src/logger';
 import type { Clock } from '../../src/core/clock';
-import { freshDatabase, type TestDatabase } from './db';
+import { migratedDatabaseCopy, type TestDatabase } from './db';
 import { httpsRequest, type HttpResponse, type RequestOptions } from './http';
 
 export interface TestAccount {
@@ -46,7 +46,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   if (liveApp) throw new Error('one test app per process: stop the previous one or use spawnInstance()');
   liveApp = true;
   const ownsDatabase = !options.database;
-  const database = options.database ?? (await freshDatabase());
+  const database = options.database ?? (await migratedDatabaseCopy());
   // The certificate and encryption key live beside the database and go with it: apps sharing a
   // database share the key that reads its webhook secrets, and nothing is left in /tmp.
   const config = loadConfig({

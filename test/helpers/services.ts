@@ -7,7 +7,7 @@ import { FixedClock } from '../../src/core/clock';
 import type { Mode, RequestContext } from '../../src/core/context';
 import { DomainError } from '../../src/core/errors';
 import { createServices, type ServiceOptions, type Services } from '../../src/services';
-import { freshDatabase, type TestDatabase } from './db';
+import { migratedDatabaseCopy, type TestDatabase } from './db';
 
 /**
  * The service tier: the composition root (createServices) on a fresh, migrated database, with a
@@ -40,7 +40,7 @@ export async function startServices(options: { env?: Record<string, string>; ser
   live = true;
   let database: TestDatabase | undefined;
   try {
-    database = await freshDatabase();
+    database = await migratedDatabaseCopy();
     const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: database.dataDir, LOG_LEVEL: 'info', ...(options.env ?? {}) });
     const clock = new FixedClock(START);
     const logs: string[] = [];

@@ -21,13 +21,15 @@ export interface SpawnOptions {
 }
 
 /**
- * A second service instance in its own process (the real multi-instance situation). It runs the
- * TypeScript sources (PAYORCH_FROM_SOURCE), so tests never depend on what dist/ holds.
+ * A second service instance in its own process (the real multi-instance situation). It runs
+ * dist/, as `npm start` does: the global set-up (test/setup/global-setup.js) compiled it from the
+ * sources as they are, and bin/payorch.js checks its stamp against them again, so a test never
+ * runs a stale build. (Through ts-node, every spawn compiled the sources again: about 8 CPU-s.)
  */
 export function spawnInstance(env: Record<string, string>, ca: string, opts: SpawnOptions = {}): Promise<SpawnedInstance> {
   const child = spawn(opts.command ?? process.execPath, opts.args ?? [path.join(ROOT, 'bin', 'payorch.js'), 'start'], {
     cwd: ROOT,
-    env: { ...process.env, PAYORCH_FROM_SOURCE: '1', HOST: '127.0.0.1', PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PAYORCH_FROM_SOURCE: '', HOST: '127.0.0.1', PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
