@@ -26,8 +26,7 @@ export function startProcess(
   const fd = fs.openSync(file, 'w');
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
   fs.closeSync(fd);
-  if (!logFile) child.on('exit', () => fs.rmSync(file, { force: true }));
-  return new Promise((resolve, reject) => {
+  const started = new Promise<{ child: ChildProcess; match: RegExpExecArray }>((resolve, reject) => {
     let settled = false;
     const check = () => {
       if (settled) return;
@@ -50,6 +49,10 @@ export function startProcess(
       reject(new Error(`exited ${code}: ${fs.readFileSync(file, 'utf8')}`));
     });
   });
+  // Removed only after the listener above has read it: a process that stops during start-up
+  // (a port in use, a bad setting) is reported with its output.
+  if (!logFile) child.on('exit', () => fs.rmSync(file, { force: true }));
+  return started;
 }
 
 /** A fresh database for one run: a SQLite file in `dir`, or a new PostgreSQL database. */
