@@ -8,7 +8,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { ROOT, SERVICE_NODE_FLAGS, startProcess } from './lib';
+import { ROOT, SERVICE_NODE_FLAGS, servicePorts, startProcess } from './lib';
 
 export interface Service {
   child: ChildProcess;
@@ -21,13 +21,14 @@ export interface Service {
 
 /**
  * `payorch start` on `databaseUrl`, workers off, default log level, with the node flags `npm start`
- * uses. The rate limit is raised out of the way: it applies per account and mode and, on the
- * public routes (no key), per client IP, and both take RATE_LIMIT_PER_MINUTE as their default.
+ * uses, on the ports `servicePorts` gives (BENCH_PORT). The rate limit is raised out of the way:
+ * it applies per account and mode and, on the public routes (no key), per client IP, and both
+ * take RATE_LIMIT_PER_MINUTE as their default.
  */
 export async function startService(databaseUrl: string, dataDir: string, env: Record<string, string> = {}): Promise<Service> {
   const { child, match } = await startProcess(
     [...SERVICE_NODE_FLAGS, path.join(ROOT, 'bin', 'payorch.js'), 'start'],
-    { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
+    { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ...servicePorts(), HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
     /test key: (sk_test_\S+)[\s\S]*listening on https:\/\/[^:]+:(\d+)/,
   );
   return { child, pid: child.pid as number, baseUrl: `https://127.0.0.1:${match[2]}`, testKey: match[1] };

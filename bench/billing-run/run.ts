@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { ROOT, SERVICE_NODE_FLAGS, startProcess } from '../lib';
+import { ROOT, SERVICE_NODE_FLAGS, benchTempDir, createDatabase, databaseName, dropDatabase, pgUrl, startProcess } from '../lib';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { createServices } from '../../src/services';
@@ -29,31 +29,14 @@ const COUNT = Number(process.env.BENCH_SUBSCRIPTIONS ?? 100_000);
 const INSTANCES = (process.env.BENCH_INSTANCES ?? '1,2').split(',').filter(Boolean).map(Number);
 const LIMIT = Number(process.env.BENCH_LIMIT ?? COUNT);
 const SKIP_BASELINE = process.env.BENCH_BASELINE === '0';
-const PG_ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const loadAverage = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
-async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
-  const c = new Client({ connectionString: PG_ADMIN });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
-function urlOf(name: string): string {
-  const u = new URL(PG_ADMIN);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
 /** The seeded database: migrated, one account, a daily price, customers with a card, COUNT due subscriptions. */
 async function seedTemplate(name: string, dataDir: string): Promise<Sample> {
-  await admin((c) => c.query(`CREATE DATABASE ${name}`));
-  const config = loadConfig({ DATABASE_URL: urlOf(name), DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+  await createDatabase(name);
+  const config = loadConfig({ DATABASE_URL: pgUrl(name), DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
   const services = await createServices(config, { logger: createLogger('warn') });
   const created = await services.accounts.createAccount({ name: 'Bench billing' });
   const ctx: RequestContext = { accountId: created.accountId, mode: 'test', permissions: ['*'], requestId: 'req_bench', clock: systemClock };
@@ -72,12 +55,8 @@ async function seedTemplate(name: string, dataDir: string): Promise<Sample> {
 
 async function cloneOf(template: string): Promise<string> {
   const name = `${template}_${randomBytes(3).toString('hex')}`;
-  await admin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+  await createDatabase(name, template);
   return name;
-}
-
-async function drop(name: string): Promise<void> {
-  await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
 interface WorkerResult { billed: number; failed: number; ms: number; cpuMs: number; sql?: Record<string, number> }
@@ -130,8 +109,8 @@ async function check(databaseUrl: string, expected = COUNT): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-billing-'));
-  const template = `payorch_bench_billing_${randomBytes(3).toString('hex')}`;
+  const dataDir = benchTempDir('billing-run');
+  const template = databaseName('billing');
   console.log(`bench/billing-run: ${fmt(COUNT)} due subscriptions on PostgreSQL; ${os.cpus().length} CPUs; node ${process.version}; load average ${loadAverage()}`);
   const seedStart = performance.now();
   const sample = await seedTemplate(template, dataDir);
@@ -143,19 +122,19 @@ async function main(): Promise<void> {
       const db = await cloneOf(template);
       try {
         const before = loadAverage();
-        const b = await runBaseline(urlOf(db), sample);
+        const b = await runBaseline(pgUrl(db), sample);
         baselineRate = COUNT / (b.ms / 1000);
         console.log(`baseline (pg, ${b.batch} subscriptions a statement): ${(b.ms / 1000).toFixed(1)} s, ${fmt(baselineRate)} subscriptions/s; load average ${before} → ${loadAverage()}`);
-        console.log(`  ${await check(urlOf(db))}`);
+        console.log(`  ${await check(pgUrl(db))}`);
       } finally {
-        await drop(db);
+        await dropDatabase(db);
       }
     }
     for (const n of INSTANCES) {
       const db = await cloneOf(template);
       try {
         const before = loadAverage();
-        const { wallMs, results } = await runWorkers(urlOf(db), dataDir, n, Math.ceil(LIMIT / n));
+        const { wallMs, results } = await runWorkers(pgUrl(db), dataDir, n, Math.ceil(LIMIT / n));
         const billed = results.reduce((a, r) => a + r.billed, 0);
         const rate = billed / (wallMs / 1000);
         const ratio = rate / baselineRate;
@@ -167,15 +146,15 @@ async function main(): Promise<void> {
             console.log(`    statements a subscription: ${(Object.values(r.sql).reduce((a, b) => a + b, 0) / Math.max(1, r.billed)).toFixed(1)}: ${per.join(', ')}`);
           }
         }
-        console.log(`  ${await check(urlOf(db), billed)}`);
+        console.log(`  ${await check(pgUrl(db), billed)}`);
         if (billed < COUNT) console.log(`  (BENCH_LIMIT: ${fmt(billed)} of ${fmt(COUNT)} due billed; all ${fmt(COUNT)} at this rate: ${(COUNT / rate).toFixed(0)} s)`);
         rows.push(`| ${n} | ${(wallMs / 1000).toFixed(1)} s | ${fmt(rate)} | ${Number.isFinite(ratio) ? ratio.toFixed(2) : '-'} | ${before} → ${loadAverage()} |`);
       } finally {
-        await drop(db);
+        await dropDatabase(db);
       }
     }
   } finally {
-    await drop(template);
+    await dropDatabase(template);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
   console.log(`\n| instances | run time | subscriptions/s | of baseline (${fmt(baselineRate)}/s) | load average |\n|---|---|---|---|---|\n${rows.join('\n')}`);

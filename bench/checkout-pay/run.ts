@@ -11,12 +11,10 @@
  *   BENCH_DB=postgres,sqlite BENCH_SECONDS=15 npm run bench:checkout-pay
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
-import { freshDatabase, rssMb, sampleRss, type RssSamples } from '../lib';
+import { benchTempDir, freshDatabase, rssMb, sampleRss, type RssSamples } from '../lib';
 import { api, cpuSeconds, inParallel, loadAverage, machine, mb, startService, stopService, type Service } from '../service';
 
 // The bench client talks to local self-signed listeners only.
@@ -160,7 +158,7 @@ interface DialectResult {
 }
 
 async function benchDialect(dialect: string): Promise<DialectResult> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-'));
+  const dir = benchTempDir('checkout-pay');
   const db = await freshDatabase(dialect, dir);
   const service = await startService(db.url, dir);
   const probe = dialect === 'postgres' ? new Client({ connectionString: db.url }) : null;

@@ -14,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
-import { ROOT, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples, SERVICE_NODE_FLAGS } from '../lib';
+import { benchPort, benchTempDir, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples } from '../lib';
+import { startService } from '../service';
 
 // The bench client talks to local self-signed listeners only.
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
@@ -52,23 +53,19 @@ async function drive(url: string, headers: Record<string, string>, body: string,
 }
 
 async function benchDialect(dialect: string): Promise<{ figures: Record<string, Figures>; idleRss: number | null }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-'));
+  const dir = benchTempDir('create-payment');
   const serviceDb = await freshDatabase(dialect, dir);
   const baselineDb = await freshDatabase(dialect, dir);
   const body = BODY;
-  const service = await startProcess(
-    [...SERVICE_NODE_FLAGS, path.join(ROOT, 'bin', 'payorch.js'), 'start'],
-    { DATABASE_URL: serviceDb.url, DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000' },
-    /test key: (sk_test_\S+)[\s\S]*listening on https:\/\/[^:]+:(\d+)/,
-  );
+  const service = await startService(serviceDb.url, dir);
   const baseline = await startProcess(
     ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')],
-    { DATABASE_URL: baselineDb.url, PORT: '0' },
+    { DATABASE_URL: baselineDb.url, PORT: String(benchPort()) },
     /baseline listening (\d+)/,
   );
-  const serviceUrl = `https://127.0.0.1:${service.match[2]}/v1/payments`;
+  const serviceUrl = `${service.baseUrl}/v1/payments`;
   const baselineUrl = `https://127.0.0.1:${baseline.match[1]}/`;
-  const auth = { authorization: `Bearer ${service.match[1]}` };
+  const auth = { authorization: `Bearer ${service.testKey}` };
   try {
     // Each measured run follows a warm-up at its own concurrency: the first second after going
     // from 1 or 8 connections to 32 opens TLS sessions and database connections, prepares
@@ -96,7 +93,7 @@ async function benchDialect(dialect: string): Promise<{ figures: Record<string, 
 
 /** The same route writing nothing: what HTTPS and the load generator alone reach on this machine. */
 async function benchHttpsAlone(body: string): Promise<Figures> {
-  const server = await startProcess(['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')], { DATABASE_URL: '', PORT: '0' }, /baseline listening (\d+)/);
+  const server = await startProcess(['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')], { DATABASE_URL: '', PORT: String(benchPort()) }, /baseline listening (\d+)/);
   try {
     const url = `https://127.0.0.1:${server.match[1]}/`;
     return await load(url, {}, body, 32, DURATION, WARMUP, server.child.pid as number);

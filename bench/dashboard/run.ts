@@ -39,10 +39,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import type { Browser, Page } from 'playwright-core';
-import { ROOT, SERVICE_NODE_FLAGS, rssMb, startProcess } from '../lib';
+import { ROOT, SERVICE_NODE_FLAGS, benchTempDir, createDatabase, databaseName, dropDatabase, pgUrl, rssMb, servicePorts, startProcess } from '../lib';
 import { api, loadAverage, machine, mb, percentile } from '../service';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -62,29 +62,12 @@ const LIST_ROUNDS = Number(process.env.BENCH_LIST_ROUNDS ?? 100);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 20);
 const SCREEN_PAYMENTS = Number(process.env.BENCH_SCREEN_PAYMENTS ?? 100);
 const SCREEN_PAUSE_MS = Number(process.env.BENCH_SCREEN_PAUSE_MS ?? 500);
-const PG_ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const GOALS = { dashboardP99: 100, listP99: 20, ratio: 1.5 };
 
 const now = () => performance.timeOrigin + performance.now();
 const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : '-');
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const sleep = (n: number) => new Promise((resolve) => setTimeout(resolve, n));
-
-function urlOf(name: string): string {
-  const u = new URL(PG_ADMIN);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function admin(sql: string): Promise<void> {
-  const c = new Client({ connectionString: PG_ADMIN });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
 
 /** The page's own queries, read from its script so the benchmark asks what the page asks. */
 function pageQuery(name: 'DASHBOARD' | 'PAYMENTS'): string {
@@ -119,30 +102,30 @@ interface Seeded { name: string; testKey: string; seededAt: Date }
 async function seed(dataDir: string): Promise<Seeded> {
   const reuse = process.env.BENCH_DB_NAME;
   if (reuse) {
-    const c = new Client({ connectionString: urlOf(reuse) });
+    const c = new Client({ connectionString: pgUrl(reuse) });
     await c.connect();
     const { rows } = await c.query('SELECT test_key, seeded_at FROM bench_dashboard_seed');
     await c.end();
     return { name: reuse, testKey: rows[0].test_key, seededAt: rows[0].seeded_at };
   }
-  const name = `payorch_bench_dash_${randomBytes(3).toString('hex')}`;
-  await admin(`CREATE DATABASE ${name}`);
+  const name = databaseName('dash');
+  await createDatabase(name);
   try {
     return await seedInto(name, dataDir);
   } catch (err) {
-    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await dropDatabase(name);
     throw err;
   }
 }
 
 async function seedInto(name: string, dataDir: string): Promise<Seeded> {
   const started = performance.now();
-  const config = loadConfig({ DATABASE_URL: urlOf(name), DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+  const config = loadConfig({ DATABASE_URL: pgUrl(name), DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
   const services = await createServices(config, { logger: createLogger('warn') });
   const created = await ensureDefaultAccount(services);
   await services.close();
   if (!created) throw new Error('the fresh database already had an account');
-  const c = new Client({ connectionString: urlOf(name) });
+  const c = new Client({ connectionString: pgUrl(name) });
   await c.connect();
   try {
     await seedDashboard(c, { accountId: created.accountId, payments: PAYMENTS, subscriptions: SUBSCRIPTIONS, days: DAYS }, console.log);
@@ -189,7 +172,7 @@ async function startCapturingService(databaseUrl: string, dataDir: string): Prom
   const { child, match } = await startProcess(
     [...SERVICE_NODE_FLAGS, '-r', path.join(__dirname, 'capture-sql.js'), path.join(ROOT, 'bin', 'payorch.js'), 'start'],
     {
-      DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info',
+      DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ...servicePorts(), HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info',
       RATE_LIMIT_PER_MINUTE: '100000000', BENCH_CAPTURE_SQL: captureFile,
     },
     /listening on https:\/\/[^:]+:(\d+)/,
@@ -356,6 +339,8 @@ function summary(xs: number[]): { p50: number; p99: number; max: number } {
 
 interface ScreenResult {
   fromResponse: number[]; fromRequest: number[]; toFrame: number[]; api: number[]; missed: number; offsets: Array<{ offset: number; uncertainty: number }>;
+  /** The page after the last payment, kept (named by this process's pid, so runs at once keep their own). */
+  screenshot: string;
   problems: { consoleErrors: string[]; pageErrors: string[]; cspViolations: string[] };
 }
 
@@ -408,7 +393,8 @@ async function eventToScreen(browser: Browser, service: Running, key: string): P
     })()`);
     await page.waitForTimeout(1000);
     const before = await clockOffset(page);
-    const out: ScreenResult = { fromResponse: [], fromRequest: [], toFrame: [], api: [], missed: 0, offsets: [before], problems };
+    const screenshot = path.join(os.tmpdir(), `payorch-bench-dashboard-${process.pid}.png`);
+    const out: ScreenResult = { fromResponse: [], fromRequest: [], toFrame: [], api: [], missed: 0, offsets: [before], screenshot, problems };
     const headers = { authorization: `Bearer ${key}` };
     const raw: Array<{ id: string; sent: number; answered: number }> = [];
     for (let i = 0; i < SCREEN_PAYMENTS; i++) {
@@ -444,7 +430,7 @@ async function eventToScreen(browser: Browser, service: Running, key: string): P
       out.fromRequest.push(at.dom + offset - r.sent);
       out.toFrame.push(at.frame + offset - r.answered);
     }
-    await page.screenshot({ path: path.join(os.tmpdir(), 'payorch-bench-dashboard.png'), fullPage: false });
+    await page.screenshot({ path: screenshot, fullPage: false });
     return out;
   } finally {
     await context.close();
@@ -454,11 +440,11 @@ async function eventToScreen(browser: Browser, service: Running, key: string): P
 // ---- main
 
 async function main(): Promise<void> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-dash-'));
+  const dataDir = benchTempDir('dashboard');
   const startedAt = new Date();
   console.log(`bench/dashboard: ${fmt(PAYMENTS)} payments over ${DAYS} days, ${fmt(SUBSCRIPTIONS)} subscriptions, PostgreSQL; ${machine()}; ${startedAt.toISOString()}; load average ${loadAverage()}`);
   const seeded = await seed(dataDir);
-  const dbUrl = urlOf(seeded.name);
+  const dbUrl = pgUrl(seeded.name);
   const pool = new Pool({ connectionString: dbUrl, max: 10 });
   let service: Running | undefined;
   let browser: Browser | undefined;
@@ -546,13 +532,14 @@ async function main(): Promise<void> {
       console.log(`  API request  → API response:      ${line(r.api)}`);
       console.log(`  appeared ${r.fromResponse.length} of ${SCREEN_PAYMENTS}, missed ${r.missed}; before the API response: ${r.fromResponse.filter((x) => x < 0).length}`);
       console.log(`  page problems: ${JSON.stringify(r.problems)}`);
+      console.log(`  the page after the last payment: ${r.screenshot}`);
     }
   } finally {
     await browser?.close();
     if (service) await stop(service.child);
     await pool.end();
     if (process.env.BENCH_KEEP_DB === '1' || process.env.BENCH_DB_NAME) console.log(`kept database ${seeded.name}`);
-    else await admin(`DROP DATABASE IF EXISTS ${seeded.name} WITH (FORCE)`);
+    else await dropDatabase(seeded.name);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

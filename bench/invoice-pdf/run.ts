@@ -16,10 +16,8 @@
  */
 import fs from 'node:fs';
 import https from 'node:https';
-import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
-import { freshDatabase, rssMb, sampleRss, type RssSamples } from '../lib';
+import { benchTempDir, freshDatabase, rssMb, sampleRss, type RssSamples } from '../lib';
 import { api, loadAverage, machine, mb, percentile, startService, stopService, type Service } from '../service';
 
 // The bench client talks to local self-signed listeners only.
@@ -107,7 +105,7 @@ interface Result {
 }
 
 async function benchDialect(dialect: string): Promise<Result> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-bench-'));
+  const dir = benchTempDir('invoice-pdf');
   const db = await freshDatabase(dialect, dir);
   const service = await startService(db.url, dir);
   try {

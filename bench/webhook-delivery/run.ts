@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { freshDatabase, startProcess } from '../lib';
+import { benchPort, benchTempDir, freshDatabase, servicePorts, startProcess } from '../lib';
 import { generateSelfSigned } from '../../src/tls';
 import { signPayload } from '../../src/modules/webhooks/signature';
 
@@ -39,7 +39,7 @@ async function startReceiver(cert: string, key: string) {
     });
   });
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => server.listen(benchPort(), '127.0.0.1', () => r()));
   return { port: (server.address() as { port: number }).port, arrivals, close: () => new Promise((r) => server.close(r)) };
 }
 
@@ -76,7 +76,7 @@ async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean
 async function startService(env: Record<string, string>): Promise<{ child: import('node:child_process').ChildProcess; baseUrl: string; testKey?: string }> {
   const { child, match } = await startProcess(
     [path.join(__dirname, '..', '..', 'bin', 'payorch.js'), 'start'],
-    { HOST: '127.0.0.1', PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
+    { HOST: '127.0.0.1', ...servicePorts(), LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
     /(?:test key: (sk_test_\S+)[\s\S]*)?listening on (https:\/\/\S+)/,
   );
   return { child, baseUrl: match[2].replace('localhost', '127.0.0.1'), testKey: match[1] };
@@ -84,7 +84,7 @@ async function startService(env: Record<string, string>): Promise<{ child: impor
 
 async function main(): Promise<void> {
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0'; // the bench's own API client only
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-whbench-'));
+  const dir = benchTempDir('webhook-delivery');
   const tls = await generateSelfSigned();
   const caFile = path.join(dir, 'receiver-ca.pem');
   fs.writeFileSync(caFile, tls.cert);
