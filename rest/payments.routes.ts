@@ -71,7 +71,7 @@ export const paymentRoutes = [
   }),
 
   route.one({
-    method: 'POST', path: '/customers/{id}/payment-methods', operationId: 'savePaymentMethod', tag: 'Payment methods', summary: "Save a card for a customer (at a gateway; the number is never kept)",
+    method: 'POST', path: '/customers/{id}/payment-methods', operationId: 'savePaymentMethod', tag: 'Payment methods', summary: 'Save a card for a customer (at a gateway; the number is never kept)',
     permission: 'customers:write', idempotent: 'savePaymentMethod', body: savePaymentMethodInput, response: paymentMethodSchema,
     errors: ['card_declined', 'no_gateway_available', 'gateway_unavailable'],
     example: { card, currency: 'EUR', setDefault: true },

@@ -38,7 +38,7 @@ export class TestClockResolver {
 
   @Mutation(() => TestClockType, {
     nullable: true,
-    description: "Moves the clock forward to frozenTime, running every billing step due on its subscriptions on the way, in order, before it answers.",
+    description: 'Moves the clock forward to frozenTime, running every billing step due on its subscriptions on the way, in order, before it answers.',
   })
   advanceTestClock(
     @Arg('id', () => ID) id: string,

@@ -48,7 +48,6 @@ export function pageStyle(source: string): PageStyle {
   return { source, hash: sha256(source) };
 }
 
-
 /** A page script as it is sent: its source and the hash the policy allows it by. */
 export function pageScript(source: string): PageScript {
   // Inside <script>, "</script" (any case) or "<!--" would end or confuse the element.

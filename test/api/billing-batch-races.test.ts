@@ -23,7 +23,7 @@ describe(`the billing run's batch beside other work (${DIALECT})`, () => {
   });
   afterAll(() => app.stop());
 
-  it("should number two concurrent batches holding the same two accounts in opposite claim order without a deadlock", async () => {
+  it('should number two concurrent batches holding the same two accounts in opposite claim order without a deadlock', async () => {
     const services = app.server.services;
     const accounts = [
       (await services.accounts.createAccount({ name: 'Batch A' })).accountId,

@@ -112,7 +112,7 @@ describe(`a billing run killed (SIGKILL) half-way and restarted (${DIALECT})`, (
     await waitFor('every subscription to be billed and paid', done, 150_000, () => letTimePass(left)).catch(async (err) => {
       const db = h.services.db;
       const state = {
-        subscriptions: await db.select("SELECT status, collect_invoice_id IS NULL AS uncollected, current_period_start = $1 AS moved, billing_lock_token IS NULL AS free, MIN(next_billing_at) AS next, COUNT(*) AS n FROM subscriptions GROUP BY 1, 2, 3, 4", [seededEnd]),
+        subscriptions: await db.select('SELECT status, collect_invoice_id IS NULL AS uncollected, current_period_start = $1 AS moved, billing_lock_token IS NULL AS free, MIN(next_billing_at) AS next, COUNT(*) AS n FROM subscriptions GROUP BY 1, 2, 3, 4', [seededEnd]),
         invoices: await db.select('SELECT status, payment_status, payment_attempts, COUNT(*) AS n FROM invoices GROUP BY 1, 2, 3'),
         payments: await db.select('SELECT status, COUNT(*) AS n FROM payments GROUP BY 1'),
         output: instance?.output.filter((l) => /error|warn|billing/i.test(l)).slice(-10),

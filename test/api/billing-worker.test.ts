@@ -174,31 +174,31 @@ describe(`billing the same period twice (${DIALECT})`, () => {
 
 // PostgreSQL only: SQLite has one writer and no SKIP LOCKED (one instance per database file).
 if (DIALECT === 'postgres') {
-describe('two billing workers on one PostgreSQL database', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await startTestApp();
-  });
-  afterAll(() => app.stop());
+  describe('two billing workers on one PostgreSQL database', () => {
+    let app: TestApp;
+    beforeAll(async () => {
+      app = await startTestApp();
+    });
+    afterAll(() => app.stop());
 
-  it('should bill each of 200 due subscriptions once, the work shared by both', async () => {
-    const s = app.server.services;
-    const ctx = contextOf(app);
-    const plan = await seedPlan(s, ctx, 4);
-    const now = new Date();
-    const ids = await seedDueSubscriptions(s, ctx, plan, 200, now);
-    // The other instance's run: its own BillingService (own claim token) on the same database.
-    const other = new BillingService(s.db, s.events, s.invoices, s.customers, s.accounts, s.logger, { leaseMs: 60_000 });
-    const [a, b] = await Promise.all([s.billing.billDue(now), other.billDue(now)]);
-    expect(a.failed + b.failed).toBe(0);
-    expect(a.billed + b.billed).toBe(200);
-    expect(a.billed).toBeGreaterThan(0);
-    expect(b.billed).toBeGreaterThan(0);
-    await expectBilledOnce(s, ids, new Date(now.getTime() - HOUR));
-    // Nothing is left due.
-    expect(await Promise.all([s.billing.billDue(now), other.billDue(now)])).toEqual([{ billed: 0, failed: 0 }, { billed: 0, failed: 0 }]);
-  }, 240_000);
-});
+    it('should bill each of 200 due subscriptions once, the work shared by both', async () => {
+      const s = app.server.services;
+      const ctx = contextOf(app);
+      const plan = await seedPlan(s, ctx, 4);
+      const now = new Date();
+      const ids = await seedDueSubscriptions(s, ctx, plan, 200, now);
+      // The other instance's run: its own BillingService (own claim token) on the same database.
+      const other = new BillingService(s.db, s.events, s.invoices, s.customers, s.accounts, s.logger, { leaseMs: 60_000 });
+      const [a, b] = await Promise.all([s.billing.billDue(now), other.billDue(now)]);
+      expect(a.failed + b.failed).toBe(0);
+      expect(a.billed + b.billed).toBe(200);
+      expect(a.billed).toBeGreaterThan(0);
+      expect(b.billed).toBeGreaterThan(0);
+      await expectBilledOnce(s, ids, new Date(now.getTime() - HOUR));
+      // Nothing is left due.
+      expect(await Promise.all([s.billing.billDue(now), other.billDue(now)])).toEqual([{ billed: 0, failed: 0 }, { billed: 0, failed: 0 }]);
+    }, 240_000);
+  });
 }
 
 describe(`the bill-subscriptions job's runs (${DIALECT})`, () => {

@@ -125,7 +125,7 @@ describe('webhook endpoints and resends', () => {
     expect((await app.request('POST', '/v1/webhook-endpoints', { key: everyResource, body: { url, events: ['*'] } })).status).toBe(201);
   });
 
-  it("should let an endpoint a full key made keep its events, and refuse a narrower key moving it to another url", async () => {
+  it('should let an endpoint a full key made keep its events, and refuse a narrower key moving it to another url', async () => {
     const made = await app.request('POST', '/v1/webhook-endpoints', { key: full, body: { url, events: ['*'] } });
     expect(made.status).toBe(201);
     const id = made.body.data.id;

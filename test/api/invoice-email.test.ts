@@ -58,7 +58,7 @@ describe('sending an invoice', () => {
       await sink.start();
     }
     // Its retry is due later: make it due now on the database's clock and run the worker again.
-    await app.server.services.db.execute("UPDATE mail_outbox SET next_attempt_at = created_at WHERE about_id = $1", [inv.id]);
+    await app.server.services.db.execute('UPDATE mail_outbox SET next_attempt_at = created_at WHERE about_id = $1', [inv.id]);
     const before = sink.received.length;
     const [delivered] = await app.server.services.mail.sendDue();
     expect(delivered.status).toBe('sent');

@@ -223,9 +223,9 @@ describe('invoices API', () => {
     expect(first.status).toBe(200);
     expect(first.headers['content-type']).toBe('application/pdf');
     const second = await app.request('GET', `/v1/invoices/${inv.id}/pdf`, { key });
-    expect(Buffer.compare(first.buffer , second.buffer )).toBe(0);
+    expect(Buffer.compare(first.buffer, second.buffer)).toBe(0);
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'inv-pdf-')), 'i.pdf');
-    fs.writeFileSync(file, first.buffer );
+    fs.writeFileSync(file, first.buffer);
     const text = execFileSync('pdftotext', ['-layout', file, '-'], { encoding: 'utf8' });
     expect(text).toContain(inv.number);
     expect(text).toContain('Design work');
@@ -233,6 +233,6 @@ describe('invoices API', () => {
     expect(text).toMatch(/DRAFT/);
     await post(`/v1/invoices/${inv.id}/mark-paid`);
     const paid = await app.request('GET', `/v1/invoices/${inv.id}/pdf`, { key });
-    expect(Buffer.compare(first.buffer , paid.buffer )).not.toBe(0);
+    expect(Buffer.compare(first.buffer, paid.buffer)).not.toBe(0);
   });
 });

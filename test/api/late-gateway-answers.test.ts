@@ -195,8 +195,8 @@ describe('a late gateway success for an operation recovery already settled other
   });
 });
 
-describe("a retry with the Idempotency-Key after a late gateway success", () => {
-  it("should replay the payment as requires_review once the late success is in, never the failed answer recovery gave", async () => {
+describe('a retry with the Idempotency-Key after a late gateway success', () => {
+  it('should replay the payment as requires_review once the late success is in, never the failed answer recovery gave', async () => {
     const body = { amount: 3500, currency: 'usd', paymentMethod: 'pm_card_visa' };
     const headers = { 'idempotency-key': 'late-success-payment' };
     const late = answeringLate('/v1/payment_intents');
@@ -220,7 +220,7 @@ describe("a retry with the Idempotency-Key after a late gateway success", () => 
     expect(backend.chargeCounts.get(`${paymentId}_a1`)).toBe(1);
   });
 
-  it("should replay the refund as requires_review once the late success is in, never the failed answer recovery gave", async () => {
+  it('should replay the refund as requires_review once the late success is in, never the failed answer recovery gave', async () => {
     const pay = await succeededPayment(3600);
     const body = { paymentId: pay.id };
     const headers = { 'idempotency-key': 'late-success-refund' };
@@ -244,7 +244,7 @@ describe("a retry with the Idempotency-Key after a late gateway success", () => 
   });
 });
 
-describe("recovery on the instance whose own request is still waiting for the gateway", () => {
+describe('recovery on the instance whose own request is still waiting for the gateway', () => {
   // The database's clock is the host's on SQLite: a jump of it (an NTP step, a VM resumed) runs
   // every lease out at once, and makes every pending row look old enough for "not found" to be
   // final. Moving the row's database times back stands for that jump.

@@ -145,7 +145,7 @@ if (DIALECT === 'postgres') {
       expect(rows.map((r) => r.id).sort()).toEqual([a.id, c.id].sort());
     });
 
-    it("should settle every payment of a batch when one gateway answer carries text PostgreSQL refuses", async () => {
+    it('should settle every payment of a batch when one gateway answer carries text PostgreSQL refuses', async () => {
       const w = writer();
       const [a, b] = [payment(), payment()];
       expect(await Promise.all([w.writePending(pending(a)), w.writePending(pending(b))])).toEqual([true, true]);

@@ -55,7 +55,7 @@ describe('crash safety of a charge', () => {
     // Never a 5xx once a gateway may have charged: a client retry would charge again.
     expect(crashed.status).toBe(201);
     expect(crashed.body.data.status).toBe('pending');
-    const [row] = await app.server.services.db.select<{ id: string; status: string }>("SELECT id, status FROM payments WHERE amount = 2500");
+    const [row] = await app.server.services.db.select<{ id: string; status: string }>('SELECT id, status FROM payments WHERE amount = 2500');
     expect(row.status).toBe('pending');
     expect(simulatorChargeCount(BUILTIN_SIMULATOR_ID, `${row.id}_a1`)).toBe(1);
     await app.stop();
@@ -199,7 +199,7 @@ describe('crash safety of a charge', () => {
     }
   });
 
-  it("should never store a settled payment as the answer of a later request that claimed the expired key", async () => {
+  it('should never store a settled payment as the answer of a later request that claimed the expired key', async () => {
     let app = await startTestApp({ database, clock });
     const key = app.account.testKey;
     const headers = { 'idempotency-key': 'expired-and-reclaimed' };

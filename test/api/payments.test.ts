@@ -126,7 +126,7 @@ describe('payments with the built-in test simulator', () => {
     expect(inJpy.body.error).toMatchObject({ code: 'no_gateway_available', param: 'currency' });
   });
 
-  it("should answer a card the gateway declines to save with 422 card_declined, and a gateway that cannot answer with 503", async () => {
+  it('should answer a card the gateway declines to save with 422 card_declined, and a gateway that cannot answer with 503', async () => {
     const k = await app.createAccount();
     const cid = (await app.request('POST', '/v1/customers', { key: k.testKey, body: { email: 'save-fail@example.com' } })).body.data.id;
     const declined = await app.request('POST', `/v1/customers/${cid}/payment-methods`, { key: k.testKey, body: { card: card('4000000000000002') } });

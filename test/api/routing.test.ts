@@ -246,7 +246,7 @@ describe('routing', () => {
     expect((await testPay('eur')).body.data).toMatchObject({ status: 'succeeded', gatewayId: 'gw_builtin_simulator' });
   });
 
-  it("should not fall back for a saved card whose own gateway cannot take the payment, in test mode either", async () => {
+  it('should not fall back for a saved card whose own gateway cannot take the payment, in test mode either', async () => {
     const k = (await app.createAccount()).testKey;
     const g = (await app.request('POST', '/v1/gateways', { key: k, body: { name: 'Cards', type: 'simulator' } })).body.data;
     const cid = (await app.request('POST', '/v1/customers', { key: k, body: { email: 'saved-fallback@example.com' } })).body.data.id;

@@ -400,7 +400,7 @@ describe('stripe connector: refund', () => {
 describe('stripe connector: status', () => {
   it('should search PaymentIntents by our idempotency key metadata', async () => {
     answer({ status: 200, body: { object: 'search_result', data: [intent('succeeded', { created: 1 })], has_more: false } });
-    const result = await stripe().status({ idempotencyKey: "pay_abc123_0", kind: 'charge', objectId: 'pay_abc123' });
+    const result = await stripe().status({ idempotencyKey: 'pay_abc123_0', kind: 'charge', objectId: 'pay_abc123' });
     const [req] = fake.requests;
     expect(req.method).toBe('GET');
     expect(req.pathname).toBe('/v1/payment_intents/search');

@@ -10,7 +10,6 @@ function refusal(env: NodeJS.ProcessEnv): string {
   throw new Error(`accepted ${JSON.stringify(env)}`);
 }
 
-
 describe('configuration', () => {
   it('should default to SQLite in ./data with ports 8443 and 8080', () => {
     const c = loadConfig({});

@@ -42,7 +42,6 @@ export interface ApiKeyView {
   secret?: string;
 }
 
-
 export function hashApiKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }

@@ -11,7 +11,6 @@ export const CHECKOUT_MODES = ['payment', 'setup', 'subscription'] as const;
 export const CHECKOUT_SESSION_STATUSES = ['open', 'complete', 'expired'] as const;
 export const PAYMENT_LINK_STATUSES = ['active', 'inactive'] as const;
 
-
 /** Where the customer is sent back to; whether http is allowed depends on the mode (the service checks). */
 const returnUrl = z.string({ error: 'must be an absolute https:// URL' }).trim().max(2048, { error: 'must be at most 2048 characters' });
 

@@ -17,4 +17,3 @@ export const customerSchema = z
     updatedAt: timestamp,
   })
   .meta({ id: 'Customer' });
-

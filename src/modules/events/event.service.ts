@@ -14,7 +14,6 @@ import { listEventsInput, listObjectEventsInput } from './event.inputs';
 
 export { listEventsInput } from './event.inputs';
 
-
 export const EVENT_TYPES = [
   'customer.created', 'customer.updated',
   'product.created', 'product.updated', 'price.created', 'price.updated',

@@ -25,7 +25,6 @@ export interface RoutingView extends RoutingConfig {
   updatedAt: string | null;
 }
 
-
 export interface RoutingDecision {
   object: 'routing_decision';
   rule: string | null;

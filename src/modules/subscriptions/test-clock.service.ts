@@ -24,7 +24,6 @@ export interface TestClock {
   updatedAt: string;
 }
 
-
 /** Runs every billing step due on a clock's subscriptions up to an instant, in order (BillingService). */
 export interface ClockBilling {
   advanceClock(testClockId: string, to: Date, setTime: (at: Date) => Promise<void>): Promise<void>;

@@ -181,7 +181,7 @@ describe(`webhook endpoints through the model on ${DIALECT}`, () => {
     const ctx = context();
     const { id } = await endpoints.create(ctx, { url: 'https://example.com/reenable', events: ['*'] });
     const waiting = await queued(ctx, id, null);
-    await db.execute("UPDATE webhook_deliveries SET first_attempt_at = $1, attempts = 3, next_attempt_at = $2 WHERE id = $3", [
+    await db.execute('UPDATE webhook_deliveries SET first_attempt_at = $1, attempts = 3, next_attempt_at = $2 WHERE id = $3', [
       new Date(clock.now().getTime() - 3_600_000), new Date(clock.now().getTime() + 3_600_000), waiting,
     ]);
     const inFlight = await queued(ctx, id, new Date(clock.now().getTime() + 60_000));
