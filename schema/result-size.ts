@@ -111,7 +111,7 @@ export function resultSizeRule(limits: CostLimits, onReject: (context: Validatio
         return !!fragment && !spread.has(s.name.value) && selectsTotal(fragment.selectionSet, new Set([...spread, s.name.value]));
       });
 
-    const statementsOf = (def: GraphQLField<unknown, unknown>, selection: FieldNode, atRoot: boolean, multiplier: number): number => {
+    const statementsOf = (def: GraphQLField<unknown, unknown>, selection: FieldNode, atRoot: boolean): number => {
       const counted = isObjectType(getNamedType(def.type)) && 'total' in (getNamedType(def.type) as GraphQLObjectType).getFields() && selectsTotal(selection.selectionSet) ? 1 : 0;
       // A mutation's own statements are bounded by the mutations per document, each a request.
       if (atRoot) return tally.mutation ? 0 : 1 + counted;
@@ -141,7 +141,7 @@ export function resultSizeRule(limits: CostLimits, onReject: (context: Validatio
           const fields = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields() : undefined;
           const def = fields?.[name];
           if (def) {
-            tally.statements += statementsOf(def, selection, atRoot, multiplier);
+            tally.statements += statementsOf(def, selection, atRoot);
             if (tally.statements > maxStatements && !tally.past) tally.past = { path: fieldPath, node: selection };
           }
           const times = def ? multiplier * listSize(def, selection, parent) : multiplier;

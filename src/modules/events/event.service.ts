@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { Transaction } from 'sequelize';
 import type { RequestContext } from '../../core/context';
 import { hasPermission, requirePermission } from '../../core/context';
