@@ -345,6 +345,11 @@ function mapPaymentIntent(a: StripeAnswer, intent: Json): Mapped {
     case 'processing':
       // Stripe has not decided yet: like a timeout, the outcome is still unknown.
       return result('timeout', 'timeout', 'Stripe is still processing the payment.');
+    case null:
+      // No status at all: an answer this connector cannot read, so the outcome is unknown, as
+      // for any unreadable answer. Not a decline, which would let the payment go on to another
+      // gateway while Stripe may have charged the card.
+      return { ...unreadable(a, 'payment intent'), reference: id, response };
     default:
       return result('declined', 'processing_error', `Unexpected PaymentIntent status: ${status ?? 'none'}.`);
   }

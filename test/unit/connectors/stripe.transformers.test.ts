@@ -38,6 +38,7 @@ describe('stripe transformers', () => {
 
   it('should treat an unreadable 2xx as an unknown outcome, not a decline', () => {
     expect(mapChargeAnswer(answer(200, { weird: true }))).toMatchObject({ outcome: 'timeout' });
+    expect(mapChargeAnswer(answer(200, { object: 'payment_intent', id: 'pi_1' }))).toMatchObject({ outcome: 'timeout', declineCode: 'gateway_error', reference: 'pi_1' });
     expect(mapRefundAnswer(answer(200, null))).toMatchObject({ outcome: 'timeout' });
   });
 
