@@ -52,14 +52,18 @@ export function serveGraphQLWs<P extends Record<string, unknown>, E extends WsEx
           socket.send(data, (err) => (err ? reject(err) : resolve()));
         }),
         close: (code, reason) => socket.close(code, reason),
-        onMessage: (handle) => socket.on('message', async (data) => {
-          try {
-            await handle(String(data));
-          } catch (err) {
-            logger.error({ err: errorForLog(err) }, 'graphql-ws message failed; socket closed');
-            if (socket.readyState === WebSocket.OPEN) socket.close(CloseCode.InternalServerError, 'Internal server error');
-          }
-        }),
+        onMessage: (handle) => {
+          const receive = async (data: WebSocket.RawData) => {
+            try {
+              await handle(String(data));
+            } catch (err) {
+              logger.error({ err: errorForLog(err) }, 'graphql-ws message failed; socket closed');
+              if (socket.readyState === WebSocket.OPEN) socket.close(CloseCode.InternalServerError, 'Internal server error');
+            }
+          };
+          // The emitter does not wait for a message: receive catches and logs its own failures.
+          socket.on('message', (data) => void receive(data));
+        },
       },
       { socket, request } as E,
     );

@@ -132,7 +132,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   ]);
   await graphql?.start();
   // Koa snapshots its middleware in callback(): take it only after everything is mounted.
-  httpsServer.on('request', app.callback());
+  const handle = app.callback();
+  // Nothing waits for a request's promise: Koa catches every failure in it (ctx.onerror answers
+  // the request), so it never rejects.
+  httpsServer.on('request', (req, res) => void handle(req, res));
   const httpsPort = await listen(httpsServer, config.port, config.host);
   services.urls.listeningOn(httpsPort);
   const httpServer = http.createServer(

@@ -83,7 +83,9 @@ async function main(): Promise<void> {
     ctx.body = `{"data":${payment},"error":null}`;
   });
   const tls = await generateSelfSigned();
-  const server = https.createServer({ cert: tls.cert, key: tls.key }, app.callback());
+  const handle = app.callback();
+  // Koa catches a request's failures itself: its promise never rejects.
+  const server = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) => void handle(req, res));
   server.listen(port, '127.0.0.1', () => {
     const address = server.address() as { port: number };
     process.stdout.write(`baseline listening ${address.port}\n`);

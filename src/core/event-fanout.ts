@@ -243,7 +243,7 @@ export class PostgresFanout extends BaseFanout {
       if (!lost) this.listener = client;
       const listening = client.query(`LISTEN ${CHANNEL}`);
       // Queued before any notification can arrive, so what was missed is delivered first.
-      if (this.missedSince !== undefined) this.enqueue(() => listening.then(() => this.replay(client), () => undefined));
+      if (this.missedSince !== undefined) this.queueReplay(client, listening);
       await listening;
     } catch (err) {
       if (first) {
@@ -271,10 +271,21 @@ export class PostgresFanout extends BaseFanout {
     Promise.race([client.query('SELECT 1'), timedOut]).then(
       () => {
         if (this.listener === client) this.healthyAt = this.clock.now().getTime();
-        if (this.missedSince !== undefined && this.listener === client) this.enqueue(() => this.replay(client));
+        if (this.missedSince !== undefined && this.listener === client) this.queueReplay(client);
       },
       (err) => reconnect(err),
     ).finally(() => clearTimeout(timer));
+  }
+
+  /**
+   * A replay, queued behind the messages received so far (and after `listening`, when given:
+   * the LISTEN it must follow). Nothing waits for it: replay logs a failed read itself and leaves
+   * the gap open for the next try, and anything else it might throw is logged here instead of
+   * becoming an unhandled rejection, which would end the process.
+   */
+  private queueReplay(client: pg.Client, listening?: Promise<unknown>): void {
+    const work = listening ? () => listening.then(() => this.replay(client), () => undefined) : () => this.replay(client);
+    this.enqueue(work).catch((err) => this.logger.error({ err: errorForLog(err) }, 'event fan-out replay failed'));
   }
 
   /** From now on events may be missed, from the last moment the connection was known good. */

@@ -65,7 +65,7 @@ export class FakeStripe {
     const listener: http.RequestListener = (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', async () => {
+      const answerRequest = async () => {
         const rawBody = Buffer.concat(chunks).toString('utf8');
         const url = new URL(req.url ?? '/', 'https://127.0.0.1');
         const formPairs = [...new URLSearchParams(rawBody).entries()];
@@ -98,6 +98,10 @@ export class FakeStripe {
           ...(answer.headers ?? {}),
         });
         res.end(text);
+      };
+      // A failure past the handler (writing the answer) fails this request, not the test run.
+      req.on('end', () => {
+        answerRequest().catch(() => req.socket.destroy());
       });
     };
     const server = opts.http ? http.createServer(listener) : https.createServer({ cert, key }, listener);
@@ -154,7 +158,8 @@ export class StripeLikeBackend {
 
   constructor(private readonly secretKey: string, private readonly now: () => Date = () => new Date()) {}
 
-  readonly handle: FakeHandler = (req) => {
+  /** Answers at once (a FakeHandler may also answer later, this one never does). */
+  readonly handle = (req: RecordedRequest): FakeResponse => {
     if (req.headers.authorization !== `Bearer ${this.secretKey}`) {
       return { status: 401, body: { error: { type: 'invalid_request_error', message: 'Invalid API Key provided.' } } };
     }
