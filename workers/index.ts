@@ -38,7 +38,9 @@ export function scheduleJob(services: Services, job: Job): ScheduledTask {
     noOverlap: true,
     logger: cronLogger(services.logger, job.name),
   });
-  task.start();
+  // A task made from a function runs in this process and starts synchronously: start() returns
+  // nothing. The promise in its type is that of a task run in a child process, never made here.
+  void task.start();
   return task;
 }
 
@@ -58,7 +60,8 @@ export function startWorkers(services: Services): Workers {
   return {
     async stop() {
       await Promise.all([webhooks.stop(), mail.stop()]);
-      await Promise.all(tasks.map((t) => t.destroy()));
+      // Synchronous too for a task made from a function (see scheduleJob).
+      for (const t of tasks) await t.destroy();
     },
   };
 }

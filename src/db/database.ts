@@ -211,7 +211,7 @@ export class Database {
     try {
       return await client.query(query);
     } finally {
-      await releaseConnection(this.sequelize, client);
+      releaseConnection(this.sequelize, client);
     }
   }
 

@@ -42,9 +42,9 @@ export async function acquireConnection<C extends object>(sequelize: Sequelize):
   return (await sequelize.connectionManager.getConnection({ type: 'write' })) as C;
 }
 
-export async function releaseConnection(sequelize: Sequelize, connection: object): Promise<void> {
-  // Typed as void; PostgreSQL's returns the pool's release, which is awaited.
-  await sequelize.connectionManager.releaseConnection(connection);
+/** Gives a connection back: synchronous on both dialects (the pool takes it back, or SQLite's is kept or closed). */
+export function releaseConnection(sequelize: Sequelize, connection: object): void {
+  sequelize.connectionManager.releaseConnection(connection);
 }
 
 const SHARED_UUID = 'payorch-transactions';

@@ -135,7 +135,7 @@ describe('GraphQL over WebSocket: limits', () => {
     const again = wsClient(account.testKey);
     expect((await Promise.all([0, 1, 2].map(() => subscribed(again, SUBSCRIPTION)))).map((s) => s.errors)).toEqual([null, null, null]);
     expect((await subscribed(live, SUBSCRIPTION)).errors).toEqual([expect.objectContaining(refusal)]);
-    await Promise.all([live, other, again].map((c) => c.dispose()));
+    for (const c of [live, other, again]) await c.dispose();
   });
 
   it('should cap the sockets one API key holds open, per key', async () => {

@@ -59,11 +59,11 @@ describe(`Sequelize internals on ${DIALECT}`, () => {
     const first = await acquireConnection(sequelize);
     expect(first).toBeInstanceOf(DriverConnection);
     expect(await driverQuery(first, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
-    await releaseConnection(sequelize, first);
+    releaseConnection(sequelize, first);
     // PostgreSQL: a pool of one hands the released client out again; SQLite: its default connection.
     const second = await acquireConnection(sequelize);
     expect(second).toBe(first);
-    await releaseConnection(sequelize, second);
+    releaseConnection(sequelize, second);
   });
 
   if (DIALECT === 'sqlite') {
