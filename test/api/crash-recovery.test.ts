@@ -1,5 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
-import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 import { LEASE_MS } from '../../src/modules/payments/lease-keeper';
 
 /**
@@ -33,10 +33,7 @@ async function setLatency(latencyMs: number): Promise<void> {
 }
 
 async function startVictim(): Promise<SpawnedInstance> {
-  victim = await spawnInstance(
-    { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000' },
-    app.server.cert,
-  );
+  victim = await spawnBeside(app);
   return victim;
 }
 

@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import sqlite3 from 'sqlite3';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
-import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 
 /**
  * A process killed (kill -9) in the middle of an operation that writes in one transaction: the
@@ -55,10 +55,7 @@ async function holdCustomersTable(): Promise<{ waiting(): Promise<boolean>; rele
 describe('a process killed in the middle of a keyed create', () => {
   it('should leave the key free, so the retry creates the object at once and exactly once', async () => {
     const key = app.account.testKey;
-    victim = await spawnInstance(
-      { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000' },
-      app.server.cert,
-    );
+    victim = await spawnBeside(app);
     const body = { email: 'crash-mid-create@example.com' };
     const headers = { 'Idempotency-Key': 'idem-crash-create' };
     const hold = await holdCustomersTable();

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { FixedClock } from '../../src/core/clock';
 import { canonicalJson } from '../../src/modules/idempotency/idempotency.service';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 
 const clock = new FixedClock(new Date('2026-11-01T10:00:00.000Z'));
 let app: TestApp;
@@ -215,10 +215,7 @@ describe('idempotency across two instances on one database', () => {
   beforeAll(async () => {
     // The spawned instance reads the system clock; expiry decisions must agree.
     clock.set(new Date());
-    other = await spawnInstance(
-      { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000' },
-      app.server.cert,
-    );
+    other = await spawnBeside(app);
   }, 90_000);
   afterAll(async () => {
     await other?.stop();

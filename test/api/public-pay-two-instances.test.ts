@@ -1,6 +1,6 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import type { RequestOptions } from '../helpers/http';
-import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 
 /**
  * Issue 31: the caps on failed public pays hold across instances sharing one database. Declines
@@ -12,10 +12,7 @@ let app: TestApp;
 let other: SpawnedInstance;
 beforeAll(async () => {
   app = await startTestApp();
-  other = await spawnInstance(
-    { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000' },
-    app.server.cert,
-  );
+  other = await spawnBeside(app);
 }, 90_000);
 afterAll(async () => {
   await other?.stop();

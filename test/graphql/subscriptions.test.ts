@@ -2,7 +2,7 @@ import WebSocket from 'ws';
 import { GraphQLError } from 'graphql';
 import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
 
 // PostgreSQL instances fan out through LISTEN/NOTIFY; on SQLite the cross-process path is Redis.
@@ -316,10 +316,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
   describe('across instances', () => {
     let other: SpawnedInstance;
     beforeAll(async () => {
-      other = await spawnInstance(
-        { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000', ...REDIS_ENV },
-        app.server.cert,
-      );
+      other = await spawnBeside(app, REDIS_ENV);
     }, 90_000);
     afterAll(async () => {
       await other?.stop();

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { httpsRequest, type HttpResponse, type RequestOptions } from './http';
+import type { TestApp } from './app';
 
 export interface SpawnedInstance {
   baseUrl: string;
@@ -62,4 +63,16 @@ export function spawnInstance(env: Record<string, string>, ca: string, opts: Spa
       reject(new Error(`instance exited with ${code}:\n${output.join('')}`));
     });
   });
+}
+
+/**
+ * Another instance on a test app's database and data directory (so its encryption key and
+ * certificate too), API only (no workers) and with a rate limit out of the way: the second
+ * instance of a multi-instance test. `env` adds to or overrides those settings.
+ */
+export function spawnBeside(app: TestApp, env: Record<string, string> = {}): Promise<SpawnedInstance> {
+  return spawnInstance(
+    { DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir, RUN_WORKERS: 'false', RATE_LIMIT_PER_MINUTE: '100000', ...env },
+    app.server.cert,
+  );
 }
