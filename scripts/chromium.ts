@@ -84,3 +84,20 @@ export async function watchProblems(context: BrowserContext): Promise<PageProble
   context.on('page', watch);
   return problems;
 }
+
+/**
+ * A PNG of the page at `file`. Headless Chromium sometimes refuses a capture while the machine is
+ * busy ("Protocol error (Page.captureScreenshot): Unable to capture screenshot", seen with three
+ * test workers on two cores); it is tried again twice, a moment apart, before that error stands.
+ */
+export async function saveScreenshot(page: Page, file: string, opts: { fullPage?: boolean } = {}): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.screenshot({ path: file, fullPage: opts.fullPage ?? false });
+      return;
+    } catch (err) {
+      if (attempt >= 3 || !/Unable to capture screenshot/.test(String((err as Error).message))) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
+  }
+}

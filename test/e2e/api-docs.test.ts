@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
-import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
+import { launchChromium, saveScreenshot, watchProblems, type PageProblems } from '../../scripts/chromium';
 
 /**
  * The API reference at /docs in a real browser: Redoc, served by the service, renders the
@@ -63,7 +63,7 @@ describe(`GET /docs (${DIALECT})`, () => {
     for (const summary of ['Create a customer', 'Pay a checkout session with a card', "Charge a past-due subscription's open invoice now"]) {
       await page.locator('h2', { hasText: summary }).first().waitFor();
     }
-    await page.screenshot({ path: path.join(SHOTS, `${DIALECT}-api-docs.png`) });
+    await saveScreenshot(page, path.join(SHOTS, `${DIALECT}-api-docs.png`));
     const origin = new URL(app.baseUrl).origin;
     expect(requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:'))).toEqual([]);
     expect(problems).toEqual({ consoleErrors: [], pageErrors: [], cspViolations: [] });

@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
-import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
+import { launchChromium, saveScreenshot, watchProblems, type PageProblems } from '../../scripts/chromium';
 import { ReceiverHarness, makeCertificate, type Certificate } from '../unit/webhooks/receiver-harness';
 
 /**
@@ -50,7 +50,7 @@ async function newPage(): Promise<Page> {
   problems = await watchProblems(context);
   return context.newPage();
 }
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${DIALECT}-dashboard-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => saveScreenshot(page, path.join(SHOTS, `${DIALECT}-dashboard-${name}.png`), { fullPage: true });
 const expectNoProblems = () => expect(problems).toEqual({ consoleErrors: [], pageErrors: [], cspViolations: [] });
 
 async function signIn(page: Page, key: string, baseUrl = app.baseUrl): Promise<void> {

@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
-import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
+import { launchChromium, saveScreenshot, watchProblems, type PageProblems } from '../../scripts/chromium';
 
 /**
  * The hosted pages in a real browser (Debian's Chromium through playwright-core): a customer
@@ -66,7 +66,7 @@ function expectOnlyDocumentStatus(url: string, status: string): void {
 
 /** The page at the path of an object's `url`, on the test server's own address. */
 const pageUrl = (url: string) => new URL(new URL(url).pathname, app.baseUrl).toString();
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${DIALECT}-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => saveScreenshot(page, path.join(SHOTS, `${DIALECT}-${name}.png`), { fullPage: true });
 
 async function createSession(body: Record<string, unknown>) {
   const res = await app.request('POST', '/v1/checkout-sessions', { key, body });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
-import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
+import { launchChromium, saveScreenshot, watchProblems, type PageProblems } from '../../scripts/chromium';
 
 /**
  * A past-due subscription's retry, paid by its customer on the hosted checkout page in a real
@@ -41,7 +41,7 @@ const api = async (method: string, p: string, body?: Json, status = method === '
   return res.body.data as Json;
 };
 const pageUrl = (url: string) => new URL(new URL(url).pathname, app.baseUrl).toString();
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${DIALECT}-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => saveScreenshot(page, path.join(SHOTS, `${DIALECT}-${name}.png`), { fullPage: true });
 
 async function newPage(): Promise<Page> {
   context = await browser.newContext({ viewport: { width: 900, height: 1000 } });
