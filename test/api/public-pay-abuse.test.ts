@@ -243,6 +243,71 @@ describe('caps on failed public pays', () => {
   });
 });
 
+/** Mulberry32: a small seeded generator, so a failing sequence can be replayed from its seed. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('random sequences of public pays against a model of the caps', () => {
+  // What API.md §11 says, written apart from the service: which attempt is refused, which charges,
+  // and so how much is charged and how many declines are let through, for any order of attempts.
+  it.each([7, 31, 2026])('should charge and refuse exactly as the rules say (seed %i)', async (seed) => {
+    const random = seeded(seed);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+    const m = await merchant();
+    const LIMIT = 20;
+    await m.req('PATCH', '/v1/account', { publicDeclinesPerHour: LIMIT });
+    const sessions = await Promise.all([300, 700, 1100].map((amount) => m.req('POST', '/v1/checkout-sessions', { mode: 'payment', amount, currency: 'eur' })));
+    const links = await Promise.all([250, 900].map((amount) => m.req('POST', '/v1/payment-links', { name: `L${amount}`, amount, currency: 'eur' })));
+    const addresses = [150, 151];
+    // The model.
+    const model = { charged: 0, declinesThrough: 0, accountFailed: 0, refusedByAccount: 0, sessionFailed: new Map<string, number>(), complete: new Set<string>(), linkFailed: new Map<string, number>() };
+    for (let i = 0; i < 70; i++) {
+      const good = random() < 0.3;
+      const address = pick(addresses);
+      const onSession = random() < 0.5;
+      const target = onSession ? pick(sessions) : pick(links);
+      const res = await publicPay(onSession ? `checkout-sessions/${target.id}` : `payment-links/${target.slug}`, { card: card(good ? GOOD : DECLINED) }, from(address));
+      const targetKey = onSession ? target.id : `${target.id}/${address}`;
+      const failedHere = (onSession ? model.sessionFailed : model.linkFailed).get(targetKey) ?? 0;
+      let expected: string;
+      if (onSession && model.complete.has(target.id)) expected = '422 invalid_state';
+      else if (model.accountFailed >= LIMIT) {
+        expected = '429 too_many_attempts';
+        model.refusedByAccount += 1;
+      } else if (failedHere >= 5) expected = '429 too_many_attempts';
+      else if (good) {
+        expected = '200 succeeded';
+        model.charged += target.amount;
+        if (onSession) model.complete.add(target.id);
+      } else {
+        expected = '200 failed';
+        model.declinesThrough += 1;
+        model.accountFailed += 1;
+        (onSession ? model.sessionFailed : model.linkFailed).set(targetKey, failedHere + 1);
+      }
+      expect(`${i}: ${res.status} ${res.body.data?.status ?? res.body.error?.code}`).toBe(`${i}: ${expected}`);
+    }
+    // What the service recorded adds up to the model: the amounts charged, and the declines let through.
+    const payments = await m.req('GET', '/v1/payments?pageSize=100');
+    const succeeded = payments.filter((p: { status: string }) => p.status === 'succeeded');
+    expect(succeeded.reduce((sum: number, p: { amount: number }) => sum + p.amount, 0)).toBe(model.charged);
+    expect(payments.filter((p: { status: string }) => p.status === 'failed')).toHaveLength(model.declinesThrough);
+    expect(payments).toHaveLength(succeeded.length + model.declinesThrough);
+    expect(model.declinesThrough).toBeLessThanOrEqual(LIMIT);
+    // Each seed reaches every cap (the sequence, not the seed, is what is random).
+    expect([Math.max(...model.sessionFailed.values()), Math.max(...model.linkFailed.values()), model.refusedByAccount > 0]).toEqual([5, 5, true]);
+    expect(await m.req('GET', '/v1/events?type=account.public_declines_exceeded')).toHaveLength(model.refusedByAccount > 0 ? 1 : 0);
+  });
+});
+
 describe('public POST routes take JSON only', () => {
   it('should answer 415 to a text/plain, form or multipart pay and create no payment', async () => {
     const m = await merchant();

@@ -1,8 +1,11 @@
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { launchChromium, watchProblems, type PageProblems } from '../../scripts/chromium';
+import { launchChromium, saveScreenshot, watchProblems, type PageProblems } from '../../scripts/chromium';
+import { DIALECT } from '../helpers/db';
 
 /**
  * Issue 31 in a real browser (Debian's Chromium): another website cannot make its visitors'
@@ -20,6 +23,7 @@ let elsewhere: http.Server;
 let elsewherePage = '';
 
 beforeAll(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
   app = await startTestApp();
   key = app.account.testKey;
   browser = await launchChromium({ trustCertPem: app.server.cert });
@@ -46,6 +50,9 @@ afterEach(async () => {
 });
 
 const expiry = `12/${String((new Date().getFullYear() + 3) % 100).padStart(2, '0')}`;
+/** Screenshots of the refusals' states go to test/e2e/screenshots/ (ignored by git) for a person to look at. */
+const SHOTS = path.join(__dirname, 'screenshots');
+const shot = (page: Page, name: string) => saveScreenshot(page, path.join(SHOTS, `${DIALECT}-${name}.png`), { fullPage: true });
 const pageUrl = (url: string) => new URL(new URL(url).pathname, app.baseUrl).toString();
 
 async function create(path: string, body: Record<string, unknown>) {
@@ -126,6 +133,7 @@ describe('the hosted pages\' refusals', () => {
     await payOnPage(page, '4000 0000 0000 0341', 'Pay 9.00 USD every month');
     await page.getByRole('alert').filter({ hasText: 'already belongs to a customer account' }).waitFor();
     expect(await page.locator('#payer-email-error').textContent()).toContain('Ask the merchant for a link to your account');
+    await shot(page, 'checkout-customer-exists');
     expect(await page.getByRole('button', { name: 'Pay 9.00 USD every month' }).isEnabled()).toBe(true);
     expect((await app.request('GET', `/v1/customers/${ada.id}/payment-methods`, { key })).body.data).toEqual([]);
     expectOnlyRefusal('422 (Unprocessable Entity)', `/v1/public/checkout-sessions/${session.id}/pay`);
@@ -141,8 +149,10 @@ describe('the hosted pages\' refusals', () => {
     await alert.filter({ hasText: 'can no longer be paid' }).waitFor();
     expect(await alert.textContent()).toContain('Nothing was charged');
     expect(await page.locator('#pay-button').isDisabled()).toBe(true);
+    await shot(page, 'checkout-too-many-attempts');
     await page.reload();
     await page.getByRole('heading', { name: 'This checkout can no longer be paid' }).waitFor();
+    await shot(page, 'checkout-closed');
     expect(await page.locator('form, input').count()).toBe(0);
     // The sixth try reached no gateway: five declined payments.
     const payments = (await app.request('GET', '/v1/payments?pageSize=100', { key })).body.data;
@@ -159,6 +169,7 @@ describe('the hosted pages\' refusals', () => {
     await payOnPage(page, '4242 4242 4242 4242', 'Pay 5.00 EUR');
     await alert.filter({ hasText: 'Too many failed payment attempts from your connection' }).waitFor();
     expect(await alert.textContent()).toMatch(/try again in \d+ minutes/);
+    await shot(page, 'link-too-many-attempts');
     expectOnlyRefusal('429 (Too Many Requests)', `/v1/public/payment-links/${link.slug}/pay`);
   });
 });
