@@ -2458,7 +2458,7 @@ export interface components {
                 };
             };
         };
-        /** @description The request is understood but cannot be done in the object's state: `card_declined`, `customer_exists`, `fx_rate_unavailable`, `invalid_state`, `limit_exceeded`, `no_gateway_available`, `payment_not_refundable`, `proration_unavailable`, `refund_exceeds_remaining` */
+        /** @description The request is understood but cannot be done in the object's state: `card_declined`, `customer_exists`, `fx_rate_unavailable`, `invalid_proration_date`, `invalid_state`, `limit_exceeded`, `no_gateway_available`, `payment_not_refundable`, `proration_unavailable`, `refund_exceeds_remaining` */
         UnprocessableContent: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2471,7 +2471,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "card_declined" | "customer_exists" | "fx_rate_unavailable" | "invalid_state" | "limit_exceeded" | "no_gateway_available" | "payment_not_refundable" | "proration_unavailable" | "refund_exceeds_remaining";
+                        code?: "card_declined" | "customer_exists" | "fx_rate_unavailable" | "invalid_proration_date" | "invalid_state" | "limit_exceeded" | "no_gateway_available" | "payment_not_refundable" | "proration_unavailable" | "refund_exceeds_remaining";
                     };
                 };
             };
@@ -5994,7 +5994,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `proration_unavailable`, `card_declined`, `no_gateway_available` */
+            /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `proration_unavailable`, `invalid_proration_date`, `card_declined`, `no_gateway_available` */
             422: components["responses"]["UnprocessableContent"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
@@ -6043,7 +6043,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `proration_unavailable` */
+            /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `proration_unavailable`, `invalid_proration_date` */
             422: components["responses"]["UnprocessableContent"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];

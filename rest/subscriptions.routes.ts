@@ -31,13 +31,13 @@ export const subscriptionRoutes = [
   route.one({
     method: 'PATCH', path: '/subscriptions/{id}', operationId: 'updateSubscription', tag: 'Subscriptions', summary: 'Change plan or quantity, with prorations',
     permission: 'subscriptions:write', idempotent: 'updateSubscription', body: updateSubscriptionInput, response: subscriptionSchema,
-    errors: ['invalid_state', 'proration_unavailable', ...CHARGING],
+    errors: ['invalid_state', 'proration_unavailable', 'invalid_proration_date', ...CHARGING],
     example: { priceId: 'price_2Wd8HkR5tY3mNc', prorationBehavior: 'create_prorations' },
     handle: (s, r) => s.subscriptions.update(r.rc, r.param('id'), r.body, r.idem),
   }),
   route.one({
     method: 'POST', path: '/subscriptions/{id}/preview-proration', operationId: 'previewProration', tag: 'Subscriptions', summary: 'What a plan change would prorate',
-    permission: 'subscriptions:read', body: previewProrationInput, response: prorationPreviewSchema, errors: ['invalid_state', 'proration_unavailable'],
+    permission: 'subscriptions:read', body: previewProrationInput, response: prorationPreviewSchema, errors: ['invalid_state', 'proration_unavailable', 'invalid_proration_date'],
     example: { priceId: 'price_2Wd8HkR5tY3mNc', quantity: 2 },
     handle: (s, r) => s.subscriptions.previewProration(r.rc, r.param('id'), r.body),
   }),

@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'refund_exceeds_remaining'
   | 'invalid_state'
   | 'proration_unavailable'
+  | 'invalid_proration_date'
   | 'no_gateway_available'
   | 'fx_rate_unavailable'
   | 'card_declined'
@@ -67,6 +68,8 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_state: 422,
   // A plan change whose currency or billing interval differs from the subscription's.
   proration_unavailable: 422,
+  // A prorationDate outside the current period, after the subscription clock's now, or before an earlier change in the period.
+  invalid_proration_date: 422,
   no_gateway_available: 422,
   fx_rate_unavailable: 422,
   card_declined: 422,

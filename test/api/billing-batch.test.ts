@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { systemClock } from '../../src/core/clock';
+import { FixedClock, systemClock } from '../../src/core/clock';
 import type { RequestContext } from '../../src/core/context';
 import { newId } from '../../src/core/ids';
 import { readTime } from '../../src/db/database';
@@ -19,6 +19,7 @@ import { DAY_MS, seedDueSubscriptions, seedPlan } from '../../bench/billing-run/
  * batch's renew and its settle is finished by the next one without billing or charging twice.
  */
 const HOUR = 3_600_000;
+const stillClock = new FixedClock(new Date());
 
 function contextOf(accountId: string): RequestContext {
   return { accountId, mode: 'test', permissions: ['*'], requestId: `req_${randomBytes(6).toString('hex')}`, clock: systemClock };
@@ -120,13 +121,16 @@ describe(`the billing run's batch (${DIALECT})`, () => {
   beforeAll(async () => {
     // A statement waiting over a second for SQLite's lock is a stall, not contention: steps run in
     // parallel on SQLite once waited out the whole busy timeout (15 s) on each other's reads.
-    app = await startTestApp({ serviceOptions: { sqliteBusyTimeoutMs: 1000 } });
+    // The service's clock held still: a run on real time stamps what each step writes with the
+    // service's clock, and both paths must stamp the same instants to compare.
+    app = await startTestApp({ clock: stillClock, serviceOptions: { sqliteBusyTimeoutMs: 1000 } });
   });
   afterAll(() => app.stop());
 
   it('should leave a batch mixing common and unusual subscriptions exactly as the single path leaves them', async () => {
     const services = app.server.services;
-    const now = new Date();
+    stillClock.set(new Date());
+    const now = stillClock.now();
     // The single path alone, in claim order, on one account.
     const single = (await services.accounts.createAccount({ name: 'Single path' })).accountId;
     const singleIds = await seedMix(services, contextOf(single), now);

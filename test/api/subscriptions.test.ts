@@ -327,17 +327,21 @@ describe(`subscription plan changes (${DIALECT})`, () => {
     expect(await sub(s.id)).toMatchObject({ priceId: a.id, updatedAt: s.updatedAt });
   });
 
-  it('should refuse a prorationDate outside the current period or after the clock\'s now with 400 on prorationDate', async () => {
+  it('should refuse a prorationDate outside the current period or after the clock\'s now with 422 invalid_proration_date, and one that is not an instant with 400', async () => {
     const tc = await clock(APR1);
     const a = await price(1999);
     const b = await price(4999);
     const c = await customer(tc.id);
     const s = await subscribe({ customerId: c.id, priceId: a.id });
     await advance(tc.id, APR16);
-    for (const prorationDate of ['2027-04-16T00:00:01Z', '2027-03-31T23:59:59Z', '2027-05-02T00:00:00Z', '2027-04-10']) {
-      expect(await refusal(patch(`/v1/subscriptions/${s.id}`, { priceId: b.id, prorationDate }))).toEqual([400, 'invalid_parameter', 'prorationDate']);
-      expect(await refusal(post(`/v1/subscriptions/${s.id}/preview-proration`, { priceId: b.id, prorationDate }))).toEqual([400, 'invalid_parameter', 'prorationDate']);
+    // Outside the period or after the clock's now: 422 invalid_proration_date (API.md §10).
+    for (const prorationDate of ['2027-04-16T00:00:01Z', '2027-03-31T23:59:59Z', '2027-05-02T00:00:00Z']) {
+      expect(await refusal(patch(`/v1/subscriptions/${s.id}`, { priceId: b.id, prorationDate }))).toEqual([422, 'invalid_proration_date', 'prorationDate']);
+      expect(await refusal(post(`/v1/subscriptions/${s.id}/preview-proration`, { priceId: b.id, prorationDate }))).toEqual([422, 'invalid_proration_date', 'prorationDate']);
     }
+    // Not an instant at all: 400 invalid_parameter.
+    expect(await refusal(patch(`/v1/subscriptions/${s.id}`, { priceId: b.id, prorationDate: '2027-04-10' }))).toEqual([400, 'invalid_parameter', 'prorationDate']);
+    expect(await refusal(post(`/v1/subscriptions/${s.id}/preview-proration`, { priceId: b.id, prorationDate: '2027-04-10' }))).toEqual([400, 'invalid_parameter', 'prorationDate']);
     expect((await sub(s.id)).priceId).toBe(a.id);
   });
 
@@ -409,8 +413,11 @@ describe(`pause, resume, cancel (${DIALECT})`, () => {
     const invoices = await invoicesOf(s.id);
     expect(invoices.map((i) => [i.status, i.total, i.createdAt, i.lineItems.at(-1).periodStart, i.lineItems.at(-1).periodEnd])).toEqual([
       ['paid', 1999, APR1, APR1, MAY1],
-      ['paid', 1999, '2027-08-15T12:00:00.000Z', '2027-08-15T12:00:00.000Z', '2027-09-15T12:00:00.000Z'],
+      // The unused part of the period the pause interrupted (Apr 10 – May 1, 21 of 30 days) is
+      // credited: 1999 × 21/30 = 1399.3 → 1399; 1999 − 1399 = 600.
+      ['paid', 600, '2027-08-15T12:00:00.000Z', '2027-08-15T12:00:00.000Z', '2027-09-15T12:00:00.000Z'],
     ]);
+    expect(invoices[1].lineItems.map((l: Json) => l.amount)).toEqual([-1399, 1999]);
     expect(resumed.latestInvoiceId).toBe(invoices[1].id);
     expect(await refusal(post(`/v1/subscriptions/${s.id}/resume`))).toEqual([422, 'invalid_state', undefined]);
     await advance(tc.id, '2027-09-15T12:00:00Z');

@@ -89,8 +89,10 @@ describe(`billing subscriptions and test clocks over GraphQL (${DIALECT})`, () =
 
     await ok('mutation($id: ID!) { advanceTestClock(id: $id, frozenTime: "2027-03-10T00:00:00Z") { id } }', { id: clock.id });
     const { resumeSubscription: resumed } = await ok(`mutation($id: ID!) { resumeSubscription(id: $id) { ${SUB} invoices(first: 1) { total status } } }`, { id: sub.id });
-    // A new period from the clock's now, invoiced with the waiting prorations.
-    expect(resumed).toMatchObject({ status: 'active', pausedAt: null, currentPeriodStart: '2027-03-10T00:00:00.000Z', currentPeriodEnd: '2027-04-10T00:00:00.000Z', invoices: [{ total: 4000, status: 'paid' }] });
+    // A new period from the clock's now, invoiced with the waiting prorations (−500 + 1500) and a
+    // credit for the paid time the pause left unused: all 14 days of Feb 14–28 on the new plan,
+    // 3000 × 14/28 = 1500; then 3000 for the period: 2500.
+    expect(resumed).toMatchObject({ status: 'active', pausedAt: null, currentPeriodStart: '2027-03-10T00:00:00.000Z', currentPeriodEnd: '2027-04-10T00:00:00.000Z', invoices: [{ total: 2500, status: 'paid' }] });
 
     const { cancelSubscription: ending } = await ok(`mutation($id: ID!) { cancelSubscription(id: $id, atPeriodEnd: true) { ${SUB} } }`, { id: sub.id });
     expect(ending).toMatchObject({ status: 'active', cancelAtPeriodEnd: true });

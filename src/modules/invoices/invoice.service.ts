@@ -44,6 +44,11 @@ export interface SubscriptionInvoiceSpec {
   billingReason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'subscription_resume';
   send: boolean;
   /**
+   * Finalised (sent, without an e-mail) when it is not collected now: an invoice that waits
+   * behind another being collected is never left a draft.
+   */
+  finalize?: boolean;
+  /**
    * The account's invoicing settings when the caller read them before its transaction (the
    * billing run): otherwise read here, on a second pooled connection while the transaction holds
    * one, which many runs in parallel can exhaust the pool with.
@@ -227,6 +232,9 @@ export class InvoiceService {
       await this.recordEvent(ctx, t, built.id, 'invoice.paid');
     } else if (spec.send) {
       await this.sendIn(t, ctx, built.id, name);
+    } else if (spec.finalize) {
+      await InvoiceModel.update({ status: 'sent', sentAt: now, updatedAt: now }, { where: { id: built.id }, transaction: t });
+      await this.recordEvent(ctx, t, built.id, 'invoice.sent');
     }
     return (await this.store.find(built.id, ctx, t)) as InvoiceRecord;
   }
@@ -326,9 +334,7 @@ export class InvoiceService {
     if (items.length === 0) return outcomes;
     const paymentIds = new Map(items.map((item) => [item.invoice.id, newId('pay')]));
     const rows = items.map((item) => ({ id: item.invoice.id, paymentId: paymentIds.get(item.invoice.id) as string }));
-    const attempts = this.db.dialect === 'postgres'
-      ? await this.store.claimCharges(undefined, rows, this.clock.now())
-      : await this.db.transaction((t) => this.store.claimCharges(t, rows, this.clock.now()));
+    const attempts = await this.store.claimCharges(rows, this.clock.now());
     const claimed = items.filter((item) => attempts.has(item.invoice.id));
     let next = 0;
     const lane = async () => {

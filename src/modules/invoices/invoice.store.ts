@@ -96,11 +96,17 @@ export class InvoiceStore {
    * Claims several invoices' charges at once (the billing run's batch), as `InvoiceService.charge`
    * claims one: only an invoice neither paid nor void, not processing and with something due is
    * set processing, its attempt counted and its payment named. Returns those claimed with their
-   * attempt and what they are due as claimed. One statement on PostgreSQL; one each on SQLite (in the caller's transaction).
+   * attempt and what they are due as claimed. One statement on PostgreSQL; one each on SQLite,
+   * together in one transaction (one commit, not one per invoice).
    * `touched` is the service's time (what an invoice's grace for a charge that died is measured from).
    */
-  async claimCharges(t: Transaction | undefined, rows: Array<{ id: string; paymentId: string }>, touched: Date): Promise<Map<string, { attempt: number; amountDue: number }>> {
+  async claimCharges(rows: Array<{ id: string; paymentId: string }>, touched: Date): Promise<Map<string, { attempt: number; amountDue: number }>> {
     if (rows.length === 0) return new Map();
+    if (this.db.dialect === 'sqlite') return this.db.transaction((t) => this.claimChargesIn(t, rows, touched));
+    return this.claimChargesIn(undefined, rows, touched);
+  }
+
+  private async claimChargesIn(t: Transaction | undefined, rows: Array<{ id: string; paymentId: string }>, touched: Date): Promise<Map<string, { attempt: number; amountDue: number }>> {
     // What InvoiceService.charge checks on the row it locks (unqualified: no column of the batch's values shares these names).
     const where = "status IN ('draft', 'sent') AND payment_status <> 'processing' AND amount_due > 0";
     if (this.db.dialect === 'postgres') {

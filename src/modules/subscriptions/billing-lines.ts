@@ -1,4 +1,4 @@
-import { periodEndAfter, prorate } from './billing-period';
+import { periodEndAfter, periodStartBefore, prorate } from './billing-period';
 import type { PendingLine, Plan, SubscriptionRecord } from './subscription.store';
 
 /** A line of a subscription's invoice (or of a proration preview). */
@@ -41,6 +41,17 @@ export function nextCycle(
   const start = sub.currentPeriodEnd;
   const end = periodEndAfter(sub.billingCycleAnchor, plan, start);
   return { start, end, lines: cycleLines(plan, sub.quantity, pending, start, end) };
+}
+
+/**
+ * The period prorations in the current period are measured against: the whole period that ends
+ * at the current one's end. For a first period shorter than the interval (a later
+ * `billingCycleAnchor`) it starts before the current period does, so a change in a short period
+ * credits and charges by the second at the plan's own rate (its price ÷ a whole period), as the
+ * short period's invoice charged it, never scaled up by whole period ÷ short period.
+ */
+export function prorationPeriod(sub: Pick<SubscriptionRecord, 'billingCycleAnchor' | 'currentPeriodEnd'>, plan: Plan): { start: Date; end: Date } {
+  return { start: periodStartBefore(sub.billingCycleAnchor, plan, sub.currentPeriodEnd), end: sub.currentPeriodEnd };
 }
 
 /**

@@ -44,6 +44,19 @@ export function periodEndAfter(anchor: Date, recurrence: Recurrence, start: Date
 }
 
 /**
+ * The start of the whole period that ends at `end` (a boundary of the anchor): the last boundary
+ * before it. A first period shorter than the interval (a later `billingCycleAnchor`) is a part
+ * of that whole period, and prorations in it are measured against the whole period's length.
+ */
+export function periodStartBefore(anchor: Date, recurrence: Recurrence, end: Date): Date {
+  const approxMs = { day: DAY_MS, week: 7 * DAY_MS, month: 28 * DAY_MS, year: 365 * DAY_MS }[recurrence.interval] * recurrence.intervalCount;
+  let n = Math.floor((end.getTime() - anchor.getTime()) / approxMs) + 1;
+  while (periodBoundary(anchor, recurrence, n).getTime() >= end.getTime()) n--;
+  while (periodBoundary(anchor, recurrence, n + 1).getTime() < end.getTime()) n++;
+  return periodBoundary(anchor, recurrence, n);
+}
+
+/**
  * The part of `amount` that `remainingMs` of a `periodMs` period is worth, rounded half away from
  * zero to the minor unit: exact integer arithmetic (BigInt), to the second.
  */

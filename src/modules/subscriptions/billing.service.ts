@@ -51,13 +51,6 @@ const RETRY_STEP_MS = 60_000;
  */
 const PARALLEL_STEPS = 8;
 const CLAIM_BATCH = PARALLEL_STEPS * 3;
-/**
- * On SQLite, one writer at a time: steps run one after another. In parallel they gained nothing,
- * and a step's write outside a transaction, waiting on another step's transaction, held the
- * connection that transaction's own reads then queued behind, until SQLite's busy timeout (15 s)
- * broke the wait: an 11-subscription run took 45 s instead of 0.2 s.
- */
-const parallelSteps = (db: Database) => (db.dialect === 'sqlite' ? 1 : PARALLEL_STEPS);
 /** Most subscriptions a run's batch bills set-based (see `batchSize`). */
 const BATCH_MAX = 100;
 
@@ -140,9 +133,9 @@ export class BillingService {
           this.logger.error({ subscriptions: ids.length, err: errorForLog(err) }, 'billing batch failed; its subscriptions are stepped one by one');
         }
         firstRenewed();
-        await inParallel(rest, parallelSteps(this.db), async (id) => {
+        await inParallel(rest, this.store.stepWidth(PARALLEL_STEPS), async (id) => {
           try {
-            await this.step(id, now, run);
+            await this.step(id, now, run, this.clock);
             billed++;
           } catch (err) {
             failed++;
@@ -208,7 +201,7 @@ export class BillingService {
         const subPending = pending.get(sub.id) ?? [];
         const { start, end, lines } = nextCycle(sub, plan, subPending);
         if (linesTotal(lines) > BigInt(MAX_AMOUNT)) continue; // refused by the single path
-        items.push({ sub, ctx: systemContext(sub.accountId, sub.mode, now, `billing_${sub.id}`), plan, start, end, pending: subPending, lines });
+        items.push({ sub, ctx: stepContext(sub, now, this.clock), plan, start, end, pending: subPending, lines });
       }
       if (items.length === 0) return [];
       const { invoices, events } = await this.invoices.createManyForSubscriptions(t, items.map(({ sub, ctx, plan, start, lines }) => ({
@@ -260,12 +253,12 @@ export class BillingService {
     }
     // A refused payment is a failed attempt; a declined or pending charge is taken one by one, as `collect` takes it.
     const single: Array<{ r: (typeof charging)[number]; work: () => Promise<void> }> = [
-      ...refused.map((r) => ({ r, work: () => this.failed(r.ctx, r.sub.id, r.invoice.id, r.invoice.paymentAttempts, run) })),
+      ...refused.map((r) => ({ r, work: async () => this.failed(r.ctx, r.sub.id, r.invoice.id, await this.refusedAttempt(r.ctx, r.invoice), run) })),
       ...otherwise.map((r) => ({
         r, work: async () => this.take(r.ctx, r.sub.id, r.invoice.id, await this.invoices.settleChargeOutcome(r.ctx, r.invoice.id, r.payment), run),
       })),
     ];
-    await inParallel(single, parallelSteps(this.db), async ({ r, work }) => {
+    await inParallel(single, this.store.stepWidth(PARALLEL_STEPS), async ({ r, work }) => {
       try {
         await work();
         billed.push(r.sub.id);
@@ -318,11 +311,15 @@ export class BillingService {
     }
   }
 
-  /** One subscription's due work at `now`: collect an invoice's charge, or end or renew its period. */
-  async step(id: string, now: Date, run = this.newRun()): Promise<void> {
+  /**
+   * One subscription's due work at `now`: collect an invoice's charge, or end or renew its period.
+   * What it writes is stamped by `stamps` (the service's clock in the run on real time: a step's
+   * events carry the time it wrote them, not the run's start), else `now` (a test clock's step).
+   */
+  async step(id: string, now: Date, run = this.newRun(), stamps?: Clock): Promise<void> {
     const sub = await this.store.find(id);
     if (!sub) return;
-    const ctx = systemContext(sub.accountId, sub.mode, now, `billing_${id}`);
+    const ctx = stepContext(sub, now, stamps);
     if (sub.status === 'paused' || sub.status === 'canceled') {
       await SubscriptionModel.update({ nextBillingAt: null }, { where: { id } });
       return;
@@ -387,8 +384,9 @@ export class BillingService {
   async invoiceIn(
     t: Transaction, ctx: RequestContext, sub: SubscriptionRecord, plan: Plan, lines: BillingLine[], periodStart: Date | null,
     reason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'subscription_resume', account?: AccountInvoicing,
+    finalize = false,
   ): Promise<InvoiceRecord> {
-    return this.invoices.createForSubscription(t, ctx, invoiceSpec(sub, plan, lines, periodStart, reason, account));
+    return this.invoices.createForSubscription(t, ctx, { ...invoiceSpec(sub, plan, lines, periodStart, reason, account), finalize });
   }
 
   /** Whether the subscription charges this invoice itself (automatic collection, something to pay). */
@@ -410,9 +408,10 @@ export class BillingService {
     if (invoice.status === 'paid') return this.paid(ctx, id, invoiceId);
     if (invoice.status === 'void') {
       // Voided while collected (the merchant forgave it): nothing is owed; a past-due subscription is active again.
+      const next = await this.waitingInvoice(ctx, id, invoiceId);
       await this.change(ctx, id, (current) => {
         if (current.collectInvoiceId !== invoiceId) return null;
-        const set = collectionOver(current);
+        const set = collectionOver(current, next, ctx.clock.now());
         return current.status === 'past_due' ? { move: 'invoice_voided', set: { ...set, status: 'active' } } : { set };
       });
       return;
@@ -426,11 +425,11 @@ export class BillingService {
     // already): charge it now.
     if (invoice.paymentStatus === 'unpaid' || invoice.paymentAttempts <= sub.invoiceAttemptsSeen) {
       const card = sub.defaultPaymentMethodId ?? (await this.customers.lookup(ctx, [sub.customerId])).get(sub.customerId)?.defaultPaymentMethodId ?? null;
-      if (card === null) return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
+      if (card === null) return this.failed(ctx, id, invoiceId, null, run);
       try {
         invoice = await this.invoices.chargeForSubscription(ctx, invoiceId, card);
       } catch (err) {
-        if (refusedBeforeCharge(err)) return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
+        if (refusedBeforeCharge(err)) return this.failed(ctx, id, invoiceId, await this.refusedAttempt(ctx, invoice), run);
         throw err;
       }
     }
@@ -444,35 +443,63 @@ export class BillingService {
     await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
   }
 
-  /** The open invoice is paid: no longer collected, dunning over, active again when past due. */
+  /**
+   * The open invoice is paid: no longer collected, dunning over, active again when past due. An
+   * invoice made while it was collected (a resume while it was owed) is collected next.
+   */
   private async paid(ctx: RequestContext, id: string, invoiceId: string): Promise<void> {
+    const next = await this.waitingInvoice(ctx, id, invoiceId);
     await this.change(ctx, id, (current) => {
       if (current.collectInvoiceId !== invoiceId) return null;
-      const set = collectionOver(current);
+      const set = collectionOver(current, next, ctx.clock.now());
       return current.status === 'past_due' ? { move: 'charge_succeeded', set: { ...set, status: 'active' } } : { set };
     });
   }
 
   /**
-   * A failed charge of the open invoice (`attempts`: the invoice's attempt count it is taken up
-   * to): past due with the next retry on the account's schedule (days after the first failure),
-   * or canceled after the last retry.
+   * The attempt a charge refused before any payment used up (its number is never given back), or
+   * null when it was refused before it claimed one: counted as a failure either way.
    */
-  private async failed(ctx: RequestContext, id: string, invoiceId: string, attempts: number, run: BillingRun): Promise<void> {
+  private async refusedAttempt(ctx: RequestContext, before: InvoiceRecord): Promise<number | null> {
+    const after = (await this.invoices.record(ctx, before.id)).paymentAttempts;
+    return after > before.paymentAttempts ? after : null;
+  }
+
+  /**
+   * The latest invoice of the subscription when it waits to be collected after `settled` (made
+   * while that one was collected): finalised, owing something, collected by charge.
+   */
+  private async waitingInvoice(ctx: RequestContext, id: string, settled: string): Promise<string | null> {
+    const sub = await this.store.find(id);
+    if (!sub?.latestInvoiceId || sub.latestInvoiceId === settled || sub.collectionMethod !== 'charge_automatically') return null;
+    const latest = await this.invoices.record(ctx, sub.latestInvoiceId);
+    return latest.status === 'sent' && latest.paymentStatus !== 'processing' && latest.amountDue > 0 ? latest.id : null;
+  }
+
+  /**
+   * A failed attempt to collect the open invoice (`attempts`: the invoice's attempt count it is
+   * taken up to; null when no charge could be made, no card): past due with the next retry on
+   * the account's schedule (days after the first failure), or canceled after the last retry.
+   * Each charge attempt counts once, under the row lock: the request that made it and a run that
+   * read its outcome meanwhile both take it, and the second changes nothing.
+   */
+  private async failed(ctx: RequestContext, id: string, invoiceId: string, attempts: number | null, run: BillingRun): Promise<void> {
     const now = ctx.clock.now();
     const { dunningRetryDays } = await run.account(ctx.accountId);
     await this.change(ctx, id, (current) => {
       if (current.collectInvoiceId !== invoiceId) return null;
+      if (attempts !== null && attempts <= current.invoiceAttemptsSeen) return null;
       const failures = current.dunningFailures + 1;
       const firstFailedAt = current.firstFailedAt ?? now;
+      const seen = attempts ?? current.invoiceAttemptsSeen;
       if (failures > dunningRetryDays.length) {
         return {
           move: current.status === 'past_due' ? 'dunning_exhausted' : 'cancel',
-          set: { status: 'canceled', canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, dunningFailures: failures, invoiceAttemptsSeen: attempts },
+          set: { status: 'canceled', canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, dunningFailures: failures, invoiceAttemptsSeen: seen },
         };
       }
       const set = {
-        dunningFailures: failures, firstFailedAt, invoiceAttemptsSeen: attempts,
+        dunningFailures: failures, firstFailedAt, invoiceAttemptsSeen: seen,
         nextBillingAt: new Date(firstFailedAt.getTime() + dunningRetryDays[failures - 1] * DAY_MS),
       };
       return current.status === 'past_due' ? { set, event: 'subscription.updated' } : { move: 'charge_failed', set: { ...set, status: 'past_due' } };
@@ -529,6 +556,16 @@ export class BillingService {
   }
 }
 
+/**
+ * A billing step's context: its writes stamped by `stamps` when given (real time; never before
+ * the instant the work fell due, which a run called for a later instant may name), else at `now`.
+ */
+function stepContext(sub: Pick<SubscriptionRecord, 'id' | 'accountId' | 'mode'>, now: Date, stamps?: Clock): RequestContext {
+  const ctx = systemContext(sub.accountId, sub.mode, now, `billing_${sub.id}`);
+  if (!stamps) return ctx;
+  return { ...ctx, clock: { now: () => { const at = stamps.now(); return at.getTime() > now.getTime() ? at : now; } } };
+}
+
 /** A subscription's invoice as the billing run and subscription requests create it (the single and the batch path). */
 function invoiceSpec(
   sub: SubscriptionRecord, plan: Plan, lines: BillingLine[], periodStart: Date | null,
@@ -548,9 +585,12 @@ function periodAdvance(start: Date, end: Date, invoiceId: string, collect: boole
   };
 }
 
-/** The collected invoice is settled (paid, or voided): nothing collected, dunning over, the next work at the period's end. */
-function collectionOver(current: SubscriptionRecord): Record<string, unknown> {
-  return { collectInvoiceId: null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, nextBillingAt: current.currentPeriodEnd };
+/**
+ * The collected invoice is settled (paid, or voided): dunning over; the invoice waiting behind it
+ * (`next`) collected at once, else nothing collected and the next work at the period's end.
+ */
+function collectionOver(current: SubscriptionRecord, next: string | null = null, now?: Date): Record<string, unknown> {
+  return { collectInvoiceId: next, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, nextBillingAt: next && now ? now : current.currentPeriodEnd };
 }
 
 /**

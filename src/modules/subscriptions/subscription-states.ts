@@ -4,7 +4,7 @@ export type SubscriptionStatus = 'active' | 'past_due' | 'paused' | 'canceled';
 
 /** What moves a subscription: a merchant's request or the billing run. */
 export type SubscriptionMove =
-  | 'pause' | 'resume' | 'cancel'
+  | 'pause' | 'resume' | 'resume_owing' | 'cancel'
   | 'charge_failed' | 'charge_succeeded' | 'invoice_voided' | 'dunning_exhausted' | 'period_end_cancel';
 
 export type SubscriptionEventType =
@@ -24,6 +24,8 @@ interface Transition {
 export const SUBSCRIPTION_TRANSITIONS: Readonly<Record<SubscriptionMove, Transition>> = {
   pause: { from: ['active', 'past_due'], to: 'paused', event: 'subscription.paused' },
   resume: { from: ['paused'], to: 'active', event: 'subscription.resumed' },
+  // Paused while past due, its invoice still unpaid: resumed into past due, that invoice still dunned.
+  resume_owing: { from: ['paused'], to: 'past_due', event: 'subscription.resumed' },
   cancel: { from: ['active', 'past_due', 'paused'], to: 'canceled', event: 'subscription.canceled' },
   charge_failed: { from: ['active', 'past_due'], to: 'past_due', event: 'subscription.past_due' },
   charge_succeeded: { from: ['active', 'past_due'], to: 'active', event: 'subscription.updated' },
@@ -42,15 +44,7 @@ export function transition(from: SubscriptionStatus, move: SubscriptionMove): Tr
   return rule;
 }
 
-/** Whether `from` may make the move (the billing run skips rows whose state moved meanwhile). */
-export function canMove(from: SubscriptionStatus, move: SubscriptionMove): boolean {
-  return SUBSCRIPTION_TRANSITIONS[move].from.includes(from);
-}
-
-/** Whether the status bills (the run invoices it at period end). */
-export const BILLING_STATUSES: readonly SubscriptionStatus[] = ['active', 'past_due'];
-
 const MOVE_WORDS: Record<SubscriptionMove, string> = {
-  pause: 'paused', resume: 'resumed', cancel: 'canceled', charge_failed: 'moved to past due',
+  pause: 'paused', resume: 'resumed', resume_owing: 'resumed', cancel: 'canceled', charge_failed: 'moved to past due',
   charge_succeeded: 'made active by a payment', invoice_voided: 'made active by voiding its invoice', dunning_exhausted: 'canceled by dunning', period_end_cancel: 'ended at period end',
 };

@@ -27,6 +27,7 @@ export class SubscriptionModel extends Model {
   @Column({ type: DataType.INTEGER, allowNull: false, defaultValue: 0 }) declare invoiceAttemptsSeen: number;
   @Column({ type: DataType.INTEGER, allowNull: false, defaultValue: 0 }) declare dunningFailures: number;
   @Column(DataType.DATE(3)) declare firstFailedAt: Date | null;
+  @Column(DataType.DATE(3)) declare lastChangeAt: Date | null;
   @Column(DataType.DATE(3)) declare billingLockedUntil: Date | null;
   @Column(DataType.STRING(32)) declare billingLockToken: string | null;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;

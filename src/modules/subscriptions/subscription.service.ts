@@ -16,7 +16,7 @@ import type { PaymentMethodService } from '../payments/payment-method.service';
 import type { PaymentService } from '../payments/payment.service';
 import type { InvoiceService } from '../invoices/invoice.service';
 import { periodBoundary, prorate, refuseUnproratable, type Interval } from './billing-period';
-import { cycleLines, nextCycle, planLine, prorationLines, total, unusedTimeLine, type BillingLine } from './billing-lines';
+import { nextCycle, planLine, prorationLines, prorationPeriod, total, unusedTimeLine, type BillingLine } from './billing-lines';
 import type { BillingService } from './billing.service';
 import type { TestClockService } from './test-clock.service';
 import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
@@ -35,6 +35,8 @@ import { resultOfPayment, type PayResult } from '../checkout/public-pay';
 import type { CheckoutSession, CheckoutSessionService, CheckoutSubscriptions } from '../checkout/checkout-session.service';
 
 export type { Subscription } from './subscription-view';
+
+const DAY_MS = 86_400_000;
 
 export interface ProrationPreview {
   object: 'proration_preview';
@@ -193,9 +195,17 @@ export class SubscriptionService implements CheckoutSubscriptions {
       const quantity = data.quantity ?? current.quantity;
       refuseUnproratable(plan, next);
       const at = this.prorationDate(sctx, current, data.prorationDate);
-      Object.assign(set, { priceId: next.priceId, quantity });
-      const period = { start: current.currentPeriodStart, end: current.currentPeriodEnd };
+      Object.assign(set, { priceId: next.priceId, quantity, lastChangeAt: at });
+      const period = prorationPeriod(current, plan);
       const lines = data.prorationBehavior === 'none' ? [] : prorationLines(period, plan, current.quantity, next, quantity, at);
+      const invoicesNow = data.billingCycleAnchor === 'now' || (data.prorationBehavior === 'always_invoice' && total(lines) > 0);
+      if (invoicesNow && (current.status !== 'active' || current.collectInvoiceId)) {
+        // Its invoice would be left unpaid beside the one being collected (or billing is stopped):
+        // refused rather than left a draft for ever.
+        throw invalidState(current.status === 'active'
+          ? 'This subscription\'s invoice is being collected; a change invoiced now can be made once it is paid'
+          : `This subscription is ${current.status.replace('_', ' ')}; a change invoiced now (always_invoice, billingCycleAnchor now) needs it active: ${current.status === 'paused' ? 'resume it' : 'pay or void its open invoice'} first, or use create_prorations`);
+      }
       if (data.billingCycleAnchor === 'now') {
         // A new period from `at`, invoiced now with the credit for the old plan's unused time
         // (also when the plan stays the same: the rest of the old period is not paid twice).
@@ -230,7 +240,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
     const next = await this.recurringPlan(ctx, data.priceId);
     refuseUnproratable(plan, next);
     const at = this.prorationDate(sctx, current, data.prorationDate);
-    const lines = prorationLines({ start: current.currentPeriodStart, end: current.currentPeriodEnd }, plan, current.quantity, next, data.quantity ?? current.quantity, at);
+    const lines = prorationLines(prorationPeriod(current, plan), plan, current.quantity, next, data.quantity ?? current.quantity, at);
     return {
       object: 'proration_preview', subscriptionId: id, prorationDate: at.toISOString(), currency: plan.currency,
       lines: lines.map((l) => ({ description: l.description, amount: l.amount, periodStart: iso(l.periodStart), periodEnd: iso(l.periodEnd) })),
@@ -263,27 +273,53 @@ export class SubscriptionService implements CheckoutSubscriptions {
     });
   }
 
-  /** `POST /{id}/resume` (only from paused): a new period from the subscription clock's now, invoiced and charged. */
+  /**
+   * `POST /{id}/resume` (only from paused): a new period from the subscription clock's now,
+   * invoiced with a credit for the unused part of the period the pause interrupted (from the
+   * pause to that period's end, to the second), so no day is paid twice; charged in the request.
+   * Paused while past due with its invoice still unpaid: resumed past due, that invoice dunned
+   * on (its next retry when it falls due, at once if it fell due while paused); the new period's
+   * invoice is finalised and collected once that one is settled, and no credit is given for a
+   * period not paid.
+   */
   async resume(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<Subscription> {
     requirePermission(ctx, 'subscriptions', 'write');
     const found = await this.mustFind(ctx, id);
     const sctx = await this.clocks.contextFor(ctx, found.testClockId);
+    // What the dunned invoice came to while paused (paid on its hosted page, voided), read before the transaction.
+    const owed = found.collectInvoiceId ? await this.invoices.record(sctx, found.collectInvoiceId) : null;
+    const { dunningRetryDays } = await this.billing.newRun().account(ctx.accountId);
     let charge = false;
     await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.resumeSubscription, async () => {
       const current = await this.lockForChange(ctx, id, t);
-      const rule = transition(current.status, 'resume');
+      const owing = current.collectInvoiceId !== null && current.collectInvoiceId === owed?.id && owed.status !== 'paid' && owed.status !== 'void';
+      const rule = transition(current.status, owing ? 'resume_owing' : 'resume');
       const plan = await this.billing.planOf(current, t);
       const now = sctx.clock.now();
       const end = periodBoundary(now, plan, 1);
-      const set: Record<string, unknown> = {
-        status: rule.to, pausedAt: null, billingCycleAnchor: now, currentPeriodStart: now, currentPeriodEnd: end, nextBillingAt: end,
-        collectInvoiceId: null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null,
-      };
+      const pausedAt = current.pausedAt ?? now;
+      const credit = !owing && pausedAt.getTime() < current.currentPeriodEnd.getTime()
+        ? [unusedTimeLine(prorationPeriod(current, plan), plan, current.quantity, pausedAt)].filter((l) => l.amount !== 0)
+        : [];
       const pending = await this.store.pendingLines(id, t);
-      const invoice = await this.billing.invoiceIn(t, sctx, current, plan, cycleLines(plan, current.quantity, pending, now, end), now, 'subscription_resume');
+      const lines = [...pending.map((p) => ({ ...p })), ...credit, planLine(plan, current.quantity, now, end)];
+      const invoice = await this.billing.invoiceIn(t, sctx, current, plan, lines, now, 'subscription_resume', undefined, owing);
       await this.store.billPendingLines(t, pending, invoice.id);
-      charge = this.billing.collectsOn(current, invoice);
-      Object.assign(set, { latestInvoiceId: invoice.id, collectInvoiceId: charge ? invoice.id : null, nextBillingAt: charge ? now : end });
+      const set: Record<string, unknown> = {
+        status: rule.to, pausedAt: null, billingCycleAnchor: now, currentPeriodStart: now, currentPeriodEnd: end, lastChangeAt: null, latestInvoiceId: invoice.id,
+      };
+      if (owing) {
+        // The unpaid invoice stays the one collected, on its dunning schedule.
+        const retryAt = current.firstFailedAt && current.dunningFailures > 0 && current.dunningFailures <= dunningRetryDays.length
+          ? new Date(current.firstFailedAt.getTime() + dunningRetryDays[current.dunningFailures - 1] * DAY_MS)
+          : now;
+        set.nextBillingAt = retryAt.getTime() > now.getTime() ? retryAt : now;
+      } else {
+        charge = this.billing.collectsOn(current, invoice);
+        Object.assign(set, {
+          collectInvoiceId: charge ? invoice.id : null, invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, nextBillingAt: charge ? now : end,
+        });
+      }
       return this.billing.write(t, sctx, current, plan, set, rule.event);
     }));
     if (charge) await this.collectInRequest(sctx, id);
@@ -344,14 +380,17 @@ export class SubscriptionService implements CheckoutSubscriptions {
     const pending = await this.store.pendingLines(current.id, t);
     const invoice = await this.billing.invoiceIn(t, ctx, current, plan, [...pending.map((p) => ({ ...p })), ...lines], periodStart, 'subscription_update');
     await this.store.billPendingLines(t, pending, invoice.id);
-    const charge = this.billing.collectsOn(current, invoice) && current.status !== 'paused' && !current.collectInvoiceId;
+    // Only an active subscription with nothing being collected gets here (update refuses the rest).
+    const charge = this.billing.collectsOn(current, invoice);
     Object.assign(set, { latestInvoiceId: invoice.id });
     if (charge) Object.assign(set, { collectInvoiceId: invoice.id, invoiceAttemptsSeen: 0 });
     return charge;
   }
 
   private async addPendingLines(t: Transaction, ctx: RequestContext, current: SubscriptionRecord, lines: BillingLine[]): Promise<void> {
-    const now = ctx.clock.now();
+    // After those already waiting, also when two changes share an instant (a test clock's): lines keep the order of the changes.
+    const waiting = (await this.store.pendingLines(current.id, t)).length;
+    const now = new Date(ctx.clock.now().getTime() + waiting);
     await SubscriptionPendingLineModel.bulkCreate(lines.map((l, i) => ({
       id: newId('spl'), accountId: current.accountId, mode: current.mode, subscriptionId: current.id, description: l.description,
       quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd,
@@ -359,13 +398,23 @@ export class SubscriptionService implements CheckoutSubscriptions {
     })), { transaction: t });
   }
 
-  /** `prorationDate`: within the current period and not after the subscription clock's now (default: that now). */
+  /**
+   * `prorationDate` (default: the subscription clock's now): within the current period, not after
+   * that now, and not before an earlier change in the period (the time since that change was
+   * billed on the plan it set: prorating from before it would credit the old plan's time twice).
+   * Else 422 `invalid_proration_date`.
+   */
   private prorationDate(ctx: RequestContext, current: SubscriptionRecord, given: Date | undefined): Date {
     const now = ctx.clock.now();
     const at = given ?? now;
-    if (at.getTime() > now.getTime()) throw new DomainError('invalid_parameter', `prorationDate must not be after the subscription's current time (${now.toISOString()})`, 'prorationDate');
+    const refuse = (message: string) => new DomainError('invalid_proration_date', message, 'prorationDate');
+    if (at.getTime() > now.getTime()) throw refuse(`prorationDate must not be after the subscription's current time (${now.toISOString()})`);
     if (at.getTime() < current.currentPeriodStart.getTime() || at.getTime() >= current.currentPeriodEnd.getTime()) {
-      throw new DomainError('invalid_parameter', `prorationDate must lie within the current period (${current.currentPeriodStart.toISOString()} to ${current.currentPeriodEnd.toISOString()})`, 'prorationDate');
+      throw refuse(`prorationDate must lie within the current period (${current.currentPeriodStart.toISOString()} to ${current.currentPeriodEnd.toISOString()})`);
+    }
+    const earlier = current.lastChangeAt;
+    if (earlier && earlier.getTime() >= current.currentPeriodStart.getTime() && at.getTime() < earlier.getTime()) {
+      throw refuse(`prorationDate must not be before the prorationDate of an earlier change in this period (${earlier.toISOString()})`);
     }
     return at;
   }

@@ -37,6 +37,8 @@ export interface SubscriptionRecord {
   invoiceAttemptsSeen: number;
   dunningFailures: number;
   firstFailedAt: Date | null;
+  /** The `prorationDate` of the latest plan change (a change in the current period when at or after its start). */
+  lastChangeAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -80,6 +82,16 @@ export interface PendingLine {
  */
 export class SubscriptionStore {
   constructor(private readonly db: Database) {}
+
+  /**
+   * How many billing steps may write at once: one on SQLite (one writer at a time: in parallel
+   * they gained nothing, and a step's write outside a transaction, waiting on another step's
+   * transaction, held the connection that transaction's own reads then queued behind until the
+   * busy timeout (15 s) broke the wait), `parallel` on PostgreSQL.
+   */
+  stepWidth(parallel: number): number {
+    return this.db.dialect === 'sqlite' ? 1 : parallel;
+  }
 
   async find(id: string, scope?: Scope, t?: Transaction, lock = false): Promise<SubscriptionRecord | null> {
     const where: Row = { id };
@@ -307,6 +319,7 @@ export function toRecord(row: Row): SubscriptionRecord {
     invoiceAttemptsSeen: Number(row.invoiceAttemptsSeen ?? 0),
     dunningFailures: Number(row.dunningFailures ?? 0),
     firstFailedAt: readTime(row.firstFailedAt),
+    lastChangeAt: readTime(row.lastChangeAt ?? null),
     createdAt: readTime(row.createdAt) as Date,
     updatedAt: readTime(row.updatedAt) as Date,
   };
