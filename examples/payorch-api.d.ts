@@ -1608,6 +1608,8 @@ export interface components {
             total: number;
             amountPaid: number;
             amountDue: number;
+            /** @description What the invoice took from the customer's creditBalance (minor units); amountDue is total − creditApplied − what was paid. */
+            creditApplied: number;
             dueDate: string | null;
             memo: string | null;
             sentAt: string | null;

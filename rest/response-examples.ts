@@ -181,7 +181,7 @@ example(invoiceSchema, {
   id: ids.invoice, object: 'invoice', livemode: false, number: 'ACME-0042', customerId: ids.customer, subscriptionId: null, status: 'sent',
   paymentStatus: 'unpaid', currency: 'EUR',
   lineItems: [{ id: 'il_3Xc6Vb9Nm2Qw5E', description: 'Consulting, March', quantity: 10, unitAmount: 12000, amount: 120000, periodStart: null, periodEnd: null, proration: false }],
-  subtotal: 120000, total: 120000, amountPaid: 0, amountDue: 120000, dueDate: '2026-04-30', memo: 'Thank you for your business',
+  subtotal: 120000, total: 120000, amountPaid: 0, amountDue: 120000, creditApplied: 0, dueDate: '2026-04-30', memo: 'Thank you for your business',
   sentAt: T1, paidAt: null, voidedAt: null, paidOutOfBand: false, emailStatus: 'sent', latestPaymentId: null,
   hostedUrl: `${BASE}/invoice/${ids.invoice}`, metadata: {}, createdAt: T0, updatedAt: T1,
 });
