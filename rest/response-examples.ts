@@ -5,6 +5,7 @@ import {
   checkoutSessionSchema, payResultSchema, paymentLinkSchema, publicCheckoutSessionSchema, publicPaymentLinkSchema,
 } from '../src/modules/checkout/checkout.schemas';
 import { customerSchema } from '../src/modules/customers/customer.schemas';
+import { balanceTransactionSchema } from '../src/modules/customers/customer-credit.schemas';
 import { eventSchema } from '../src/modules/events/event.schemas';
 import { fxRateSetSchema } from '../src/modules/fx/fx.schemas';
 import { gatewaySchema } from '../src/modules/gateways/gateway.schemas';
@@ -78,7 +79,12 @@ example(priceSchema, {
 
 example(customerSchema, {
   id: ids.customer, object: 'customer', livemode: false, email: 'ada@example.com', name: 'Ada Lovelace', country: 'GB', phone: null,
-  defaultPaymentMethodId: ids.paymentMethod, testClockId: null, locale: 'en', metadata: { crm: '4711' }, createdAt: T0, updatedAt: T1,
+  defaultPaymentMethodId: ids.paymentMethod, testClockId: null, locale: 'en', metadata: { crm: '4711' }, creditBalance: { EUR: 2500 }, createdAt: T0, updatedAt: T1,
+});
+
+example(balanceTransactionSchema, {
+  id: 'cbtxn_4Rt7Yu1Io3Pa5Sd8Fg', object: 'balance_transaction', livemode: false, customerId: ids.customer, currency: 'EUR', amount: 2500,
+  type: 'adjustment', invoiceId: null, description: 'Goodwill credit for the outage on March 1', createdAt: T1, updatedAt: T1,
 });
 
 example(paymentSchema, {
