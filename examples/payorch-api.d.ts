@@ -40,6 +40,30 @@ export interface paths {
         patch: operations["updateCustomer"];
         trace?: never;
     };
+    "/customers/{id}/balance-transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every change of a customer's credit balance
+         * @description Newest first: credit kept from negative invoice totals (`invoice_credit`), taken by invoices (`applied_to_invoice`) and changed by hand (`adjustment`).
+         */
+        get: operations["listCustomerBalanceTransactions"];
+        put?: never;
+        /**
+         * Add to or take from a customer's credit balance
+         * @description A manual `adjustment` of the customer's `creditBalance` in `currency`: a positive `amount` adds credit, a negative one takes it away. A balance never goes below 0: a larger debit answers 422 `insufficient_credit` and changes nothing. Records `customer.updated`.
+         */
+        post: operations["adjustCustomerBalance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/products": {
         parameters: {
             query?: never;
@@ -1126,6 +1150,31 @@ export interface components {
             metadata: {
                 [key: string]: string;
             };
+            /** @description The credit the customer holds, per currency (minor units); `{}` when none. Read only: invoices take it first; change it with POST /customers/{id}/balance-transactions. */
+            creditBalance: {
+                [key: string]: number;
+            };
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        BalanceTransaction: {
+            id: string;
+            /** @constant */
+            object: "balance_transaction";
+            livemode: boolean;
+            customerId: string;
+            currency: string;
+            /** @description Positive adds credit, negative takes it away (minor units). */
+            amount: number;
+            /**
+             * @description `invoice_credit`: the rest of a negative invoice total; `applied_to_invoice`: an invoice took credit; `adjustment`: changed by hand (POST).
+             * @enum {string}
+             */
+            type: "invoice_credit" | "applied_to_invoice" | "adjustment";
+            invoiceId: string | null;
+            description: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1608,6 +1657,8 @@ export interface components {
             total: number;
             amountPaid: number;
             amountDue: number;
+            /** @description What the invoice took from the customer's creditBalance (minor units); amountDue is total − creditApplied − what was paid. */
+            creditApplied: number;
             dueDate: string | null;
             memo: string | null;
             sentAt: string | null;
@@ -1763,6 +1814,11 @@ export interface components {
             metadata?: {
                 [key: string]: string | null;
             };
+        };
+        AdjustCustomerBalanceRequest: {
+            currency: string;
+            amount: number;
+            description: string;
         };
         CreateProductRequest: {
             name: string;
@@ -2089,6 +2145,17 @@ export interface components {
         /** @description A page of Customer objects */
         CustomerList: {
             data: components["schemas"]["Customer"][];
+            meta: components["schemas"]["ListMeta"];
+            error: null;
+        };
+        /** @description One BalanceTransaction in the success envelope */
+        BalanceTransactionResponse: {
+            data: components["schemas"]["BalanceTransaction"];
+            error: null;
+        };
+        /** @description A page of BalanceTransaction objects */
+        BalanceTransactionList: {
+            data: components["schemas"]["BalanceTransaction"][];
             meta: components["schemas"]["ListMeta"];
             error: null;
         };
@@ -2458,7 +2525,7 @@ export interface components {
                 };
             };
         };
-        /** @description The request is understood but cannot be done in the object's state: `card_declined`, `customer_exists`, `fx_rate_unavailable`, `invalid_proration_date`, `invalid_state`, `limit_exceeded`, `no_gateway_available`, `payment_not_refundable`, `proration_unavailable`, `refund_exceeds_remaining` */
+        /** @description The request is understood but cannot be done in the object's state: `card_declined`, `customer_exists`, `fx_rate_unavailable`, `insufficient_credit`, `invalid_proration_date`, `invalid_state`, `limit_exceeded`, `no_gateway_available`, `payment_not_refundable`, `proration_unavailable`, `refund_exceeds_remaining` */
         UnprocessableContent: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2471,7 +2538,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "card_declined" | "customer_exists" | "fx_rate_unavailable" | "invalid_proration_date" | "invalid_state" | "limit_exceeded" | "no_gateway_available" | "payment_not_refundable" | "proration_unavailable" | "refund_exceeds_remaining";
+                        code?: "card_declined" | "customer_exists" | "fx_rate_unavailable" | "insufficient_credit" | "invalid_proration_date" | "invalid_state" | "limit_exceeded" | "no_gateway_available" | "payment_not_refundable" | "proration_unavailable" | "refund_exceeds_remaining";
                     };
                 };
             };
@@ -2730,6 +2797,105 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCustomerBalanceTransactions: {
+        parameters: {
+            query?: {
+                page?: number;
+                pageSize?: number;
+                sortField?: "createdAt";
+                sortDirection?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BalanceTransactionList"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adjustCustomerBalance: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same request answers the first answer again (with `Idempotent-Replayed: true`); with a different request, 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "currency": "EUR",
+                 *       "amount": 2500,
+                 *       "description": "Goodwill credit for the outage on March 1"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AdjustCustomerBalanceRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BalanceTransactionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `idempotency_key_reused`, `idempotency_key_in_use` */
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description The request is understood but cannot be done in the object's state: `insufficient_credit` */
+            422: components["responses"]["UnprocessableContent"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

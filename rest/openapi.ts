@@ -103,6 +103,7 @@ const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: strin
   rate_limited: { message: 'Too many requests; retry in 12 s' },
   too_many_attempts: { message: 'Too many failed payment attempts from your connection; try again in 42 minutes' },
   invalid_proration_date: { message: 'prorationDate must not be before the prorationDate of an earlier change in this period (2027-04-20T00:00:00.000Z)', param: 'prorationDate' },
+  insufficient_credit: { message: "The customer's credit balance in EUR is 500 (5.00 EUR): a debit of 700 would take it below 0", param: 'amount' },
   customer_exists: { message: 'This e-mail address belongs to an existing customer of the merchant: ask the merchant for a link to your account', param: 'email' },
   internal_error: { message: 'An internal error occurred; quote the requestId to support' },
   service_unavailable: { message: 'The database is unavailable; try again shortly' },

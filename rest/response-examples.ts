@@ -5,6 +5,7 @@ import {
   checkoutSessionSchema, payResultSchema, paymentLinkSchema, publicCheckoutSessionSchema, publicPaymentLinkSchema,
 } from '../src/modules/checkout/checkout.schemas';
 import { customerSchema } from '../src/modules/customers/customer.schemas';
+import { balanceTransactionSchema } from '../src/modules/customers/customer-credit.schemas';
 import { eventSchema } from '../src/modules/events/event.schemas';
 import { fxRateSetSchema } from '../src/modules/fx/fx.schemas';
 import { gatewaySchema } from '../src/modules/gateways/gateway.schemas';
@@ -78,7 +79,12 @@ example(priceSchema, {
 
 example(customerSchema, {
   id: ids.customer, object: 'customer', livemode: false, email: 'ada@example.com', name: 'Ada Lovelace', country: 'GB', phone: null,
-  defaultPaymentMethodId: ids.paymentMethod, testClockId: null, locale: 'en', metadata: { crm: '4711' }, createdAt: T0, updatedAt: T1,
+  defaultPaymentMethodId: ids.paymentMethod, testClockId: null, locale: 'en', metadata: { crm: '4711' }, creditBalance: { EUR: 2500 }, createdAt: T0, updatedAt: T1,
+});
+
+example(balanceTransactionSchema, {
+  id: 'cbtxn_4Rt7Yu1Io3Pa5Sd8Fg', object: 'balance_transaction', livemode: false, customerId: ids.customer, currency: 'EUR', amount: 2500,
+  type: 'adjustment', invoiceId: null, description: 'Goodwill credit for the outage on March 1', createdAt: T1, updatedAt: T1,
 });
 
 example(paymentSchema, {
@@ -181,7 +187,7 @@ example(invoiceSchema, {
   id: ids.invoice, object: 'invoice', livemode: false, number: 'ACME-0042', customerId: ids.customer, subscriptionId: null, status: 'sent',
   paymentStatus: 'unpaid', currency: 'EUR',
   lineItems: [{ id: 'il_3Xc6Vb9Nm2Qw5E', description: 'Consulting, March', quantity: 10, unitAmount: 12000, amount: 120000, periodStart: null, periodEnd: null, proration: false }],
-  subtotal: 120000, total: 120000, amountPaid: 0, amountDue: 120000, dueDate: '2026-04-30', memo: 'Thank you for your business',
+  subtotal: 120000, total: 120000, amountPaid: 0, amountDue: 120000, creditApplied: 0, dueDate: '2026-04-30', memo: 'Thank you for your business',
   sentAt: T1, paidAt: null, voidedAt: null, paidOutOfBand: false, emailStatus: 'sent', latestPaymentId: null,
   hostedUrl: `${BASE}/invoice/${ids.invoice}`, metadata: {}, createdAt: T0, updatedAt: T1,
 });

@@ -37,6 +37,7 @@ export class InvoiceType {
   @Field(() => Amount) total!: number;
   @Field(() => Amount) amountPaid!: number;
   @Field(() => Amount) amountDue!: number;
+  @Field(() => Amount, { description: "What the invoice took from the customer's credit balance; amountDue is total − creditApplied − what was paid." }) creditApplied!: number;
   @Field(() => DateTime, { nullable: true }) dueDate!: string | null;
   @Field(() => String, { nullable: true }) memo!: string | null;
   @Field(() => DateTime, { nullable: true }) sentAt!: string | null;

@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
-import type { Customer } from '../src/modules/customers/customer.service';
+import type { CustomerRecord } from '../src/modules/customers/customer.service';
 import type { CheckoutSession } from '../src/modules/checkout/checkout-session.service';
 import type { PaymentLink } from '../src/modules/checkout/payment-link.service';
 import type { Invoice } from '../src/modules/invoices/invoice.service';
@@ -78,7 +78,7 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
     };
   };
   return {
-    customer: byIds<Customer>((ids) => services.customers.findMany(rc, ids)),
+    customer: byIds<CustomerRecord>((ids) => services.customers.findMany(rc, ids)),
     checkoutSession: byIds<CheckoutSession>((ids) => services.checkoutSessions.findMany(rc, ids)),
     paymentLink: byIds<PaymentLink>((ids) => services.paymentLinks.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),

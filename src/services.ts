@@ -12,6 +12,7 @@ import { RateLimiter } from './core/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './modules/accounts/account.service';
 import { CustomerService } from './modules/customers/customer.service';
+import { CustomerCredit } from './modules/customers/customer-credit';
 import { CatalogService } from './modules/catalog/catalog.service';
 import { EventService } from './modules/events/event.service';
 import { EventStore } from './modules/events/event.store';
@@ -54,6 +55,8 @@ export interface Services {
   limiter: RateLimiter;
   accounts: AccountService;
   customers: CustomerService;
+  /** The customers' credit balances: adjustments, their list, and what invoices credit and take (API.md §7, §12). */
+  customerCredit: CustomerCredit;
   catalog: CatalogService;
   events: EventService;
   idempotency: IdempotencyService;
@@ -134,7 +137,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const idempotency = new IdempotencyService(
     keys, clock, new SecretBox(deriveKey(encryptionKey, 'idempotency-responses')), deriveKey(encryptionKey, 'idempotency-fingerprint'),
   );
-  const customers = new CustomerService(db, events, idempotency);
+  const customerCredit = new CustomerCredit(db, events, idempotency);
+  const customers = new CustomerService(db, events, idempotency, customerCredit);
   const fingerprintKey = deriveKey(encryptionKey, 'card-fingerprint');
   const gateways = new GatewayConfigService(db, new SecretBox(deriveKey(encryptionKey, 'gateway-credentials')), {
     timeoutMs: options.gatewayTimeoutMs,
@@ -186,6 +190,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     limiter: new RateLimiter(redis),
     accounts,
     customers,
+    customerCredit,
     catalog,
     events,
     idempotency,

@@ -34,6 +34,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'too_many_attempts'
   | 'customer_exists'
+  | 'insufficient_credit'
   | 'query_too_complex'
   | 'internal_error'
   | 'service_unavailable';
@@ -76,6 +77,8 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   limit_exceeded: 422,
   // An anonymous payer on a hosted page gave the e-mail of an existing customer (API.md §11).
   customer_exists: 422,
+  // A debit of a customer's credit balance larger than the balance (API.md §7): a balance never goes below 0.
+  insufficient_credit: 422,
   rate_limited: 429,
   // Public pays past their caps of failed attempts (API.md §11): never sent to a gateway.
   too_many_attempts: 429,

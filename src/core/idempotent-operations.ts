@@ -22,6 +22,7 @@ export const IDEMPOTENT_OPERATIONS = {
   createRefund: { status: 201, graphqlMutation: 'refundPayment' },
   savePaymentMethod: { status: 201, graphqlMutation: 'savePaymentMethod' },
   createCustomer: { status: 201, graphqlMutation: 'createCustomer' },
+  adjustCustomerBalance: { status: 201, graphqlMutation: 'adjustCustomerBalance' },
   createProduct: { status: 201, graphqlMutation: 'createProduct' },
   createPrice: { status: 201, graphqlMutation: 'createPrice' },
   createApiKey: { status: 201, sensitive: true, graphqlMutation: 'createApiKey' },

@@ -21,6 +21,7 @@ import * as m0017 from './migrations/0017-event-object-id';
 import * as m0018 from './migrations/0018-billing-claim-index';
 import * as m0019 from './migrations/0019-payment-counts';
 import * as m0020 from './migrations/0020-public-pay-guards';
+import * as m0021 from './migrations/0021-customer-credit';
 import * as m0022 from './migrations/0022-subscription-last-change';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
@@ -47,6 +48,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0018-billing-claim-index', m0018],
   ['0019-payment-counts', m0019],
   ['0020-public-pay-guards', m0020],
+  ['0021-customer-credit', m0021],
   ['0022-subscription-last-change', m0022],
 ];
 

@@ -2,6 +2,7 @@ import { HasMany } from 'sequelize-typescript';
 import { AccountModel } from '../modules/accounts/account.model';
 import { ApiKeyModel } from '../modules/accounts/api-key.model';
 import { CustomerModel } from '../modules/customers/customer.model';
+import { CustomerBalanceModel, CustomerBalanceTransactionModel } from '../modules/customers/customer-balance.model';
 import { ProductModel } from '../modules/catalog/product.model';
 import { PriceModel } from '../modules/catalog/price.model';
 import { IdempotencyKeyModel } from '../modules/idempotency/idempotency-key.model';
@@ -32,6 +33,7 @@ export const MODELS = [
   InvoiceModel, InvoiceLineItemModel, InvoiceNumberSequenceModel,
   MailOutboxModel,
   SubscriptionModel, SubscriptionPendingLineModel, TestClockModel,
+  CustomerBalanceModel, CustomerBalanceTransactionModel,
 ];
 
 /**

@@ -4,7 +4,7 @@ import { Filter, listPage, modelSource } from '../../src/db/list';
 import { DomainError } from '../../src/core/errors';
 import type { ListParams } from '../../src/core/pagination';
 import { CustomerModel } from '../../src/modules/customers/customer.model';
-import { toApiCustomer } from '../../src/modules/customers/customer.service';
+import { toCustomerRecord } from '../../src/modules/customers/customer.service';
 import { DIALECT, type TestDatabase } from '../helpers/db';
 import { migratedDatabase } from '../helpers/migrated-db';
 
@@ -115,10 +115,10 @@ describe(`listPage on ${DIALECT}`, () => {
     }
     const result = await listPage(db, {
       ...modelSource(CustomerModel), filter: new Filter({ account_id: 'acct_m', mode: 'test' }),
-      params: { page: 1, pageSize: 2, sortField: 'createdAt', sortDirection: 'asc' }, sortColumns: { createdAt: 'created_at' }, toApi: toApiCustomer,
+      params: { page: 1, pageSize: 2, sortField: 'createdAt', sortDirection: 'asc' }, sortColumns: { createdAt: 'created_at' }, toApi: toCustomerRecord,
     });
     const viaModel = await CustomerModel.findAll({ where: { accountId: 'acct_m' }, order: [['id', 'ASC']], limit: 2, raw: true });
-    expect(result).toEqual({ data: viaModel.map((r) => toApiCustomer(r as unknown as Record<string, unknown>)), total: 3, page: 1, pageSize: 2 });
+    expect(result).toEqual({ data: viaModel.map((r) => toCustomerRecord(r as unknown as Record<string, unknown>)), total: 3, page: 1, pageSize: 2 });
     expect(result.data[0]).toMatchObject({ id: 'cus_0', defaultPaymentMethodId: 'pm_0', createdAt: at.toISOString(), metadata: { n: '0' } });
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { metadataOut, objectBase, timestamp } from '../../core/api-schemas';
+import { creditBalanceSchema } from './customer-credit.schemas';
 
 /** A customer as the API returns it (customer.store.ts `Customer`). */
 export const customerSchema = z
@@ -13,6 +14,7 @@ export const customerSchema = z
     testClockId: z.string().nullable(),
     locale: z.string(),
     metadata: metadataOut,
+    creditBalance: creditBalanceSchema,
     createdAt: timestamp,
     updatedAt: timestamp,
   })

@@ -1,7 +1,8 @@
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isUniqueViolation } from '../../db/list';
-import { CustomerStore, toApiCustomer, type Customer } from './customer.store';
+import { CustomerStore, toApiCustomer, toCustomerRecord, type Customer, type CustomerRecord } from './customer.store';
+import type { CustomerCredit } from './customer-credit';
 import { CustomerModel } from './customer.model';
 import { createCustomerInput, listCustomersInput, updateCustomerInput } from './customer.inputs';
 import type { RequestContext } from '../../core/context';
@@ -15,7 +16,7 @@ import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 
-export { toApiCustomer, type Customer } from './customer.store';
+export { toApiCustomer, toCustomerRecord, type Customer, type CustomerRecord } from './customer.store';
 
 /** What a new customer is made of (POST /v1/customers, or a hosted page's payer). */
 export interface NewCustomer {
@@ -49,6 +50,8 @@ export class CustomerService {
     private readonly db: Database,
     private readonly events: EventService,
     private readonly idempotency: IdempotencyService,
+    /** The customers' credit balances (`creditBalance`). */
+    private readonly credit: CustomerCredit,
   ) {
     this.store = new CustomerStore(db);
   }
@@ -98,7 +101,8 @@ export class CustomerService {
       },
       { transaction },
     );
-    const customer = toApiCustomer(row.get({ plain: true }));
+    // A new customer holds no credit.
+    const customer = toApiCustomer(row.get({ plain: true }), {});
     await this.events.record(ctx, transaction, 'customer.created', customer as unknown as Record<string, unknown>);
     return customer;
   }
@@ -113,28 +117,43 @@ export class CustomerService {
     requirePermission(ctx, 'customers', 'read');
     const row = await CustomerModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
     if (!row) throw notFound('customer', id);
-    return toApiCustomer(row as unknown as Record<string, unknown>);
+    const [customer] = await this.withCredit(ctx, [toCustomerRecord(row as unknown as Record<string, unknown>)]);
+    return customer;
   }
 
-  /** Batch lookup for DataLoader (needs customers:read); unknown ids are simply absent. */
-  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Customer>> {
+  /**
+   * The API objects of stored customers: each with its credit balance, all read in one statement
+   * (in `t` when given, so an event carries the balances its transaction leaves).
+   */
+  async withCredit(ctx: RequestContext, records: readonly CustomerRecord[], t?: Transaction): Promise<Customer[]> {
+    const balances = await this.credit.balancesOf(ctx, records.map((c) => c.id), t);
+    return records.map((c) => ({ ...c, creditBalance: balances.get(c.id) ?? {} }));
+  }
+
+  /**
+   * Batch lookup for DataLoader (needs customers:read); unknown ids are simply absent. Without
+   * the credit balances: GraphQL reads `creditBalance` through its own loader, when asked.
+   */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, CustomerRecord>> {
     requirePermission(ctx, 'customers', 'read');
     return this.lookup(ctx, ids);
   }
 
-  /** For other services acting on the caller's behalf (a payment names its customer): the account and mode's customers by id, no permission asked. */
-  async lookup(scope: { accountId: string; mode: string }, ids: readonly string[]): Promise<Map<string, Customer>> {
+  /** For other services acting on the caller's behalf (a payment names its customer): the account and mode's customers by id, no permission asked, without their credit balances. */
+  async lookup(scope: { accountId: string; mode: string }, ids: readonly string[]): Promise<Map<string, CustomerRecord>> {
     const rows = await CustomerModel.findAll({
       where: { id: [...new Set(ids)], accountId: scope.accountId, mode: scope.mode },
       raw: true,
     });
-    return new Map(rows.map((r) => [r.id, toApiCustomer(r as unknown as Record<string, unknown>)]));
+    return new Map(rows.map((r) => [r.id, toCustomerRecord(r as unknown as Record<string, unknown>)]));
   }
 
   async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<Customer, O>> {
     requirePermission(ctx, 'customers', 'read');
     const input = parseInput(listCustomersInput, query);
-    return this.store.list(ctx, input, options);
+    const page = await this.store.list(ctx, input, options);
+    // One statement for the whole page's balances.
+    return { ...page, data: await this.withCredit(ctx, page.data) };
   }
 
   async update(ctx: RequestContext, id: string, input: unknown): Promise<Customer> {
@@ -143,7 +162,7 @@ export class CustomerService {
     try {
       return await this.db.transaction(async (transaction) => {
         const row = await this.lockCustomer(ctx, id, transaction);
-        const current = toApiCustomer(row.get({ plain: true }));
+        const current = toCustomerRecord(row.get({ plain: true }));
         const changes: Record<string, unknown> = {};
         if (data.email !== undefined) {
           changes.email = data.email;
@@ -154,10 +173,10 @@ export class CustomerService {
         if (data.phone !== undefined) changes.phone = data.phone;
         if (data.locale !== undefined) changes.locale = data.locale;
         if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
-        if (Object.keys(changes).length === 0) return current;
+        if (Object.keys(changes).length === 0) return (await this.withCredit(ctx, [current], transaction))[0];
         changes.updatedAt = ctx.clock.now();
         await row.update(changes, { transaction });
-        const customer = toApiCustomer(row.get({ plain: true }));
+        const [customer] = await this.withCredit(ctx, [toCustomerRecord(row.get({ plain: true }))], transaction);
         await this.events.record(ctx, transaction, 'customer.updated', customer as unknown as Record<string, unknown>);
         return customer;
       });

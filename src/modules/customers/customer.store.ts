@@ -18,9 +18,14 @@ export interface Customer {
   /** Language of the customer's invoices and e-mails: `en` unless set. */
   locale: string;
   metadata: Metadata;
+  /** Read only: the credit the customer holds, currency → minor units (CustomerCredit); `{}` when none. */
+  creditBalance: Record<string, number>;
   createdAt: string;
   updatedAt: string;
 }
+
+/** A customer as stored: the API object without its credit balance, which CustomerCredit keeps apart (CustomerService.withCredit adds it). */
+export type CustomerRecord = Omit<Customer, 'creditBalance'>;
 
 type Scope = { accountId: string; mode: string };
 
@@ -28,14 +33,19 @@ type Scope = { accountId: string; mode: string };
 export class CustomerStore {
   constructor(private readonly db: Database) {}
 
-  list<O extends ListOptions = Counted>(scope: Scope, input: { email?: string; search?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }, options?: O): Promise<PageFor<Customer, O>> {
+  list<O extends ListOptions = Counted>(scope: Scope, input: { email?: string; search?: string; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' }, options?: O): Promise<PageFor<CustomerRecord, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, email_normalized: input.email?.toLowerCase() || undefined })
       .search(['email_normalized', 'name'], input.search);
-    return listPage(this.db, { ...modelSource(CustomerModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiCustomer }, options);
+    return listPage(this.db, { ...modelSource(CustomerModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toCustomerRecord }, options);
   }
 }
 
-export function toApiCustomer(row: Record<string, unknown>): Customer {
+/** The API object of a customer's row, with its credit balance (CustomerCredit.balancesOf). */
+export function toApiCustomer(row: Record<string, unknown>, creditBalance: Record<string, number>): Customer {
+  return { ...toCustomerRecord(row), creditBalance };
+}
+
+export function toCustomerRecord(row: Record<string, unknown>): CustomerRecord {
   return {
     id: row.id as string,
     object: 'customer',

@@ -16,6 +16,8 @@ export class InvoiceModel extends Model {
   @Column({ type: DataType.BIGINT, allowNull: false }) declare total: number;
   @Column({ type: DataType.BIGINT, allowNull: false }) declare amountPaid: number;
   @Column({ type: DataType.BIGINT, allowNull: false }) declare amountDue: number;
+  /** What the invoice took from the customer's credit balance (migration 0021). */
+  @Column({ type: DataType.BIGINT, allowNull: false, defaultValue: 0 }) declare creditApplied: number;
   @Column(DataType.DATE(3)) declare dueDate: Date | null;
   @Column(DataType.TEXT) declare memo: string | null;
   @Column(DataType.DATE(3)) declare sentAt: Date | null;

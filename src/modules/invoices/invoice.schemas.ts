@@ -28,6 +28,7 @@ export const invoiceSchema = z
     total: amountOut,
     amountPaid: amountOut,
     amountDue: amountOut,
+    creditApplied: amountOut.meta({ description: "What the invoice took from the customer's creditBalance (minor units); amountDue is total − creditApplied − what was paid." }),
     dueDate: z.string().nullable(),
     memo: z.string().nullable(),
     sentAt: nullableTimestamp,

@@ -695,7 +695,7 @@ export class InvoiceService {
     return {
       id: r.id, object: 'invoice', livemode: r.livemode, number: r.number, customerId: r.customerId, subscriptionId: r.subscriptionId,
       status: r.status, paymentStatus: r.paymentStatus, currency: r.currency, lineItems: r.lineItems, subtotal: r.subtotal, total: r.total,
-      amountPaid: r.amountPaid, amountDue: r.amountDue, dueDate: r.dueDate, memo: r.memo, sentAt: r.sentAt, paidAt: r.paidAt,
+      amountPaid: r.amountPaid, amountDue: r.amountDue, creditApplied: r.creditApplied, dueDate: r.dueDate, memo: r.memo, sentAt: r.sentAt, paidAt: r.paidAt,
       voidedAt: r.voidedAt, paidOutOfBand: r.paidOutOfBand, emailStatus: r.emailStatus,
       hostedUrl: r.status === 'sent' ? this.urls.invoice(r.id) : null, latestPaymentId: r.latestPaymentId, metadata: r.metadata,
       createdAt: r.createdAt, updatedAt: r.updatedAt,

@@ -37,6 +37,8 @@ export interface InvoiceRecord {
   total: number;
   amountPaid: number;
   amountDue: number;
+  /** What the invoice took from the customer's credit balance (CustomerCredit.applyToInvoice). */
+  creditApplied: number;
   dueDate: string | null;
   memo: string | null;
   sentAt: string | null;
@@ -297,6 +299,7 @@ export function toInvoiceRecord(row: Row, lineItems: InvoiceLineItem[]): Invoice
     total: Number(row.total),
     amountPaid: Number(row.amountPaid),
     amountDue: Number(row.amountDue),
+    creditApplied: Number(row.creditApplied ?? 0),
     dueDate: isoTime(row.dueDate),
     memo: (row.memo as string | null) ?? null,
     sentAt: isoTime(row.sentAt),

@@ -13,7 +13,7 @@ import { type Counted, type ListOptions, type PageFor } from '../../core/paginat
 import type { ChargeRequest } from '../../connectors/connector';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import type { RoutingService } from '../routing/routing.service';
-import { toApiCustomer, type CustomerService } from '../customers/customer.service';
+import { toCustomerRecord, type CustomerService } from '../customers/customer.service';
 import { CustomerModel } from '../customers/customer.model';
 import { PaymentMethodModel } from './payment-method.model';
 import type { EventService } from '../events/event.service';
@@ -166,7 +166,7 @@ export class PaymentMethodService {
       raw: true,
     });
     if (!locked) throw notFound('customer', customerId);
-    const current = toApiCustomer(locked as unknown as Record<string, unknown>);
+    const current = toCustomerRecord(locked as unknown as Record<string, unknown>);
     const makeDefault = setDefault ?? current.defaultPaymentMethodId === null;
     const { details } = card;
     const saved = await PaymentMethodModel.create({
@@ -177,7 +177,8 @@ export class PaymentMethodService {
     await this.gtx.insert(ctx, t, {}, [card.call]);
     if (makeDefault) {
       await CustomerModel.update({ defaultPaymentMethodId: card.id, updatedAt: now }, { where: { id: customerId }, transaction: t });
-      await this.events.record(ctx, t, 'customer.updated', { ...current, defaultPaymentMethodId: card.id, updatedAt: now.toISOString() } as unknown as Record<string, unknown>);
+      const [customer] = await this.customers.withCredit(ctx, [{ ...current, defaultPaymentMethodId: card.id, updatedAt: now.toISOString() }], t);
+      await this.events.record(ctx, t, 'customer.updated', customer as unknown as Record<string, unknown>);
     }
     return toApi(rowOf(saved.get({ plain: true })), makeDefault ? card.id : current.defaultPaymentMethodId);
   }

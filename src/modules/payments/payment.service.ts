@@ -9,7 +9,7 @@ import { mergeMetadata, parseInput } from '../../core/validation';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { ChargeRequest, GatewayResult } from '../../connectors/connector';
 import type { EventService } from '../events/event.service';
-import type { CustomerService, Customer } from '../customers/customer.service';
+import type { CustomerService, CustomerRecord } from '../customers/customer.service';
 import type { FxService } from '../fx/fx.service';
 import { originalAmountFor } from '../fx/fx-math';
 import type { RoutingService } from '../routing/routing.service';
@@ -110,7 +110,7 @@ export class PaymentService {
    * created at the same moment (a billing batch's, concurrent requests'): one statement per
    * account and mode for all that asked in the same tick, never cached between them.
    */
-  private readonly customerReads: DataLoader<ScopedId, Customer | null, string>;
+  private readonly customerReads: DataLoader<ScopedId, CustomerRecord | null, string>;
   private readonly methodReads: DataLoader<ScopedId, ResolvedPaymentMethod | null, string>;
 
   /**
@@ -132,7 +132,7 @@ export class PaymentService {
     // What is checked before the key is claimed: a retry refused here by state that moved on
     // since its first try succeeded gets that first answer instead (beforeClaim).
     const { customerId, method, originalCurrency, exchangeRate, originalAmount, plan } = await this.idempotency.beforeClaim(idem, async () => {
-      const findCustomer = async (id: string): Promise<Customer> => {
+      const findCustomer = async (id: string): Promise<CustomerRecord> => {
         const found = await this.customerReads.load({ accountId: ctx.accountId, mode: ctx.mode, id });
         if (!found) throw notFound('customer', id, 'customerId');
         return found;
