@@ -165,7 +165,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const mail = createMailService({ db, clock, logger, config, options: options.mail });
   const invoices = new InvoiceService(
     db, events, idempotency, customers, accounts, payments, publicPay, urls, mail,
-    { pdf: renderInvoicePdf, email: invoiceEmail }, clock, logger,
+    { pdf: renderInvoicePdf, email: invoiceEmail }, clock, logger, customerCredit,
   );
   // An invoice's e-mail carries its PDF, rendered when the mail is sent; its emailStatus follows the mail's.
   mail.registerAttachmentRenderer('invoice_pdf', (source) => renderInvoicePdf(source.document));

@@ -97,6 +97,41 @@ describe(`prorations in a short first period (${DIALECT})`, () => {
   });
 });
 
+describe(`a negative invoice total becomes credit (${DIALECT})`, () => {
+  it('should carry a downgrade\'s −7709 as the customer\'s credit and pay the next invoices from it, charging only the rest', async () => {
+    const tc = await clock('2027-03-01T00:00:00Z');
+    const [big, small] = [await price(10000), await price(1000)];
+    const c = await customer(tc.id);
+    const s = await subscribe({ customerId: c.id, priceId: big.id });
+    await advance(tc.id, '2027-03-02T00:00:00Z');
+    // 30 of March's 31 days left: −10000 × 30/31 = −9677.4 → −9677; +1000 × 30/31 = 967.7 → 968.
+    await ok(patch(`/v1/subscriptions/${s.id}`, { priceId: small.id }));
+    await advance(tc.id, '2027-04-01T00:00:00Z');
+    let invoices = await invoicesOf(s.id);
+    // April: −9677 + 968 + 1000 = −7709: paid, nothing due, the 7709 the customer's credit.
+    expect(invoices.map((i) => [i.status, i.total, i.amountDue, i.creditApplied])).toEqual([['paid', 10000, 0, 0], ['paid', -7709, 0, 0]]);
+    expect((await ok(get(`/v1/customers/${c.id}`))).creditBalance).toEqual({ USD: 7709 });
+    // May to November take 1000 each from the credit; December takes the last 709 and is charged 291.
+    await advance(tc.id, '2027-12-01T00:00:00Z');
+    invoices = await invoicesOf(s.id);
+    expect(invoices.slice(2).map((i) => [i.status, i.total, i.creditApplied, i.amountDue, i.amountPaid])).toEqual([
+      ...Array.from({ length: 7 }, () => ['paid', 1000, 1000, 0, 0]),
+      ['paid', 1000, 709, 0, 291],
+    ]);
+    expect((await ok(get(`/v1/customers/${c.id}`))).creditBalance).toEqual({});
+    expect((await paymentsOf(s.id)).map((p) => p.amount)).toEqual([10000, 291]);
+    // The ledger: the credit, then each application, newest first.
+    const ledger = (await get(`/v1/customers/${c.id}/balance-transactions?pageSize=100`)).body.data as Json[];
+    expect(ledger.map((t) => [t.type, t.amount, t.invoiceId])).toEqual([
+      ['applied_to_invoice', -709, invoices[9].id],
+      ...[8, 7, 6, 5, 4, 3, 2].map((k) => ['applied_to_invoice', -1000, invoices[k].id]),
+      ['invoice_credit', 7709, invoices[1].id],
+    ]);
+    // What the customer paid + the credit left = what was invoiced: 10000 − 7709 + 8 × 1000.
+    expect(10000 + 291 + 0).toBe(10000 - 7709 + 8 * 1000);
+  });
+});
+
 describe(`prorationDate before an earlier change (${DIALECT})`, () => {
   // Period Apr 1–May 1 (30 days); A 3000, B 6000.
   it('should refuse a prorationDate before the previous change in the period with 422 invalid_proration_date, and prorate a later one from that change', async () => {

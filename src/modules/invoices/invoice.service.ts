@@ -14,6 +14,7 @@ import { errorForLog, type Logger } from '../../logger';
 import type { EventService, EventType } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { CustomerService } from '../customers/customer.service';
+import type { CustomerCredit } from '../customers/customer-credit';
 import type { AccountService } from '../accounts/account.service';
 import type { PaymentService, Payment } from '../payments/payment.service';
 import type { OutgoingMail, MailStatus } from '../mail/mail.types';
@@ -74,6 +75,9 @@ export interface InvoiceRendering {
   email(doc: InvoiceDocument, links: { hostedUrl?: string }): { subject: string; text: string; html: string };
 }
 
+/** The customer's credit ledger, as invoices use it (API.md §7, §12). */
+export type InvoiceCredit = Pick<CustomerCredit, 'applyToInvoice' | 'creditFromInvoice' | 'balancesOf'>;
+
 /** A charge whose request ended without settling its invoice is looked at again after this. */
 const CHARGE_SETTLE_GRACE_MS = 2 * 60_000;
 
@@ -99,6 +103,7 @@ export class InvoiceService {
     private readonly rendering: InvoiceRendering,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly credit: InvoiceCredit,
   ) {
     this.store = new InvoiceStore(db);
   }
@@ -224,6 +229,7 @@ export class InvoiceService {
     const { invoicePrefix, name } = spec.account ?? (await this.accounts.invoicing(ctx.accountId));
     const seq = await this.store.nextNumber(t, ctx, now);
     const built = subscriptionInvoiceRows(ctx, spec, formatNumber(invoicePrefix, seq), seq, now);
+    await this.settleCredit(t, ctx, spec, built, formatNumber(invoicePrefix, seq));
     await InvoiceModel.create(built.invoice, { transaction: t });
     await InvoiceLineItemModel.bulkCreate(built.lines, { transaction: t });
     await this.recordEvent(ctx, t, built.id, 'invoice.created');
@@ -237,6 +243,27 @@ export class InvoiceService {
       await this.recordEvent(ctx, t, built.id, 'invoice.sent');
     }
     return (await this.store.find(built.id, ctx, t)) as InvoiceRecord;
+  }
+
+  /**
+   * A subscription invoice's credit, in its creating transaction before its row is written (API.md
+   * §10, §12): a negative total is never lost, it becomes the customer's credit in that currency
+   * (the invoice owes nothing and is paid at once); a positive one takes what it can from the
+   * credit first (`creditApplied`), and only the rest is due. The ledger writes at most once per
+   * invoice, so a step run again after a crash never applies or grants a credit twice.
+   */
+  private async settleCredit(t: Transaction, ctx: RequestContext, spec: SubscriptionInvoiceSpec, built: BuiltInvoice, number: string): Promise<void> {
+    if (built.total < 0) {
+      await this.credit.creditFromInvoice(t, ctx, {
+        customerId: spec.customerId, currency: spec.currency, invoiceId: built.id, amount: -built.total, description: `Credit from invoice ${number}`,
+      });
+      return;
+    }
+    if (built.total === 0) return;
+    const applied = await this.credit.applyToInvoice(t, ctx, { customerId: spec.customerId, currency: spec.currency, invoiceId: built.id, amountDue: built.total });
+    if (applied === 0) return;
+    built.due = built.total - applied;
+    Object.assign(built.invoice, { creditApplied: applied, amountDue: built.due });
   }
 
   /**
@@ -298,6 +325,20 @@ export class InvoiceService {
     // updatedAt on the service's clock, as the model's writes stamp it (an invoice's grace is measured from it).
     const touched = this.clock.now();
     const built = items.map(({ ctx, spec }, i) => subscriptionInvoiceRows(ctx, spec, formatNumber((spec.account as { invoicePrefix: string }).invoicePrefix, seqs[i]), seqs[i], touched));
+    // Credit: only the customers who hold some in the invoice's currency (one read a scope) are asked for it.
+    const holding = new Set<string>();
+    for (const group of groupBy(items.map(({ ctx, spec }) => ({ ctx, spec })), ({ ctx }) => `${ctx.accountId}|${ctx.mode}`).values()) {
+      const balances = await this.credit.balancesOf(group[0].ctx, group.map(({ spec }) => spec.customerId), t);
+      for (const { ctx, spec } of group) {
+        if ((balances.get(spec.customerId)?.[spec.currency.toUpperCase()] ?? 0) > 0) holding.add(`${ctx.accountId}|${ctx.mode}|${spec.customerId}|${spec.currency.toUpperCase()}`);
+      }
+    }
+    for (const [i, b] of built.entries()) {
+      const { ctx, spec } = items[i];
+      if (b.total < 0 || holding.has(`${ctx.accountId}|${ctx.mode}|${spec.customerId}|${spec.currency.toUpperCase()}`)) {
+        await this.settleCredit(t, ctx, spec, b, b.invoice.number as string);
+      }
+    }
     await InvoiceModel.bulkCreate(built.map((b) => b.invoice), { transaction: t });
     const lineRows = built.flatMap((b) => b.lines);
     if (lineRows.length) await InvoiceLineItemModel.bulkCreate(lineRows, { transaction: t });
@@ -727,7 +768,7 @@ export function linesTotal(lines: ReadonlyArray<{ amount: number }>): bigint {
  */
 function subscriptionInvoiceRows(
   ctx: RequestContext, spec: SubscriptionInvoiceSpec, number: string, seq: number, touched: Date,
-): { id: string; due: number; invoice: Record<string, unknown>; lines: Array<Record<string, unknown>> } {
+): BuiltInvoice {
   const now = ctx.clock.now();
   const id = newId('in');
   const total = linesTotal(spec.lines);
@@ -736,7 +777,7 @@ function subscriptionInvoiceRows(
   const invoice = {
     id, accountId: ctx.accountId, mode: ctx.mode, number, numberSeq: seq,
     customerId: spec.customerId, subscriptionId: spec.subscriptionId, status: 'draft', paymentStatus: 'unpaid', currency: spec.currency,
-    subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due,
+    subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due, creditApplied: 0,
     dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
     emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
     metadata: '{}', createdAt: now, updatedAt: touched,
@@ -745,7 +786,16 @@ function subscriptionInvoiceRows(
     id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
     amount: line.amount, periodStart: line.periodStart, periodEnd: line.periodEnd, proration: line.proration, createdAt: now,
   }));
-  return { id, due, invoice, lines };
+  return { id, total: Number(total), due, invoice, lines };
+}
+
+/** A subscription invoice's rows before they are written (its credit may still lower what is due). */
+interface BuiltInvoice {
+  id: string;
+  total: number;
+  due: number;
+  invoice: Record<string, unknown>;
+  lines: Array<Record<string, unknown>>;
 }
 
 /** A subscription invoice with nothing to collect (a free plan, credits covering the charge): paid as it is finalised. */
