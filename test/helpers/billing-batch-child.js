@@ -23,7 +23,7 @@ async function main() {
     return new Promise(() => undefined);
   };
   if (process.env.BILLING_KILL_AT === 'charge') services.payments.create = die;
-  else services.invoices.settleSucceededMany = die;
+  else services.invoices.settleMany = die;
   await services.billing.billDue(new Date(process.env.BILLING_NOW));
   process.stdout.write('finished without being killed\n');
   await services.close();

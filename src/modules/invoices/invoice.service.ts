@@ -57,6 +57,9 @@ export interface SubscriptionInvoiceSpec {
   account?: { invoicePrefix: string; name: string };
 }
 
+/** What a settle needs of a charge's payment. */
+export type SettledPayment = { id: string; status: string; amount: number };
+
 /** An event of a batch, recorded by the caller with its own (EventService.recordMany). */
 export interface BatchEventItem {
   ctx: RequestContext;
@@ -366,7 +369,7 @@ export class InvoiceService {
    * Returns each claimed invoice's payment, or the error its payment refused with (its invoice
    * then released as the single charge releases it); an invoice not in the answer was not
    * claimed (paid, void, processing or owing nothing: the single path sees why). The outcomes are
-   * not settled here: `settleSucceededMany` takes the succeeded ones, the single path the rest.
+   * not settled here: `settleMany` takes them.
    */
   async chargeManyForSubscriptions(
     items: Array<{ ctx: RequestContext; invoice: InvoiceRecord; paymentMethod: string }>, width = 128,
@@ -400,35 +403,75 @@ export class InvoiceService {
     return outcomes;
   }
 
-  /** Takes the outcome of a charge a batch made (`chargeManyForSubscriptions`), as the single charge takes it. */
-  async settleChargeOutcome(ctx: RequestContext, id: string, payment: Payment): Promise<InvoiceRecord> {
-    return this.settleCharge(ctx, id, payment);
+  /**
+   * The one settle: charges' outcomes taken on their invoices in the caller's transaction, for a
+   * single charge and for a billing batch's alike. The common case, a charge that succeeded for
+   * an invoice still waiting for it (processing, that payment its latest), is set-based (a draft
+   * finalised `sent`, then `paid`, each one statement for all); every other outcome (a decline, a
+   * charge still pending, one that succeeded after its invoice stopped waiting for it) is taken
+   * invoice by invoice under its row lock. Returns each invoice as left and the events
+   * (invoice.sent, invoice.paid, invoice.payment_failed) for the caller to record with its own.
+   */
+  async settleMany(t: Transaction, items: Array<{ ctx: RequestContext; invoiceId: string; payment: SettledPayment }>): Promise<{ invoices: Map<string, InvoiceRecord>; events: BatchEventItem[] }> {
+    const events: BatchEventItem[] = [];
+    const invoices = new Map<string, InvoiceRecord>();
+    if (items.length === 0) return { invoices, events };
+    const ctxOf = new Map(items.map((item) => [item.invoiceId, item.ctx]));
+    const event = (inv: InvoiceRecord, type: EventType) => events.push({ ctx: ctxOf.get(inv.id) as RequestContext, type, object: this.toApi(inv) as unknown as Record<string, unknown> });
+    const succeeded = items.filter((item) => item.payment.status === 'succeeded');
+    const paidSet = new Set<string>();
+    if (succeeded.length) {
+      // One instant for the batch, as its statements write it (a batch is one run's step, on one clock).
+      const now = succeeded[0].ctx.clock.now();
+      const sent = await this.store.markChargedSent(t, succeeded.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id })), now, now);
+      for (const inv of (await this.store.findManyIn(sent, t)).values()) event(inv, 'invoice.sent');
+      const paid = await this.store.markChargedPaid(t, succeeded.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id, amount: item.payment.amount })), now, now);
+      for (const inv of (await this.store.findManyIn(paid, t)).values()) {
+        event(inv, 'invoice.paid');
+        invoices.set(inv.id, inv);
+        paidSet.add(inv.id);
+      }
+    }
+    for (const item of items) {
+      if (paidSet.has(item.invoiceId)) continue;
+      invoices.set(item.invoiceId, await this.settleOne(t, item.ctx, item.invoiceId, item.payment, event));
+    }
+    return { invoices, events };
   }
 
-  /**
-   * Takes the succeeded charges of a billing batch in the caller's transaction, as
-   * `settleCharge` takes one: each draft still processing that payment is sent, then paid.
-   * Returns the ids paid and the events (invoice.sent, invoice.paid) for the caller to record
-   * with its own; an invoice left out was not in that state, and the single path settles it.
-   */
-  async settleSucceededMany(
-    t: Transaction, items: Array<{ ctx: RequestContext; invoiceId: string; payment: { id: string; amount: number } }>,
-  ): Promise<{ paid: string[]; events: BatchEventItem[] }> {
-    if (items.length === 0) return { paid: [], events: [] };
-    const now = items[0].ctx.clock.now();
-    const ctxOf = new Map(items.map((item) => [item.invoiceId, item.ctx]));
-    const sent = await this.store.markChargedSent(t, items.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id })), now, this.clock.now());
-    if (sent.length === 0) return { paid: [], events: [] };
-    const events: BatchEventItem[] = [];
-    for (const [id, inv] of await this.store.findManyIn(sent, t)) {
-      events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.sent', object: this.toApi(inv) as unknown as Record<string, unknown> });
+  /** `settleMany` for an outcome the set-based statements did not take: under the invoice's row lock. */
+  private async settleOne(t: Transaction, ctx: RequestContext, id: string, payment: SettledPayment, event: (inv: InvoiceRecord, type: EventType) => void): Promise<InvoiceRecord> {
+    const now = ctx.clock.now();
+    const current = await this.lockForChange(ctx, id, t);
+    const settled = payment.status === 'succeeded' || payment.status === 'failed' || payment.status === 'canceled';
+    if (!settled) return current;
+    const ours = current.latestPaymentId === payment.id && current.paymentStatus === 'processing';
+    if (!ours) {
+      // A charge that succeeded after its invoice stopped waiting for it (its request was slow
+      // past the grace and the invoice was released): the money moved for this invoice, so it
+      // is never ignored. An invoice still open takes it; one already paid or void is logged.
+      if (payment.status !== 'succeeded' || current.latestPaymentId === payment.id && current.status === 'paid') return current;
+      if (current.status === 'paid' || current.status === 'void' || current.paymentStatus === 'processing') {
+        this.logger.warn({ invoiceId: id, paymentId: payment.id, invoiceStatus: current.status }, 'a charge of this invoice succeeded after it was settled otherwise; refund it or review it');
+        return current;
+      }
     }
-    const sentSet = new Set(sent);
-    const paid = await this.store.markChargedPaid(t, items.filter((item) => sentSet.has(item.invoiceId)).map((item) => ({ id: item.invoiceId, paymentId: item.payment.id, amount: item.payment.amount })), now, this.clock.now());
-    for (const [id, inv] of await this.store.findManyIn(paid, t)) {
-      events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.paid', object: this.toApi(inv) as unknown as Record<string, unknown> });
+    // A draft charged is finalised by its settling write: sent (without an e-mail), with its event.
+    if (current.status === 'draft') {
+      await InvoiceModel.update({ status: 'sent', sentAt: now, updatedAt: now }, { where: { id }, transaction: t });
+      event((await this.store.find(id, ctx, t)) as InvoiceRecord, 'invoice.sent');
     }
-    return { paid, events };
+    if (payment.status === 'succeeded') {
+      await InvoiceModel.update({
+        status: 'paid', paymentStatus: 'paid', paidAt: now, latestPaymentId: payment.id,
+        amountPaid: current.amountPaid + payment.amount, amountDue: Math.max(0, current.amountDue - payment.amount), updatedAt: now,
+      }, { where: { id }, transaction: t });
+    } else {
+      await InvoiceModel.update({ paymentStatus: 'failed', updatedAt: now }, { where: { id }, transaction: t });
+    }
+    const after = (await this.store.find(id, ctx, t)) as InvoiceRecord;
+    event(after, payment.status === 'succeeded' ? 'invoice.paid' : 'invoice.payment_failed');
+    return after;
   }
 
   /** An invoice as stored, settled from its payment first when its charge's request ended early (subscriptions read it so). */
@@ -577,24 +620,16 @@ export class InvoiceService {
     ctx: RequestContext, id: string,
     run: (invoice: InvoiceRecord, key: IdempotencyKey, paymentId: string) => Promise<Payment>,
   ): Promise<{ invoice: InvoiceRecord; payment: Payment }> {
-    await this.settled(await this.mustFind(ctx, id));
-    const now = ctx.clock.now();
+    const found = await this.settled(await this.mustFind(ctx, id));
     const paymentId = newId('pay');
-    const claimed = await this.db.transaction(async (t) => {
-      const current = await this.lockForChange(ctx, id, t);
-      if (current.status === 'paid') throw invalidState('This invoice is already paid');
-      if (current.status === 'void') throw invalidState('This invoice is void and cannot be paid');
-      if (current.paymentStatus === 'processing') throw paymentInProgress();
-      if (current.amountDue <= 0) throw invalidState('This invoice has nothing left to pay');
-      // Attempts only grow: each has its own gateway key, never used twice.
-      const attempt = current.paymentAttempts + 1;
-      // A draft stays a draft until its charge settles (a charge refused before it was written
-      // leaves the invoice exactly as it was); the settling write finalises it.
-      await InvoiceModel.update({
-        paymentStatus: 'processing', paymentAttempts: attempt, latestPaymentId: paymentId, updatedAt: now,
-      }, { where: { id }, transaction: t });
-      return { ...current, paymentAttempts: attempt };
-    });
+    // The one claim, the batch's statement for one: processing, the attempt counted (attempts
+    // only grow: each has its own gateway key, never used twice), the payment named. A draft stays
+    // a draft until its charge settles (a charge refused before it was written leaves the invoice
+    // exactly as it was); the settling write finalises it.
+    const attempts = await this.store.claimCharges([{ id, paymentId }], ctx.clock.now());
+    const taken = attempts.get(id);
+    if (!taken) throw unclaimable((await this.mustFind(ctx, id)));
+    const claimed: InvoiceRecord = { ...found, paymentAttempts: taken.attempt, amountDue: taken.amountDue };
     const key = this.chargeKey(ctx, id, claimed.paymentAttempts);
     let payment: Payment;
     try {
@@ -609,40 +644,12 @@ export class InvoiceService {
     return { invoice, payment };
   }
 
-  /** Records a charge's outcome on its invoice, once, with its event; a pending charge leaves it processing. */
-  private async settleCharge(ctx: RequestContext, id: string, payment: { id: string; status: string; amount: number }): Promise<InvoiceRecord> {
-    const now = ctx.clock.now();
+  /** A charge's outcome taken on its invoice (`settleMany` for one, in its own transaction, with its events); a pending charge leaves it processing. */
+  async settleCharge(ctx: RequestContext, id: string, payment: SettledPayment): Promise<InvoiceRecord> {
     return this.db.transaction(async (t) => {
-      const current = await this.lockForChange(ctx, id, t);
-      const settled = payment.status === 'succeeded' || payment.status === 'failed' || payment.status === 'canceled';
-      if (!settled) return current;
-      const ours = current.latestPaymentId === payment.id && current.paymentStatus === 'processing';
-      if (!ours) {
-        // A charge that succeeded after its invoice stopped waiting for it (its request was slow
-        // past the grace and the invoice was released): the money moved for this invoice, so it
-        // is never ignored. An invoice still open takes it; one already paid or void is logged.
-        if (payment.status !== 'succeeded' || current.latestPaymentId === payment.id && current.status === 'paid') return current;
-        if (current.status === 'paid' || current.status === 'void' || current.paymentStatus === 'processing') {
-          this.logger.warn({ invoiceId: id, paymentId: payment.id, invoiceStatus: current.status }, 'a charge of this invoice succeeded after it was settled otherwise; refund it or review it');
-          return current;
-        }
-      }
-      // A draft charged is finalised by its settling write: sent (without an e-mail), with its event.
-      if (current.status === 'draft') {
-        await InvoiceModel.update({ status: 'sent', sentAt: now, updatedAt: now }, { where: { id }, transaction: t });
-        await this.recordEvent(ctx, t, id, 'invoice.sent');
-      }
-      if (payment.status === 'succeeded') {
-        await InvoiceModel.update({
-          status: 'paid', paymentStatus: 'paid', paidAt: now, latestPaymentId: payment.id,
-          amountPaid: current.amountPaid + payment.amount, amountDue: Math.max(0, current.amountDue - payment.amount), updatedAt: now,
-        }, { where: { id }, transaction: t });
-        await this.recordEvent(ctx, t, id, 'invoice.paid');
-      } else {
-        await InvoiceModel.update({ paymentStatus: 'failed', updatedAt: now }, { where: { id }, transaction: t });
-        await this.recordEvent(ctx, t, id, 'invoice.payment_failed');
-      }
-      return (await this.store.find(id, ctx, t)) as InvoiceRecord;
+      const { invoices, events } = await this.settleMany(t, [{ ctx, invoiceId: id, payment }]);
+      await this.events.recordMany(t, events);
+      return invoices.get(id) as InvoiceRecord;
     });
   }
 
@@ -746,6 +753,14 @@ export class InvoiceService {
 
 const paymentInProgress = () =>
   new DomainError('invoice_payment_in_progress', 'A card payment of this invoice is being processed; wait for its result');
+
+/** Why an invoice's charge could not be claimed (InvoiceStore.claimCharges took nothing). */
+function unclaimable(current: InvoiceRecord): DomainError {
+  if (current.status === 'paid') return invalidState('This invoice is already paid');
+  if (current.status === 'void') return invalidState('This invoice is void and cannot be paid');
+  if (current.paymentStatus === 'processing') return paymentInProgress();
+  return invalidState('This invoice has nothing left to pay');
+}
 
 /** `INV-000042`: the prefix and the number zero-padded to 6 digits (wider past 999999). */
 export function formatNumber(prefix: string, seq: number): string {

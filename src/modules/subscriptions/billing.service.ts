@@ -255,7 +255,7 @@ export class BillingService {
     const single: Array<{ r: (typeof charging)[number]; work: () => Promise<void> }> = [
       ...refused.map((r) => ({ r, work: async () => this.failed(r.ctx, r.sub.id, r.invoice.id, await this.refusedAttempt(r.ctx, r.invoice), run) })),
       ...otherwise.map((r) => ({
-        r, work: async () => this.take(r.ctx, r.sub.id, r.invoice.id, await this.invoices.settleChargeOutcome(r.ctx, r.invoice.id, r.payment), run),
+        r, work: async () => this.take(r.ctx, r.sub.id, r.invoice.id, await this.invoices.settleCharge(r.ctx, r.invoice.id, r.payment), run),
       })),
     ];
     await inParallel(single, this.store.stepWidth(PARALLEL_STEPS), async ({ r, work }) => {
@@ -273,8 +273,8 @@ export class BillingService {
       return [r.invoice.id, outcome.payment];
     }));
     const collected = await this.db.transaction(async (t) => {
-      const { paid, events } = await this.invoices.settleSucceededMany(t, succeeded.map((r) => ({ ctx: r.ctx, invoiceId: r.invoice.id, payment: paymentOf.get(r.invoice.id) as { id: string; amount: number } })));
-      const paidSet = new Set(paid);
+      const { invoices, events } = await this.invoices.settleMany(t, succeeded.map((r) => ({ ctx: r.ctx, invoiceId: r.invoice.id, payment: paymentOf.get(r.invoice.id) as Payment })));
+      const paidSet = new Set([...invoices.values()].filter((inv) => inv.status === 'paid').map((inv) => inv.id));
       const done = await this.store.collectedMany(t, succeeded.filter((r) => paidSet.has(r.invoice.id)).map((r) => ({ id: r.sub.id, invoiceId: r.invoice.id })), this.clock.now());
       await this.events.recordMany(t, events);
       return done;
