@@ -62,8 +62,8 @@ describe(`the billing run's batch beside other work (${DIALECT})`, () => {
     });
     try {
       const results = await Promise.allSettled([
-        services.db.transaction((t) => services.invoices.createManyForSubscriptions(t, [a[0], b[0]])),
-        services.db.transaction((t) => services.invoices.createManyForSubscriptions(t, [b[1], a[1]])),
+        services.db.transaction((t) => services.invoices.createForSubscriptions(t, [a[0], b[0]])),
+        services.db.transaction((t) => services.invoices.createForSubscriptions(t, [b[1], a[1]])),
       ]);
       expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'created'))).toEqual(['created', 'created']);
     } finally {

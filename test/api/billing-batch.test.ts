@@ -138,7 +138,7 @@ describe(`the billing run's batch (${DIALECT})`, () => {
     // The run on another, the same subscriptions: its batch takes the common ones.
     const batched = app.account.accountId;
     const ids = await seedMix(services, contextOf(batched), now);
-    const create = jest.spyOn(services.invoices, 'createManyForSubscriptions');
+    const create = jest.spyOn(services.invoices, 'createForSubscriptions');
     const charge = jest.spyOn(services.invoices, 'chargeManyForSubscriptions');
     const settle = jest.spyOn(services.invoices, 'settleMany');
     const result = await services.billing.billDue(now);
@@ -150,8 +150,10 @@ describe(`the billing run's batch (${DIALECT})`, () => {
     // The batch renewed the common ones (not paused, past due, ending, or sent by e-mail), charged
     // those with something to pay and a card, and settled the succeeded charges.
     const common = ['plain', 'plain', 'quantity', 'pending', 'zero', 'declined', 'no_card'];
-    expect(calls.create).toHaveLength(1);
-    expect(calls.create[0][1].map((item) => item.spec.subscriptionId)).toEqual(ids.slice(0, common.length));
+    // One renewal for a batch and for one: the batch's call is the one with several (the single steps after it renew one each).
+    const batches = calls.create.filter((c) => c[1].length > 1);
+    expect(batches).toHaveLength(1);
+    expect(batches[0][1].map((item) => item.spec.subscriptionId)).toEqual(ids.slice(0, common.length));
     expect(calls.charge[0][0].map((item) => item.invoice.subscriptionId)).toEqual([ids[0], ids[1], ids[2], ids[3], ids[5]]);
     // The one settle takes a single charge's outcome too (the declined one's): the batch's is the call with several.
     expect(calls.settle.filter((c) => c[1].length > 1).map((c) => c[1].length)).toEqual([4]);

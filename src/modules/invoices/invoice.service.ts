@@ -221,31 +221,12 @@ export class InvoiceService {
   }
 
   /**
-   * A subscription's invoice, in the subscription's transaction (the billing run's period advance,
-   * a plan change invoiced now): numbered, its lines as given (proration credits may be
-   * negative), for one subscription period (`billingPeriodStart`: the unique key with the
-   * subscription, so a period is never invoiced twice) or none. An invoice with nothing to pay is
-   * paid at once; `send` e-mails it (collection by invoice) instead of leaving it for a charge.
+   * A subscription's invoice, in the subscription's transaction (create, resume, a plan change
+   * invoiced now, a renewal): `createForSubscriptions` for one.
    */
   async createForSubscription(t: Transaction, ctx: RequestContext, spec: SubscriptionInvoiceSpec): Promise<InvoiceRecord> {
-    const now = ctx.clock.now();
-    const { invoicePrefix, name } = spec.account ?? (await this.accounts.invoicing(ctx.accountId));
-    const seq = await this.store.nextNumber(t, ctx, now);
-    const built = subscriptionInvoiceRows(ctx, spec, formatNumber(invoicePrefix, seq), seq, now);
-    await this.settleCredit(t, ctx, spec, built, formatNumber(invoicePrefix, seq));
-    await InvoiceModel.create(built.invoice, { transaction: t });
-    await InvoiceLineItemModel.bulkCreate(built.lines, { transaction: t });
-    await this.recordEvent(ctx, t, built.id, 'invoice.created');
-    if (built.due === 0) {
-      await InvoiceModel.update(paidAtOnce(now), { where: { id: built.id }, transaction: t });
-      await this.recordEvent(ctx, t, built.id, 'invoice.paid');
-    } else if (spec.send) {
-      await this.sendIn(t, ctx, built.id, name);
-    } else if (spec.finalize) {
-      await InvoiceModel.update({ status: 'sent', sentAt: now, updatedAt: now }, { where: { id: built.id }, transaction: t });
-      await this.recordEvent(ctx, t, built.id, 'invoice.sent');
-    }
-    return (await this.store.find(built.id, ctx, t)) as InvoiceRecord;
+    const [invoice] = await this.createForSubscriptions(t, [{ ctx, spec }]);
+    return invoice;
   }
 
   /**
@@ -301,18 +282,23 @@ export class InvoiceService {
   }
 
   /**
-   * Subscriptions' invoices of a billing batch in one transaction (`createForSubscription` for
-   * many, in a few statements whatever their number): numbered in the order given from one move
-   * of each account's sequence, inserted with their lines, those with nothing to pay paid at once.
-   * Only for invoices collected by charge (`send` false) with the account's settings given.
-   * Returns the invoices as they are left, and the events `createForSubscription` would record
-   * (invoice.created, and invoice.paid for those paid at once), for the caller to record with
-   * its own.
+   * Subscriptions' invoices in the caller's transaction, the one way they are made (a request's
+   * invoice is a batch of one, a billing run's renewals a batch of many), in a few statements
+   * whatever their number: numbered in the order given from one move of each account's sequence,
+   * their credit settled (`settleCredit`), inserted with their lines (proration credits may be
+   * negative), each for one subscription period (`billingPeriodStart`: the unique key with the
+   * subscription, so a period is never invoiced twice) or none. Those with nothing to pay are
+   * paid at once; `send` e-mails one (collection by invoice), `finalize` sends one without an
+   * e-mail (it waits behind another being collected); the rest stay drafts for their charge,
+   * whose settle finalises them. Their events (invoice.created, then invoice.paid or
+   * invoice.sent) are recorded here, before the caller's own. Returns the invoices as left.
    */
-  async createManyForSubscriptions(t: Transaction, items: Array<{ ctx: RequestContext; spec: SubscriptionInvoiceSpec }>): Promise<{ invoices: InvoiceRecord[]; events: BatchEventItem[] }> {
-    if (items.length === 0) return { invoices: [], events: [] };
-    for (const { spec } of items) {
-      if (spec.send || !spec.account) throw new Error('createManyForSubscriptions: only invoices collected by charge, with the account given');
+  async createForSubscriptions(t: Transaction, items: Array<{ ctx: RequestContext; spec: SubscriptionInvoiceSpec }>): Promise<InvoiceRecord[]> {
+    if (items.length === 0) return [];
+    // The account's settings as the caller read them before its transaction (a billing run), else here.
+    const accounts = new Map<string, { invoicePrefix: string; name: string }>();
+    for (const { ctx, spec } of items) {
+      if (!accounts.has(ctx.accountId)) accounts.set(ctx.accountId, spec.account ?? (await this.accounts.invoicing(ctx.accountId)));
     }
     const seqs: number[] = [];
     const scopes = groupBy(items.map(({ ctx }, i) => ({ ctx, i })), ({ ctx }) => `${ctx.accountId}|${ctx.mode}`);
@@ -325,9 +311,7 @@ export class InvoiceService {
         seqs[i] = first + k;
       });
     }
-    // updatedAt on the service's clock, as the model's writes stamp it (an invoice's grace is measured from it).
-    const touched = this.clock.now();
-    const built = items.map(({ ctx, spec }, i) => subscriptionInvoiceRows(ctx, spec, formatNumber((spec.account as { invoicePrefix: string }).invoicePrefix, seqs[i]), seqs[i], touched));
+    const built = items.map(({ ctx, spec }, i) => subscriptionInvoiceRows(ctx, spec, formatNumber((accounts.get(ctx.accountId) as { invoicePrefix: string }).invoicePrefix, seqs[i]), seqs[i], ctx.clock.now()));
     // Credit: only the customers who hold some in the invoice's currency (one read a scope) are asked for it.
     const holding = new Set<string>();
     for (const group of groupBy(items.map(({ ctx, spec }) => ({ ctx, spec })), ({ ctx }) => `${ctx.accountId}|${ctx.mode}`).values()) {
@@ -348,17 +332,31 @@ export class InvoiceService {
     const ids = built.map((b) => b.id);
     const created = await this.store.findManyIn(ids, t);
     const events: BatchEventItem[] = ids.map((id, i) => ({ ctx: items[i].ctx, type: 'invoice.created', object: this.toApi(created.get(id) as InvoiceRecord) as unknown as Record<string, unknown> }));
-    const zero = built.filter((b) => b.due === 0).map((b) => b.id);
-    if (zero.length) {
-      const now = items[0].ctx.clock.now();
-      const ctxOf = new Map(ids.map((id, i) => [id, items[i].ctx]));
-      await InvoiceModel.update(paidAtOnce(now), { where: { id: zero }, transaction: t });
-      for (const [id, paid] of await this.store.findManyIn(zero, t)) {
+    const zero = built.flatMap((b, i) => (b.due === 0 ? [{ id: b.id, ctx: items[i].ctx }] : []));
+    // Grouped by the instant their clocks read (one in a run; a test clock's own otherwise).
+    for (const group of groupBy(zero, ({ ctx }) => String(ctx.clock.now().getTime())).values()) {
+      await InvoiceModel.update(paidAtOnce(group[0].ctx.clock.now()), { where: { id: group.map(({ id }) => id) }, transaction: t });
+      const ctxOf = new Map(group.map(({ id, ctx }) => [id, ctx]));
+      for (const [id, paid] of await this.store.findManyIn(group.map(({ id }) => id), t)) {
         created.set(id, paid);
         events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.paid', object: this.toApi(paid) as unknown as Record<string, unknown> });
       }
     }
-    return { invoices: ids.map((id) => created.get(id) as InvoiceRecord), events };
+    await this.events.recordMany(t, events);
+    // Sent by e-mail, or finalised to wait behind another invoice: one by one (each has its own e-mail or reason).
+    for (const [i, b] of built.entries()) {
+      const { ctx, spec } = items[i];
+      if (b.due === 0 || (!spec.send && !spec.finalize)) continue;
+      if (spec.send) {
+        await this.sendIn(t, ctx, b.id, (accounts.get(ctx.accountId) as { name: string }).name);
+      } else {
+        const now = ctx.clock.now();
+        await InvoiceModel.update({ status: 'sent', sentAt: now, updatedAt: now }, { where: { id: b.id }, transaction: t });
+        await this.recordEvent(ctx, t, b.id, 'invoice.sent');
+      }
+      created.set(b.id, (await this.store.find(b.id, ctx, t)) as InvoiceRecord);
+    }
+    return ids.map((id) => created.get(id) as InvoiceRecord);
   }
 
   /**

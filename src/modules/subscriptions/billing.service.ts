@@ -22,6 +22,9 @@ import { toApiSubscription, type Subscription } from './subscription-view';
 
 type AccountInvoicing = { name: string; invoicePrefix: string; dunningRetryDays: number[] };
 
+/** A subscription renewed (`renewMany`): as it is left, its step's context, its new invoice, and whether it is charged now. */
+type Renewed = { sub: SubscriptionRecord; ctx: RequestContext; invoice: InvoiceRecord; collect: boolean };
+
 /**
  * What one billing run reads once: each account's invoicing settings (invoice prefix, name,
  * dunning schedule), read before a step's transaction, never inside it on a second connection.
@@ -182,42 +185,12 @@ export class BillingService {
     const accounts = new Map<string, AccountInvoicing>();
     for (const { account_id: accountId } of accountIds) accounts.set(accountId, await run.account(accountId));
 
-    type Renewed = { sub: SubscriptionRecord; ctx: RequestContext; invoice: InvoiceRecord; collect: boolean };
     const renewedSubs = await this.db.transaction(async (t): Promise<Renewed[]> => {
       // In the order the work fell due (the claim's), so are the invoice numbers.
       const common = (await this.store.lockClaimed(ids, token, t))
         .filter((sub) => isCommonRenewal(sub, now) && accounts.has(sub.accountId))
         .sort((a, b) => (a.nextBillingAt?.getTime() ?? 0) - (b.nextBillingAt?.getTime() ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      if (common.length === 0) return [];
-      const plans = new Map<string, Plan>();
-      for (const group of groupBy(common, (sub) => `${sub.accountId}|${sub.mode}`).values()) {
-        for (const [priceId, plan] of await this.store.plans(group[0], group.map((sub) => sub.priceId), t)) plans.set(`${group[0].accountId}|${group[0].mode}|${priceId}`, plan);
-      }
-      const pending = await this.store.pendingLinesOf(common.map((sub) => sub.id), t);
-      const items: Array<{ sub: SubscriptionRecord; ctx: RequestContext; plan: Plan; start: Date; end: Date; pending: PendingLine[]; lines: BillingLine[] }> = [];
-      for (const sub of common) {
-        const plan = plans.get(`${sub.accountId}|${sub.mode}|${sub.priceId}`);
-        if (!plan) continue; // the single path says what is wrong
-        const subPending = pending.get(sub.id) ?? [];
-        const { start, end, lines } = nextCycle(sub, plan, subPending);
-        if (linesTotal(lines) > BigInt(MAX_AMOUNT)) continue; // refused by the single path
-        items.push({ sub, ctx: stepContext(sub, now, this.clock), plan, start, end, pending: subPending, lines });
-      }
-      if (items.length === 0) return [];
-      const { invoices, events } = await this.invoices.createManyForSubscriptions(t, items.map(({ sub, ctx, plan, start, lines }) => ({
-        ctx, spec: invoiceSpec(sub, plan, lines, start, 'subscription_cycle', accounts.get(sub.accountId)),
-      })));
-      for (const [i, { pending: billedLines }] of items.entries()) await this.store.billPendingLines(t, billedLines, invoices[i].id);
-      const collects = items.map(({ sub }, i) => this.collectsOn(sub, invoices[i]));
-      await this.store.advanceMany(t, items.map(({ sub, start, end }, i) => ({
-        id: sub.id, set: periodAdvance(start, end, invoices[i].id, collects[i], now),
-      })), this.clock.now());
-      const next = await this.store.findManyIn(items.map(({ sub }) => sub.id), t);
-      const updated = items.map(({ sub, ctx, plan }) => ({
-        ctx, type: 'subscription.updated' as const, object: toApiSubscription(next.get(sub.id) as SubscriptionRecord, plan) as unknown as Record<string, unknown>,
-      }));
-      await this.events.recordMany(t, [...events, ...updated]);
-      return items.map(({ sub, ctx }, i) => ({ sub: next.get(sub.id) as SubscriptionRecord, ctx, invoice: invoices[i], collect: collects[i] }));
+      return this.renewMany(t, common, now, accounts, (sub) => stepContext(sub, now, this.clock), false);
     });
     onRenewed();
     for (const r of renewedSubs) if (!r.collect) billed.push(r.sub.id);
@@ -347,7 +320,7 @@ export class BillingService {
       await SubscriptionModel.update({ nextBillingAt: null }, { where: { id, collectInvoiceId: null, status: sub.status } });
       return;
     }
-    if (await this.renew(ctx, id, await run.account(sub.accountId))) await this.collect(ctx, id, run);
+    if (await this.renew(ctx, id, await run.account(sub.accountId), now)) await this.collect(ctx, id, run);
   }
 
   /** A run's reads made once (each account's invoicing settings). */
@@ -357,24 +330,65 @@ export class BillingService {
 
   /**
    * The period that starts at the current one's end: its invoice (the prorations waiting for it
-   * and the plan) and the period's advance in one transaction. The invoice's unique key on the
-   * subscription and period start, and the subscription's row lock with its period re-read,
-   * make a second run of the same step bill nothing.
+   * and the plan) and the period's advance in one transaction, `renewMany` for one. The invoice's
+   * unique key on the subscription and period start, and the subscription's row lock with its
+   * period re-read, make a second run of the same step bill nothing.
    */
-  private async renew(ctx: RequestContext, id: string, account: AccountInvoicing): Promise<boolean> {
-    const now = ctx.clock.now();
+  private async renew(ctx: RequestContext, id: string, account: AccountInvoicing, now: Date): Promise<boolean> {
     return this.db.transaction(async (t) => {
       const sub = await this.store.find(id, undefined, t, true);
       if (!sub || sub.status !== 'active' || sub.collectInvoiceId || sub.currentPeriodEnd.getTime() > now.getTime()) return false;
-      const plan = await this.planOf(sub, t);
-      const pending = await this.store.pendingLines(id, t);
-      const { start, end, lines } = nextCycle(sub, plan, pending);
-      const invoice = await this.invoiceIn(t, ctx, sub, plan, lines, start, 'subscription_cycle', account);
-      await this.store.billPendingLines(t, pending, invoice.id);
-      const collect = this.collectsOn(sub, invoice);
-      await this.write(t, ctx, sub, plan, { ...periodAdvance(start, end, invoice.id, collect, now) }, 'subscription.updated');
-      return collect;
+      const [renewed] = await this.renewMany(t, [sub], now, new Map([[sub.accountId, account]]), () => ctx, true);
+      return renewed.collect;
     });
+  }
+
+  /**
+   * The one renewal, for a run's batch and for a single step alike: for each locked subscription
+   * (its period ended), the period that starts at the current one's end, its invoice (the
+   * prorations waiting for it, then the plan; made by `createForSubscriptions`, numbered in the
+   * order given), the waiting lines billed, and the period's advance with its
+   * `subscription.updated`, in the caller's transaction and in statements shared by the batch.
+   * `strict` (a single step): a missing price or a total past the maximum is refused; a batch
+   * leaves such a subscription to the single step, which says what is wrong.
+   */
+  private async renewMany(
+    t: Transaction, subs: readonly SubscriptionRecord[], now: Date, accounts: Map<string, AccountInvoicing>,
+    ctxOf: (sub: SubscriptionRecord) => RequestContext, strict: boolean,
+  ): Promise<Renewed[]> {
+    if (subs.length === 0) return [];
+    const plans = new Map<string, Plan>();
+    for (const group of groupBy(subs, (sub) => `${sub.accountId}|${sub.mode}`).values()) {
+      for (const [priceId, plan] of await this.store.plans(group[0], group.map((sub) => sub.priceId), t)) plans.set(`${group[0].accountId}|${group[0].mode}|${priceId}`, plan);
+    }
+    const pending = await this.store.pendingLinesOf(subs.map((sub) => sub.id), t);
+    const items: Array<{ sub: SubscriptionRecord; ctx: RequestContext; plan: Plan; start: Date; end: Date; pending: PendingLine[]; lines: BillingLine[] }> = [];
+    for (const sub of subs) {
+      const plan = plans.get(`${sub.accountId}|${sub.mode}|${sub.priceId}`);
+      if (!plan) {
+        if (strict) throw notFound('price', sub.priceId, 'priceId');
+        continue;
+      }
+      const subPending = pending.get(sub.id) ?? [];
+      const { start, end, lines } = nextCycle(sub, plan, subPending);
+      // Refused (invalid_parameter) by the invoice's creation when strict; left to the single step otherwise.
+      if (!strict && linesTotal(lines) > BigInt(MAX_AMOUNT)) continue;
+      items.push({ sub, ctx: ctxOf(sub), plan, start, end, pending: subPending, lines });
+    }
+    if (items.length === 0) return [];
+    const invoices = await this.invoices.createForSubscriptions(t, items.map(({ sub, ctx, plan, start, lines }) => ({
+      ctx, spec: invoiceSpec(sub, plan, lines, start, 'subscription_cycle', accounts.get(sub.accountId)),
+    })));
+    for (const [i, { pending: billedLines }] of items.entries()) await this.store.billPendingLines(t, billedLines, invoices[i].id);
+    const collects = items.map(({ sub }, i) => this.collectsOn(sub, invoices[i]));
+    await this.store.advanceMany(t, items.map(({ sub, start, end }, i) => ({
+      id: sub.id, set: periodAdvance(start, end, invoices[i].id, collects[i], now),
+    })), items[0].ctx.clock.now());
+    const next = await this.store.findManyIn(items.map(({ sub }) => sub.id), t);
+    await this.events.recordMany(t, items.map(({ sub, ctx, plan }) => ({
+      ctx, type: 'subscription.updated' as const, object: toApiSubscription(next.get(sub.id) as SubscriptionRecord, plan) as unknown as Record<string, unknown>,
+    })));
+    return items.map(({ sub, ctx }, i) => ({ sub: next.get(sub.id) as SubscriptionRecord, ctx, invoice: invoices[i], collect: collects[i] }));
   }
 
   /**
