@@ -6,6 +6,7 @@ import { clearLoaders } from './loaders';
 import { idempotentMutations } from './idempotency';
 import { assertArgumentsChecked } from './mutation-checks';
 import { CustomerResolver } from './customer.resolver';
+import { BalanceTransactionResolver, CustomerCreditResolver } from './customer-credit.resolver';
 import { PriceResolver, ProductResolver } from './catalog.resolver';
 import { EventResolver } from './event.resolver';
 import { CustomerPaymentsResolver, PaymentResolver, RefundResolver } from './payment.resolver';
@@ -35,7 +36,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
       InvoiceResolver, CustomerInvoicesResolver, AccountResolver, ApiKeyResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
-      DashboardResolver,
+      DashboardResolver, CustomerCreditResolver, BalanceTransactionResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

@@ -2,6 +2,7 @@ import DataLoader from 'dataloader';
 import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
 import type { CustomerRecord } from '../src/modules/customers/customer.service';
+import type { BalanceTransaction } from '../src/modules/customers/customer-credit';
 import type { CheckoutSession } from '../src/modules/checkout/checkout-session.service';
 import type { PaymentLink } from '../src/modules/checkout/payment-link.service';
 import type { Invoice } from '../src/modules/invoices/invoice.service';
@@ -77,8 +78,31 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
       },
     };
   };
+  /**
+   * Each customer's newest balance transactions, `limit` of them, older than `after` when given:
+   * one loader per pair asked for, as byParentUpTo has one per limit.
+   */
+  const balanceTransactionsUpTo = () => {
+    const perArgs = new Map<string, DataLoader<string, BalanceTransaction[]>>();
+    return {
+      load(customerId: string, limit: number, after: string | undefined): Promise<BalanceTransaction[]> {
+        const key = JSON.stringify([limit, after ?? null]);
+        let loader = perArgs.get(key);
+        if (!loader) {
+          loader = byParent((ids) => services.customerCredit.forCustomers(rc, ids, limit, after));
+          perArgs.set(key, loader);
+        }
+        return loader.load(customerId);
+      },
+      clearAll(): void {
+        for (const loader of perArgs.values()) loader.clearAll();
+      },
+    };
+  };
   return {
     customer: byIds<CustomerRecord>((ids) => services.customers.findMany(rc, ids)),
+    creditBalance: byIds<Record<string, number>>((ids) => services.customerCredit.balancesOf(rc, ids)),
+    balanceTransactionsByCustomer: balanceTransactionsUpTo(),
     checkoutSession: byIds<CheckoutSession>((ids) => services.checkoutSessions.findMany(rc, ids)),
     paymentLink: byIds<PaymentLink>((ids) => services.paymentLinks.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),

@@ -19,6 +19,7 @@ import { parseInput } from '../src/core/validation';
 import { listAttemptsInput } from '../src/modules/webhooks/webhook.inputs';
 import { included, mutationCount } from './operation-fields';
 import { defined, nestedLimit } from './types/common';
+import { balanceTransactionsArgs } from './customer-credit.resolver';
 
 /**
  * What each field below the root does with its arguments before reading anything, by schema
@@ -32,6 +33,7 @@ const ARGUMENT_CHECKS: Record<string, (args: Record<string, unknown>) => unknown
   'Customer.subscriptions': nestedLimit,
   'BillingSubscription.invoices': nestedLimit,
   'Customer.paymentMethods': nestedLimit,
+  'Customer.balanceTransactions': balanceTransactionsArgs,
   'Payment.refunds': nestedLimit,
   'Payment.gatewayTransactions': nestedLimit,
   'Product.prices': nestedLimit,

@@ -124,6 +124,9 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     await ok('GET', '/v1/customers?pageSize=5');
     await ok('GET', `/v1/customers/${customer.id}`);
     await ok('PATCH', `/v1/customers/${customer.id}`, { metadata: { crm: '1' } });
+    const creditor = await ok('POST', '/v1/customers', { email: `cr-${unique()}@example.com` }, 201);
+    await ok('POST', `/v1/customers/${creditor.id}/balance-transactions`, { currency: 'EUR', amount: 500, description: 'Goodwill' }, 201);
+    await ok('GET', `/v1/customers/${creditor.id}/balance-transactions`);
 
     const product = await ok('POST', '/v1/products', { name: 'Pro' }, 201);
     await ok('GET', '/v1/products');
@@ -262,6 +265,8 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     expect((await call('GET', '/v1/payments?status=lost', { key })).status).toBe(400);
     expect((await call('GET', '/v1/payments')).status).toBe(401);
     expect((await call('POST', '/v1/invoices/in_nope/send', { key, body: { extra: 1 } })).status).toBe(400);
+    const debtor = await ok('POST', '/v1/customers', { email: `credit-${unique()}@example.com` }, 201);
+    expect((await call('POST', `/v1/customers/${debtor.id}/balance-transactions`, { key, body: { currency: 'EUR', amount: -1, description: 'More than there is' } })).status).toBe(422);
     expect(checker.failures).toEqual([]);
   });
 
