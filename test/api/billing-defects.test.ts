@@ -286,3 +286,37 @@ describe(`a failed charge counted once (${DIALECT})`, () => {
     expect((await sub(s.id)).nextPaymentAttemptAt).toBe('2027-03-04T00:00:00.000Z');
   });
 });
+
+describe(`credit on a merchant's own invoices (${DIALECT})`, () => {
+  const manual = (customerId: string, unitAmount: number) =>
+    ok(post('/v1/invoices', { customerId, currency: 'usd', lineItems: [{ description: 'Work', unitAmount }] }), 201);
+  const balance = async (customerId: string) => (await ok(get(`/v1/customers/${customerId}`))).creditBalance;
+
+  it('should take the credit as an invoice is sent or charged as a draft, and charge only the rest', async () => {
+    const tc = await clock('2027-03-01T00:00:00Z');
+    const c = await customer(tc.id);
+    await ok(post(`/v1/customers/${c.id}/balance-transactions`, { currency: 'usd', amount: 1500, description: 'Goodwill' }), 201);
+    // Sent: 1000 of the 1500 taken, nothing left to pay.
+    const first = await ok(post(`/v1/invoices/${(await manual(c.id, 1000)).id}/send`));
+    expect(first).toMatchObject({ status: 'paid', creditApplied: 1000, amountDue: 0, amountPaid: 0 });
+    expect(await balance(c.id)).toEqual({ USD: 500 });
+    // Paid as a draft with the saved card: the last 500 taken, 1500 charged.
+    const second = await ok(post(`/v1/invoices/${(await manual(c.id, 2000)).id}/pay`, {}));
+    expect(second).toMatchObject({ status: 'paid', creditApplied: 500, amountPaid: 1500, amountDue: 0 });
+    expect((await ok(get(`/v1/payments/${second.latestPaymentId}`))).amount).toBe(1500);
+    expect(await balance(c.id)).toEqual({});
+  });
+
+  it('should give the credit back when an invoice that took it is voided', async () => {
+    const tc = await clock('2027-03-01T00:00:00Z');
+    const c = await customer(tc.id);
+    await ok(post(`/v1/customers/${c.id}/balance-transactions`, { currency: 'usd', amount: 700, description: 'Goodwill' }), 201);
+    const sent = await ok(post(`/v1/invoices/${(await manual(c.id, 1000)).id}/send`));
+    expect(sent).toMatchObject({ status: 'sent', creditApplied: 700, amountDue: 300 });
+    expect(await balance(c.id)).toEqual({});
+    await ok(post(`/v1/invoices/${sent.id}/void`));
+    expect(await balance(c.id)).toEqual({ USD: 700 });
+    const ledger = (await get(`/v1/customers/${c.id}/balance-transactions`)).body.data as Json[];
+    expect(ledger.map((t) => [t.type, t.amount])).toEqual([['invoice_credit', 700], ['applied_to_invoice', -700], ['adjustment', 700]]);
+  });
+});

@@ -180,7 +180,11 @@ export class InvoiceService {
       if (data.memo !== undefined) changes.memo = data.memo;
       if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
       if (lines) {
-        Object.assign(changes, { subtotal: lines.subtotal, total: lines.subtotal, amountDue: lines.subtotal });
+        // What it took of the customer's credit stays taken: the new lines must still cover it.
+        if (lines.subtotal < current.creditApplied) {
+          throw new DomainError('invalid_parameter', `This draft took ${current.creditApplied} from the customer's credit; its lines must total at least that (void it to give the credit back)`, 'lineItems');
+        }
+        Object.assign(changes, { subtotal: lines.subtotal, total: lines.subtotal, amountDue: lines.subtotal - current.creditApplied });
         await InvoiceLineItemModel.destroy({ where: { invoiceId: id }, transaction: t });
         await this.writeLines(t, id, lines.items, now);
       }
@@ -206,7 +210,8 @@ export class InvoiceService {
     const current = await this.lockForChange(ctx, id, t);
     if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be sent`);
     if (current.paymentStatus === 'processing') throw paymentInProgress();
-    await InvoiceModel.update({ status: 'sent', sentAt: now, emailStatus: 'queued', updatedAt: now }, { where: { id }, transaction: t });
+    const credit = await this.creditOnFinalise(t, ctx, current);
+    await InvoiceModel.update({ status: 'sent', sentAt: now, emailStatus: 'queued', updatedAt: now, ...credit }, { where: { id }, transaction: t });
     const sent = (await this.store.find(id, ctx, t)) as InvoiceRecord;
     const customer = (await this.customers.lookup(ctx, [sent.customerId])).get(sent.customerId);
     if (!customer) throw notFound('customer', sent.customerId, 'customerId');
@@ -217,7 +222,22 @@ export class InvoiceService {
       to: customer.email, subject, text, html, about: { type: 'invoice', id },
       attachments: [{ filename: `${sent.number}.pdf`, contentType: 'application/pdf', source: { type: 'invoice_pdf', document: doc } }],
     });
-    return this.recordEvent(ctx, t, id, 'invoice.sent');
+    const answer = await this.recordEvent(ctx, t, id, 'invoice.sent');
+    if (sent.amountDue > 0 || sent.total <= 0) return answer;
+    // The customer's credit paid it all.
+    await InvoiceModel.update({ status: 'paid', paymentStatus: 'paid', paidAt: now, updatedAt: now }, { where: { id }, transaction: t });
+    return this.recordEvent(ctx, t, id, 'invoice.paid');
+  }
+
+  /**
+   * A merchant's own invoice takes what it can from the customer's credit in its currency as it
+   * is finalised (sent, or charged as a draft), once (a subscription's invoices took theirs as
+   * they were made): the columns to write with the finalising change, none when nothing is taken.
+   */
+  private async creditOnFinalise(t: Transaction, ctx: RequestContext, current: InvoiceRecord): Promise<{ creditApplied: number; amountDue: number } | Record<string, never>> {
+    if (current.subscriptionId !== null || current.creditApplied > 0 || current.amountDue <= 0 || current.status !== 'draft') return {};
+    const applied = await this.credit.applyToInvoice(t, ctx, { customerId: current.customerId, currency: current.currency, invoiceId: current.id, amountDue: current.amountDue });
+    return applied > 0 ? { creditApplied: applied, amountDue: current.amountDue - applied } : {};
   }
 
   /**
@@ -320,7 +340,15 @@ export class InvoiceService {
         if ((balances.get(spec.customerId)?.[spec.currency.toUpperCase()] ?? 0) > 0) holding.add(`${ctx.accountId}|${ctx.mode}|${spec.customerId}|${spec.currency.toUpperCase()}`);
       }
     }
-    for (const [i, b] of built.entries()) {
+    // In one order (by customer and currency), whatever the claim's: each credit change locks the
+    // customer's balance row, and two batches taking two customers' credit must not wait for each
+    // other in a cycle.
+    const byCustomer = [...built.entries()].sort(([i], [j]) => {
+      const a = `${items[i].spec.customerId}|${items[i].spec.currency.toUpperCase()}`;
+      const b = `${items[j].spec.customerId}|${items[j].spec.currency.toUpperCase()}`;
+      return a < b ? -1 : a > b ? 1 : i - j;
+    });
+    for (const [i, b] of byCustomer) {
       const { ctx, spec } = items[i];
       if (b.total < 0 || holding.has(`${ctx.accountId}|${ctx.mode}|${spec.customerId}|${spec.currency.toUpperCase()}`)) {
         await this.settleCredit(t, ctx, spec, b, b.invoice.number as string);
@@ -504,6 +532,24 @@ export class InvoiceService {
       }
     }
     const chosen = paymentMethod;
+    // A draft takes the customer's credit first; all of it paid so: nothing to charge.
+    const credited = await this.db.transaction(async (t) => {
+      const current = await this.lockForChange(ctx, id, t);
+      if (current.paymentStatus === 'processing') return current;
+      const credit = await this.creditOnFinalise(t, ctx, current);
+      if (!('creditApplied' in credit)) return current;
+      const now = ctx.clock.now();
+      if (credit.amountDue > 0) {
+        await InvoiceModel.update({ ...credit, updatedAt: now }, { where: { id }, transaction: t });
+        return (await this.store.find(id, ctx, t)) as InvoiceRecord;
+      }
+      await InvoiceModel.update({ ...credit, status: 'sent', sentAt: now, updatedAt: now }, { where: { id }, transaction: t });
+      await this.recordEvent(ctx, t, id, 'invoice.sent');
+      await InvoiceModel.update({ status: 'paid', paymentStatus: 'paid', paidAt: now, updatedAt: now }, { where: { id }, transaction: t });
+      await this.recordEvent(ctx, t, id, 'invoice.paid');
+      return (await this.store.find(id, ctx, t)) as InvoiceRecord;
+    });
+    if (credited.status === 'paid') return this.answer(idem, IDEMPOTENT_OPERATIONS.payInvoice, this.toApi(credited));
     const { invoice } = await this.charge(ctx, id, (inv, key, paymentId) =>
       this.payments.create(ctx, {
         amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
@@ -579,7 +625,7 @@ export class InvoiceService {
       if (current.status !== 'draft' && current.status !== 'sent') throw invalidState(`This invoice is ${current.status}; only a draft or sent invoice can be marked paid`);
       if (current.paymentStatus === 'processing') throw paymentInProgress();
       await InvoiceModel.update({
-        status: 'paid', paymentStatus: 'paid', paidOutOfBand: true, paidAt: now, amountPaid: current.total, amountDue: 0,
+        status: 'paid', paymentStatus: 'paid', paidOutOfBand: true, paidAt: now, amountPaid: current.total - current.creditApplied, amountDue: 0,
         sentAt: current.sentAt ?? now, updatedAt: now,
       }, { where: { id }, transaction: t });
       return this.recordEvent(ctx, t, id, 'invoice.paid');
@@ -595,6 +641,12 @@ export class InvoiceService {
       if (current.status !== 'draft' && current.status !== 'sent') throw invalidState(`This invoice is ${current.status}; only a draft or sent invoice can be voided`);
       if (current.paymentStatus === 'processing') throw paymentInProgress();
       await InvoiceModel.update({ status: 'void', voidedAt: now, amountDue: 0, updatedAt: now }, { where: { id }, transaction: t });
+      // What it took of the customer's credit goes back to the customer (the invoice owes nothing now).
+      if (current.creditApplied > 0) {
+        await this.credit.creditFromInvoice(t, ctx, {
+          customerId: current.customerId, currency: current.currency, invoiceId: id, amount: current.creditApplied, description: `Credit given back by void invoice ${current.number}`,
+        });
+      }
       return this.recordEvent(ctx, t, id, 'invoice.voided');
     }));
   }
