@@ -43,6 +43,7 @@ function threePageInvoice(i: number): InvoiceDocument {
     subtotal: total,
     total,
     amountPaid: 0,
+    creditApplied: 0,
     amountDue: total,
     memo: 'Zahlbar innerhalb von 30 Tagen ohne Abzug.',
     paidOutOfBand: false,

@@ -33,6 +33,8 @@ export interface InvoiceDocument {
   subtotal: number;
   total: number;
   amountPaid: number;
+  /** What the invoice took from the customer's credit balance (its own line when above 0). */
+  creditApplied: number;
   amountDue: number;
   memo: string | null;
   paidOutOfBand: boolean;

@@ -27,6 +27,7 @@ export interface InvoiceLabels {
   subtotal: string;
   total: string;
   amountPaid: string;
+  creditApplied: string;
   amountDue: string;
   memo: string;
   testMode: string;
@@ -50,6 +51,7 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     subtotal: 'Subtotal',
     total: 'Total',
     amountPaid: 'Amount paid',
+    creditApplied: 'Credit applied',
     amountDue: 'Amount due',
     memo: 'Memo',
     testMode: 'Test mode: no real money is involved',
@@ -71,6 +73,7 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     subtotal: 'Zwischensumme',
     total: 'Gesamtbetrag',
     amountPaid: 'Bezahlt',
+    creditApplied: 'Verrechnetes Guthaben',
     amountDue: 'Offener Betrag',
     memo: 'Anmerkung',
     testMode: 'Testmodus: es fließt kein echtes Geld',
@@ -92,6 +95,7 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     subtotal: 'Sous-total',
     total: 'Total',
     amountPaid: 'Montant payé',
+    creditApplied: 'Avoir imputé',
     amountDue: 'Montant dû',
     memo: 'Remarque',
     testMode: "Mode test : aucun argent réel n'est en jeu",

@@ -347,6 +347,7 @@ function drawTotals(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, m
   const rows: Array<{ label: string; value: string; strong: boolean; ruleAbove: boolean }> = [
     { label: labels.subtotal, value: money(invoice.subtotal), strong: false, ruleAbove: false },
     { label: labels.total, value: money(invoice.total), strong: true, ruleAbove: false },
+    ...(invoice.creditApplied > 0 ? [{ label: labels.creditApplied, value: money(-invoice.creditApplied), strong: false, ruleAbove: false }] : []),
     { label: labels.amountPaid, value: money(invoice.amountPaid), strong: false, ruleAbove: false },
     { label: labels.amountDue, value: money(invoice.amountDue), strong: true, ruleAbove: true },
   ];

@@ -890,6 +890,6 @@ export function documentOf(inv: InvoiceRecord, merchantName: string, customer: {
     lineItems: inv.lineItems.map((l: InvoiceLineItem) => ({
       description: l.description, quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd,
     })),
-    subtotal: inv.subtotal, total: inv.total, amountPaid: inv.amountPaid, amountDue: inv.amountDue, memo: inv.memo, paidOutOfBand: inv.paidOutOfBand,
+    subtotal: inv.subtotal, total: inv.total, amountPaid: inv.amountPaid, creditApplied: inv.creditApplied, amountDue: inv.amountDue, memo: inv.memo, paidOutOfBand: inv.paidOutOfBand,
   };
 }

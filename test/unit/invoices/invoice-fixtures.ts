@@ -22,6 +22,7 @@ export function invoiceDocument(overrides: Partial<InvoiceDocument> = {}): Invoi
     subtotal: 1200,
     total: 1200,
     amountPaid: 0,
+    creditApplied: 0,
     amountDue: 1200,
     memo: null,
     paidOutOfBand: false,

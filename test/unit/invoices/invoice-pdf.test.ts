@@ -108,6 +108,12 @@ describe('invoice PDF content', () => {
     expect(text).toContain('Paid on Nov 28, 2026');
     expect(text).toContain('Paid outside the payment service');
   });
+
+  it('should show the customer credit an invoice took as its own line, and no such line when it took none', async () => {
+    const credited = squash(reader.text(await renderInvoicePdf(invoiceDocument({ creditApplied: 700, amountPaid: 0, amountDue: 500 }))));
+    expect(credited).toMatch(/Credit applied\s*-\$7\.00/);
+    expect(squash(reader.text(await renderInvoicePdf(invoiceDocument())))).not.toContain('Credit applied');
+  });
 });
 
 describe('invoice PDF status stamp', () => {
