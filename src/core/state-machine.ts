@@ -38,6 +38,8 @@ export interface Moves<Status extends string, Move extends string, Event extends
   readonly object: string;
   readonly table: Readonly<Record<Move, MoveRule<Status, Event, Stamp>>>;
   rule(move: Move): MoveRule<Status, Event, Stamp>;
+  /** The event the move writes, for a caller that needs one (thrown, a programming error, when the table gives none). */
+  eventOf(move: Move): Event;
   /** Whether an object in `from` may make the move. */
   can(from: Status, move: Move): boolean;
   /** The move's rule; 422 `invalid_state` when an object in `from` may not make it. */
@@ -95,6 +97,11 @@ export function defineMoves<Status extends string, Move extends string, Event ex
     object: options.object,
     table,
     rule: (move) => table[move],
+    eventOf(move) {
+      const { event } = table[move];
+      if (event === null) throw new Error(`move ${move} writes no event`);
+      return event;
+    },
     can: (from, move) => table[move].from.includes(from),
     check(from, move) {
       const rule = table[move];
