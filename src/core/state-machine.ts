@@ -63,8 +63,8 @@ export interface Moves<Status extends string, Move extends string, Event extends
 export interface MoveOptions<Move extends string> {
   /** What the object is called in messages: `A complete checkout session cannot be expired`. */
   object: string;
-  /** How a refusal names each move (`expired`, `paid`); the move's name, spaced, when absent. */
-  words?: Partial<Record<Move, string>>;
+  /** How a refusal names each move: `expired`, `paid` (`… cannot be paid; allowed from open`). */
+  words: Readonly<Record<Move, string>>;
 }
 
 const SQL_SAFE = /^[a-z_]+$/;
@@ -89,7 +89,6 @@ export function defineMoves<Status extends string, Move extends string, Event ex
     }
     if (rule.by.length === 0) throw new Error(`move ${move}: nobody may make it`);
   }
-  const words = (move: Move) => options.words?.[move] ?? move.replace(/_/g, ' ');
   const spaced = (status: Status) => status.replace(/_/g, ' ');
   const article = (word: string) => (/^[aeiou]/.test(word) ? 'An' : 'A');
   const literal = (status: Status) => `'${status}'`;
@@ -107,7 +106,7 @@ export function defineMoves<Status extends string, Move extends string, Event ex
       const rule = table[move];
       if (!rule.from.includes(from)) {
         const allowed = rule.from.length === 0 ? `only a new ${options.object} is` : `allowed from ${rule.from.map(spaced).join(', ')}`;
-        throw invalidState(`${article(from)} ${spaced(from)} ${options.object} cannot be ${words(move)}; ${allowed}`);
+        throw invalidState(`${article(from)} ${spaced(from)} ${options.object} cannot be ${options.words[move]}; ${allowed}`);
       }
       return rule;
     },

@@ -20,4 +20,4 @@ export const CHECKOUT_SESSION_MOVES = defineMoves<CheckoutSessionStatus, Checkou
   create_paid: { from: [], to: 'complete', by: ['merchant'], event: 'checkout.session.completed', stamps: 'completedAt' },
   complete: { from: ['open'], to: 'complete', by: ['customer', 'system'], event: 'checkout.session.completed', stamps: 'completedAt' },
   expire: { from: ['open'], to: 'expired', by: ['merchant', 'system'], event: 'checkout.session.expired', stamps: 'expiredAt' },
-}, { object: 'checkout session', words: { complete: 'paid', expire: 'expired' } });
+}, { object: 'checkout session', words: { create: 'created', create_paid: 'created paid', complete: 'paid', expire: 'expired' } });

@@ -11,7 +11,7 @@ export const PAYMENT_LINK_MOVES = defineMoves<PaymentLinkStatus, PaymentLinkMove
   create: { from: [], to: 'active', by: ['merchant'], event: 'payment_link.created', stamps: null },
   deactivate: { from: ['active'], to: 'inactive', by: ['merchant'], event: 'payment_link.updated', stamps: null },
   activate: { from: ['inactive'], to: 'active', by: ['merchant'], event: 'payment_link.updated', stamps: null },
-}, { object: 'payment link', words: { deactivate: 'deactivated', activate: 'activated' } });
+}, { object: 'payment link', words: { create: 'created', deactivate: 'deactivated', activate: 'activated' } });
 
 /** The move that takes a link to `status`. */
 export function linkMoveTo(status: PaymentLinkStatus): PaymentLinkMove {

@@ -12,4 +12,4 @@ export type PublicPayAttemptMove = 'start' | 'fail';
 export const PUBLIC_PAY_ATTEMPT_MOVES = defineMoves<PublicPayAttemptStatus, PublicPayAttemptMove, never>({
   start: { from: [], to: 'running', by: ['customer'], event: null, stamps: null },
   fail: { from: ['running'], to: 'failed', by: ['customer'], event: null, stamps: null },
-}, { object: 'public pay attempt', words: { fail: 'failed' } });
+}, { object: 'public pay attempt', words: { start: 'started', fail: 'failed' } });

@@ -29,7 +29,10 @@ export const PAYMENT_MOVES = defineMoves<PaymentStatus, PaymentMove, Extract<Eve
   review: { from: ['pending'], to: 'requires_review', by: ['system'], event: 'payment.requires_review', stamps: null },
   leave_pending: { from: ['pending'], to: 'pending', by: ['system'], event: null, stamps: null },
   review_late_success: { from: ['failed', 'canceled'], to: 'requires_review', by: ['system'], event: 'payment.requires_review', stamps: null },
-}, { object: 'payment', words: { review: 'put under review', leave_pending: 'left pending', review_late_success: 'put under review' } });
+}, {
+  object: 'payment',
+  words: { create: 'created', succeed: 'succeeded', fail: 'failed', review: 'put under review', leave_pending: 'left pending', review_late_success: 'put under review' },
+});
 
 /** The payment as `move` leaves it at `at`, with the other fields the write changes. */
 export function movedPayment(payment: Payment, move: PaymentMove, at: Date, changes: Partial<Omit<Payment, 'status'>> = {}): Payment {

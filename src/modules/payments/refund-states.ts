@@ -18,7 +18,7 @@ export const REFUND_MOVES = defineMoves<RefundStatus, RefundMove, Extract<EventT
   succeed: { from: ['pending'], to: 'succeeded', by: ['system'], event: 'refund.succeeded', stamps: null },
   fail: { from: ['pending'], to: 'failed', by: ['system'], event: 'refund.failed', stamps: null },
   review_late_success: { from: ['failed'], to: 'requires_review', by: ['system'], event: 'refund.requires_review', stamps: null },
-}, { object: 'refund', words: { review_late_success: 'put under review' } });
+}, { object: 'refund', words: { create: 'created', succeed: 'succeeded', fail: 'failed', review_late_success: 'put under review' } });
 
 /** The refund as `move` leaves it at `at`, with the other fields the write changes. */
 export function movedRefund(refund: Refund, move: RefundMove, at: Date, changes: Partial<Omit<Refund, 'status'>> = {}): Refund {
