@@ -184,7 +184,7 @@ export class PaymentLinkService {
   }
 
   /** The link a slug names: 404 when none, 410 when inactive. */
-  private async activeLink(slug: string): Promise<PaymentLinkRecord & { status: 'active' }> {
+  private async activeLink(slug: string): Promise<PaymentLinkRecord & Pick<PublicPaymentLink, 'status'>> {
     const link = await this.store.findLink({ slug });
     if (!link) throw notFound('payment_link', slug, 'slug');
     if (link.status !== 'active') throw inactive();

@@ -187,8 +187,13 @@ function withRedirect(result: PayResult, redirectUrl: (result: PayResult) => str
   return { ...result, redirectUrl: redirectUrl(result) };
 }
 
+/** What a payer is told of a payment: settled one way or the other, or still `processing` (pending, or under review). */
+const PAY_RESULT_OF: Readonly<Record<Payment['status'], PayResult['status']>> = {
+  pending: 'processing', succeeded: 'succeeded', failed: 'failed', canceled: 'failed', requires_review: 'processing',
+};
+
 export function resultOfPayment(payment: Payment): PayResult {
-  const status = payment.status === 'succeeded' ? 'succeeded' : payment.status === 'failed' || payment.status === 'canceled' ? 'failed' : 'processing';
+  const status = PAY_RESULT_OF[payment.status];
   return {
     ...emptyResult(status),
     paymentId: payment.id,
