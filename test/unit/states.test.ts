@@ -4,7 +4,7 @@ import { PAYMENT_MOVES, SETTLING_MOVES } from '../../src/modules/payments/paymen
 import { REFUND_MOVES } from '../../src/modules/payments/refund-states';
 import { CHECKOUT_SESSION_MOVES } from '../../src/modules/checkout/checkout-session-states';
 import { PAYMENT_LINK_MOVES } from '../../src/modules/checkout/payment-link-states';
-import { PUBLIC_PAY_ATTEMPT_MOVES } from '../../src/modules/checkout/public-attempt-states';
+import { PUBLIC_PAY_ATTEMPT_MOVES } from '../../src/modules/payments/public-attempt-states';
 
 /** The error `fn` throws (undefined when it does not). */
 function thrown(fn: () => unknown): unknown {

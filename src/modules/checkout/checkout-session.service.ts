@@ -18,14 +18,15 @@ import type { AccountService } from '../accounts/account.service';
 import { CheckoutSessionModel } from './checkout-session.model';
 import { CheckoutStore, toSessionRecord, type CheckoutMode, type CheckoutSessionRecord, type SessionMoveWrite } from './checkout.store';
 import { CHECKOUT_SESSION_MOVES, type CheckoutSessionStatus } from './checkout-session-states';
-import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput, type PublicPayInput } from './checkout.inputs';
+import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput } from './checkout.inputs';
+import { publicPayInput, type PublicPayInput } from '../payments/payment.inputs';
 import type { SavedPaymentMethod } from '../payments/payment-method.service';
-import type { PayResult, PublicPayPath, PublicRequest } from './public-pay';
+import type { PayResult, PublicPayPath, PublicRequest } from '../payments/public-pay';
 import type { CardInput } from '../../core/card';
 import type { Payment } from '../payments/payment.service';
 import type { Transaction } from 'sequelize';
 import { HoldRefused, type PaymentHold } from '../payments/payment-hold';
-import { returnUrlChecker, type PublicUrls } from './public-urls';
+import { returnUrlChecker, type PublicUrls } from '../payments/public-urls';
 
 /** A checkout session as the API returns it. */
 export interface CheckoutSession {

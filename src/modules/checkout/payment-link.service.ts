@@ -13,10 +13,11 @@ import type { CatalogService } from '../catalog/catalog.service';
 import type { AccountService } from '../accounts/account.service';
 import { PaymentLinkModel } from './payment-link.model';
 import { CheckoutStore, toLinkRecord, type PaymentLinkRecord } from './checkout.store';
-import { createPaymentLinkInput, listPaymentLinksInput, publicPayInput, updatePaymentLinkInput } from './checkout.inputs';
-import type { PayResult, PublicPayPath, PublicRequest } from './public-pay';
+import { createPaymentLinkInput, listPaymentLinksInput, updatePaymentLinkInput } from './checkout.inputs';
+import { publicPayInput } from '../payments/payment.inputs';
+import type { PayResult, PublicPayPath, PublicRequest } from '../payments/public-pay';
 import { PAYMENT_LINK_MOVES, linkMoveTo } from './payment-link-states';
-import type { PublicUrls } from './public-urls';
+import type { PublicUrls } from '../payments/public-urls';
 
 export interface PaymentLink {
   id: string;

@@ -6,9 +6,9 @@ import { IdempotentReplay, idempotencyScope, type IdempotencyKey } from '../../c
 import type { Metadata } from '../../core/validation';
 import type { CardInput } from '../../core/card';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
-import type { PaymentLinks, PaymentService, Payment } from '../payments/payment.service';
-import type { PaymentMethodService, SavedPaymentMethod } from '../payments/payment-method.service';
-import type { PaymentHold } from '../payments/payment-hold';
+import type { PaymentLinks, PaymentService, Payment } from './payment.service';
+import type { PaymentMethodService, SavedPaymentMethod } from './payment-method.service';
+import type { PaymentHold } from './payment-hold';
 import type { StoredKey } from '../idempotency/idempotency.store';
 import type { AttemptTarget, PublicAttempts } from './public-attempts';
 
