@@ -243,19 +243,16 @@ export class CheckoutStore implements PaymentHoldStore {
     return this.move(t, finish.holdId, finish.now, { move: 'complete', changes: { paymentId: finish.paymentId, customerId: finish.customerId }, token: finish.token });
   }
 
-  async releaseIn(t: Transaction, finish: HoldFinish): Promise<void> {
-    await this.db.execute(
-      "UPDATE checkout_sessions SET paying_until = NULL, paying_token = NULL WHERE id = $1 AND paying_token = $2 AND status = 'open'",
-      [finish.holdId, finish.token],
-      t,
-    );
+  releaseIn(t: Transaction, finish: HoldFinish): Promise<void> {
+    return this.releaseClaim(finish.holdId, finish.token, t);
   }
 
   /** Gives a claim back (the pay failed, or charged nothing): the session can be paid again. */
-  async releaseClaim(id: string, token: string): Promise<void> {
+  async releaseClaim(id: string, token: string, t?: Transaction): Promise<void> {
     await this.db.execute(
       "UPDATE checkout_sessions SET paying_until = NULL, paying_token = NULL WHERE id = $1 AND paying_token = $2 AND status = 'open'",
       [id, token],
+      t,
     );
   }
 

@@ -29,7 +29,7 @@ import type { IdempotencyService } from '../idempotency/idempotency.service';
 export type { Refund } from './refund.types';
 
 /** What creating a refund answers with: the status its Idempotency-Key's stored response carries. */
-export const REFUND_CREATED_STATUS = IDEMPOTENT_OPERATIONS.createRefund.status;
+const REFUND_CREATED_STATUS = IDEMPOTENT_OPERATIONS.createRefund.status;
 
 /**
  * Refunds reserve their amount on the payment row inside a transaction (the UPDATE only
