@@ -1,4 +1,5 @@
-import { createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput } from '../src/modules/checkout/checkout.inputs';
+import { createCheckoutSessionInput, listCheckoutSessionsInput } from '../src/modules/checkout/checkout.inputs';
+import { publicPayInput } from '../src/modules/payments/payment.inputs';
 import { checkoutSessionSchema, payResultSchema, publicCheckoutSessionSchema } from '../src/modules/checkout/checkout.schemas';
 import { route } from './route-table';
 

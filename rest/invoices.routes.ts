@@ -1,7 +1,7 @@
 import type { ErrorCode } from '../src/core/errors';
 import { createInvoiceInput, listInvoicesInput, payInvoiceInput, updateInvoiceInput } from '../src/modules/invoices/invoice.inputs';
 import { invoiceSchema, publicInvoiceSchema } from '../src/modules/invoices/invoice.schemas';
-import { publicPayInput } from '../src/modules/checkout/checkout.inputs';
+import { publicPayInput } from '../src/modules/payments/payment.inputs';
 import { payResultSchema } from '../src/modules/checkout/checkout.schemas';
 import { route } from './route-table';
 

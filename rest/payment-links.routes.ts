@@ -1,4 +1,5 @@
-import { createPaymentLinkInput, listPaymentLinksInput, publicPayInput, updatePaymentLinkInput } from '../src/modules/checkout/checkout.inputs';
+import { createPaymentLinkInput, listPaymentLinksInput, updatePaymentLinkInput } from '../src/modules/checkout/checkout.inputs';
+import { publicPayInput } from '../src/modules/payments/payment.inputs';
 import { payResultSchema, paymentLinkSchema, publicPaymentLinkSchema } from '../src/modules/checkout/checkout.schemas';
 import { route } from './route-table';
 

@@ -7,7 +7,7 @@ import type { PERMISSION_RESOURCES } from '../src/core/context';
 import type { ErrorCode } from '../src/core/errors';
 import type { Page } from '../src/core/pagination';
 import type { IdempotencyKey } from '../src/core/idempotency';
-import type { PublicRequest } from '../src/modules/checkout/public-pay';
+import type { PublicRequest } from '../src/modules/payments/public-pay';
 import { IDEMPOTENT_OPERATIONS, type IdempotentOperationName } from '../src/core/idempotent-operations';
 import { requestContext, type PayorchState } from '../src/http/context';
 import { body, file, list, noBody, one, param, publicRoute, refuseQuery } from './route';

@@ -2,7 +2,7 @@ import { GraphQLScalarType, Kind } from 'graphql';
 import {
   CHECKOUT_MODES, CHECKOUT_SESSION_STATUSES, PAYMENT_LINK_STATUSES, listCheckoutSessionsInput, listPaymentLinksInput,
 } from '../../src/modules/checkout/checkout.inputs';
-import type { PayResult } from '../../src/modules/checkout/public-pay';
+import type { PayResult } from '../../src/modules/payments/public-pay';
 import { INVOICE_PAYMENT_STATUSES, INVOICE_STATUSES, listInvoicesInput } from '../../src/modules/invoices/invoice.inputs';
 import { COLLECTION_METHODS, PRORATION_BEHAVIORS, SUBSCRIPTION_STATUSES, listSubscriptionsInput } from '../../src/modules/subscriptions/subscription.inputs';
 import type { TestClock } from '../../src/modules/subscriptions/test-clock.service';

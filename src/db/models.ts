@@ -20,7 +20,7 @@ import { WebhookDeliveryModel } from '../modules/webhooks/webhook-delivery.model
 import { WebhookAttemptModel } from '../modules/webhooks/webhook-attempt.model';
 import { CheckoutSessionModel } from '../modules/checkout/checkout-session.model';
 import { PaymentLinkModel } from '../modules/checkout/payment-link.model';
-import { PublicPayAttemptModel } from '../modules/checkout/public-pay-attempt.model';
+import { PublicPayAttemptModel } from '../modules/payments/public-pay-attempt.model';
 import { InvoiceLineItemModel, InvoiceModel, InvoiceNumberSequenceModel } from '../modules/invoices/invoice.model';
 import { MailOutboxModel } from '../modules/mail/mail-outbox.model';
 import { SubscriptionModel, SubscriptionPendingLineModel, TestClockModel } from '../modules/subscriptions/subscription.model';

@@ -16,15 +16,17 @@ import type { CustomerService } from '../customers/customer.service';
 import type { CatalogService } from '../catalog/catalog.service';
 import type { AccountService } from '../accounts/account.service';
 import { CheckoutSessionModel } from './checkout-session.model';
-import { CheckoutStore, toSessionRecord, type CheckoutMode, type CheckoutSessionRecord, type CheckoutSessionStatus } from './checkout.store';
-import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput, publicPayInput, type PublicPayInput } from './checkout.inputs';
+import { CheckoutStore, toSessionRecord, type CheckoutMode, type CheckoutSessionRecord, type SessionMoveWrite } from './checkout.store';
+import { CHECKOUT_SESSION_MOVES, type CheckoutSessionStatus } from './checkout-session-states';
+import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput } from './checkout.inputs';
+import { publicPayInput, type PublicPayInput } from '../payments/payment.inputs';
 import type { SavedPaymentMethod } from '../payments/payment-method.service';
-import type { PayResult, PublicPayPath, PublicRequest } from './public-pay';
+import type { PayResult, PublicPayPath, PublicRequest } from '../payments/public-pay';
 import type { CardInput } from '../../core/card';
 import type { Payment } from '../payments/payment.service';
 import type { Transaction } from 'sequelize';
 import { HoldRefused, type PaymentHold } from '../payments/payment-hold';
-import { returnUrlChecker, type PublicUrls } from './public-urls';
+import { returnUrlChecker, type PublicUrls } from '../payments/public-urls';
 
 /** A checkout session as the API returns it. */
 export interface CheckoutSession {
@@ -165,7 +167,7 @@ export class CheckoutSessionService {
     const expiresAt = new Date(now.getTime() + (data.expiresInSeconds ?? SESSION_LIFETIME.defaultSeconds) * 1000);
     return this.db.transaction((transaction) => this.idempotency.once(transaction, idem, IDEMPOTENT_OPERATIONS.createCheckoutSession, async () => {
       const row = await CheckoutSessionModel.create({
-        id: newId('cs'), accountId: ctx.accountId, mode: ctx.mode, checkoutMode: data.mode, status: 'open',
+        id: newId('cs'), accountId: ctx.accountId, mode: ctx.mode, checkoutMode: data.mode, ...CHECKOUT_SESSION_MOVES.columns('create', now),
         amount, currency, priceId: data.priceId ?? null, description,
         customerId: data.customerId ?? null, customerEmail: data.customerEmail ?? null,
         successUrl, cancelUrl, expiresAt, paymentId: null, paymentMethodId: null, subscriptionId: null, invoiceId: null,
@@ -206,16 +208,12 @@ export class CheckoutSessionService {
     await this.settled(found);
     const now = ctx.clock.now();
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.expireCheckoutSession, async () => {
-      if (!(await this.store.expire(t, id, now, false))) {
-        // Refused inside the transaction: the key's claim rolls back with it, free for a retry.
-        const current = (await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord;
-        const status = effectiveStatus(current, now);
-        if (status === 'open') throw new DomainError('checkout_session_in_use', 'A payment of this session is being processed; it can be expired once that payment has failed');
-        throw invalidState(`This checkout session is ${status}; only an open session can be expired`);
-      }
-      const session = this.toApi((await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord, now);
-      await this.events.record(ctx, t, 'checkout.session.expired', session as unknown as Record<string, unknown>);
-      return session;
+      const session = await this.move(ctx, t, id, now, { move: 'expire', dueOnly: false });
+      if (session) return session;
+      // Refused inside the transaction: the key's claim rolls back with it, free for a retry.
+      const status = effectiveStatus((await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord, now);
+      CHECKOUT_SESSION_MOVES.check(status, 'expire');
+      throw new DomainError('checkout_session_in_use', 'A payment of this session is being processed; it can be expired once that payment has failed');
     }));
   }
 
@@ -267,8 +265,7 @@ export class CheckoutSessionService {
     await this.pay.replayIfPaid(key, redirect, read.key);
     const session = await this.settled(found);
     const now = ctx.clock.now();
-    const status = effectiveStatus(session, now);
-    if (status !== 'open') throw invalidState(`This checkout session is ${status} and cannot be paid`);
+    refuseUnpayable(effectiveStatus(session, now));
     const target = { kind: 'checkout_session' as const, id, accountId: session.accountId, mode: session.mode };
     return this.pay.attempt(target, request, () => this.payOpen(ctx, session, data, key, redirect, now));
   }
@@ -291,8 +288,7 @@ export class CheckoutSessionService {
       if (err instanceof HoldRefused) {
         // Nothing written: the session is no longer payable, or another pay holds it.
         const current = await this.settled((await this.store.findSession(id)) as CheckoutSessionRecord);
-        const currentStatus = effectiveStatus(current, ctx.clock.now());
-        if (currentStatus !== 'open') throw invalidState(`This checkout session is ${currentStatus} and cannot be paid`);
+        refuseUnpayable(effectiveStatus(current, ctx.clock.now()));
         throw new DomainError('checkout_session_in_use', 'A payment of this checkout session is already being processed; wait for its result');
       }
       // Refused before anything was charged (no payment written, or a gateway that could not
@@ -318,10 +314,10 @@ export class CheckoutSessionService {
       completion: (done) => {
         const at = new Date(done.updatedAt);
         const completed: CheckoutSessionRecord = {
-          ...session, status: 'complete', paymentId: done.id, customerId: done.customerId ?? session.customerId, payingToken: null,
-          updatedAt: done.updatedAt, completedAt: done.updatedAt,
+          ...session, ...CHECKOUT_SESSION_MOVES.columns('complete', done.updatedAt), paymentId: done.id, customerId: done.customerId ?? session.customerId,
+          payingToken: null, updatedAt: done.updatedAt,
         };
-        return { type: 'checkout.session.completed', object: this.toApi(completed, at) as unknown as Record<string, unknown> };
+        return { type: CHECKOUT_SESSION_MOVES.eventOf('complete'), object: this.toApi(completed, at) as unknown as Record<string, unknown> };
       },
     };
     const { result } = await this.pay.charge(ctx, {
@@ -358,12 +354,20 @@ export class CheckoutSessionService {
   /** Completes the session and records its event in one transaction; false when it was no longer open. */
   private async completeWith(ctx: RequestContext, id: string, changes: { paymentId?: string; paymentMethodId?: string; customerId?: string | null }, token?: string): Promise<boolean> {
     const now = ctx.clock.now();
-    return this.db.transaction(async (t) => {
-      if (!(await this.store.complete(t, id, changes, now, token))) return false;
-      const session = this.toApi((await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord, now);
-      await this.events.record(ctx, t, 'checkout.session.completed', session as unknown as Record<string, unknown>);
-      return true;
-    });
+    return this.db.transaction(async (t) => (await this.move(ctx, t, id, now, { move: 'complete', changes, token })) !== null);
+  }
+
+  /**
+   * The one write of a session's status after its creation: the store's move and the event the
+   * table gives it (CHECKOUT_SESSION_MOVES), in `t`; the session as moved, or null when it could
+   * not make the move (nothing written).
+   */
+  private async move(ctx: RequestContext, t: Transaction, id: string, now: Date, write: SessionMoveWrite): Promise<CheckoutSession | null> {
+    if (!(await this.store.move(t, id, now, write))) return null;
+    const session = this.toApi((await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord, now);
+    const { event } = CHECKOUT_SESSION_MOVES.rule(write.move);
+    if (event) await this.events.record(ctx, t, event, session as unknown as Record<string, unknown>);
+    return session;
   }
 
   /**
@@ -402,13 +406,7 @@ export class CheckoutSessionService {
     for (const due of await this.store.dueForExpiry(now, JOB_BATCH)) {
       const ctx = systemContext(due.accountId, due.mode, now, 'checkout-expiry');
       try {
-        const done = await this.db.transaction(async (t) => {
-          if (!(await this.store.expire(t, due.id, now, true))) return false;
-          const session = this.toApi((await this.store.findSession(due.id, undefined, t)) as CheckoutSessionRecord, now);
-          await this.events.record(ctx, t, 'checkout.session.expired', session as unknown as Record<string, unknown>);
-          return true;
-        });
-        if (done) expired++;
+        if (await this.db.transaction((t) => this.move(ctx, t, due.id, now, { move: 'expire', dueOnly: true }))) expired++;
       } catch (err) {
         this.logger.error({ checkoutSessionId: due.id, err: errorForLog(err) }, 'checkout session could not be expired');
       }
@@ -445,17 +443,18 @@ export class CheckoutSessionService {
    */
   async createForInvoice(t: Transaction, ctx: RequestContext, spec: InvoiceSessionSpec): Promise<CheckoutSession> {
     const now = ctx.clock.now();
-    const complete = spec.paymentId !== null;
+    const move = spec.paymentId !== null ? 'create_paid' : 'create';
     const row = await CheckoutSessionModel.create({
-      id: newId('cs'), accountId: ctx.accountId, mode: ctx.mode, checkoutMode: 'payment', status: complete ? 'complete' : 'open',
+      id: newId('cs'), accountId: ctx.accountId, mode: ctx.mode, checkoutMode: 'payment',
       amount: spec.amount, currency: spec.currency, priceId: null, description: spec.description,
       customerId: spec.customerId, customerEmail: spec.customerEmail, successUrl: null, cancelUrl: null,
       expiresAt: new Date(now.getTime() + SESSION_LIFETIME.defaultSeconds * 1000), paymentId: spec.paymentId, paymentMethodId: null,
       subscriptionId: spec.subscriptionId, invoiceId: spec.invoiceId, payingUntil: null, payingToken: null, metadata: '{}',
-      createdAt: now, updatedAt: now, completedAt: complete ? now : null, expiredAt: null,
+      createdAt: now, updatedAt: now, completedAt: null, expiredAt: null, ...CHECKOUT_SESSION_MOVES.columns(move, now),
     }, { transaction: t });
     const session = this.toApi(toSessionRecord(row.get({ plain: true }) as Record<string, unknown>), now);
-    if (complete) await this.events.record(ctx, t, 'checkout.session.completed', session as unknown as Record<string, unknown>);
+    const { event } = CHECKOUT_SESSION_MOVES.rule(move);
+    if (event) await this.events.record(ctx, t, event, session as unknown as Record<string, unknown>);
     return session;
   }
 
@@ -475,8 +474,7 @@ export class CheckoutSessionService {
     const token = randomBase62(24);
     if (!(await this.store.claimForPay(ctx, id, token, PAY_CLAIM_MS, now))) {
       const current = await this.settled((await this.store.findSession(id)) as CheckoutSessionRecord);
-      const currentStatus = effectiveStatus(current, ctx.clock.now());
-      if (currentStatus !== 'open') throw invalidState(`This checkout session is ${currentStatus} and cannot be paid`);
+      refuseUnpayable(effectiveStatus(current, ctx.clock.now()));
       throw new DomainError('checkout_session_in_use', 'A payment of this checkout session is already being processed; wait for its result');
     }
     const completed = (changes: { paymentId?: string; paymentMethodId?: string; customerId?: string | null }) =>
@@ -533,6 +531,11 @@ export class CheckoutSessionService {
       throw err;
     }
   }
+}
+
+/** A session that cannot be paid (not open: its pay could not complete it) is refused with 422 `invalid_state`. */
+function refuseUnpayable(status: CheckoutSessionStatus): void {
+  if (!CHECKOUT_SESSION_MOVES.can(status, 'complete')) throw invalidState(`This checkout session is ${status} and cannot be paid`);
 }
 
 /** A session past its time is expired, whatever the job has written yet. */

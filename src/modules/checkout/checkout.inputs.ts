@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { amountSchema, currencySchema } from '../../core/money';
 import { emailSchema as email, metadataPatchSchema, metadataSchema } from '../../core/validation';
 import { listSchema, searchSchema } from '../../core/pagination';
-import { cardInputSchema } from '../../core/card';
 
 /** A session lives 30 minutes to 24 hours (24 hours unless asked). */
 export const SESSION_LIFETIME = { minSeconds: 30 * 60, maxSeconds: 24 * 60 * 60, defaultSeconds: 24 * 60 * 60 };
@@ -104,14 +103,4 @@ export const listPaymentLinksInput = listSchema(['createdAt', 'amount'] as const
   status: z.enum(PAYMENT_LINK_STATUSES, { error: 'status must be active or inactive' }).optional(),
 });
 
-/** What the hosted page sends: the card, and the payer's name and e-mail where it asks for them. */
-export const publicPayInput = z
-  .object({
-    card: cardInputSchema,
-    name: z.string().trim().max(200, { error: 'must be at most 200 characters' }).optional(),
-    email: email.optional(),
-  })
-  .strict();
-
 export type CreateCheckoutSessionInput = z.infer<typeof createCheckoutSessionInput>;
-export type PublicPayInput = z.infer<typeof publicPayInput>;

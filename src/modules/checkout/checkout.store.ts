@@ -12,12 +12,22 @@ import type { HoldClaim, HoldFinish, PaymentHoldStore } from '../payments/paymen
 import { STORED_KEY_COLUMNS, storedKeyFrom, type StoredKey } from '../idempotency/idempotency.store';
 import { CheckoutSessionModel } from './checkout-session.model';
 import { PaymentLinkModel } from './payment-link.model';
+import { CHECKOUT_SESSION_MOVES, type CheckoutSessionStatus } from './checkout-session-states';
 
 type Scope = { accountId: string; mode: string };
 type Row = Record<string, unknown>;
 
 export type CheckoutMode = 'payment' | 'setup' | 'subscription';
-export type CheckoutSessionStatus = 'open' | 'complete' | 'expired';
+
+/**
+ * A session's move as the store writes it (CHECKOUT_SESSION_MOVES): `complete` with what the pay
+ * made, only while `token`'s claim holds it when given; `expire`, only once due when `dueOnly`,
+ * and never while a pay holds it (a live claim, or a payment that may have moved money: it
+ * completes or is released first).
+ */
+export type SessionMoveWrite =
+  | { move: 'complete'; changes: { paymentId?: string | null; paymentMethodId?: string | null; customerId?: string | null }; token?: string }
+  | { move: 'expire'; dueOnly: boolean };
 
 /** A session as stored (the API object adds its `url` and reads `status` against the clock). */
 export interface CheckoutSessionRecord {
@@ -208,10 +218,10 @@ export class CheckoutStore implements PaymentHoldStore {
   completePart(name: string, source: string): CtePart {
     return {
       name,
-      sql: `UPDATE checkout_sessions s SET status = 'complete', completed_at = h.hold_now, updated_at = h.hold_now, paying_until = NULL, paying_token = NULL,
+      sql: `UPDATE checkout_sessions s SET ${CHECKOUT_SESSION_MOVES.sqlSet('complete', 'h.hold_now')}, updated_at = h.hold_now, paying_until = NULL, paying_token = NULL,
              payment_id = h.payment_id, customer_id = COALESCE(h.customer_id, s.customer_id)
         FROM ${source} h
-       WHERE s.id = ANY (ARRAY(SELECT a.id FROM ${source} a)) AND s.id = h.id AND s.status = 'open' AND s.paying_token = h.hold_token
+       WHERE s.id = ANY (ARRAY(SELECT a.id FROM ${source} a)) AND s.id = h.id AND ${CHECKOUT_SESSION_MOVES.sqlFrom('complete', 's.status')} AND s.paying_token = h.hold_token
       RETURNING s.id`,
     };
   }
@@ -230,55 +240,45 @@ export class CheckoutStore implements PaymentHoldStore {
   }
 
   completeIn(t: Transaction, finish: HoldFinish): Promise<boolean> {
-    return this.complete(t, finish.holdId, { paymentId: finish.paymentId, customerId: finish.customerId }, finish.now, finish.token);
+    return this.move(t, finish.holdId, finish.now, { move: 'complete', changes: { paymentId: finish.paymentId, customerId: finish.customerId }, token: finish.token });
   }
 
-  async releaseIn(t: Transaction, finish: HoldFinish): Promise<void> {
-    await this.db.execute(
-      "UPDATE checkout_sessions SET paying_until = NULL, paying_token = NULL WHERE id = $1 AND paying_token = $2 AND status = 'open'",
-      [finish.holdId, finish.token],
-      t,
-    );
+  releaseIn(t: Transaction, finish: HoldFinish): Promise<void> {
+    return this.releaseClaim(finish.holdId, finish.token, t);
   }
 
   /** Gives a claim back (the pay failed, or charged nothing): the session can be paid again. */
-  async releaseClaim(id: string, token: string): Promise<void> {
+  async releaseClaim(id: string, token: string, t?: Transaction): Promise<void> {
     await this.db.execute(
       "UPDATE checkout_sessions SET paying_until = NULL, paying_token = NULL WHERE id = $1 AND paying_token = $2 AND status = 'open'",
       [id, token],
-    );
-  }
-
-  /**
-   * Completes an open session in `t` (the caller records the event there too); false when it is
-   * no longer open. With `token`, only while that claim still holds it.
-   */
-  async complete(t: Transaction, id: string, changes: { paymentId?: string | null; paymentMethodId?: string | null; customerId?: string | null }, now: Date, token?: string): Promise<boolean> {
-    const p = new Params();
-    const sets = [`status = 'complete'`, `completed_at = ${p.add(now)}`, `updated_at = ${p.add(now)}`, 'paying_until = NULL', 'paying_token = NULL'];
-    if (changes.paymentId !== undefined) sets.push(`payment_id = ${p.add(changes.paymentId)}`);
-    if (changes.paymentMethodId !== undefined) sets.push(`payment_method_id = ${p.add(changes.paymentMethodId)}`);
-    if (changes.customerId) sets.push(`customer_id = ${p.add(changes.customerId)}`);
-    const tokenCheck = token === undefined ? '' : ` AND paying_token = ${p.add(token)}`;
-    const changed = await this.db.execute(`UPDATE checkout_sessions SET ${sets.join(', ')} WHERE id = ${p.add(id)} AND status = 'open'${tokenCheck}`, p.values, t);
-    return changed === 1;
-  }
-
-  /**
-   * Expires an open session in `t`; false when it is not open, is not yet due (`now`), or a pay
-   * holds it (a live claim or a payment that may have moved money: it completes or is released first).
-   */
-  async expire(t: Transaction, id: string, now: Date, dueOnly: boolean): Promise<boolean> {
-    const p = new Params();
-    const due = dueOnly ? ` AND expires_at <= ${p.add(now)}` : '';
-    const changed = await this.db.execute(
-      `UPDATE checkout_sessions SET status = 'expired', expired_at = ${p.add(now)}, updated_at = ${p.add(now)}, paying_until = NULL, paying_token = NULL
-        WHERE id = ${p.add(id)} AND status = 'open'${due}
-          AND (paying_until IS NULL OR paying_until < ${this.db.nowSql})
-          AND NOT EXISTS (SELECT 1 FROM payments WHERE checkout_session_id = ${p.add(id)} AND status IN ${HOLDING_PAYMENT_STATUSES})`,
-      p.values,
       t,
     );
+  }
+
+  /**
+   * A session's move in `t` (CHECKOUT_SESSION_MOVES: its status, its stamp and the status it
+   * starts from), its claim cleared; the caller records the event there too. False when the
+   * session could not make it (see SessionMoveWrite).
+   */
+  async move(t: Transaction, id: string, now: Date, write: SessionMoveWrite): Promise<boolean> {
+    const p = new Params();
+    const sets = [CHECKOUT_SESSION_MOVES.sqlSet(write.move, p.add(now)), `updated_at = ${p.add(now)}`, 'paying_until = NULL', 'paying_token = NULL'];
+    const conditions = [`id = ${p.add(id)}`, CHECKOUT_SESSION_MOVES.sqlFrom(write.move)];
+    if (write.move === 'complete') {
+      const { changes, token } = write;
+      if (changes.paymentId !== undefined) sets.push(`payment_id = ${p.add(changes.paymentId)}`);
+      if (changes.paymentMethodId !== undefined) sets.push(`payment_method_id = ${p.add(changes.paymentMethodId)}`);
+      if (changes.customerId) sets.push(`customer_id = ${p.add(changes.customerId)}`);
+      if (token !== undefined) conditions.push(`paying_token = ${p.add(token)}`);
+    } else {
+      if (write.dueOnly) conditions.push(`expires_at <= ${p.add(now)}`);
+      conditions.push(
+        `(paying_until IS NULL OR paying_until < ${this.db.nowSql})`,
+        `NOT EXISTS (SELECT 1 FROM payments WHERE checkout_session_id = ${p.add(id)} AND status IN ${HOLDING_PAYMENT_STATUSES})`,
+      );
+    }
+    const changed = await this.db.execute(`UPDATE checkout_sessions SET ${sets.join(', ')} WHERE ${conditions.join(' AND ')}`, p.values, t);
     return changed === 1;
   }
 

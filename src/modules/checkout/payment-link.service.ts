@@ -13,9 +13,11 @@ import type { CatalogService } from '../catalog/catalog.service';
 import type { AccountService } from '../accounts/account.service';
 import { PaymentLinkModel } from './payment-link.model';
 import { CheckoutStore, toLinkRecord, type PaymentLinkRecord } from './checkout.store';
-import { createPaymentLinkInput, listPaymentLinksInput, publicPayInput, updatePaymentLinkInput } from './checkout.inputs';
-import type { PayResult, PublicPayPath, PublicRequest } from './public-pay';
-import type { PublicUrls } from './public-urls';
+import { createPaymentLinkInput, listPaymentLinksInput, updatePaymentLinkInput } from './checkout.inputs';
+import { publicPayInput } from '../payments/payment.inputs';
+import type { PayResult, PublicPayPath, PublicRequest } from '../payments/public-pay';
+import { PAYMENT_LINK_MOVES, linkMoveTo } from './payment-link-states';
+import type { PublicUrls } from '../payments/public-urls';
 
 export interface PaymentLink {
   id: string;
@@ -94,11 +96,11 @@ export class PaymentLinkService {
       const description = data.description ?? null;
       const row = await PaymentLinkModel.create({
         id, accountId: ctx.accountId, mode: ctx.mode, slug, name: data.name, description, amount, currency,
-        priceId: data.priceId ?? null, status: 'active', searchText: searchText({ id, slug, name: data.name, description }),
+        priceId: data.priceId ?? null, ...PAYMENT_LINK_MOVES.columns('create', now), searchText: searchText({ id, slug, name: data.name, description }),
         metadata: JSON.stringify(data.metadata ?? {}), createdAt: now, updatedAt: now,
       }, { transaction });
       const link = this.toApi(toLinkRecord(row.get({ plain: true }) as Record<string, unknown>));
-      await this.events.record(ctx, transaction, 'payment_link.created', link as unknown as Record<string, unknown>);
+      await this.events.record(ctx, transaction, PAYMENT_LINK_MOVES.eventOf('create'), link as unknown as Record<string, unknown>);
       return link;
     }));
   }
@@ -129,20 +131,23 @@ export class PaymentLinkService {
       const row = await PaymentLinkModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, transaction, lock: this.db.rowLock(transaction) });
       if (!row) throw notFound('payment_link', id);
       const current = toLinkRecord(row.get({ plain: true }) as Record<string, unknown>);
+      const now = ctx.clock.now();
       const changes: Record<string, unknown> = {};
       if (data.name !== undefined && data.name !== current.name) changes.name = data.name;
       if (data.description !== undefined && data.description !== current.description) changes.description = data.description;
-      if (data.status !== undefined && data.status !== current.status) changes.status = data.status;
+      const move = data.status !== undefined && data.status !== current.status ? linkMoveTo(data.status) : null;
+      if (move) Object.assign(changes, PAYMENT_LINK_MOVES.columns(move, now));
       if (data.metadata !== undefined) {
         const merged = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
         if (merged !== JSON.stringify(current.metadata)) changes.metadata = merged;
       }
       if (Object.keys(changes).length === 0) return this.toApi(current);
       changes.searchText = searchText({ ...current, name: (changes.name as string | undefined) ?? current.name, description: data.description !== undefined ? data.description : current.description });
-      changes.updatedAt = ctx.clock.now();
+      changes.updatedAt = now;
       await row.update(changes, { transaction });
       const link = this.toApi(toLinkRecord(row.get({ plain: true }) as Record<string, unknown>));
-      await this.events.record(ctx, transaction, 'payment_link.updated', link as unknown as Record<string, unknown>);
+      // A status move writes the table's event (the same one a change of its details writes).
+      await this.events.record(ctx, transaction, move ? PAYMENT_LINK_MOVES.eventOf(move) : 'payment_link.updated', link as unknown as Record<string, unknown>);
       return link;
     });
   }
@@ -152,7 +157,7 @@ export class PaymentLinkService {
     const link = await this.activeLink(slug);
     return {
       object: 'payment_link', livemode: link.livemode, slug: link.slug, name: link.name, description: link.description,
-      amount: link.amount, currency: link.currency, merchantName: await this.accounts.displayName(link.accountId), status: 'active',
+      amount: link.amount, currency: link.currency, merchantName: await this.accounts.displayName(link.accountId), status: link.status,
     };
   }
 
@@ -180,11 +185,11 @@ export class PaymentLinkService {
   }
 
   /** The link a slug names: 404 when none, 410 when inactive. */
-  private async activeLink(slug: string): Promise<PaymentLinkRecord> {
+  private async activeLink(slug: string): Promise<PaymentLinkRecord & Pick<PublicPaymentLink, 'status'>> {
     const link = await this.store.findLink({ slug });
     if (!link) throw notFound('payment_link', slug, 'slug');
     if (link.status !== 'active') throw inactive();
-    return link;
+    return { ...link, status: link.status };
   }
 
   toApi(l: PaymentLinkRecord): PaymentLink {

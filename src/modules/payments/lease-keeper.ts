@@ -6,7 +6,7 @@ import { LeaseStore, type LeasedTable } from './lease.store';
 /** How long a pending payment or refund stays this process's after its last heartbeat. */
 export const LEASE_MS = 10_000;
 /** How often the leases of the objects this process is working on are renewed. */
-export const HEARTBEAT_MS = 2_500;
+const HEARTBEAT_MS = 2_500;
 
 /**
  * Heartbeats for the pending payments and refunds this process is charging or refunding. Each

@@ -8,6 +8,7 @@ import type { EventService, EventType } from '../events/event.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import type { Payment } from './payment.types';
+import { PAYMENT_MOVES, SETTLING_MOVES } from './payment-states';
 import type { HoldClaim, HoldFinish, PaymentHoldStore } from './payment-hold';
 import { PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, recordsetDefinition, settlingRow } from './payment.rows';
 
@@ -52,6 +53,9 @@ export interface PaymentBatchOptions {
   /** Told about an event listener that threw after its payment was committed. */
   onPublishError?(err: unknown): void;
 }
+
+/** The settling statement's guard: the status every settling move starts from (PAYMENT_MOVES). */
+const SETTLING_GUARD = PAYMENT_MOVES.sqlFrom(SETTLING_MOVES, 'p.status');
 
 const IDEMPOTENCY_CLAIM_INPUT = 'idem_scope text, idem_key text, idem_hash text, idem_object text';
 const IDEMPOTENCY_STORE_INPUT = 'done_json text, idem_scope text, idem_key text, idem_object text, idem_status int';
@@ -213,7 +217,7 @@ export class PaymentBatchStore {
       upd AS (
         UPDATE payments p SET ${SETTLING_COLUMNS.map(([c]) => `${c} = i.${c}`).join(', ')}
           FROM input i
-         WHERE p.id = i.id AND p.status = 'pending'
+         WHERE p.id = i.id AND ${SETTLING_GUARD}
         RETURNING p.id),
       ${cteList([
         gtx,

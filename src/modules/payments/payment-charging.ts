@@ -8,8 +8,8 @@ import { MAX_ATTEMPTS } from '../routing/routing.inputs';
 import type { PendingTransaction } from './gateway-transaction.store';
 import type { LeaseKeeper } from './lease-keeper';
 import type { Payment, PaymentAttempt } from './payment.types';
+import { movedPayment, type SettlingMove } from './payment-states';
 
-/** What charging along a plan (or recovery's look-ups) learned about a pending payment. */
 /**
  * The most entries a payment's `attempts` can hold: the charge records one per gateway it tried
  * (at most MAX_ATTEMPTS), and recovery, when that outcome stayed unknown, at most one more per
@@ -17,6 +17,7 @@ import type { Payment, PaymentAttempt } from './payment.types';
  */
 export const MAX_ATTEMPT_ENTRIES = 2 * MAX_ATTEMPTS;
 
+/** What charging along a plan (or recovery's look-ups) learned about a pending payment. */
 export interface ChargeOutcome {
   result: GatewayResult | null;
   gatewayId: string | null;
@@ -63,19 +64,19 @@ export function toAttempt(gatewayId: string, r: GatewayResult): PaymentAttempt {
   return { gateway: gatewayId, outcome: r.outcome, code: r.declineCode, latency };
 }
 
-/** The payment as an outcome leaves it (still pending when unresolved). */
-export function settledPayment(payment: Payment, outcome: ChargeOutcome, now: Date): Payment {
+/** The settling move an outcome makes, and the payment as it leaves it (still pending when unresolved). */
+export function settledPayment(payment: Payment, outcome: ChargeOutcome, now: Date): { move: SettlingMove; done: Payment } {
   const { result } = outcome;
-  const status: Payment['status'] = outcome.unresolved ? 'pending' : result?.outcome === 'succeeded' ? 'succeeded' : 'failed';
-  const failureCode = status === 'failed' ? (result ? (result.declineCode ?? 'processing_error') : 'gateway_unavailable') : null;
+  const move: SettlingMove = outcome.unresolved ? 'leave_pending' : result?.outcome === 'succeeded' ? 'succeed' : 'fail';
+  const failureCode = move === 'fail' ? (result ? (result.declineCode ?? 'processing_error') : 'gateway_unavailable') : null;
   return {
-    ...payment,
-    status,
-    failureCode,
-    failureMessage: failureCode ? (FAILURE_MESSAGES[failureCode] ?? result?.message ?? 'The payment failed.') : null,
-    gatewayId: outcome.gatewayId ?? null,
-    attempts: [...payment.attempts, ...outcome.attempts],
-    updatedAt: now.toISOString(),
+    move,
+    done: movedPayment(payment, move, now, {
+      failureCode,
+      failureMessage: failureCode ? (FAILURE_MESSAGES[failureCode] ?? result?.message ?? 'The payment failed.') : null,
+      gatewayId: outcome.gatewayId ?? null,
+      attempts: [...payment.attempts, ...outcome.attempts],
+    }),
   };
 }
 

@@ -74,3 +74,14 @@ export const listGatewayTransactionsInput = listSchema(['createdAt'] as const, {
 
 /** POST /v1/payments/{id}/refunds: the payment is the path's (naming another in the body is refused). */
 export const refundPaymentInput = createRefundInput.omit({ paymentId: true });
+
+/** What the hosted page sends: the card, and the payer's name and e-mail where it asks for them. */
+export const publicPayInput = z
+  .object({
+    card: cardInputSchema,
+    name: z.string().trim().max(200, { error: 'must be at most 200 characters' }).optional(),
+    email: emailSchema.optional(),
+  })
+  .strict();
+
+export type PublicPayInput = z.infer<typeof publicPayInput>;

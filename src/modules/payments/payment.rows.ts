@@ -2,6 +2,7 @@ import type { RequestContext } from '../../core/context';
 import { isoTime, readJson } from '../../db/database';
 import type { Metadata } from '../../core/validation';
 import type { Payment, PaymentAttempt, PaymentMethodDetails } from './payment.types';
+import { PAYMENT_MOVES } from './payment-states';
 
 /**
  * The two writes of a payment as rows keyed by column, shared by the SQLite statements and the
@@ -34,7 +35,7 @@ export function pendingRow(
     currency: payment.currency, original_currency: payment.originalCurrency, original_amount: payment.originalAmount,
     exchange_rate: payment.exchangeRate, payment_method: payment.paymentMethod,
     payment_method_details: JSON.stringify(payment.paymentMethodDetails), description: payment.description, receipt_email: payment.receiptEmail,
-    metadata: JSON.stringify(payment.metadata), status: 'pending', amount_refunded: 0, routing_plan: plan, attempts: '[]',
+    metadata: JSON.stringify(payment.metadata), status: PAYMENT_MOVES.rule('create').to, amount_refunded: 0, routing_plan: plan, attempts: '[]',
     invoice_id: payment.invoiceId, subscription_id: payment.subscriptionId, checkout_session_id: payment.checkoutSessionId,
     payment_link_id: payment.paymentLinkId, created_at: created, updated_at: created, search_text: searchText,
     idempotency_key: idempotencyKey,

@@ -30,6 +30,7 @@ import { PaymentCharger, chargeKey, chargeRequest, settledPayment, toAttempt, ty
 import { PaymentStore } from './payment.store';
 import type { PaymentHold, PaymentHoldStore } from './payment-hold';
 import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS, recoverRows } from './pending-recovery';
+import { PAYMENT_MOVES, movedPayment } from './payment-states';
 import { PAYMENT_CREATED_STATUS, type Payment, type PaymentAttempt, type PaymentLinks, type PaymentMethodDetails } from './payment.types';
 
 export type { Payment, PaymentAttempt, PaymentLinks, PaymentMethodDetails } from './payment.types';
@@ -178,7 +179,7 @@ export class PaymentService {
       description: data.description ?? null,
       receiptEmail: data.receiptEmail ?? null,
       metadata: data.metadata ?? {},
-      status: 'pending',
+      status: PAYMENT_MOVES.rule('create').to,
       failureCode: null,
       failureMessage: null,
       amountRefunded: 0,
@@ -227,8 +228,8 @@ export class PaymentService {
 
   /** Records the outcome, gateway transactions, the event and the key's answer together; only once per payment. */
   private finish(ctx: RequestContext, payment: Payment, outcome: ChargeOutcome, claim: ObjectClaim | undefined, hold?: PaymentHold): Promise<Payment> {
-    const done = settledPayment(payment, outcome, ctx.clock.now());
-    return this.store.settle(ctx, done, outcome.log, outcome.result?.reference ?? null, claim, hold);
+    const { move, done } = settledPayment(payment, outcome, ctx.clock.now());
+    return this.store.settle(ctx, move, done, outcome.log, outcome.result?.reference ?? null, claim, hold);
   }
 
   /** Registers the store of the rows payments may hold (see PaymentHold); once, at startup. */
@@ -450,12 +451,9 @@ export class PaymentService {
       if (ageMs < UNKNOWN_OUTCOME_REVIEW_AFTER_MS) return false;
       // Asked long enough: a person checks it at the gateway. Recovery stops here (it takes
       // pending payments only); the key's answer and the event go with the status.
-      const review: Payment = {
-        ...payment, status: 'requires_review', failureCode: null, failureMessage: null,
-        attempts: [...payment.attempts, ...attempts], updatedAt: now.toISOString(),
-      };
+      const review = movedPayment(payment, 'review', now, { failureCode: null, failureMessage: null, attempts: [...payment.attempts, ...attempts] });
       settling();
-      const stored = await this.store.settle(ctx, review, log, null, claim);
+      const stored = await this.store.settle(ctx, 'review', review, log, null, claim);
       if (stored.status === 'requires_review') {
         this.logger.warn({ paymentId: payment.id, ageMs }, 'payment outcome still unknown; marked requires_review, recovery stops asking');
       }

@@ -16,6 +16,7 @@ import { PaymentBatchStore, type FinalWrite, type PaymentBatchOptions } from './
 import { HoldRefused, type HoldClaim, type PaymentHold, type PaymentHoldStore } from './payment-hold';
 import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
 import type { Payment, PaymentAttempt } from './payment.types';
+import { PAYMENT_MOVES, movedPayment, type SettlingMove } from './payment-states';
 
 type Scope = { accountId: string; mode: string };
 
@@ -96,23 +97,29 @@ export class PaymentStore {
   }
 
   /**
-   * The settling write: the outcome (or `requires_review`, recovery's giving up), the gateway calls, the event (with its webhook deliveries)
-   * and the key's answer, together and only while the payment is still pending. Returns the
+   * The settling write, one of the SETTLING_MOVES (PAYMENT_MOVES: the status written, the event
+   * written with it): the outcome (or `requires_review`, recovery's giving up), the gateway calls,
+   * the event (with its webhook deliveries) and the key's answer, together and only while the
+   * payment is still pending. Returns the
    * payment as stored (as another writer settled it, when one got there first; see settledElsewhere).
    */
-  async settle(ctx: RequestContext, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined, hold?: PaymentHold): Promise<Payment> {
-    const eventType = outcomeEvent(done);
-    const finish = holdFinish(done, hold);
+  async settle(
+    ctx: RequestContext, move: SettlingMove, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined, hold?: PaymentHold,
+  ): Promise<Payment> {
+    // The status written is the move's, whatever `done` says.
+    done = { ...done, ...PAYMENT_MOVES.columns(move, done.updatedAt) };
+    const eventType = PAYMENT_MOVES.rule(move).event ?? undefined;
+    const finish = holdFinish(move, done, hold);
     if (this.db.dialect === 'postgres') {
       const changed = await this.batch.writeFinal({ ctx, done, doneJson: JSON.stringify(done), reference, log, eventType, idem: claim, hold: finish });
-      return changed ? done : this.db.transaction((t) => this.settledElsewhere(ctx, t, done, reference, claim));
+      return changed ? done : this.db.transaction((t) => this.settledElsewhere(ctx, t, move, done, reference, claim));
     }
     return this.db.transaction(async (t) => {
       const p = new Params();
-      const changed = await this.db.execute(outcomeUpdateSql(done, reference, p), p.values, t);
+      const changed = await this.db.execute(outcomeUpdateSql(move, done, reference, p), p.values, t);
       await this.gtx.insert(ctx, t, { paymentId: done.id }, log);
       if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
-      if (changed === 0) return this.settledElsewhere(ctx, t, done, reference, claim);
+      if (changed === 0) return this.settledElsewhere(ctx, t, move, done, reference, claim);
       if (claim) await this.keys.answer(t, claim, claim.status, JSON.stringify(done));
       if (finish?.outcome === 'complete') {
         if (await this.requireHolds().completeIn(t, finish)) await this.events.record(ctx, t, finish.eventType, finish.object);
@@ -134,17 +141,19 @@ export class PaymentStore {
    * recovery), answers the `requires_review` payment from then on, in the same transaction: a
    * retry replaying `failed` could lead its client to charge again.
    */
-  private async settledElsewhere(ctx: RequestContext, t: Transaction, done: Payment, reference: string | null, claim: ObjectClaim | undefined): Promise<Payment> {
+  private async settledElsewhere(
+    ctx: RequestContext, t: Transaction, move: SettlingMove, done: Payment, reference: string | null, claim: ObjectClaim | undefined,
+  ): Promise<Payment> {
     const stored = (await this.findForUpdate(ctx, done.id, t)) as Payment;
-    if (done.status !== 'succeeded' || stored.status === 'succeeded' || stored.status === 'pending') return stored;
+    if (move !== 'succeed') return stored;
     if (stored.status === 'requires_review') {
       this.logger.warn({ paymentId: done.id, gatewayId: done.gatewayId, reference }, 'gateway reported a charge succeeded for a payment already in requires_review');
       return stored;
     }
-    const review: Payment = {
-      ...stored, status: 'requires_review', failureCode: null, failureMessage: null, gatewayId: done.gatewayId,
-      attempts: mergeAttempts(stored.attempts, done.attempts), updatedAt: done.updatedAt,
-    };
+    if (!PAYMENT_MOVES.can(stored.status, 'review_late_success')) return stored;
+    const review = movedPayment(stored, 'review_late_success', new Date(done.updatedAt), {
+      failureCode: null, failureMessage: null, gatewayId: done.gatewayId, attempts: mergeAttempts(stored.attempts, done.attempts),
+    });
     const p = new Params();
     const row = settlingRow(review, reference);
     await this.db.execute(
@@ -153,7 +162,8 @@ export class PaymentStore {
       p.values,
       t,
     );
-    await this.events.record(ctx, t, 'payment.requires_review', review as unknown as Record<string, unknown>);
+    const { event } = PAYMENT_MOVES.rule('review_late_success');
+    if (event) await this.events.record(ctx, t, event, review as unknown as Record<string, unknown>);
     if (claim) await this.keys.reviseAnswer(t, claim, claim.status, stored.status, JSON.stringify(review));
     this.logger.warn(
       { paymentId: done.id, gatewayId: done.gatewayId, reference, recordedAs: stored.status, failureCode: stored.failureCode },
@@ -252,10 +262,10 @@ export class PaymentStore {
 }
 
 /** The settling write of a pending payment (nothing if recovery or a racing request settled it first). */
-function outcomeUpdateSql(done: Payment, reference: string | null, p: Params): string {
+function outcomeUpdateSql(move: SettlingMove, done: Payment, reference: string | null, p: Params): string {
   const row = settlingRow(done, reference);
   return `UPDATE payments SET ${SETTLING_COLUMNS.map(([c]) => `${c} = ${p.add(row[c])}`).join(', ')}
-    WHERE id = ${p.add(done.id)} AND status = 'pending'`;
+    WHERE id = ${p.add(done.id)} AND ${PAYMENT_MOVES.sqlFrom(move)}`;
 }
 
 /** The attempts recorded first, then those of the late writer not among them. */
@@ -269,20 +279,13 @@ function mergeAttempts(stored: PaymentAttempt[], late: PaymentAttempt[]): Paymen
  * payment succeeded, releases it when the charge failed; nothing while the outcome is unknown or
  * under review (the payment row holds it, and its holder finishes it from the payment later).
  */
-function holdFinish(done: Payment, hold: PaymentHold | undefined): FinalWrite['hold'] {
+function holdFinish(move: SettlingMove, done: Payment, hold: PaymentHold | undefined): FinalWrite['hold'] {
   if (!hold) return undefined;
   const base = { holdId: hold.id, token: hold.token, paymentId: done.id, customerId: done.customerId, now: new Date(done.updatedAt) };
-  if (done.status === 'succeeded') {
+  if (move === 'succeed') {
     const { type, object } = hold.completion(done);
     return { ...base, outcome: 'complete', eventType: type, object, json: JSON.stringify(object) };
   }
-  if (done.status === 'failed' || done.status === 'canceled') return { ...base, outcome: 'release' };
+  if (move === 'fail') return { ...base, outcome: 'release' };
   return undefined;
-}
-
-/** The event a settled payment records; a payment still pending records none. */
-function outcomeEvent(done: Payment): 'payment.succeeded' | 'payment.failed' | 'payment.requires_review' | undefined {
-  if (done.status === 'succeeded') return 'payment.succeeded';
-  if (done.status === 'requires_review') return 'payment.requires_review';
-  return done.status === 'failed' ? 'payment.failed' : undefined;
 }

@@ -2,7 +2,7 @@ import { errorForLog, type Logger } from '../../logger';
 import type { LeasedTable, LeaseStore } from './lease.store';
 
 /** How long recovery leaves an operation it could not settle before asking again. */
-export const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
+const PENDING_RECOVERY_AFTER_MS = 2 * 60_000;
 
 /**
  * A gateway's "no such charge" is taken as final only for payments pending at least this long

@@ -17,17 +17,19 @@ import type { Payment } from './payment.types';
 import { NOT_FOUND_FINAL_AFTER_MS, recoverRows } from './pending-recovery';
 import type { LeaseKeeper } from './lease-keeper';
 import { LeaseStore } from './lease.store';
-import { RefundStore, type Refund } from './refund.store';
+import { RefundStore } from './refund.store';
+import type { Refund } from './refund.types';
+import { REFUND_MOVES, movedRefund, type RefundMove } from './refund-states';
 import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import { errorForLog, type Logger } from '../../logger';
 import { claimFor, recoveredKey, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 
-export type { Refund } from './refund.store';
+export type { Refund } from './refund.types';
 
 /** What creating a refund answers with: the status its Idempotency-Key's stored response carries. */
-export const REFUND_CREATED_STATUS = IDEMPOTENT_OPERATIONS.createRefund.status;
+const REFUND_CREATED_STATUS = IDEMPOTENT_OPERATIONS.createRefund.status;
 
 /**
  * Refunds reserve their amount on the payment row inside a transaction (the UPDATE only
@@ -109,13 +111,14 @@ export class RefundService {
         throw new DomainError('refund_exceeds_remaining', `At most ${remaining} (${formatAmount(remaining, payment.currency)}) can still be refunded`, 'amount');
       }
       const now = ctx.clock.now();
+      const created = REFUND_MOVES.rule('create');
       const refund: Refund = {
         id: refundId, object: 'refund', livemode: ctx.mode === 'live', paymentId: payment.id, amount, currency: payment.currency,
-        reason: data.reason ?? null, status: 'pending', gatewayId: payment.gatewayId, failureCode: null, failureMessage: null,
+        reason: data.reason ?? null, status: created.to, gatewayId: payment.gatewayId, failureCode: null, failureMessage: null,
         createdAt: now.toISOString(), updatedAt: now.toISOString(),
       };
       await this.store.insertPending(t, ctx, refund, this.leases.leaseMs, idem?.key ?? null);
-      await this.events.record(ctx, t, 'refund.created', refund as unknown as Record<string, unknown>);
+      if (created.event) await this.events.record(ctx, t, created.event, refund as unknown as Record<string, unknown>);
       // The reservation is what changes the payment (amountRefunded, refunded).
       await this.recordPaymentUpdated(ctx, t, payment.id);
       return { refund, payment, chargeReference };
@@ -161,20 +164,18 @@ export class RefundService {
   }
 
   private async settle(ctx: RequestContext, refund: Refund, result: GatewayResult, log: PendingTransaction[], claim: ObjectClaim | undefined): Promise<Refund> {
-    const status: Refund['status'] = result.outcome === 'succeeded' ? 'succeeded' : result.outcome === 'declined' ? 'failed' : 'pending';
-    const done: Refund = {
-      ...refund,
-      status,
-      failureCode: status === 'failed' ? (result.declineCode ?? 'refund_failed') : null,
-      failureMessage: status === 'failed' ? (result.message ?? 'The gateway refused the refund') : null,
-      updatedAt: ctx.clock.now().toISOString(),
-    };
+    const now = ctx.clock.now();
+    const move = result.outcome === 'succeeded' ? 'succeed' : result.outcome === 'declined' ? 'fail' : null;
     return this.db.transaction(async (t) => {
       await this.gtx.insert(ctx, t, { paymentId: refund.paymentId, refundId: refund.id }, log);
-      if (status === 'pending') return done; // unanswered: the recovery job asks again later
-      if (!(await this.store.settle(t, done, result.reference))) return this.settledElsewhere(ctx, t, done, result.reference, claim);
-      await this.events.record(ctx, t, status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', done as unknown as Record<string, unknown>);
-      if (status === 'failed') {
+      // Unanswered: it stays pending (only the calls are written); the recovery job asks again later.
+      if (move === null) return { ...refund, updatedAt: now.toISOString() };
+      const done = movedRefund(refund, move, now, {
+        failureCode: move === 'fail' ? (result.declineCode ?? 'refund_failed') : null,
+        failureMessage: move === 'fail' ? (result.message ?? 'The gateway refused the refund') : null,
+      });
+      if (!(await this.move(ctx, t, move, done, result.reference))) return this.settledElsewhere(ctx, t, move, done, result.reference, claim);
+      if (move === 'fail') {
         // The reservation is given back: the payment changes again. (A success leaves it as
         // the reservation made it.)
         await this.store.release(t, refund, new Date(done.updatedAt));
@@ -198,17 +199,19 @@ export class RefundService {
    * the `requires_review` refund from then on, in the same transaction: a retry replaying
    * `failed` could lead its client to refund again some other way.
    */
-  private async settledElsewhere(ctx: RequestContext, t: Transaction, done: Refund, reference: string | null, claim: ObjectClaim | undefined): Promise<Refund> {
+  private async settledElsewhere(
+    ctx: RequestContext, t: Transaction, move: 'succeed' | 'fail', done: Refund, reference: string | null, claim: ObjectClaim | undefined,
+  ): Promise<Refund> {
     const stored = (await this.store.find(ctx, done.id, t)) as Refund;
-    if (done.status !== 'succeeded' || stored.status === 'succeeded' || stored.status === 'pending') return stored;
+    if (move !== 'succeed') return stored;
     if (stored.status === 'requires_review') {
       this.logger.warn({ refundId: done.id, paymentId: done.paymentId, reference }, 'gateway reported a refund made for a refund already in requires_review');
       return stored;
     }
-    const review: Refund = { ...stored, status: 'requires_review', failureCode: null, failureMessage: null, updatedAt: done.updatedAt };
-    if (!(await this.store.markForReview(t, review, reference))) return (await this.store.find(ctx, done.id, t)) as Refund;
+    if (!REFUND_MOVES.can(stored.status, 'review_late_success')) return stored;
+    const review = movedRefund(stored, 'review_late_success', new Date(done.updatedAt), { failureCode: null, failureMessage: null });
+    if (!(await this.move(ctx, t, 'review_late_success', review, reference))) return (await this.store.find(ctx, done.id, t)) as Refund;
     await this.store.reserveAgain(t, review, new Date(review.updatedAt));
-    await this.events.record(ctx, t, 'refund.requires_review', review as unknown as Record<string, unknown>);
     if (claim) await this.idempotency.reviseIn(t, claim, stored.status, JSON.stringify(review));
     await this.recordPaymentUpdated(ctx, t, review.paymentId);
     this.logger.warn(
@@ -216,6 +219,17 @@ export class RefundService {
       'gateway reported a refund made that was recorded failed; its amount is counted refunded again and it is marked requires_review',
     );
     return review;
+  }
+
+  /**
+   * The one write of a refund's status after its creation: the move (REFUND_MOVES) with its
+   * event, in `t`; false when the refund was not where the move starts (another writer moved it).
+   */
+  private async move(ctx: RequestContext, t: Transaction, move: Exclude<RefundMove, 'create'>, next: Refund, reference: string | null): Promise<boolean> {
+    if (!(await this.store.move(t, move, next, reference))) return false;
+    const { event } = REFUND_MOVES.rule(move);
+    if (event) await this.events.record(ctx, t, event, next as unknown as Record<string, unknown>);
+    return true;
   }
 
   /** `payment.updated` with the payment as this transaction has just left it. */

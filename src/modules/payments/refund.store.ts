@@ -5,27 +5,9 @@ import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '.
 import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import { PAYMENT_COLUMNS, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';
+import type { Refund } from './refund.types';
 import { pendingForMs } from './lease.store';
-
-export interface Refund {
-  id: string;
-  object: 'refund';
-  livemode: boolean;
-  paymentId: string;
-  amount: number;
-  currency: string;
-  reason: string | null;
-  /**
-   * `requires_review`: the gateway reported the refund made after it had been recorded failed
-   * (its amount given back); the amount is counted as refunded again, someone must check it.
-   */
-  status: 'pending' | 'succeeded' | 'failed' | 'requires_review';
-  gatewayId: string | null;
-  failureCode: string | null;
-  failureMessage: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+import { REFUND_MOVES, type RefundMove } from './refund-states';
 
 type Scope = { accountId: string; mode: string };
 
@@ -82,36 +64,29 @@ export class RefundStore {
   }
 
   /**
-   * The pending row, leased for `leaseMs` from the database's now (see LeaseStore), with the
-   * Idempotency-Key it was claimed under (recovery answers it).
+   * The pending row (REFUND_MOVES `create`: `refund.status`), leased for `leaseMs` from the
+   * database's now (see LeaseStore), with the Idempotency-Key it was claimed under (recovery
+   * answers it).
    */
   async insertPending(t: Transaction, scope: Scope, refund: Refund, leaseMs: number, idempotencyKey: string | null): Promise<void> {
     await this.db.execute(
       `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, idempotency_key, lease_until, pending_since)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9, $10, ${this.db.nowPlusSql('$11')}, ${this.db.nowSql})`,
-      [refund.id, scope.accountId, scope.mode, refund.paymentId, refund.amount, refund.currency, refund.reason, refund.gatewayId, new Date(refund.createdAt), idempotencyKey, Math.ceil(leaseMs)],
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $12, $8, $9, $9, $10, ${this.db.nowPlusSql('$11')}, ${this.db.nowSql})`,
+      [refund.id, scope.accountId, scope.mode, refund.paymentId, refund.amount, refund.currency, refund.reason, refund.gatewayId, new Date(refund.createdAt), idempotencyKey, Math.ceil(leaseMs), refund.status],
       t,
     );
-  }
-
-  /** The settling write, only while the refund is still pending; false when another writer settled it first. */
-  async settle(t: Transaction, done: Refund, reference: string | null): Promise<boolean> {
-    const changed = await this.db.execute(
-      `UPDATE refunds SET status = $1, failure_code = $2, failure_message = $3, gateway_reference = $4, updated_at = $5 WHERE id = $6 AND status = 'pending'`,
-      [done.status, done.failureCode, done.failureMessage, reference, new Date(done.updatedAt), done.id],
-      t,
-    );
-    return changed === 1;
   }
 
   /**
-   * A refund recorded failed that the gateway made after all: `requires_review`, its reference
-   * kept; false when it was not failed any more (another writer got there first).
+   * A move of the refund (REFUND_MOVES: the status written, and only from a status the move
+   * starts from) with its failure, its gateway reference and its time; false when the refund was
+   * elsewhere (another writer settled it first).
    */
-  async markForReview(t: Transaction, review: Refund, reference: string | null): Promise<boolean> {
+  async move(t: Transaction, move: Exclude<RefundMove, 'create'>, next: Refund, reference: string | null): Promise<boolean> {
     const changed = await this.db.execute(
-      `UPDATE refunds SET status = 'requires_review', failure_code = NULL, failure_message = NULL, gateway_reference = $1, updated_at = $2 WHERE id = $3 AND status = 'failed'`,
-      [reference, new Date(review.updatedAt), review.id],
+      `UPDATE refunds SET ${REFUND_MOVES.sqlSet(move)}, failure_code = $1, failure_message = $2, gateway_reference = $3, updated_at = $4
+        WHERE id = $5 AND ${REFUND_MOVES.sqlFrom(move)}`,
+      [next.failureCode, next.failureMessage, reference, new Date(next.updatedAt), next.id],
       t,
     );
     return changed === 1;

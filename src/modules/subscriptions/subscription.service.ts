@@ -31,7 +31,7 @@ import { IdempotentReplay, idempotencyScope } from '../../core/idempotency';
 import { isDomainError } from '../../core/errors';
 import type { CardInput } from '../../core/card';
 import type { InvoiceRecord } from '../invoices/invoice.store';
-import { resultOfPayment, type PayResult } from '../checkout/public-pay';
+import { resultOfPayment, type PayResult } from '../payments/public-pay';
 import type { CheckoutSession, CheckoutSessionService, CheckoutSubscriptions } from '../checkout/checkout-session.service';
 
 export type { Subscription } from './subscription-view';

@@ -75,9 +75,9 @@ describe('PaymentStore', () => {
     await store.insertPending(ctx, p, '[]', LEASE, claim(key, p));
     const succeeded: Payment = { ...p, status: 'succeeded', gatewayId: 'gw_test', updatedAt: at(1).toISOString() };
     const failed: Payment = { ...p, status: 'failed', failureCode: 'card_declined', failureMessage: 'declined', updatedAt: at(2).toISOString() };
-    expect(await store.settle(ctx, succeeded, [call(p, 1)], 'ref_1', claim(key, p))).toEqual(succeeded);
+    expect(await store.settle(ctx, 'succeed', succeeded, [call(p, 1)], 'ref_1', claim(key, p))).toEqual(succeeded);
     // A late settler (recovery racing the request) gets the stored outcome and changes nothing.
-    expect(await store.settle(ctx, failed, [call(p, 2)], null, claim(key, p))).toEqual(succeeded);
+    expect(await store.settle(ctx, 'fail', failed, [call(p, 2)], null, claim(key, p))).toEqual(succeeded);
     expect(await store.find(ctx, p.id)).toEqual(succeeded);
     expect((await eventsFor(p.id)).map((e) => [e.type, e.data.object.status])).toEqual([['payment.succeeded', 'succeeded']]);
     const stored = await keys.read(claim(key, p).scope, key);
@@ -90,7 +90,7 @@ describe('PaymentStore', () => {
   it('should record no event for a payment settled as still pending', async () => {
     const p = payment();
     await store.insertPending(ctx, p, '[]', LEASE, undefined);
-    await store.settle(ctx, { ...p, updatedAt: at(1).toISOString() }, [], null, undefined);
+    await store.settle(ctx, 'leave_pending', { ...p, updatedAt: at(1).toISOString() }, [], null, undefined);
     expect(await eventsFor(p.id)).toEqual([]);
   });
 
@@ -103,7 +103,7 @@ describe('PaymentStore', () => {
     await store.insertPending(ctx, expiredFirst, '["gw_a"]', -20_000, undefined);
     await store.insertPending(ctx, leased, '[]', 600_000, undefined);
     await store.insertPending(ctx, settled, '[]', -30_000, undefined);
-    await store.settle(ctx, { ...settled, status: 'failed' }, [], null, undefined);
+    await store.settle(ctx, 'fail', { ...settled, status: 'failed' }, [], null, undefined);
     const due = async () => (await store.pendingPastLease(100)).filter((r) => [expiredLater, expiredFirst, leased, settled].some((p) => p.id === r.id));
     expect((await due()).map((r) => r.id)).toEqual([expiredFirst.id, expiredLater.id]);
     expect((await due())[1]).toMatchObject({ accountId: ctx.accountId, plan: ['gw_a', 'gw_b'], idempotencyKey: null, payment: expiredLater });
@@ -120,14 +120,14 @@ describe('PaymentStore', () => {
     const p = payment();
     await store.insertPending(ctx, p, '["gw_test"]', LEASE, claim(key, p));
     const failed: Payment = { ...p, status: 'failed', failureCode: 'processing_error', failureMessage: 'The payment was not completed.', updatedAt: at(1).toISOString() };
-    expect(await store.settle(ctx, failed, [], null, claim(key, p))).toEqual(failed);
+    expect(await store.settle(ctx, 'fail', failed, [], null, claim(key, p))).toEqual(failed);
     const attempt = { gateway: 'gw_test', outcome: 'succeeded', code: null, latency: 8000 };
     const succeeded: Payment = { ...p, status: 'succeeded', gatewayId: 'gw_test', attempts: [attempt], updatedAt: at(2).toISOString() };
     const review: Payment = { ...p, status: 'requires_review', gatewayId: 'gw_test', attempts: [attempt], updatedAt: at(2).toISOString() };
     h.clock.advance(1_000); // events list newest first
     const warned = jest.spyOn(h.services.logger, 'warn');
     try {
-      expect(await store.settle(ctx, succeeded, [call(p, 1)], 'ref_1', claim(key, p))).toEqual(review);
+      expect(await store.settle(ctx, 'succeed', succeeded, [call(p, 1)], 'ref_1', claim(key, p))).toEqual(review);
       expect(warned).toHaveBeenCalledWith(expect.objectContaining({ paymentId: p.id, gatewayId: 'gw_test', reference: 'ref_1', recordedAs: 'failed' }), expect.stringMatching(/requires_review/));
     } finally {
       warned.mockRestore();
@@ -140,7 +140,7 @@ describe('PaymentStore', () => {
     // told `failed` could charge the card again.
     expect(JSON.parse((await keys.read(claim(key, p).scope, key))!.responseBody!)).toEqual(review);
     // Reported again: nothing more changes.
-    expect(await store.settle(ctx, { ...succeeded, updatedAt: at(3).toISOString() }, [], 'ref_1', claim(key, p))).toEqual(review);
+    expect(await store.settle(ctx, 'succeed', { ...succeeded, updatedAt: at(3).toISOString() }, [], 'ref_1', claim(key, p))).toEqual(review);
     expect(await eventsFor(p.id)).toHaveLength(2);
   });
 
@@ -148,7 +148,7 @@ describe('PaymentStore', () => {
     const scope = (await h.account()).test;
     const [a, b] = [payment({ description: 'Blue widget' }), payment({ description: 'Red widget' })];
     for (const p of [a, b]) await store.insertPending(scope, p, '[]', LEASE, undefined);
-    await store.settle(scope, { ...b, status: 'succeeded' }, [], null, undefined);
+    await store.settle(scope, 'succeed', { ...b, status: 'succeeded' }, [], null, undefined);
     const base = { page: 1, pageSize: 10, sortField: 'createdAt' as const, sortDirection: 'desc' as const };
     expect((await store.list(scope, { ...base, status: 'succeeded' })).data.map((p) => p.id)).toEqual([b.id]);
     expect((await store.list(scope, { ...base, search: 'BLUE' })).data.map((p) => p.id)).toEqual([a.id]);

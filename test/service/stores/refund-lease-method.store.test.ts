@@ -3,7 +3,8 @@ import { readTime, type Database } from '../../../src/db/database';
 import { newId } from '../../../src/core/ids';
 import { LeaseStore } from '../../../src/modules/payments/lease.store';
 import { PaymentMethodStore } from '../../../src/modules/payments/payment-method.store';
-import { RefundStore, type Refund } from '../../../src/modules/payments/refund.store';
+import { RefundStore } from '../../../src/modules/payments/refund.store';
+import type { Refund } from '../../../src/modules/payments/refund.types';
 import { DIALECT } from '../../helpers/db';
 import { startServices, type ServiceHarness, type TestAccountContexts } from '../../helpers/services';
 
@@ -151,8 +152,8 @@ describe(`RefundStore on ${DIALECT}`, () => {
     const refund = await insertRefund(a.test, payment.id, 10_000);
     const updatedAt = at(1_000).toISOString();
     const failed: Refund = { ...refund, status: 'failed', failureCode: 'refund_failed', failureMessage: 'refused', updatedAt };
-    expect(await db.transaction((t) => refunds.settle(t, failed, null))).toBe(true);
-    expect(await db.transaction((t) => refunds.settle(t, { ...refund, status: 'succeeded', updatedAt: at(2_000).toISOString() }, 'ref_late'))).toBe(false);
+    expect(await db.transaction((t) => refunds.move(t, 'fail', failed, null))).toBe(true);
+    expect(await db.transaction((t) => refunds.move(t, 'succeed', { ...refund, status: 'succeeded', updatedAt: at(2_000).toISOString() }, 'ref_late'))).toBe(false);
     expect(await refunds.find(a.test, refund.id)).toEqual(failed);
     const [row] = await db.select<{ gateway_reference: string | null }>('SELECT gateway_reference FROM refunds WHERE id = $1', [refund.id]);
     expect(row.gateway_reference).toBeNull();
@@ -166,7 +167,7 @@ describe(`RefundStore on ${DIALECT}`, () => {
     const earlier = await insertRefund(b.test, payment.id, -4_000_000);
     const fresh = await insertRefund(b.test, payment.id, 60_000);
     const settled = await insertRefund(b.test, payment.id, -5_000_000);
-    await db.transaction((t) => refunds.settle(t, { ...settled, status: 'succeeded' }, 'ref_done'));
+    await db.transaction((t) => refunds.move(t, 'succeed', { ...settled, status: 'succeeded' }, 'ref_done'));
     // Business time has nothing to do with it.
     h.clock.advance(24 * 3_600_000);
     const due = await refunds.pendingPastLease(50);
@@ -187,14 +188,14 @@ describe(`RefundStore on ${DIALECT}`, () => {
     await db.transaction(async (t) => {
       await refunds.insertPending(t, a.test, refund, 10_000, null);
       expect(await refunds.reserve(t, payment.id, 1000, h.clock.now())).toBe(true);
-      expect(await refunds.settle(t, { ...refund, status: 'failed', failureCode: 'refund_failed', failureMessage: 'not found', updatedAt: at(1_000).toISOString() }, null)).toBe(true);
+      expect(await refunds.move(t, 'fail', { ...refund, status: 'failed', failureCode: 'refund_failed', failureMessage: 'not found', updatedAt: at(1_000).toISOString() }, null)).toBe(true);
       await refunds.release(t, { paymentId: payment.id, amount: 1000 }, h.clock.now());
       // Another refund takes the amount given back meanwhile.
       expect(await refunds.reserve(t, payment.id, 600, h.clock.now())).toBe(true);
     });
     const review: Refund = { ...refund, status: 'requires_review', updatedAt: at(2_000).toISOString() };
-    expect(await db.transaction((t) => refunds.markForReview(t, review, 'ref_made'))).toBe(true);
-    expect(await db.transaction((t) => refunds.markForReview(t, review, 'ref_again'))).toBe(false);
+    expect(await db.transaction((t) => refunds.move(t, 'review_late_success', review, 'ref_made'))).toBe(true);
+    expect(await db.transaction((t) => refunds.move(t, 'review_late_success', review, 'ref_again'))).toBe(false);
     expect(await refunds.find(a.test, refund.id)).toEqual(review);
     const [row] = await db.select<{ gateway_reference: string | null }>('SELECT gateway_reference FROM refunds WHERE id = $1', [refund.id]);
     expect(row.gateway_reference).toBe('ref_made');
@@ -215,7 +216,7 @@ describe(`LeaseStore on ${DIALECT}`, () => {
       const payment = await paid();
       pending.push((await insertRefund(a.test, payment.id, 1_000)).id, (await insertRefund(a.test, payment.id, 1_000)).id);
       const done = await insertRefund(a.test, payment.id, 1_000);
-      await db.transaction((t) => refunds.settle(t, { ...done, status: 'succeeded' }, null));
+      await db.transaction((t) => refunds.move(t, 'succeed', { ...done, status: 'succeeded' }, null));
       settled = done.id;
     } else {
       // Payments the simulator settled at once, two of them put back to pending as a charging request leaves them.
@@ -250,7 +251,7 @@ describe(`LeaseStore on ${DIALECT}`, () => {
     const expired = await insertRefund(a.test, payment.id, -1_000);
     const fresh = await insertRefund(a.test, payment.id, 5_000);
     const settledRow = await insertRefund(a.test, payment.id, -1_000);
-    await db.transaction((t) => refunds.settle(t, { ...settledRow, status: 'succeeded' }, null));
+    await db.transaction((t) => refunds.move(t, 'succeed', { ...settledRow, status: 'succeeded' }, null));
     const freshLease = await leaseOf('refunds', fresh.id);
     // However far business time has moved, a lease not run out on the database's clock is not taken.
     h.clock.advance(3_600_000);

@@ -26,7 +26,7 @@ export interface AttemptCaps {
   windowMs: number;
 }
 
-export const DEFAULT_ATTEMPT_CAPS: AttemptCaps = { perSession: 5, perAddress: 5, windowMs: 60 * 60 * 1000 };
+const DEFAULT_ATTEMPT_CAPS: AttemptCaps = { perSession: 5, perAddress: 5, windowMs: 60 * 60 * 1000 };
 
 /** Attempt rows older than this are past every window (a session lives at most 24 hours). */
 const RETENTION_MS = 25 * 60 * 60 * 1000;

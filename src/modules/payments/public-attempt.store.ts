@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import { readTime, type Database } from '../../db/database';
 import type { Mode } from '../../core/context';
+import { PUBLIC_PAY_ATTEMPT_MOVES } from './public-attempt-states';
 
 /** Which attempts a cap counts: the account and mode's in the window, or one target's (per address, or in all). */
 export type AttemptScope =
@@ -43,8 +44,8 @@ export class PublicAttemptStore {
 
   async insertRunning(row: { id: string; accountId: string; mode: Mode; targetId: string; clientAddress: string; createdAt: Date }): Promise<void> {
     await this.db.execute(
-      "INSERT INTO public_pay_attempts (id, account_id, mode, target_id, client_address, status, created_at) VALUES ($1, $2, $3, $4, $5, 'running', $6)",
-      [row.id, row.accountId, row.mode, row.targetId, row.clientAddress, row.createdAt],
+      'INSERT INTO public_pay_attempts (id, account_id, mode, target_id, client_address, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [row.id, row.accountId, row.mode, row.targetId, row.clientAddress, PUBLIC_PAY_ATTEMPT_MOVES.rule('start').to, row.createdAt],
     );
   }
 
@@ -79,7 +80,7 @@ export class PublicAttemptStore {
   }
 
   async markFailed(id: string): Promise<void> {
-    await this.db.execute("UPDATE public_pay_attempts SET status = 'failed' WHERE id = $1", [id]);
+    await this.db.execute(`UPDATE public_pay_attempts SET ${PUBLIC_PAY_ATTEMPT_MOVES.sqlSet('fail')} WHERE id = $1 AND ${PUBLIC_PAY_ATTEMPT_MOVES.sqlFrom('fail')}`, [id]);
   }
 
   async remove(id: string): Promise<void> {

@@ -6,9 +6,9 @@ import { IdempotentReplay, idempotencyScope, type IdempotencyKey } from '../../c
 import type { Metadata } from '../../core/validation';
 import type { CardInput } from '../../core/card';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
-import type { PaymentLinks, PaymentService, Payment } from '../payments/payment.service';
-import type { PaymentMethodService, SavedPaymentMethod } from '../payments/payment-method.service';
-import type { PaymentHold } from '../payments/payment-hold';
+import type { PaymentLinks, PaymentService, Payment } from './payment.service';
+import type { PaymentMethodService, SavedPaymentMethod } from './payment-method.service';
+import type { PaymentHold } from './payment-hold';
 import type { StoredKey } from '../idempotency/idempotency.store';
 import type { AttemptTarget, PublicAttempts } from './public-attempts';
 
@@ -187,8 +187,13 @@ function withRedirect(result: PayResult, redirectUrl: (result: PayResult) => str
   return { ...result, redirectUrl: redirectUrl(result) };
 }
 
+/** What a payer is told of a payment: settled one way or the other, or still `processing` (pending, or under review). */
+const PAY_RESULT_OF: Readonly<Record<Payment['status'], PayResult['status']>> = {
+  pending: 'processing', succeeded: 'succeeded', failed: 'failed', canceled: 'failed', requires_review: 'processing',
+};
+
 export function resultOfPayment(payment: Payment): PayResult {
-  const status = payment.status === 'succeeded' ? 'succeeded' : payment.status === 'failed' || payment.status === 'canceled' ? 'failed' : 'processing';
+  const status = PAY_RESULT_OF[payment.status];
   return {
     ...emptyResult(status),
     paymentId: payment.id,

@@ -1,0 +1,124 @@
+import { DomainError } from '../../src/core/errors';
+import { defineMoves, type Moves } from '../../src/core/state-machine';
+import { PAYMENT_MOVES, SETTLING_MOVES } from '../../src/modules/payments/payment-states';
+import { REFUND_MOVES } from '../../src/modules/payments/refund-states';
+import { CHECKOUT_SESSION_MOVES } from '../../src/modules/checkout/checkout-session-states';
+import { PAYMENT_LINK_MOVES } from '../../src/modules/checkout/payment-link-states';
+import { PUBLIC_PAY_ATTEMPT_MOVES } from '../../src/modules/payments/public-attempt-states';
+
+/** The error `fn` throws (undefined when it does not). */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+/** Every move from every status: allowed exactly from the table's `from`, refused with 422 `invalid_state` otherwise. */
+function expectChecks<S extends string, M extends string>(moves: Moves<S, M, string, string>, statuses: readonly S[]): void {
+  for (const [move, rule] of Object.entries(moves.table) as Array<[M, Moves<S, M, string, string>['table'][M]]>) {
+    for (const status of statuses) {
+      const allowed = rule.from.includes(status);
+      expect([move, status, moves.can(status, move)]).toEqual([move, status, allowed]);
+      const err = thrown(() => moves.check(status, move));
+      if (allowed) expect(err).toBeUndefined();
+      else expect(err).toMatchObject({ name: 'DomainError', code: 'invalid_state', status: 422 });
+    }
+  }
+}
+
+/** The table as `move: [from, to, by, event, stamps]`. */
+const rows = (moves: Moves<string, string, string, string>) =>
+  Object.fromEntries(Object.entries(moves.table).map(([move, r]) => [move, [r.from, r.to, r.by, r.event, r.stamps]]));
+
+describe('defineMoves', () => {
+  const doors = defineMoves<'open' | 'closed' | 'locked', 'close' | 'lock' | 'build', 'door.closed', 'closedAt'>({
+    build: { from: [], to: 'open', by: ['merchant'], event: null, stamps: null },
+    close: { from: ['open'], to: 'closed', by: ['customer', 'system'], event: 'door.closed', stamps: 'closedAt' },
+    lock: { from: ['open', 'closed'], to: 'locked', by: ['system'], event: null, stamps: null },
+  }, { object: 'front door', words: { build: 'built', close: 'closed', lock: 'locked up' } });
+
+  it('should answer a move allowed from a status with its rule, and refuse it from any other with 422 invalid_state naming both', () => {
+    expect(doors.check('open', 'close')).toBe(doors.table.close);
+    const err = thrown(() => doors.check('locked', 'lock'));
+    expect(err).toBeInstanceOf(DomainError);
+    expect(err).toMatchObject({ code: 'invalid_state', status: 422, message: 'A locked front door cannot be locked up; allowed from open, closed' });
+    expect(thrown(() => doors.check('open', 'build'))).toMatchObject({ code: 'invalid_state', message: 'An open front door cannot be built; only a new front door is' });
+    expect([doors.can('closed', 'close'), doors.can('open', 'close')]).toEqual([false, true]);
+  });
+
+  it('should give what a move writes: its status and the time it stamps, as attributes and as SQL', () => {
+    const at = new Date('2030-01-02T03:04:05.000Z');
+    expect(doors.columns('close', at)).toEqual({ status: 'closed', closedAt: at });
+    expect(doors.columns('lock', at)).toEqual({ status: 'locked' });
+    expect(doors.sqlSet('close', '$3')).toBe("status = 'closed', closed_at = $3");
+    expect(doors.sqlSet('lock')).toBe("status = 'locked'");
+    expect(() => doors.sqlSet('close')).toThrow(/stamps closedAt/);
+    expect(doors.sqlFrom('close')).toBe("status = 'open'");
+    expect(doors.sqlFrom(['lock', 'close'], 'd.status')).toBe("d.status IN ('open', 'closed')");
+    expect(() => doors.sqlFrom('build')).toThrow(/no guard/);
+    expect([doors.eventOf('close'), thrown(() => doors.eventOf('lock'))]).toEqual(['door.closed', expect.any(Error)]);
+  });
+
+  it('should refuse a table whose names cannot be written as SQL, or a move nobody may make', () => {
+    expect(() => defineMoves<string, 'x', never>({ x: { from: [], to: "open'; --", by: ['system'], event: null, stamps: null } }, { object: 'row', words: { x: 'x-ed' } })).toThrow(/plain name/);
+    expect(() => defineMoves<string, 'x', never>({ x: { from: ['a'], to: 'b', by: [], event: null, stamps: null } }, { object: 'row', words: { x: 'x-ed' } })).toThrow(/nobody/);
+  });
+});
+
+describe('the states tables', () => {
+  it('should move payments: created pending; settled once from pending; a late success on one recorded not charged goes to review', () => {
+    expect(rows(PAYMENT_MOVES)).toEqual({
+      create: [[], 'pending', ['merchant', 'customer', 'system'], null, null],
+      succeed: [['pending'], 'succeeded', ['system'], 'payment.succeeded', null],
+      fail: [['pending'], 'failed', ['system'], 'payment.failed', null],
+      review: [['pending'], 'requires_review', ['system'], 'payment.requires_review', null],
+      leave_pending: [['pending'], 'pending', ['system'], null, null],
+      review_late_success: [['failed', 'canceled'], 'requires_review', ['system'], 'payment.requires_review', null],
+    });
+    expectChecks(PAYMENT_MOVES, ['pending', 'succeeded', 'failed', 'canceled', 'requires_review']);
+    // The settling statement guards every payment it writes with one condition.
+    expect(PAYMENT_MOVES.sqlFrom(SETTLING_MOVES, 'p.status')).toBe("p.status = 'pending'");
+    expect(thrown(() => PAYMENT_MOVES.check('succeeded', 'fail'))).toMatchObject({ message: 'A succeeded payment cannot be failed; allowed from pending' });
+  });
+
+  it('should move refunds: created pending with their event; settled once; a late success on a failed one goes to review', () => {
+    expect(rows(REFUND_MOVES)).toEqual({
+      create: [[], 'pending', ['merchant'], 'refund.created', null],
+      succeed: [['pending'], 'succeeded', ['system'], 'refund.succeeded', null],
+      fail: [['pending'], 'failed', ['system'], 'refund.failed', null],
+      review_late_success: [['failed'], 'requires_review', ['system'], 'refund.requires_review', null],
+    });
+    expectChecks(REFUND_MOVES, ['pending', 'succeeded', 'failed', 'requires_review']);
+  });
+
+  it('should move checkout sessions: open or (a paid retry) complete at creation; an open one completes or expires, stamping the time', () => {
+    expect(rows(CHECKOUT_SESSION_MOVES)).toEqual({
+      create: [[], 'open', ['merchant'], null, null],
+      create_paid: [[], 'complete', ['merchant'], 'checkout.session.completed', 'completedAt'],
+      complete: [['open'], 'complete', ['customer', 'system'], 'checkout.session.completed', 'completedAt'],
+      expire: [['open'], 'expired', ['merchant', 'system'], 'checkout.session.expired', 'expiredAt'],
+    });
+    expectChecks(CHECKOUT_SESSION_MOVES, ['open', 'complete', 'expired']);
+    expect(thrown(() => CHECKOUT_SESSION_MOVES.check('complete', 'expire'))).toMatchObject({
+      code: 'invalid_state', message: 'A complete checkout session cannot be expired; allowed from open',
+    });
+    expect(CHECKOUT_SESSION_MOVES.sqlSet('complete', 'h.hold_now')).toBe("status = 'complete', completed_at = h.hold_now");
+  });
+
+  it('should move payment links between active and inactive, and public pay attempts from running to failed', () => {
+    expect(rows(PAYMENT_LINK_MOVES)).toEqual({
+      create: [[], 'active', ['merchant'], 'payment_link.created', null],
+      deactivate: [['active'], 'inactive', ['merchant'], 'payment_link.updated', null],
+      activate: [['inactive'], 'active', ['merchant'], 'payment_link.updated', null],
+    });
+    expectChecks(PAYMENT_LINK_MOVES, ['active', 'inactive']);
+    expect(rows(PUBLIC_PAY_ATTEMPT_MOVES)).toEqual({
+      start: [[], 'running', ['customer'], null, null],
+      fail: [['running'], 'failed', ['customer'], null, null],
+    });
+    expectChecks(PUBLIC_PAY_ATTEMPT_MOVES, ['running', 'failed']);
+  });
+});
