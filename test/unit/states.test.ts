@@ -5,6 +5,9 @@ import { REFUND_MOVES } from '../../src/modules/payments/refund-states';
 import { CHECKOUT_SESSION_MOVES } from '../../src/modules/checkout/checkout-session-states';
 import { PAYMENT_LINK_MOVES } from '../../src/modules/checkout/payment-link-states';
 import { PUBLIC_PAY_ATTEMPT_MOVES } from '../../src/modules/payments/public-attempt-states';
+import { INVOICE_MOVES } from '../../src/modules/invoices/invoice-states';
+import { SUBSCRIPTION_MOVES } from '../../src/modules/subscriptions/subscription-states';
+import { TEST_CLOCK_MOVES } from '../../src/modules/subscriptions/test-clock-states';
 
 /** The error `fn` throws (undefined when it does not). */
 function thrown(fn: () => unknown): unknown {
@@ -120,5 +123,44 @@ describe('the states tables', () => {
       fail: [['running'], 'failed', ['customer'], null, null],
     });
     expectChecks(PUBLIC_PAY_ATTEMPT_MOVES, ['running', 'failed']);
+  });
+
+  it('should move invoices: a draft sent (by e-mail, or finalised by its charge) then paid, paid at once, marked paid or voided, each stamping its time', () => {
+    expect(rows(INVOICE_MOVES)).toEqual({
+      create: [[], 'draft', ['merchant', 'system'], 'invoice.created', null],
+      send: [['draft'], 'sent', ['merchant', 'system'], 'invoice.sent', 'sentAt'],
+      finalize: [['draft'], 'sent', ['system'], 'invoice.sent', 'sentAt'],
+      pay: [['sent'], 'paid', ['system', 'customer'], 'invoice.paid', 'paidAt'],
+      pay_at_once: [['draft'], 'paid', ['system'], 'invoice.paid', 'paidAt'],
+      mark_paid: [['draft', 'sent'], 'paid', ['merchant'], 'invoice.paid', 'paidAt'],
+      void: [['draft', 'sent'], 'void', ['merchant'], 'invoice.voided', 'voidedAt'],
+    });
+    expectChecks(INVOICE_MOVES, ['draft', 'sent', 'paid', 'void']);
+    expect(thrown(() => INVOICE_MOVES.check('paid', 'void'))).toMatchObject({ code: 'invalid_state', message: 'A paid invoice cannot be voided; allowed from draft, sent' });
+    // The batch's settling statements take their SET list and guard from the table.
+    expect([INVOICE_MOVES.sqlSet('pay', '$2'), INVOICE_MOVES.sqlFrom('finalize', 'i.status')]).toEqual(["status = 'paid', paid_at = $2", "i.status = 'draft'"]);
+  });
+
+  it('should move subscriptions: paused and resumed (into past due while an invoice is owed), dunned, canceled', () => {
+    expect(rows(SUBSCRIPTION_MOVES)).toEqual({
+      create: [[], 'active', ['merchant', 'customer'], 'subscription.created', null],
+      pause: [['active', 'past_due'], 'paused', ['merchant'], 'subscription.paused', 'pausedAt'],
+      resume: [['paused'], 'active', ['merchant'], 'subscription.resumed', null],
+      resume_owing: [['paused'], 'past_due', ['merchant'], 'subscription.resumed', null],
+      cancel: [['active', 'past_due', 'paused'], 'canceled', ['merchant'], 'subscription.canceled', null],
+      charge_failed: [['active', 'past_due'], 'past_due', ['system'], 'subscription.past_due', null],
+      charge_succeeded: [['active', 'past_due'], 'active', ['system', 'customer'], 'subscription.updated', null],
+      invoice_voided: [['past_due'], 'active', ['system'], 'subscription.updated', null],
+      dunning_exhausted: [['past_due'], 'canceled', ['system'], 'subscription.canceled', null],
+      period_end_cancel: [['active', 'past_due'], 'canceled', ['system'], 'subscription.canceled', null],
+    });
+    expectChecks(SUBSCRIPTION_MOVES, ['active', 'past_due', 'paused', 'canceled']);
+    expect(thrown(() => SUBSCRIPTION_MOVES.check('active', 'resume'))).toMatchObject({ code: 'invalid_state', message: 'An active subscription cannot be resumed; allowed from paused' });
+    expect(rows(TEST_CLOCK_MOVES)).toEqual({
+      create: [[], 'ready', ['merchant'], null, null],
+      start_advance: [['ready', 'advancing'], 'advancing', ['merchant'], null, null],
+      finish_advance: [['advancing'], 'ready', ['merchant'], null, null],
+    });
+    expectChecks(TEST_CLOCK_MOVES, ['ready', 'advancing']);
   });
 });

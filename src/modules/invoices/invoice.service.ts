@@ -24,6 +24,7 @@ import { publicPayInput } from '../payments/payment.inputs';
 import type { CardInput } from '../../core/card';
 import type { InvoiceDocument } from './invoice-document';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
+import { INVOICE_MOVES } from './invoice-states';
 import { groupBy } from '../../db/list';
 import { InvoiceStore, type InvoiceLineItem, type InvoiceRecord } from './invoice.store';
 import { createInvoiceInput, listInvoicesInput, payInvoiceInput, updateInvoiceInput, type LineItemInput } from './invoice.inputs';
@@ -124,7 +125,7 @@ export class InvoiceService {
       const id = newId('in');
       await InvoiceModel.create({
         id, accountId: ctx.accountId, mode: ctx.mode, number: formatNumber(invoicePrefix, seq), numberSeq: seq,
-        customerId: data.customerId, subscriptionId: null, status: 'draft', paymentStatus: 'unpaid', currency: data.currency,
+        customerId: data.customerId, subscriptionId: null, ...INVOICE_MOVES.columns('create', now), paymentStatus: 'unpaid', currency: data.currency,
         subtotal: lines.subtotal, total: lines.subtotal, amountPaid: 0, amountDue: lines.subtotal,
         dueDate: data.dueDate ?? null, memo: data.memo ?? null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
         emailStatus: null, latestPaymentId: null, paymentAttempts: 0, metadata: JSON.stringify(data.metadata ?? {}), createdAt: now, updatedAt: now,
@@ -208,10 +209,10 @@ export class InvoiceService {
   private async sendIn(t: Transaction, ctx: RequestContext, id: string, merchantName: string): Promise<Invoice> {
     const now = ctx.clock.now();
     const current = await this.lockForChange(ctx, id, t);
-    if (current.status !== 'draft') throw invalidState(`This invoice is ${current.status}; only a draft can be sent`);
+    INVOICE_MOVES.check(current.status, 'send');
     if (current.paymentStatus === 'processing') throw paymentInProgress();
     const credit = await this.creditOnFinalise(t, ctx, current);
-    await InvoiceModel.update({ status: 'sent', sentAt: now, emailStatus: 'queued', updatedAt: now, ...credit }, { where: { id }, transaction: t });
+    await InvoiceModel.update({ ...INVOICE_MOVES.columns('send', now), emailStatus: 'queued', updatedAt: now, ...credit }, { where: { id }, transaction: t });
     const sent = (await this.store.find(id, ctx, t)) as InvoiceRecord;
     const customer = (await this.customers.lookup(ctx, [sent.customerId])).get(sent.customerId);
     if (!customer) throw notFound('customer', sent.customerId, 'customerId');
@@ -225,7 +226,7 @@ export class InvoiceService {
     const answer = await this.recordEvent(ctx, t, id, 'invoice.sent');
     if (sent.amountDue > 0 || sent.total <= 0) return answer;
     // The customer's credit paid it all.
-    await InvoiceModel.update({ status: 'paid', paymentStatus: 'paid', paidAt: now, updatedAt: now }, { where: { id }, transaction: t });
+    await InvoiceModel.update({ ...INVOICE_MOVES.columns('pay', now), paymentStatus: 'paid', updatedAt: now }, { where: { id }, transaction: t });
     return this.recordEvent(ctx, t, id, 'invoice.paid');
   }
 
@@ -379,7 +380,7 @@ export class InvoiceService {
         await this.sendIn(t, ctx, b.id, (accounts.get(ctx.accountId) as { name: string }).name);
       } else {
         const now = ctx.clock.now();
-        await InvoiceModel.update({ status: 'sent', sentAt: now, updatedAt: now }, { where: { id: b.id }, transaction: t });
+        await InvoiceModel.update({ ...INVOICE_MOVES.columns('finalize', now), updatedAt: now }, { where: { id: b.id }, transaction: t });
         await this.recordEvent(ctx, t, b.id, 'invoice.sent');
       }
       created.set(b.id, (await this.store.find(b.id, ctx, t)) as InvoiceRecord);
@@ -484,12 +485,12 @@ export class InvoiceService {
     }
     // A draft charged is finalised by its settling write: sent (without an e-mail), with its event.
     if (current.status === 'draft') {
-      await InvoiceModel.update({ status: 'sent', sentAt: now, updatedAt: now }, { where: { id }, transaction: t });
+      await InvoiceModel.update({ ...INVOICE_MOVES.columns('finalize', now), updatedAt: now }, { where: { id }, transaction: t });
       event((await this.store.find(id, ctx, t)) as InvoiceRecord, 'invoice.sent');
     }
     if (payment.status === 'succeeded') {
       await InvoiceModel.update({
-        status: 'paid', paymentStatus: 'paid', paidAt: now, latestPaymentId: payment.id,
+        ...INVOICE_MOVES.columns('pay', now), paymentStatus: 'paid', latestPaymentId: payment.id,
         amountPaid: current.amountPaid + payment.amount, amountDue: Math.max(0, current.amountDue - payment.amount), updatedAt: now,
       }, { where: { id }, transaction: t });
     } else {
@@ -543,9 +544,9 @@ export class InvoiceService {
         await InvoiceModel.update({ ...credit, updatedAt: now }, { where: { id }, transaction: t });
         return (await this.store.find(id, ctx, t)) as InvoiceRecord;
       }
-      await InvoiceModel.update({ ...credit, status: 'sent', sentAt: now, updatedAt: now }, { where: { id }, transaction: t });
+      await InvoiceModel.update({ ...credit, ...INVOICE_MOVES.columns('finalize', now), updatedAt: now }, { where: { id }, transaction: t });
       await this.recordEvent(ctx, t, id, 'invoice.sent');
-      await InvoiceModel.update({ status: 'paid', paymentStatus: 'paid', paidAt: now, updatedAt: now }, { where: { id }, transaction: t });
+      await InvoiceModel.update({ ...INVOICE_MOVES.columns('pay', now), paymentStatus: 'paid', updatedAt: now }, { where: { id }, transaction: t });
       await this.recordEvent(ctx, t, id, 'invoice.paid');
       return (await this.store.find(id, ctx, t)) as InvoiceRecord;
     });
@@ -622,10 +623,10 @@ export class InvoiceService {
     const now = ctx.clock.now();
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.markInvoicePaid, async () => {
       const current = await this.lockForChange(ctx, id, t);
-      if (current.status !== 'draft' && current.status !== 'sent') throw invalidState(`This invoice is ${current.status}; only a draft or sent invoice can be marked paid`);
+      INVOICE_MOVES.check(current.status, 'mark_paid');
       if (current.paymentStatus === 'processing') throw paymentInProgress();
       await InvoiceModel.update({
-        status: 'paid', paymentStatus: 'paid', paidOutOfBand: true, paidAt: now, amountPaid: current.total - current.creditApplied, amountDue: 0,
+        ...INVOICE_MOVES.columns('mark_paid', now), paymentStatus: 'paid', paidOutOfBand: true, amountPaid: current.total - current.creditApplied, amountDue: 0,
         sentAt: current.sentAt ?? now, updatedAt: now,
       }, { where: { id }, transaction: t });
       return this.recordEvent(ctx, t, id, 'invoice.paid');
@@ -638,9 +639,9 @@ export class InvoiceService {
     const now = ctx.clock.now();
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.voidInvoice, async () => {
       const current = await this.lockForChange(ctx, id, t);
-      if (current.status !== 'draft' && current.status !== 'sent') throw invalidState(`This invoice is ${current.status}; only a draft or sent invoice can be voided`);
+      INVOICE_MOVES.check(current.status, 'void');
       if (current.paymentStatus === 'processing') throw paymentInProgress();
-      await InvoiceModel.update({ status: 'void', voidedAt: now, amountDue: 0, updatedAt: now }, { where: { id }, transaction: t });
+      await InvoiceModel.update({ ...INVOICE_MOVES.columns('void', now), amountDue: 0, updatedAt: now }, { where: { id }, transaction: t });
       // What it took of the customer's credit goes back to the customer (the invoice owes nothing now).
       if (current.creditApplied > 0) {
         await this.credit.creditFromInvoice(t, ctx, {
@@ -841,7 +842,7 @@ function subscriptionInvoiceRows(
   const due = total > 0n ? Number(total) : 0;
   const invoice = {
     id, accountId: ctx.accountId, mode: ctx.mode, number, numberSeq: seq,
-    customerId: spec.customerId, subscriptionId: spec.subscriptionId, status: 'draft', paymentStatus: 'unpaid', currency: spec.currency,
+    customerId: spec.customerId, subscriptionId: spec.subscriptionId, ...INVOICE_MOVES.columns('create', now), paymentStatus: 'unpaid', currency: spec.currency,
     subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due, creditApplied: 0,
     dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
     emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
@@ -865,7 +866,7 @@ interface BuiltInvoice {
 
 /** A subscription invoice with nothing to collect (a free plan, credits covering the charge): paid as it is finalised. */
 function paidAtOnce(now: Date): Record<string, unknown> {
-  return { status: 'paid', paymentStatus: 'paid', sentAt: now, paidAt: now, updatedAt: now };
+  return { ...INVOICE_MOVES.columns('pay_at_once', now), paymentStatus: 'paid', sentAt: now, updatedAt: now };
 }
 
 /** Each line's amount and the subtotal, refused past 10^12 (exact in integers: no float rounding). */

@@ -5,6 +5,7 @@ import { Filter, groupBy, listPage, modelSource, newestPerParent } from '../../d
 import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import type { Metadata } from '../../core/validation';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
+import { INVOICE_MOVES } from './invoice-states';
 
 type Scope = { accountId: string; mode: string };
 type Row = Record<string, unknown>;
@@ -143,9 +144,9 @@ export class InvoiceStore {
     if (rows.length === 0) return [];
     if (this.db.dialect === 'postgres') {
       const done = await this.db.select<{ id: string }>(
-        `UPDATE invoices i SET status = 'sent', sent_at = $2, updated_at = $3
+        `UPDATE invoices i SET ${INVOICE_MOVES.sqlSet('finalize', '$2')}, updated_at = $3
            FROM json_to_recordset($1::json) AS v(id text, payment_id text)
-          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND i.status = 'draft'
+          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('finalize', 'i.status')}
           RETURNING i.id`,
         [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId }))), now, touched],
         t,
@@ -155,8 +156,8 @@ export class InvoiceStore {
     const done: string[] = [];
     for (const r of rows) {
       const changed = await this.db.execute(
-        `UPDATE invoices SET status = 'sent', sent_at = $3, updated_at = $4
-          WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND status = 'draft'`,
+        `UPDATE invoices SET ${INVOICE_MOVES.sqlSet('finalize', '$3')}, updated_at = $4
+          WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('finalize')}`,
         [r.id, r.paymentId, now, touched],
         t,
       );
@@ -173,10 +174,10 @@ export class InvoiceStore {
     if (rows.length === 0) return [];
     if (this.db.dialect === 'postgres') {
       const done = await this.db.select<{ id: string }>(
-        `UPDATE invoices i SET status = 'paid', payment_status = 'paid', paid_at = $2, latest_payment_id = v.payment_id,
+        `UPDATE invoices i SET ${INVOICE_MOVES.sqlSet('pay', '$2')}, payment_status = 'paid', latest_payment_id = v.payment_id,
                 amount_paid = i.amount_paid + v.amount, amount_due = GREATEST(0, i.amount_due - v.amount), updated_at = $3
            FROM json_to_recordset($1::json) AS v(id text, payment_id text, amount bigint)
-          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND i.status = 'sent'
+          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('pay', 'i.status')}
           RETURNING i.id`,
         [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId, amount: r.amount }))), now, touched],
         t,
@@ -186,9 +187,9 @@ export class InvoiceStore {
     const done: string[] = [];
     for (const r of rows) {
       const changed = await this.db.execute(
-        `UPDATE invoices SET status = 'paid', payment_status = 'paid', paid_at = $4, latest_payment_id = $2,
+        `UPDATE invoices SET ${INVOICE_MOVES.sqlSet('pay', '$4')}, payment_status = 'paid', latest_payment_id = $2,
                 amount_paid = amount_paid + $3, amount_due = MAX(0, amount_due - $3), updated_at = $5
-          WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND status = 'sent'`,
+          WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('pay')}`,
         [r.id, r.paymentId, r.amount, now, touched],
         t,
       );

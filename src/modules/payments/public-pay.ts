@@ -192,6 +192,16 @@ const PAY_RESULT_OF: Readonly<Record<Payment['status'], PayResult['status']>> = 
   pending: 'processing', succeeded: 'succeeded', failed: 'failed', canceled: 'failed', requires_review: 'processing',
 };
 
+/**
+ * A pay's result when no payment of it can be read (a subscription whose first charge is known
+ * only by the subscription's state): paid, or declined as a card is.
+ */
+export function resultWithoutPayment(paid: boolean): PayResult {
+  return paid
+    ? emptyResult(PAY_RESULT_OF.succeeded)
+    : { ...emptyResult(PAY_RESULT_OF.failed), failureCode: 'card_declined', failureMessage: 'Your card was declined.' };
+}
+
 export function resultOfPayment(payment: Payment): PayResult {
   const status = PAY_RESULT_OF[payment.status];
   return {

@@ -17,7 +17,7 @@ import { SubscriptionModel } from './subscription.model';
 import { SubscriptionStore, type PendingLine, type PeriodAdvance, type Plan, type SubscriptionRecord } from './subscription.store';
 import { groupBy } from '../../db/list';
 import { MAX_AMOUNT } from '../../core/money';
-import { transition, type SubscriptionEventType, type SubscriptionMove } from './subscription-states';
+import { SUBSCRIPTION_MOVES, transition, type SubscriptionEventType, type SubscriptionMove } from './subscription-states';
 import { toApiSubscription, type Subscription } from './subscription-view';
 
 type AccountInvoicing = { name: string; invoicePrefix: string; dunningRetryDays: number[] };
@@ -309,7 +309,7 @@ export class BillingService {
     if (sub.cancelAtPeriodEnd) {
       await this.change(ctx, id, (current) => ({
         move: 'period_end_cancel',
-        set: { status: 'canceled', endedAt: current.currentPeriodEnd, canceledAt: current.canceledAt ?? now, nextBillingAt: null, collectInvoiceId: null },
+        set: { endedAt: current.currentPeriodEnd, canceledAt: current.canceledAt ?? now, nextBillingAt: null, collectInvoiceId: null },
       }));
       return;
     }
@@ -426,7 +426,7 @@ export class BillingService {
       await this.change(ctx, id, (current) => {
         if (current.collectInvoiceId !== invoiceId) return null;
         const set = collectionOver(current, next, ctx.clock.now());
-        return current.status === 'past_due' ? { move: 'invoice_voided', set: { ...set, status: 'active' } } : { set };
+        return current.status === 'past_due' ? { move: 'invoice_voided', set } : { set };
       });
       return;
     }
@@ -466,7 +466,7 @@ export class BillingService {
     await this.change(ctx, id, (current) => {
       if (current.collectInvoiceId !== invoiceId) return null;
       const set = collectionOver(current, next, ctx.clock.now());
-      return current.status === 'past_due' ? { move: 'charge_succeeded', set: { ...set, status: 'active' } } : { set };
+      return current.status === 'past_due' ? { move: 'charge_succeeded', set } : { set };
     });
   }
 
@@ -509,14 +509,14 @@ export class BillingService {
       if (failures > dunningRetryDays.length) {
         return {
           move: current.status === 'past_due' ? 'dunning_exhausted' : 'cancel',
-          set: { status: 'canceled', canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, dunningFailures: failures, invoiceAttemptsSeen: seen },
+          set: { canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, dunningFailures: failures, invoiceAttemptsSeen: seen },
         };
       }
       const set = {
         dunningFailures: failures, firstFailedAt, invoiceAttemptsSeen: seen,
         nextBillingAt: new Date(firstFailedAt.getTime() + dunningRetryDays[failures - 1] * DAY_MS),
       };
-      return current.status === 'past_due' ? { set, event: 'subscription.updated' } : { move: 'charge_failed', set: { ...set, status: 'past_due' } };
+      return current.status === 'past_due' ? { set, event: 'subscription.updated' } : { move: 'charge_failed', set };
     });
   }
 
@@ -548,13 +548,16 @@ export class BillingService {
       if (!current) throw notFound('subscription', id);
       const decision = decide(current);
       if (!decision) return null;
-      const event = decision.move ? transition(current.status, decision.move).event : decision.event;
-      return this.write(t, ctx, current, await this.planOf(current, t), decision.set, event);
+      if (!decision.move) return this.write(t, ctx, current, await this.planOf(current, t), decision.set, decision.event);
+      // The status, the time it stamps and the event are the move's (the table's), checked against where it starts.
+      const rule = transition(current.status, decision.move);
+      const set = { ...decision.set, ...SUBSCRIPTION_MOVES.columns(decision.move, ctx.clock.now()) };
+      return this.write(t, ctx, current, await this.planOf(current, t), set, rule.event);
     });
   }
 
   /** Writes `set` on the subscription and, when given, its event with the object as it now is. */
-  async write(t: Transaction, ctx: RequestContext, current: SubscriptionRecord, plan: Plan, set: Record<string, unknown>, event?: SubscriptionEventType | 'subscription.created'): Promise<Subscription> {
+  async write(t: Transaction, ctx: RequestContext, current: SubscriptionRecord, plan: Plan, set: Record<string, unknown>, event?: SubscriptionEventType | 'subscription.created' | null): Promise<Subscription> {
     const now = ctx.clock.now();
     await SubscriptionModel.update({ ...set, updatedAt: now }, { where: { id: current.id }, transaction: t });
     const next = (await this.store.find(current.id, undefined, t)) as SubscriptionRecord;

@@ -21,7 +21,7 @@ import type { BillingService } from './billing.service';
 import type { TestClockService } from './test-clock.service';
 import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
 import type { Plan, SubscriptionRecord, SubscriptionStore } from './subscription.store';
-import { transition } from './subscription-states';
+import { SUBSCRIPTION_MOVES, transition } from './subscription-states';
 import { toApiSubscription, type Subscription } from './subscription-view';
 import {
   cancelSubscriptionInput, createSubscriptionInput, listSubscriptionsInput, previewProrationInput, subListInput, updateSubscriptionInput,
@@ -31,7 +31,7 @@ import { IdempotentReplay, idempotencyScope } from '../../core/idempotency';
 import { isDomainError } from '../../core/errors';
 import type { CardInput } from '../../core/card';
 import type { InvoiceRecord } from '../invoices/invoice.store';
-import { resultOfPayment, type PayResult } from '../payments/public-pay';
+import { resultOfPayment, resultWithoutPayment, type PayResult } from '../payments/public-pay';
 import type { CheckoutSession, CheckoutSessionService, CheckoutSubscriptions } from '../checkout/checkout-session.service';
 
 export type { Subscription } from './subscription-view';
@@ -128,7 +128,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
     const id = newId('sub');
     const created = await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createSubscription, async () => {
       await SubscriptionModel.create({
-        id, accountId: ctx.accountId, mode: ctx.mode, customerId: customer.id, priceId: plan.priceId, quantity: data.quantity, status: 'active',
+        id, accountId: ctx.accountId, mode: ctx.mode, customerId: customer.id, priceId: plan.priceId, quantity: data.quantity, ...SUBSCRIPTION_MOVES.columns('create', now),
         collectionMethod: data.collectionMethod, currentPeriodStart: now, currentPeriodEnd: periodEnd, billingCycleAnchor: anchor,
         cancelAtPeriodEnd: false, canceledAt: null, pausedAt: null, endedAt: null, latestInvoiceId: null, defaultPaymentMethodId: card,
         testClockId, metadata: JSON.stringify(data.metadata ?? {}), nextBillingAt: periodEnd, collectInvoiceId: null,
@@ -269,7 +269,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
     requirePermission(ctx, 'subscriptions', 'write');
     return this.move(ctx, id, idem, IDEMPOTENT_OPERATIONS.pauseSubscription, (current, now) => {
       const rule = transition(current.status, 'pause');
-      return { status: rule.to, pausedAt: now, nextBillingAt: null, event: rule.event };
+      return { ...SUBSCRIPTION_MOVES.columns('pause', now), nextBillingAt: null, event: rule.event };
     });
   }
 
@@ -293,7 +293,8 @@ export class SubscriptionService implements CheckoutSubscriptions {
     await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.resumeSubscription, async () => {
       const current = await this.lockForChange(ctx, id, t);
       const owing = current.collectInvoiceId !== null && current.collectInvoiceId === owed?.id && owed.status !== 'paid' && owed.status !== 'void';
-      const rule = transition(current.status, owing ? 'resume_owing' : 'resume');
+      const move = owing ? 'resume_owing' : 'resume';
+      const rule = transition(current.status, move);
       const plan = await this.billing.planOf(current, t);
       const now = sctx.clock.now();
       const end = periodBoundary(now, plan, 1);
@@ -306,7 +307,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
       const invoice = await this.billing.invoiceIn(t, sctx, current, plan, lines, now, 'subscription_resume', undefined, owing);
       await this.store.billPendingLines(t, pending, invoice.id);
       const set: Record<string, unknown> = {
-        status: rule.to, pausedAt: null, billingCycleAnchor: now, currentPeriodStart: now, currentPeriodEnd: end, lastChangeAt: null, latestInvoiceId: invoice.id,
+        ...SUBSCRIPTION_MOVES.columns(move, now), pausedAt: null, billingCycleAnchor: now, currentPeriodStart: now, currentPeriodEnd: end, lastChangeAt: null, latestInvoiceId: invoice.id,
       };
       if (owing) {
         // The unpaid invoice stays the one collected, on its dunning schedule.
@@ -338,7 +339,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
         if (current.status === 'paused') throw invalidState('A paused subscription has no period running to end; cancel it now or resume it first');
         return { cancelAtPeriodEnd: true, canceledAt: now, event: 'subscription.updated' as const };
       }
-      return { status: rule.to, canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, event: rule.event };
+      return { ...SUBSCRIPTION_MOVES.columns('cancel', now), canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, event: rule.event };
     });
   }
 
@@ -557,9 +558,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
     const invoice = sub.latestInvoiceId ? await this.invoices.record(ctx, sub.latestInvoiceId) : null;
     const payment = invoice?.latestPaymentId ? await this.payments.retrieve(internal, invoice.latestPaymentId).catch(() => null) : null;
     const paid = sub.status === 'active';
-    const base: PayResult = payment
-      ? resultOfPayment(payment)
-      : { status: paid ? 'succeeded' : 'failed', paymentId: null, subscriptionId: null, paymentMethodId: null, failureCode: paid ? null : 'card_declined', failureMessage: paid ? null : 'Your card was declined.', redirectUrl: null };
+    const base: PayResult = payment ? resultOfPayment(payment) : resultWithoutPayment(paid);
     return { subscriptionId: sub.id, invoiceId: sub.latestInvoiceId, paid, result: { ...base, subscriptionId: sub.id }, payment };
   }
 

@@ -1,3 +1,4 @@
+import { TEST_CLOCK_MOVES } from './test-clock-states';
 import { Op } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime } from '../../db/database';
@@ -85,7 +86,7 @@ export class TestClockService {
     const now = ctx.clock.now();
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createTestClock, async () => {
       const row = await TestClockModel.create({
-        id: newId('clock'), accountId: ctx.accountId, mode: ctx.mode, name: data.name ?? null, frozenTime: data.frozenTime, status: 'ready', createdAt: now, updatedAt: now,
+        id: newId('clock'), accountId: ctx.accountId, mode: ctx.mode, name: data.name ?? null, frozenTime: data.frozenTime, ...TEST_CLOCK_MOVES.columns('create', now), createdAt: now, updatedAt: now,
       }, { transaction: t });
       return toApi(row.get({ plain: true }));
     }));
@@ -121,17 +122,19 @@ export class TestClockService {
       }
       // A clock left advancing by a process that died (no step for longer than the lease) is taken over.
       const now = ctx.clock.now();
-      const lapsed = { status: 'advancing', updatedAt: { [Op.lt]: new Date(now.getTime() - this.leaseMs) } };
-      const [taken] = await TestClockModel.update({ status: 'advancing', updatedAt: now }, { where: { id, [Op.or]: [{ status: 'ready' }, lapsed] }, transaction: t });
+      const [ready, advancing] = TEST_CLOCK_MOVES.rule('start_advance').from;
+      const lapsed = { status: advancing, updatedAt: { [Op.lt]: new Date(now.getTime() - this.leaseMs) } };
+      const [taken] = await TestClockModel.update({ ...TEST_CLOCK_MOVES.columns('start_advance', now), updatedAt: now }, { where: { id, [Op.or]: [{ status: ready }, lapsed] }, transaction: t });
       if (taken === 0) throw invalidState('This test clock is being advanced; wait until its status is ready');
       held = now;
     });
     // Each write renews the advance's hold on the clock (updatedAt), and is made only while the
     // hold is still this advance's: one taken over after a stall (the lease passed without a step)
     // writes nothing more, so it can neither move the clock back nor mark it ready under the other.
-    const write = async (values: { frozenTime?: Date; status?: 'ready' }) => {
+    const write = async (values: { frozenTime?: Date; finish?: true }) => {
       const at = ctx.clock.now();
-      const [kept] = await TestClockModel.update({ ...values, updatedAt: at }, { where: { id, status: 'advancing', updatedAt: held } });
+      const set = values.finish ? TEST_CLOCK_MOVES.columns('finish_advance', at) : { frozenTime: values.frozenTime };
+      const [kept] = await TestClockModel.update({ ...set, updatedAt: at }, { where: { id, status: TEST_CLOCK_MOVES.rule('finish_advance').from[0], updatedAt: held } });
       if (kept === 0) throw invalidState('This test clock was taken over by another advance after this one made no step for longer than BILLING_LEASE_MS');
       held = at;
     };
@@ -140,11 +143,11 @@ export class TestClockService {
       const setTime = (at: Date) => write({ frozenTime: at });
       if (this.billing) await this.billing.advanceClock(id, data.frozenTime, setTime);
       await setTime(data.frozenTime);
-      await write({ status: 'ready' });
+      await write({ finish: true });
       finished = true;
     } finally {
       // Failed on the way: the clock is ready again, unless another advance holds it now.
-      if (!finished) await write({ status: 'ready' }).catch(() => undefined);
+      if (!finished) await write({ finish: true }).catch(() => undefined);
     }
     const answer = await this.retrieve(ctx, id);
     if (idem) {
