@@ -90,6 +90,8 @@ const VARIABLES = {
   // How often the billing run looks for due subscriptions (node-cron, seconds field allowed).
   // How long a billing run's claim holds a subscription; a crashed instance's claims are free after it.
   BILLING_LEASE_MS: { schema: wholeNumber('must be a whole number of milliseconds from 1000 to 3600000 (one hour)', 1000, 3_600_000).default(300_000) },
+  // How long a pending payment or refund stays its instance's after a heartbeat; absent, LeaseKeeper's 10 s.
+  PAYMENT_LEASE_MS: { schema: wholeNumber('must be a whole number of milliseconds from 1000 to 600000 (ten minutes)', 1000, 600_000).optional() },
   BILLING_CRON: {
     schema: z.string().trim().refine((v) => cron.validate(v), { error: 'must be a cron expression such as */30 * * * * * (every 30 seconds) or 0 * * * * (hourly)' }).default('*/30 * * * * *'),
   },
@@ -176,6 +178,8 @@ export interface Config {
   /** The billing run's node-cron schedule. */
   billingCron: string;
   billingLeaseMs: number;
+  /** How long a pending payment or refund stays its instance's after its last heartbeat (heartbeats come four times a lease); absent, the default (10 s). */
+  paymentLeaseMs?: number;
   encryptionKey?: string;
   trustProxy: boolean;
   webhookAllowPrivate: boolean;
@@ -280,6 +284,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpTimeoutMs: e.SMTP_TIMEOUT_MS,
     billingCron: e.BILLING_CRON,
     billingLeaseMs: e.BILLING_LEASE_MS,
+    paymentLeaseMs: e.PAYMENT_LEASE_MS,
     encryptionKey: e.ENCRYPTION_KEY,
     trustProxy: e.TRUST_PROXY,
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE,

@@ -102,7 +102,7 @@ export interface ServiceOptions {
   mail?: MailOptions;
   /** How long a SQLite statement waits for another writer's lock (default 15 s). */
   sqliteBusyTimeoutMs?: number;
-  /** How long a pending payment or refund stays its process's after a heartbeat (LeaseKeeper); heartbeats come four times a lease. */
+  /** How long a pending payment or refund stays its process's after a heartbeat (LeaseKeeper); heartbeats come four times a lease. PAYMENT_LEASE_MS unless given. */
   leaseMs?: number;
   /** What this process times the leases it holds on (tests move it by hand). */
   stopwatch?: Stopwatch;
@@ -151,7 +151,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const fx = new FxService(db);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);
   const gtx = new GatewayTransactionStore(db);
-  const leases = new LeaseKeeper(db, options.stopwatch ?? systemStopwatch, logger, options.leaseMs, options.leaseMs === undefined ? undefined : options.leaseMs / 4);
+  const leaseMs = options.leaseMs ?? config.paymentLeaseMs;
+  const leases = new LeaseKeeper(db, options.stopwatch ?? systemStopwatch, logger, leaseMs, leaseMs === undefined ? undefined : leaseMs / 4);
   const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, idempotency, fingerprintKey);
   const accounts = new AccountService(db, clock, idempotency, config.apiKeyCacheMs);
   const catalog = new CatalogService(db, events, idempotency);

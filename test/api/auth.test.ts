@@ -1,4 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
+import { waitFor } from '../helpers/wait-b';
 import { MAX_ACTIVE_KEYS } from '../../src/modules/accounts/account.service';
 
 let app: TestApp;
@@ -55,8 +56,11 @@ describe('API keys, modes and permissions', () => {
 
     // Another instance (or the CLI) revokes it: only the row changes under this process.
     await app.server.services.db.execute('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [new Date(), id]);
-    await new Promise((r) => setTimeout(r, app.config.apiKeyCacheMs + 100));
-    const refused = await app.request('GET', '/v1/customers', { key: secret });
+    // Refused once the cached lookup is older than a cache period: within one from now at most.
+    const refused = await waitFor(async () => {
+      const res = await app.request('GET', '/v1/customers', { key: secret });
+      return res.status === 200 ? null : res;
+    }, { timeoutMs: app.config.apiKeyCacheMs + 100, intervalMs: 50, what: 'the revoked key to be refused' });
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe('invalid_api_key');
   });

@@ -5,6 +5,7 @@ import type { InvoiceStore } from '../../src/modules/invoices/invoice.store';
 import type { SubscriptionInvoiceSpec } from '../../src/modules/invoices/invoice.service';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
+import { waitFor } from '../helpers/wait-b';
 import { seedDueSubscriptions, seedPlan } from '../../bench/billing-run/seed';
 
 /**
@@ -45,19 +46,20 @@ describe(`the billing run's batch beside other work (${DIALECT})`, () => {
       })));
     }
     const [a, b] = accounts.map((id) => subs.get(id)!);
-    // Each batch holds its first account's number sequence until the other holds its own (or a
-    // while has passed, when the other waits for the first): the order the locks are taken in.
+    // Each batch holds its first account's number sequence until the other holds its own, or
+    // until the other can go no further while this one is open: the order the locks are taken in.
     const store = (services.invoices as unknown as { store: InvoiceStore }).store;
+    // PostgreSQL: a statement of this database waits for a lock. SQLite: always, as the other
+    // batch's transaction starts only once this one has ended (one writer at a time).
+    const otherWaits = async () => DIALECT === 'sqlite' || (await services.db.select(
+      'SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()',
+    )).length > 0;
     const nextNumbers = store.nextNumbers.bind(store);
     let taken = 0;
-    let bothTaken!: () => void;
-    const both = new Promise<void>((resolve) => {
-      bothTaken = resolve;
-    });
     const spy = jest.spyOn(store, 'nextNumbers').mockImplementation(async (...args) => {
       const first = await nextNumbers(...args);
-      if (++taken === 2) bothTaken();
-      await Promise.race([both, new Promise((r) => setTimeout(r, 1500))]);
+      taken += 1;
+      await waitFor(async () => taken >= 2 || (await otherWaits()), { timeoutMs: 10_000, intervalMs: 20, what: 'the other batch to take its lock or wait for this one' });
       return first;
     });
     try {

@@ -9,6 +9,7 @@ import type { Services } from '../../src/services';
 import { SubscriptionPendingLineModel } from '../../src/modules/subscriptions/subscription.model';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
+import { waitFor } from '../helpers/wait-b';
 import { DAY_MS, seedDueSubscriptions, seedPlan } from '../../bench/billing-run/seed';
 
 /**
@@ -252,8 +253,14 @@ describe(`the billing run's batch (${DIALECT})`, () => {
     const payments = () => db.select<{ invoice_id: string; status: string }>('SELECT invoice_id, status FROM payments WHERE customer_id IN (SELECT id FROM customers WHERE account_id = $1)', [accountId]);
     expect((await payments()).map((p) => p.status)).toEqual(at === 'charge' ? [] : ids.map(() => 'succeeded'));
 
-    // The next run, once the dead run's claims and (for a charge never made) its invoices' grace ran out.
-    await new Promise((r) => setTimeout(r, 1200));
+    // The next run, once the dead run's claims (BILLING_LEASE_MS, on the database's clock) and
+    // (for a charge never made) its invoices' grace ran out.
+    await waitFor(async () => {
+      const [{ n }] = await db.select<{ n: number | string }>(
+        `SELECT COUNT(*) AS n FROM subscriptions WHERE id IN (${db.jsonTextList('$1')}) AND billing_locked_until >= ${db.nowSql}`, [JSON.stringify(ids)],
+      );
+      return Number(n) === 0;
+    }, { timeoutMs: 10_000, intervalMs: 50, what: "the dead run's claims to run out" });
     if (at === 'charge') await db.execute("UPDATE invoices SET updated_at = $1 WHERE account_id = $2 AND payment_status = 'processing'", [new Date(Date.now() - 10 * 60_000), accountId]);
     const later = new Date(Date.now());
     expect(await services.billing.billDue(later)).toEqual({ billed: ids.length, failed: 0 });

@@ -97,13 +97,27 @@ describe(`the bill-subscriptions job on BILLING_CRON (${DIALECT})`, () => {
     const [onClock] = await seedDueSubscriptions(services, ctx, plan, 1, now);
     await services.db.execute('UPDATE subscriptions SET test_clock_id = $1 WHERE id = $2', [clock.id, onClock]);
     const seededEnd = new Date(now.getTime() - HOUR);
+    // Each run of the job as its ticks start it: what it found to do.
+    const runs: Array<Promise<{ billed: number; failed: number }>> = [];
+    const billDue = services.billing.billDue.bind(services.billing);
+    const spy = jest.spyOn(services.billing, 'billDue').mockImplementation((...args) => {
+      const run = billDue(...args);
+      runs.push(run);
+      return run;
+    });
 
-    await waitFor('every subscription to be billed', async () => {
-      const rows = await subscriptionRows(services, ids);
-      return rows.every((r) => readTime(r.current_period_start)!.getTime() === seededEnd.getTime() && r.collect_invoice_id === null && r.billing_lock_token === null);
-    }, 90_000);
-    // A few more ticks find nothing more to do.
-    await new Promise((r) => setTimeout(r, 2_500));
+    try {
+      await waitFor('every subscription to be billed', async () => {
+        const rows = await subscriptionRows(services, ids);
+        return rows.every((r) => readTime(r.current_period_start)!.getTime() === seededEnd.getTime() && r.collect_invoice_id === null && r.billing_lock_token === null);
+      }, 90_000);
+      // A few more ticks find nothing more to do: the next runs started from now bill nothing.
+      const before = runs.length;
+      await waitFor('two more runs of the job', async () => runs.length >= before + 2, 10_000);
+      expect(await Promise.all(runs.slice(before, before + 2))).toEqual([{ billed: 0, failed: 0 }, { billed: 0, failed: 0 }]);
+    } finally {
+      spy.mockRestore();
+    }
     await expectBilledOnce(services, ids, seededEnd);
     expect((await cycleInvoices(services, [onClock])).get(onClock)).toEqual([]);
     expect(app.logs.some((l) => l.includes('"job":"bill-subscriptions"') && /"billed":\d+/.test(l))).toBe(true);

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import type { Command } from 'commander';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { freshDatabase } from '../helpers/db';
+import { waitFor } from '../helpers/wait-b';
 import { buildCli, describeDatabase } from '../../src/cli';
 import { MAX_ACTIVE_KEYS } from '../../src/modules/accounts/account.service';
 
@@ -47,8 +48,11 @@ describe('payorch CLI', () => {
     // Just used, so the server holds the key as verified; the CLI is another process.
     expect((await app.request('GET', '/v1/customers', { key: key.secret })).status).toBe(200);
     await cli(['keys', 'revoke', key.id]);
-    await new Promise((r) => setTimeout(r, 350));
-    const refused = await app.request('GET', '/v1/customers', { key: key.secret });
+    // Refused within API_KEY_CACHE_MS of the revocation.
+    const refused = await waitFor(async () => {
+      const res = await app.request('GET', '/v1/customers', { key: key.secret });
+      return res.status === 200 ? null : res;
+    }, { timeoutMs: app.config.apiKeyCacheMs + 50, intervalMs: 25, what: 'the revoked key to be refused' });
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe('invalid_api_key');
   }, 60_000);

@@ -1,5 +1,7 @@
+import type { IncomingMessage } from 'node:http';
 import tls from 'node:tls';
 import { startTestApp, type TestApp } from '../helpers/app';
+import { assertStaysTrue, waitFor } from '../helpers/wait-b';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -7,7 +9,32 @@ beforeAll(async () => {
 });
 afterAll(() => app.stop());
 
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Resolves once the server is reading the body of the next request to `path`: its handler got it
+ * and the body parser has started consuming it (the request stream flows); rejects after 5 s.
+ */
+function bodyBeingRead(path: string): Promise<void> {
+  const server = app.server.httpsServer;
+  let onRequest!: (req: IncomingMessage) => void;
+  let timer: NodeJS.Timeout | undefined;
+  return new Promise<void>((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`the server did not start reading the body of ${path}`)), 5_000);
+    onRequest = (req) => {
+      if (req.url !== path) return;
+      server.off('request', onRequest);
+      if (req.readableFlowing) resolve();
+      else req.once('resume', () => resolve());
+    };
+    server.on('request', onRequest);
+  }).finally(() => {
+    clearTimeout(timer);
+    server.off('request', onRequest);
+  });
+}
+
+/** No 500 and no error logged for this while: what the server might still log after the access line. */
+const NOTHING_MORE_LOGGED_MS = 100;
+const noErrorLogged = () => !/"status":500|"level":"error"/.test(app.logs.join(''));
 
 /** Sends a request's headers and the start of a 100-byte body that never comes whole. */
 async function partialPost(path: string, bodyStart: string): Promise<tls.TLSSocket> {
@@ -24,13 +51,13 @@ async function partialPost(path: string, bodyStart: string): Promise<tls.TLSSock
 
 /** The JSON log lines of one request (its access line and anything logged under its id). */
 async function linesOf(path: string, status: number): Promise<Record<string, unknown>[]> {
-  for (let i = 0; i < 50; i++) {
+  const found = await waitFor(() => {
     const lines = app.logs.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
     const access = lines.find((l) => l.msg === 'request' && l.path === path && l.status === status);
-    if (access) return lines.filter((l) => l.requestId === access.requestId);
-    await wait(50);
-  }
-  throw new Error(`no access line for ${path} with status ${status}:\n${app.logs.join('')}`);
+    return access ? lines.filter((l) => l.requestId === access.requestId) : null;
+  }, { timeoutMs: 2_500, intervalMs: 25, what: `an access line for ${path} with status ${status}` }).catch(() => null);
+  if (!found) throw new Error(`no access line for ${path} with status ${status}:\n${app.logs.join('')}`);
+  return found;
 }
 
 describe('a client that goes away mid-body', () => {
@@ -53,13 +80,14 @@ describe('a client that goes away mid-body', () => {
     ['/v1/customers', '{"email":'],
     ['/graphql', '{"query":'],
   ])('should log an abort on %s as the client\'s (499), not a 500 with a stack', async (path, bodyStart) => {
+    const reading = bodyBeingRead(path);
     const socket = await partialPost(path, bodyStart);
-    await wait(100);
+    await reading; // the client goes away mid-body, not before the server got to it
     socket.destroy();
     const lines = await linesOf(path, 499);
     expect(lines).toEqual([expect.objectContaining({ level: 'info', msg: 'request', clientGone: 'client_aborted' })]);
     expect(JSON.stringify(lines)).not.toContain('stack');
-    await wait(100);
+    await assertStaysTrue(noErrorLogged, NOTHING_MORE_LOGGED_MS, 'no 500 or error in the log');
     expect(app.logs.join('')).not.toMatch(/"status":500|"level":"error"/);
     expectNoPlainText();
   });
@@ -72,7 +100,7 @@ describe('a client that goes away mid-body', () => {
     expect(Buffer.concat(received).toString()).toMatch(/^HTTP\/1\.1 408 /);
     const lines = await linesOf('/v1/customers', 408);
     expect(lines).toEqual([expect.objectContaining({ level: 'info', msg: 'request', clientGone: 'request_timeout' })]);
-    await wait(100);
+    await assertStaysTrue(noErrorLogged, NOTHING_MORE_LOGGED_MS, 'no 500 or error in the log');
     expect(app.logs.join('')).not.toMatch(/"status":500|"level":"error"/);
     expectNoPlainText();
   });

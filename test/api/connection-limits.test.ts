@@ -2,6 +2,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { closedWithin } from '../helpers/sockets';
+import { waitFor } from '../helpers/wait-b';
 
 /** A raw TLS connection to the test server, trusting only its certificate. */
 function tlsSocket(app: TestApp): Promise<tls.TLSSocket> {
@@ -20,7 +21,15 @@ function tcpSocket(url: string): Promise<net.Socket> {
   });
 }
 
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The connections a listener holds open now, as it counts them against MAX_CONNECTIONS. */
+function openConnections(server: net.Server): Promise<number> {
+  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+}
+
+/** Waits until the listener holds `n` connections (it has accepted, or seen the close of, the client's sockets). */
+async function holding(server: net.Server, n: number): Promise<void> {
+  await waitFor(async () => (await openConnections(server)) === n, { timeoutMs: 5_000, intervalMs: 10, what: `the listener to hold ${n} connections` });
+}
 
 describe('slow and idle clients', () => {
   let app: TestApp;
@@ -102,18 +111,19 @@ describe('connection cap', () => {
     });
     await expect(third).rejects.toThrow();
     held[0].destroy();
-    await wait(100);
+    await holding(app.server.httpsServer, 1); // a slot is free once the server has seen the close
     const again = await tlsSocket(app);
     expect(again.authorized).toBe(true);
     again.destroy();
     held[1].destroy();
-    await wait(100);
-    expect(app.logs.some((l) => l.includes('too many open connections') && l.includes('"listener":"https"') && l.includes('"level":"warn"'))).toBe(true);
+    await waitFor(() => app.logs.some((l) => l.includes('too many open connections') && l.includes('"listener":"https"') && l.includes('"level":"warn"')), {
+      timeoutMs: 2_000, what: 'the refusal in the log',
+    });
   });
 
   it('should refuse a plain-HTTP connection beyond MAX_CONNECTIONS at once', async () => {
     const held = [await tcpSocket(app.httpUrl), await tcpSocket(app.httpUrl)];
-    await wait(100); // the server has accepted both
+    await holding(app.server.httpServer, 2); // the server has accepted both
     const third = await tcpSocket(app.httpUrl);
     const { afterMs, received } = await closedWithin(third, 2_000);
     expect(received).toBe('');

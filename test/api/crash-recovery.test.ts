@@ -1,13 +1,15 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
-import { LEASE_MS } from '../../src/modules/payments/lease-keeper';
 
 /**
  * A process killed (kill -9) while it waits for a gateway: its pending payment or refund stops
  * being renewed, and recovery on a live instance (this test's app, running its jobs) settles it
  * soon after the lease runs out; a retry with the same Idempotency-Key then replays that outcome.
+ * The killed process leases for PAYMENT_LEASE_MS = 3 s (10 s by default): the recovery waits it
+ * out, as it would the default.
  */
 const RESOLVED_WITHIN_MS = 15_000;
+const VICTIM_LEASE_MS = 3_000;
 
 let app: TestApp;
 let key: string;
@@ -33,7 +35,7 @@ async function setLatency(latencyMs: number): Promise<void> {
 }
 
 async function startVictim(): Promise<SpawnedInstance> {
-  victim = await spawnBeside(app);
+  victim = await spawnBeside(app, { PAYMENT_LEASE_MS: String(VICTIM_LEASE_MS) });
   return victim;
 }
 
@@ -82,7 +84,7 @@ describe('a process killed while it waits for the gateway', () => {
     expect(replay.body.data.status).not.toBe('pending');
     expect(took).toBeLessThan(RESOLVED_WITHIN_MS);
     // Not before the dead process's lease could have run out: recovery never races a live owner.
-    expect(took).toBeGreaterThan(LEASE_MS / 4);
+    expect(took).toBeGreaterThan(VICTIM_LEASE_MS / 4);
     const all = await app.request('GET', '/v1/payments?search=payment', { key });
     expect(all.body.data.filter((p: { amount: number }) => p.amount === 4321)).toHaveLength(1);
   }, 90_000);

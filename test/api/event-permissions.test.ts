@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
+import { waitFor } from '../helpers/wait-b';
 
 /**
  * An event carries its object in full (a customer's e-mail and phone, a payment's card brand,
@@ -10,12 +11,13 @@ import { startTestApp, type TestApp } from '../helpers/app';
  */
 let app: TestApp;
 let full: string;
+let fullAccountId: string;
 /** Events in this account: two customer.created, three payment.succeeded, one product.created. */
 let allEvents: Array<{ id: string; type: string }>;
 
 beforeAll(async () => {
   app = await startTestApp();
-  full = (await app.createAccount()).testKey;
+  ({ testKey: full, accountId: fullAccountId } = await app.createAccount());
   for (const email of ['ada@example.com', 'bob@example.com']) {
     expect((await app.request('POST', '/v1/customers', { key: full, body: { email, phone: '+4915112345678' } })).status).toBe(201);
   }
@@ -184,7 +186,9 @@ describe('live GraphQL subscriptions', () => {
         if (seen.length >= 1) break;
       }
     })();
-    await new Promise((r) => setTimeout(r, 300)); // let the subscription register
+    // The subscription is registered once its stream listens to the account's events.
+    const bus = app.server.services.bus;
+    await waitFor(() => bus.streamScopes().some((s) => s.accountId === fullAccountId && !s.livemode), { what: 'the subscription to register' });
     // A customer first: were it streamed, it would be the first (and only) event collected.
     await app.request('POST', '/v1/customers', { key: full, body: { email: 'streamed@example.com' } });
     await app.request('POST', '/v1/payments', { key: full, body: { amount: 700, currency: 'usd', paymentMethod: 'pm_card_visa' } });

@@ -1,8 +1,11 @@
 import { FixedClock } from '../../src/core/clock';
+import { readTime } from '../../src/db/database';
+import type { LeaseKeeper } from '../../src/modules/payments/lease-keeper';
 import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.service';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { elapseDatabaseTime } from '../helpers/database-time';
 import { otherInstance } from '../helpers/other-instance';
+import { waitFor } from '../helpers/wait-b';
 import { FakeStripe, StripeLikeBackend, type RecordedRequest } from '../connectors/fake-stripe';
 
 /**
@@ -47,7 +50,32 @@ beforeEach(() => {
   fake.reset(backend.handle);
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** The row's lease end and the database's now, both read on the database's clock. */
+async function leaseOf(table: 'payments' | 'refunds', id: string): Promise<{ until: number; now: number }> {
+  const db = app.server.services.db;
+  const [row] = await db.select<{ until: unknown; now: unknown }>(`SELECT lease_until AS until, ${db.nowSql} AS now FROM ${table} WHERE id = $1`, [id]);
+  return { until: readTime(row.until)!.getTime(), now: readTime(row.now)!.getTime() };
+}
+
+/**
+ * Returns once the database's clock is past the end of the row's lease as it stands now (so past
+ * the lease as first written): from then on, only heartbeats have kept the row leased.
+ */
+async function outliveLease(table: 'payments' | 'refunds', id: string): Promise<void> {
+  const { until } = await leaseOf(table, id);
+  await waitFor(async () => (await leaseOf(table, id)).now > until, { timeoutMs: 10 * LEASE_MS, intervalMs: 50, what: `the database's clock past the lease of ${id}` });
+}
+
+/**
+ * One heartbeat of this process's leases, run to its end after the caller's change: one already
+ * under way (perhaps started before it) is waited for, then a whole one runs. The same beat its
+ * timer runs every LEASE_MS / 4.
+ */
+async function heartbeat(): Promise<void> {
+  const leases = (app.server.services.payments as unknown as { leases: LeaseKeeper }).leases;
+  await leases.beat();
+  await leases.beat();
+}
 
 /**
  * The next POST to `pathname` is made at once (the backend records it) and answered only when
@@ -57,11 +85,14 @@ function answeringLate(pathname: string) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let seen: RecordedRequest | undefined;
+  let sawIt!: (req: RecordedRequest) => void;
+  const arrived = new Promise<RecordedRequest>((resolve) => (sawIt = resolve));
   let answered = false;
   let lookups = 0;
   fake.reset(async (req) => {
     if (req.method === 'POST' && req.pathname === pathname && !seen) {
       seen = req;
+      sawIt(req);
       const answer = backend.handle(req);
       await released;
       return answer;
@@ -73,10 +104,17 @@ function answeringLate(pathname: string) {
     return backend.handle(req);
   });
   return {
+    /** The POST as the gateway got it (rejects after 5 s without it). */
     async received(): Promise<RecordedRequest> {
-      for (let i = 0; i < 500 && !seen; i++) await sleep(10);
-      expect(seen).toBeDefined();
-      return seen!;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no POST ${pathname} reached the gateway within 5 s`)), 5_000);
+      });
+      try {
+        return await Promise.race([arrived, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
     answer(): void {
       answered = true;
@@ -107,7 +145,7 @@ describe('a late gateway answer while the service clock jumps forward', () => {
     // Now, and after the lease as first written would have run out: heartbeats keep it, on the
     // database's clock, and the payment has been pending for a few seconds there, not 16 minutes.
     await app.server.services.payments.recoverPending(clock.now());
-    await sleep(3 * LEASE_MS);
+    await outliveLease('payments', paymentId);
     await app.server.services.payments.recoverPending(clock.now());
     expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.status).toBe('pending');
     late.answer();
@@ -125,7 +163,7 @@ describe('a late gateway answer while the service clock jumps forward', () => {
     const refundId = String((await late.received()).headers['idempotency-key']);
     clock.advance(16 * 60_000);
     await app.server.services.refunds.recoverPending(clock.now());
-    await sleep(3 * LEASE_MS);
+    await outliveLease('refunds', refundId);
     await app.server.services.refunds.recoverPending(clock.now());
     expect((await app.request('GET', `/v1/refunds/${refundId}`, { key })).body.data.status).toBe('pending');
     late.answer();
@@ -256,7 +294,7 @@ describe('recovery on the instance whose own request is still waiting for the ga
     const paymentId = (await late.received()).form['metadata[payorch_payment_id]'];
     await jump(paymentId);
     // A heartbeat comes and goes (it renews no lease that ran out) before recovery runs.
-    await sleep(LEASE_MS);
+    await heartbeat();
     expect(await app.server.services.payments.recoverPending(clock.now())).toBe(0);
     expect((await app.request('GET', `/v1/payments/${paymentId}`, { key })).body.data.status).toBe('pending');
     expect(late.lookups()).toBe(0);
@@ -274,7 +312,7 @@ describe('recovery on the instance whose own request is still waiting for the ga
     const pending = app.request('POST', '/v1/refunds', { key, body: { paymentId: pay.id } });
     const refundId = String((await late.received()).headers['idempotency-key']);
     await jump(refundId);
-    await sleep(LEASE_MS);
+    await heartbeat();
     expect(await app.server.services.refunds.recoverPending(clock.now())).toBe(0);
     expect((await app.request('GET', `/v1/refunds/${refundId}`, { key })).body.data.status).toBe('pending');
     expect(late.lookups()).toBe(0);

@@ -5,7 +5,7 @@ import type { DeliveryLoop } from '../../src/modules/webhooks';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import type { HttpResponse } from '../helpers/http';
-import { ReceiverHarness, makeCertificate, sleep, waitFor } from '../unit/webhooks/receiver-harness';
+import { ReceiverHarness, makeCertificate, waitFor } from '../unit/webhooks/receiver-harness';
 
 /**
  * `POST /v1/payments` with an Idempotency-Key, as a client sees it: what is answered, replayed or
@@ -314,8 +314,17 @@ describe('events and webhooks of a keyed payment', () => {
     for (const e of paymentEvents) expect(e.data.object).toEqual(answers[e.type].body.data);
 
     await waitFor(() => route.verified.length >= 2, 10_000, 'two webhook deliveries');
-    // Time for a wrongly queued second delivery to arrive (the loop polls every 50 ms).
-    await sleep(500);
+    // One delivery queued per event (queued with it, in its transaction), and none still due or
+    // in flight: a wrongly queued second one would be here, and would have arrived.
+    const db = app.server.services.db;
+    await waitFor(async () => {
+      const [{ n }] = await db.select<{ n: number | string }>(
+        "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND (status = 'pending' OR lock_token IS NOT NULL)", [endpoint.body.data.id],
+      );
+      return Number(n) === 0;
+    }, 10_000, 'every delivery to settle');
+    const queued = await db.select<{ event_id: string }>('SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1', [endpoint.body.data.id]);
+    expect(queued.map((d) => d.event_id).sort()).toEqual(paymentEvents.map((e) => e.id).sort());
     expect(route.verified.map((v) => v.eventId).sort()).toEqual(paymentEvents.map((e) => e.id).sort());
     for (const v of route.verified) {
       expect(v.duplicate).toBe(false);

@@ -7,6 +7,7 @@ import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.ser
 import { LEASE_MS } from '../../src/modules/payments/lease-keeper';
 import { elapseDatabaseTime } from '../helpers/database-time';
 import { otherInstance } from '../helpers/other-instance';
+import { waitFor } from '../helpers/wait-b';
 
 let database: TestDatabase;
 const clock = new FixedClock(new Date('2026-11-20T12:00:00.000Z'));
@@ -173,18 +174,16 @@ describe('crash safety of a charge', () => {
         throw new Error('settling failed');
       };
       const live = app.request('POST', '/v1/payments', { key, body, headers });
-      let row: { id: string } | undefined;
-      for (let i = 0; i < 200 && !row; i++) {
-        [row] = await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2940');
-        if (!row) await new Promise((r) => setTimeout(r, 10));
-      }
+      const row = await waitFor(async () => (await app.server.services.db.select<{ id: string }>('SELECT id FROM payments WHERE amount = 2940'))[0], {
+        timeoutMs: 5_000, intervalMs: 10, what: 'the pending payment row',
+      });
       // Its heartbeats stop getting through, long enough for another instance's recovery to take
       // over (this one's leaves its own requests' rows alone): the gateway never saw the charge,
       // so the payment failed.
-      await elapse(app, NOT_FOUND_FINAL_AFTER_MS + 60_000, [row!.id]);
+      await elapse(app, NOT_FOUND_FINAL_AFTER_MS + 60_000, [row.id]);
       expect(await other.payments.recoverPending(clock.now())).toBe(1);
       const replayed = await app.request('POST', '/v1/payments', { key, body, headers });
-      expect(replayed.body.data).toMatchObject({ id: row!.id, status: 'failed' });
+      expect(replayed.body.data).toMatchObject({ id: row.id, status: 'failed' });
       release();
       const late = await live;
       expect(late.body.data.status).toBe('pending'); // what the stalled request knew

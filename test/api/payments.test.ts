@@ -1,4 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
+import { waitFor } from '../helpers/wait-b';
 
 let app: TestApp;
 let key: string;
@@ -277,17 +278,14 @@ describe('payment reads and updates', () => {
     const slow = (await app.request('POST', '/v1/gateways', { key: k, body: { name: 'Slow', type: 'simulator', settings: { latencyMs: 1500 } } })).body.data;
     await app.request('PUT', '/v1/routing', { key: k, body: { rules: [], fallback: [slow.id], maxAttempts: 1 } });
     const creating = app.request('POST', '/v1/payments', { key: k, body: { amount: 700, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'orig' } });
-    let pending: { id: string } | undefined;
-    for (let i = 0; i < 100 && !pending; i++) {
-      pending = (await app.request('GET', '/v1/payments?status=pending', { key: k })).body.data[0];
-      if (!pending) await new Promise((r) => setTimeout(r, 10));
-    }
-    expect(pending).toBeDefined();
-    const patched = await app.request('PATCH', `/v1/payments/${pending!.id}`, { key: k, body: { description: 'patched' } });
+    const pending = await waitFor(async () => (await app.request('GET', '/v1/payments?status=pending', { key: k })).body.data[0] as { id: string } | undefined, {
+      timeoutMs: 5_000, intervalMs: 10, what: 'the payment pending (its gateway answers after 1.5 s)',
+    });
+    const patched = await app.request('PATCH', `/v1/payments/${pending.id}`, { key: k, body: { description: 'patched' } });
     expect(patched.status).toBe(422);
     expect(patched.body.error).toMatchObject({ code: 'invalid_state' });
     const created = (await creating).body.data;
-    expect(created).toMatchObject({ id: pending!.id, status: 'succeeded', description: 'orig' });
+    expect(created).toMatchObject({ id: pending.id, status: 'succeeded', description: 'orig' });
     expect((await app.request('GET', `/v1/payments/${created.id}`, { key: k })).body.data).toEqual(created);
     const after = await app.request('PATCH', `/v1/payments/${created.id}`, { key: k, body: { description: 'patched' } });
     expect(after.body.data.description).toBe('patched');

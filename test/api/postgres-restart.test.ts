@@ -8,14 +8,20 @@ import { DIALECT, freshDatabase, type TestDatabase } from '../helpers/db';
 import type { HttpResponse } from '../helpers/http';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
 import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { waitFor } from '../helpers/wait-b';
 
 // The service as it runs for real (its own process, workers on) while its PostgreSQL server
 // crashes and comes back, under load: four client loops against it, a second instance writing,
 // and a GraphQL subscription open across the outage.
 
+/** How long the PostgreSQL server stays down: the outage the service is put through. */
 const OUTAGE_MS = 5_000;
 const MAX_REQUEST_MS = 10_000;
 const RECOVERY_MS = 5_000;
+/** The loops whose every answer is checked (the other instance's writes only feed the subscriber). */
+const LOOPS = ['customers:read', 'customers:write', 'payments:read', 'payments:write'];
+/** Answers per loop, from requests started once the recovery time is over, that show it recovered. */
+const SAMPLES_AFTER_RECOVERY = 5;
 
 let app: TestApp;
 
@@ -69,14 +75,6 @@ function wsClient(baseUrl: string, ca: string, key: string): Client {
     retryAttempts: 0,
     lazy: true,
   });
-}
-
-async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 if (DIALECT === 'postgres') {
@@ -133,7 +131,14 @@ if (DIALECT === 'postgres') {
           },
         );
       });
-      await new Promise((r) => setTimeout(r, 300)); // the subscription registers after connecting
+      // The subscription registers after connecting: it is there once an event reaches it.
+      // Probe customers until one does; one created before it registered never does, and is
+      // left out of the events counted at the end.
+      for (let i = 0; received.size === 0; i++) {
+        if (i === 40) throw new Error(`the subscription got no event: ${subscriptionEnded}`);
+        expect((await rest('POST', '/v1/customers', { email: `probe${i}@example.com` })).res.status).toBe(201);
+        await waitFor(() => received.size > 0, { timeoutMs: 250, what: 'a probe event at the subscriber' }).catch(() => undefined);
+      }
 
       const samples: Sample[] = [];
       const written: Sample[] = [];
@@ -155,19 +160,31 @@ if (DIALECT === 'postgres') {
         return spawned.request('GET', '/ready').catch((err: Error) => ({ status: 0, body: { error: { code: err.message } } }) as HttpResponse);
       };
 
-      await new Promise((r) => setTimeout(r, 1500));
+      // Under load: every loop answered before the server goes down.
+      await waitFor(() => [...LOOPS.map((loop) => samples.some((s) => s.loop === loop && s.code === '')), written.some((s) => s.code === '')].every(Boolean), {
+        timeoutMs: 30_000, intervalMs: 50, what: 'an answer to every client loop',
+      });
       expect((await probeReady()).status).toBe(200);
 
       await cluster.stop('immediate');
       const down = Date.now();
-      await new Promise((r) => setTimeout(r, 500));
-      const readyDuringOutage = await probeReady();
-      await new Promise((r) => setTimeout(r, OUTAGE_MS - 500 - (Date.now() - down)));
+      // Not ready within half a second of the server going down.
+      const readyDuringOutage = await waitFor(async () => {
+        const res = await probeReady();
+        return res.status === 200 ? null : res;
+      }, { timeoutMs: 500, intervalMs: 50, what: '/ready to say the database is gone' });
+      // The rest of the outage: its length is the scenario, not a wait for something.
+      await new Promise((r) => setTimeout(r, OUTAGE_MS - (Date.now() - down)));
       const starting = Date.now();
       await cluster.start();
       const up = Date.now();
-      await waitFor(async () => (await probeReady()).status === 200, RECOVERY_MS, '/ready after the restart');
-      await new Promise((r) => setTimeout(r, RECOVERY_MS + 2000));
+      await waitFor(async () => (await probeReady()).status === 200, { timeoutMs: RECOVERY_MS, intervalMs: 100, what: '/ready after the restart' });
+      // Requests started once the recovery time is over, answered: a few from every loop, and a
+      // write through the other instance since the restart.
+      await waitFor(() => [
+        ...LOOPS.map((loop) => samples.filter((s) => s.loop === loop && s.started >= up + RECOVERY_MS).length >= SAMPLES_AFTER_RECOVERY),
+        written.some((s) => s.code === '' && s.started >= up),
+      ].every(Boolean), { timeoutMs: RECOVERY_MS + 30_000, intervalMs: 50, what: 'answers to requests started after the recovery time' });
       for (const stop of stops) await stop();
 
       // The process never exited.
@@ -184,7 +201,7 @@ if (DIALECT === 'postgres') {
 
       // Every loop was answered service_unavailable while the server was down …
       const duringOutage = samples.filter((s) => s.started >= down && s.ended <= starting);
-      for (const loop of ['customers:read', 'customers:write', 'payments:read', 'payments:write']) {
+      for (const loop of LOOPS) {
         const ofLoop = duringOutage.filter((s) => s.loop === loop);
         expect(ofLoop.length).toBeGreaterThan(0);
         expect(ofLoop.filter((s) => s.code !== 'service_unavailable')).toEqual([]);
@@ -196,7 +213,7 @@ if (DIALECT === 'postgres') {
       expect(readyDuringOutage.body.error.code).toBe('service_unavailable');
       // … and everything works again within 5 s of the server being back.
       const afterRecovery = samples.filter((s) => s.started >= up + RECOVERY_MS);
-      for (const loop of ['customers:read', 'customers:write', 'payments:read', 'payments:write']) {
+      for (const loop of LOOPS) {
         const ofLoop = afterRecovery.filter((s) => s.loop === loop);
         expect(ofLoop.length).toBeGreaterThan(0);
         expect(ofLoop.filter((s) => s.code !== '')).toEqual([]);
@@ -205,12 +222,14 @@ if (DIALECT === 'postgres') {
 
       // Every customer.created event committed (through either instance, before, during or after
       // the outage, whether or not its request got an answer) reached the subscriber.
-      const committed = await app.server.services.db.select<{ id: string }>(
-        "SELECT id FROM events WHERE account_id = $1 AND mode = 'test' AND type = 'customer.created'",
+      const rows = await app.server.services.db.select<{ id: string; data: string }>(
+        "SELECT id, data FROM events WHERE account_id = $1 AND mode = 'test' AND type = 'customer.created'",
         [app.account.accountId],
       );
+      const missedProbe = (e: { id: string; data: string }) => /"email":"probe\d+@example\.com"/.test(String(e.data)) && !received.has(e.id);
+      const committed = rows.filter((e) => !missedProbe(e));
       expect(written.filter((s) => s.code === '' && s.started >= up).length).toBeGreaterThan(0);
-      await waitFor(() => committed.every((e) => received.has(e.id)), 10_000, 'every event at the subscriber').catch(() => undefined);
+      await waitFor(() => committed.every((e) => received.has(e.id)), { timeoutMs: 10_000, intervalMs: 100, what: 'every event at the subscriber' }).catch(() => undefined);
       expect(committed.filter((e) => !received.has(e.id))).toEqual([]);
       expect(received.size).toBe(committed.length);
       expect(subscriptionEnded).toBe('');

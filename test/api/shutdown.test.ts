@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import { freshDatabase, type TestDatabase } from '../helpers/db';
 import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { waitFor } from '../helpers/wait-b';
 
 let database: TestDatabase;
 let instance: SpawnedInstance;
@@ -36,19 +37,23 @@ describe('start-up and graceful shutdown', () => {
         method: 'POST',
         ca,
         servername: 'localhost',
-        headers: { authorization: `Bearer ${testKey}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+        // Answered `100 Continue` as soon as the server has parsed the headers: the request is then
+        // the server's (in flight, its connection no longer idle), whatever its body does.
+        headers: { authorization: `Bearer ${testKey}`, 'content-type': 'application/json', 'content-length': String(body.length), expect: '100-continue' },
       }, (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
         res.on('end', () => resolve({ status: res.statusCode!, text }));
       });
       req.on('error', reject);
-      // Half the body now; SIGTERM arrives while the request is in flight; the rest later.
+      // Half the body now; SIGTERM arrives while the request is in flight; the rest once the
+      // service says it is shutting down.
       req.write(body.slice(0, 10));
-      setTimeout(() => {
+      req.once('continue', () => {
         instance.child.kill('SIGTERM');
-        setTimeout(() => req.end(body.slice(10)), 300);
-      }, 200);
+        waitFor(() => instance.output.join('').includes('shutting down'), { timeoutMs: 10_000, what: 'the service to say it is shutting down' })
+          .then(() => req.end(body.slice(10)), reject);
+      });
     });
     const res = await response;
     expect(res.status).toBe(201);

@@ -3,6 +3,8 @@ import type { SpawnedInstance } from '../helpers/spawn';
 import { countRows, spawnOnHarness } from '../helpers/crash';
 import type { HttpResponse } from '../helpers/http';
 import { DIALECT } from '../helpers/db';
+import { readTime } from '../../src/db/database';
+import { waitFor } from '../helpers/wait-b';
 
 /**
  * A test clock's advance whose process is killed (SIGKILL) half-way: the clock is left
@@ -13,6 +15,7 @@ import { DIALECT } from '../helpers/db';
  */
 const SUBSCRIPTIONS = 8;
 const MONTHS = 12;
+const BILLING_LEASE_MS = 2_000;
 
 let h: ServiceHarness;
 let key: string;
@@ -33,7 +36,7 @@ afterAll(async () => {
 
 function startInstance(): Promise<SpawnedInstance> {
   // No scheduled jobs: only the advance bills these subscriptions (they live on the clock).
-  return spawnOnHarness(h, { RUN_WORKERS: 'false', BILLING_LEASE_MS: '2000' });
+  return spawnOnHarness(h, { RUN_WORKERS: 'false', BILLING_LEASE_MS: String(BILLING_LEASE_MS) });
 }
 
 async function ok(res: Promise<HttpResponse>, status = 200): Promise<Record<string, any>> {
@@ -80,9 +83,12 @@ describe(`a test clock's advance killed (SIGKILL) half-way (${DIALECT})`, () => 
     const [left] = await h.services.db.select<{ status: string }>('SELECT status FROM test_clocks WHERE id = $1', [clock.id]);
     expect(left.status).toBe('advancing');
 
-    // Restarted (longer than the lease after the dead advance's last step): the advance goes on.
+    // Restarted, and once the lease has passed since the dead advance's last step (the clock's
+    // updatedAt, on the instances' clock: this host's), the advance goes on.
     instance = await startInstance();
-    await new Promise((r) => setTimeout(r, 2500));
+    const [{ updated_at: lastStep }] = await h.services.db.select<{ updated_at: unknown }>('SELECT updated_at FROM test_clocks WHERE id = $1', [clock.id]);
+    const leaseEnd = readTime(lastStep)!.getTime() + BILLING_LEASE_MS;
+    await waitFor(() => Date.now() > leaseEnd, { timeoutMs: BILLING_LEASE_MS + 1_000, intervalMs: 20, what: "the dead advance's lease to pass" });
     const done = await ok(instance.request('POST', `/v1/test-clocks/${clock.id}/advance`, { key, body: { frozenTime: target } }));
     expect(done).toMatchObject({ id: clock.id, status: 'ready', frozenTime: target });
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { ReceiverHarness, makeCertificate, sleep, waitFor, type Route } from '../unit/webhooks/receiver-harness';
+import { ReceiverHarness, makeCertificate, waitFor, type Route } from '../unit/webhooks/receiver-harness';
+import { assertStaysTrue } from '../helpers/wait-b';
 
 const GONE_WINDOW_MS = 400;
 
@@ -39,6 +40,29 @@ async function createCustomer(key: string): Promise<{ id: string }> {
   const res = await app.request('POST', '/v1/customers', { key, body: { email: `c_${randomBytes(6).toString('hex')}@example.com` } });
   expect(res.status).toBe(201);
   return res.body.data;
+}
+
+/**
+ * Waits until none of the endpoints' deliveries is due or in flight: each one delivered, failed,
+ * held or abandoned, and none leased (an attempt in flight keeps its lease until it settles).
+ * Deliveries are queued in the transaction of their event, so from then on nothing more goes out
+ * to these endpoints unless a new event (or a resend) queues it.
+ */
+async function deliveriesSettled(endpointIds: string[]): Promise<void> {
+  const db = app.server.services.db;
+  await waitFor(async () => {
+    const [{ n }] = await db.select<{ n: number | string }>(
+      `SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id IN (${db.jsonTextList('$1')}) AND (status = 'pending' OR lock_token IS NOT NULL)`,
+      [JSON.stringify(endpointIds)],
+    );
+    return Number(n) === 0;
+  }, 10_000, 'every delivery to settle');
+}
+
+/** The event types queued for an endpoint (one delivery each), sorted. */
+async function queuedTypes(endpointId: string): Promise<string[]> {
+  const rows = await app.server.services.db.select<{ event_type: string }>('SELECT event_type FROM webhook_deliveries WHERE endpoint_id = $1', [endpointId]);
+  return rows.map((r) => r.event_type).sort();
 }
 
 async function lastEvent(key: string, type: string) {
@@ -197,12 +221,15 @@ describe('webhook deliveries', () => {
     const key = await freshKey();
     const updatesOnly = rx.route('updates-only');
     const everything = rx.route('everything');
-    await register(key, updatesOnly, ['customer.updated']);
-    await register(key, everything, ['*']);
+    const updatesOnlyEp = await register(key, updatesOnly, ['customer.updated']);
+    const everythingEp = await register(key, everything, ['*']);
     const customer = await createCustomer(key);
     await app.request('PATCH', `/v1/customers/${customer.id}`, { key, body: { name: 'Renamed' } });
     await waitFor(() => everything.verified.length >= 2 && updatesOnly.verified.length >= 1, 10_000, 'deliveries');
-    await sleep(300);
+    // Nothing else was queued for either, and nothing queued is still on its way.
+    await deliveriesSettled([updatesOnlyEp.id, everythingEp.id]);
+    expect(await queuedTypes(updatesOnlyEp.id)).toEqual(['customer.updated']);
+    expect(await queuedTypes(everythingEp.id)).toEqual(['customer.created', 'customer.updated']);
     expect(everything.verified.map((v) => v.event.type).sort()).toEqual(['customer.created', 'customer.updated']);
     expect(updatesOnly.verified.map((v) => v.event.type)).toEqual(['customer.updated']);
     expect(updatesOnly.requests).toHaveLength(1);
@@ -279,8 +306,8 @@ describe('webhook deliveries', () => {
     expect(rows).toEqual([{ status: 'held' }]);
 
     const sent = route.requests.length;
-    await createCustomer(key); // not queued for a disabled endpoint
-    await sleep(300);
+    await createCustomer(key); // not queued for a disabled endpoint (deliveries are queued with their event)
+    expect(await app.server.services.db.select('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [ep.id])).toEqual([{ status: 'held' }]);
     expect(route.requests).toHaveLength(sent);
     const log = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key });
     expect(log.body.data[0]).toMatchObject({ attempt: sent, statusCode: 410, status: 'failed', nextRetryAt: null });
@@ -290,8 +317,10 @@ describe('webhook deliveries', () => {
     expect(reenabled.body.data).toMatchObject({ status: 'enabled', disabledReason: null });
     await waitFor(() => route.verified.length === 1, 10_000, 'the held delivery');
     expect(route.verified[0]).toMatchObject({ attempt: sent + 1, duplicate: false });
-    await sleep(300);
-    expect(route.verified).toHaveLength(1); // the event of the disabled time was never queued
+    await deliveriesSettled([ep.id]);
+    expect(await queuedTypes(ep.id)).toEqual(['customer.created']); // the event of the disabled time was never queued
+    // Delivered, the held delivery is not sent again: the loop (50 ms polls) would have within this.
+    await assertStaysTrue(() => route.verified.length === 1, 300, 'one delivery at the endpoint');
   });
 
   it('should cancel queued deliveries of the event types a PATCH drops', async () => {
@@ -305,10 +334,10 @@ describe('webhook deliveries', () => {
     const rows = await app.server.services.db.select<{ status: string; last_error: string }>('SELECT status, last_error FROM webhook_deliveries WHERE endpoint_id = $1', [ep.id]);
     // An attempt in flight at that moment still settles (its 5xx does not requeue a cancelled delivery).
     expect(rows).toEqual([{ status: 'abandoned', last_error: expect.any(String) }]);
-    await sleep(300); // 50 ms retry steps: a delivery still queued would have been tried again by now
+    await deliveriesSettled([ep.id]); // the attempt in flight at the PATCH, if any, has settled
     const sent = route.requests.length;
-    await sleep(300);
-    expect(route.requests).toHaveLength(sent);
+    // 50 ms retry steps: a delivery still queued would be tried again within this.
+    await assertStaysTrue(() => route.requests.length === sent, 300, 'no further attempt of the cancelled delivery');
   });
 
   it('should sign deliveries made after a rotation without overlap with the new secret only', async () => {
@@ -399,9 +428,9 @@ describe('webhook deliveries', () => {
     const succeeded = rx.route('pay-succeeded');
     const failed = rx.route('pay-failed');
     const all = rx.route('pay-all');
-    await register(key, succeeded, ['payment.succeeded']);
-    await register(key, failed, ['payment.failed']);
-    await register(key, all, ['*']);
+    const succeededEp = await register(key, succeeded, ['payment.succeeded']);
+    const failedEp = await register(key, failed, ['payment.failed']);
+    const allEp = await register(key, all, ['*']);
     const pay = await app.request('POST', '/v1/payments', { key, body: { amount: 2500, currency: 'usd', paymentMethod: 'pm_card_visa' } });
     expect(pay.status).toBe(201);
     await waitFor(() => succeeded.verified.length >= 1 && all.verified.length >= 1, 10_000, 'the payment deliveries');
@@ -410,7 +439,8 @@ describe('webhook deliveries', () => {
     // The payload is the event exactly as the API serialises it (built in the statement on PostgreSQL).
     expect(succeeded.requests[0].body).toBe(JSON.stringify(event));
     expect(all.requests[0].body).toBe(JSON.stringify(event));
-    await sleep(300);
+    await deliveriesSettled([succeededEp.id, failedEp.id, allEp.id]);
+    expect(await queuedTypes(failedEp.id)).toEqual([]);
     expect(failed.requests).toHaveLength(0);
   });
 

@@ -102,6 +102,7 @@ describe('configuration', () => {
     SMTP_TIMEOUT_MS: '50',
     BILLING_CRON: 'every minute',
     BILLING_LEASE_MS: '10',
+    PAYMENT_LEASE_MS: '500',
     ENCRYPTION_KEY: 's3cret-key-too-short',
     TRUST_PROXY: 'maybe',
     WEBHOOK_ALLOW_PRIVATE: 'on',
