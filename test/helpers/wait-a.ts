@@ -74,26 +74,31 @@ export async function someoneWaitsOnLock(db: Database): Promise<boolean> {
 }
 
 /**
- * Counts the event streams opened on `bus` from now on: a GraphQL subscription opens one when it
- * starts (live-events resolver), and from then on it sees every event committed. `stop()` puts the
- * bus back as it was.
+ * Counts the event streams opened on `bus` from now on, and how many of those were closed since:
+ * a GraphQL subscription opens one when it starts (live-events resolver), from then on it sees
+ * every event committed, and its stream is closed when it completes or its socket closes (before
+ * graphql-ws's onComplete/onClose hooks run, a few promise turns later). `stop()` puts the bus
+ * back as it was (streams opened meanwhile still count their closing).
  */
-export function watchStreams(bus: EventBus): { opened(): number; stop(): void } {
-  const spy = jest.spyOn(bus, 'stream');
+export function watchStreams(bus: EventBus): { opened(): number; closed(): number; stop(): void } {
+  const stream = bus.stream.bind(bus);
+  let closed = 0;
+  const spy = jest.spyOn(bus, 'stream').mockImplementation((scope, filter) => {
+    const iterator = stream(scope, filter);
+    const close = iterator.return?.bind(iterator);
+    let counted = false;
+    iterator.return = async (value?: unknown) => {
+      if (!counted) {
+        counted = true;
+        closed += 1;
+      }
+      return close ? close(value) : { done: true, value: undefined };
+    };
+    return iterator;
+  });
   return {
     opened: () => spy.mock.calls.length,
+    closed: () => closed,
     stop: () => spy.mockRestore(),
   };
-}
-
-/** Waits until `count` more event streams were opened on `bus` while `open()` runs and after; returns what open() returned. */
-export async function afterStreamsOpen<T>(bus: EventBus, count: number, open: () => T, options: WaitOptions = {}): Promise<T> {
-  const streams = watchStreams(bus);
-  try {
-    const result = open();
-    await waitFor(() => streams.opened() >= count, { what: `${count} subscription stream(s) to open`, ...options });
-    return result;
-  } finally {
-    streams.stop();
-  }
 }
