@@ -341,7 +341,7 @@ describe('without SMTP_URL', () => {
 describe('the mail worker', () => {
   it('should send right after the commit that queued the mail, woken in-process rather than at its next poll, and wait for it when stopped', async () => {
     const { mail } = mailService({ smtpUrl: sink.url }, { pollMs: 60_000 });
-    sink.holdMs = 300;
+    sink.behaviour = 'stall'; // the server answers once the worker is stopping
     // The rounds the worker ran, by what each claimed.
     const rounds: number[] = [];
     const claim = mail.claim.bind(mail);
@@ -357,7 +357,9 @@ describe('the mail worker', () => {
       const id = await queue(mail);
       await waitFor(() => sink.dataSeen.length === 1, { timeoutMs: 3_000, what: 'the mail to reach the server' });
       expect(worker.inFlight).toBe(1);
-      await worker.stop();
+      const stopping = worker.stop();
+      sink.release();
+      await stopping;
       expect(worker.inFlight).toBe(0);
       expect(sink.received).toHaveLength(1);
       expect((await row(id)).status).toBe('sent');
