@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
+import { waitFor, watchStreams } from '../helpers/wait-a';
 
 let app: TestApp;
 let key: string;
@@ -72,6 +73,7 @@ describe('checkout sessions and payment links over GraphQL', () => {
   it('should stream checkoutSessionUpdated when a session completes', async () => {
     const s = (await app.request('POST', '/v1/checkout-sessions', { key, body: { mode: 'payment', amount: 999, currency: 'usd' } })).body.data;
     const client = wsClient();
+    const streams = watchStreams(app.server.services.bus);
     try {
       const got = new Promise<{ id: string; status: string }>((resolve, reject) => {
         client.subscribe<{ checkoutSessionUpdated: { id: string; status: string } }>(
@@ -79,10 +81,11 @@ describe('checkout sessions and payment links over GraphQL', () => {
           { next: (r) => (r.data ? resolve(r.data.checkoutSessionUpdated) : reject(new Error(JSON.stringify(r.errors)))), error: reject, complete: () => undefined },
         );
       });
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(() => streams.opened() >= 1, { what: 'the subscription to open' });
       await app.request('POST', `/v1/public/checkout-sessions/${s.id}/pay`, { body: { card: card() } });
       expect(await got).toMatchObject({ id: s.id, status: 'complete' });
     } finally {
+      streams.stop();
       await client.dispose();
     }
   });

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { ROOT } from '../helpers/spawn';
+import { waitFor, watchStreams } from '../helpers/wait-a';
 
 const EXAMPLE = path.join(ROOT, 'examples', 'graphql-subscribe.js');
 
@@ -39,17 +40,19 @@ describe('the README graphql-ws client', () => {
   });
 
   it('should connect with the generated certificate and print events as they commit', async () => {
+    const streams = watchStreams(app.server.services.bus);
     const run = runExample(app.account.testKey);
     try {
-      // Until the subscription is registered a customer's event passes it by: keep creating until one shows.
-      for (let i = 0; i < 40 && !run.output().includes('customer.created'); i++) {
-        const res = await app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: `ws-${i}@example.com` } });
-        expect(res.status).toBe(201);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-      const line = run.output().split('\n').find((l) => l.includes('customer.created'));
-      expect(JSON.parse(line!)).toEqual({ id: expect.stringMatching(/^evt_/), type: 'customer.created', createdAt: expect.any(String) });
+      // Until its subscription is open a customer's event passes it by.
+      await waitFor(() => streams.opened() >= 1 || run.child.exitCode !== null, { timeoutMs: 20_000, what: "the example's subscription to open" });
+      const res = await app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'ws-example@example.com' } });
+      expect(res.status).toBe(201);
+      const line = await waitFor(() => run.output().split('\n').find((l) => l.includes('customer.created')), { what: 'the example to print the event' }).catch((err: Error) => {
+        throw new Error(`${err.message}; it printed: ${run.output()}`);
+      });
+      expect(JSON.parse(line)).toEqual({ id: expect.stringMatching(/^evt_/), type: 'customer.created', createdAt: expect.any(String) });
     } finally {
+      streams.stop();
       run.child.kill();
       await run.exited;
     }

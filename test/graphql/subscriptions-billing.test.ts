@@ -3,6 +3,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import { wsClient } from '../helpers/graphql-ws';
+import { waitFor, watchStreams } from '../helpers/wait-a';
 
 let app: TestApp;
 let key: string;
@@ -162,6 +163,7 @@ describe(`billing subscriptions and test clocks over GraphQL (${DIALECT})`, () =
     const watched = await create();
     const other = await create();
     const client = wsClient(app, key);
+    const streams = watchStreams(app.server.services.bus);
     try {
       const results: Json[] = [];
       const done = new Promise<void>((resolve, reject) => {
@@ -186,7 +188,7 @@ describe(`billing subscriptions and test clocks over GraphQL (${DIALECT})`, () =
           complete: () => reject(new Error('completed')),
         });
       });
-      await new Promise((r) => setTimeout(r, 300)); // let both register
+      await waitFor(() => streams.opened() >= 2, { what: 'both subscriptions to open' });
       // The other subscription's event first: the filtered stream must not pass it.
       await ok('mutation($id: ID!) { pauseSubscription(id: $id) { id } }', { id: other });
       await ok('mutation($id: ID!) { pauseSubscription(id: $id) { id } }', { id: watched });
@@ -198,6 +200,7 @@ describe(`billing subscriptions and test clocks over GraphQL (${DIALECT})`, () =
       expect(results[0].subscriptionUpdated.plan).toEqual({ unitAmount: 900 });
       expect(all.map((r) => [r.subscriptionUpdated.id, r.subscriptionUpdated.status])).toEqual([[other, 'paused'], [watched, 'paused'], [watched, 'canceled']]);
     } finally {
+      streams.stop();
       await client.dispose();
     }
   });

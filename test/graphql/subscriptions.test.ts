@@ -4,6 +4,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
+import { waitFor, watchStreams } from '../helpers/wait-a';
 
 // PostgreSQL instances fan out through LISTEN/NOTIFY; on SQLite the cross-process path is Redis.
 const REDIS_ENV: Record<string, string> = DIALECT === 'sqlite' ? { REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' } : {};
@@ -29,9 +30,13 @@ function wsClient(baseUrl: string, ca: string, key: string | null): Client {
   });
 }
 
-/** Collects the first `n` results of a subscription, with a deadline. */
+/**
+ * Collects the first `n` results of a subscription on the test app (`client` must be connected
+ * to it), with a deadline: `start` runs once the subscription's event stream is open there.
+ */
 async function take<T>(client: Client, query: string, n: number, start: () => Promise<unknown>, timeoutMs = 8000): Promise<T[]> {
   const results: T[] = [];
+  const streams = watchStreams(app.server.services.bus);
   const iterator = client.iterate<T>({ query });
   const collected = (async () => {
     for await (const r of iterator) {
@@ -40,7 +45,14 @@ async function take<T>(client: Client, query: string, n: number, start: () => Pr
       if (results.length >= n) break;
     }
   })();
-  await new Promise((r) => setTimeout(r, 300)); // let the subscription register
+  let ended = false;
+  void collected.then(() => (ended = true), () => (ended = true));
+  try {
+    // Open: from now on the subscription sees every event committed (refused: it has ended).
+    await waitFor(() => streams.opened() >= 1 || ended, { what: 'the subscription to start' });
+  } finally {
+    streams.stop();
+  }
   await start();
   let deadline: NodeJS.Timeout | undefined;
   try {
@@ -322,13 +334,15 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       await other?.stop();
     });
 
-    it('should deliver an event written through instance A to a subscriber on instance B', async () => {
-      const client = wsClient(other.baseUrl, app.server.cert, app.account.testKey);
+    // The subscriber is on the test app, where its stream is seen to open; the writer is the
+    // other instance (its own process): the same fan-out, either way round.
+    it('should deliver an event written through one instance to a subscriber on another', async () => {
+      const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
       const results = await take<{ events: { type: string; data: { object: { email: string } } } }>(
         client,
         'subscription { events(types: ["customer.created"]) { type data } }',
         1,
-        () => app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'cross-instance@example.com' } }),
+        () => other.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'cross-instance@example.com' } }),
       );
       expect(results[0].events.data.object.email).toBe('cross-instance@example.com');
       await client.dispose();
@@ -336,16 +350,16 @@ describe('GraphQL subscriptions over graphql-ws', () => {
 
     it('should deliver events too big for one notification, and several committed together', async () => {
       const metadata = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, 'v'.repeat(400)]));
-      const client = wsClient(other.baseUrl, app.server.cert, app.account.testKey);
+      const client = wsClient(app.baseUrl, app.server.cert, app.account.testKey);
       const results = await take<{ events: { data: { object: { email: string; metadata: Record<string, string> } } } }>(
         client,
         'subscription { events(types: ["customer.created"]) { data } }',
         3,
         () =>
           Promise.all([
-            app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'big@example.com', metadata } }),
-            app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'batch-1@example.com' } }),
-            app.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'batch-2@example.com' } }),
+            other.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'big@example.com', metadata } }),
+            other.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'batch-1@example.com' } }),
+            other.request('POST', '/v1/customers', { key: app.account.testKey, body: { email: 'batch-2@example.com' } }),
           ]),
       );
       const emails = results.map((r) => r.events.data.object.email).sort();

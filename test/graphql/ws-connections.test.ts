@@ -1,6 +1,7 @@
 import { MAX_BODY_BYTES } from '../../src/http/body';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { closed, connect as connectTo, openSocket, run, wsClient } from '../helpers/graphql-ws';
+import { assertStaysTrue, waitFor } from '../helpers/wait-a';
 
 /**
  * graphql-ws connections that end early, arrive at once or go wrong: a socket closed while its
@@ -62,12 +63,12 @@ describe('graphql-ws connections', () => {
         });
       }));
     }
-    for (let i = 0; i < 100 && authenticate.mock.calls.length < 4; i++) await sleep(50);
-    await sleep(400); // the four checks end
+    await waitFor(() => authenticate.mock.calls.length >= 4, { what: 'the four key checks to start' });
+    await Promise.allSettled(authenticate.mock.results.map((r) => r.value)); // the four checks end
     const checks = authenticate.mock.calls.length;
     expect(checks).toBe(4);
-    await sleep(400); // eight re-check periods: nothing re-checks a dropped socket's key
-    expect(authenticate.mock.calls.length).toBe(checks);
+    // Eight re-check periods: nothing re-checks a dropped socket's key.
+    await assertStaysTrue(() => authenticate.mock.calls.length === checks, 400, "no re-check of a dropped socket's key");
     // None of them holds one of the key's two places.
     const [first, second] = [await connect(key), await connect(key)];
     expect([first.outcome, second.outcome]).toEqual(['ack', 'ack']);
@@ -86,7 +87,7 @@ describe('graphql-ws connections', () => {
       socket.on('close', (c) => resolve(c));
     });
     expect(code).toBe(1009);
-    for (let i = 0; i < 20 && !app.logs.length; i++) await sleep(50);
+    await waitFor(() => app.logs.length > 0, { timeoutMs: 1_000, what: 'the warning to be logged' });
     expect(logLines()).toContainEqual(expect.objectContaining({ level: 'warn', wsError: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' }));
     noConsole();
     // A message just under the limit is read, and the server goes on.

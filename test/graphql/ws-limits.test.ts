@@ -1,6 +1,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import type { Client } from 'graphql-ws';
 import { closed, connect as connectTo, run, wsClient as clientFor, type WsResult } from '../helpers/graphql-ws';
+import { waitFor, watchStreams } from '../helpers/wait-a';
 
 /**
  * GraphQL over WebSocket (graphql-ws) under the same limits as over HTTP: every operation counts
@@ -20,17 +21,43 @@ beforeAll(async () => {
 });
 afterAll(() => app.stop());
 
+/** The event streams the app's subscriptions open and close, per test. */
+let streams: ReturnType<typeof watchStreams>;
+beforeEach(() => {
+  streams = watchStreams(app.server.services.bus);
+});
+afterEach(() => streams.stop());
+
 const wsClient = (key: string) => clientFor(app, key);
 const connect = (key: string | null) => connectTo(app, key);
 
-/** Subscribes: the errors it was refused with, or null when it is still open half a second later. */
-function subscribed(client: Client, query: string): Promise<{ stop: () => void; errors: WsResult['errors'] | null }> {
-  return new Promise((resolve) => {
-    const stop = client.subscribe({ query }, {
-      next: () => undefined, error: (e) => resolve({ stop, errors: e as WsResult['errors'] }), complete: () => undefined,
+type Subscribed = { stop: () => void; errors: WsResult['errors'] | null };
+
+/**
+ * Subscribes `count` times at once: each the errors it was refused with, or null once it is open
+ * (its event stream opened on the server). Each subscription either opens a stream or is
+ * refused, so this waits until as many streams opened as were not refused.
+ */
+async function subscribedAll(client: Client, query: string, count: number): Promise<Subscribed[]> {
+  const before = streams.opened();
+  const subs = Array.from({ length: count }, () => {
+    const sub: Subscribed = { stop: () => undefined, errors: null };
+    sub.stop = client.subscribe({ query }, {
+      next: () => undefined, error: (e) => { sub.errors = e as WsResult['errors']; }, complete: () => undefined,
     });
-    setTimeout(() => resolve({ stop, errors: null }), 500);
+    return sub;
   });
+  await waitFor(() => streams.opened() - before + subs.filter((s) => s.errors).length >= count, { what: `${count} subscription(s) to open or be refused` });
+  return subs;
+}
+
+const subscribed = async (client: Client, query: string): Promise<Subscribed> => (await subscribedAll(client, query, 1))[0];
+
+/** Waits until `count` more subscription streams have closed on the server than before `close` ran. */
+async function afterStreamsClose(count: number, close: () => unknown): Promise<void> {
+  const before = streams.closed();
+  await close();
+  await waitFor(() => streams.closed() - before >= count, { what: `${count} subscription stream(s) to close` });
 }
 
 const PAY = 'mutation { createPayment(input: { amount: 950, currency: "usd", paymentMethod: "pm_card_visa" }) { id status } }';
@@ -91,17 +118,16 @@ describe('GraphQL over WebSocket: limits', () => {
       { query: 'subscription { customerUpdated { email } }' },
       { next: (r) => { received.push(r.data!.customerUpdated.email); }, error: () => undefined, complete: () => undefined },
     ));
-    await new Promise((r) => setTimeout(r, 300)); // let them register
+    await waitFor(() => streams.opened() >= 3, { what: 'the three subscriptions to open' });
     const fourth = await run(client, 'subscription { paymentUpdated { id } }');
     expect(fourth.errors?.[0].extensions.code).toBe('limit_exceeded');
     expect(fourth.errors?.[0].message).toBe('At most 3 operations at once on one socket (subscriptions included); complete one first');
     // The three still stream.
     await app.request('POST', '/v1/customers', { key, body: { email: 'still-open@example.com' } });
-    for (let i = 0; i < 50 && received.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => received.length >= 3, { what: 'the three subscriptions to stream the customer' });
     expect(received).toEqual(['still-open@example.com', 'still-open@example.com', 'still-open@example.com']);
     // One completed makes room again.
-    stops[0]();
-    await new Promise((r) => setTimeout(r, 200));
+    await afterStreamsClose(1, () => stops[0]());
     expect((await run(client, '{ customers { total } }')).data).toEqual({ customers: { total: 1 } });
     stops.slice(1).forEach((stop) => stop());
     await client.dispose();
@@ -116,7 +142,7 @@ describe('GraphQL over WebSocket: limits', () => {
     };
     const test = wsClient(account.testKey);
     const live = wsClient(account.liveKey);
-    const onTest = await Promise.all([0, 1, 2].map(() => subscribed(test, SUBSCRIPTION)));
+    const onTest = await subscribedAll(test, SUBSCRIPTION, 3);
     const first = await subscribed(live, SUBSCRIPTION);
     expect([...onTest, first].map((s) => s.errors)).toEqual([null, null, null, null]);
     expect((await subscribed(live, SUBSCRIPTION)).errors).toEqual([expect.objectContaining(refusal)]);
@@ -125,15 +151,13 @@ describe('GraphQL over WebSocket: limits', () => {
     const other = wsClient((await app.createAccount()).testKey);
     expect((await subscribed(other, SUBSCRIPTION)).errors).toBeNull();
     // A completed subscription makes room, and a closed socket gives back all of its own.
-    first.stop();
-    await new Promise((r) => setTimeout(r, 200));
+    await afterStreamsClose(1, () => first.stop());
     const second = await subscribed(live, SUBSCRIPTION);
     expect(second.errors).toBeNull();
     expect((await subscribed(live, SUBSCRIPTION)).errors).toEqual([expect.objectContaining(refusal)]);
-    await test.dispose();
-    await new Promise((r) => setTimeout(r, 200));
+    await afterStreamsClose(3, () => test.dispose());
     const again = wsClient(account.testKey);
-    expect((await Promise.all([0, 1, 2].map(() => subscribed(again, SUBSCRIPTION)))).map((s) => s.errors)).toEqual([null, null, null]);
+    expect((await subscribedAll(again, SUBSCRIPTION, 3)).map((s) => s.errors)).toEqual([null, null, null]);
     expect((await subscribed(live, SUBSCRIPTION)).errors).toEqual([expect.objectContaining(refusal)]);
     for (const c of [live, other, again]) await c.dispose();
   });
@@ -150,11 +174,12 @@ describe('GraphQL over WebSocket: limits', () => {
     expect(other.outcome).toBe('ack');
     // A closed socket frees its place.
     await closed(first.socket);
-    let again = await connect(account.testKey);
-    for (let i = 0; i < 20 && again.outcome !== 'ack'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      again = await connect(account.testKey);
-    }
+    // The server frees it once it has seen the close: tried until it is let in, with a deadline.
+    const again = await waitFor(async () => {
+      const attempt = await connect(account.testKey);
+      if (attempt.outcome === 'ack') return attempt;
+      return undefined;
+    }, { timeoutMs: 2_000, what: 'a socket for the key to be let in again', intervalMs: 20 });
     expect(again.outcome).toBe('ack');
     await Promise.all([second, other, again].map((c) => closed(c.socket)));
   });

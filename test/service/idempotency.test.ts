@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { IdempotentReplay, idempotencyScope } from '../../src/core/idempotency';
 import { DomainError } from '../../src/core/errors';
 import { refusal, startServices, type ServiceHarness } from '../helpers/services';
+import { someoneWaitsOnLock, waitFor } from '../helpers/wait-a';
 
 let h: ServiceHarness;
 let scope: string;
@@ -71,10 +72,15 @@ describe('IdempotencyService.once', () => {
   it('should make a concurrent request with the same key wait for the first and answer with its object', async () => {
     const k = idem(newKey(), { n: 7 });
     let runs = 0;
+    // The first operation runs until the second request waits for its key (or, wrongly, runs too).
+    // PostgreSQL: the second's claim blocks on the first's uncommitted key (the unique index);
+    // SQLite: the second transaction is queued behind the first from the start.
+    const secondWaits = async () => runs > 1 || h.services.db.dialect === 'sqlite' || (await someoneWaitsOnLock(h.services.db));
     const slow = async () => {
       runs += 1;
-      await new Promise((r) => setTimeout(r, 200));
-      return { id: `obj_${runs}` };
+      const run = runs;
+      await waitFor(secondWaits, { what: 'the second request to wait for the key' });
+      return { id: `obj_${run}` };
     };
     const results = await Promise.all([once(k, slow), once(k, slow)]);
     expect(runs).toBe(1);

@@ -12,6 +12,7 @@ import { SmtpSink, closedPort } from '../helpers/smtp';
 import { attachments, parseMime, textOf } from '../helpers/mime';
 import { FAKE_PDF, invoiceMail } from '../helpers/mail';
 import { endOutboxLeases } from '../helpers/database-time';
+import { waitFor, waitForDatabaseTime } from '../helpers/wait-a';
 
 /**
  * The mail outbox on a real database and a real SMTP server (smtp-server on 127.0.0.1): a mail
@@ -41,6 +42,7 @@ afterAll(async () => {
 // A mail an earlier test left queued must not be claimed by the next one.
 beforeEach(async () => {
   await h.services.db.execute("UPDATE mail_outbox SET status = 'failed' WHERE status = 'queued'");
+  sink.release(); // messages an earlier test left stalled (their senders gone) are answered now, not in a later test
   sink.received.length = 0;
   sink.dataSeen.length = 0;
   sink.behaviour = 'accept';
@@ -84,16 +86,6 @@ async function row(id: string) {
 const aboutId = (n: number) => `in_mailtest${String(n).padStart(14, '0')}`;
 let aboutSeq = 0;
 const nextAbout = (): OutgoingMail['about'] => ({ type: 'invoice', id: aboutId(++aboutSeq) });
-
-async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, withinMs = 10_000): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined && found !== false) return found as T;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${withinMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('sending over SMTP', () => {
   it('should deliver a queued mail with its subject, text and HTML parts and the rendered PDF attached', async () => {
@@ -349,14 +341,25 @@ describe('without SMTP_URL', () => {
 describe('the mail worker', () => {
   it('should send right after the commit that queued the mail, woken in-process rather than at its next poll, and wait for it when stopped', async () => {
     const { mail } = mailService({ smtpUrl: sink.url }, { pollMs: 60_000 });
-    sink.holdMs = 300;
+    sink.behaviour = 'stall'; // the server answers once the worker is stopping
+    // The rounds the worker ran, by what each claimed.
+    const rounds: number[] = [];
+    const claim = mail.claim.bind(mail);
+    jest.spyOn(mail, 'claim').mockImplementation(async (limit) => {
+      const claimed = await claim(limit);
+      rounds.push(claimed.length);
+      return claimed;
+    });
     const worker = mail.startWorker();
     try {
-      await new Promise((r) => setTimeout(r, 100)); // its first round finds nothing
+      await waitFor(() => rounds.length === 1, { what: "the worker's first round" });
+      expect(rounds).toEqual([0]); // its first round finds nothing; the next poll is a minute away
       const id = await queue(mail);
-      await waitFor('the mail to reach the server', () => sink.dataSeen.length === 1, 3_000);
+      await waitFor(() => sink.dataSeen.length === 1, { timeoutMs: 3_000, what: 'the mail to reach the server' });
       expect(worker.inFlight).toBe(1);
-      await worker.stop();
+      const stopping = worker.stop();
+      sink.release();
+      await stopping;
       expect(worker.inFlight).toBe(0);
       expect(sink.received).toHaveLength(1);
       expect((await row(id)).status).toBe('sent');
@@ -368,15 +371,19 @@ describe('the mail worker', () => {
   it('should keep the lease of a mail in flight, so another instance does not send it again', async () => {
     const { mail } = mailService({ smtpUrl: sink.url }, { leaseMs: 600, pollMs: 50 });
     const other = mailService({ smtpUrl: sink.url }).mail;
-    sink.holdMs = 1_500;
+    // The server reads the message and answers only when released (within the 2 s SMTP timeout).
+    sink.behaviour = 'stall';
     const worker = mail.startWorker();
     try {
       const id = await queue(mail);
-      await waitFor('the mail to reach the server', () => sink.dataSeen.length === 1, 3_000);
-      await new Promise((r) => setTimeout(r, 1_000)); // past the first lease
+      await waitFor(() => sink.dataSeen.length === 1, { timeoutMs: 3_000, what: 'the mail to reach the server' });
+      // Past the lease as it stood when the mail reached the server, on the database's clock.
+      await waitForDatabaseTime(h.services.db, readTime((await row(id)).locked_until) as Date, { timeoutMs: 3_000 });
       expect(await other.claim(10)).toEqual([]);
-      await waitFor('the mail to be sent', async () => (await row(id)).status === 'sent', 5_000);
+      sink.release();
+      await waitFor(async () => (await row(id)).status === 'sent', { timeoutMs: 5_000, what: 'the mail to be sent' });
     } finally {
+      sink.release();
       await worker.stop();
     }
     expect(sink.received).toHaveLength(1);
@@ -421,10 +428,10 @@ describe('two instances on one database', () => {
     for (let i = 0; i < 40; i++) ids.push(await queue(a));
     const workers = [a.startWorker(), b.startWorker()];
     try {
-      await waitFor('every mail to be sent', async () => {
+      await waitFor(async () => {
         const [r] = await h.services.db.select<{ n: number }>("SELECT COUNT(*) AS n FROM mail_outbox WHERE status = 'sent' AND id IN (" + ids.map((_, i) => `$${i + 1}`).join(', ') + ')', ids);
         return Number(r.n) === ids.length;
-      }, 20_000);
+      }, { timeoutMs: 20_000, what: 'every mail to be sent', intervalMs: 20 });
     } finally {
       await Promise.all(workers.map((w) => w.stop()));
     }

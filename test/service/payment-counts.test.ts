@@ -3,6 +3,7 @@ import type { Database } from '../../src/db/database';
 import { PaymentCountStore } from '../../src/modules/payments/payment-count.store';
 import { DIALECT } from '../helpers/db';
 import { startServices, type ServiceHarness } from '../helpers/services';
+import { waitFor } from '../helpers/wait-a';
 
 /**
  * The payments list's total is kept by the payments table's triggers (migration 0019), not
@@ -100,8 +101,7 @@ describe('the payments list total', () => {
     const store = new PaymentCountStore(db, h.services.logger, { foldWhenWaiting: 5 });
     expect(await store.total(ctx)).toBe(before + 10_007);
     // The read answered at once and started a fold in the background.
-    const until = Date.now() + 10_000;
-    while ((await waiting()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(async () => (await waiting()) === 0, { what: 'the background fold to take the waiting deltas', intervalMs: 20 });
     expect(await waiting()).toBe(0);
     expect((await h.services.payments.list(ctx, { pageSize: 1 })).total).toBe(before + 10_007);
     expect((await h.services.payments.list(ctx, { pageSize: 1, status: 'succeeded' })).total).toBe(Number((await db.select<{ n: number | string }>(

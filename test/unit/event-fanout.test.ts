@@ -5,10 +5,13 @@ import { PostgresFanout, RedisFanout, type LoadEventsSince } from '../../src/cor
 import { createLogger } from '../../src/logger';
 import { systemClock } from '../../src/core/clock';
 import { freshPostgresDatabase } from '../helpers/db';
+import { waitFor } from '../helpers/wait-a';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHANNEL = 'payorch_events';
 const noReplay = async () => [];
+/** A read back that takes this long: slow enough that the next message arrives meanwhile. */
+const SLOW_READ_MS = 300;
 
 function event(i: number): PublishedEvent {
   return { id: `evt_${i}`, object: 'event', type: 'customer.created', createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), livemode: false, accountId: 'acct_x', data: { object: { i } } };
@@ -43,10 +46,15 @@ describe('event fan-out over Redis', () => {
     const a = await start();
     const b = await start();
     for (let i = 0; i < 5; i++) a.bus.publish(event(i));
-    await new Promise((r) => setTimeout(r, 300));
-    expect(b.received).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4']);
-    expect(a.received).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4']); // local delivery once, no echo
-    expect(messages).toHaveLength(1);
+    await waitFor(() => b.received.length >= 5, { what: 'B to receive the five events' });
+    // A marker from B, sent once B had A's message: Redis hands each subscriber the channel's
+    // messages in the order it took them, so A's echo (and any further message of A's batch)
+    // reaches A and the raw subscriber before the marker does.
+    b.bus.publish(event(100));
+    await waitFor(() => a.received.includes('evt_100') && messages.length >= 2, { what: "B's marker to reach A and the raw subscriber" });
+    expect(b.received).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4', 'evt_100']);
+    expect(a.received).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4', 'evt_100']); // local delivery once, no echo
+    expect(messages).toHaveLength(2); // A's five events in one message, then B's marker
     expect(JSON.parse(messages[0]).items).toHaveLength(5);
   });
 
@@ -57,7 +65,7 @@ describe('event fan-out over Redis', () => {
     // As on shutdown: the fan-out stops, then its Redis connection closes at once.
     await a.fanout.stop();
     a.redis.disconnect();
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => b.received.length >= 1, { what: 'B to receive the event sent on stop' });
     expect(b.received).toEqual(['evt_99']);
   });
 });
@@ -75,7 +83,7 @@ describe('event fan-out over PostgreSQL NOTIFY', () => {
   });
 
   it('should send event ids only and let each other instance read a message back in one lookup', async () => {
-    const stored = new Map(Array.from({ length: 4 }, (_, i) => [`evt_${i}`, event(i)]));
+    const stored = new Map([0, 1, 2, 3, 100].map((i) => [`evt_${i}`, event(i)]));
     const lookups: string[][] = [];
     const start = async () => {
       const bus = new EventBus();
@@ -98,17 +106,23 @@ describe('event fan-out over PostgreSQL NOTIFY', () => {
     const a = await start();
     const b = await start();
     for (let i = 0; i < 4; i++) a.bus.publish(event(i));
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor(() => b.received.length >= 4, { what: 'B to read the four events back' });
+    // A marker from B, sent once B had A's message: each listener gets the notifications in
+    // commit order, so A has handled its own echo (and any further message of A's) by the time
+    // it reads the marker back.
+    b.bus.publish(event(100));
+    await waitFor(() => a.received.some((e) => e.id === 'evt_100') && messages.length >= 2, { what: "B's marker to reach A and the raw listener" });
     await raw.end();
 
-    expect(messages).toHaveLength(1);
+    expect(messages).toHaveLength(2); // A's four events in one message, then B's marker
     const items = JSON.parse(messages[0]).items;
     expect(items).toEqual([{ ref: 'evt_0' }, { ref: 'evt_1' }, { ref: 'evt_2' }, { ref: 'evt_3' }]);
     expect(messages[0]).not.toContain('customer.created'); // no event body on the wire
-    expect(lookups).toEqual([['evt_0', 'evt_1', 'evt_2', 'evt_3']]); // B, once; A skips its echo
-    expect(b.received.map((e) => e.id)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3']);
+    // B reads A's message back once; A skips its echo, and reads back only B's marker (B skips its own).
+    expect(lookups).toEqual([['evt_0', 'evt_1', 'evt_2', 'evt_3'], ['evt_100']]);
+    expect(b.received.map((e) => e.id)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_100']);
     expect(b.received[2]).toEqual(event(2));
-    expect(a.received.map((e) => e.id)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3']);
+    expect(a.received.map((e) => e.id)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_100']);
   });
 
   it('should deliver messages in the order they arrived even when an earlier read back is slower, and retry a failed read once', async () => {
@@ -116,7 +130,7 @@ describe('event fan-out over PostgreSQL NOTIFY', () => {
     let calls = 0;
     const load = async (ids: string[]) => {
       calls++;
-      if (calls === 1) await new Promise((r) => setTimeout(r, 300)); // the first message reads slowly
+      if (calls === 1) await new Promise((r) => setTimeout(r, SLOW_READ_MS)); // the first message reads slowly
       if (calls === 2) throw new Error('connection reset'); // the second message's first read fails
       return ids.flatMap((id) => (stored.has(id) ? [stored.get(id)!] : []));
     };
@@ -132,10 +146,11 @@ describe('event fan-out over PostgreSQL NOTIFY', () => {
     const received: string[] = [];
     busB.subscribe((e) => received.push(e.id));
     busA.publish(event(0)); // one message
-    await new Promise((r) => setTimeout(r, 60));
+    // B is reading it back (slowly) when the second message arrives.
+    await waitFor(() => calls === 1, { what: 'B to start reading the first message back' });
     busA.publish(event(1)); // a second message
     busA.publish(event(2));
-    await new Promise((r) => setTimeout(r, 900));
+    await waitFor(() => received.length >= 3, { what: 'B to deliver the three events' });
     expect(received).toEqual(['evt_0', 'evt_1', 'evt_2']);
     expect(calls).toBe(3); // the failed read was tried again
   });
@@ -163,9 +178,10 @@ describe('event fan-out over PostgreSQL NOTIFY, when the LISTEN connection drops
     const database = new URL(url).pathname.slice(1);
     // The events table, as far as the fan-out can tell.
     const stored: PublishedEvent[] = [];
-    const readsSince: Date[] = [];
-    const loadSince: LoadEventsSince = async (scope, since, after, limit) => {
-      readsSince.push(since);
+    /** When each instance read back from the events table, per stream scope it has open. */
+    const readsSince = { a: [] as Date[], b: [] as Date[] };
+    const loadSince = (reads: Date[]): LoadEventsSince => async (scope, since, after, limit) => {
+      reads.push(since);
       return stored
         .filter((e) => e.accountId === scope.accountId && e.livemode === scope.livemode)
         .filter((e) => !after || e.createdAt > after.createdAt || (e.createdAt === after.createdAt && e.id > after.id))
@@ -174,9 +190,9 @@ describe('event fan-out over PostgreSQL NOTIFY, when the LISTEN connection drops
     const load = async (ids: string[]) => stored.filter((e) => ids.includes(e.id));
     const logger = createLogger('silent');
     const busA = new EventBus();
-    const a = new PostgresFanout(url, busA, load, loadSince, logger, systemClock);
+    const a = new PostgresFanout(url, busA, load, loadSince(readsSince.a), logger, systemClock);
     const busB = new EventBus();
-    const b = new PostgresFanout(url, busB, load, loadSince, logger, systemClock);
+    const b = new PostgresFanout(url, busB, load, loadSince(readsSince.b), logger, systemClock);
     for (const [f, bus] of [[a, busA], [b, busB]] as const) {
       await f.start();
       bus.connectRemote(f);
@@ -201,31 +217,43 @@ describe('event fan-out over PostgreSQL NOTIFY, when the LISTEN connection drops
     collect(streamA, gotA);
     collect(streamB, gotB);
     collect(otherB, gotOther);
+    // A listener of our own that stays up (its last statement is not the LISTEN the cut below
+    // matches): it tells when A's notifications are committed.
+    const spare = new Client({ connectionString: url });
+    await spare.connect();
+    const notified: string[] = [];
+    spare.on('notification', (m) => notified.push(m.payload ?? ''));
+    await spare.query(`LISTEN ${CHANNEL}`);
+    await spare.query('SELECT 1');
 
     publish(0);
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => gotB.length >= 1, { what: 'B to get evt_0' });
     expect(gotB).toEqual(['evt_0']);
 
     // Both LISTEN connections are cut and cannot come back for now; NOTIFY itself still works.
+    const listeners = async () => (await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query = 'LISTEN payorch_events'", [database])).rows[0].n as number;
     await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS false`);
     try {
       await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query = 'LISTEN payorch_events'", [database]);
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(async () => (await listeners()) === 0, { what: "the fan-outs' LISTEN sessions to end" });
       for (let i = 1; i <= 3; i++) publish(i);
-      await new Promise((r) => setTimeout(r, 800));
+      await waitFor(() => notified.some((n) => n.includes('"evt_3"')), { what: "A's notification of evt_1..3 to be committed" });
       expect(gotB).toEqual(['evt_0']); // nobody was listening
     } finally {
       await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
     }
+    await spare.end();
 
-    // Back: B reads back what it missed (A had published those itself: nothing twice).
-    await new Promise((r) => setTimeout(r, 2_500));
+    // Back: each reconnects (backoff at most 2 s) and reads back what its open streams missed
+    // (B: both its scopes; A had published those events itself: nothing twice), on reconnecting,
+    // not only at the connection check 10 s on.
+    await waitFor(() => readsSince.a.length >= 1 && readsSince.b.length >= 2, { timeoutMs: 6_000, what: 'both fan-outs to reconnect and read back' });
+    await waitFor(() => gotB.length >= 4, { what: 'B to deliver the events it missed' });
     publish(4);
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => gotB.length >= 5, { what: 'B to get evt_4 over the new LISTEN connection' });
     expect(gotB).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4']);
     expect(gotA).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4']);
     expect(gotOther).toEqual([]);
-    expect(readsSince.length).toBeGreaterThan(0);
     await streamA.return?.();
     await streamB.return?.();
     await otherB.return?.();

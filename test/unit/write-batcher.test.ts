@@ -75,7 +75,8 @@ describe('WriteBatcher', () => {
     const run = async (items: string[]) => {
       running++;
       most = Math.max(most, running);
-      await new Promise((r) => setTimeout(r, 5));
+      // A turn of the event loop with the write still open: writes started together overlap here.
+      await new Promise((r) => setImmediate(r));
       running--;
       if (items.length > 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
       return items.map((i) => `ok:${i}`);

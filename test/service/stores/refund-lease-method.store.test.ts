@@ -7,6 +7,7 @@ import { RefundStore } from '../../../src/modules/payments/refund.store';
 import type { Refund } from '../../../src/modules/payments/refund.types';
 import { DIALECT } from '../../helpers/db';
 import { startServices, type ServiceHarness, type TestAccountContexts } from '../../helpers/services';
+import { assertStaysTrue, someoneWaitsOnLock, waitFor } from '../../helpers/wait-a';
 
 let h: ServiceHarness;
 let db: Database;
@@ -124,7 +125,14 @@ describe(`RefundStore on ${DIALECT}`, () => {
       const locked = await refunds.paymentForUpdate(a.test, payment.id, t);
       order.push(`second reads ${locked?.payment.amountRefunded}`);
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    if (DIALECT === 'postgres') {
+      // Until the second locker is seen blocked on the row lock (or, wrongly, has read past it).
+      await waitFor(async () => order.length > 0 || (await someoneWaitsOnLock(db)), { what: 'the second locker to wait on the payment row' });
+    } else {
+      // SQLite's writers queue in-process, where nothing shows a transaction waiting: the second
+      // must simply not get to read while the first holds the database.
+      await assertStaysTrue(() => order.length === 0, 300, 'the second locker waits while the first holds the payment');
+    }
     order.push('released');
     release();
     await Promise.all([first, second]);

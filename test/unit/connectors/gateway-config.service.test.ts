@@ -8,6 +8,7 @@ import { GatewayConfigService } from '../../../src/modules/gateways/gateway-conf
 import { DIALECT, type TestDatabase } from '../../helpers/db';
 import { testIdempotency } from '../../helpers/idempotency';
 import { migratedDatabase } from '../../helpers/migrated-db';
+import { waitFor } from '../../helpers/wait-a';
 
 let database: TestDatabase;
 let db: Database;
@@ -122,8 +123,15 @@ describe(`gateway configuration through the model on ${DIALECT}`, () => {
     await lockTaken;
     // Sends the old base URL back without credentials: no change against what it would read now,
     // a move back (the new credentials to the old host) against what the other writer commits.
+    // Once it opens its transaction, the update has read all it reads outside the lock (the
+    // gateway's type, the address check) and waits for the other writer.
+    const opened = jest.spyOn(db, 'transaction');
     const patch = gateways.update(ctx, created.id, { settings: { baseUrl: 'https://93.184.216.34:9/' } });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    try {
+      await waitFor(() => opened.mock.calls.length >= 1, { what: 'the update to open its transaction' });
+    } finally {
+      opened.mockRestore();
+    }
     release();
     await other;
     await expect(patch).rejects.toMatchObject({ code: 'missing_parameter', param: 'credentials' });

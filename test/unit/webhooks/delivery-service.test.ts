@@ -12,7 +12,8 @@ import { DeliveryLoop, WebhookDeliveryService, createWebhookServices, type Webho
 import { closeDeliveryAgents } from '../../../src/modules/webhooks/http-delivery';
 import { signPayload } from '../../../src/modules/webhooks/signature';
 import { type TestDatabase } from '../../helpers/db';
-import { ReceiverHarness, makeCertificate, sleep, waitFor, type Respond, type Route } from './receiver-harness';
+import { ReceiverHarness, makeCertificate, waitFor, type Respond, type Route } from './receiver-harness';
+import { databaseNow, waitForDatabaseTime } from '../../helpers/wait-a';
 import { readTime } from '../../../src/db/database';
 import { testIdempotency } from '../../helpers/idempotency';
 import { migratedDatabase } from '../../helpers/migrated-db';
@@ -385,7 +386,9 @@ describe('claiming and delivering', () => {
     const [claimed] = await short.claim(100);
     const leaseEnd = async () => (readTime((await db.select<{ locked_until: unknown }>('SELECT locked_until FROM webhook_deliveries WHERE id = $1', [claimed.id]))[0].locked_until) as Date).getTime();
     const first = await leaseEnd();
-    await sleep(50);
+    // Renewed at a later moment of the database's clock than the claim (its clock has ms steps on SQLite).
+    const claimedAt = await databaseNow(db);
+    await waitForDatabaseTime(db, claimedAt);
     expect(await short.renewLeases([claimed.lockToken, 'tok_unknown'])).toBe(1);
     expect(await leaseEnd()).toBeGreaterThan(first);
     expect(await leaseEnd()).toBeLessThan(Date.now() + 1_500);
@@ -459,7 +462,9 @@ describe('configuration', () => {
 describe('the delivery loop', () => {
   it('should deliver when woken and wait for deliveries in flight when stopped', async () => {
     const ctx = context();
-    const { route } = await endpoint(ctx, 'loop', ['*'], () => ({ holdMs: 300, then: 200 }));
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const { route } = await endpoint(ctx, 'loop', ['*'], () => ({ until: answered, then: 200 }));
     const loop = webhooks.startDeliveryLoop();
     try {
       await record(ctx);
@@ -467,7 +472,10 @@ describe('the delivery loop', () => {
       await waitFor(() => route.requests.length === 1, 5_000, 'the delivery to start');
       expect(loop.inFlight).toBe(1);
     } finally {
-      await loop.stop();
+      // The receiver answers only once the loop is stopping: stop must wait for it.
+      const stopping = loop.stop();
+      answer();
+      await stopping;
     }
     expect(loop.inFlight).toBe(0);
     expect((await deliveries(ctx))[0].status).toBe('delivered');
@@ -475,7 +483,10 @@ describe('the delivery loop', () => {
 
   it('should keep delivering to other endpoints while a slow one has all its slots busy', async () => {
     const ctx = context();
-    const slow = await endpoint(ctx, 'slow', ['*'], () => ({ holdMs: 1_500, then: 200 }));
+    // The slow receiver answers nothing until the fast endpoint has had everything.
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const slow = await endpoint(ctx, 'slow', ['*'], () => ({ until: answered, then: 200 }));
     const fast = await endpoint(ctx, 'fast', ['*']);
     for (let i = 0; i < 12; i += 1) await record(ctx);
     const loop = webhooks.startDeliveryLoop();
@@ -483,6 +494,7 @@ describe('the delivery loop', () => {
       await waitFor(() => fast.route.verified.length === 12, 5_000, 'the fast endpoint to get everything');
       expect(slow.route.requests.length).toBe(4);
     } finally {
+      answer();
       await loop.stop();
     }
   });
@@ -511,16 +523,22 @@ describe('the delivery loop', () => {
 
   it('should renew the leases of deliveries in flight, so a slow one is not sent again by another instance', async () => {
     const ctx = context();
-    const { route } = await endpoint(ctx, 'renew-in-flight', ['*'], () => ({ holdMs: 2_500, then: 200 }));
+    // The receiver answers only once the test has checked the lease (well within the 5 s timeout).
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const { route } = await endpoint(ctx, 'renew-in-flight', ['*'], () => ({ until: answered, then: 200 }));
     await record(ctx);
     const shortLease = otherInstance(clock, { leaseMs: 1_000, timeoutMs: 5_000 });
     const loop = new DeliveryLoop(shortLease, new EventBus(), createLogger('silent'), { pollMs: 50, concurrency: 4, perEndpointConcurrency: 4, renewLeasesMs: 200 });
     try {
       await waitFor(() => route.requests.length === 1, 5_000, 'the delivery to start');
-      await sleep(1_500); // past the first lease, on every clock
+      // Past the lease as it stood when the delivery started: leases run on the database's clock.
+      const [{ locked_until: leasedUntil }] = await db.select<{ locked_until: unknown }>("SELECT locked_until FROM webhook_deliveries WHERE account_id = $1 AND status = 'pending'", [ctx.accountId]);
+      await waitForDatabaseTime(db, readTime(leasedUntil) as Date, { timeoutMs: 5_000 });
       clock.advance(1_500);
       expect(await webhooks.deliveries.claim(100)).toHaveLength(0);
     } finally {
+      answer();
       await loop.stop();
     }
     expect(route.requests).toHaveLength(1);
@@ -538,14 +556,17 @@ describe('the delivery loop', () => {
       },
     });
     const bus = new EventBus();
+    // 400 ms of the loop's timers, run on jest's fake clock: the same rounds whatever the load.
+    jest.useFakeTimers();
     const loop = new DeliveryLoop(service, bus, createLogger('info', sink), { pollMs: 10, concurrency: 4, perEndpointConcurrency: 2 });
     try {
       // Wake-ups from events do not bypass the back-off.
       const spam = setInterval(() => bus.publish({ id: 'evt_x', object: 'event', type: 'customer.created', createdAt: '', livemode: false, accountId: 'a', data: { object: {} } }), 5);
-      await new Promise((r) => setTimeout(r, 400));
+      await jest.advanceTimersByTimeAsync(400);
       clearInterval(spam);
     } finally {
       await loop.stop();
+      jest.useRealTimers();
     }
     // 10, 20, 40, 80, 160 ms apart instead of every 10 ms.
     expect(claim.mock.calls.length).toBeGreaterThanOrEqual(3);

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { generate } from 'selfsigned';
 import { createReceiver, verifySignature } from '../../../examples/webhook-receiver';
+import { waitFor as waitUntil } from '../../helpers/wait-a';
 
 /**
  * Test receivers for webhook deliveries over real HTTPS: one server, one route per endpoint.
@@ -32,11 +33,14 @@ export interface VerifiedEvent {
   duplicate: boolean;
 }
 
-/** What a route does with its nth request: pass it to the example receiver, answer a status, or hold it. */
+/**
+ * What a route does with its nth request: pass it to the example receiver, answer a status, or
+ * hold it (for `holdMs`, or until the test settles `until`: a receiver that answers when told).
+ */
 export type Respond = (
   n: number,
   req: IncomingMessage,
-) => 'pass' | number | { status: number; headers?: Record<string, string> } | { holdMs: number; then?: number };
+) => 'pass' | number | { status: number; headers?: Record<string, string> } | { holdMs: number; then?: number } | { until: Promise<unknown>; then?: number };
 
 export interface Route {
   name: string;
@@ -148,6 +152,12 @@ export class ReceiverHarness {
         res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end('receiver says no');
         return;
       }
+      if ('until' in action) {
+        void action.until.then(() => {
+          if (!res.destroyed) res.writeHead(action.then ?? 200).end();
+        });
+        return;
+      }
       const timer = setTimeout(() => {
         this.held.delete(timer);
         if (!res.destroyed) res.writeHead(action.then ?? 200).end();
@@ -164,15 +174,9 @@ export class ReceiverHarness {
   }
 }
 
-/** Polls `check` until it returns a truthy value (or throws after `timeoutMs`). */
+/** Polls `check` until it returns a truthy value (or throws after `timeoutMs`): test/helpers/wait-a's waitFor, in this file's older signature. */
 export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  return waitUntil(check, { timeoutMs, what, intervalMs: 25 });
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -9,6 +9,7 @@ import { createReceiver, signPayload as exampleSign, verifySignature as exampleV
 import { closeDeliveryAgents, deliverWebhook } from '../../../src/modules/webhooks/http-delivery';
 import { buildDeliveryHeaders, generateWebhookSecret, signPayload } from '../../../src/modules/webhooks/signature';
 import { httpsRequest } from '../../helpers/http';
+import { waitFor as waitUntil } from '../../helpers/wait-a';
 
 const EXAMPLE = path.resolve(__dirname, '../../../examples/webhook-receiver.js');
 const SECRET = generateWebhookSecret();
@@ -248,13 +249,11 @@ describe('node examples/webhook-receiver.js', () => {
     return { proc, output: () => output, exited };
   }
 
+  /** The first match of `pattern` in what the example printed, as soon as it prints it. */
   async function waitFor(read: () => string, pattern: RegExp): Promise<RegExpMatchArray> {
-    for (let i = 0; i < 200; i += 1) {
-      const match = read().match(pattern);
-      if (match) return match;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`timed out waiting for ${pattern}; output: ${read()}`);
+    return waitUntil(() => read().match(pattern), { timeoutMs: 5_000, what: `${pattern} in the output` }).catch((err: Error) => {
+      throw new Error(`${err.message}; output: ${read()}`);
+    });
   }
 
   it('should refuse to start without WEBHOOK_SECRET', async () => {

@@ -1,0 +1,104 @@
+import type { EventBus } from '../../src/core/event-bus';
+import { readTime, type Database } from '../../src/db/database';
+
+/**
+ * Waits on what a test is waiting for, rather than for a fixed time: a condition polled with a
+ * deadline, the database's clock passing an instant, a session blocked on a lock, the event
+ * streams GraphQL subscriptions open. A fixed sleep is either too long (time wasted) or, on a
+ * busy machine, too short (a flaky test); these end as soon as the thing happened, and say what
+ * did not happen when it does not.
+ */
+
+export interface WaitOptions {
+  /** Fails past this (10 s unless given). */
+  timeoutMs?: number;
+  /** What is waited for, for the error when it does not happen. */
+  what?: string;
+  /** How often the condition is polled (10 ms unless given). */
+  intervalMs?: number;
+}
+
+type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
+
+/** Polls `condition` until it returns a truthy value, and returns that value; throws past the deadline. */
+export async function waitFor<T>(condition: () => T | Promise<T>, { timeoutMs = 10_000, what = 'the condition', intervalMs = 10 }: WaitOptions = {}): Promise<Truthy<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await condition();
+    if (value) return value as Truthy<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/**
+ * For a check that something does NOT happen: `condition` must hold for the whole of `forMs`
+ * (polled), or this throws at once, naming `what`. The wait is the thing tested here, so it is a
+ * bounded time by nature; keep it to what the behaviour needs (a few periods of the timer that
+ * would wrongly fire, say).
+ */
+export async function assertStaysTrue(condition: () => boolean | Promise<boolean>, forMs: number, what: string, intervalMs = 10): Promise<void> {
+  const until = Date.now() + forMs;
+  for (;;) {
+    if (!(await condition())) throw new Error(`no longer true: ${what}`);
+    if (Date.now() >= until) return;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(intervalMs, Math.max(until - Date.now(), 1))));
+  }
+}
+
+/** The database's clock now (what leases shared by instances are measured on). */
+export async function databaseNow(db: Database): Promise<Date> {
+  const [row] = await db.select<{ now: unknown }>(`SELECT ${db.nowSql} AS now`);
+  return readTime(row.now) as Date;
+}
+
+/**
+ * Waits until the database's clock is past `instant`: a lease measured on it (webhook deliveries,
+ * mail) has then run out unless something renewed it. A test cannot move that clock, only wait.
+ */
+export async function waitForDatabaseTime(db: Database, instant: Date, options: WaitOptions = {}): Promise<void> {
+  await waitFor(async () => (await databaseNow(db)).getTime() > instant.getTime(), { what: `the database clock to pass ${instant.toISOString()}`, ...options });
+}
+
+/**
+ * Whether another session of this PostgreSQL database is blocked on a lock (a row lock, or a
+ * transaction it waits to end: a unique index entry not yet committed). SQLite has no such sessions:
+ * its writers queue in-process (Database.transaction).
+ */
+export async function someoneWaitsOnLock(db: Database): Promise<boolean> {
+  if (db.dialect !== 'postgres') throw new Error('someoneWaitsOnLock reads pg_stat_activity: PostgreSQL only');
+  const rows = await db.select(
+    "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Counts the event streams opened on `bus` from now on, and how many of those were closed since:
+ * a GraphQL subscription opens one when it starts (live-events resolver), from then on it sees
+ * every event committed, and its stream is closed when it completes or its socket closes (before
+ * graphql-ws's onComplete/onClose hooks run, a few promise turns later). `stop()` puts the bus
+ * back as it was (streams opened meanwhile still count their closing).
+ */
+export function watchStreams(bus: EventBus): { opened(): number; closed(): number; stop(): void } {
+  const stream = bus.stream.bind(bus);
+  let closed = 0;
+  const spy = jest.spyOn(bus, 'stream').mockImplementation((scope, filter) => {
+    const iterator = stream(scope, filter);
+    const close = iterator.return?.bind(iterator);
+    let counted = false;
+    iterator.return = async (value?: unknown) => {
+      if (!counted) {
+        counted = true;
+        closed += 1;
+      }
+      return close ? close(value) : { done: true, value: undefined };
+    };
+    return iterator;
+  });
+  return {
+    opened: () => spy.mock.calls.length,
+    closed: () => closed,
+    stop: () => spy.mockRestore(),
+  };
+}
