@@ -1,5 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 import { MAX_ACTIVE_KEYS } from '../../src/modules/accounts/account.service';
 
 let app: TestApp;

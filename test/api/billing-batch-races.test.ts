@@ -5,7 +5,7 @@ import type { InvoiceStore } from '../../src/modules/invoices/invoice.store';
 import type { SubscriptionInvoiceSpec } from '../../src/modules/invoices/invoice.service';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 import { seedDueSubscriptions, seedPlan } from '../../bench/billing-run/seed';
 
 /**

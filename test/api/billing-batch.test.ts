@@ -9,7 +9,7 @@ import type { Services } from '../../src/services';
 import { SubscriptionPendingLineModel } from '../../src/modules/subscriptions/subscription.model';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 import { DAY_MS, seedDueSubscriptions, seedPlan } from '../../bench/billing-run/seed';
 
 /**

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import type { Command } from 'commander';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { freshDatabase } from '../helpers/db';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 import { buildCli, describeDatabase } from '../../src/cli';
 import { MAX_ACTIVE_KEYS } from '../../src/modules/accounts/account.service';
 

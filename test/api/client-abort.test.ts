@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import tls from 'node:tls';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { assertStaysTrue, waitFor } from '../helpers/wait-b';
+import { assertStaysTrue, waitFor } from '../helpers/wait';
 
 let app: TestApp;
 beforeAll(async () => {

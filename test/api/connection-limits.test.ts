@@ -2,7 +2,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { closedWithin } from '../helpers/sockets';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 
 /** A raw TLS connection to the test server, trusting only its certificate. */
 function tlsSocket(app: TestApp): Promise<tls.TLSSocket> {

@@ -4,7 +4,7 @@ import type https from 'node:https';
 import { once } from 'node:events';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { closedWithin } from '../helpers/sockets';
-import { assertStaysTrue } from '../helpers/wait-b';
+import { assertStaysTrue } from '../helpers/wait';
 
 // Loopback addresses other than 127.0.0.1 are separate clients to the server (Linux routes all of 127/8).
 

@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 
 /**
  * An event carries its object in full (a customer's e-mail and phone, a payment's card brand,

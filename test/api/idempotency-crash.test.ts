@@ -3,7 +3,7 @@ import sqlite3 from 'sqlite3';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
-import { assertStaysTrue, waitFor } from '../helpers/wait-b';
+import { assertStaysTrue, waitFor } from '../helpers/wait';
 
 /**
  * A process killed (kill -9) in the middle of an operation that writes in one transaction: the

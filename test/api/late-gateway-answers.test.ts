@@ -5,7 +5,7 @@ import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.ser
 import { startTestApp, type TestApp } from '../helpers/app';
 import { elapseDatabaseTime } from '../helpers/database-time';
 import { otherInstance } from '../helpers/other-instance';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 import { FakeStripe, StripeLikeBackend, type RecordedRequest } from '../connectors/fake-stripe';
 
 /**

@@ -7,7 +7,7 @@ import { NOT_FOUND_FINAL_AFTER_MS } from '../../src/modules/payments/payment.ser
 import { LEASE_MS } from '../../src/modules/payments/lease-keeper';
 import { elapseDatabaseTime } from '../helpers/database-time';
 import { otherInstance } from '../helpers/other-instance';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 
 let database: TestDatabase;
 const clock = new FixedClock(new Date('2026-11-20T12:00:00.000Z'));

@@ -1,5 +1,5 @@
 import { startTestApp, type TestApp } from '../helpers/app';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 
 let app: TestApp;
 let key: string;

@@ -8,7 +8,7 @@ import { DIALECT, freshDatabase, type TestDatabase } from '../helpers/db';
 import type { HttpResponse } from '../helpers/http';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
 import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 
 // The service as it runs for real (its own process, workers on) while its PostgreSQL server
 // crashes and comes back, under load: four client loops against it, a second instance writing,

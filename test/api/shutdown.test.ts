@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import { freshDatabase, type TestDatabase } from '../helpers/db';
 import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 
 let database: TestDatabase;
 let instance: SpawnedInstance;

@@ -4,7 +4,7 @@ import { countRows, spawnOnHarness } from '../helpers/crash';
 import type { HttpResponse } from '../helpers/http';
 import { DIALECT } from '../helpers/db';
 import { readTime } from '../../src/db/database';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 
 /**
  * A test clock's advance whose process is killed (SIGKILL) half-way: the clock is left

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { ReceiverHarness, makeCertificate, waitFor, type Route } from '../unit/webhooks/receiver-harness';
-import { assertStaysTrue } from '../helpers/wait-b';
+import { assertStaysTrue } from '../helpers/wait';
 
 const GONE_WINDOW_MS = 400;
 

@@ -3,7 +3,7 @@ import { JOBS, runJob, type Job } from '../../workers/jobs';
 import { createTask } from 'node-cron';
 import { scheduleJob, startWorkers } from '../../workers';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { waitFor } from '../helpers/wait-b';
+import { waitFor } from '../helpers/wait';
 
 // Far from the wall clock on either side, so a job reading the wall clock would act differently.
 const FUTURE = new Date('2035-01-01T00:00:00.000Z');

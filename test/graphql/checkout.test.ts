@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
-import { waitFor, watchStreams } from '../helpers/wait-a';
+import { waitFor, watchStreams } from '../helpers/wait';
 
 let app: TestApp;
 let key: string;

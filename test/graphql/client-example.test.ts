@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { ROOT } from '../helpers/spawn';
-import { waitFor, watchStreams } from '../helpers/wait-a';
+import { waitFor, watchStreams } from '../helpers/wait';
 
 const EXAMPLE = path.join(ROOT, 'examples', 'graphql-subscribe.js');
 

@@ -3,7 +3,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import { wsClient } from '../helpers/graphql-ws';
-import { waitFor, watchStreams } from '../helpers/wait-a';
+import { waitFor, watchStreams } from '../helpers/wait';
 
 let app: TestApp;
 let key: string;

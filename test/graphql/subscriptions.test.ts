@@ -4,7 +4,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
-import { waitFor, watchStreams } from '../helpers/wait-a';
+import { waitFor, watchStreams } from '../helpers/wait';
 
 // PostgreSQL instances fan out through LISTEN/NOTIFY; on SQLite the cross-process path is Redis.
 const REDIS_ENV: Record<string, string> = DIALECT === 'sqlite' ? { REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' } : {};

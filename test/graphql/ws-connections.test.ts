@@ -1,7 +1,7 @@
 import { MAX_BODY_BYTES } from '../../src/http/body';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { closed, connect as connectTo, openSocket, run, wsClient } from '../helpers/graphql-ws';
-import { assertStaysTrue, waitFor } from '../helpers/wait-a';
+import { assertStaysTrue, waitFor } from '../helpers/wait';
 
 /**
  * graphql-ws connections that end early, arrive at once or go wrong: a socket closed while its

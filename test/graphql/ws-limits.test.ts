@@ -1,7 +1,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import type { Client } from 'graphql-ws';
 import { closed, connect as connectTo, run, wsClient as clientFor, type WsResult } from '../helpers/graphql-ws';
-import { waitFor, watchStreams } from '../helpers/wait-a';
+import { waitFor, watchStreams } from '../helpers/wait';
 
 /**
  * GraphQL over WebSocket (graphql-ws) under the same limits as over HTTP: every operation counts

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { IdempotentReplay, idempotencyScope } from '../../src/core/idempotency';
 import { DomainError } from '../../src/core/errors';
 import { refusal, startServices, type ServiceHarness } from '../helpers/services';
-import { someoneWaitsOnLock, waitFor } from '../helpers/wait-a';
+import { someoneWaitsOnLock, waitFor } from '../helpers/wait';
 
 let h: ServiceHarness;
 let scope: string;

@@ -12,7 +12,7 @@ import { SmtpSink, closedPort } from '../helpers/smtp';
 import { attachments, parseMime, textOf } from '../helpers/mime';
 import { FAKE_PDF, invoiceMail } from '../helpers/mail';
 import { endOutboxLeases } from '../helpers/database-time';
-import { waitFor, waitForDatabaseTime } from '../helpers/wait-a';
+import { waitFor, waitForDatabaseTime } from '../helpers/wait';
 
 /**
  * The mail outbox on a real database and a real SMTP server (smtp-server on 127.0.0.1): a mail

@@ -3,7 +3,7 @@ import type { Database } from '../../src/db/database';
 import { PaymentCountStore } from '../../src/modules/payments/payment-count.store';
 import { DIALECT } from '../helpers/db';
 import { startServices, type ServiceHarness } from '../helpers/services';
-import { waitFor } from '../helpers/wait-a';
+import { waitFor } from '../helpers/wait';
 
 /**
  * The payments list's total is kept by the payments table's triggers (migration 0019), not

@@ -5,7 +5,7 @@ import { PostgresFanout, RedisFanout, type LoadEventsSince } from '../../src/cor
 import { createLogger } from '../../src/logger';
 import { systemClock } from '../../src/core/clock';
 import { freshPostgresDatabase } from '../helpers/db';
-import { waitFor } from '../helpers/wait-a';
+import { waitFor } from '../helpers/wait';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHANNEL = 'payorch_events';

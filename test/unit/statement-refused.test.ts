@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { isStatementRefused } from '../../src/db/database';
-import { waitFor } from '../helpers/wait-a';
+import { waitFor } from '../helpers/wait';
 
 const URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 

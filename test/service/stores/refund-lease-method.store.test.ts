@@ -7,7 +7,7 @@ import { RefundStore } from '../../../src/modules/payments/refund.store';
 import type { Refund } from '../../../src/modules/payments/refund.types';
 import { DIALECT } from '../../helpers/db';
 import { startServices, type ServiceHarness, type TestAccountContexts } from '../../helpers/services';
-import { assertStaysTrue, someoneWaitsOnLock, waitFor } from '../../helpers/wait-a';
+import { assertStaysTrue, someoneWaitsOnLock, waitFor } from '../../helpers/wait';
 
 let h: ServiceHarness;
 let db: Database;

@@ -8,7 +8,7 @@ import { GatewayConfigService } from '../../../src/modules/gateways/gateway-conf
 import { DIALECT, type TestDatabase } from '../../helpers/db';
 import { testIdempotency } from '../../helpers/idempotency';
 import { migratedDatabase } from '../../helpers/migrated-db';
-import { waitFor } from '../../helpers/wait-a';
+import { waitFor } from '../../helpers/wait';
 
 let database: TestDatabase;
 let db: Database;

@@ -13,7 +13,7 @@ import { closeDeliveryAgents } from '../../../src/modules/webhooks/http-delivery
 import { signPayload } from '../../../src/modules/webhooks/signature';
 import { type TestDatabase } from '../../helpers/db';
 import { ReceiverHarness, makeCertificate, waitFor, type Respond, type Route } from './receiver-harness';
-import { databaseNow, waitForDatabaseTime } from '../../helpers/wait-a';
+import { databaseNow, waitForDatabaseTime } from '../../helpers/wait';
 import { readTime } from '../../../src/db/database';
 import { testIdempotency } from '../../helpers/idempotency';
 import { migratedDatabase } from '../../helpers/migrated-db';

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { generate } from 'selfsigned';
 import { createReceiver, verifySignature } from '../../../examples/webhook-receiver';
-import { waitFor as waitUntil } from '../../helpers/wait-a';
+import { waitFor as waitUntil } from '../../helpers/wait';
 
 /**
  * Test receivers for webhook deliveries over real HTTPS: one server, one route per endpoint.
@@ -174,7 +174,7 @@ export class ReceiverHarness {
   }
 }
 
-/** Polls `check` until it returns a truthy value (or throws after `timeoutMs`): test/helpers/wait-a's waitFor, in this file's older signature. */
+/** Polls `check` until it returns a truthy value (or throws after `timeoutMs`): test/helpers/wait's waitFor, in this file's older signature. */
 export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
   return waitUntil(check, { timeoutMs, what, intervalMs: 25 });
 }

@@ -9,7 +9,7 @@ import { createReceiver, signPayload as exampleSign, verifySignature as exampleV
 import { closeDeliveryAgents, deliverWebhook } from '../../../src/modules/webhooks/http-delivery';
 import { buildDeliveryHeaders, generateWebhookSecret, signPayload } from '../../../src/modules/webhooks/signature';
 import { httpsRequest } from '../../helpers/http';
-import { waitFor as waitUntil } from '../../helpers/wait-a';
+import { waitFor as waitUntil } from '../../helpers/wait';
 
 const EXAMPLE = path.resolve(__dirname, '../../../examples/webhook-receiver.js');
 const SECRET = generateWebhookSecret();

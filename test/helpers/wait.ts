@@ -20,14 +20,18 @@ export interface WaitOptions {
 
 type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
 
-/** Polls `condition` until it returns a truthy value, and returns that value; throws past the deadline. */
+/**
+ * Polls `condition` until it returns a truthy value, and returns that value; throws once the
+ * deadline has passed without one (the condition is looked at once more at the deadline).
+ */
 export async function waitFor<T>(condition: () => T | Promise<T>, { timeoutMs = 10_000, what = 'the condition', intervalMs = 10 }: WaitOptions = {}): Promise<Truthy<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    const past = Date.now() >= deadline;
     const value = await condition();
     if (value) return value as Truthy<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    if (past) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(intervalMs, deadline - Date.now()))));
   }
 }
 
