@@ -208,7 +208,7 @@ if (DIALECT === 'postgres') {
       const object = { id: s.id, object: 'checkout_session', status: 'complete', paymentId: winner.id };
       expect(await w.writeFinal({
         ctx: own(), done, doneJson: JSON.stringify(done), reference: 'ref', log: [], eventType: 'payment.succeeded',
-        hold: { holdId: s.id, token, paymentId: winner.id, customerId: null, now, outcome: 'complete', eventType: 'checkout.session.completed', object, json: JSON.stringify(object) },
+        hold: { holdId: s.id, token, paymentId: winner.id, customerId: null, now, outcome: 'complete', event: { type: 'checkout.session.completed', object: object as never }, json: JSON.stringify(object) },
       })).toBe(true);
       const [session] = await db().select<{ status: string; payment_id: string; paying_token: string | null }>('SELECT status, payment_id, paying_token FROM checkout_sessions WHERE id = $1', [s.id]);
       expect(session).toEqual({ status: 'complete', payment_id: winner.id, paying_token: null });

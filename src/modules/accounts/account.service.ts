@@ -165,10 +165,10 @@ export class AccountService {
   }
 
   /** The account as an event of the account carries it (what `GET /v1/account` answers in that mode). */
-  async eventObject(accountId: string, mode: Mode): Promise<Record<string, unknown>> {
+  async eventObject(accountId: string, mode: Mode): Promise<AccountSettings> {
     const row = await AccountModel.findByPk(accountId, { raw: true });
     if (!row) throw notFound('account', accountId);
-    return toAccountSettings(row as unknown as AccountModel, mode) as unknown as Record<string, unknown>;
+    return toAccountSettings(row as unknown as AccountModel, mode);
   }
 
   /** The account's name as customers see it (hosted pages, e-mails); empty for an unknown account. */

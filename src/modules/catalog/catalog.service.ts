@@ -46,7 +46,7 @@ export class CatalogService {
         { transaction },
       );
       const product = toApiProduct(row.get({ plain: true }));
-      await this.events.record(ctx, transaction, 'product.created', product as unknown as Row);
+      await this.events.record(ctx, transaction, 'product.created', product);
       return product;
     }));
   }
@@ -96,7 +96,7 @@ export class CatalogService {
       changes.updatedAt = ctx.clock.now();
       await row.update(changes, { transaction });
       const product = toApiProduct(row.get({ plain: true }));
-      await this.events.record(ctx, transaction, 'product.updated', product as unknown as Row);
+      await this.events.record(ctx, transaction, 'product.updated', product);
       return product;
     });
   }
@@ -124,7 +124,7 @@ export class CatalogService {
         { transaction },
       );
       const price = toApiPrice(row.get({ plain: true }));
-      await this.events.record(ctx, transaction, 'price.created', price as unknown as Row);
+      await this.events.record(ctx, transaction, 'price.created', price);
       return price;
     }));
   }
@@ -171,7 +171,7 @@ export class CatalogService {
       changes.updatedAt = ctx.clock.now();
       await row.update(changes, { transaction });
       const price = toApiPrice(row.get({ plain: true }));
-      await this.events.record(ctx, transaction, 'price.updated', price as unknown as Row);
+      await this.events.record(ctx, transaction, 'price.updated', price);
       return price;
     });
   }

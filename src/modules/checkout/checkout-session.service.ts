@@ -317,7 +317,7 @@ export class CheckoutSessionService {
           ...session, ...CHECKOUT_SESSION_MOVES.columns('complete', done.updatedAt), paymentId: done.id, customerId: done.customerId ?? session.customerId,
           payingToken: null, updatedAt: done.updatedAt,
         };
-        return { type: CHECKOUT_SESSION_MOVES.eventOf('complete'), object: this.toApi(completed, at) as unknown as Record<string, unknown> };
+        return { type: CHECKOUT_SESSION_MOVES.eventOf('complete'), object: this.toApi(completed, at) };
       },
     };
     const { result } = await this.pay.charge(ctx, {
@@ -366,7 +366,7 @@ export class CheckoutSessionService {
     if (!(await this.store.move(t, id, now, write))) return null;
     const session = this.toApi((await this.store.findSession(id, ctx, t)) as CheckoutSessionRecord, now);
     const { event } = CHECKOUT_SESSION_MOVES.rule(write.move);
-    if (event) await this.events.record(ctx, t, event, session as unknown as Record<string, unknown>);
+    if (event) await this.events.record(ctx, t, event, session);
     return session;
   }
 
@@ -454,7 +454,7 @@ export class CheckoutSessionService {
     }, { transaction: t });
     const session = this.toApi(toSessionRecord(row.get({ plain: true }) as Record<string, unknown>), now);
     const { event } = CHECKOUT_SESSION_MOVES.rule(move);
-    if (event) await this.events.record(ctx, t, event, session as unknown as Record<string, unknown>);
+    if (event) await this.events.record(ctx, t, event, session);
     return session;
   }
 

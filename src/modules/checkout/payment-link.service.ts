@@ -100,7 +100,7 @@ export class PaymentLinkService {
         metadata: JSON.stringify(data.metadata ?? {}), createdAt: now, updatedAt: now,
       }, { transaction });
       const link = this.toApi(toLinkRecord(row.get({ plain: true }) as Record<string, unknown>));
-      await this.events.record(ctx, transaction, PAYMENT_LINK_MOVES.eventOf('create'), link as unknown as Record<string, unknown>);
+      await this.events.record(ctx, transaction, PAYMENT_LINK_MOVES.eventOf('create'), link);
       return link;
     }));
   }
@@ -147,7 +147,7 @@ export class PaymentLinkService {
       await row.update(changes, { transaction });
       const link = this.toApi(toLinkRecord(row.get({ plain: true }) as Record<string, unknown>));
       // A status move writes the table's event (the same one a change of its details writes).
-      await this.events.record(ctx, transaction, move ? PAYMENT_LINK_MOVES.eventOf(move) : 'payment_link.updated', link as unknown as Record<string, unknown>);
+      await this.events.record(ctx, transaction, move ? PAYMENT_LINK_MOVES.eventOf(move) : 'payment_link.updated', link);
       return link;
     });
   }

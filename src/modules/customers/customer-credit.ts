@@ -155,6 +155,6 @@ export class CustomerCredit {
     if (!row) throw notFound('customer', customerId, 'customerId');
     const balances = await this.store.balancesOf(scope, [customerId], t);
     const customer = toApiCustomer(row, balances.get(customerId) ?? {});
-    await this.events.record(ctx, t, 'customer.updated', customer as unknown as Record<string, unknown>);
+    await this.events.record(ctx, t, 'customer.updated', customer);
   }
 }

@@ -103,7 +103,7 @@ export class CustomerService {
     );
     // A new customer holds no credit.
     const customer = toApiCustomer(row.get({ plain: true }), {});
-    await this.events.record(ctx, transaction, 'customer.created', customer as unknown as Record<string, unknown>);
+    await this.events.record(ctx, transaction, 'customer.created', customer);
     return customer;
   }
 
@@ -177,7 +177,7 @@ export class CustomerService {
         changes.updatedAt = ctx.clock.now();
         await row.update(changes, { transaction });
         const [customer] = await this.withCredit(ctx, [toCustomerRecord(row.get({ plain: true }))], transaction);
-        await this.events.record(ctx, transaction, 'customer.updated', customer as unknown as Record<string, unknown>);
+        await this.events.record(ctx, transaction, 'customer.updated', customer);
         return customer;
       });
     } catch (err) {

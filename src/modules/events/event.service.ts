@@ -10,6 +10,9 @@ import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
 import type { ApiEvent, EventStore } from './event.store';
 import { listEventsInput, listObjectEventsInput } from './event.inputs';
+import type { EventObjects } from './event-objects';
+
+export type { EventObjects } from './event-objects';
 
 export { listEventsInput } from './event.inputs';
 
@@ -26,6 +29,12 @@ export const EVENT_TYPES = [
   'account.public_declines_exceeded',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/** An event's type and the object that type carries (EventObjects): a pair the compiler checks. */
+export type EventPayload = { [T in EventType]: { type: T; object: EventObjects[T] } }[EventType];
+
+/** An event to record, with the context it is recorded in. */
+export type EventItem = EventPayload & { ctx: RequestContext };
 
 /**
  * The resource whose object an event carries, by the type's object part (`checkout.session` of
@@ -112,7 +121,8 @@ export interface EventBatchStatement {
 export interface EventBatchItem {
   ctx: RequestContext;
   type: EventType;
-  object: Record<string, unknown>;
+  /** Not bound (the statement reads it from the caller's relation): only its type is checked. */
+  object: object;
   /** The id of the caller's row that holds this event's object as JSON text (see `batchParts`). */
   sourceId: string;
 }
@@ -135,8 +145,8 @@ export class EventService {
   }
 
   /** Writes the event in the caller's transaction; it is published only once that commits. */
-  async record(ctx: RequestContext, t: Transaction, type: EventType, object: Record<string, unknown>): Promise<ApiEvent> {
-    const event = newEvent(ctx, type, object);
+  async record<T extends EventType>(ctx: RequestContext, t: Transaction, type: T, object: EventObjects[T]): Promise<ApiEvent> {
+    const event = newEvent(ctx, type, object as object as Record<string, unknown>);
     await this.store.insert(t, event, ctx);
     for (const hook of this.writeHooks) await hook.inTransaction(event, ctx, t);
     const published: PublishedEvent = { ...event, accountId: ctx.accountId };
@@ -144,14 +154,19 @@ export class EventService {
     return event;
   }
 
+  /** `record` for a type and object carried together (a payload made elsewhere, such as a held row's completion). */
+  recordPayload(ctx: RequestContext, t: Transaction, payload: EventPayload): Promise<ApiEvent> {
+    return this.record<EventType>(ctx, t, payload.type, payload.object as EventObjects[EventType]);
+  }
+
   /**
    * The same writes as `record` for many events in the caller's transaction, in a few statements
    * whatever their number (the events, then each hook's writes): the billing run's batches. Each
    * is published once that commits, in the order given.
    */
-  async recordMany(t: Transaction, items: Array<{ ctx: RequestContext; type: EventType; object: Record<string, unknown> }>): Promise<ApiEvent[]> {
+  async recordMany(t: Transaction, items: readonly EventItem[]): Promise<ApiEvent[]> {
     if (items.length === 0) return [];
-    const batched: BatchedEvent[] = items.map((item) => ({ event: newEvent(item.ctx, item.type, item.object), accountId: item.ctx.accountId, mode: item.ctx.mode }));
+    const batched: BatchedEvent[] = items.map((item) => ({ event: newEvent(item.ctx, item.type, item.object as object as Record<string, unknown>), accountId: item.ctx.accountId, mode: item.ctx.mode }));
     await this.store.insertMany(t, batched);
     for (const hook of this.writeHooks) {
       if (hook.inTransactionMany) await hook.inTransactionMany(batched, t);
@@ -173,7 +188,7 @@ export class EventService {
    * …), so one statement can hold the events of two sources.
    */
   batchParts(items: EventBatchItem[], p: Params, guard: string, source: { relation: string; jsonColumn: string }, name = 'evt'): EventBatchStatement {
-    const batched: BatchedEvent[] = items.map((item) => ({ event: newEvent(item.ctx, item.type, item.object), accountId: item.ctx.accountId, mode: item.ctx.mode }));
+    const batched: BatchedEvent[] = items.map((item) => ({ event: newEvent(item.ctx, item.type, item.object as Record<string, unknown>), accountId: item.ctx.accountId, mode: item.ctx.mode }));
     const parts = [this.store.insertPart(name, batched.map((b, i) => ({ ...b, sourceId: items[i].sourceId })), p, guard, source)];
     this.writeHooks.forEach((hook, i) => parts.push({ name: `${name}_hook${i}`, sql: hook.batchStatementPart(batched, p, name) }));
     return {

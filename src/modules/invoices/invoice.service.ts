@@ -11,7 +11,9 @@ import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import { IdempotentReplay, idempotencyScope, type IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import { errorForLog, type Logger } from '../../logger';
-import type { EventService, EventType } from '../events/event.service';
+import type { EventItem, EventService, EventType } from '../events/event.service';
+
+type InvoiceEventType = Extract<EventType, `invoice.${string}`>;
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { CustomerService } from '../customers/customer.service';
 import type { CustomerCredit } from '../customers/customer-credit';
@@ -62,11 +64,7 @@ export interface SubscriptionInvoiceSpec {
 export type SettledPayment = { id: string; status: string; amount: number };
 
 /** An event of a batch, recorded by the caller with its own (EventService.recordMany). */
-export interface BatchEventItem {
-  ctx: RequestContext;
-  type: EventType;
-  object: Record<string, unknown>;
-}
+export type BatchEventItem = EventItem;
 
 /** Where a sent invoice's e-mail is queued: the mail outbox, in the caller's transaction. */
 export interface InvoiceMailQueue {
@@ -360,7 +358,7 @@ export class InvoiceService {
     if (lineRows.length) await InvoiceLineItemModel.bulkCreate(lineRows, { transaction: t });
     const ids = built.map((b) => b.id);
     const created = await this.store.findManyIn(ids, t);
-    const events: BatchEventItem[] = ids.map((id, i) => ({ ctx: items[i].ctx, type: 'invoice.created', object: this.toApi(created.get(id) as InvoiceRecord) as unknown as Record<string, unknown> }));
+    const events: BatchEventItem[] = ids.map((id, i) => ({ ctx: items[i].ctx, type: 'invoice.created', object: this.toApi(created.get(id) as InvoiceRecord) }));
     const zero = built.flatMap((b, i) => (b.due === 0 ? [{ id: b.id, ctx: items[i].ctx }] : []));
     // Grouped by the instant their clocks read (one in a run; a test clock's own otherwise).
     for (const group of groupBy(zero, ({ ctx }) => String(ctx.clock.now().getTime())).values()) {
@@ -368,7 +366,7 @@ export class InvoiceService {
       const ctxOf = new Map(group.map(({ id, ctx }) => [id, ctx]));
       for (const [id, paid] of await this.store.findManyIn(group.map(({ id }) => id), t)) {
         created.set(id, paid);
-        events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.paid', object: this.toApi(paid) as unknown as Record<string, unknown> });
+        events.push({ ctx: ctxOf.get(id) as RequestContext, type: 'invoice.paid', object: this.toApi(paid) });
       }
     }
     await this.events.recordMany(t, events);
@@ -444,7 +442,7 @@ export class InvoiceService {
     const invoices = new Map<string, InvoiceRecord>();
     if (items.length === 0) return { invoices, events };
     const ctxOf = new Map(items.map((item) => [item.invoiceId, item.ctx]));
-    const event = (inv: InvoiceRecord, type: EventType) => events.push({ ctx: ctxOf.get(inv.id) as RequestContext, type, object: this.toApi(inv) as unknown as Record<string, unknown> });
+    const event = (inv: InvoiceRecord, type: InvoiceEventType) => events.push({ ctx: ctxOf.get(inv.id) as RequestContext, type, object: this.toApi(inv) });
     const succeeded = items.filter((item) => item.payment.status === 'succeeded');
     const paidSet = new Set<string>();
     if (succeeded.length) {
@@ -467,7 +465,7 @@ export class InvoiceService {
   }
 
   /** `settleMany` for an outcome the set-based statements did not take: under the invoice's row lock. */
-  private async settleOne(t: Transaction, ctx: RequestContext, id: string, payment: SettledPayment, event: (inv: InvoiceRecord, type: EventType) => void): Promise<InvoiceRecord> {
+  private async settleOne(t: Transaction, ctx: RequestContext, id: string, payment: SettledPayment, event: (inv: InvoiceRecord, type: InvoiceEventType) => void): Promise<InvoiceRecord> {
     const now = ctx.clock.now();
     const current = await this.lockForChange(ctx, id, t);
     const settled = payment.status === 'succeeded' || payment.status === 'failed' || payment.status === 'canceled';
@@ -773,7 +771,7 @@ export class InvoiceService {
   /** Reads the invoice as this transaction leaves it and records its event there. */
   private async recordEvent(ctx: RequestContext, t: Transaction, id: string, type: 'invoice.created' | 'invoice.sent' | 'invoice.paid' | 'invoice.payment_failed' | 'invoice.voided'): Promise<Invoice> {
     const invoice = this.toApi((await this.store.find(id, ctx, t)) as InvoiceRecord);
-    await this.events.record(ctx, t, type, invoice as unknown as Record<string, unknown>);
+    await this.events.record(ctx, t, type, invoice);
     return invoice;
   }
 

@@ -4,7 +4,7 @@ import { WriteBatcher } from '../../db/batcher';
 import type { RequestContext } from '../../core/context';
 import type { ObjectClaim } from '../../core/idempotency';
 import { cteList } from '../../db/statement';
-import type { EventService, EventType } from '../events/event.service';
+import type { EventPayload, EventService, EventType } from '../events/event.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import type { Payment } from './payment.types';
@@ -42,7 +42,7 @@ export interface FinalWrite {
    * The payment's hold, finished with it: completed with its event when it succeeded, released
    * when it failed; only if the payment was still pending and the hold still this pay's.
    */
-  hold?: HoldFinish & { outcome: 'complete'; eventType: EventType; object: Record<string, unknown>; json: string } | HoldFinish & { outcome: 'release' };
+  hold?: HoldFinish & { outcome: 'complete'; event: EventPayload; json: string } | HoldFinish & { outcome: 'release' };
 }
 
 export interface PaymentBatchOptions {
@@ -182,7 +182,7 @@ export class PaymentBatchStore {
     const gtx = this.gtx.insertPart('gtx', items.map((w) => ({ ctx: w.ctx, owner: { paymentId: w.done.id }, entries: w.log })), p);
     const withEvents = items.filter((w) => w.eventType);
     const event = this.events.batchParts(
-      withEvents.map((w) => ({ ctx: w.ctx, type: w.eventType as EventType, object: w.done as unknown as Record<string, unknown>, sourceId: w.done.id })),
+      withEvents.map((w) => ({ ctx: w.ctx, type: w.eventType as EventType, object: w.done, sourceId: w.done.id })),
       p,
       'upd',
       { relation: 'input', jsonColumn: 'done_json' },
@@ -194,8 +194,8 @@ export class PaymentBatchStore {
     const holdEvent = holds
       ? this.events.batchParts(
         completing.map((w) => {
-          const hold = w.hold as HoldFinish & { eventType: EventType; object: Record<string, unknown> };
-          return { ctx: w.ctx, type: hold.eventType, object: hold.object, sourceId: hold.holdId };
+          const { event } = w.hold as HoldFinish & { event: EventPayload };
+          return { ctx: w.ctx, type: event.type, object: event.object, sourceId: w.hold?.holdId as string };
         }),
         p,
         'hold_done',

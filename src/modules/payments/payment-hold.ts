@@ -1,6 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { CtePart } from '../../db/statement';
-import type { EventType } from '../events/event.service';
+import type { EventPayload } from '../events/event.service';
 import type { Payment } from './payment.types';
 
 /**
@@ -20,7 +20,7 @@ export interface PaymentHold {
   /** The business time the claim is stamped with and checked against (the row's expiry). */
   now: Date;
   /** The held row as the payment's success completes it, as its event carries it. */
-  completion(done: Payment): { type: EventType; object: Record<string, unknown> };
+  completion(done: Payment): EventPayload;
 }
 
 /** A hold's claim as its store writes it. */

@@ -178,7 +178,7 @@ export class PaymentMethodService {
     if (makeDefault) {
       await CustomerModel.update({ defaultPaymentMethodId: card.id, updatedAt: now }, { where: { id: customerId }, transaction: t });
       const [customer] = await this.customers.withCredit(ctx, [{ ...current, defaultPaymentMethodId: card.id, updatedAt: now.toISOString() }], t);
-      await this.events.record(ctx, t, 'customer.updated', customer as unknown as Record<string, unknown>);
+      await this.events.record(ctx, t, 'customer.updated', customer);
     }
     return toApi(rowOf(saved.get({ plain: true })), makeDefault ? card.id : current.defaultPaymentMethodId);
   }

@@ -314,7 +314,7 @@ export class PaymentService {
       if (description === current.description && JSON.stringify(metadata) === JSON.stringify(current.metadata)) return current;
       const next: Payment = { ...current, description, metadata, updatedAt: ctx.clock.now().toISOString() };
       await this.store.writeDetails(t, next);
-      await this.events.record(ctx, t, 'payment.updated', next as unknown as Record<string, unknown>);
+      await this.events.record(ctx, t, 'payment.updated', next);
       return next;
     });
   }

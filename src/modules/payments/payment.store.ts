@@ -118,11 +118,11 @@ export class PaymentStore {
       const p = new Params();
       const changed = await this.db.execute(outcomeUpdateSql(move, done, reference, p), p.values, t);
       await this.gtx.insert(ctx, t, { paymentId: done.id }, log);
-      if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done as unknown as Record<string, unknown>);
+      if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done);
       if (changed === 0) return this.settledElsewhere(ctx, t, move, done, reference, claim);
       if (claim) await this.keys.answer(t, claim, claim.status, JSON.stringify(done));
       if (finish?.outcome === 'complete') {
-        if (await this.requireHolds().completeIn(t, finish)) await this.events.record(ctx, t, finish.eventType, finish.object);
+        if (await this.requireHolds().completeIn(t, finish)) await this.events.recordPayload(ctx, t, finish.event);
       } else if (finish) {
         await this.requireHolds().releaseIn(t, finish);
       }
@@ -163,7 +163,7 @@ export class PaymentStore {
       t,
     );
     const { event } = PAYMENT_MOVES.rule('review_late_success');
-    if (event) await this.events.record(ctx, t, event, review as unknown as Record<string, unknown>);
+    if (event) await this.events.record(ctx, t, event, review);
     if (claim) await this.keys.reviseAnswer(t, claim, claim.status, stored.status, JSON.stringify(review));
     this.logger.warn(
       { paymentId: done.id, gatewayId: done.gatewayId, reference, recordedAs: stored.status, failureCode: stored.failureCode },
@@ -283,8 +283,8 @@ function holdFinish(move: SettlingMove, done: Payment, hold: PaymentHold | undef
   if (!hold) return undefined;
   const base = { holdId: hold.id, token: hold.token, paymentId: done.id, customerId: done.customerId, now: new Date(done.updatedAt) };
   if (move === 'succeed') {
-    const { type, object } = hold.completion(done);
-    return { ...base, outcome: 'complete', eventType: type, object, json: JSON.stringify(object) };
+    const event = hold.completion(done);
+    return { ...base, outcome: 'complete', event, json: JSON.stringify(event.object) };
   }
   if (move === 'fail') return { ...base, outcome: 'release' };
   return undefined;

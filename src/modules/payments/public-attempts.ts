@@ -1,3 +1,4 @@
+import type { AccountSettings } from '../accounts/account.service';
 import type { Database } from '../../db/database';
 import { PublicAttemptStore } from './public-attempt.store';
 import type { Clock } from '../../core/clock';
@@ -33,7 +34,7 @@ const RETENTION_MS = 25 * 60 * 60 * 1000;
 
 /** What the per-account cap's event carries: the account as `GET /v1/account` answers it. */
 export interface AttemptAccounts {
-  eventObject(accountId: string, mode: Mode): Promise<Record<string, unknown>>;
+  eventObject(accountId: string, mode: Mode): Promise<AccountSettings>;
 }
 
 /** Which cap refused, when a place frees up (null: never), its size, and whether attempts still running filled it. */

@@ -118,7 +118,7 @@ export class RefundService {
         createdAt: now.toISOString(), updatedAt: now.toISOString(),
       };
       await this.store.insertPending(t, ctx, refund, this.leases.leaseMs, idem?.key ?? null);
-      if (created.event) await this.events.record(ctx, t, created.event, refund as unknown as Record<string, unknown>);
+      if (created.event) await this.events.record(ctx, t, created.event, refund);
       // The reservation is what changes the payment (amountRefunded, refunded).
       await this.recordPaymentUpdated(ctx, t, payment.id);
       return { refund, payment, chargeReference };
@@ -228,13 +228,13 @@ export class RefundService {
   private async move(ctx: RequestContext, t: Transaction, move: Exclude<RefundMove, 'create'>, next: Refund, reference: string | null): Promise<boolean> {
     if (!(await this.store.move(t, move, next, reference))) return false;
     const { event } = REFUND_MOVES.rule(move);
-    if (event) await this.events.record(ctx, t, event, next as unknown as Record<string, unknown>);
+    if (event) await this.events.record(ctx, t, event, next);
     return true;
   }
 
   /** `payment.updated` with the payment as this transaction has just left it. */
   private async recordPaymentUpdated(ctx: RequestContext, t: Transaction, paymentId: string): Promise<void> {
-    await this.events.record(ctx, t, 'payment.updated', (await this.store.paymentAsWritten(t, paymentId)) as unknown as Record<string, unknown>);
+    await this.events.record(ctx, t, 'payment.updated', (await this.store.paymentAsWritten(t, paymentId)));
   }
 
   async retrieve(ctx: RequestContext, id: string): Promise<Refund> {

@@ -386,7 +386,7 @@ export class BillingService {
     })), items[0].ctx.clock.now());
     const next = await this.store.findManyIn(items.map(({ sub }) => sub.id), t);
     await this.events.recordMany(t, items.map(({ sub, ctx, plan }) => ({
-      ctx, type: 'subscription.updated' as const, object: toApiSubscription(next.get(sub.id) as SubscriptionRecord, plan) as unknown as Record<string, unknown>,
+      ctx, type: 'subscription.updated' as const, object: toApiSubscription(next.get(sub.id) as SubscriptionRecord, plan),
     })));
     return items.map(({ sub, ctx }, i) => ({ sub: next.get(sub.id) as SubscriptionRecord, ctx, invoice: invoices[i], collect: collects[i] }));
   }
@@ -562,7 +562,7 @@ export class BillingService {
     await SubscriptionModel.update({ ...set, updatedAt: now }, { where: { id: current.id }, transaction: t });
     const next = (await this.store.find(current.id, undefined, t)) as SubscriptionRecord;
     const api = toApiSubscription(next, plan.priceId === next.priceId ? plan : await this.planOf(next, t));
-    if (event) await this.events.record(ctx, t, event, api as unknown as Record<string, unknown>);
+    if (event) await this.events.record(ctx, t, event, api);
     return api;
   }
 

@@ -81,7 +81,7 @@ async function endpoint(ctx: RequestContext, name: string, events: string[] = ['
 }
 
 async function record(ctx: RequestContext, type: 'customer.created' | 'customer.updated' | 'payment.succeeded' = 'customer.created') {
-  return db.transaction((t) => events.record(ctx, t, type, { id: `cus_${Math.random().toString(36).slice(2)}`, object: 'customer' }));
+  return db.transaction((t) => events.record(ctx, t, type, { id: `cus_${Math.random().toString(36).slice(2)}`, object: 'customer' } as never));
 }
 
 async function deliveries(ctx: RequestContext) {
@@ -122,7 +122,7 @@ describe('the webhook outbox', () => {
     await endpoint(ctx, 'rollback');
     await expect(
       db.transaction(async (t) => {
-        await events.record(ctx, t, 'customer.created', { id: 'cus_rolled_back', object: 'customer' });
+        await events.record(ctx, t, 'customer.created', { id: 'cus_rolled_back', object: 'customer' } as never);
         throw new Error('the change failed');
       }),
     ).rejects.toThrow('the change failed');
@@ -166,8 +166,8 @@ describe('the webhook outbox', () => {
     await webhooks.endpoints.update(ctx, ep.id, { events: ['payment_link.created'] });
     await record(ctx, 'customer.updated');
     expect(await deliveries(ctx)).toHaveLength(1);
-    await db.transaction((t) => events.record(ctx, t, 'payment_link.created', { id: 'plink_1', object: 'payment_link' }));
-    await db.transaction((t) => events.record(ctx, t, 'payment_link.updated', { id: 'plink_1', object: 'payment_link' }));
+    await db.transaction((t) => events.record(ctx, t, 'payment_link.created', { id: 'plink_1', object: 'payment_link' } as never));
+    await db.transaction((t) => events.record(ctx, t, 'payment_link.updated', { id: 'plink_1', object: 'payment_link' } as never));
     expect(await deliveries(ctx)).toHaveLength(2);
   });
 
