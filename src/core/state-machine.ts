@@ -92,6 +92,9 @@ export function defineMoves<Status extends string, Move extends string, Event ex
   const spaced = (status: Status) => status.replace(/_/g, ' ');
   const article = (word: string) => (/^[aeiou]/.test(word) ? 'An' : 'A');
   const literal = (status: Status) => `'${status}'`;
+  // The SQL texts, made once each (they are on hot paths: a payment's settling write).
+  const sql = new Map<string, string>();
+  const once = (key: string, make: () => string) => sql.get(key) ?? sql.set(key, make()).get(key) as string;
   return {
     object: options.object,
     table,
@@ -118,14 +121,17 @@ export function defineMoves<Status extends string, Move extends string, Event ex
     },
     sqlSet(move, at) {
       const rule = table[move];
-      if (!rule.stamps) return `status = ${literal(rule.to)}`;
+      if (!rule.stamps) return once(`set ${move}`, () => `status = ${literal(rule.to)}`);
       if (at === undefined) throw new Error(`move ${move} stamps ${rule.stamps}: give its time`);
       return `status = ${literal(rule.to)}, ${snakeCase(rule.stamps)} = ${at}`;
     },
     sqlFrom(moves, column = 'status') {
-      const from = [...new Set((typeof moves === 'string' ? [moves as Move] : moves).flatMap((m) => table[m].from))];
-      if (from.length === 0) throw new Error(`moves ${String(moves)} start from no status: no guard to write`);
-      return from.length === 1 ? `${column} = ${literal(from[0])}` : `${column} IN (${from.map(literal).join(', ')})`;
+      const list: readonly Move[] = typeof moves === 'string' ? [moves as Move] : moves;
+      return once(`from ${list.join(' ')} ${column}`, () => {
+        const from = [...new Set(list.flatMap((m) => table[m].from))];
+        if (from.length === 0) throw new Error(`moves ${list.join(', ')} start from no status: no guard to write`);
+        return from.length === 1 ? `${column} = ${literal(from[0])}` : `${column} IN (${from.map(literal).join(', ')})`;
+      });
     },
   };
 }

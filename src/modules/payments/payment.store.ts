@@ -107,7 +107,7 @@ export class PaymentStore {
     ctx: RequestContext, move: SettlingMove, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined, hold?: PaymentHold,
   ): Promise<Payment> {
     // The status written is the move's, whatever `done` says.
-    done = { ...done, ...PAYMENT_MOVES.columns(move, done.updatedAt) };
+    if (done.status !== PAYMENT_MOVES.rule(move).to) done = { ...done, ...PAYMENT_MOVES.columns(move, done.updatedAt) };
     const eventType = PAYMENT_MOVES.rule(move).event ?? undefined;
     const finish = holdFinish(move, done, hold);
     if (this.db.dialect === 'postgres') {
