@@ -17,6 +17,7 @@
  */
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
+import { seeded } from '../helpers/seeded';
 
 let app: TestApp;
 let key: string;
@@ -34,18 +35,6 @@ const call = async (method: string, p: string, body?: Json) => {
   if (r.status >= 300) throw new Error(`${method} ${p} → ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body.data;
 };
-
-/** A small, seeded PRNG (mulberry32): the same seed, the same sequence. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Interval = 'day' | 'week' | 'month' | 'year';
 interface Recurrence { interval: Interval; intervalCount: number }
@@ -111,7 +100,7 @@ describe(`billing conservation over random sequences (${DIALECT})`, () => {
   for (const seed of SEEDS) {
     const spec = CASES[(seed - 1) % CASES.length];
     it(`seed ${seed}: ${spec.currency} every ${spec.recurrence.intervalCount} ${spec.recurrence.interval}(s): what was paid and the credit left match the model`, async () => {
-      const random = rng(seed);
+      const random = seeded(seed);
       const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)];
       const log: string[] = [];
       const clock = await call('POST', '/v1/test-clocks', { frozenTime: spec.start });

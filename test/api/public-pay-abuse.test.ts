@@ -1,6 +1,7 @@
 import { FixedClock } from '../../src/core/clock';
 import { startTestApp, type TestApp, type TestAccount } from '../helpers/app';
 import type { RequestOptions } from '../helpers/http';
+import { seeded } from '../helpers/seeded';
 
 /**
  * Issue 31: the public pay routes (hosted checkout, payment links, invoice pages) under an
@@ -242,18 +243,6 @@ describe('caps on failed public pays', () => {
     expect(await count()).toBe(0);
   });
 });
-
-/** Mulberry32: a small seeded generator, so a failing sequence can be replayed from its seed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('random sequences of public pays against a model of the caps', () => {
   // What API.md §11 says, written apart from the service: which attempt is refused, which charges,
