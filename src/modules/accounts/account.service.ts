@@ -364,3 +364,10 @@ function toKeyView(row: Record<string, unknown>): ApiKeyView {
     updatedAt: isoTime(row.updatedAt) as string,
   };
 }
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'account.public_declines_exceeded': AccountSettings;
+  }
+}

@@ -111,3 +111,13 @@ export function toApiPrice(row: Row): Price {
     updatedAt: isoTime(row.updatedAt) as string,
   };
 }
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'product.created': Product;
+    'product.updated': Product;
+    'price.created': Price;
+    'price.updated': Price;
+  }
+}

@@ -542,3 +542,11 @@ function refuseUnpayable(status: CheckoutSessionStatus): void {
 export function effectiveStatus(s: { status: CheckoutSessionStatus; expiresAt: Date }, now: Date): CheckoutSessionStatus {
   return s.status === 'open' && s.expiresAt.getTime() <= now.getTime() ? 'expired' : s.status;
 }
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'checkout.session.completed': CheckoutSession;
+    'checkout.session.expired': CheckoutSession;
+  }
+}

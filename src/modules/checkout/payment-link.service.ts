@@ -200,3 +200,11 @@ export class PaymentLinkService {
     };
   }
 }
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'payment_link.created': PaymentLink;
+    'payment_link.updated': PaymentLink;
+  }
+}

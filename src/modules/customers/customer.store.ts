@@ -62,3 +62,11 @@ export function toCustomerRecord(row: Record<string, unknown>): CustomerRecord {
     updatedAt: isoTime(row.updatedAt) as string,
   };
 }
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'customer.created': Customer;
+    'customer.updated': Customer;
+  }
+}

@@ -892,3 +892,14 @@ export function documentOf(inv: InvoiceRecord, merchantName: string, customer: {
     subtotal: inv.subtotal, total: inv.total, amountPaid: inv.amountPaid, creditApplied: inv.creditApplied, amountDue: inv.amountDue, memo: inv.memo, paidOutOfBand: inv.paidOutOfBand,
   };
 }
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'invoice.created': Invoice;
+    'invoice.sent': Invoice;
+    'invoice.paid': Invoice;
+    'invoice.payment_failed': Invoice;
+    'invoice.voided': Invoice;
+  }
+}

@@ -60,3 +60,13 @@ export interface PaymentLinks {
 
 /** What `POST /v1/payments` answers with: the status its Idempotency-Key's stored answer carries. */
 export const PAYMENT_CREATED_STATUS = IDEMPOTENT_OPERATIONS.createPayment.status;
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'payment.succeeded': Payment;
+    'payment.failed': Payment;
+    'payment.requires_review': Payment;
+    'payment.updated': Payment;
+  }
+}

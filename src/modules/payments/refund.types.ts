@@ -17,3 +17,13 @@ export interface Refund {
   createdAt: string;
   updatedAt: string;
 }
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'refund.created': Refund;
+    'refund.succeeded': Refund;
+    'refund.failed': Refund;
+    'refund.requires_review': Refund;
+  }
+}

@@ -44,3 +44,15 @@ export function toApiSubscription(r: SubscriptionRecord, plan: Plan): Subscripti
     metadata: r.metadata, createdAt: r.createdAt.toISOString(), updatedAt: r.updatedAt.toISOString(),
   };
 }
+
+/** The events that carry this module's objects (EventObjects: the events module's map of type to payload). */
+declare module '../events/event-objects' {
+  interface EventObjects {
+    'subscription.created': Subscription;
+    'subscription.updated': Subscription;
+    'subscription.paused': Subscription;
+    'subscription.resumed': Subscription;
+    'subscription.canceled': Subscription;
+    'subscription.past_due': Subscription;
+  }
+}
