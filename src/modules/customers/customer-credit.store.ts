@@ -26,17 +26,8 @@ export interface BalanceTransaction {
   updatedAt: string;
 }
 
-/** A balance transaction to write. */
-export interface NewBalanceTransaction {
-  id: string;
-  customerId: string;
-  currency: string;
-  amount: number;
-  type: BalanceTransactionType;
-  invoiceId: string | null;
-  description: string | null;
-  createdAt: Date;
-}
+/** A balance transaction to write: the API object's own fields, its time as a Date. */
+export type NewBalanceTransaction = Omit<BalanceTransaction, 'object' | 'livemode' | 'createdAt' | 'updatedAt'> & { createdAt: Date };
 
 const COLUMNS = 'id, account_id, mode, customer_id, currency, amount, type, invoice_id, description, created_at';
 const TABLE = 'customer_balance_transactions';

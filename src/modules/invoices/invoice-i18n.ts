@@ -73,7 +73,7 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     subtotal: 'Zwischensumme',
     total: 'Gesamtbetrag',
     amountPaid: 'Bezahlt',
-    creditApplied: 'Verrechnetes Guthaben',
+    creditApplied: 'Guthaben',
     amountDue: 'Offener Betrag',
     memo: 'Anmerkung',
     testMode: 'Testmodus: es fließt kein echtes Geld',
