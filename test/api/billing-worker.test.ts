@@ -155,7 +155,7 @@ describe(`billing the same period twice (${DIALECT})`, () => {
     const now = new Date();
     const [id] = await seedDueSubscriptions(services, contextOf(app), plan, 1, now);
     // The gateway is away for the first try: the period is invoiced, its charge not made.
-    const charge = jest.spyOn(services.invoices, 'chargeForSubscription').mockRejectedValueOnce(new Error('gateway away'));
+    const charge = jest.spyOn(services.invoices, 'chargeManyForSubscriptions').mockRejectedValueOnce(new Error('gateway away'));
     await expect(services.billing.step(id, now)).rejects.toThrow('gateway away');
     charge.mockRestore();
     const [sub] = await subscriptionRows(services, [id]);
@@ -165,6 +165,26 @@ describe(`billing the same period twice (${DIALECT})`, () => {
     await services.db.execute("UPDATE invoices SET payment_attempts = 1, payment_status = 'unpaid' WHERE id = $1", [sub.collect_invoice_id]);
     await services.billing.step(id, now);
     await expectBilledOnce(services, [id], new Date(now.getTime() - HOUR));
+  });
+
+  it('should take an invoice paid by someone else between its read and its charge as paid, not as a failed attempt', async () => {
+    const services = app.server.services;
+    const now = new Date();
+    const ctx = contextOf(app);
+    const [id] = await seedDueSubscriptions(services, ctx, plan, 1, now);
+    // Renewed, its charge not made (the gateway away): the invoice waits for its charge.
+    const charge = jest.spyOn(services.invoices, 'chargeManyForSubscriptions').mockRejectedValueOnce(new Error('gateway away'));
+    await expect(services.billing.step(id, now)).rejects.toThrow('gateway away');
+    charge.mockRestore();
+    const sub = (await services.billing.store.find(id))!;
+    const stale = await services.invoices.record(ctx, sub.collectInvoiceId!);
+    // The merchant marks it paid after the collection read it: the charge's claim takes nothing.
+    await services.invoices.markPaid(ctx, stale.id);
+    const result = await services.billing.chargeAndTake([{ ctx, sub, invoice: stale }], services.billing.newRun(), 'dunning');
+    expect(result.get(id)).toBe('taken');
+    const after = (await services.billing.store.find(id))!;
+    expect({ status: after.status, collect: after.collectInvoiceId, failures: after.dunningFailures }).toEqual({ status: 'active', collect: null, failures: 0 });
+    expect((await succeededPaymentsPerInvoice(services, [stale.id])).get(stale.id)).toBeUndefined();
   });
 
   it('should refuse a second invoice for a period by the unique key even when the period advance was undone', async () => {

@@ -269,17 +269,7 @@ export class InvoiceService {
     Object.assign(built.invoice, { creditApplied: applied, amountDue: built.due });
   }
 
-  /**
-   * Charges a subscription's invoice on a saved card (the billing run, a retry, a plan change
-   * invoiced now): the invoice's own charge, under its key per attempt. Null card: the attempt
-   * is refused before any payment (`missing_parameter`).
-   */
-  async chargeForSubscription(ctx: RequestContext, id: string, paymentMethod: string): Promise<InvoiceRecord> {
-    const { invoice } = await this.charge(ctx, id, this.subscriptionCharge(ctx, paymentMethod));
-    return invoice;
-  }
-
-  /** A subscription invoice's payment on a saved card (the single and the batch charge make it here). */
+  /** A subscription invoice's payment on a saved card. */
   private subscriptionCharge(ctx: RequestContext, paymentMethod: string): (inv: InvoiceRecord, key: IdempotencyKey, paymentId: string) => Promise<Payment> {
     return (inv, key, paymentId) => this.payments.create({ ...ctx, permissions: ['*'] }, {
       amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
@@ -387,13 +377,13 @@ export class InvoiceService {
   }
 
   /**
-   * Charges several subscriptions' invoices (a billing batch) as `chargeForSubscription` charges
-   * one, up to the settle: claims them all in one statement (each processing, its attempt
+   * Charges subscriptions' invoices on saved cards (`BillingService.chargeAndTake`: a billing
+   * batch, or one subscription as a batch of one), up to the settle: claims them all in one statement (each processing, its attempt
    * counted, its payment named), then makes their payments concurrently (at most `width` at a
-   * time: all of a batch, so their reads and writes share statements), each under the same key and fingerprint the single charge uses for that attempt.
+   * time: all of a batch, so their reads and writes share statements), each under its attempt's key and fingerprint (`chargeKey`).
    * Returns each claimed invoice's payment, or the error its payment refused with (its invoice
-   * then released as the single charge releases it); an invoice not in the answer was not
-   * claimed (paid, void, processing or owing nothing: the single path sees why). The outcomes are
+   * then released, `releaseIfUncharged`); an invoice not in the answer was not claimed (paid,
+   * void, processing or owing nothing: the caller reads why). The outcomes are
    * not settled here: `settleMany` takes them.
    */
   async chargeManyForSubscriptions(
@@ -403,7 +393,8 @@ export class InvoiceService {
     if (items.length === 0) return outcomes;
     const paymentIds = new Map(items.map((item) => [item.invoice.id, newId('pay')]));
     const rows = items.map((item) => ({ id: item.invoice.id, paymentId: paymentIds.get(item.invoice.id) as string }));
-    const attempts = await this.store.claimCharges(rows, this.clock.now());
+    // Stamped on the first charge's clock (a test clock's step: its time), as its settle will be.
+    const attempts = await this.store.claimCharges(rows, items[0].ctx.clock.now());
     const claimed = items.filter((item) => attempts.has(item.invoice.id));
     let next = 0;
     const lane = async () => {
@@ -412,7 +403,7 @@ export class InvoiceService {
         const { attempt, amountDue } = attempts.get(invoice.id) as { attempt: number; amountDue: number };
         const paymentId = paymentIds.get(invoice.id) as string;
         try {
-          // What is due as claimed, as the single charge takes it from the row it locks (a draft may have changed since its creation).
+          // What is due as claimed (a draft may have changed since its creation).
           const payment = await this.subscriptionCharge(ctx, paymentMethod)({ ...invoice, paymentAttempts: attempt, amountDue }, this.chargeKey(ctx, invoice.id, attempt), paymentId);
           outcomes.set(invoice.id, { payment });
         } catch (err) {

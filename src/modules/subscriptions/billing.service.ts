@@ -22,6 +22,9 @@ import { toApiSubscription, type Subscription } from './subscription-view';
 
 type AccountInvoicing = { name: string; invoicePrefix: string; dunningRetryDays: number[] };
 
+/** How a failed charge attempt counts (`chargeAndTake`): along the dunning schedule, or only seen (a retry asked for). */
+type Failures = 'dunning' | 'seen';
+
 /** A subscription renewed (`renewMany`): as it is left, its step's context, its new invoice, and whether it is charged now. */
 type Renewed = { sub: SubscriptionRecord; ctx: RequestContext; invoice: InvoiceRecord; collect: boolean };
 
@@ -166,14 +169,14 @@ export class BillingService {
   /**
    * The common case of a claimed batch, set-based: every subscription that is active with
    * nothing to collect, its period ended, not ending at period end, collected by charge, renewed
-   * together (one transaction: invoices numbered in claim order from one move of the sequence,
-   * lines, period advances, events with their webhook deliveries), their invoices charged
-   * together (one claim statement, then the payments concurrently under the keys the single
-   * charge uses), and the succeeded ones settled together (one transaction). Every state this
-   * leaves between its steps is one the single path (`step`) takes on, so a crash anywhere is
-   * recovered by it, and whatever the batch does not finish (unusual subscriptions, no card, a
-   * declined or pending charge, a refused payment) is left to it: the ids returned neither
-   * `billed` nor `failed` are stepped one by one by the caller.
+   * together (`renewMany`, one transaction: invoices numbered in claim order from one move of the
+   * sequence, lines, period advances, events with their webhook deliveries), then collected
+   * together (`chargeAndTake`: one claim statement, the payments concurrently, one settle). These
+   * are the steps a single subscription goes through as a batch of one (`step`: `renew`, then
+   * `collect`); every state left between them is one `step` takes on, so a crash anywhere is
+   * recovered by it. The subscriptions the batch does not renew (paused, past due, ending, on a
+   * test clock, collected by invoice, something already being collected) are in neither `billed`
+   * nor `failed`: the caller steps them one by one.
    */
   private async billBatch(ids: readonly string[], now: Date, run: BillingRun, token: string, onRenewed: () => void = () => undefined): Promise<{ billed: string[]; failed: string[] }> {
     const billed: string[] = [];
@@ -194,69 +197,14 @@ export class BillingService {
     });
     onRenewed();
     for (const r of renewedSubs) if (!r.collect) billed.push(r.sub.id);
-    const toCharge = renewedSubs.filter((r) => r.collect);
-    if (toCharge.length === 0) return { billed, failed };
-
-    // The card: the subscription's, else its customer's default (one read a scope); none: the single path fails the attempt.
-    const defaults = new Map<string, string | null>();
-    for (const group of groupBy(toCharge.filter((r) => !r.sub.defaultPaymentMethodId), (r) => `${r.sub.accountId}|${r.sub.mode}`).values()) {
-      const found = await this.customers.lookup(group[0].ctx, group.map((r) => r.sub.customerId));
-      for (const r of group) defaults.set(r.sub.id, found.get(r.sub.customerId)?.defaultPaymentMethodId ?? null);
-    }
-    const charging = toCharge.flatMap((r) => {
-      const card = r.sub.defaultPaymentMethodId ?? defaults.get(r.sub.id) ?? null;
-      return card === null ? [] : [{ ...r, card }];
-    });
-    const outcomes = await this.invoices.chargeManyForSubscriptions(charging.map((r) => ({ ctx: r.ctx, invoice: r.invoice, paymentMethod: r.card })));
-    const succeeded: typeof charging = [];
-    const refused: typeof charging = [];
-    const otherwise: Array<(typeof charging)[number] & { payment: Payment }> = [];
-    for (const r of charging) {
-      const outcome = outcomes.get(r.invoice.id);
-      if (!outcome) continue;
-      if ('error' in outcome) {
-        const err = outcome.error;
-        if (refusedBeforeCharge(err)) refused.push(r);
-        else {
-          failed.push(r.sub.id);
-          await this.stepFailed(r.sub.id, err, now, token);
-        }
-      } else if (outcome.payment.status === 'succeeded') succeeded.push(r);
-      else otherwise.push({ ...r, payment: outcome.payment });
-    }
-    // A refused payment is a failed attempt; a declined or pending charge is taken one by one, as `collect` takes it.
-    const single: Array<{ r: (typeof charging)[number]; work: () => Promise<void> }> = [
-      ...refused.map((r) => ({ r, work: async () => this.failed(r.ctx, r.sub.id, r.invoice.id, await this.refusedAttempt(r.ctx, r.invoice), run) })),
-      ...otherwise.map((r) => ({
-        r, work: async () => this.take(r.ctx, r.sub.id, r.invoice.id, await this.invoices.settleCharge(r.ctx, r.invoice.id, r.payment), run),
-      })),
-    ];
-    await inParallel(single, this.store.stepWidth(PARALLEL_STEPS), async ({ r, work }) => {
-      try {
-        await work();
-        billed.push(r.sub.id);
-      } catch (err) {
-        failed.push(r.sub.id);
-        await this.stepFailed(r.sub.id, err, now, token);
+    const results = await this.chargeAndTake(renewedSubs.filter((r) => r.collect).map((r) => ({ ctx: r.ctx, sub: r.sub, invoice: r.invoice })), run, 'dunning');
+    for (const [id, result] of results) {
+      if (result === 'taken') billed.push(id);
+      else {
+        failed.push(id);
+        await this.stepFailed(id, result.error, now, token);
       }
-    });
-    if (succeeded.length === 0) return { billed, failed };
-    const paymentOf = new Map(succeeded.map((r) => {
-      const outcome = outcomes.get(r.invoice.id) as { payment: { id: string; amount: number } };
-      return [r.invoice.id, outcome.payment];
-    }));
-    const collected = await this.db.transaction(async (t) => {
-      const { invoices, events } = await this.invoices.settleMany(t, succeeded.map((r) => ({ ctx: r.ctx, invoiceId: r.invoice.id, payment: paymentOf.get(r.invoice.id) as Payment })));
-      const paidSet = new Set([...invoices.values()].filter((inv) => inv.status === 'paid').map((inv) => inv.id));
-      const done = await this.store.collectedMany(t, succeeded.filter((r) => paidSet.has(r.invoice.id)).map((r) => ({ id: r.sub.id, invoiceId: r.invoice.id })), this.clock.now());
-      await this.events.recordMany(t, events);
-      return done;
-    }).catch((err: unknown) => {
-      // Charged, not settled: the single path settles each from its payment.
-      this.logger.error({ subscriptions: succeeded.length, err: errorForLog(err) }, 'billing batch settle failed; settled one by one');
-      return [] as string[];
-    });
-    billed.push(...collected);
+    }
     return { billed, failed };
   }
 
@@ -409,52 +357,122 @@ export class BillingService {
   }
 
   /**
-   * Collects the subscription's open invoice: takes an outcome it has not taken yet (a charge
-   * made before a crash, a retry that finished late), or charges it now on the subscription's
-   * card, or the customer's default, and takes that outcome. Success makes it active; a failure
-   * moves it along the account's dunning schedule.
+   * Collects the subscription's open invoice: charges it when it waits for a charge (never
+   * charged, a charge refused before it was made, or its last outcome taken already), through the
+   * one collection (`chargeAndTake`, a batch of one); else takes what the invoice shows (`take`:
+   * paid, voided, a failed attempt not taken yet, a charge still out). Success makes it active; a
+   * failure moves it along the account's dunning schedule.
    */
   async collect(ctx: RequestContext, id: string, run = this.newRun()): Promise<void> {
     const sub = await this.store.find(id);
     if (!sub?.collectInvoiceId) return;
-    const invoiceId = sub.collectInvoiceId;
-    let invoice = await this.invoices.record(ctx, invoiceId);
-    if (invoice.status === 'paid') return this.paid(ctx, id, invoiceId);
+    const invoice = await this.invoices.record(ctx, sub.collectInvoiceId);
+    if (!waitsForCharge(sub, invoice)) return this.take(ctx, sub, invoice, run, 'dunning');
+    const result = (await this.chargeAndTake([{ ctx, sub, invoice }], run, 'dunning')).get(id);
+    if (result && result !== 'taken') throw result.error;
+  }
+
+  /**
+   * The one collection of subscriptions' open invoices, for a run's batch and for one
+   * subscription (a step, a request's invoice, a retry) alike: each charged on the card given,
+   * else the subscription's, else its customer's default (one read per account and mode); the
+   * charges claimed together and made concurrently (`chargeManyForSubscriptions`); their outcomes
+   * settled in one transaction (`settleMany`) in which the usual case, an active subscription
+   * whose invoice is now paid, is also taken set-based (`collectedMany`). Every other outcome is
+   * taken one by one (`take`, `failed`): paid while past due or with an invoice waiting behind,
+   * a decline, a charge still pending, a card refused before any charge, an invoice another
+   * request claimed first. `failures`: `dunning` moves the schedule; `seen` (a retry the merchant
+   * asked for) only records the attempt as seen. Answers per subscription: taken, or the error
+   * that stopped it (nothing is lost: the invoice keeps what happened and the next step takes it).
+   */
+  async chargeAndTake(
+    items: Array<{ ctx: RequestContext; sub: SubscriptionRecord; invoice: InvoiceRecord; card?: string | null }>, run: BillingRun, failures: Failures,
+  ): Promise<Map<string, 'taken' | { error: unknown }>> {
+    const results = new Map<string, 'taken' | { error: unknown }>();
+    if (items.length === 0) return results;
+    const cards = new Map<string, string | null>();
+    for (const item of items) if (item.card !== undefined || item.sub.defaultPaymentMethodId) cards.set(item.sub.id, item.card ?? item.sub.defaultPaymentMethodId);
+    for (const group of groupBy(items.filter((item) => !cards.has(item.sub.id)), (item) => `${item.sub.accountId}|${item.sub.mode}`).values()) {
+      const found = await this.customers.lookup(group[0].ctx, group.map((item) => item.sub.customerId));
+      for (const item of group) cards.set(item.sub.id, found.get(item.sub.customerId)?.defaultPaymentMethodId ?? null);
+    }
+    type Item = (typeof items)[number];
+    // What is taken one by one once the charges are made and settled.
+    const single: Array<{ item: Item; work: () => Promise<void> }> = [];
+    const charging: Item[] = [];
+    for (const item of items) {
+      if (cards.get(item.sub.id) !== null) charging.push(item);
+      else single.push({ item, work: () => this.failed(item.ctx, item.sub.id, item.invoice.id, null, run, failures) });
+    }
+    const outcomes = await this.invoices.chargeManyForSubscriptions(charging.map((item) => ({ ctx: item.ctx, invoice: item.invoice, paymentMethod: cards.get(item.sub.id) as string })));
+    const settling: Array<Item & { payment: Payment }> = [];
+    for (const item of charging) {
+      const outcome = outcomes.get(item.invoice.id);
+      const { ctx, sub, invoice } = item;
+      if (!outcome) {
+        // Not claimed: paid, voided or charged by someone else meanwhile; what the invoice shows is taken.
+        single.push({ item, work: async () => this.take(ctx, sub, await this.invoices.record(ctx, invoice.id), run, failures) });
+      } else if (!('error' in outcome)) {
+        settling.push({ ...item, payment: outcome.payment });
+      } else if (refusedBeforeCharge(outcome.error)) {
+        single.push({ item, work: async () => this.failed(ctx, sub.id, invoice.id, await this.refusedAttempt(ctx, invoice), run, failures) });
+      } else {
+        results.set(sub.id, { error: outcome.error });
+      }
+    }
+    if (settling.length) {
+      try {
+        const { invoices, done } = await this.db.transaction(async (t) => {
+          const settled = await this.invoices.settleMany(t, settling.map((item) => ({ ctx: item.ctx, invoiceId: item.invoice.id, payment: item.payment })));
+          const paid = settling.filter((item) => settled.invoices.get(item.invoice.id)?.status === 'paid');
+          const collected = new Set(await this.store.collectedMany(t, paid.map((item) => ({ id: item.sub.id, invoiceId: item.invoice.id })), settling[0].ctx.clock.now()));
+          await this.events.recordMany(t, settled.events);
+          return { invoices: settled.invoices, done: collected };
+        });
+        for (const item of settling) {
+          if (done.has(item.sub.id)) results.set(item.sub.id, 'taken');
+          else single.push({ item, work: () => this.take(item.ctx, item.sub, invoices.get(item.invoice.id) as InvoiceRecord, run, failures) });
+        }
+      } catch (err) {
+        // Charged, not settled: the invoice settles from its payment when next read (`InvoiceService.record`).
+        this.logger.error({ invoices: settling.length, err: errorForLog(err) }, 'subscription invoices charged but not settled; settled from their payments when next read');
+        for (const item of settling) results.set(item.sub.id, { error: err });
+      }
+    }
+    await inParallel(single, this.store.stepWidth(PARALLEL_STEPS), async ({ item, work }) => {
+      try {
+        await work();
+        results.set(item.sub.id, 'taken');
+      } catch (err) {
+        results.set(item.sub.id, { error: err });
+      }
+    });
+    return results;
+  }
+
+  /**
+   * What the collected invoice shows, taken without a charge: paid (active again, dunning over),
+   * voided (the merchant forgave it: nothing owed), a failed attempt not taken yet, a charge still
+   * out (looked at again a minute later; the invoice's reconciling settles it). An invoice with
+   * nothing to charge and no outcome to take counts as a failed attempt without a charge.
+   */
+  private async take(ctx: RequestContext, sub: SubscriptionRecord, invoice: InvoiceRecord, run: BillingRun, failures: Failures): Promise<void> {
+    const id = sub.id;
+    if (invoice.status === 'paid') return this.paid(ctx, id, invoice.id);
     if (invoice.status === 'void') {
-      // Voided while collected (the merchant forgave it): nothing is owed; a past-due subscription is active again.
-      const next = await this.waitingInvoice(ctx, id, invoiceId);
+      const next = await this.waitingInvoice(ctx, id, invoice.id);
       await this.change(ctx, id, (current) => {
-        if (current.collectInvoiceId !== invoiceId) return null;
+        if (current.collectInvoiceId !== invoice.id) return null;
         const set = collectionOver(current, next, ctx.clock.now());
         return current.status === 'past_due' ? { move: 'invoice_voided', set } : { set };
       });
       return;
     }
     if (invoice.paymentStatus === 'processing') {
-      // Its charge is still out (a gateway that has not answered): the invoice's reconciling settles it.
       await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
       return;
     }
-    // Nothing to take (never charged, a charge refused before it was made, or an outcome taken
-    // already): charge it now.
-    if (invoice.paymentStatus === 'unpaid' || invoice.paymentAttempts <= sub.invoiceAttemptsSeen) {
-      const card = sub.defaultPaymentMethodId ?? (await this.customers.lookup(ctx, [sub.customerId])).get(sub.customerId)?.defaultPaymentMethodId ?? null;
-      if (card === null) return this.failed(ctx, id, invoiceId, null, run);
-      try {
-        invoice = await this.invoices.chargeForSubscription(ctx, invoiceId, card);
-      } catch (err) {
-        if (refusedBeforeCharge(err)) return this.failed(ctx, id, invoiceId, await this.refusedAttempt(ctx, invoice), run);
-        throw err;
-      }
-    }
-    await this.take(ctx, id, invoiceId, invoice, run);
-  }
-
-  /** What a charge of the collected invoice came to, taken: paid, a failed attempt, or a look again later (still pending). */
-  private async take(ctx: RequestContext, id: string, invoiceId: string, invoice: InvoiceRecord, run: BillingRun): Promise<void> {
-    if (invoice.status === 'paid') return this.paid(ctx, id, invoiceId);
-    if (invoice.paymentStatus === 'failed') return this.failed(ctx, id, invoiceId, invoice.paymentAttempts, run);
-    await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
+    return this.failed(ctx, id, invoice.id, invoice.paymentStatus === 'failed' ? invoice.paymentAttempts : null, run, failures);
   }
 
   /**
@@ -495,26 +513,28 @@ export class BillingService {
    * taken up to; null when no charge could be made, no card): past due with the next retry on
    * the account's schedule (days after the first failure), or canceled after the last retry.
    * Each charge attempt counts once, under the row lock: the request that made it and a run that
-   * read its outcome meanwhile both take it, and the second changes nothing.
+   * read its outcome meanwhile both take it, and the second changes nothing. `seen` (a retry
+   * the merchant asked for): the attempt is only recorded as seen, the schedule stays as it was.
    */
-  private async failed(ctx: RequestContext, id: string, invoiceId: string, attempts: number | null, run: BillingRun): Promise<void> {
+  private async failed(ctx: RequestContext, id: string, invoiceId: string, attempts: number | null, run: BillingRun, failures: Failures = 'dunning'): Promise<void> {
     const now = ctx.clock.now();
     const { dunningRetryDays } = await run.account(ctx.accountId);
     await this.change(ctx, id, (current) => {
       if (current.collectInvoiceId !== invoiceId) return null;
       if (attempts !== null && attempts <= current.invoiceAttemptsSeen) return null;
-      const failures = current.dunningFailures + 1;
+      if (failures === 'seen') return attempts === null ? null : { set: { invoiceAttemptsSeen: attempts } };
+      const failed = current.dunningFailures + 1;
       const firstFailedAt = current.firstFailedAt ?? now;
       const seen = attempts ?? current.invoiceAttemptsSeen;
-      if (failures > dunningRetryDays.length) {
+      if (failed > dunningRetryDays.length) {
         return {
           move: current.status === 'past_due' ? 'dunning_exhausted' : 'cancel',
-          set: { canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, dunningFailures: failures, invoiceAttemptsSeen: seen },
+          set: { canceledAt: now, endedAt: now, nextBillingAt: null, collectInvoiceId: null, dunningFailures: failed, invoiceAttemptsSeen: seen },
         };
       }
       const set = {
-        dunningFailures: failures, firstFailedAt, invoiceAttemptsSeen: seen,
-        nextBillingAt: new Date(firstFailedAt.getTime() + dunningRetryDays[failures - 1] * DAY_MS),
+        dunningFailures: failed, firstFailedAt, invoiceAttemptsSeen: seen,
+        nextBillingAt: new Date(firstFailedAt.getTime() + dunningRetryDays[failed - 1] * DAY_MS),
       };
       return current.status === 'past_due' ? { set, event: 'subscription.updated' } : { move: 'charge_failed', set };
     });
@@ -617,6 +637,15 @@ function collectionOver(current: SubscriptionRecord, next: string | null = null,
  */
 function refusedBeforeCharge(err: unknown): boolean {
   return isDomainError(err) && err.status < 500 && err.code !== 'invoice_payment_in_progress';
+}
+
+/**
+ * Whether the collected invoice waits for a charge: open, no charge out, and never charged, or
+ * its last attempt's outcome taken already (`invoiceAttemptsSeen`).
+ */
+function waitsForCharge(sub: SubscriptionRecord, invoice: InvoiceRecord): boolean {
+  return (invoice.status === 'draft' || invoice.status === 'sent') && invoice.paymentStatus !== 'processing'
+    && (invoice.paymentStatus === 'unpaid' || invoice.paymentAttempts <= sub.invoiceAttemptsSeen);
 }
 
 /**

@@ -28,7 +28,6 @@ import {
   type UpdateSubscriptionInput,
 } from './subscription.inputs';
 import { IdempotentReplay, idempotencyScope } from '../../core/idempotency';
-import { isDomainError } from '../../core/errors';
 import type { CardInput } from '../../core/card';
 import type { InvoiceRecord } from '../invoices/invoice.store';
 import { resultOfPayment, resultWithoutPayment, type PayResult } from '../payments/public-pay';
@@ -494,15 +493,16 @@ export class SubscriptionService implements CheckoutSubscriptions {
     const card = customer?.defaultPaymentMethodId ?? found.defaultPaymentMethodId;
     if (card && card !== found.defaultPaymentMethodId) await this.adoptCard(ctx, id, card);
     let invoice = await this.invoices.record(sctx, invoiceId);
-    if (card && invoice.status !== 'paid' && invoice.status !== 'void' && invoice.paymentStatus !== 'processing') {
-      try {
-        invoice = await this.invoices.chargeForSubscription(sctx, invoiceId, card);
-      } catch (err) {
-        // A card refused before any charge (removed meanwhile): the session is the way to pay.
-        if (!isDomainError(err) || err.status >= 500 || err.code === 'invoice_payment_in_progress') throw err;
-      }
+    const sub = await this.store.find(id);
+    if (sub && card && invoice.status !== 'paid' && invoice.status !== 'void' && invoice.paymentStatus !== 'processing') {
+      // The one collection (a batch of one), its failure only seen: a card refused before any
+      // charge (removed meanwhile) leaves the session as the way to pay.
+      const result = (await this.billing.chargeAndTake([{ ctx: sctx, sub, invoice, card }], this.billing.newRun(), 'seen')).get(id);
+      if (result && result !== 'taken') throw result.error;
+      invoice = await this.invoices.record(sctx, invoiceId);
+    } else {
+      await this.takeOutcome(sctx, id, invoice);
     }
-    await this.takeOutcome(sctx, id, invoice);
     const paid = invoice.status === 'paid';
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.retrySubscriptionPayment, () => checkout.createForInvoice(t, ctx, {
       invoiceId, subscriptionId: id, customerId: found.customerId, customerEmail: customer?.email ?? null,

@@ -243,9 +243,10 @@ export class SubscriptionStore {
   }
 
   /**
-   * Active subscriptions whose collected invoice (`invoiceId`) was paid by a billing batch: no
-   * longer collected, the next work at the period's end (what `BillingService.paid` writes for an
-   * active one, which has no event). Returns the ids changed; one statement on PostgreSQL.
+   * Active subscriptions whose collected invoice (`invoiceId`, also their latest: nothing waits
+   * behind it) was just paid (`BillingService.chargeAndTake`): no longer collected, the next work
+   * at the period's end (what `BillingService.paid` writes for such a one, which has no event).
+   * Returns the ids changed; one statement on PostgreSQL.
    */
   async collectedMany(t: Transaction, rows: Array<{ id: string; invoiceId: string }>, now: Date): Promise<string[]> {
     if (rows.length === 0) return [];
@@ -254,7 +255,7 @@ export class SubscriptionStore {
       const done = await this.db.select<{ id: string }>(
         `UPDATE subscriptions s SET ${set}, updated_at = $2
            FROM json_to_recordset($1::json) AS v(id text, invoice_id text)
-          WHERE s.id = v.id AND s.collect_invoice_id = v.invoice_id AND s.status = 'active'
+          WHERE s.id = v.id AND s.collect_invoice_id = v.invoice_id AND s.latest_invoice_id = v.invoice_id AND s.status = 'active'
           RETURNING s.id`,
         [this.db.jsonParam(rows.map((r) => ({ id: r.id, invoice_id: r.invoiceId }))), now],
         t,
@@ -264,7 +265,7 @@ export class SubscriptionStore {
     const done: string[] = [];
     for (const r of rows) {
       const changed = await this.db.execute(
-        `UPDATE subscriptions SET ${set}, updated_at = $3 WHERE id = $1 AND collect_invoice_id = $2 AND status = 'active'`,
+        `UPDATE subscriptions SET ${set}, updated_at = $3 WHERE id = $1 AND collect_invoice_id = $2 AND latest_invoice_id = $2 AND status = 'active'`,
         [r.id, r.invoiceId, now],
         t,
       );
