@@ -101,8 +101,6 @@ export interface BatchedEvent {
  */
 export interface EventWriteHook {
   inTransaction(event: ApiEvent, ctx: RequestContext, t: Transaction): Promise<void>;
-  /** The same writes as `inTransaction` for many events at once (a batch's few statements); looped when absent. */
-  inTransactionMany?(events: BatchedEvent[], t: Transaction): Promise<void>;
   /**
    * A data-modifying CTE body writing for those of `events` that the CTE named `eventCte`
    * inserted (it returns the inserted rows' `id`, `account_id`, `mode`, `type`, `data` and
@@ -167,10 +165,13 @@ export class EventService {
   async recordMany(t: Transaction, items: readonly EventItem[]): Promise<ApiEvent[]> {
     if (items.length === 0) return [];
     const batched: BatchedEvent[] = items.map((item) => ({ event: newEvent(item.ctx, item.type, item.object as object as Record<string, unknown>), accountId: item.ctx.accountId, mode: item.ctx.mode }));
-    await this.store.insertMany(t, batched);
-    for (const hook of this.writeHooks) {
-      if (hook.inTransactionMany) await hook.inTransactionMany(batched, t);
-      else for (let i = 0; i < batched.length; i++) await hook.inTransaction(batched[i].event, items[i].ctx, t);
+    const parts = this.writeHooks.map((hook) => (p: Params, eventCte: string) => hook.batchStatementPart(batched, p, eventCte));
+    if (!(await this.store.insertManyWith(t, batched, parts))) {
+      // SQLite: a statement per event and per hook, as `record` writes them.
+      for (const [i, b] of batched.entries()) {
+        await this.store.insert(t, b.event, b);
+        for (const hook of this.writeHooks) await hook.inTransaction(b.event, items[i].ctx, t);
+      }
     }
     t.afterCommit(() => {
       for (const b of batched) this.bus.publish({ ...b.event, accountId: b.accountId });

@@ -2,8 +2,8 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
 import { Filter, listPage } from '../../db/list';
-import type { Params } from '../../db/params';
-import type { CtePart } from '../../db/statement';
+import { Params } from '../../db/params';
+import { cteList, type CtePart } from '../../db/statement';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { PublishedEvent, StreamScope } from '../../core/event-bus';
 import { EventModel } from './event.model';
@@ -66,25 +66,29 @@ export class EventStore {
   }
 
   /**
-   * Inserts many events in the caller's transaction: one statement on PostgreSQL (the rows bound
-   * as one JSON parameter, so its text does not depend on their number); one each on SQLite.
+   * PostgreSQL: many events and the writes that go with them (`hooks`: data-modifying CTE
+   * bodies over the inserted rows, named `evt`) as one statement, each event's object bound once
+   * (as JSON inside the rows' JSON: PostgreSQL keeps a `json` value's text as given, so the stored
+   * text is JSON.stringify's). SQLite: false, and the caller writes them one by one.
    */
-  async insertMany(t: Transaction, rows: Array<{ event: ApiEvent; accountId: string; mode: string }>): Promise<void> {
-    if (rows.length === 0) return;
-    if (this.db.dialect !== 'postgres') {
-      for (const { event, accountId, mode } of rows) await this.insert(t, event, { accountId, mode });
-      return;
-    }
+  async insertManyWith(t: Transaction, rows: ReadonlyArray<{ event: ApiEvent; accountId: string; mode: string }>, hooks: ReadonlyArray<(p: Params, eventCte: string) => string>): Promise<boolean> {
+    if (this.db.dialect !== 'postgres') return false;
+    if (rows.length === 0) return true;
+    const p = new Params();
     const bound = rows.map(({ event, accountId, mode }) => ({
-      id: event.id, account_id: accountId, mode, type: event.type, object_id: objectIdOf(event), data: JSON.stringify(event.data), created_at: event.createdAt,
+      id: event.id, account_id: accountId, mode, type: event.type, object_id: objectIdOf(event), data: event.data, created_at: event.createdAt,
     }));
-    await this.db.execute(
-      `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
-       SELECT v.id, v.account_id, v.mode, v.type, v.object_id, v.data, v.created_at
-         FROM json_to_recordset($1::json) AS v(id text, account_id text, mode text, type text, object_id text, data text, created_at timestamptz)`,
-      [this.db.jsonParam(bound)],
-      t,
-    );
+    const parts: CtePart[] = [{
+      name: 'evt',
+      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
+        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, v.data::text, v.created_at
+          FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
+               AS v(id text, account_id text, mode text, type text, object_id text, data json, created_at timestamptz)
+        RETURNING id, account_id, mode, type, data, created_at`,
+    }];
+    hooks.forEach((hook, i) => parts.push({ name: `evt_hook${i}`, sql: hook(p, 'evt') }));
+    await this.db.select(`WITH ${cteList(parts)} SELECT 1 AS done`, p.values, t);
+    return true;
   }
 
   /**

@@ -87,11 +87,6 @@ export class WebhookDeliveryService {
     return this.store.insertDeliveries(t, { accountId: ctx.accountId, mode: ctx.mode }, event, this.clock.now());
   }
 
-  /** The outbox hook for many events of one transaction (EventWriteHook.inTransactionMany). */
-  async enqueueMany(events: BatchedEvent[], t: Transaction): Promise<void> {
-    await this.store.insertDeliveriesMany(t, events, this.clock.now());
-  }
-
   /** The outbox hook as a part of one PostgreSQL statement (EventWriteHook.batchStatementPart). */
   batchPart(events: BatchedEvent[], p: Params, eventCte: string): string {
     return this.store.deliveriesBatchPart(events, p, eventCte, this.clock.now());

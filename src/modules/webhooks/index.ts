@@ -111,7 +111,6 @@ export function createWebhookServices(deps: {
   // The durable outbox: deliveries are written in the same transaction as the event.
   events.onWrite({
     inTransaction: (event, ctx, t) => deliveries.enqueue(event, ctx, t).then(() => undefined),
-    inTransactionMany: (events, t) => deliveries.enqueueMany(events, t),
     batchStatementPart: (events, p, eventCte) => deliveries.batchPart(events, p, eventCte),
   });
 

@@ -286,33 +286,6 @@ export class WebhookStore {
   }
 
   /**
-   * `insertDeliveries` for many events of one transaction: one statement on PostgreSQL (the
-   * events bound as one JSON parameter; ids and payloads as `insertDeliveries` makes them), one
-   * per event on SQLite.
-   */
-  async insertDeliveriesMany(t: Transaction, events: BatchedEvent[], now: Date): Promise<void> {
-    if (events.length === 0) return;
-    if (this.db.dialect !== 'postgres') {
-      for (const { event, accountId, mode } of events) await this.insertDeliveries(t, { accountId, mode }, event, now);
-      return;
-    }
-    const rows = events.map(({ event, accountId, mode }) => ({
-      prefix: deliveryIdPrefix(), account_id: accountId, mode, event_id: event.id, type: event.type,
-      pattern: likePattern(`"${event.type}"`), payload: deliveryPayload(event),
-    }));
-    await this.db.execute(
-      `INSERT INTO webhook_deliveries
-         (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
-       SELECT v.prefix || substr(e.id, 4), e.account_id, e.mode, e.id, v.event_id, v.type, v.payload, 'pending', 0, $2::timestamptz, $2::timestamptz, $2::timestamptz
-         FROM json_to_recordset($1::json) AS v(prefix text, account_id text, mode text, event_id text, type text, pattern text, payload text)
-         JOIN webhook_endpoints e ON e.account_id = v.account_id AND e.mode = v.mode AND e.status = 'enabled' AND e.deleted_at IS NULL
-          AND (e.events LIKE '%"*"%' OR e.events LIKE v.pattern ESCAPE '\\')`,
-      [this.db.jsonParam(rows), now],
-      t,
-    );
-  }
-
-  /**
    * The same inserts as a data-modifying CTE body of one PostgreSQL statement, for each event the
    * CTE `eventCte` inserted (ids as in `insertDeliveries`; the payload is the event's JSON,
    * built from its row). The text does not depend on the number of events.

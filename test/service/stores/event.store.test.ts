@@ -95,9 +95,19 @@ describe('EventStore', () => {
   it('should insert many events at once (the billing run\'s batches) exactly as written alone, each listed by its object', async () => {
     const scope = { accountId: 'acct_evt_many', mode: 'test' };
     const many = [event('invoice.created', at(40)), event('invoice.paid', at(41))];
-    many[1].data = { object: { id: 'in_many_2', status: 'paid' } };
-    await h.services.db.transaction((t) => store.insertMany(t, many.map((e) => ({ event: e, ...scope }))));
+    // Text JSON escapes, non-ASCII and a number with a fraction: stored as JSON.stringify writes them.
+    many[1].data = { object: { id: 'in_many_2', status: 'paid', memo: 'Zaż\u00f3łć "quoted" \\ tab\t Ωμέγα 😀', ratio: 0.125 } };
+    const rows = many.map((e) => ({ event: e, ...scope }));
+    const written = await h.services.db.transaction(async (t) => {
+      // PostgreSQL: one statement with the hooks' parts (here one that reads the inserted rows back).
+      const one = await store.insertManyWith(t, rows, [(_p, cte) => `SELECT id FROM ${cte}`]);
+      if (!one) for (const r of rows) await store.insert(t, r.event, r);
+      return one;
+    });
+    expect(written).toBe(DIALECT === 'postgres');
     for (const e of many) expect(await store.find(scope, e.id)).toEqual(e);
+    const [raw] = await h.services.db.select<{ data: string }>('SELECT data FROM events WHERE id = $1', [many[1].id]);
+    expect(raw.data).toBe(JSON.stringify(many[1].data));
     const byObject = await store.list(scope, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc', objectId: 'in_many_2' });
     expect(byObject.data).toEqual([many[1]]);
   });
