@@ -7,6 +7,7 @@ import type { SpawnedInstance } from '../helpers/spawn';
 import { countRows, spawnOnHarness } from '../helpers/crash';
 import { elapseDatabaseTime } from '../helpers/database-time';
 import { DIALECT } from '../helpers/db';
+import { waitFor } from '../helpers/wait';
 import { DAY_MS, seedDueSubscriptions, seedPlan } from '../../bench/billing-run/seed';
 
 /**
@@ -49,16 +50,6 @@ function count(sql: string, bind: unknown[] = []): Promise<number> {
   return countRows(h.services.db, sql, bind);
 }
 
-async function waitFor(what: string, probe: () => Promise<boolean>, withinMs: number, meanwhile?: () => Promise<void>): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    if (await probe()) return;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${withinMs} ms`);
-    await meanwhile?.();
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 /**
  * Time passing for what the restarted service waits out (see the file's comment): only for what
  * the dead process left (`left`), never for a charge the live one has under way, whose payment
@@ -94,7 +85,7 @@ describe(`a billing run killed (SIGKILL) half-way and restarted (${DIALECT})`, (
     const cycleInvoices = () => count("SELECT COUNT(*) AS n FROM invoices WHERE billing_reason = 'subscription_cycle'");
 
     instance = await startInstance();
-    await waitFor('the run to be under way', async () => (await cycleInvoices()) >= SUBSCRIPTIONS / 6, 60_000);
+    await waitFor(async () => (await cycleInvoices()) >= SUBSCRIPTIONS / 6, { what: 'the run to be under way', timeoutMs: 60_000, intervalMs: 50 });
     await instance.stop('SIGKILL');
     instance = undefined;
     const atKill = await cycleInvoices();
@@ -112,7 +103,7 @@ describe(`a billing run killed (SIGKILL) half-way and restarted (${DIALECT})`, (
         WHERE status = 'active' AND collect_invoice_id IS NULL AND current_period_start = $1 AND next_billing_at = current_period_end`,
       [seededEnd],
     )) === SUBSCRIPTIONS;
-    await waitFor('every subscription to be billed and paid', done, 150_000, () => letTimePass(left)).catch(async (err) => {
+    await waitFor(async () => (await done()) || (await letTimePass(left), false), { what: 'every subscription to be billed and paid', timeoutMs: 150_000, intervalMs: 250 }).catch(async (err) => {
       const db = h.services.db;
       const state = {
         subscriptions: await db.select('SELECT status, collect_invoice_id IS NULL AS uncollected, current_period_start = $1 AS moved, billing_lock_token IS NULL AS free, MIN(next_billing_at) AS next, COUNT(*) AS n FROM subscriptions GROUP BY 1, 2, 3, 4', [seededEnd]),

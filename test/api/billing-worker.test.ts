@@ -5,6 +5,7 @@ import { readTime } from '../../src/db/database';
 import { BillingService } from '../../src/modules/subscriptions/billing.service';
 import type { Services } from '../../src/services';
 import { JOBS, runJob } from '../../workers/jobs';
+import { waitFor } from '../helpers/wait';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import { DAY_MS, seedDueSubscriptions, seedPlan, type SeededPlan } from '../../bench/billing-run/seed';
@@ -71,14 +72,6 @@ async function expectBilledOnce(services: Services, ids: readonly string[], seed
   }
 }
 
-async function waitFor(what: string, probe: () => Promise<boolean>, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${withinMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe(`the bill-subscriptions job on BILLING_CRON (${DIALECT})`, () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -107,13 +100,13 @@ describe(`the bill-subscriptions job on BILLING_CRON (${DIALECT})`, () => {
     });
 
     try {
-      await waitFor('every subscription to be billed', async () => {
+      await waitFor(async () => {
         const rows = await subscriptionRows(services, ids);
         return rows.every((r) => readTime(r.current_period_start)!.getTime() === seededEnd.getTime() && r.collect_invoice_id === null && r.billing_lock_token === null);
-      }, 90_000);
+      }, { what: 'every subscription to be billed', timeoutMs: 90_000, intervalMs: 100 });
       // A few more ticks find nothing more to do: the next runs started from now bill nothing.
       const before = runs.length;
-      await waitFor('two more runs of the job', async () => runs.length >= before + 2, 10_000);
+      await waitFor(() => runs.length >= before + 2, { what: 'two more runs of the job', intervalMs: 100 });
       expect(await Promise.all(runs.slice(before, before + 2))).toEqual([{ billed: 0, failed: 0 }, { billed: 0, failed: 0 }]);
     } finally {
       spy.mockRestore();

@@ -1,13 +1,15 @@
+import { waitFor } from '../helpers/wait';
 import { startTestApp, type TestApp, type TestAccount } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
+
+/** Waits until the clock is past `createdAt`'s millisecond, so the next change's createdAt orders after it in the list. */
+const afterMs = (createdAt: string) => waitFor(() => Date.now() > Date.parse(createdAt), { what: 'the next millisecond' });
 
 let app: TestApp;
 beforeAll(async () => {
   app = await startTestApp();
 });
 afterAll(() => app.stop());
-
-const pause = () => new Promise((r) => setTimeout(r, 5)); // a distinct createdAt: the list's order
 
 async function newCustomer(account: TestAccount, key = account.testKey): Promise<{ id: string; updatedAt: string }> {
   const res = await app.request('POST', '/v1/customers', { key, body: { email: `credit${Math.random()}@example.com` } });
@@ -38,11 +40,11 @@ describe('customer credit over REST', () => {
       id: expect.stringMatching(/^cbtxn_[0-9A-Za-z]{20,}$/), object: 'balance_transaction', livemode: false, customerId: customer.id, currency: 'EUR',
       amount: 2500, type: 'adjustment', invoiceId: null, description: 'Goodwill credit', createdAt: expect.any(String), updatedAt: added.body.data.createdAt,
     });
-    await pause();
+    await afterMs(added.body.data.createdAt);
     const taken = await adjust(key, customer.id, { currency: 'EUR', amount: -1000, description: '  Used for an order  ' });
     expect(taken.status).toBe(201);
     expect(taken.body.data).toMatchObject({ amount: -1000, description: 'Used for an order' });
-    await pause();
+    await afterMs(taken.body.data.createdAt);
     await adjust(key, customer.id, { currency: 'JPY', amount: 700, description: 'Yen' });
 
     const retrieved = await app.request('GET', `/v1/customers/${customer.id}`, { key });
