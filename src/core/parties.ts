@@ -75,7 +75,8 @@ export const addressSchema = z
       .string({ error: ADDRESS_COUNTRY_ERROR })
       .trim()
       .transform((v) => v.toUpperCase())
-      .refine(isCountryCode, { error: ADDRESS_COUNTRY_ERROR }),
+      .refine(isCountryCode, { error: ADDRESS_COUNTRY_ERROR })
+      .meta({ description: 'ISO 3166-1 alpha-2 (any case; returned upper-case)' }),
   }, { error: 'must be an address {line1, line2?, postalCode, city, state?, country}' })
   .strict();
 
@@ -89,7 +90,7 @@ export const addressOut = z
     state: z.string().nullable(),
     country: z.string().meta({ description: 'ISO 3166-1 alpha-2' }),
   })
-  .meta({ id: 'Address', description: 'A postal address, printed on invoices.' });
+  .meta({ description: 'A postal address, printed on invoices.' });
 
 /**
  * The tax id types a customer's `taxIds` take (Stripe's names), each with the form its value must
@@ -144,7 +145,7 @@ const TAX_ID_TYPE_ERROR = `must be one of: ${TAX_ID_TYPE_NAMES.join(', ')}`;
 /** `{type, value}`: the value kept with its spaces removed and letters upper-cased (`de 123 456 789` → `DE123456789`). */
 export const taxIdSchema = z
   .object({
-    type: z.string({ error: TAX_ID_TYPE_ERROR }).refine((t): t is TaxIdType => Object.hasOwn(TAX_ID_TYPES, t), { error: TAX_ID_TYPE_ERROR }),
+    type: z.enum(TAX_ID_TYPE_NAMES as [TaxIdType, ...TaxIdType[]], { error: TAX_ID_TYPE_ERROR }),
     value: z
       .string({ error: 'must be a tax id' })
       .max(64, { error: 'must be at most 64 characters' })
@@ -153,10 +154,8 @@ export const taxIdSchema = z
   }, { error: 'must be a tax id {type, value}' })
   .strict()
   .superRefine((id, ctx) => {
-    const pattern = TAX_ID_TYPES[id.type as TaxIdType];
-    if (pattern && !pattern.test(id.value)) ctx.addIssue({ code: 'custom', path: ['value'], message: `is not a valid ${id.type} number` });
-  })
-  .transform((id) => id as TaxId);
+    if (!TAX_ID_TYPES[id.type].test(id.value)) ctx.addIssue({ code: 'custom', path: ['value'], message: `is not a valid ${id.type} number` });
+  });
 
 /** A customer's tax ids: a whole list each time (a PATCH replaces it; `null` or `[]` removes them all). */
 export const taxIdsSchema = z
@@ -175,7 +174,7 @@ export const taxIdOut = z
     type: z.enum(TAX_ID_TYPE_NAMES as [TaxIdType, ...TaxIdType[]]),
     value: z.string(),
   })
-  .meta({ id: 'TaxId', description: 'A tax id of the customer, printed on its invoices.' });
+  .meta({ description: 'A tax id of the customer, printed on its invoices.' });
 
 /** The account's own tax id (e.g. its VAT number): free form, printed as given. */
 export const accountTaxIdSchema = z
