@@ -35,6 +35,8 @@ export interface InvoiceLabels {
   stamp: { draft: string; paid: string; void: string };
   /** The parties' blocks: the seller's support e-mail, and the name each kind of tax id goes by (taxIdLabel). */
   contact: string;
+  /** Between a label and its value: `VAT: DE…`, `N° TVA : FR…` (French sets a no-break space before the colon). */
+  separator: string;
   taxIdNames: { vat: string; generic: string; ca_gst_hst: string };
 }
 
@@ -61,6 +63,7 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     page: (page, pages) => `Page ${page} of ${pages}`,
     stamp: { draft: 'DRAFT', paid: 'PAID', void: 'VOID' },
     contact: 'Contact',
+    separator: ': ',
     taxIdNames: { vat: 'VAT', generic: 'Tax ID', ca_gst_hst: 'GST/HST' },
   },
   de: {
@@ -85,6 +88,7 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     page: (page, pages) => `Seite ${page} von ${pages}`,
     stamp: { draft: 'ENTWURF', paid: 'BEZAHLT', void: 'STORNIERT' },
     contact: 'Kontakt',
+    separator: ': ',
     taxIdNames: { vat: 'USt-IdNr.', generic: 'Steuernummer', ca_gst_hst: 'GST/HST-Nr.' },
   },
   fr: {
@@ -109,6 +113,7 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     page: (page, pages) => `Page ${page} sur ${pages}`,
     stamp: { draft: 'BROUILLON', paid: 'PAYÉE', void: 'ANNULÉE' },
     contact: 'Contact',
+    separator: '\u00a0: ',
     taxIdNames: { vat: 'N° TVA', generic: 'N° d’identification fiscale', ca_gst_hst: 'N° TPS/TVH' },
   },
 };

@@ -210,7 +210,7 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
   }
   pdf.font(FONT).fontSize(10).fillColor(INK);
   pdf.text(toWinAnsi(invoice.customer.email), MARGIN, pdf.y, { width: leftWidth });
-  drawBuyerDetails(pdf, invoice, leftWidth);
+  drawBuyerDetails(pdf, invoice, labels, leftWidth);
   const leftBottom = pdf.y;
 
   // Right: number and dates, labels on the left of the block, values flush right.
@@ -248,8 +248,8 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
 function drawSellerDetails(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, width: number): number {
   const { address, taxId, supportEmail } = invoice.merchant;
   const lines = address ? addressLines(address, invoice.locale) : [];
-  if (taxId) lines.push(`${taxIdLabel(null, taxId, invoice.locale)}: ${taxId}`);
-  if (supportEmail) lines.push(`${labels.contact}: ${supportEmail}`);
+  if (taxId) lines.push(`${taxIdLabel(null, taxId, invoice.locale)}${labels.separator}${taxId}`);
+  if (supportEmail) lines.push(`${labels.contact}${labels.separator}${supportEmail}`);
   if (lines.length === 0) return pdf.y;
   pdf.font(FONT).fontSize(9).fillColor(MUTED);
   pdf.text(toWinAnsi(lines.join('\n')), MARGIN, pdf.y + 4, { width, lineGap: 1 });
@@ -258,10 +258,10 @@ function drawSellerDetails(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLa
 }
 
 /** The buyer's block under its name and e-mail: address, then each tax id with its name (`USt-IdNr.: DE…`). */
-function drawBuyerDetails(pdf: Pdf, invoice: InvoiceDocument, width: number): void {
+function drawBuyerDetails(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, width: number): void {
   const { address, taxIds } = invoice.customer;
   const lines = address ? addressLines(address, invoice.locale) : [];
-  for (const id of taxIds ?? []) lines.push(`${taxIdLabel(id.type, id.value, invoice.locale)}: ${id.value}`);
+  for (const id of taxIds ?? []) lines.push(`${taxIdLabel(id.type, id.value, invoice.locale)}${labels.separator}${id.value}`);
   if (lines.length === 0) return;
   pdf.font(FONT).fontSize(10).fillColor(INK);
   pdf.text(toWinAnsi(lines.join('\n')), MARGIN, pdf.y, { width });
