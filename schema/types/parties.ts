@@ -52,4 +52,3 @@ export function withParties(input: Record<string, unknown>): Record<string, unkn
   if (Array.isArray(out.taxIds)) out.taxIds = out.taxIds.map((id: TaxIdInput) => plainInput(id));
   return out;
 }
-
