@@ -97,4 +97,33 @@ describe('the parties on an invoice', () => {
       expect([expected, lines.includes(expected)]).toEqual([expected, true]);
     }
   });
+
+  it('should print both parties on a subscription\'s e-mailed invoices, the first and a renewal of the billing run', async () => {
+    const post = async (p: string, body: Record<string, unknown>) => {
+      const res = await app.request('POST', p, { key: key(), body });
+      expect([p, res.status]).toEqual([p, p.endsWith('/advance') ? 200 : 201]);
+      return res.body.data;
+    };
+    const clock = await post('/v1/test-clocks', { frozenTime: '2026-03-01T10:00:00Z' });
+    const buyer = await post('/v1/customers', {
+      email: 'subscriber@example.fr', name: 'Élodie Martin', locale: 'fr', testClockId: clock.id,
+      address: { line1: '8 rue de la Paix', postalCode: '75002', city: 'Paris', country: 'FR' }, taxIds: [{ type: 'eu_vat', value: 'FR12345678901' }],
+    });
+    const product = await post('/v1/products', { name: 'Abonnement' });
+    const price = await post('/v1/prices', { productId: product.id, unitAmount: 2500, currency: 'eur', recurring: { interval: 'month' } });
+    const sub = await post('/v1/subscriptions', { customerId: buyer.id, priceId: price.id, collectionMethod: 'send_invoice' });
+    await post(`/v1/test-clocks/${clock.id}/advance`, { frozenTime: '2026-04-01T11:00:00Z' });
+    const invoices = (await app.request('GET', `/v1/subscriptions/${sub.id}/invoices?sortDirection=asc`, { key: key() })).body.data as Array<{ number: string; emailStatus: string }>;
+    expect(invoices.map((i) => i.emailStatus)).toEqual(['queued', 'queued']);
+    const before = sink.received.length;
+    await app.server.services.mail.sendDue();
+    const mails = sink.received.slice(before).map((m) => parseMime(m.raw));
+    for (const { number } of invoices) {
+      const attached = mails.flatMap((m) => attachments(m)).find((a) => a.filename === `${number}.pdf`);
+      const lines = linesOf(attached!.content);
+      for (const expected of ['Friedrichstraße 68', 'Allemagne', 'N° TVA : DE123456789', '8 rue de la Paix', '75002 Paris', 'France', 'N° TVA : FR12345678901']) {
+        expect([number, expected, lines.includes(expected)]).toEqual([number, expected, true]);
+      }
+    }
+  });
 });
