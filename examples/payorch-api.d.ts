@@ -1147,6 +1147,22 @@ export interface components {
             defaultPaymentMethodId: string | null;
             testClockId: string | null;
             locale: string;
+            /** @description The buyer's address, printed on the customer's invoices. */
+            address: {
+                line1: string;
+                line2: string | null;
+                postalCode: string;
+                city: string;
+                state: string | null;
+                /** @description ISO 3166-1 alpha-2 */
+                country: string;
+            } | null;
+            /** @description The customer's tax ids (at most 5), printed on its invoices; [] when none. */
+            taxIds: {
+                /** @enum {string} */
+                type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "us_ein" | "ca_bn" | "ca_gst_hst" | "au_abn" | "nz_gst" | "in_gst" | "jp_cn" | "sg_uen" | "za_vat" | "br_cnpj" | "mx_rfc";
+                value: string;
+            }[];
             metadata: {
                 [key: string]: string;
             };
@@ -1268,6 +1284,20 @@ export interface components {
             rateLimitPerMinute: number | null;
             /** @description Failed public pays (hosted pages) per mode in a rolling hour, after which every public pay of that mode answers 429 too_many_attempts until the hour has passed. */
             publicDeclinesPerHour: number;
+            /** @description The seller's address, printed on invoices. */
+            address: {
+                line1: string;
+                line2: string | null;
+                postalCode: string;
+                city: string;
+                state: string | null;
+                /** @description ISO 3166-1 alpha-2 */
+                country: string;
+            } | null;
+            /** @description The seller's tax id (e.g. a VAT number), printed on invoices. */
+            taxId: string | null;
+            /** @description Where customers write with questions, printed on invoices. */
+            supportEmail: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1800,6 +1830,20 @@ export interface components {
             country?: string | null;
             phone?: string | null;
             locale?: string | null;
+            address?: {
+                line1: string;
+                line2?: string | null;
+                postalCode: string;
+                city: string;
+                state?: string | null;
+                /** @description ISO 3166-1 alpha-2 (any case; returned upper-case) */
+                country: string;
+            } | null;
+            taxIds?: {
+                /** @enum {string} */
+                type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "us_ein" | "ca_bn" | "ca_gst_hst" | "au_abn" | "nz_gst" | "in_gst" | "jp_cn" | "sg_uen" | "za_vat" | "br_cnpj" | "mx_rfc";
+                value: string;
+            }[] | null;
             testClockId?: string;
             metadata?: {
                 [key: string]: string;
@@ -1811,6 +1855,20 @@ export interface components {
             country?: string | null;
             phone?: string | null;
             locale?: string | null;
+            address?: {
+                line1: string;
+                line2?: string | null;
+                postalCode: string;
+                city: string;
+                state?: string | null;
+                /** @description ISO 3166-1 alpha-2 (any case; returned upper-case) */
+                country: string;
+            } | null;
+            taxIds?: {
+                /** @enum {string} */
+                type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "us_ein" | "ca_bn" | "ca_gst_hst" | "au_abn" | "nz_gst" | "in_gst" | "jp_cn" | "sg_uen" | "za_vat" | "br_cnpj" | "mx_rfc";
+                value: string;
+            }[] | null;
             metadata?: {
                 [key: string]: string | null;
             };
@@ -1868,6 +1926,17 @@ export interface components {
             invoicePrefix?: string;
             dunningRetryDays?: number[];
             publicDeclinesPerHour?: number;
+            address?: {
+                line1: string;
+                line2?: string | null;
+                postalCode: string;
+                city: string;
+                state?: string | null;
+                /** @description ISO 3166-1 alpha-2 (any case; returned upper-case) */
+                country: string;
+            } | null;
+            taxId?: string | null;
+            supportEmail?: string | null;
         };
         CreatePaymentRequest: {
             customerId?: string;
@@ -2680,7 +2749,19 @@ export interface operations {
                  *       "email": "ada@example.com",
                  *       "name": "Ada Lovelace",
                  *       "country": "GB",
-                 *       "locale": "en"
+                 *       "locale": "en",
+                 *       "address": {
+                 *         "line1": "12 St James's Square",
+                 *         "postalCode": "SW1Y 4LB",
+                 *         "city": "London",
+                 *         "country": "GB"
+                 *       },
+                 *       "taxIds": [
+                 *         {
+                 *           "type": "gb_vat",
+                 *           "value": "GB123456789"
+                 *         }
+                 *       ]
                  *     }
                  */
                 "application/json": components["schemas"]["CreateCustomerRequest"];
@@ -3571,7 +3652,14 @@ export interface operations {
                  *         1,
                  *         3,
                  *         7
-                 *       ]
+                 *       ],
+                 *       "taxId": "DE123456789",
+                 *       "address": {
+                 *         "line1": "Friedrichstraße 68",
+                 *         "postalCode": "10117",
+                 *         "city": "Berlin",
+                 *         "country": "DE"
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["UpdateAccountRequest"];

@@ -11,7 +11,7 @@ export const accountRoutes = [
   route.one({
     method: 'PATCH', path: '/account', operationId: 'updateAccount', tag: 'Account', summary: "Change the account's settings",
     permission: 'account:write', body: updateAccountInput, response: accountSettingsSchema, errors: [],
-    example: { invoicePrefix: 'ACME', dunningRetryDays: [1, 3, 7] },
+    example: { invoicePrefix: 'ACME', dunningRetryDays: [1, 3, 7], taxId: 'DE123456789', address: { line1: 'Friedrichstraße 68', postalCode: '10117', city: 'Berlin', country: 'DE' } },
     handle: (s, r) => s.accounts.updateSettings(r.rc, r.body),
   }),
 ];

@@ -9,7 +9,10 @@ export const customerRoutes = [
     method: 'POST', path: '/customers', operationId: 'createCustomer', tag: 'Customers', summary: 'Create a customer',
     permission: 'customers:write', idempotent: 'createCustomer', body: createCustomerInput, response: customerSchema,
     errors: ['duplicate_email', 'mode_mismatch'],
-    example: { email: 'ada@example.com', name: 'Ada Lovelace', country: 'GB', locale: 'en' },
+    example: {
+      email: 'ada@example.com', name: 'Ada Lovelace', country: 'GB', locale: 'en',
+      address: { line1: '12 St James\'s Square', postalCode: 'SW1Y 4LB', city: 'London', country: 'GB' }, taxIds: [{ type: 'gb_vat', value: 'GB123456789' }],
+    },
     handle: (s, r) => s.customers.create(r.rc, r.body, r.idem),
   }),
   route.list({

@@ -59,7 +59,9 @@ const BASE = 'https://pay.example.com';
 
 example(accountSettingsSchema, {
   id: ids.account, object: 'account', livemode: false, name: 'Acme Ltd', invoicePrefix: 'ACME',
-  dunningRetryDays: [1, 3, 7], rateLimitPerMinute: null, publicDeclinesPerHour: 50, createdAt: T0, updatedAt: T1,
+  dunningRetryDays: [1, 3, 7], rateLimitPerMinute: null, publicDeclinesPerHour: 50,
+  address: { line1: 'Friedrichstraße 68', line2: null, postalCode: '10117', city: 'Berlin', state: null, country: 'DE' },
+  taxId: 'DE123456789', supportEmail: 'billing@acme.example', createdAt: T0, updatedAt: T1,
 });
 
 export const apiKeyExample = example(apiKeySchema, {
@@ -79,7 +81,9 @@ example(priceSchema, {
 
 example(customerSchema, {
   id: ids.customer, object: 'customer', livemode: false, email: 'ada@example.com', name: 'Ada Lovelace', country: 'GB', phone: null,
-  defaultPaymentMethodId: ids.paymentMethod, testClockId: null, locale: 'en', metadata: { crm: '4711' }, creditBalance: { EUR: 2500 }, createdAt: T0, updatedAt: T1,
+  defaultPaymentMethodId: ids.paymentMethod, testClockId: null, locale: 'en',
+  address: { line1: '12 St James\'s Square', line2: 'Floor 3', postalCode: 'SW1Y 4LB', city: 'London', state: null, country: 'GB' },
+  taxIds: [{ type: 'gb_vat', value: 'GB123456789' }], metadata: { crm: '4711' }, creditBalance: { EUR: 2500 }, createdAt: T0, updatedAt: T1,
 });
 
 example(balanceTransactionSchema, {

@@ -1,6 +1,7 @@
 import { Arg, Ctx, Field, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GqlContext } from './context';
 import { DateTime, defined } from './types/common';
+import { AddressInput, AddressType, withParties } from './types/parties';
 
 @ObjectType('Account')
 class AccountType {
@@ -12,6 +13,9 @@ class AccountType {
   @Field(() => [Int], { description: 'Days after a first failed subscription charge on which it is retried.' }) dunningRetryDays!: number[];
   @Field(() => Int, { nullable: true, description: 'Requests a minute in each mode (null: the service default). Read only here: the CLI changes it.' }) rateLimitPerMinute!: number | null;
   @Field(() => Int, { description: 'Failed public pays (hosted pages) per mode in a rolling hour, after which every public pay of that mode is refused until the hour has passed.' }) publicDeclinesPerHour!: number;
+  @Field(() => AddressType, { nullable: true, description: "The seller's address, printed on invoices." }) address!: AddressType | null;
+  @Field(() => String, { nullable: true, description: "The seller's tax id (e.g. a VAT number), printed on invoices." }) taxId!: string | null;
+  @Field(() => String, { nullable: true, description: 'Where customers write with questions, printed on invoices.' }) supportEmail!: string | null;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
 }
@@ -22,6 +26,9 @@ class UpdateAccountInput {
   @Field(() => String, { nullable: true }) invoicePrefix?: string;
   @Field(() => [Int], { nullable: true }) dunningRetryDays?: number[];
   @Field(() => Int, { nullable: true }) publicDeclinesPerHour?: number;
+  @Field(() => AddressInput, { nullable: true, description: 'Replaces the address; null removes it.' }) address?: AddressInput | null;
+  @Field(() => String, { nullable: true, description: 'null removes it.' }) taxId?: string | null;
+  @Field(() => String, { nullable: true, description: 'null removes it.' }) supportEmail?: string | null;
 }
 
 @Resolver(() => AccountType)
@@ -33,6 +40,6 @@ export class AccountResolver {
 
   @Mutation(() => AccountType, { nullable: true })
   updateAccount(@Arg('input', () => UpdateAccountInput) input: UpdateAccountInput, @Ctx() { services, rc }: GqlContext) {
-    return services.accounts.updateSettings(rc, defined(input));
+    return services.accounts.updateSettings(rc, withParties(defined(input)));
   }
 }

@@ -4,6 +4,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
 import { CustomerSortField } from './types/enums';
+import { AddressInput, AddressType, TaxIdInput, TaxIdObject, withParties } from './types/parties';
 
 @ObjectType('Customer')
 export class CustomerType {
@@ -17,6 +18,8 @@ export class CustomerType {
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) testClockId!: string | null;
   @Field(() => String, { description: "Language of the customer's invoices and e-mails (en unless set)." }) locale!: string;
+  @Field(() => AddressType, { nullable: true, description: "The buyer's address, printed on the customer's invoices." }) address!: AddressType | null;
+  @Field(() => [TaxIdObject], { description: "The customer's tax ids, printed on its invoices ([] when none)." }) taxIds!: TaxIdObject[];
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -37,6 +40,8 @@ export class CreateCustomerInput {
   @Field(() => String, { nullable: true }) country?: string | null;
   @Field(() => String, { nullable: true }) phone?: string | null;
   @Field(() => String, { nullable: true }) locale?: string | null;
+  @Field(() => AddressInput, { nullable: true }) address?: AddressInput | null;
+  @Field(() => [TaxIdInput], { nullable: true, description: 'At most 5.' }) taxIds?: TaxIdInput[] | null;
   @Field(() => String, { nullable: true, description: 'Test mode: a test clock (clock_…) the customer, its subscriptions, invoices and payments live on.' }) testClockId?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
@@ -48,6 +53,8 @@ export class UpdateCustomerInput {
   @Field(() => String, { nullable: true }) country?: string | null;
   @Field(() => String, { nullable: true }) phone?: string | null;
   @Field(() => String, { nullable: true }) locale?: string | null;
+  @Field(() => AddressInput, { nullable: true, description: 'Replaces the address; null removes it.' }) address?: AddressInput | null;
+  @Field(() => [TaxIdInput], { nullable: true, description: 'Replaces the list; null or [] removes every tax id.' }) taxIds?: TaxIdInput[] | null;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
 }
 
@@ -71,7 +78,7 @@ export class CustomerResolver {
 
   @Mutation(() => CustomerType, { nullable: true })
   createCustomer(@Arg('input', () => CreateCustomerInput) input: CreateCustomerInput, @Ctx() { services, rc, idem }: GqlContext) {
-    return services.customers.create(rc, defined(input), idem);
+    return services.customers.create(rc, withParties(defined(input)), idem);
   }
 
   @Mutation(() => CustomerType, { nullable: true })
@@ -80,6 +87,6 @@ export class CustomerResolver {
     @Arg('input', () => UpdateCustomerInput) input: UpdateCustomerInput,
     @Ctx() { services, rc }: GqlContext,
   ) {
-    return services.customers.update(rc, id, defined(input));
+    return services.customers.update(rc, id, withParties(defined(input)));
   }
 }

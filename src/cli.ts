@@ -13,6 +13,7 @@ import { Database, sqliteStorage } from './db/database';
 import { MODELS } from './db/models';
 import { createMigrator } from './db/migrator';
 import { permissionsSchema } from './modules/accounts/account.service';
+import { newAccountPartyInput } from './modules/accounts/account.inputs';
 
 /** A command's input refused in the user's terms: one line, exit code 2, like a bad configuration. */
 class CliError extends Error {}
@@ -47,6 +48,46 @@ const permissionList = (value: string) => {
   }
   return checked.data;
 };
+
+/** `accounts create`'s options for the seller's block on invoices, by the field each sets. */
+const PARTY_OPTIONS = {
+  'address.line1': '--address-line1',
+  'address.line2': '--address-line2',
+  'address.postalCode': '--address-postal-code',
+  'address.city': '--address-city',
+  'address.state': '--address-state',
+  'address.country': '--address-country',
+  taxId: '--tax-id',
+  supportEmail: '--support-email',
+} as const;
+
+interface PartyOptions {
+  addressLine1?: string; addressLine2?: string; addressPostalCode?: string; addressCity?: string; addressState?: string; addressCountry?: string;
+  taxId?: string; supportEmail?: string;
+}
+
+/**
+ * The account's address, tax id and support e-mail from `accounts create`'s options, checked as
+ * PATCH /v1/account checks them; a refusal names the option (one line, exit code 2).
+ */
+function accountParty(opts: PartyOptions): { address?: unknown; taxId?: string; supportEmail?: string } {
+  const address = { line1: opts.addressLine1, line2: opts.addressLine2, postalCode: opts.addressPostalCode, city: opts.addressCity, state: opts.addressState, country: opts.addressCountry };
+  const given = {
+    address: Object.values(address).some((v) => v !== undefined) ? { ...address, postalCode: address.postalCode ?? '' } : undefined,
+    taxId: opts.taxId,
+    supportEmail: opts.supportEmail,
+  };
+  const input = JSON.parse(JSON.stringify(given)) as Record<string, unknown>;
+  const checked = newAccountPartyInput.safeParse(input);
+  if (checked.success) return input;
+  const issue = checked.error.issues[0];
+  const field = issue.path.join('.') as keyof typeof PARTY_OPTIONS;
+  const option = PARTY_OPTIONS[field] ?? '--address-…';
+  const missing = issue.code === 'invalid_type' && issue.input === undefined;
+  throw new CliError(missing
+    ? `${option} is needed with the other --address-… options (an address has line1, city and country; line2, postal code and state are optional)`
+    : `${option}: ${issue.message}`);
+}
 
 const quote = (id: string) => JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id);
 
@@ -218,15 +259,25 @@ export function buildCli(): Command {
     .description('create an account with a test key and a live key (printed once); creates the database if there is none')
     .requiredOption('--name <name>', 'account name', nameOption)
     .option('--rate-limit <n>', 'requests per minute for this account, in each mode', rateLimit)
+    .option('--address-line1 <text>', "the account's address, printed on invoices as the seller's: street and number")
+    .option('--address-line2 <text>', 'address: a second line (building, floor), if any')
+    .option('--address-postal-code <code>', 'address: postal code (leave out where the country has none)')
+    .option('--address-city <city>', 'address: city')
+    .option('--address-state <state>', 'address: state, county or province, where the post uses one')
+    .option('--address-country <code>', 'address: ISO 3166-1 alpha-2 country code, e.g. DE')
+    .option('--tax-id <id>', "the account's tax id (e.g. its VAT number), printed on invoices")
+    .option('--support-email <email>', 'where customers write with questions, printed on invoices')
     .option('--json', 'print {"accountId","testKey","liveKey"} as JSON')
-    .action((opts: { name: string; rateLimit?: number; json?: boolean }) =>
-      withServices('create', async (s) => {
-        const created = await s.accounts.createAccount({ name: opts.name, rateLimitPerMinute: opts.rateLimit ?? null });
+    .action((opts: { name: string; rateLimit?: number; json?: boolean } & PartyOptions) => {
+      // Checked before the database is opened: a mistake creates nothing.
+      const party = accountParty(opts);
+      return withServices('create', async (s) => {
+        const created = await s.accounts.createAccount({ name: opts.name, rateLimitPerMinute: opts.rateLimit ?? null, ...party });
         const out = { accountId: created.accountId, testKey: created.testKey.secret, liveKey: created.liveKey.secret };
         if (opts.json) process.stdout.write(`${JSON.stringify(out)}\n`);
         else process.stdout.write(`account:  ${out.accountId}\ntest key: ${out.testKey}\nlive key: ${out.liveKey}\n(keys are shown only once)\n`);
-      }),
-    );
+      });
+    });
   accounts
     .command('list')
     .description('list every account (ids and names; keys are listed with `keys list`)')

@@ -82,6 +82,42 @@ describe('payorch CLI', () => {
     expect(missing!.stderr).toContain('\npayorch: --account "acct_nope": no such account in this database (`payorch accounts list` shows them)\n');
   }, 60_000);
 
+  it('should create an account with its address, tax id and support e-mail, --json still exactly {accountId, testKey, liveKey}', async () => {
+    const { stdout } = await cli([
+      'accounts', 'create', '--name', 'Acme Tools GmbH', '--address-line1', 'Friedrichstraße 68', '--address-postal-code', '10117',
+      '--address-city', 'Berlin', '--address-country', 'de', '--tax-id', 'DE123456789', '--support-email', 'billing@acme.example', '--json',
+    ]);
+    const out = JSON.parse(stdout);
+    expect(Object.keys(out)).toEqual(['accountId', 'testKey', 'liveKey']);
+    const account = await app.request('GET', '/v1/account', { key: out.testKey });
+    expect(account.body.data).toMatchObject({
+      id: out.accountId, name: 'Acme Tools GmbH', taxId: 'DE123456789', supportEmail: 'billing@acme.example',
+      address: { line1: 'Friedrichstraße 68', line2: null, postalCode: '10117', city: 'Berlin', state: null, country: 'DE' },
+    });
+    // Without them, none is set.
+    const plain = JSON.parse((await cli(['accounts', 'create', '--name', 'Plain', '--json'])).stdout);
+    expect((await app.request('GET', '/v1/account', { key: plain.testKey })).body.data).toMatchObject({ address: null, taxId: null, supportEmail: null });
+  }, 60_000);
+
+  it('should refuse a bad address, tax id or e-mail naming the option, exiting 2 and creating no account', async () => {
+    const before = (await app.server.services.accounts.listAccounts()).length;
+    const address = ['--address-line1', 'Friedrichstraße 68', '--address-city', 'Berlin', '--address-country', 'DE'];
+    for (const [args, line] of [
+      [[...address.slice(0, 4), '--address-country', 'Germany'], 'payorch: --address-country: must be an ISO 3166-1 alpha-2 country code, such as DE or GB'],
+      [address.slice(0, 2), 'payorch: --address-city is needed with the other --address-… options'],
+      [['--support-email', 'not-an-address'], 'payorch: --support-email: must be an e-mail address'],
+      [['--tax-id', 'x'.repeat(65)], 'payorch: --tax-id: must be at most 64 characters'],
+    ] as const) {
+      const refused = await cli(['accounts', 'create', '--name', 'Refused', ...args, '--json']).then(
+        () => null,
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect([line, refused?.code, refused?.stdout]).toEqual([line, 2, '']);
+      expect([line, refused!.stderr.trim().split('\n').pop()!.startsWith(line)]).toEqual([line, true]);
+    }
+    expect((await app.server.services.accounts.listAccounts()).length).toBe(before);
+  }, 60_000);
+
   describe('run away from the server\'s DATA_DIR, on a SQLite file that does not exist', () => {
     let elsewhere: string;
     let env: NodeJS.ProcessEnv;

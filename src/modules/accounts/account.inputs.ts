@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { PERMISSION_RESOURCES } from '../../core/context';
 import { listSchema } from '../../core/pagination';
+import { accountTaxIdSchema, addressSchema } from '../../core/parties';
+import { emailSchema } from '../../core/validation';
 
 /** 1–12 upper-case letters or digits (API.md §3): `INV` gives `INV-000042`. */
 export const invoicePrefixSchema = z
@@ -29,6 +31,19 @@ export const updateAccountInput = z
       .min(1, { error: 'must be a whole number from 1 to 100000' })
       .max(100_000, { error: 'must be a whole number from 1 to 100000' })
       .optional(),
+    // The seller's block on invoices (API.md §3): each replaced whole, null removes it.
+    address: addressSchema.nullable().optional(),
+    taxId: accountTaxIdSchema.nullable().optional(),
+    supportEmail: emailSchema.nullable().optional(),
+  })
+  .strict();
+
+/** What `payorch accounts create` may set beside the name (the same checks as PATCH /v1/account). */
+export const newAccountPartyInput = z
+  .object({
+    address: addressSchema.optional(),
+    taxId: accountTaxIdSchema.optional(),
+    supportEmail: emailSchema.optional(),
   })
   .strict();
 

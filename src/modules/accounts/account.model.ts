@@ -9,6 +9,12 @@ export class AccountModel extends Model {
   @Column({ type: DataType.STRING(100), allowNull: false, defaultValue: '[1,3,7]' }) declare dunningRetryDays: string;
   /** Failed public pays per mode in a rolling hour before every public pay of that mode is refused (API.md §11). */
   @Column({ type: DataType.INTEGER, allowNull: false, defaultValue: 50 }) declare publicDeclinesPerHour: number;
+  /** The seller's address on invoices: JSON `{line1, line2, postalCode, city, state, country}` (core/parties.ts), or null. */
+  @Column(DataType.TEXT) declare address: string | null;
+  /** The seller's tax id on invoices (e.g. a VAT number). */
+  @Column(DataType.STRING(64)) declare taxId: string | null;
+  /** Where customers write with questions: printed on invoices. */
+  @Column(DataType.STRING(320)) declare supportEmail: string | null;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { nullableTimestamp, objectBase, timestamp } from '../../core/api-schemas';
+import { addressOut } from '../../core/parties';
 
 export const accountSettingsSchema = z
   .object({
@@ -9,6 +10,9 @@ export const accountSettingsSchema = z
     dunningRetryDays: z.array(z.number().int()),
     rateLimitPerMinute: z.number().int().nullable(),
     publicDeclinesPerHour: z.number().int().meta({ description: 'Failed public pays (hosted pages) per mode in a rolling hour, after which every public pay of that mode answers 429 too_many_attempts until the hour has passed.' }),
+    address: addressOut.nullable().meta({ description: "The seller's address, printed on invoices." }),
+    taxId: z.string().nullable().meta({ description: "The seller's tax id (e.g. a VAT number), printed on invoices." }),
+    supportEmail: z.string().nullable().meta({ description: 'Where customers write with questions, printed on invoices.' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })

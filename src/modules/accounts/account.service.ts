@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
 import { AccountModel } from './account.model';
-import { createKeyInput, listKeysInput, permissionsSchema, updateAccountInput } from './account.inputs';
+import { createKeyInput, listKeysInput, newAccountPartyInput, permissionsSchema, updateAccountInput } from './account.inputs';
+import { readAddress, storeAddress, type PostalAddress } from '../../core/parties';
 
 export { permissionsSchema } from './account.inputs';
 import { ApiKeyModel } from './api-key.model';
@@ -71,8 +72,22 @@ export interface AccountSettings {
   dunningRetryDays: number[];
   rateLimitPerMinute: number | null;
   publicDeclinesPerHour: number;
+  /** The seller's block on invoices (API.md §3). */
+  address: PostalAddress | null;
+  taxId: string | null;
+  supportEmail: string | null;
   createdAt: string;
   updatedAt: string;
+}
+
+/** What an invoice of the account needs: its prefix, retry days and the seller's block customers see. */
+export interface AccountInvoicing {
+  name: string;
+  invoicePrefix: string;
+  dunningRetryDays: number[];
+  address: PostalAddress | null;
+  taxId: string | null;
+  supportEmail: string | null;
 }
 
 function toAccountSettings(row: AccountModel, mode: Mode): AccountSettings {
@@ -80,6 +95,7 @@ function toAccountSettings(row: AccountModel, mode: Mode): AccountSettings {
     id: row.id, object: 'account', livemode: mode === 'live', name: row.name, invoicePrefix: row.invoicePrefix,
     dunningRetryDays: JSON.parse(row.dunningRetryDays) as number[], rateLimitPerMinute: row.rateLimitPerMinute ?? null,
     publicDeclinesPerHour: row.publicDeclinesPerHour,
+    address: readAddress(row.address), taxId: row.taxId ?? null, supportEmail: row.supportEmail ?? null,
     createdAt: new Date(row.createdAt).toISOString(), updatedAt: new Date(row.updatedAt).toISOString(),
   };
 }
@@ -107,7 +123,7 @@ export class AccountService {
     for (const [hash, entry] of this.keyCache) if (match(entry.key)) this.keyCache.delete(hash);
   }
 
-  async createAccount(input: { name: string; rateLimitPerMinute?: number | null }): Promise<{
+  async createAccount(input: { name: string; rateLimitPerMinute?: number | null; address?: unknown; taxId?: string; supportEmail?: string }): Promise<{
     accountId: string;
     testKey: ApiKeyView;
     liveKey: ApiKeyView;
@@ -115,11 +131,17 @@ export class AccountService {
     if (input.rateLimitPerMinute != null && (!Number.isInteger(input.rateLimitPerMinute) || input.rateLimitPerMinute < 1)) {
       throw new DomainError('invalid_parameter', 'rate limit must be a positive integer', 'rateLimitPerMinute');
     }
+    // The seller's block, checked as PATCH /v1/account checks it (the CLI names the option of a refused param).
+    const given = { address: input.address, taxId: input.taxId, supportEmail: input.supportEmail };
+    const party = parseInput(newAccountPartyInput, Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)));
     const now = this.clock.now();
     const accountId = newId('acct');
     return this.db.transaction(async (transaction) => {
       await AccountModel.create(
-        { id: accountId, name: input.name, rateLimitPerMinute: input.rateLimitPerMinute ?? null, createdAt: now, updatedAt: now },
+        {
+          id: accountId, name: input.name, rateLimitPerMinute: input.rateLimitPerMinute ?? null,
+          address: storeAddress(party.address), taxId: party.taxId ?? null, supportEmail: party.supportEmail ?? null, createdAt: now, updatedAt: now,
+        },
         { transaction },
       );
       const testKey = await this.insertKey(accountId, 'test', ['*'], 'Default test key', transaction);
@@ -136,7 +158,7 @@ export class AccountService {
     return toAccountSettings(row as unknown as AccountModel, ctx.mode);
   }
 
-  /** `PATCH /v1/account` `{name?, invoicePrefix?, dunningRetryDays?, publicDeclinesPerHour?}` (needs `account:write`); the rate limit is the CLI's. */
+  /** `PATCH /v1/account` `{name?, invoicePrefix?, dunningRetryDays?, publicDeclinesPerHour?, address?, taxId?, supportEmail?}` (needs `account:write`); the rate limit is the CLI's. */
   async updateSettings(ctx: RequestContext, input: unknown): Promise<AccountSettings> {
     requirePermission(ctx, 'account', 'write');
     const raw = input as Record<string, unknown> | null;
@@ -152,16 +174,22 @@ export class AccountService {
       if (data.invoicePrefix !== undefined) changes.invoicePrefix = data.invoicePrefix;
       if (data.dunningRetryDays !== undefined) changes.dunningRetryDays = JSON.stringify(data.dunningRetryDays);
       if (data.publicDeclinesPerHour !== undefined) changes.publicDeclinesPerHour = data.publicDeclinesPerHour;
+      if (data.address !== undefined) changes.address = storeAddress(data.address);
+      if (data.taxId !== undefined) changes.taxId = data.taxId;
+      if (data.supportEmail !== undefined) changes.supportEmail = data.supportEmail;
       if (Object.keys(changes).length > 0) await row.update({ ...changes, updatedAt: ctx.clock.now() }, { transaction });
       return toAccountSettings(row.get({ plain: true }) as AccountModel, ctx.mode);
     });
   }
 
-  /** What an invoice of the account needs: its prefix and the name customers see. */
-  async invoicing(accountId: string): Promise<{ name: string; invoicePrefix: string; dunningRetryDays: number[] }> {
-    const row = await AccountModel.findByPk(accountId, { attributes: ['name', 'invoicePrefix', 'dunningRetryDays'], raw: true });
+  /** What an invoice of the account needs: its prefix and the seller's block customers see (name, address, tax id, support e-mail). */
+  async invoicing(accountId: string): Promise<AccountInvoicing> {
+    const row = await AccountModel.findByPk(accountId, { attributes: ['name', 'invoicePrefix', 'dunningRetryDays', 'address', 'taxId', 'supportEmail'], raw: true });
     if (!row) throw notFound('account', accountId);
-    return { name: row.name, invoicePrefix: row.invoicePrefix, dunningRetryDays: JSON.parse(row.dunningRetryDays) as number[] };
+    return {
+      name: row.name, invoicePrefix: row.invoicePrefix, dunningRetryDays: JSON.parse(row.dunningRetryDays) as number[],
+      address: readAddress(row.address), taxId: row.taxId ?? null, supportEmail: row.supportEmail ?? null,
+    };
   }
 
   /** The account as an event of the account carries it (what `GET /v1/account` answers in that mode). */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { countrySchema, emailSchema as email, metadataPatchSchema, metadataSchema } from '../../core/validation';
 import { listSchema, searchSchema } from '../../core/pagination';
+import { addressSchema, taxIdsSchema } from '../../core/parties';
 
 /** A language tag such as `en`, `de`, `fr` or `de-AT` (invoices and e-mails use its language). */
 const locale = z
@@ -17,6 +18,9 @@ export const createCustomerInput = z
     country: countrySchema.nullable().optional(),
     phone: phone.nullable().optional(),
     locale: locale.nullable().optional(),
+    // The buyer's block on invoices (API.md §7).
+    address: addressSchema.nullable().optional(),
+    taxIds: taxIdsSchema.nullable().optional(),
     // Test mode: the customer (and its subscriptions, invoices, payments, events) lives on this clock's time.
     testClockId: z.string({ error: 'must be a test clock id (clock_…)' }).regex(/^clock_[A-Za-z0-9_]{1,60}$/, { error: 'must be a test clock id (clock_…)' }).optional(),
     metadata: metadataSchema.optional(),
@@ -30,6 +34,9 @@ export const updateCustomerInput = z
     country: countrySchema.nullable().optional(),
     phone: phone.nullable().optional(),
     locale: locale.nullable().optional(),
+    // Each replaced whole; null removes it (taxIds: null or [] removes them all).
+    address: addressSchema.nullable().optional(),
+    taxIds: taxIdsSchema.nullable().optional(),
     metadata: metadataPatchSchema.optional(),
   })
   .strict();

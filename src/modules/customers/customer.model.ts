@@ -13,6 +13,10 @@ export class CustomerModel extends Model {
   @Column(DataType.STRING(64)) declare defaultPaymentMethodId: string | null;
   @Column(DataType.STRING(64)) declare testClockId: string | null;
   @Column(DataType.STRING(16)) declare locale: string | null;
+  /** The buyer's address on invoices: JSON `{line1, line2, postalCode, city, state, country}` (core/parties.ts), or null. */
+  @Column(DataType.TEXT) declare address: string | null;
+  /** JSON `[{type, value}]`, `[]` when none. */
+  @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '[]' }) declare taxIds: string;
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare metadata: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { metadataOut, objectBase, timestamp } from '../../core/api-schemas';
 import { creditBalanceSchema } from './customer-credit.schemas';
+import { addressOut, taxIdOut } from '../../core/parties';
 
 /** A customer as the API returns it (customer.store.ts `Customer`). */
 export const customerSchema = z
@@ -13,6 +14,8 @@ export const customerSchema = z
     defaultPaymentMethodId: z.string().nullable(),
     testClockId: z.string().nullable(),
     locale: z.string(),
+    address: addressOut.nullable().meta({ description: "The buyer's address, printed on the customer's invoices." }),
+    taxIds: z.array(taxIdOut).meta({ description: "The customer's tax ids (at most 5), printed on its invoices; [] when none." }),
     metadata: metadataOut,
     creditBalance: creditBalanceSchema,
     createdAt: timestamp,

@@ -15,6 +15,7 @@ import type { EventService } from '../events/event.service';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import { storeAddress, type PostalAddress, type TaxId } from '../../core/parties';
 
 export { toApiCustomer, toCustomerRecord, type Customer, type CustomerRecord } from './customer.store';
 
@@ -25,6 +26,8 @@ export interface NewCustomer {
   country?: string | null;
   phone?: string | null;
   locale?: string | null;
+  address?: PostalAddress | null;
+  taxIds?: TaxId[] | null;
   testClockId?: string | null;
   metadata?: Record<string, string>;
 }
@@ -93,6 +96,8 @@ export class CustomerService {
         country: data.country ?? null,
         phone: data.phone ?? null,
         locale: data.locale ?? null,
+        address: storeAddress(data.address),
+        taxIds: JSON.stringify(data.taxIds ?? []),
         defaultPaymentMethodId: null,
         testClockId: data.testClockId ?? null,
         metadata: JSON.stringify(data.metadata ?? {}),
@@ -172,6 +177,8 @@ export class CustomerService {
         if (data.country !== undefined) changes.country = data.country;
         if (data.phone !== undefined) changes.phone = data.phone;
         if (data.locale !== undefined) changes.locale = data.locale;
+        if (data.address !== undefined) changes.address = storeAddress(data.address);
+        if (data.taxIds !== undefined) changes.taxIds = JSON.stringify(data.taxIds ?? []);
         if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
         if (Object.keys(changes).length === 0) return (await this.withCredit(ctx, [current], transaction))[0];
         changes.updatedAt = ctx.clock.now();

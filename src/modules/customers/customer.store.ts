@@ -4,6 +4,7 @@ import { Filter, listPage, modelSource } from '../../db/list';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { Metadata } from '../../core/validation';
 import { CustomerModel } from './customer.model';
+import { readAddress, readTaxIds, type PostalAddress, type TaxId } from '../../core/parties';
 
 export interface Customer {
   id: string;
@@ -17,6 +18,10 @@ export interface Customer {
   testClockId: string | null;
   /** Language of the customer's invoices and e-mails: `en` unless set. */
   locale: string;
+  /** The buyer's address on invoices, or null. */
+  address: PostalAddress | null;
+  /** `[]` when none. */
+  taxIds: TaxId[];
   metadata: Metadata;
   /** Read only: the credit the customer holds, currency → minor units (CustomerCredit); `{}` when none. */
   creditBalance: Record<string, number>;
@@ -57,6 +62,8 @@ export function toCustomerRecord(row: Record<string, unknown>): CustomerRecord {
     defaultPaymentMethodId: (row.defaultPaymentMethodId as string | null) ?? null,
     testClockId: (row.testClockId as string | null) ?? null,
     locale: (row.locale as string | null) ?? 'en',
+    address: readAddress(row.address),
+    taxIds: readTaxIds(row.taxIds),
     metadata: readJson<Metadata>(row.metadata, {}),
     createdAt: isoTime(row.createdAt) as string,
     updatedAt: isoTime(row.updatedAt) as string,

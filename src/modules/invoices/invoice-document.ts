@@ -1,3 +1,5 @@
+import type { PostalAddress, TaxId } from '../../core/parties';
+
 /**
  * What an invoice's PDF and e-mail show, and nothing else: a snapshot taken from the invoice, its
  * customer and its account. Rendering reads only this (no clock, no database), so the same
@@ -19,8 +21,12 @@ export interface InvoiceDocument {
   dueDate: string | null;
   sentAt: string | null;
   paidAt: string | null;
-  merchant: { name: string };
-  customer: { name: string | null; email: string };
+  /**
+   * The seller (the account) and the buyer (the customer). Address, tax ids and support e-mail
+   * are absent from snapshots taken before they existed (a mail queued earlier): read as none.
+   */
+  merchant: { name: string; address?: PostalAddress | null; taxId?: string | null; supportEmail?: string | null };
+  customer: { name: string | null; email: string; address?: PostalAddress | null; taxIds?: TaxId[] };
   lineItems: Array<{
     description: string;
     quantity: number;

@@ -33,6 +33,11 @@ export interface InvoiceLabels {
   testMode: string;
   page: (page: number, pages: number) => string;
   stamp: { draft: string; paid: string; void: string };
+  /** The parties' blocks: the seller's support e-mail, and the name each kind of tax id goes by (taxIdLabel). */
+  contact: string;
+  /** Between a label and its value: `VAT: DE…`, `N° TVA : FR…` (French sets a no-break space before the colon). */
+  separator: string;
+  taxIdNames: { vat: string; generic: string; ca_gst_hst: string };
 }
 
 const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
@@ -57,6 +62,9 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     testMode: 'Test mode: no real money is involved',
     page: (page, pages) => `Page ${page} of ${pages}`,
     stamp: { draft: 'DRAFT', paid: 'PAID', void: 'VOID' },
+    contact: 'Contact',
+    separator: ': ',
+    taxIdNames: { vat: 'VAT', generic: 'Tax ID', ca_gst_hst: 'GST/HST' },
   },
   de: {
     invoice: 'Rechnung',
@@ -79,6 +87,9 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     testMode: 'Testmodus: es fließt kein echtes Geld',
     page: (page, pages) => `Seite ${page} von ${pages}`,
     stamp: { draft: 'ENTWURF', paid: 'BEZAHLT', void: 'STORNIERT' },
+    contact: 'Kontakt',
+    separator: ': ',
+    taxIdNames: { vat: 'USt-IdNr.', generic: 'Steuernummer', ca_gst_hst: 'GST/HST-Nr.' },
   },
   fr: {
     invoice: 'Facture',
@@ -101,6 +112,9 @@ const LABELS: Record<InvoiceLanguage, InvoiceLabels> = {
     testMode: "Mode test : aucun argent réel n'est en jeu",
     page: (page, pages) => `Page ${page} sur ${pages}`,
     stamp: { draft: 'BROUILLON', paid: 'PAYÉE', void: 'ANNULÉE' },
+    contact: 'Contact',
+    separator: '\u00a0: ',
+    taxIdNames: { vat: 'N° TVA', generic: 'N° d’identification fiscale', ca_gst_hst: 'N° TPS/TVH' },
   },
 };
 
@@ -188,4 +202,64 @@ export function formatMoney(amount: number, currency: string, locale: string | n
 export function formatQuantity(quantity: number, locale: string | null | undefined): string {
   const language = invoiceLanguage(locale);
   return cached(`quantity ${language}`, () => new Intl.NumberFormat(INTL_LOCALE[language], { maximumFractionDigits: 6 })).format(quantity);
+}
+
+/** Tax id types printed under their own name whatever the language (the name on the number's certificate). */
+const TAX_ID_OWN_NAMES: Record<string, string> = { us_ein: 'EIN', au_abn: 'ABN', nz_gst: 'GST', in_gst: 'GSTIN', sg_uen: 'UEN', br_cnpj: 'CNPJ', mx_rfc: 'RFC', ca_bn: 'BN' };
+/** Value added tax numbers: "VAT", "USt-IdNr.", "N° TVA". */
+const VAT_TYPES = new Set(['eu_vat', 'gb_vat', 'ch_vat', 'no_vat', 'za_vat']);
+
+/**
+ * What a tax id is called on an invoice in the customer's language: `VAT` / `USt-IdNr.` / `N° TVA`
+ * for a VAT number, the number's own name for some (`EIN`, `ABN`), else `Tax ID` /
+ * `Steuernummer` / `N° d'identification fiscale`. An account's `taxId` has no type: one that reads
+ * as a European VAT number (`DE…`, `GB…`, `CHE…`) is called one.
+ */
+export function taxIdLabel(type: string | null, value: string, locale: string | null | undefined): string {
+  const names = invoiceLabels(locale).taxIdNames;
+  const kind = type ?? (/^(AT|BE|BG|CY|CZ|DE|DK|EE|EL|ES|FI|FR|HR|HU|IE|IT|LT|LU|LV|MT|NL|PL|PT|RO|SE|SI|SK|XI|GB)[0-9A-Z]{2,12}$/.test(value.replace(/[\s.-]/g, '').toUpperCase()) || /^CHE[-\s]?[0-9]/i.test(value) ? 'eu_vat' : null);
+  if (kind === 'ca_gst_hst') return names.ca_gst_hst;
+  if (kind && VAT_TYPES.has(kind)) return names.vat;
+  return (kind && TAX_ID_OWN_NAMES[kind]) ?? names.generic;
+}
+
+/** A country by its ISO 3166-1 alpha-2 code in the customer's language (`DE` → `Germany`, `Deutschland`, `Allemagne`); the code when unknown. */
+export function formatCountry(code: string, locale: string | null | undefined): string {
+  const language = invoiceLanguage(locale);
+  let names = countryNames.get(language);
+  if (!names) {
+    names = new Intl.DisplayNames([INTL_LOCALE[language]], { type: 'region', fallback: 'code' });
+    countryNames.set(language, names);
+  }
+  return names.of(code) ?? code;
+}
+const countryNames = new Map<InvoiceLanguage, Intl.DisplayNames>();
+
+/**
+ * An address as printed, one string a line, in the order the country's post reads it: `10117
+ * Berlin` (most of Europe), `Austin, TX 78701` (US, CA, AU), the postal code on its own line (GB,
+ * IE); the country's name last.
+ */
+export function addressLines(address: { line1: string; line2?: string | null; postalCode: string; city: string; state?: string | null; country: string }, locale: string | null | undefined): string[] {
+  const lines = [address.line1];
+  if (address.line2) lines.push(address.line2);
+  const state = address.state ?? '';
+  switch (address.country) {
+    case 'US':
+    case 'CA':
+    case 'AU':
+      lines.push(`${address.city}${state ? `, ${state}` : ''} ${address.postalCode}`.trim());
+      break;
+    case 'GB':
+    case 'IE':
+      lines.push(address.city);
+      if (state) lines.push(state);
+      if (address.postalCode) lines.push(address.postalCode);
+      break;
+    default:
+      lines.push(`${address.postalCode} ${address.city}`.trim());
+      if (state) lines.push(state);
+  }
+  lines.push(formatCountry(address.country, locale));
+  return lines;
 }

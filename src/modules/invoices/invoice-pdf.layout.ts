@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import PDFDocument from 'pdfkit';
 import type { InvoiceDocument } from './invoice-document';
 import { formatInvoiceDate, formatMoney, formatQuantity, invoiceLabels, invoiceLanguage, type InvoiceLabels } from './invoice-i18n';
+import { addressLines, taxIdLabel } from './invoice-i18n';
 
 /*
  * The invoice PDF drawn with pdfkit's built-in Helvetica. Its standard fonts encode text as
@@ -172,7 +173,7 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
   const nameWidth = CONTENT_WIDTH - titleWidth - 20;
   pdf.font(FONT_BOLD).fontSize(18).fillColor(INK);
   pdf.text(toWinAnsi(invoice.merchant.name), MARGIN, MARGIN, { width: nameWidth });
-  const nameBottom = pdf.y;
+  const nameBottom = drawSellerDetails(pdf, invoice, labels, nameWidth);
 
   pdf.font(FONT_BOLD).fontSize(22).fillColor(INK);
   pdf.text(toWinAnsi(labels.invoice.toUpperCase()), A4.width - MARGIN - titleWidth, MARGIN - 2, { width: titleWidth, align: 'right' });
@@ -209,6 +210,7 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
   }
   pdf.font(FONT).fontSize(10).fillColor(INK);
   pdf.text(toWinAnsi(invoice.customer.email), MARGIN, pdf.y, { width: leftWidth });
+  drawBuyerDetails(pdf, invoice, labels, leftWidth);
   const leftBottom = pdf.y;
 
   // Right: number and dates, labels on the left of the block, values flush right.
@@ -237,6 +239,32 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
   }
   pdf.fillColor(INK);
   return Math.max(leftBottom, rowY) + 28;
+}
+
+/**
+ * The seller's block under its name: address, tax id and support e-mail, each on its own line
+ * (none when the account has not set them); returns the y below it.
+ */
+function drawSellerDetails(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, width: number): number {
+  const { address, taxId, supportEmail } = invoice.merchant;
+  const lines = address ? addressLines(address, invoice.locale) : [];
+  if (taxId) lines.push(`${taxIdLabel(null, taxId, invoice.locale)}${labels.separator}${taxId}`);
+  if (supportEmail) lines.push(`${labels.contact}${labels.separator}${supportEmail}`);
+  if (lines.length === 0) return pdf.y;
+  pdf.font(FONT).fontSize(9).fillColor(MUTED);
+  pdf.text(toWinAnsi(lines.join('\n')), MARGIN, pdf.y + 4, { width, lineGap: 1 });
+  pdf.fillColor(INK);
+  return pdf.y;
+}
+
+/** The buyer's block under its name and e-mail: address, then each tax id with its name (`USt-IdNr.: DE…`). */
+function drawBuyerDetails(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, width: number): void {
+  const { address, taxIds } = invoice.customer;
+  const lines = address ? addressLines(address, invoice.locale) : [];
+  for (const id of taxIds ?? []) lines.push(`${taxIdLabel(id.type, id.value, invoice.locale)}${labels.separator}${id.value}`);
+  if (lines.length === 0) return;
+  pdf.font(FONT).fontSize(10).fillColor(INK);
+  pdf.text(toWinAnsi(lines.join('\n')), MARGIN, pdf.y, { width });
 }
 
 function drawTableHeader(pdf: Pdf, labels: InvoiceLabels, y: number): number {

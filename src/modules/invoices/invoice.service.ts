@@ -57,7 +57,7 @@ export interface SubscriptionInvoiceSpec {
    * billing run): otherwise read here, on a second pooled connection while the transaction holds
    * one, which many runs in parallel can exhaust the pool with.
    */
-  account?: { invoicePrefix: string; name: string };
+  account?: { invoicePrefix: string } & InvoiceDocument['merchant'];
 }
 
 /** What a settle needs of a charge's payment. */
@@ -200,11 +200,11 @@ export class InvoiceService {
   async send(ctx: RequestContext, id: string, idem?: IdempotencyKey): Promise<Invoice> {
     requirePermission(ctx, 'invoices', 'write');
     const account = await this.accounts.invoicing(ctx.accountId);
-    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.sendInvoice, () => this.sendIn(t, ctx, id, account.name)));
+    return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.sendInvoice, () => this.sendIn(t, ctx, id, account)));
   }
 
   /** `send` inside the caller's transaction (a subscription's `send_invoice` invoice is sent as it is created). */
-  private async sendIn(t: Transaction, ctx: RequestContext, id: string, merchantName: string): Promise<Invoice> {
+  private async sendIn(t: Transaction, ctx: RequestContext, id: string, merchant: InvoiceDocument['merchant']): Promise<Invoice> {
     const now = ctx.clock.now();
     const current = await this.lockForChange(ctx, id, t);
     INVOICE_MOVES.check(current.status, 'send');
@@ -214,7 +214,7 @@ export class InvoiceService {
     const sent = (await this.store.find(id, ctx, t)) as InvoiceRecord;
     const customer = (await this.customers.lookup(ctx, [sent.customerId])).get(sent.customerId);
     if (!customer) throw notFound('customer', sent.customerId, 'customerId');
-    const doc = documentOf(sent, merchantName, customer);
+    const doc = documentOf(sent, merchant, customer);
     const hostedUrl = this.urls.invoice(id);
     const { subject, text, html } = this.rendering.email(doc, { hostedUrl });
     await this.mail.enqueue(t, ctx, {
@@ -305,7 +305,7 @@ export class InvoiceService {
   async createForSubscriptions(t: Transaction, items: Array<{ ctx: RequestContext; spec: SubscriptionInvoiceSpec }>): Promise<InvoiceRecord[]> {
     if (items.length === 0) return [];
     // The account's settings as the caller read them before its transaction (a billing run), else here.
-    const accounts = new Map<string, { invoicePrefix: string; name: string }>();
+    const accounts = new Map<string, { invoicePrefix: string } & InvoiceDocument['merchant']>();
     for (const { ctx, spec } of items) {
       if (!accounts.has(ctx.accountId)) accounts.set(ctx.accountId, spec.account ?? (await this.accounts.invoicing(ctx.accountId)));
     }
@@ -365,7 +365,7 @@ export class InvoiceService {
       const { ctx, spec } = items[i];
       if (b.due === 0 || (!spec.send && !spec.finalize)) continue;
       if (spec.send) {
-        await this.sendIn(t, ctx, b.id, (accounts.get(ctx.accountId) as { name: string }).name);
+        await this.sendIn(t, ctx, b.id, accounts.get(ctx.accountId) as InvoiceDocument['merchant']);
       } else {
         const now = ctx.clock.now();
         await InvoiceModel.update({ ...INVOICE_MOVES.columns('finalize', now), updatedAt: now }, { where: { id: b.id }, transaction: t });
@@ -646,7 +646,7 @@ export class InvoiceService {
     requirePermission(ctx, 'invoices', 'read');
     const inv = await this.settled(await this.mustFind(ctx, id));
     const [account, customer] = await Promise.all([this.accounts.invoicing(ctx.accountId), this.customers.lookup(ctx, [inv.customerId])]);
-    const doc = documentOf(inv, account.name, customer.get(inv.customerId) ?? { name: null, email: '', locale: 'en' });
+    const doc = documentOf(inv, account, customer.get(inv.customerId) ?? { name: null, email: '', locale: 'en' });
     return { filename: `${inv.number}.pdf`, bytes: await this.rendering.pdf(doc) };
   }
 
@@ -872,11 +872,13 @@ function priced(lines: LineItemInput[]): { items: Array<LineItemInput & { amount
 }
 
 /** The snapshot the PDF and the e-mail render from. */
-export function documentOf(inv: InvoiceRecord, merchantName: string, customer: { name: string | null; email: string; locale?: string }): InvoiceDocument {
+export function documentOf(inv: InvoiceRecord, merchant: InvoiceDocument['merchant'], customer: InvoiceDocument['customer'] & { locale?: string }): InvoiceDocument {
   return {
     id: inv.id, number: inv.number, status: inv.status, livemode: inv.livemode, currency: inv.currency, locale: customer.locale ?? 'en',
-    createdAt: inv.createdAt, dueDate: inv.dueDate, sentAt: inv.sentAt, paidAt: inv.paidAt, merchant: { name: merchantName },
-    customer: { name: customer.name, email: customer.email },
+    createdAt: inv.createdAt, dueDate: inv.dueDate, sentAt: inv.sentAt, paidAt: inv.paidAt,
+    // The parties' blocks (seller and buyer), as the account and the customer read now.
+    merchant: { name: merchant.name, address: merchant.address ?? null, taxId: merchant.taxId ?? null, supportEmail: merchant.supportEmail ?? null },
+    customer: { name: customer.name, email: customer.email, address: customer.address ?? null, taxIds: customer.taxIds ?? [] },
     lineItems: inv.lineItems.map((l: InvoiceLineItem) => ({
       description: l.description, quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd,
     })),

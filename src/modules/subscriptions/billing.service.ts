@@ -8,7 +8,7 @@ import { invalidState, isDomainError, notFound } from '../../core/errors';
 import { errorForLog, type Logger } from '../../logger';
 import type { EventService } from '../events/event.service';
 import type { CustomerService } from '../customers/customer.service';
-import type { AccountService } from '../accounts/account.service';
+import type { AccountInvoicing, AccountService } from '../accounts/account.service';
 import { linesTotal, type InvoiceService, type SubscriptionInvoiceSpec } from '../invoices/invoice.service';
 import type { InvoiceRecord } from '../invoices/invoice.store';
 import type { Payment } from '../payments/payment.service';
@@ -19,8 +19,6 @@ import { groupBy } from '../../db/list';
 import { MAX_AMOUNT } from '../../core/money';
 import { SUBSCRIPTION_MOVES, transition, type SubscriptionEventType, type SubscriptionMove } from './subscription-states';
 import { toApiSubscription, type Subscription } from './subscription-view';
-
-type AccountInvoicing = { name: string; invoicePrefix: string; dunningRetryDays: number[] };
 
 /** How a failed charge attempt counts (`chargeAndTake`): along the dunning schedule, or only seen (a retry asked for). */
 type Failures = 'dunning' | 'seen';
