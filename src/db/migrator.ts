@@ -23,6 +23,7 @@ import * as m0019 from './migrations/0019-payment-counts';
 import * as m0020 from './migrations/0020-public-pay-guards';
 import * as m0021 from './migrations/0021-customer-credit';
 import * as m0022 from './migrations/0022-subscription-last-change';
+import * as m0024 from './migrations/0024-tax-rates';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -50,6 +51,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0020-public-pay-guards', m0020],
   ['0021-customer-credit', m0021],
   ['0022-subscription-last-change', m0022],
+  ['0024-tax-rates', m0024],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -13,6 +13,8 @@ export class CustomerModel extends Model {
   @Column(DataType.STRING(64)) declare defaultPaymentMethodId: string | null;
   @Column(DataType.STRING(64)) declare testClockId: string | null;
   @Column(DataType.STRING(16)) declare locale: string | null;
+  /** `none` | `exempt` | `reverse` (migration 0024): whether its invoices carry tax. */
+  @Column({ type: DataType.STRING(8), allowNull: false, defaultValue: 'none' }) declare taxExempt: 'none' | 'exempt' | 'reverse';
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare metadata: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;

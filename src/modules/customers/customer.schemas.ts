@@ -13,6 +13,7 @@ export const customerSchema = z
     defaultPaymentMethodId: z.string().nullable(),
     testClockId: z.string().nullable(),
     locale: z.string(),
+    taxExempt: z.enum(['none', 'exempt', 'reverse']).meta({ description: 'none (default): its invoices carry the taxes of their tax rates; exempt: no tax; reverse: no tax, and the invoice says the customer accounts for it (reverse charge).' }),
     metadata: metadataOut,
     creditBalance: creditBalanceSchema,
     createdAt: timestamp,

@@ -25,6 +25,7 @@ export interface NewCustomer {
   country?: string | null;
   phone?: string | null;
   locale?: string | null;
+  taxExempt?: 'none' | 'exempt' | 'reverse';
   testClockId?: string | null;
   metadata?: Record<string, string>;
 }
@@ -93,6 +94,7 @@ export class CustomerService {
         country: data.country ?? null,
         phone: data.phone ?? null,
         locale: data.locale ?? null,
+        taxExempt: data.taxExempt ?? 'none',
         defaultPaymentMethodId: null,
         testClockId: data.testClockId ?? null,
         metadata: JSON.stringify(data.metadata ?? {}),
@@ -140,10 +142,11 @@ export class CustomerService {
   }
 
   /** For other services acting on the caller's behalf (a payment names its customer): the account and mode's customers by id, no permission asked, without their credit balances. */
-  async lookup(scope: { accountId: string; mode: string }, ids: readonly string[]): Promise<Map<string, CustomerRecord>> {
+  async lookup(scope: { accountId: string; mode: string }, ids: readonly string[], t?: Transaction): Promise<Map<string, CustomerRecord>> {
     const rows = await CustomerModel.findAll({
       where: { id: [...new Set(ids)], accountId: scope.accountId, mode: scope.mode },
       raw: true,
+      transaction: t,
     });
     return new Map(rows.map((r) => [r.id, toCustomerRecord(r as unknown as Record<string, unknown>)]));
   }
@@ -172,6 +175,7 @@ export class CustomerService {
         if (data.country !== undefined) changes.country = data.country;
         if (data.phone !== undefined) changes.phone = data.phone;
         if (data.locale !== undefined) changes.locale = data.locale;
+        if (data.taxExempt !== undefined) changes.taxExempt = data.taxExempt;
         if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
         if (Object.keys(changes).length === 0) return (await this.withCredit(ctx, [current], transaction))[0];
         changes.updatedAt = ctx.clock.now();

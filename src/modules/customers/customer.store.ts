@@ -17,6 +17,8 @@ export interface Customer {
   testClockId: string | null;
   /** Language of the customer's invoices and e-mails: `en` unless set. */
   locale: string;
+  /** Whether its invoices carry tax (API.md §12): `none` unless set. */
+  taxExempt: 'none' | 'exempt' | 'reverse';
   metadata: Metadata;
   /** Read only: the credit the customer holds, currency → minor units (CustomerCredit); `{}` when none. */
   creditBalance: Record<string, number>;
@@ -57,6 +59,7 @@ export function toCustomerRecord(row: Record<string, unknown>): CustomerRecord {
     defaultPaymentMethodId: (row.defaultPaymentMethodId as string | null) ?? null,
     testClockId: (row.testClockId as string | null) ?? null,
     locale: (row.locale as string | null) ?? 'en',
+    taxExempt: (row.taxExempt as Customer['taxExempt'] | null) ?? 'none',
     metadata: readJson<Metadata>(row.metadata, {}),
     createdAt: isoTime(row.createdAt) as string,
     updatedAt: isoTime(row.updatedAt) as string,
