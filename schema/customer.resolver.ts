@@ -3,7 +3,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
-import { CustomerSortField } from './types/enums';
+import { CustomerSortField, TaxExempt } from './types/enums';
 
 @ObjectType('Customer')
 export class CustomerType {
@@ -17,6 +17,7 @@ export class CustomerType {
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) testClockId!: string | null;
   @Field(() => String, { description: "Language of the customer's invoices and e-mails (en unless set)." }) locale!: string;
+  @Field(() => TaxExempt, { description: 'Whether its invoices carry tax: none (default), exempt, or reverse (reverse charge).' }) taxExempt!: string;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -37,6 +38,7 @@ export class CreateCustomerInput {
   @Field(() => String, { nullable: true }) country?: string | null;
   @Field(() => String, { nullable: true }) phone?: string | null;
   @Field(() => String, { nullable: true }) locale?: string | null;
+  @Field(() => TaxExempt, { nullable: true }) taxExempt?: string;
   @Field(() => String, { nullable: true, description: 'Test mode: a test clock (clock_…) the customer, its subscriptions, invoices and payments live on.' }) testClockId?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
@@ -48,6 +50,7 @@ export class UpdateCustomerInput {
   @Field(() => String, { nullable: true }) country?: string | null;
   @Field(() => String, { nullable: true }) phone?: string | null;
   @Field(() => String, { nullable: true }) locale?: string | null;
+  @Field(() => TaxExempt, { nullable: true }) taxExempt?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
 }
 

@@ -24,8 +24,7 @@ export const taxBreakdownSchema = z
     inclusive: z.boolean(),
     taxableAmount: amountOut.meta({ description: "The amount taxed: the rate's lines' sum, or for an inclusive rate that sum less the tax in it." }),
     amount: amountOut.meta({ description: 'The tax (0 for a customer exempt or reverse charge).' }),
-  }))
-  .meta({ id: 'TaxBreakdown' });
+  }));
 
 export const invoiceSchema = z
   .object({
