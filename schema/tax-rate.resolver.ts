@@ -53,7 +53,7 @@ class CreateTaxRateInput {
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
 
-@InputType('UpdateTaxRateInput', { description: "The percentage and inclusive never change: make a new rate." })
+@InputType('UpdateTaxRateInput', { description: 'The percentage and inclusive never change: make a new rate.' })
 class UpdateTaxRateInput {
   @Field(() => String, { nullable: true }) displayName?: string;
   @Field(() => String, { nullable: true }) description?: string | null;

@@ -195,7 +195,7 @@ export const TaxExempt = sameNames(TAX_EXEMPT);
 registerEnumType(TaxExempt, {
   name: 'TaxExempt',
   valuesConfig: {
-    none: { description: "Invoices carry the taxes of their tax rates (the default)." },
+    none: { description: 'Invoices carry the taxes of their tax rates (the default).' },
     exempt: { description: 'No tax on its invoices.' },
     reverse: { description: 'No tax on its invoices, which say the customer accounts for it (reverse charge).' },
   },
