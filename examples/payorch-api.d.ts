@@ -863,6 +863,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tax-rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List tax rates */
+        get: operations["listTaxRates"];
+        put?: never;
+        /**
+         * Create a tax rate
+         * @description The percentage (0–100, up to 4 decimals) and `inclusive` never change afterwards: make a new rate and deactivate the old one.
+         */
+        post: operations["createTaxRate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tax-rates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a tax rate */
+        get: operations["retrieveTaxRate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update a tax rate (displayName, description, active, metadata) */
+        patch: operations["updateTaxRate"];
+        trace?: never;
+    };
     "/subscriptions": {
         parameters: {
             query?: never;
@@ -1163,6 +1202,11 @@ export interface components {
                 type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "us_ein" | "ca_bn" | "ca_gst_hst" | "au_abn" | "nz_gst" | "in_gst" | "jp_cn" | "sg_uen" | "za_vat" | "br_cnpj" | "mx_rfc";
                 value: string;
             }[];
+            /**
+             * @description none (default): its invoices carry the taxes of their tax rates; exempt: no tax; reverse: no tax, and the invoice says the customer accounts for it (reverse charge).
+             * @enum {string}
+             */
+            taxExempt: "none" | "exempt" | "reverse";
             metadata: {
                 [key: string]: string;
             };
@@ -1682,8 +1726,29 @@ export interface components {
                 periodStart: string | null;
                 periodEnd: string | null;
                 proration: boolean;
+                /** @description The line's own tax rates (txr_…); empty: the invoice's defaultTaxRateIds apply. */
+                taxRateIds: string[];
             }[];
             subtotal: number;
+            /** @description The exclusive taxes (inclusive taxes are inside the line amounts); total = subtotal + tax. */
+            tax: number;
+            taxBreakdown: {
+                taxRateId: string;
+                displayName: string;
+                percentage: number;
+                inclusive: boolean;
+                /** @description The amount taxed: the rate's lines' sum, or for an inclusive rate that sum less the tax in it. */
+                taxableAmount: number;
+                /** @description The tax (0 for a customer exempt or reverse charge). */
+                amount: number;
+            }[];
+            /** @description The tax rates of lines that name none of their own. */
+            defaultTaxRateIds: string[];
+            /**
+             * @description The customer's taxExempt the taxes were computed with; reverse: the invoice carries the reverse-charge notice.
+             * @enum {string}
+             */
+            customerTaxExempt: "none" | "exempt" | "reverse";
             total: number;
             amountPaid: number;
             amountDue: number;
@@ -1726,6 +1791,29 @@ export interface components {
                 amount: number;
             }[];
         };
+        TaxRate: {
+            id: string;
+            /** @constant */
+            object: "tax_rate";
+            livemode: boolean;
+            displayName: string;
+            description: string | null;
+            /** @description Percent, up to 4 decimals (19.5 is 19.5 %); never changes. */
+            percentage: number;
+            /** @description true: the tax is part of the line amounts it applies to; false: it is added on top. */
+            inclusive: boolean;
+            country: string | null;
+            jurisdiction: string | null;
+            /** @description Only active rates can be put on new invoices and subscriptions. */
+            active: boolean;
+            metadata: {
+                [key: string]: string;
+            };
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
         Subscription: {
             id: string;
             /** @constant */
@@ -1762,6 +1850,8 @@ export interface components {
             defaultPaymentMethodId: string | null;
             testClockId: string | null;
             nextPaymentAttemptAt: string | null;
+            /** @description The tax rates (txr_…) of its invoices' lines, proration lines included. */
+            defaultTaxRateIds: string[];
             metadata: {
                 [key: string]: string;
             };
@@ -1800,6 +1890,17 @@ export interface components {
                 proration: boolean;
             }[];
             subtotal: number;
+            tax: number;
+            taxBreakdown: {
+                taxRateId: string;
+                displayName: string;
+                percentage: number;
+                inclusive: boolean;
+                /** @description The amount taxed: the rate's lines' sum, or for an inclusive rate that sum less the tax in it. */
+                taxableAmount: number;
+                /** @description The tax (0 for a customer exempt or reverse charge). */
+                amount: number;
+            }[];
             total: number;
             /** Format: date-time */
             periodStart: string;
@@ -1844,6 +1945,8 @@ export interface components {
                 type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "us_ein" | "ca_bn" | "ca_gst_hst" | "au_abn" | "nz_gst" | "in_gst" | "jp_cn" | "sg_uen" | "za_vat" | "br_cnpj" | "mx_rfc";
                 value: string;
             }[] | null;
+            /** @enum {string} */
+            taxExempt?: "none" | "exempt" | "reverse";
             testClockId?: string;
             metadata?: {
                 [key: string]: string;
@@ -1869,6 +1972,8 @@ export interface components {
                 type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "us_ein" | "ca_bn" | "ca_gst_hst" | "au_abn" | "nz_gst" | "in_gst" | "jp_cn" | "sg_uen" | "za_vat" | "br_cnpj" | "mx_rfc";
                 value: string;
             }[] | null;
+            /** @enum {string} */
+            taxExempt?: "none" | "exempt" | "reverse";
             metadata?: {
                 [key: string]: string | null;
             };
@@ -2049,12 +2154,12 @@ export interface components {
         };
         CreateWebhookEndpointRequest: {
             url: string;
-            events: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "account.public_declines_exceeded")[];
+            events: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "tax_rate.created" | "tax_rate.updated" | "account.public_declines_exceeded")[];
             description?: string | null;
         };
         UpdateWebhookEndpointRequest: {
             url?: string;
-            events?: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "account.public_declines_exceeded")[];
+            events?: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "tax_rate.created" | "tax_rate.updated" | "account.public_declines_exceeded")[];
             description?: string | null;
             /** @enum {string} */
             status?: "enabled" | "disabled";
@@ -2116,7 +2221,9 @@ export interface components {
                 /** @default 1 */
                 quantity?: number;
                 unitAmount: number;
+                taxRateIds?: string[];
             }[];
+            defaultTaxRateIds?: string[];
             dueDate?: string | null;
             memo?: string | null;
             metadata?: {
@@ -2129,7 +2236,9 @@ export interface components {
                 /** @default 1 */
                 quantity?: number;
                 unitAmount: number;
+                taxRateIds?: string[];
             }[];
+            defaultTaxRateIds?: string[];
             dueDate?: string | null;
             memo?: string | null;
             metadata?: {
@@ -2138,6 +2247,28 @@ export interface components {
         };
         PayInvoiceRequest: {
             paymentMethod?: string;
+        };
+        CreateTaxRateRequest: {
+            displayName: string;
+            percentage: number;
+            inclusive: boolean;
+            country?: string | null;
+            jurisdiction?: string | null;
+            description?: string | null;
+            active?: boolean;
+            metadata?: {
+                [key: string]: string;
+            };
+        };
+        UpdateTaxRateRequest: {
+            displayName?: string;
+            description?: string | null;
+            active?: boolean;
+            metadata?: {
+                [key: string]: string | null;
+            };
+            percentage?: unknown;
+            inclusive?: unknown;
         };
         CreateSubscriptionRequest: {
             customerId: string;
@@ -2152,6 +2283,7 @@ export interface components {
              */
             collectionMethod?: "charge_automatically" | "send_invoice";
             testClockId?: string;
+            defaultTaxRateIds?: string[];
             metadata?: {
                 [key: string]: string;
             };
@@ -2167,6 +2299,7 @@ export interface components {
              */
             prorationBehavior?: "create_prorations" | "none" | "always_invoice";
             prorationDate?: string;
+            defaultTaxRateIds?: string[];
             metadata?: {
                 [key: string]: string | null;
             };
@@ -2420,6 +2553,17 @@ export interface components {
         /** @description One PublicInvoice in the success envelope */
         PublicInvoiceResponse: {
             data: components["schemas"]["PublicInvoice"];
+            error: null;
+        };
+        /** @description One TaxRate in the success envelope */
+        TaxRateResponse: {
+            data: components["schemas"]["TaxRate"];
+            error: null;
+        };
+        /** @description A page of TaxRate objects */
+        TaxRateList: {
+            data: components["schemas"]["TaxRate"][];
+            meta: components["schemas"]["ListMeta"];
             error: null;
         };
         /** @description One Subscription in the success envelope */
@@ -6068,6 +6212,185 @@ export interface operations {
             422: components["responses"]["UnprocessableContent"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTaxRates: {
+        parameters: {
+            query?: {
+                page?: number;
+                pageSize?: number;
+                sortField?: "createdAt";
+                sortDirection?: "asc" | "desc";
+                active?: boolean;
+                inclusive?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaxRateList"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTaxRate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same request answers the first answer again (with `Idempotent-Replayed: true`); with a different request, 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "displayName": "VAT",
+                 *       "percentage": 19,
+                 *       "inclusive": false,
+                 *       "country": "DE",
+                 *       "description": "German VAT, standard rate"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateTaxRateRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaxRateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `idempotency_key_reused`, `idempotency_key_in_use` */
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retrieveTaxRate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaxRateResponse"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateTaxRate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "active": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateTaxRateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaxRateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -161,6 +161,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'Checkout sessions': 'Hosted payment pages for one payment, a saved card or a subscription',
   'Payment links': 'Reusable hosted pages for a fixed amount',
   Invoices: 'Invoices sent to customers and paid by card or outside Payorch',
+  'Tax rates': 'Taxes invoices add on top of their lines or hold inside them',
   Subscriptions: 'Recurring billing with prorations and dunning',
   'Test clocks': 'Simulated time for subscriptions in test mode',
   Public: 'What the hosted pages call: no API key',

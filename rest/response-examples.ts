@@ -10,6 +10,7 @@ import { eventSchema } from '../src/modules/events/event.schemas';
 import { fxRateSetSchema } from '../src/modules/fx/fx.schemas';
 import { gatewaySchema } from '../src/modules/gateways/gateway.schemas';
 import { invoiceSchema, publicInvoiceSchema } from '../src/modules/invoices/invoice.schemas';
+import { taxRateSchema } from '../src/modules/tax-rates/tax-rate.schemas';
 import { gatewayTransactionSchema, paymentMethodSchema, paymentSchema, refundSchema } from '../src/modules/payments/payment.schemas';
 import { routingDecisionSchema, routingSchema } from '../src/modules/routing/routing.schemas';
 import { prorationPreviewSchema, subscriptionSchema, testClockSchema, upcomingInvoiceSchema } from '../src/modules/subscriptions/subscription.schemas';
@@ -48,6 +49,7 @@ const ids = {
   link: 'plink_1Qw8Er4Ty6Ui2O',
   invoice: 'in_5Yh2Kd8Mx3Qp9Z',
   subscription: 'sub_4Lm9Qx2Ve7Rt1B',
+  taxRate: 'txr_7Hn3Bv5Cx1Zq8Wd',
   clock: 'clock_7Df3Hq1Zx8Wm2N',
   endpoint: 'we_9Pk4Rt2Yx6Nb3M',
   event: 'evt_2Gh7Jk4Lz9Xc1V',
@@ -83,7 +85,7 @@ example(customerSchema, {
   id: ids.customer, object: 'customer', livemode: false, email: 'ada@example.com', name: 'Ada Lovelace', country: 'GB', phone: null,
   defaultPaymentMethodId: ids.paymentMethod, testClockId: null, locale: 'en',
   address: { line1: '12 St James\'s Square', line2: 'Floor 3', postalCode: 'SW1Y 4LB', city: 'London', state: null, country: 'GB' },
-  taxIds: [{ type: 'gb_vat', value: 'GB123456789' }], metadata: { crm: '4711' }, creditBalance: { EUR: 2500 }, createdAt: T0, updatedAt: T1,
+  taxIds: [{ type: 'gb_vat', value: 'GB123456789' }], taxExempt: 'none', metadata: { crm: '4711' }, creditBalance: { EUR: 2500 }, createdAt: T0, updatedAt: T1,
 });
 
 example(balanceTransactionSchema, {
@@ -190,8 +192,10 @@ example(payResultSchema, {
 example(invoiceSchema, {
   id: ids.invoice, object: 'invoice', livemode: false, number: 'ACME-0042', customerId: ids.customer, subscriptionId: null, status: 'sent',
   paymentStatus: 'unpaid', currency: 'EUR',
-  lineItems: [{ id: 'il_3Xc6Vb9Nm2Qw5E', description: 'Consulting, March', quantity: 10, unitAmount: 12000, amount: 120000, periodStart: null, periodEnd: null, proration: false }],
-  subtotal: 120000, total: 120000, amountPaid: 0, amountDue: 120000, creditApplied: 0, dueDate: '2026-04-30', memo: 'Thank you for your business',
+  lineItems: [{ id: 'il_3Xc6Vb9Nm2Qw5E', description: 'Consulting, March', quantity: 10, unitAmount: 12000, amount: 120000, periodStart: null, periodEnd: null, proration: false, taxRateIds: [] }],
+  subtotal: 120000, tax: 22800, total: 142800, amountPaid: 0, amountDue: 142800, creditApplied: 0,
+  taxBreakdown: [{ taxRateId: ids.taxRate, displayName: 'VAT', percentage: 19, inclusive: false, taxableAmount: 120000, amount: 22800 }],
+  defaultTaxRateIds: [ids.taxRate], customerTaxExempt: 'none', dueDate: '2026-04-30', memo: 'Thank you for your business',
   sentAt: T1, paidAt: null, voidedAt: null, paidOutOfBand: false, emailStatus: 'sent', latestPaymentId: null,
   hostedUrl: `${BASE}/invoice/${ids.invoice}`, metadata: {}, createdAt: T0, updatedAt: T1,
 });
@@ -202,12 +206,17 @@ example(publicInvoiceSchema, {
   lineItems: [{ description: 'Consulting, March', quantity: 10, amount: 120000 }],
 });
 
+example(taxRateSchema, {
+  id: ids.taxRate, object: 'tax_rate', livemode: false, displayName: 'VAT', description: 'German VAT, standard rate', percentage: 19, inclusive: false,
+  country: 'DE', jurisdiction: null, active: true, metadata: {}, createdAt: T0, updatedAt: T0,
+});
+
 example(subscriptionSchema, {
   id: ids.subscription, object: 'subscription', livemode: false, customerId: ids.customer, priceId: ids.price, quantity: 1, status: 'active',
   collectionMethod: 'charge_automatically', currentPeriodStart: T0, currentPeriodEnd: '2026-04-02T09:14:07.512Z', billingCycleAnchor: T0,
   plan: { priceId: ids.price, productId: ids.product, productName: 'Pro plan', unitAmount: 1900, currency: 'EUR', interval: 'month', intervalCount: 1 },
   cancelAtPeriodEnd: false, canceledAt: null, pausedAt: null, endedAt: null, latestInvoiceId: ids.invoice,
-  defaultPaymentMethodId: ids.paymentMethod, testClockId: null, nextPaymentAttemptAt: null, metadata: {}, createdAt: T0, updatedAt: T1,
+  defaultPaymentMethodId: ids.paymentMethod, testClockId: null, nextPaymentAttemptAt: null, defaultTaxRateIds: [], metadata: {}, createdAt: T0, updatedAt: T1,
 });
 
 example(prorationPreviewSchema, {
@@ -222,7 +231,7 @@ example(prorationPreviewSchema, {
 example(upcomingInvoiceSchema, {
   object: 'upcoming_invoice', subscriptionId: ids.subscription, currency: 'EUR',
   lineItems: [{ description: 'Pro plan', quantity: 1, unitAmount: 1900, amount: 1900, periodStart: '2026-04-02T09:14:07.512Z', periodEnd: '2026-05-02T09:14:07.512Z', proration: false }],
-  subtotal: 1900, total: 1900, periodStart: '2026-04-02T09:14:07.512Z', periodEnd: '2026-05-02T09:14:07.512Z', createsAt: '2026-04-02T09:14:07.512Z',
+  subtotal: 1900, tax: 0, taxBreakdown: [], total: 1900, periodStart: '2026-04-02T09:14:07.512Z', periodEnd: '2026-05-02T09:14:07.512Z', createsAt: '2026-04-02T09:14:07.512Z',
 });
 
 example(testClockSchema, {

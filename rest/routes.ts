@@ -11,6 +11,7 @@ import { paymentLinkRoutes } from './payment-links.routes';
 import { paymentRoutes } from './payments.routes';
 import { routingRoutes } from './routing.routes';
 import { subscriptionRoutes } from './subscriptions.routes';
+import { taxRateRoutes } from './tax-rates.routes';
 import { testClockRoutes } from './test-clocks.routes';
 import { webhookRoutes } from './webhooks.routes';
 import { openApiDocument } from './openapi';
@@ -57,6 +58,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
   ...checkoutSessionRoutes,
   ...paymentLinkRoutes,
   ...invoiceRoutes,
+  ...taxRateRoutes,
   ...subscriptionRoutes,
   ...testClockRoutes,
   ...openApiRoutes,

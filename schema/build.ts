@@ -24,6 +24,7 @@ import { ApiKeyResolver } from './api-key.resolver';
 import { CustomerSubscriptionsResolver, SubscriptionResolver } from './subscription.resolver';
 import { TestClockResolver } from './test-clock.resolver';
 import { DashboardResolver } from './dashboard.resolver';
+import { TaxRateResolver } from './tax-rate.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -36,7 +37,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
       InvoiceResolver, CustomerInvoicesResolver, AccountResolver, ApiKeyResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
-      DashboardResolver, CustomerCreditResolver, BalanceTransactionResolver,
+      DashboardResolver, CustomerCreditResolver, BalanceTransactionResolver, TaxRateResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

@@ -3,7 +3,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
-import { CustomerSortField } from './types/enums';
+import { CustomerSortField, TaxExempt } from './types/enums';
 import { AddressInput, AddressType, TaxIdInput, TaxIdObject, withParties } from './types/parties';
 
 @ObjectType('Customer')
@@ -20,6 +20,7 @@ export class CustomerType {
   @Field(() => String, { description: "Language of the customer's invoices and e-mails (en unless set)." }) locale!: string;
   @Field(() => AddressType, { nullable: true, description: "The buyer's address, printed on the customer's invoices." }) address!: AddressType | null;
   @Field(() => [TaxIdObject], { description: "The customer's tax ids, printed on its invoices ([] when none)." }) taxIds!: TaxIdObject[];
+  @Field(() => TaxExempt, { description: 'Whether its invoices carry tax: none (default), exempt, or reverse (reverse charge).' }) taxExempt!: string;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -42,6 +43,7 @@ export class CreateCustomerInput {
   @Field(() => String, { nullable: true }) locale?: string | null;
   @Field(() => AddressInput, { nullable: true }) address?: AddressInput | null;
   @Field(() => [TaxIdInput], { nullable: true, description: 'At most 5.' }) taxIds?: TaxIdInput[] | null;
+  @Field(() => TaxExempt, { nullable: true }) taxExempt?: string;
   @Field(() => String, { nullable: true, description: 'Test mode: a test clock (clock_…) the customer, its subscriptions, invoices and payments live on.' }) testClockId?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
@@ -55,6 +57,7 @@ export class UpdateCustomerInput {
   @Field(() => String, { nullable: true }) locale?: string | null;
   @Field(() => AddressInput, { nullable: true, description: 'Replaces the address; null removes it.' }) address?: AddressInput | null;
   @Field(() => [TaxIdInput], { nullable: true, description: 'Replaces the list; null or [] removes every tax id.' }) taxIds?: TaxIdInput[] | null;
+  @Field(() => TaxExempt, { nullable: true }) taxExempt?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
 }
 

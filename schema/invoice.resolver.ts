@@ -6,6 +6,8 @@ import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, de
 import { InvoicePaymentStatus, InvoiceSortField, InvoiceStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import { PaymentType } from './payment.resolver';
+import { TaxBreakdownEntryType } from './tax-rate.resolver';
+import { TaxExempt } from './types/enums';
 import type { Invoice } from '../src/modules/invoices/invoice.service';
 import type { Customer } from '../src/modules/customers/customer.service';
 
@@ -19,6 +21,7 @@ class InvoiceLineItemType {
   @Field(() => DateTime, { nullable: true }) periodStart!: string | null;
   @Field(() => DateTime, { nullable: true }) periodEnd!: string | null;
   @Field(() => Boolean) proration!: boolean;
+  @Field(() => [String], { description: "The line's own tax rates (txr_…); empty: the invoice's defaultTaxRateIds apply." }) taxRateIds!: string[];
 }
 
 @ObjectType('Invoice')
@@ -34,6 +37,10 @@ export class InvoiceType {
   @Field(() => String) currency!: string;
   @Field(() => [InvoiceLineItemType]) lineItems!: InvoiceLineItemType[];
   @Field(() => Amount) subtotal!: number;
+  @Field(() => Amount, { description: 'The exclusive taxes (inclusive ones are inside the line amounts); total = subtotal + tax.' }) tax!: number;
+  @Field(() => [TaxBreakdownEntryType], { description: 'Per tax rate: the sum of its lines taxed and rounded once.' }) taxBreakdown!: TaxBreakdownEntryType[];
+  @Field(() => [String], { description: 'The tax rates of lines that name none of their own.' }) defaultTaxRateIds!: string[];
+  @Field(() => TaxExempt, { description: "The customer's taxExempt the taxes were computed with; reverse: the invoice carries the reverse-charge notice." }) customerTaxExempt!: string;
   @Field(() => Amount) total!: number;
   @Field(() => Amount) amountPaid!: number;
   @Field(() => Amount) amountDue!: number;
@@ -65,6 +72,7 @@ class InvoiceLineItemInput {
   @Field(() => String) description!: string;
   @Field(() => Int, { nullable: true }) quantity?: number;
   @Field(() => Amount) unitAmount!: number;
+  @Field(() => [String], { nullable: true, description: "Tax rates (txr_…) of this line; none: the invoice's defaultTaxRateIds." }) taxRateIds?: string[];
 }
 
 @InputType('CreateInvoiceInput')
@@ -72,6 +80,7 @@ class CreateInvoiceInput {
   @Field(() => String) customerId!: string;
   @Field(() => String) currency!: string;
   @Field(() => [InvoiceLineItemInput]) lineItems!: InvoiceLineItemInput[];
+  @Field(() => [String], { nullable: true, description: 'Tax rates (txr_…) of lines that name none of their own.' }) defaultTaxRateIds?: string[];
   @Field(() => String, { nullable: true, description: 'A date (YYYY-MM-DD, end of that day UTC) or an ISO 8601 instant.' }) dueDate?: string | null;
   @Field(() => String, { nullable: true }) memo?: string | null;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
@@ -80,6 +89,7 @@ class CreateInvoiceInput {
 @InputType('UpdateInvoiceInput')
 class UpdateInvoiceInput {
   @Field(() => [InvoiceLineItemInput], { nullable: true }) lineItems?: InvoiceLineItemInput[];
+  @Field(() => [String], { nullable: true }) defaultTaxRateIds?: string[];
   @Field(() => String, { nullable: true }) dueDate?: string | null;
   @Field(() => String, { nullable: true }) memo?: string | null;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;

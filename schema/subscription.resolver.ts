@@ -2,6 +2,7 @@ import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, In
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { TaxBreakdownEntryType } from './tax-rate.resolver';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, toList } from './types/common';
 import {
   BillingCycleAnchorChange, ProrationBehavior, RecurringInterval, SubscriptionCollectionMethod, SubscriptionSortField, SubscriptionStatus,
@@ -51,6 +52,7 @@ export class SubscriptionType {
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) testClockId!: string | null;
   @Field(() => DateTime, { nullable: true, description: 'While past_due: when the failed invoice is charged again (dunning); null otherwise.' }) nextPaymentAttemptAt!: string | null;
+  @Field(() => [String], { description: "The tax rates (txr_…) of its invoices' lines, proration lines included." }) defaultTaxRateIds!: string[];
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -100,6 +102,8 @@ class UpcomingInvoiceType {
   @Field(() => String) currency!: string;
   @Field(() => [UpcomingInvoiceLineItemType]) lineItems!: UpcomingInvoiceLineItemType[];
   @Field(() => Amount) subtotal!: number;
+  @Field(() => Amount) tax!: number;
+  @Field(() => [TaxBreakdownEntryType]) taxBreakdown!: TaxBreakdownEntryType[];
   @Field(() => Amount) total!: number;
   @Field(() => DateTime) periodStart!: string;
   @Field(() => DateTime) periodEnd!: string;
@@ -115,6 +119,7 @@ class CreateSubscriptionInput {
   @Field(() => String, { nullable: true, description: `${INSTANT} Later than now and within one interval: a shorter, prorated first period.` }) billingCycleAnchor?: string;
   @Field(() => SubscriptionCollectionMethod, { nullable: true, description: 'Default charge_automatically.' }) collectionMethod?: string;
   @Field(() => String, { nullable: true, description: 'Test mode: the test clock (clock_…) the subscription lives on; default the customer\'s.' }) testClockId?: string;
+  @Field(() => [String], { nullable: true, description: "Tax rates (txr_…) of its invoices' lines, proration lines included." }) defaultTaxRateIds?: string[];
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
 
@@ -125,6 +130,7 @@ class UpdateSubscriptionInput {
   @Field(() => BillingCycleAnchorChange, { nullable: true, description: 'now: a new period starts at the proration date and is invoiced at once.' }) billingCycleAnchor?: string;
   @Field(() => ProrationBehavior, { nullable: true, description: 'Default create_prorations.' }) prorationBehavior?: string;
   @Field(() => String, { nullable: true, description: `${INSTANT} Within the current period and not after the subscription's now (default now); a preview's prorationDate gives the preview's lines.` }) prorationDate?: string;
+  @Field(() => [String], { nullable: true, description: 'Tax rates of the invoices made from now on (empty: none).' }) defaultTaxRateIds?: string[];
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string | null>;
 }
 

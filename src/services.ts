@@ -14,6 +14,7 @@ import { AccountService } from './modules/accounts/account.service';
 import { CustomerService } from './modules/customers/customer.service';
 import { CustomerCredit } from './modules/customers/customer-credit';
 import { CatalogService } from './modules/catalog/catalog.service';
+import { TaxRateService } from './modules/tax-rates/tax-rate.service';
 import { EventService } from './modules/events/event.service';
 import { EventStore } from './modules/events/event.store';
 import { IdempotencyService } from './modules/idempotency/idempotency.service';
@@ -58,6 +59,8 @@ export interface Services {
   /** The customers' credit balances: adjustments, their list, and what invoices credit and take (API.md §7, §12). */
   customerCredit: CustomerCredit;
   catalog: CatalogService;
+  /** Tax rates, and the check of those invoices and subscriptions are given (API.md §12). */
+  taxRates: TaxRateService;
   events: EventService;
   idempotency: IdempotencyService;
   fx: FxService;
@@ -156,6 +159,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const paymentMethods = new PaymentMethodService(db, customers, gateways, routing, events, gtx, idempotency, fingerprintKey);
   const accounts = new AccountService(db, clock, idempotency, config.apiKeyCacheMs);
   const catalog = new CatalogService(db, events, idempotency);
+  const taxRates = new TaxRateService(db, events, idempotency);
   const payments = new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases);
   const urls = new PublicUrls(config.publicUrl, config.port);
   // The caps on failed pays of the hosted pages, shared by every instance through the database.
@@ -166,7 +170,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const mail = createMailService({ db, clock, logger, config, options: options.mail });
   const invoices = new InvoiceService(
     db, events, idempotency, customers, accounts, payments, publicPay, urls, mail,
-    { pdf: renderInvoicePdf, email: invoiceEmail }, clock, logger, customerCredit,
+    { pdf: renderInvoicePdf, email: invoiceEmail }, clock, logger, customerCredit, taxRates,
   );
   // An invoice's e-mail carries its PDF, rendered when the mail is sent; its emailStatus follows the mail's.
   mail.registerAttachmentRenderer('invoice_pdf', (source) => renderInvoicePdf(source.document));
@@ -193,6 +197,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     customers,
     customerCredit,
     catalog,
+    taxRates,
     events,
     idempotency,
     fx,

@@ -28,6 +28,8 @@ import { listGatewaysInput } from '../../src/modules/gateways/gateway-config.ser
 import { listPaymentMethodsInput } from '../../src/modules/payments/payment-method.service';
 import { listAttemptsInput, listEndpointsInput, WILDCARD } from '../../src/modules/webhooks/webhook.inputs';
 import { listKeysInput } from '../../src/modules/accounts/account.inputs';
+import { TAX_EXEMPT } from '../../src/modules/customers/customer.inputs';
+import { listTaxRatesInput } from '../../src/modules/tax-rates/tax-rate.inputs';
 
 /**
  * The closed sets of the REST contract as GraphQL enums. Each value's name is REST's string
@@ -187,3 +189,15 @@ export const PaymentLinkSortField = sortFields('PaymentLinkSortField', listPayme
 export const InvoiceSortField = sortFields('InvoiceSortField', listInvoicesInput);
 export const SubscriptionSortField = sortFields('SubscriptionSortField', listSubscriptionsInput);
 export const ApiKeySortField = sortFields('ApiKeySortField', listKeysInput);
+
+/** A customer's tax status (API.md §12). */
+export const TaxExempt = sameNames(TAX_EXEMPT);
+registerEnumType(TaxExempt, {
+  name: 'TaxExempt',
+  valuesConfig: {
+    none: { description: 'Invoices carry the taxes of their tax rates (the default).' },
+    exempt: { description: 'No tax on its invoices.' },
+    reverse: { description: 'No tax on its invoices, which say the customer accounts for it (reverse charge).' },
+  },
+});
+export const TaxRateSortField = sortFields('TaxRateSortField', listTaxRatesInput);

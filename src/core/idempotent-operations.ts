@@ -38,6 +38,7 @@ export const IDEMPOTENT_OPERATIONS = {
   payCheckoutSession: { status: 200 },
   payPaymentLink: { status: 200 },
   createInvoice: { status: 201, graphqlMutation: 'createInvoice' },
+  createTaxRate: { status: 201, graphqlMutation: 'createTaxRate' },
   sendInvoice: { status: 200, graphqlMutation: 'sendInvoice' },
   payInvoice: { status: 200, graphqlMutation: 'payInvoice' },
   payInvoicePublic: { status: 200 },

@@ -24,6 +24,7 @@ import { PublicPayAttemptModel } from '../modules/payments/public-pay-attempt.mo
 import { InvoiceLineItemModel, InvoiceModel, InvoiceNumberSequenceModel } from '../modules/invoices/invoice.model';
 import { MailOutboxModel } from '../modules/mail/mail-outbox.model';
 import { SubscriptionModel, SubscriptionPendingLineModel, TestClockModel } from '../modules/subscriptions/subscription.model';
+import { TaxRateModel } from '../modules/tax-rates/tax-rate.model';
 
 /** One model per table the migrations create (test/unit/model-schema.test.ts holds them to it). */
 export const MODELS = [
@@ -34,6 +35,7 @@ export const MODELS = [
   MailOutboxModel,
   SubscriptionModel, SubscriptionPendingLineModel, TestClockModel,
   CustomerBalanceModel, CustomerBalanceTransactionModel,
+  TaxRateModel,
 ];
 
 /**

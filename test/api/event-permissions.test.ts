@@ -121,7 +121,7 @@ describe('webhook endpoints and resends', () => {
 
     // "*" is every type, the account's own (account.public_declines_exceeded, account:read) included.
     const allButAccount = ['webhook_endpoints:write', 'customers:read', 'products:read', 'prices:read', 'payments:read', 'refunds:read',
-      'checkout_sessions:read', 'subscriptions:read', 'invoices:read', 'payment_links:read'];
+      'checkout_sessions:read', 'subscriptions:read', 'invoices:read', 'payment_links:read', 'tax_rates:read'];
     expect((await app.request('POST', '/v1/webhook-endpoints', { key: await keyWith(allButAccount), body: { url, events: ['*'] } })).status).toBe(403);
     const everyResource = await keyWith([...allButAccount, 'account:read']);
     expect((await app.request('POST', '/v1/webhook-endpoints', { key: everyResource, body: { url, events: ['*'] } })).status).toBe(201);

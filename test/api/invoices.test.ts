@@ -40,8 +40,8 @@ describe('invoices API', () => {
     expect(inv.id).toMatch(/^in_[0-9A-Za-z]{24}$/);
     expect(inv.number).toMatch(/^INV-\d{6}$/);
     expect(inv.lineItems).toEqual([
-      { id: expect.stringMatching(/^il_/), description: 'Consulting', quantity: 3, unitAmount: 15000, amount: 45000, periodStart: null, periodEnd: null, proration: false },
-      { id: expect.stringMatching(/^il_/), description: 'Travel', quantity: 1, unitAmount: 4250, amount: 4250, periodStart: null, periodEnd: null, proration: false },
+      { id: expect.stringMatching(/^il_/), description: 'Consulting', quantity: 3, unitAmount: 15000, amount: 45000, periodStart: null, periodEnd: null, proration: false, taxRateIds: [] },
+      { id: expect.stringMatching(/^il_/), description: 'Travel', quantity: 1, unitAmount: 4250, amount: 4250, periodStart: null, periodEnd: null, proration: false, taxRateIds: [] },
     ]);
     expect((await app.request('GET', `/v1/invoices/${inv.id}`, { key })).body.data).toEqual(inv);
     const events = (await app.request('GET', '/v1/events?type=invoice.created&pageSize=100', { key })).body.data;

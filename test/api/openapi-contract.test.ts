@@ -185,8 +185,12 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     await ok('POST', `/v1/public/payment-links/${link.slug}/pay`, { card: card(GOOD), email: `l-${unique()}@example.com` }, 200, false);
     await ok('PATCH', `/v1/payment-links/${link.id}`, { status: 'inactive' });
 
+    const vat = await ok('POST', '/v1/tax-rates', { displayName: 'VAT', percentage: 19, inclusive: false, country: 'DE' }, 201);
+    await ok('GET', '/v1/tax-rates?active=true');
+    await ok('GET', `/v1/tax-rates/${vat.id}`);
+    await ok('PATCH', `/v1/tax-rates/${vat.id}`, { description: 'Standard rate' });
     const lines = [{ description: 'Consulting', quantity: 2, unitAmount: 5000 }];
-    const invoice = await ok('POST', '/v1/invoices', { customerId: customer.id, currency: 'EUR', lineItems: lines }, 201);
+    const invoice = await ok('POST', '/v1/invoices', { customerId: customer.id, currency: 'EUR', lineItems: lines, defaultTaxRateIds: [vat.id] }, 201);
     await ok('GET', '/v1/invoices');
     await ok('PATCH', `/v1/invoices/${invoice.id}`, { memo: 'Thanks' });
     await ok('POST', `/v1/invoices/${invoice.id}/send`);

@@ -9,6 +9,10 @@ const locale = z
   .trim()
   .regex(/^[a-zA-Z]{2,3}(?:-[a-zA-Z0-9]{2,8})?$/, { error: 'must be a language tag such as en, de or fr' })
   .transform((v) => v.replace(/^([a-zA-Z]+)/, (l) => l.toLowerCase()));
+/** A customer's tax status (API.md §7, §12): `exempt` and `reverse` drop the taxes of its invoices; `reverse` also prints the reverse-charge notice. */
+export const TAX_EXEMPT = ['none', 'exempt', 'reverse'] as const;
+export type TaxExempt = (typeof TAX_EXEMPT)[number];
+const taxExempt = z.enum(TAX_EXEMPT, { error: `must be one of ${TAX_EXEMPT.join(', ')}` });
 const phone = z.string().trim().max(40).regex(/^\+?[0-9 ().-]{3,40}$/, { error: 'must be a phone number' });
 
 export const createCustomerInput = z
@@ -21,6 +25,7 @@ export const createCustomerInput = z
     // The buyer's block on invoices (API.md §7).
     address: addressSchema.nullable().optional(),
     taxIds: taxIdsSchema.nullable().optional(),
+    taxExempt: taxExempt.optional(),
     // Test mode: the customer (and its subscriptions, invoices, payments, events) lives on this clock's time.
     testClockId: z.string({ error: 'must be a test clock id (clock_…)' }).regex(/^clock_[A-Za-z0-9_]{1,60}$/, { error: 'must be a test clock id (clock_…)' }).optional(),
     metadata: metadataSchema.optional(),
@@ -37,6 +42,7 @@ export const updateCustomerInput = z
     // Each replaced whole; null removes it (taxIds: null or [] removes them all).
     address: addressSchema.nullable().optional(),
     taxIds: taxIdsSchema.nullable().optional(),
+    taxExempt: taxExempt.optional(),
     metadata: metadataPatchSchema.optional(),
   })
   .strict();

@@ -17,6 +17,8 @@ export class CustomerModel extends Model {
   @Column(DataType.TEXT) declare address: string | null;
   /** JSON `[{type, value}]`, `[]` when none. */
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '[]' }) declare taxIds: string;
+  /** `none` | `exempt` | `reverse` (migration 0024): whether its invoices carry tax. */
+  @Column({ type: DataType.STRING(8), allowNull: false, defaultValue: 'none' }) declare taxExempt: 'none' | 'exempt' | 'reverse';
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare metadata: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;

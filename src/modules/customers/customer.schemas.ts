@@ -16,6 +16,7 @@ export const customerSchema = z
     locale: z.string(),
     address: addressOut.nullable().meta({ description: "The buyer's address, printed on the customer's invoices." }),
     taxIds: z.array(taxIdOut).meta({ description: "The customer's tax ids (at most 5), printed on its invoices; [] when none." }),
+    taxExempt: z.enum(['none', 'exempt', 'reverse']).meta({ description: 'none (default): its invoices carry the taxes of their tax rates; exempt: no tax; reverse: no tax, and the invoice says the customer accounts for it (reverse charge).' }),
     metadata: metadataOut,
     creditBalance: creditBalanceSchema,
     createdAt: timestamp,

@@ -28,6 +28,7 @@ export interface NewCustomer {
   locale?: string | null;
   address?: PostalAddress | null;
   taxIds?: TaxId[] | null;
+  taxExempt?: 'none' | 'exempt' | 'reverse';
   testClockId?: string | null;
   metadata?: Record<string, string>;
 }
@@ -98,6 +99,7 @@ export class CustomerService {
         locale: data.locale ?? null,
         address: storeAddress(data.address),
         taxIds: JSON.stringify(data.taxIds ?? []),
+        taxExempt: data.taxExempt ?? 'none',
         defaultPaymentMethodId: null,
         testClockId: data.testClockId ?? null,
         metadata: JSON.stringify(data.metadata ?? {}),
@@ -145,10 +147,11 @@ export class CustomerService {
   }
 
   /** For other services acting on the caller's behalf (a payment names its customer): the account and mode's customers by id, no permission asked, without their credit balances. */
-  async lookup(scope: { accountId: string; mode: string }, ids: readonly string[]): Promise<Map<string, CustomerRecord>> {
+  async lookup(scope: { accountId: string; mode: string }, ids: readonly string[], t?: Transaction): Promise<Map<string, CustomerRecord>> {
     const rows = await CustomerModel.findAll({
       where: { id: [...new Set(ids)], accountId: scope.accountId, mode: scope.mode },
       raw: true,
+      transaction: t,
     });
     return new Map(rows.map((r) => [r.id, toCustomerRecord(r as unknown as Record<string, unknown>)]));
   }
@@ -179,6 +182,7 @@ export class CustomerService {
         if (data.locale !== undefined) changes.locale = data.locale;
         if (data.address !== undefined) changes.address = storeAddress(data.address);
         if (data.taxIds !== undefined) changes.taxIds = JSON.stringify(data.taxIds ?? []);
+        if (data.taxExempt !== undefined) changes.taxExempt = data.taxExempt;
         if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
         if (Object.keys(changes).length === 0) return (await this.withCredit(ctx, [current], transaction))[0];
         changes.updatedAt = ctx.clock.now();

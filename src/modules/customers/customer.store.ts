@@ -22,6 +22,8 @@ export interface Customer {
   address: PostalAddress | null;
   /** `[]` when none. */
   taxIds: TaxId[];
+  /** Whether its invoices carry tax (API.md §12): `none` unless set. */
+  taxExempt: 'none' | 'exempt' | 'reverse';
   metadata: Metadata;
   /** Read only: the credit the customer holds, currency → minor units (CustomerCredit); `{}` when none. */
   creditBalance: Record<string, number>;
@@ -64,6 +66,7 @@ export function toCustomerRecord(row: Record<string, unknown>): CustomerRecord {
     locale: (row.locale as string | null) ?? 'en',
     address: readAddress(row.address),
     taxIds: readTaxIds(row.taxIds),
+    taxExempt: (row.taxExempt as Customer['taxExempt'] | null) ?? 'none',
     metadata: readJson<Metadata>(row.metadata, {}),
     createdAt: isoTime(row.createdAt) as string,
     updatedAt: isoTime(row.updatedAt) as string,

@@ -26,6 +26,7 @@ export const EVENT_TYPES = [
   'subscription.canceled', 'subscription.past_due',
   'invoice.created', 'invoice.sent', 'invoice.paid', 'invoice.payment_failed', 'invoice.voided',
   'payment_link.created', 'payment_link.updated',
+  'tax_rate.created', 'tax_rate.updated',
   'account.public_declines_exceeded',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -51,6 +52,7 @@ const EVENT_OBJECT_RESOURCES: Readonly<Record<string, string>> = {
   subscription: 'subscriptions',
   invoice: 'invoices',
   payment_link: 'payment_links',
+  tax_rate: 'tax_rates',
   account: 'account',
 };
 

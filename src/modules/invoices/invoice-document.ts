@@ -44,4 +44,10 @@ export interface InvoiceDocument {
   amountDue: number;
   memo: string | null;
   paidOutOfBand: boolean;
+  /** The exclusive taxes (in `total`); absent: none. */
+  tax?: number;
+  /** Per tax rate its taxable amount and tax (API.md §12), shown under the subtotal. */
+  taxBreakdown?: Array<{ displayName: string; percentage: number; inclusive: boolean; taxableAmount: number; amount: number }>;
+  /** The customer accounts for the tax (taxExempt `reverse`): the invoice says so. */
+  reverseCharge?: boolean;
 }

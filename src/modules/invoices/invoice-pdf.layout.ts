@@ -3,6 +3,7 @@ import PDFDocument from 'pdfkit';
 import type { InvoiceDocument } from './invoice-document';
 import { formatInvoiceDate, formatMoney, formatQuantity, invoiceLabels, invoiceLanguage, type InvoiceLabels } from './invoice-i18n';
 import { addressLines, taxIdLabel } from './invoice-i18n';
+import { formatTaxPercentage, invoiceTaxLabels } from './invoice-tax-i18n';
 
 /*
  * The invoice PDF drawn with pdfkit's built-in Helvetica. Its standard fonts encode text as
@@ -156,6 +157,7 @@ export function layoutInvoicePdf(invoice: InvoiceDocument): Promise<Buffer> {
   let y = drawHeading(pdf, invoice, labels);
   y = drawLineItems(pdf, invoice, labels, money, y);
   y = drawTotals(pdf, invoice, labels, money, y);
+  y = drawTaxNotice(pdf, invoice, y);
   drawMemo(pdf, invoice, labels, y);
 
   const range = pdf.bufferedPageRange();
@@ -374,6 +376,7 @@ function periodText(start: string | null, end: string | null, locale: string): s
 function drawTotals(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, money: (amount: number) => string, top: number): number {
   const rows: Array<{ label: string; value: string; strong: boolean; ruleAbove: boolean }> = [
     { label: labels.subtotal, value: money(invoice.subtotal), strong: false, ruleAbove: false },
+    ...taxRows(invoice, money),
     { label: labels.total, value: money(invoice.total), strong: true, ruleAbove: false },
     ...(invoice.creditApplied > 0 ? [{ label: labels.creditApplied, value: money(-invoice.creditApplied), strong: false, ruleAbove: false }] : []),
     { label: labels.amountPaid, value: money(invoice.amountPaid), strong: false, ruleAbove: false },
@@ -401,6 +404,36 @@ function drawTotals(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, m
     y = Math.max(labelBottom, pdf.y, y + lineHeight - 4) + 4;
   }
   return y;
+}
+
+/**
+ * One row per tax rate under the subtotal (API.md §12): its name and percentage, what it taxes
+ * (an inclusive rate's tax is already in the amounts above), and the tax.
+ */
+function taxRows(invoice: InvoiceDocument, money: (amount: number) => string): Array<{ label: string; value: string; strong: boolean; ruleAbove: boolean }> {
+  const tax = invoiceTaxLabels(invoice.locale);
+  return (invoice.taxBreakdown ?? []).map((rate) => {
+    const base = tax.taxedOn(money(rate.taxableAmount));
+    return {
+      label: `${rate.displayName} ${formatTaxPercentage(rate.percentage, invoice.locale)}\n${rate.inclusive ? `${tax.included}, ${base}` : base}`,
+      value: money(rate.amount),
+      strong: false,
+      ruleAbove: false,
+    };
+  });
+}
+
+/** The reverse-charge notice under the totals, when the customer accounts for the tax (taxExempt `reverse`). */
+function drawTaxNotice(pdf: Pdf, invoice: InvoiceDocument, top: number): number {
+  if (!invoice.reverseCharge) return top;
+  let y = top + 12;
+  if (y + 30 > BOTTOM) {
+    pdf.addPage();
+    y = MARGIN;
+  }
+  pdf.font(FONT_BOLD).fontSize(9).fillColor(INK);
+  pdf.text(toWinAnsi(invoiceTaxLabels(invoice.locale).reverseCharge), MARGIN, y, { width: CONTENT_WIDTH });
+  return pdf.y;
 }
 
 function drawMemo(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, top: number): void {

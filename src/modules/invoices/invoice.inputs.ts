@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MAX_AMOUNT, currencySchema } from '../../core/money';
 import { metadataPatchSchema, metadataSchema } from '../../core/validation';
 import { listSchema } from '../../core/pagination';
+import { taxRateIdsSchema } from '../tax-rates/tax-rate.inputs';
 
 export const INVOICE_STATUSES = ['draft', 'sent', 'paid', 'void'] as const;
 export const INVOICE_PAYMENT_STATUSES = ['unpaid', 'processing', 'paid', 'failed'] as const;
@@ -14,6 +15,8 @@ const lineItem = z
     quantity: z.number({ error: 'must be a whole number from 1 to 1000000' }).int({ error: 'must be a whole number from 1 to 1000000' }).min(1, { error: 'must be a whole number from 1 to 1000000' }).max(1_000_000, { error: 'must be a whole number from 1 to 1000000' }).default(1),
     // A free line (0) is allowed; amounts are minor units up to 10^12.
     unitAmount: z.number({ error: 'must be an integer amount in minor units' }).int({ error: 'must be an integer amount in minor units' }).min(0, { error: 'must be 0 or more (minor units)' }).max(MAX_AMOUNT, { error: `must be at most ${MAX_AMOUNT}` }),
+    // The line's own tax rates; none: the invoice's defaultTaxRateIds.
+    taxRateIds: taxRateIdsSchema.optional(),
   })
   .strict();
 
@@ -44,6 +47,7 @@ export const createInvoiceInput = z
     customerId: z.string({ error: 'must be a customer id' }).min(1).max(64),
     currency: currencySchema,
     lineItems,
+    defaultTaxRateIds: taxRateIdsSchema.optional(),
     dueDate: dueDate.nullable().optional(),
     memo: memo.nullable().optional(),
     metadata: metadataSchema.optional(),
@@ -53,6 +57,7 @@ export const createInvoiceInput = z
 export const updateInvoiceInput = z
   .object({
     lineItems: lineItems.optional(),
+    defaultTaxRateIds: taxRateIdsSchema.optional(),
     dueDate: dueDate.nullable().optional(),
     memo: memo.nullable().optional(),
     metadata: metadataPatchSchema.optional(),

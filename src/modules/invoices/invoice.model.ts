@@ -18,6 +18,14 @@ export class InvoiceModel extends Model {
   @Column({ type: DataType.BIGINT, allowNull: false }) declare amountDue: number;
   /** What the invoice took from the customer's credit balance (migration 0021). */
   @Column({ type: DataType.BIGINT, allowNull: false, defaultValue: 0 }) declare creditApplied: number;
+  /** The exclusive taxes (migration 0024); `total` = `subtotal` + `tax`. */
+  @Column({ type: DataType.BIGINT, allowNull: false, defaultValue: 0 }) declare tax: number;
+  /** JSON: per tax rate its name, percentage, taxable amount and tax (TaxBreakdownEntry[]). */
+  @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '[]' }) declare taxBreakdown: string;
+  /** JSON: the tax rate ids of lines that name none of their own. */
+  @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '[]' }) declare defaultTaxRateIds: string;
+  /** The customer's `taxExempt` the taxes were computed with. */
+  @Column({ type: DataType.STRING(8), allowNull: false, defaultValue: 'none' }) declare customerTaxExempt: 'none' | 'exempt' | 'reverse';
   @Column(DataType.DATE(3)) declare dueDate: Date | null;
   @Column(DataType.TEXT) declare memo: string | null;
   @Column(DataType.DATE(3)) declare sentAt: Date | null;
@@ -46,6 +54,8 @@ export class InvoiceLineItemModel extends Model {
   @Column(DataType.DATE(3)) declare periodStart: Date | null;
   @Column(DataType.DATE(3)) declare periodEnd: Date | null;
   @Column({ type: DataType.BOOLEAN, allowNull: false, defaultValue: false }) declare proration: boolean;
+  /** JSON: the line's own tax rate ids (migration 0024); none: the invoice's defaults apply. */
+  @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '[]' }) declare taxRateIds: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
 
   @BelongsTo(() => InvoiceModel, { foreignKey: 'invoiceId' }) declare invoice?: InvoiceModel;

@@ -12,7 +12,19 @@ export const invoiceLineItemSchema = z
     periodStart: nullableTimestamp,
     periodEnd: nullableTimestamp,
     proration: z.boolean(),
+    taxRateIds: z.array(z.string()).meta({ description: "The line's own tax rates (txr_…); empty: the invoice's defaultTaxRateIds apply." }),
   });
+
+/** Per tax rate, what an invoice's lines owe (API.md §12): computed on the sum of the rate's lines, rounded once. */
+export const taxBreakdownSchema = z
+  .array(z.object({
+    taxRateId: z.string(),
+    displayName: z.string(),
+    percentage: z.number(),
+    inclusive: z.boolean(),
+    taxableAmount: amountOut.meta({ description: "The amount taxed: the rate's lines' sum, or for an inclusive rate that sum less the tax in it." }),
+    amount: amountOut.meta({ description: 'The tax (0 for a customer exempt or reverse charge).' }),
+  }));
 
 export const invoiceSchema = z
   .object({
@@ -25,6 +37,10 @@ export const invoiceSchema = z
     currency: currencyOut,
     lineItems: z.array(invoiceLineItemSchema),
     subtotal: amountOut,
+    tax: amountOut.meta({ description: 'The exclusive taxes (inclusive taxes are inside the line amounts); total = subtotal + tax.' }),
+    taxBreakdown: taxBreakdownSchema,
+    defaultTaxRateIds: z.array(z.string()).meta({ description: 'The tax rates of lines that name none of their own.' }),
+    customerTaxExempt: z.enum(['none', 'exempt', 'reverse']).meta({ description: "The customer's taxExempt the taxes were computed with; reverse: the invoice carries the reverse-charge notice." }),
     total: amountOut,
     amountPaid: amountOut,
     amountDue: amountOut,

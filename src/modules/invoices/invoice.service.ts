@@ -30,6 +30,8 @@ import { INVOICE_MOVES } from './invoice-states';
 import { groupBy } from '../../db/list';
 import { InvoiceStore, type InvoiceLineItem, type InvoiceRecord } from './invoice.store';
 import { createInvoiceInput, listInvoicesInput, payInvoiceInput, updateInvoiceInput, type LineItemInput } from './invoice.inputs';
+import type { TaxRateService, TaxRateTerms } from '../tax-rates/tax-rate.service';
+import { computeInvoiceTaxes, lineRateIds, lineRatesProblem, type InvoiceTaxes, type TaxBreakdownEntry, type TaxExempt } from './invoice-tax';
 
 /** An invoice as the API returns it (API.md §12). */
 export interface Invoice extends Omit<InvoiceRecord, 'accountId' | 'mode' | 'paymentAttempts'> {
@@ -58,6 +60,8 @@ export interface SubscriptionInvoiceSpec {
    * one, which many runs in parallel can exhaust the pool with.
    */
   account?: { invoicePrefix: string } & InvoiceDocument['merchant'];
+  /** The subscription's tax rates: every line takes them (API.md §12). */
+  defaultTaxRateIds?: readonly string[];
 }
 
 /** What a settle needs of a charge's payment. */
@@ -106,6 +110,7 @@ export class InvoiceService {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly credit: InvoiceCredit,
+    private readonly taxRates: TaxRateService,
   ) {
     this.store = new InvoiceStore(db);
   }
@@ -114,7 +119,11 @@ export class InvoiceService {
     requirePermission(ctx, 'invoices', 'write');
     const data = parseInput(createInvoiceInput, input);
     const lines = priced(data.lineItems);
-    if (!(await this.customers.lookup(ctx, [data.customerId])).has(data.customerId)) throw notFound('customer', data.customerId, 'customerId');
+    const customer = (await this.customers.lookup(ctx, [data.customerId])).get(data.customerId);
+    if (!customer) throw notFound('customer', data.customerId, 'customerId');
+    const defaults = data.defaultTaxRateIds ?? [];
+    const rates = await this.taxRates.usable(ctx, taxRateLists(data.lineItems, data.defaultTaxRateIds));
+    const taxes = taxed(lines.items, defaults, rates, customer.taxExempt, 'lineItems');
     const { invoicePrefix } = await this.accounts.invoicing(ctx.accountId);
     const now = ctx.clock.now();
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.createInvoice, async () => {
@@ -124,7 +133,7 @@ export class InvoiceService {
       await InvoiceModel.create({
         id, accountId: ctx.accountId, mode: ctx.mode, number: formatNumber(invoicePrefix, seq), numberSeq: seq,
         customerId: data.customerId, subscriptionId: null, ...INVOICE_MOVES.columns('create', now), paymentStatus: 'unpaid', currency: data.currency,
-        subtotal: lines.subtotal, total: lines.subtotal, amountPaid: 0, amountDue: lines.subtotal,
+        ...taxColumns(taxes, defaults, customer.taxExempt), amountPaid: 0, amountDue: taxes.total,
         dueDate: data.dueDate ?? null, memo: data.memo ?? null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
         emailStatus: null, latestPaymentId: null, paymentAttempts: 0, metadata: JSON.stringify(data.metadata ?? {}), createdAt: now, updatedAt: now,
       }, { transaction: t });
@@ -168,6 +177,8 @@ export class InvoiceService {
     requirePermission(ctx, 'invoices', 'write');
     const data = parseInput(updateInvoiceInput, input);
     const lines = data.lineItems ? priced(data.lineItems) : null;
+    // Rates given now must be usable; those the draft already has are kept even if deactivated since.
+    await this.taxRates.usable(ctx, taxRateLists(data.lineItems ?? [], data.defaultTaxRateIds));
     const now = ctx.clock.now();
     return this.db.transaction(async (t) => {
       const current = await this.lockForChange(ctx, id, t);
@@ -178,12 +189,18 @@ export class InvoiceService {
       if (data.dueDate !== undefined) changes.dueDate = data.dueDate;
       if (data.memo !== undefined) changes.memo = data.memo;
       if (data.metadata !== undefined) changes.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
+      // The taxes again on every change: the lines, the default rates or the customer's taxExempt may differ now.
+      const items = lines ? lines.items : current.lineItems;
+      const defaults = data.defaultTaxRateIds ?? current.defaultTaxRateIds;
+      const rates = await this.taxRates.terms(ctx, [...defaults, ...items.flatMap((l) => l.taxRateIds ?? [])], t);
+      const exempt = (await this.customers.lookup(ctx, [current.customerId])).get(current.customerId)?.taxExempt ?? 'none';
+      const taxes = taxed(items, defaults, rates, exempt, data.lineItems ? 'lineItems' : 'defaultTaxRateIds');
+      // What it took of the customer's credit stays taken: the new total must still cover it.
+      if (taxes.total < BigInt(current.creditApplied)) {
+        throw new DomainError('invalid_parameter', `This draft took ${current.creditApplied} from the customer's credit; its total must be at least that (void it to give the credit back)`, data.lineItems ? 'lineItems' : 'defaultTaxRateIds');
+      }
+      Object.assign(changes, { ...taxColumns(taxes, defaults, exempt), amountDue: Number(taxes.total) - current.creditApplied });
       if (lines) {
-        // What it took of the customer's credit stays taken: the new lines must still cover it.
-        if (lines.subtotal < current.creditApplied) {
-          throw new DomainError('invalid_parameter', `This draft took ${current.creditApplied} from the customer's credit; its lines must total at least that (void it to give the credit back)`, 'lineItems');
-        }
-        Object.assign(changes, { subtotal: lines.subtotal, total: lines.subtotal, amountDue: lines.subtotal - current.creditApplied });
         await InvoiceLineItemModel.destroy({ where: { invoiceId: id }, transaction: t });
         await this.writeLines(t, id, lines.items, now);
       }
@@ -269,6 +286,51 @@ export class InvoiceService {
     Object.assign(built.invoice, { creditApplied: applied, amountDue: built.due });
   }
 
+  /**
+   * Each subscription invoice's taxes (API.md §12): every line, proration credits included, takes
+   * the subscription's rates (as they are, active or not: a rate deactivated after it was set
+   * still bills), for its customer's taxExempt; one read of the rates and one of the customers a
+   * scope, in the caller's transaction.
+   */
+  private async subscriptionTaxes(t: Transaction, items: ReadonlyArray<{ ctx: RequestContext; spec: SubscriptionInvoiceSpec }>): Promise<SubscriptionTaxes[]> {
+    const out: SubscriptionTaxes[] = [];
+    for (const group of groupBy(items.map((item, i) => ({ ...item, i })), ({ ctx }) => `${ctx.accountId}|${ctx.mode}`).values()) {
+      const scope = group[0].ctx;
+      const rates = await this.taxRates.terms(scope, group.flatMap(({ spec }) => spec.defaultTaxRateIds ?? []), t);
+      const customers = await this.customers.lookup(scope, group.map(({ spec }) => spec.customerId), t);
+      for (const { spec, i } of group) {
+        const exempt = customers.get(spec.customerId)?.taxExempt ?? 'none';
+        const defaults = spec.defaultTaxRateIds ?? [];
+        out[i] = { exempt, defaults, taxes: computeInvoiceTaxes(spec.lines.map((l) => ({ amount: l.amount, taxRateIds: defaults })), rates, exempt) };
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Tax rates given to an invoice or a subscription (`POST`/`PATCH`): each the account and mode's
+   * and active, and, as one line's rates, a combination a line can take (400 naming `param`).
+   */
+  async checkTaxRates(ctx: RequestContext, lists: ReadonlyArray<{ ids: readonly string[]; param: string }>): Promise<void> {
+    const rates = await this.taxRates.usable(ctx, lists);
+    for (const { ids, param } of lists) {
+      const problem = lineRatesProblem(ids, rates);
+      if (problem) throw new DomainError('invalid_parameter', problem, param);
+    }
+  }
+
+  /**
+   * The taxes a subscription's next invoice will carry (its upcoming invoice): computed as
+   * `createForSubscriptions` computes them; writes nothing.
+   */
+  async previewSubscriptionTaxes(ctx: RequestContext, spec: Pick<SubscriptionInvoiceSpec, 'customerId' | 'lines' | 'defaultTaxRateIds'>): Promise<{ tax: number; total: number; taxBreakdown: TaxBreakdownEntry[] }> {
+    const defaults = spec.defaultTaxRateIds ?? [];
+    const rates = await this.taxRates.terms(ctx, defaults);
+    const exempt = (await this.customers.lookup(ctx, [spec.customerId])).get(spec.customerId)?.taxExempt ?? 'none';
+    const taxes = computeInvoiceTaxes(spec.lines.map((l) => ({ amount: l.amount, taxRateIds: defaults })), rates, exempt);
+    return { tax: Number(taxes.tax), total: Number(taxes.total), taxBreakdown: taxes.breakdown };
+  }
+
   /** A subscription invoice's payment on a saved card. */
   private subscriptionCharge(ctx: RequestContext, paymentMethod: string): (inv: InvoiceRecord, key: IdempotencyKey, paymentId: string) => Promise<Payment> {
     return (inv, key, paymentId) => this.payments.create({ ...ctx, permissions: ['*'] }, {
@@ -320,7 +382,8 @@ export class InvoiceService {
         seqs[i] = first + k;
       });
     }
-    const built = items.map(({ ctx, spec }, i) => subscriptionInvoiceRows(ctx, spec, formatNumber((accounts.get(ctx.accountId) as { invoicePrefix: string }).invoicePrefix, seqs[i]), seqs[i], ctx.clock.now()));
+    const taxes = await this.subscriptionTaxes(t, items);
+    const built = items.map(({ ctx, spec }, i) => subscriptionInvoiceRows(ctx, spec, formatNumber((accounts.get(ctx.accountId) as { invoicePrefix: string }).invoicePrefix, seqs[i]), seqs[i], ctx.clock.now(), taxes[i]));
     // Credit: only the customers who hold some in the invoice's currency (one read a scope) are asked for it.
     const holding = new Set<string>();
     for (const group of groupBy(items.map(({ ctx, spec }) => ({ ctx, spec })), ({ ctx }) => `${ctx.accountId}|${ctx.mode}`).values()) {
@@ -755,7 +818,7 @@ export class InvoiceService {
   private async writeLines(t: Transaction, invoiceId: string, items: Array<LineItemInput & { amount: number }>, now: Date): Promise<void> {
     await InvoiceLineItemModel.bulkCreate(items.map((item, position) => ({
       id: newId('il'), invoiceId, position, description: item.description, quantity: item.quantity, unitAmount: item.unitAmount,
-      amount: item.amount, periodStart: null, periodEnd: null, proration: false, createdAt: now,
+      amount: item.amount, periodStart: null, periodEnd: null, proration: false, taxRateIds: JSON.stringify(item.taxRateIds ?? []), createdAt: now,
     })), { transaction: t });
   }
 
@@ -783,7 +846,8 @@ export class InvoiceService {
     return {
       id: r.id, object: 'invoice', livemode: r.livemode, number: r.number, customerId: r.customerId, subscriptionId: r.subscriptionId,
       status: r.status, paymentStatus: r.paymentStatus, currency: r.currency, lineItems: r.lineItems, subtotal: r.subtotal, total: r.total,
-      amountPaid: r.amountPaid, amountDue: r.amountDue, creditApplied: r.creditApplied, dueDate: r.dueDate, memo: r.memo, sentAt: r.sentAt, paidAt: r.paidAt,
+      amountPaid: r.amountPaid, amountDue: r.amountDue, creditApplied: r.creditApplied, tax: r.tax, taxBreakdown: r.taxBreakdown,
+      defaultTaxRateIds: r.defaultTaxRateIds, customerTaxExempt: r.customerTaxExempt, dueDate: r.dueDate, memo: r.memo, sentAt: r.sentAt, paidAt: r.paidAt,
       voidedAt: r.voidedAt, paidOutOfBand: r.paidOutOfBand, emailStatus: r.emailStatus,
       hostedUrl: r.status === 'sent' ? this.urls.invoice(r.id) : null, latestPaymentId: r.latestPaymentId, metadata: r.metadata,
       createdAt: r.createdAt, updatedAt: r.updatedAt,
@@ -822,26 +886,66 @@ export function linesTotal(lines: ReadonlyArray<{ amount: number }>): bigint {
  * `updatedAt` (the model's create stamps its own).
  */
 function subscriptionInvoiceRows(
-  ctx: RequestContext, spec: SubscriptionInvoiceSpec, number: string, seq: number, touched: Date,
+  ctx: RequestContext, spec: SubscriptionInvoiceSpec, number: string, seq: number, touched: Date, taxes: SubscriptionTaxes,
 ): BuiltInvoice {
   const now = ctx.clock.now();
   const id = newId('in');
-  const total = linesTotal(spec.lines);
+  const { total } = taxes.taxes;
   if (total > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `the invoice's total must be at most ${MAX_AMOUNT}`, 'quantity');
   const due = total > 0n ? Number(total) : 0;
   const invoice = {
     id, accountId: ctx.accountId, mode: ctx.mode, number, numberSeq: seq,
     customerId: spec.customerId, subscriptionId: spec.subscriptionId, ...INVOICE_MOVES.columns('create', now), paymentStatus: 'unpaid', currency: spec.currency,
-    subtotal: Number(total), total: Number(total), amountPaid: 0, amountDue: due, creditApplied: 0,
+    ...taxColumns(taxes.taxes, taxes.defaults, taxes.exempt), amountPaid: 0, amountDue: due, creditApplied: 0,
     dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
     emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
     metadata: '{}', createdAt: now, updatedAt: touched,
   };
   const lines = spec.lines.map((line, position) => ({
     id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
-    amount: line.amount, periodStart: line.periodStart, periodEnd: line.periodEnd, proration: line.proration, createdAt: now,
+    amount: line.amount, periodStart: line.periodStart, periodEnd: line.periodEnd, proration: line.proration, taxRateIds: '[]', createdAt: now,
   }));
   return { id, total: Number(total), due, invoice, lines };
+}
+
+/** A subscription invoice's taxes, and what they were computed with. */
+interface SubscriptionTaxes {
+  taxes: InvoiceTaxes;
+  defaults: readonly string[];
+  exempt: TaxExempt;
+}
+
+/** The tax rate lists an invoice's input names, each with the param an error about it names. */
+function taxRateLists(lineItems: ReadonlyArray<{ taxRateIds?: string[] }>, defaults: readonly string[] | undefined): Array<{ ids: readonly string[]; param: string }> {
+  const lists: Array<{ ids: readonly string[]; param: string }> = lineItems.flatMap((l, i) => (l.taxRateIds?.length ? [{ ids: l.taxRateIds, param: `lineItems[${i}].taxRateIds` }] : []));
+  if (defaults) lists.push({ ids: defaults, param: 'defaultTaxRateIds' });
+  return lists;
+}
+
+/**
+ * A merchant's invoice's taxes (invoice-tax.ts): each line with its own rates or the defaults; a
+ * line whose rates cannot go together, or a total past MAX_AMOUNT, is refused (400).
+ */
+function taxed(
+  items: ReadonlyArray<{ amount: number; taxRateIds?: readonly string[] }>, defaults: readonly string[], rates: ReadonlyMap<string, TaxRateTerms>, exempt: TaxExempt, param: string,
+): InvoiceTaxes {
+  const lines = items.map((item, i) => {
+    const ids = lineRateIds(item.taxRateIds, defaults);
+    const problem = lineRatesProblem(ids, rates);
+    if (problem) throw new DomainError('invalid_parameter', problem, item.taxRateIds?.length ? `lineItems[${i}].taxRateIds` : 'defaultTaxRateIds');
+    return { amount: item.amount, taxRateIds: ids };
+  });
+  const taxes = computeInvoiceTaxes(lines, rates, exempt);
+  if (taxes.total > BigInt(MAX_AMOUNT)) throw new DomainError('invalid_parameter', `the invoice's total, tax included, must be at most ${MAX_AMOUNT}`, param);
+  return taxes;
+}
+
+/** The invoice's columns its taxes decide. */
+function taxColumns(taxes: InvoiceTaxes, defaults: readonly string[], exempt: TaxExempt): Record<string, unknown> {
+  return {
+    subtotal: Number(taxes.subtotal), tax: Number(taxes.tax), total: Number(taxes.total), taxBreakdown: JSON.stringify(taxes.breakdown),
+    defaultTaxRateIds: JSON.stringify(defaults), customerTaxExempt: exempt,
+  };
 }
 
 /** A subscription invoice's rows before they are written (its credit may still lower what is due). */
@@ -883,6 +987,7 @@ export function documentOf(inv: InvoiceRecord, merchant: InvoiceDocument['mercha
       description: l.description, quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd,
     })),
     subtotal: inv.subtotal, total: inv.total, amountPaid: inv.amountPaid, creditApplied: inv.creditApplied, amountDue: inv.amountDue, memo: inv.memo, paidOutOfBand: inv.paidOutOfBand,
+    tax: inv.tax, taxBreakdown: inv.taxBreakdown, reverseCharge: inv.customerTaxExempt === 'reverse',
   };
 }
 

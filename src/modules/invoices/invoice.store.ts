@@ -6,6 +6,7 @@ import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagin
 import type { Metadata } from '../../core/validation';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
 import { INVOICE_MOVES } from './invoice-states';
+import type { TaxBreakdownEntry, TaxExempt } from './invoice-tax';
 
 type Scope = { accountId: string; mode: string };
 type Row = Record<string, unknown>;
@@ -19,6 +20,8 @@ export interface InvoiceLineItem {
   periodStart: string | null;
   periodEnd: string | null;
   proration: boolean;
+  /** The line's own tax rates (none: the invoice's `defaultTaxRateIds` apply). */
+  taxRateIds: string[];
 }
 
 /** An invoice as stored (the API object adds `hostedUrl`). */
@@ -40,6 +43,12 @@ export interface InvoiceRecord {
   amountDue: number;
   /** What the invoice took from the customer's credit balance (CustomerCredit.applyToInvoice). */
   creditApplied: number;
+  /** The exclusive taxes; `total` = `subtotal` + `tax`. */
+  tax: number;
+  taxBreakdown: TaxBreakdownEntry[];
+  defaultTaxRateIds: string[];
+  /** The customer's `taxExempt` the taxes were computed with. */
+  customerTaxExempt: TaxExempt;
   dueDate: string | null;
   memo: string | null;
   sentAt: string | null;
@@ -280,6 +289,7 @@ function toLineItem(row: Row): InvoiceLineItem {
     periodStart: isoTime(row.periodStart),
     periodEnd: isoTime(row.periodEnd),
     proration: readBool(row.proration),
+    taxRateIds: readJson<string[]>(row.taxRateIds, []),
   };
 }
 
@@ -301,6 +311,10 @@ export function toInvoiceRecord(row: Row, lineItems: InvoiceLineItem[]): Invoice
     amountPaid: Number(row.amountPaid),
     amountDue: Number(row.amountDue),
     creditApplied: Number(row.creditApplied ?? 0),
+    tax: Number(row.tax ?? 0),
+    taxBreakdown: readJson<TaxBreakdownEntry[]>(row.taxBreakdown, []),
+    defaultTaxRateIds: readJson<string[]>(row.defaultTaxRateIds, []),
+    customerTaxExempt: (row.customerTaxExempt as TaxExempt | null) ?? 'none',
     dueDate: isoTime(row.dueDate),
     memo: (row.memo as string | null) ?? null,
     sentAt: isoTime(row.sentAt),

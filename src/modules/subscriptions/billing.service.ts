@@ -608,7 +608,7 @@ function invoiceSpec(
 ): SubscriptionInvoiceSpec {
   return {
     customerId: sub.customerId, subscriptionId: sub.id, currency: plan.currency, lines, billingPeriodStart: periodStart,
-    billingReason: reason, send: sub.collectionMethod === 'send_invoice', account,
+    billingReason: reason, send: sub.collectionMethod === 'send_invoice', account, defaultTaxRateIds: sub.defaultTaxRateIds,
   };
 }
 

@@ -25,6 +25,8 @@ export interface Subscription {
   testClockId: string | null;
   /** While past due: when the failed invoice is charged again (dunning); null otherwise. */
   nextPaymentAttemptAt: string | null;
+  /** The tax rates of its invoices' lines (API.md §12). */
+  defaultTaxRateIds: string[];
   metadata: Metadata;
   createdAt: string;
   updatedAt: string;
@@ -41,6 +43,7 @@ export function toApiSubscription(r: SubscriptionRecord, plan: Plan): Subscripti
     cancelAtPeriodEnd: r.cancelAtPeriodEnd, canceledAt: iso(r.canceledAt), pausedAt: iso(r.pausedAt), endedAt: iso(r.endedAt),
     latestInvoiceId: r.latestInvoiceId, defaultPaymentMethodId: r.defaultPaymentMethodId, testClockId: r.testClockId,
     nextPaymentAttemptAt: r.status === 'past_due' ? iso(r.nextBillingAt) : null,
+    defaultTaxRateIds: r.defaultTaxRateIds,
     metadata: r.metadata, createdAt: r.createdAt.toISOString(), updatedAt: r.updatedAt.toISOString(),
   };
 }

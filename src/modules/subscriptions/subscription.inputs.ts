@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { metadataPatchSchema, metadataSchema } from '../../core/validation';
 import { listSchema } from '../../core/pagination';
+import { taxRateIdsSchema } from '../tax-rates/tax-rate.inputs';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'paused', 'canceled'] as const;
 export const COLLECTION_METHODS = ['charge_automatically', 'send_invoice'] as const;
@@ -33,6 +34,8 @@ export const createSubscriptionInput = z
     billingCycleAnchor: instant.optional(),
     collectionMethod: z.enum(COLLECTION_METHODS, { error: `must be one of ${COLLECTION_METHODS.join(', ')}` }).default('charge_automatically'),
     testClockId: ref('test clock', 'clock').optional(),
+    // The tax rates of its invoices' lines, proration lines included (API.md §12).
+    defaultTaxRateIds: taxRateIdsSchema.optional(),
     metadata: metadataSchema.optional(),
   })
   .strict();
@@ -44,6 +47,8 @@ export const updateSubscriptionInput = z
     billingCycleAnchor: z.enum(['now', 'unchanged'], { error: 'must be now or unchanged' }).optional(),
     prorationBehavior: z.enum(PRORATION_BEHAVIORS, { error: `must be one of ${PRORATION_BEHAVIORS.join(', ')}` }).default('create_prorations'),
     prorationDate: instant.optional(),
+    // Taken by the invoices made from now on (an empty list: no tax).
+    defaultTaxRateIds: taxRateIdsSchema.optional(),
     metadata: metadataPatchSchema.optional(),
   })
   .strict();

@@ -28,6 +28,8 @@ export class SubscriptionModel extends Model {
   @Column({ type: DataType.INTEGER, allowNull: false, defaultValue: 0 }) declare dunningFailures: number;
   @Column(DataType.DATE(3)) declare firstFailedAt: Date | null;
   @Column(DataType.DATE(3)) declare lastChangeAt: Date | null;
+  /** JSON: the tax rate ids its invoices' lines take (migration 0024). */
+  @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '[]' }) declare defaultTaxRateIds: string;
   @Column(DataType.DATE(3)) declare billingLockedUntil: Date | null;
   @Column(DataType.STRING(32)) declare billingLockToken: string | null;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;

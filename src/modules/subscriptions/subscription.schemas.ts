@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { taxBreakdownSchema } from '../invoices/invoice.schemas';
 import { amountOut, currencyOut, metadataOut, nullableTimestamp, objectBase, timestamp } from '../../core/api-schemas';
 import { COLLECTION_METHODS, SUBSCRIPTION_STATUSES } from './subscription.inputs';
 
@@ -33,6 +34,7 @@ export const subscriptionSchema = z
     defaultPaymentMethodId: z.string().nullable(),
     testClockId: z.string().nullable(),
     nextPaymentAttemptAt: nullableTimestamp,
+    defaultTaxRateIds: z.array(z.string()).meta({ description: 'The tax rates (txr_…) of its invoices\' lines, proration lines included.' }),
     metadata: metadataOut,
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -67,6 +69,8 @@ export const upcomingInvoiceSchema = z
       }),
     ),
     subtotal: amountOut,
+    tax: amountOut,
+    taxBreakdown: taxBreakdownSchema,
     total: amountOut,
     periodStart: timestamp,
     periodEnd: timestamp,

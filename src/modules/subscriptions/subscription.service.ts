@@ -52,6 +52,9 @@ export interface UpcomingInvoice {
   currency: string;
   lineItems: Array<{ description: string; quantity: number; unitAmount: number; amount: number; periodStart: string | null; periodEnd: string | null; proration: boolean }>;
   subtotal: number;
+  /** The exclusive taxes of the subscription's defaultTaxRateIds, as its invoice will carry them. */
+  tax: number;
+  taxBreakdown: Array<{ taxRateId: string; displayName: string; percentage: number; inclusive: boolean; taxableAmount: number; amount: number }>;
   total: number;
   periodStart: string;
   periodEnd: string;
@@ -108,6 +111,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
     if (testClockId) await this.clocks.mustExist(ctx, testClockId);
     const sctx = await this.clocks.contextFor(ctx, testClockId);
     const plan = await this.recurringPlan(ctx, data.priceId);
+    if (data.defaultTaxRateIds) await this.invoices.checkTaxRates(ctx, [{ ids: data.defaultTaxRateIds, param: 'defaultTaxRateIds' }]);
     let card: string | null = null;
     if (data.collectionMethod === 'charge_automatically') {
       if (data.paymentMethodId) await this.paymentMethods.retrieve(ctx, customer.id, data.paymentMethodId).catch(() => {
@@ -130,7 +134,7 @@ export class SubscriptionService implements CheckoutSubscriptions {
         id, accountId: ctx.accountId, mode: ctx.mode, customerId: customer.id, priceId: plan.priceId, quantity: data.quantity, ...SUBSCRIPTION_MOVES.columns('create', now),
         collectionMethod: data.collectionMethod, currentPeriodStart: now, currentPeriodEnd: periodEnd, billingCycleAnchor: anchor,
         cancelAtPeriodEnd: false, canceledAt: null, pausedAt: null, endedAt: null, latestInvoiceId: null, defaultPaymentMethodId: card,
-        testClockId, metadata: JSON.stringify(data.metadata ?? {}), nextBillingAt: periodEnd, collectInvoiceId: null,
+        testClockId, defaultTaxRateIds: JSON.stringify(data.defaultTaxRateIds ?? []), metadata: JSON.stringify(data.metadata ?? {}), nextBillingAt: periodEnd, collectInvoiceId: null,
         invoiceAttemptsSeen: 0, dunningFailures: 0, firstFailedAt: null, billingLockedUntil: null, billingLockToken: null, createdAt: now, updatedAt: now,
       }, { transaction: t });
       const sub = (await this.store.find(id, undefined, t)) as SubscriptionRecord;
@@ -181,12 +185,18 @@ export class SubscriptionService implements CheckoutSubscriptions {
     const found = await this.mustFind(ctx, id);
     const sctx = await this.clocks.contextFor(ctx, found.testClockId);
     const target = data.priceId ? await this.recurringPlan(ctx, data.priceId) : null;
+    if (data.defaultTaxRateIds) await this.invoices.checkTaxRates(ctx, [{ ids: data.defaultTaxRateIds, param: 'defaultTaxRateIds' }]);
     let charge = false;
     const updated = await this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.updateSubscription, async () => {
       const current = await this.lockForChange(ctx, id, t);
       const plan = await this.billing.planOf(current, t);
       const set: Record<string, unknown> = {};
       if (data.metadata !== undefined) set.metadata = JSON.stringify(mergeMetadata(current.metadata, data.metadata));
+      // Before any invoice this change makes: its lines take the new rates.
+      if (data.defaultTaxRateIds !== undefined) {
+        set.defaultTaxRateIds = JSON.stringify(data.defaultTaxRateIds);
+        current.defaultTaxRateIds = data.defaultTaxRateIds;
+      }
       const changesPlan = (target && target.priceId !== current.priceId) || (data.quantity !== undefined && data.quantity !== current.quantity) || data.billingCycleAnchor === 'now';
       if (!changesPlan) return this.billing.write(t, sctx, current, plan, set, Object.keys(set).length ? 'subscription.updated' : undefined);
       if (current.status === 'canceled') throw invalidState('This subscription is canceled; its plan cannot change');
@@ -256,10 +266,11 @@ export class SubscriptionService implements CheckoutSubscriptions {
     const plan = await this.billing.planOf(current);
     const { start, end, lines } = nextCycle(current, plan, await this.store.pendingLines(id));
     const sum = total(lines);
+    const taxes = await this.invoices.previewSubscriptionTaxes(ctx, { customerId: current.customerId, lines, defaultTaxRateIds: current.defaultTaxRateIds });
     return {
       object: 'upcoming_invoice', subscriptionId: id, currency: plan.currency,
       lineItems: lines.map((l) => ({ description: l.description, quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: iso(l.periodStart), periodEnd: iso(l.periodEnd), proration: l.proration })),
-      subtotal: sum, total: sum, periodStart: start.toISOString(), periodEnd: end.toISOString(), createsAt: start.toISOString(),
+      subtotal: sum, tax: taxes.tax, taxBreakdown: taxes.taxBreakdown, total: taxes.total, periodStart: start.toISOString(), periodEnd: end.toISOString(), createsAt: start.toISOString(),
     };
   }
 

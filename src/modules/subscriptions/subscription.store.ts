@@ -39,6 +39,8 @@ export interface SubscriptionRecord {
   firstFailedAt: Date | null;
   /** The `prorationDate` of the latest plan change (a change in the current period when at or after its start). */
   lastChangeAt: Date | null;
+  /** The tax rates its invoices' lines take (API.md §12). */
+  defaultTaxRateIds: string[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -321,6 +323,7 @@ export function toRecord(row: Row): SubscriptionRecord {
     dunningFailures: Number(row.dunningFailures ?? 0),
     firstFailedAt: readTime(row.firstFailedAt),
     lastChangeAt: readTime(row.lastChangeAt ?? null),
+    defaultTaxRateIds: readJson<string[]>(row.defaultTaxRateIds, []),
     createdAt: readTime(row.createdAt) as Date,
     updatedAt: readTime(row.updatedAt) as Date,
   };
