@@ -16,7 +16,7 @@ export class CustomerType {
   @Field(() => String, { nullable: true }) phone!: string | null;
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) testClockId!: string | null;
-  @Field(() => String, { description: "Language of the customer's invoices and e-mails (en unless set)." }) locale!: string;
+  @Field(() => String, { description: "BCP 47 tag of the customer's invoices, e-mails and hosted invoice page (en unless set): its language picks the words (en, de, fr), its region the date and number formats." }) locale!: string;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;

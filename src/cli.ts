@@ -176,7 +176,7 @@ export function buildCli(): Command {
                   `  ${nameCommand(server.baseUrl, created.testKey)}`,
                   '(or set ACCOUNT_NAME before the first start)',
                   '',
-                ]),
+              ]),
           ].join('\n') + '\n',
         );
       }

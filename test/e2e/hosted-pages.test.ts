@@ -469,7 +469,7 @@ describe('the hosted invoice page', () => {
     expectNoProblems();
   });
 
-  it("should speak German to a German customer: lang=\"de\", German words, amounts like 2.469,12 €, and pay", async () => {
+  it('should speak German to a German customer: lang="de", German words, amounts like 2.469,12 €, and pay', async () => {
     const customer = (await app.request('POST', '/v1/customers', { key, body: { email: `kunde-${Math.random().toString(36).slice(2)}@example.com`, name: 'Grete Müller', locale: 'de' } })).body.data;
     const created = await app.request('POST', '/v1/invoices', {
       key,
