@@ -94,7 +94,6 @@ const VARIABLES = {
       .trim()
       .min(1, { error: 'must be a name of 1 to 200 characters, such as Acme Ltd' })
       .max(200, { error: 'must be a name of 1 to 200 characters, such as Acme Ltd' })
-
       .regex(/^[^\u0000-\u001f\u007f]*$/, { error: 'must be a name on one line, without control characters' })
       .optional(),
   },
