@@ -1785,6 +1785,8 @@ export interface components {
             total: number;
             dueDate: string | null;
             merchantName: string;
+            /** @description The customer's locale (BCP 47): the language and the date and number formats the hosted invoice page uses. */
+            locale: string;
             lineItems: {
                 description: string;
                 quantity: number;

@@ -202,7 +202,7 @@ example(invoiceSchema, {
 
 example(publicInvoiceSchema, {
   id: ids.invoice, object: 'invoice', livemode: false, number: 'ACME-0042', status: 'sent', paymentStatus: 'unpaid', currency: 'EUR',
-  amountDue: 120000, total: 120000, dueDate: '2026-04-30', merchantName: 'Acme Ltd',
+  amountDue: 120000, total: 120000, dueDate: '2026-04-30', merchantName: 'Acme Ltd', locale: 'de-AT',
   lineItems: [{ description: 'Consulting, March', quantity: 10, amount: 120000 }],
 });
 

@@ -17,7 +17,7 @@ export class CustomerType {
   @Field(() => String, { nullable: true }) phone!: string | null;
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) testClockId!: string | null;
-  @Field(() => String, { description: "Language of the customer's invoices and e-mails (en unless set)." }) locale!: string;
+  @Field(() => String, { description: "BCP 47 tag of the customer's invoices, e-mails and hosted invoice page (en unless set): its language picks the words (en, de, fr), its region the date and number formats." }) locale!: string;
   @Field(() => AddressType, { nullable: true, description: "The buyer's address, printed on the customer's invoices." }) address!: AddressType | null;
   @Field(() => [TaxIdObject], { description: "The customer's tax ids, printed on its invoices ([] when none)." }) taxIds!: TaxIdObject[];
   @Field(() => TaxExempt, { description: 'Whether its invoices carry tax: none (default), exempt, or reverse (reverse charge).' }) taxExempt!: string;

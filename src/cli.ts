@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createServices, type Services } from './services';
-import { ensureDefaultAccount } from './bootstrap';
+import { ensureDefaultAccount, nameCommand } from './bootstrap';
 import { startServer } from './server';
 import { createLogger } from './logger';
 import { DomainError, isDomainError } from './core/errors';
@@ -199,16 +199,25 @@ export function buildCli(): Command {
       announceDatabase(config, 'serve');
       const server = await startServer(config);
       const { logger } = server.services;
-      const created = await ensureDefaultAccount(server.services);
+      const created = await ensureDefaultAccount(server.services, config.accountName);
       if (created) {
+        const named = config.accountName !== undefined;
         process.stdout.write(
           [
             '',
-            'Created the default account. These keys are shown only once; keep them safe:',
+            `Created the default account${named ? ` "${created.name}"` : ''}. These keys are shown only once; keep them safe:`,
             `  account:  ${created.accountId}`,
             `  test key: ${created.testKey}`,
             `  live key: ${created.liveKey}`,
             '',
+            ...(named
+              ? []
+              : [
+                  `Its name is "${created.name}" until you give it yours (invoices, e-mails and payment pages show it):`,
+                  `  ${nameCommand(server.baseUrl, created.testKey)}`,
+                  '(or set ACCOUNT_NAME before the first start)',
+                  '',
+              ]),
           ].join('\n') + '\n',
         );
       }

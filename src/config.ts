@@ -87,6 +87,16 @@ const VARIABLES = {
       .default(DEFAULT_MAIL_FROM),
   },
   SMTP_TIMEOUT_MS: { schema: millis.default(30_000) },
+  // The name the default account made on an empty database takes (what invoices, mails and pages show).
+  ACCOUNT_NAME: {
+    schema: z
+      .string()
+      .trim()
+      .min(1, { error: 'must be a name of 1 to 200 characters, such as Acme Ltd' })
+      .max(200, { error: 'must be a name of 1 to 200 characters, such as Acme Ltd' })
+      .regex(/^[^\u0000-\u001f\u007f]*$/, { error: 'must be a name on one line, without control characters' })
+      .optional(),
+  },
   // How often the billing run looks for due subscriptions (node-cron, seconds field allowed).
   // How long a billing run's claim holds a subscription; a crashed instance's claims are free after it.
   BILLING_LEASE_MS: { schema: wholeNumber('must be a whole number of milliseconds from 1000 to 3600000 (one hour)', 1000, 3_600_000).default(300_000) },
@@ -173,6 +183,10 @@ export interface Config {
   /** Outgoing mail goes over SMTP when set; otherwise it is written as .eml files under DATA_DIR/outbox. */
   smtpUrl?: string;
   mailFrom: string;
+  /** Whether MAIL_FROM was given (without it mail goes out from DEFAULT_MAIL_FROM, and start warns when that is over SMTP). */
+  mailFromSet: boolean;
+  /** ACCOUNT_NAME: the name of the default account made on the first start (an empty database). */
+  accountName?: string;
   /** SMTP connect, greeting and socket inactivity timeout: a hung mail server cannot hold the mail worker. */
   smtpTimeoutMs: number;
   /** The billing run's node-cron schedule. */
@@ -281,6 +295,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: e.REDIS_URL,
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM.trim(),
+    mailFromSet: present.MAIL_FROM !== undefined,
+    accountName: e.ACCOUNT_NAME,
     smtpTimeoutMs: e.SMTP_TIMEOUT_MS,
     billingCron: e.BILLING_CRON,
     billingLeaseMs: e.BILLING_LEASE_MS,

@@ -118,8 +118,22 @@ export interface StartOptions extends ServiceOptions {
   runWorkers?: boolean;
 }
 
+/**
+ * Once at start: mail going to a real SMTP server from the placeholder sender (no MAIL_FROM)
+ * carries `no-reply@localhost`, which receiving servers distrust and customers cannot answer.
+ * The .eml files written without SMTP_URL go nowhere, so they need no warning.
+ */
+function warnAboutSender(config: Config, logger: Logger): void {
+  if (!config.smtpUrl || config.mailFromSet) return;
+  logger.warn(
+    { mailFrom: config.mailFrom },
+    `MAIL_FROM is not set: mail goes to the SMTP server from ${config.mailFrom}; set MAIL_FROM to an address of your own domain, such as Acme Billing <billing@acme.example>`,
+  );
+}
+
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const services = await createServices(config, options);
+  warnAboutSender(config, services.logger);
   const tls = await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir });
   const limits = connectionLimits(config);
   const httpsServer = https.createServer({ ...tlsServerOptions(tls), ...limits, handshakeTimeout: config.tlsHandshakeTimeoutMs });

@@ -18,7 +18,22 @@ export interface CardFormOptions {
   /** The success state, shown in place of the form when there is no success URL to go to. */
   doneTitle: string;
   doneText: SafeHtml | string;
+  /** The visible labels in the page's language; English unless given. */
+  labels?: CardFormLabels;
 }
+
+/** The form's visible words: a page in another language passes its own. */
+export interface CardFormLabels {
+  cardNumber: string;
+  expiry: string;
+  expiryPlaceholder: string;
+  cvc: string;
+  name: string;
+  email: string;
+  optional: string;
+}
+
+const ENGLISH_LABELS: CardFormLabels = { cardNumber: 'Card number', expiry: 'Expiry', expiryPlaceholder: 'MM/YY', cvc: 'CVC', name: 'Name', email: 'E-mail', optional: 'optional' };
 
 function field(id: string, label: SafeHtml | string, attrs: SafeHtml): SafeHtml {
   return html`<div class="field">
@@ -28,7 +43,7 @@ function field(id: string, label: SafeHtml | string, attrs: SafeHtml): SafeHtml 
 </div>`;
 }
 
-const optional = (text: string) => html`${text} <span class="optional">(optional)</span>`;
+const optional = (text: string, word: string) => html`${text} <span class="optional">(${word})</span>`;
 
 /**
  * The card form (API.md §16): visible labels "Card number", "Expiry" (one MM/YY field) and "CVC",
@@ -37,15 +52,16 @@ const optional = (text: string) => html`${text} <span class="optional">(optional
  * and the policy (`form-action 'none'`) would refuse it anyway.
  */
 export function cardForm(o: CardFormOptions): SafeHtml {
+  const l = o.labels ?? ENGLISH_LABELS;
   return html`<div id="pay-status" class="status" role="alert"></div>
 <form id="card-form" novalidate data-kind="${o.kind}" data-mode="${o.mode}" data-pay-url="${o.payUrl}"${o.viewUrl ? html` data-view-url="${o.viewUrl}"` : ''}>
-${field('card-number', 'Card number', html`type="text" inputmode="numeric" autocomplete="cc-number" placeholder="1234 1234 1234 1234" maxlength="23" spellcheck="false" required`)}
+${field('card-number', l.cardNumber, html`type="text" inputmode="numeric" autocomplete="cc-number" placeholder="1234 1234 1234 1234" maxlength="23" spellcheck="false" required`)}
 <div class="row">
-${field('card-expiry', 'Expiry', html`type="text" inputmode="numeric" autocomplete="cc-exp" placeholder="MM/YY" maxlength="7" required`)}
-${field('card-cvc', 'CVC', html`type="text" inputmode="numeric" autocomplete="cc-csc" placeholder="123" maxlength="4" required`)}
+${field('card-expiry', l.expiry, html`type="text" inputmode="numeric" autocomplete="cc-exp" placeholder="${l.expiryPlaceholder}" maxlength="7" required`)}
+${field('card-cvc', l.cvc, html`type="text" inputmode="numeric" autocomplete="cc-csc" placeholder="123" maxlength="4" required`)}
 </div>
-${o.askName ? field('payer-name', optional('Name'), html`type="text" autocomplete="name" maxlength="200"`) : ''}
-${o.askEmail ? field('payer-email', optional('E-mail'), html`type="email" autocomplete="email" maxlength="320" spellcheck="false"`) : ''}
+${o.askName ? field('payer-name', optional(l.name, l.optional), html`type="text" autocomplete="name" maxlength="200"`) : ''}
+${o.askEmail ? field('payer-email', optional(l.email, l.optional), html`type="email" autocomplete="email" maxlength="320" spellcheck="false"`) : ''}
 <button id="pay-button" type="submit">${o.buttonLabel}</button>
 </form>
 <section id="pay-done" class="done" hidden>
@@ -55,14 +71,14 @@ ${o.askEmail ? field('payer-email', optional('E-mail'), html`type="email" autoco
 }
 
 /** The merchant's name over the page, with a badge when nothing real is charged. */
-export function merchantHeader(merchantName: string, livemode: boolean): SafeHtml {
-  return html`<p class="merchant"><span>${merchantName || 'Payorch'}</span>${livemode ? '' : html`<span class="badge">Test mode</span>`}</p>`;
+export function merchantHeader(merchantName: string, livemode: boolean, badge = 'Test mode'): SafeHtml {
+  return html`<p class="merchant"><span>${merchantName || 'Payorch'}</span>${livemode ? '' : html`<span class="badge">${badge}</span>`}</p>`;
 }
 
 /** Under a test-mode form: the simulator's cards, so a developer can try both outcomes. */
-export function testModeHint(livemode: boolean): SafeHtml | string {
+export function testModeHint(livemode: boolean, text = 'Test mode: no money moves. Card 4242 4242 4242 4242 succeeds and 4000 0000 0000 0002 is declined, with any future expiry and any CVC.'): SafeHtml | string {
   if (livemode) return '';
-  return html`<p class="hint" data-until-done>Test mode: no money moves. Card 4242 4242 4242 4242 succeeds and 4000 0000 0000 0002 is declined, with any future expiry and any CVC.</p>`;
+  return html`<p class="hint" data-until-done>${text}</p>`;
 }
 
 /** A page that takes a card: its markup plus the form's script, allowed by hash in its policy. */

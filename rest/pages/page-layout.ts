@@ -25,6 +25,8 @@ export interface PageView {
   assets?: PageScriptAsset[];
   /** A stylesheet of the page's own after the shared one, allowed by its hash. */
   style?: PageStyle;
+  /** The language the page is written in (`<html lang>`): `en` unless given. */
+  lang?: string;
 }
 
 const sha256 = (text: string | Buffer) => `sha256-${createHash('sha256').update(text).digest('base64')}`;
@@ -126,10 +128,10 @@ export function setPageHeaders(ctx: Context, script?: PageScript, extra: { asset
 }
 
 /** A page as a whole HTML document: the shared layout around the view's body. */
-export function pageDocument(view: Pick<PageView, 'title' | 'body' | 'script' | 'narrow' | 'wide' | 'assets' | 'style'>): string {
+export function pageDocument(view: Pick<PageView, 'title' | 'body' | 'script' | 'narrow' | 'wide' | 'assets' | 'style' | 'lang'>): string {
   const mainClass = view.narrow ? ' class="narrow"' : view.wide ? ' class="wide"' : '';
   return html`<!doctype html>
-<html lang="en">
+<html lang="${view.lang ?? 'en'}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -32,6 +32,9 @@ describe('sending an invoice', () => {
     expect(sink.received).toHaveLength(1);
     const message = parseMime(sink.received[0].raw);
     expect(textOf(message, 'text/plain')).toContain(inv.number);
+    // The pay link is in both parts; MAIL_FROM is set, so the start did not warn about the sender.
+    expect(textOf(message, 'text/plain')).toContain(`https://pay.example.com/invoice/${inv.id}`);
+    expect(app.logs.join('')).not.toContain('MAIL_FROM is not set');
     // Intl's no-break space between amount and symbol, read as a space.
     expect(textOf(message, 'text/plain')?.replace(/[\u00a0\u202f]/g, ' ')).toContain('12,00 €');
     expect(textOf(message, 'text/html')).toContain(`https://pay.example.com/invoice/${inv.id}`);
@@ -83,7 +86,7 @@ describe('the hosted invoice page', () => {
     expect(view.text).not.toContain(inv.customerId);
     const page = await app.request('GET', `/invoice/${inv.id}`);
     expect(page.status).toBe(200);
-    expect(page.text).toContain('Pay 12.00 USD');
+    expect(page.text).toContain('Pay $12.00');
     const card = { number: '4242424242424242', expMonth: 12, expYear: 2034, cvc: '123' };
     const paid = await app.request('POST', `/v1/public/invoices/${inv.id}/pay`, { body: { card }, headers: { 'Idempotency-Key': 'inv-page-1' } });
     expect(paid.body.data).toMatchObject({ status: 'succeeded', paymentId: expect.any(String) });

@@ -384,18 +384,19 @@ describe('the hosted invoice page', () => {
     expect(res?.status()).toBe(200);
     await expect(page.title()).resolves.toContain(`Pay invoice ${inv.number}`);
     // What is being paid: the number, the amount due, the due date and every line.
-    await page.getByRole('heading', { name: '492.50 USD' }).waitFor();
+    // Amounts and dates as the customer's locale (en, the default) writes them, as in the PDF and the mail.
+    await page.getByRole('heading', { name: '$492.50' }).waitFor();
     const summary = (await page.locator('.summary').innerText()).replace(/\s+/g, ' ');
     expect(summary).toContain(`Invoice ${inv.number}`);
     // A date a reader cannot misread (the PDF's English form), not an ISO string.
     expect(summary).toContain('Due Dec 31, 2026');
     expect(summary).toContain('3 × Consulting, November');
-    expect(summary).toContain('450.00 USD');
+    expect(summary).toContain('$450.00');
     expect(summary).toContain('Travel expenses');
-    expect(summary).toContain('42.50 USD');
+    expect(summary).toContain('$42.50');
     await fillCard(page, CARDS.visa, CVCS[5]);
     await shot(page, 'invoice-filled');
-    await page.getByRole('button', { name: 'Pay 492.50 USD' }).click();
+    await page.getByRole('button', { name: 'Pay $492.50' }).click();
     await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
     await shot(page, 'invoice-paid');
     // The invoice number is one word to the reader: not broken after its hyphen at the line's end.
@@ -425,7 +426,7 @@ describe('the hosted invoice page', () => {
     const page = await newPage();
     await page.goto(pageUrl(inv.hostedUrl));
     await fillCard(page, CARDS.declined, CVCS[6]);
-    await page.getByRole('button', { name: 'Pay 1200.00 EUR' }).click();
+    await page.getByRole('button', { name: 'Pay €1,200.00' }).click();
     const alert = page.getByRole('alert');
     await alert.filter({ hasText: 'declined' }).waitFor();
     await shot(page, 'invoice-declined');
@@ -434,7 +435,7 @@ describe('the hosted invoice page', () => {
     expect(await invoicePayments(inv.id)).toEqual([expect.objectContaining({ status: 'failed', invoiceId: inv.id })]);
 
     await fillCard(page, CARDS.mastercard, CVCS[6]);
-    await page.getByRole('button', { name: 'Pay 1200.00 EUR' }).click();
+    await page.getByRole('button', { name: 'Pay €1,200.00' }).click();
     await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
     expect((await app.request('GET', `/v1/invoices/${inv.id}`, { key })).body.data).toMatchObject({ status: 'paid', paymentStatus: 'paid', amountPaid: 120000 });
     const payments = await invoicePayments(inv.id);
@@ -452,7 +453,7 @@ describe('the hosted invoice page', () => {
     await shot(page, 'invoice-360px');
     // The long description wraps; each line's amount stays whole, on one line at the right.
     const amounts = page.locator('.lines .line-amount');
-    expect(await amounts.allInnerTexts()).toEqual(['11851.80 EUR', '50.00 EUR']);
+    expect(await amounts.allInnerTexts()).toEqual(['€11,851.80', '€50.00']);
     const heights = await Promise.all((await amounts.all()).map(async (a) => (await a.boundingBox())?.height));
     expect(heights[0]).toBe(heights[1]);
     const description = await page.locator('.lines li').first().boundingBox();
@@ -465,6 +466,41 @@ describe('the hosted invoice page', () => {
       expect([id, box !== null && box.x >= 0 && box.x + box.width <= 360 && box.width >= 100]).toEqual([id, true]);
     }
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+    expectNoProblems();
+  });
+
+  it('should speak German to a German customer: lang="de", German words, amounts like 2.469,12 €, and pay', async () => {
+    const customer = (await app.request('POST', '/v1/customers', { key, body: { email: `kunde-${Math.random().toString(36).slice(2)}@example.com`, name: 'Grete Müller', locale: 'de' } })).body.data;
+    const created = await app.request('POST', '/v1/invoices', {
+      key,
+      body: { customerId: customer.id, currency: 'eur', dueDate: '2026-11-29', lineItems: [{ description: 'Beratung', quantity: 2, unitAmount: 100000 }, { description: 'Reisekosten', unitAmount: 46912 }] },
+    });
+    const inv = (await app.request('POST', `/v1/invoices/${created.body.data.id}/send`, { key })).body.data as { id: string; number: string; hostedUrl: string };
+    const page = await newPage();
+    await page.goto(pageUrl(inv.hostedUrl));
+    expect(await page.locator('html').getAttribute('lang')).toBe('de');
+    await expect(page.title()).resolves.toContain(`Rechnung ${inv.number} von Test account bezahlen`);
+    // Intl's no-break space between amount and sign: what the browser shows, read as one space.
+    const spaced = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ');
+    expect(spaced(await page.locator('h1.amount').innerText())).toBe('2.469,12 €');
+    const summary = spaced((await page.locator('.summary').innerText()).replace(/\s+/g, ' '));
+    expect(summary).toContain(`Rechnung ${inv.number}`);
+    expect(summary).toContain('Fällig am 29.11.2026');
+    expect(summary).toContain('2 × Beratung');
+    expect(summary).toContain('2.000,00 €');
+    expect(summary).toContain('469,12 €');
+    expect(await page.locator('.badge').innerText()).toBe('Testmodus');
+    await shot(page, 'invoice-de');
+    await page.getByLabel('Kartennummer').fill(CARDS.visa.typed);
+    await page.getByLabel('Ablaufdatum').fill(expiry);
+    await page.getByLabel('Prüfnummer (CVC)').fill(CVCS[4]);
+    await page.getByRole('button', { name: /^2\.469,12\s€ bezahlen$/ }).click();
+    await page.getByRole('heading', { name: 'Zahlung erfolgreich' }).waitFor();
+    expect(spaced(await page.locator('#pay-done-text').innerText())).toContain('Test account hat Ihre Zahlung über 2.469,12 € für die Rechnung');
+    expect((await app.request('GET', `/v1/invoices/${inv.id}`, { key })).body.data).toMatchObject({ status: 'paid', amountPaid: 246912 });
+    await page.goto(pageUrl(inv.hostedUrl));
+    await page.getByRole('heading', { name: 'Diese Rechnung ist bezahlt' }).waitFor();
+    expect(await page.locator('html').getAttribute('lang')).toBe('de');
     expectNoProblems();
   });
 

@@ -53,6 +53,18 @@ describe('configuration', () => {
     expect(refusal({ MAIL_FROM: 'Acme <billing@acme.example>\r\nBcc: x@evil.example' })).toContain('MAIL_FROM must be an e-mail address');
   });
 
+  it('should tell whether MAIL_FROM was given (the start warns about the placeholder sender over SMTP)', () => {
+    expect(loadConfig({}).mailFromSet).toBe(false);
+    expect(loadConfig({ MAIL_FROM: 'billing@example.com' }).mailFromSet).toBe(true);
+  });
+
+  it("should take the default account's name from ACCOUNT_NAME, trimmed, 1 to 200 characters", () => {
+    expect(loadConfig({}).accountName).toBeUndefined();
+    expect(loadConfig({ ACCOUNT_NAME: '  Müller & Söhne GmbH ' }).accountName).toBe('Müller & Söhne GmbH');
+    expect(refusal({ ACCOUNT_NAME: '   ' })).toBe('Invalid configuration: ACCOUNT_NAME must be a name of 1 to 200 characters, such as Acme Ltd (got "   ")');
+    expect(refusal({ ACCOUNT_NAME: 'x'.repeat(201) })).toContain('ACCOUNT_NAME must be a name of 1 to 200 characters');
+  });
+
   it.each([
     [{ PORT: 'eighty' }, 'PORT'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
@@ -100,6 +112,7 @@ describe('configuration', () => {
     SMTP_URL: 'mail.example.com:25?password=s3cret-smtp',
     MAIL_FROM: 'billing at example.com',
     SMTP_TIMEOUT_MS: '50',
+    ACCOUNT_NAME: 'Acme\nBcc: x@evil.example',
     BILLING_CRON: 'every minute',
     BILLING_LEASE_MS: '10',
     PAYMENT_LEASE_MS: '500',

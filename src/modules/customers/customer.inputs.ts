@@ -3,12 +3,28 @@ import { countrySchema, emailSchema as email, metadataPatchSchema, metadataSchem
 import { listSchema, searchSchema } from '../../core/pagination';
 import { addressSchema, taxIdsSchema } from '../../core/parties';
 
-/** A language tag such as `en`, `de`, `fr` or `de-AT` (invoices and e-mails use its language). */
+const LOCALE_MESSAGE = 'must be a BCP 47 language tag such as en, en-GB, de, de-CH or fr';
+/**
+ * A BCP 47 language tag (`en`, `en-GB`, `de-CH`, `fr`, `sr-Latn-RS`), kept in its canonical form
+ * (`EN-gb` → `en-GB`): its language picks the texts, its region the date and number formats.
+ * At most 16 characters, what the column holds.
+ */
 const locale = z
-  .string({ error: 'must be a language tag such as en, de or fr' })
+  .string({ error: LOCALE_MESSAGE })
   .trim()
-  .regex(/^[a-zA-Z]{2,3}(?:-[a-zA-Z0-9]{2,8})?$/, { error: 'must be a language tag such as en, de or fr' })
-  .transform((v) => v.replace(/^([a-zA-Z]+)/, (l) => l.toLowerCase()));
+  .max(16, { error: 'must be a language tag of at most 16 characters, such as en-GB' })
+  .regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*$/, { error: LOCALE_MESSAGE })
+  .transform((value, ctx) => {
+    let canonical: string | undefined;
+    try {
+      [canonical] = Intl.getCanonicalLocales(value);
+    } catch {
+      canonical = undefined;
+    }
+    if (canonical && canonical.length <= 16 && /^[a-z]{2,3}(?:-|$)/.test(canonical)) return canonical;
+    ctx.addIssue({ code: 'custom', message: LOCALE_MESSAGE });
+    return z.NEVER;
+  });
 /** A customer's tax status (API.md §7, §12): `exempt` and `reverse` drop the taxes of its invoices; `reverse` also prints the reverse-charge notice. */
 export const TAX_EXEMPT = ['none', 'exempt', 'reverse'] as const;
 export type TaxExempt = (typeof TAX_EXEMPT)[number];

@@ -1,6 +1,6 @@
 import { escapeHtml } from '../../core/html';
 import type { InvoiceDocument } from './invoice-document';
-import { formatInvoiceDate, formatMoney, invoiceLanguage, type InvoiceLanguage } from './invoice-i18n';
+import { formatInvoiceDate, formatMoney, invoiceLabels, invoiceLanguage, type InvoiceLanguage } from './invoice-i18n';
 
 export interface InvoiceEmail {
   subject: string;
@@ -21,6 +21,8 @@ interface Wording {
   dueDate: string;
   payOnline: string;
   attached: string;
+  /** Before the subject of a test-mode invoice's mail. */
+  testSubject: string;
 }
 
 const WORDING: Record<InvoiceLanguage, Wording> = {
@@ -31,6 +33,7 @@ const WORDING: Record<InvoiceLanguage, Wording> = {
     dueDate: 'Due date:',
     payOnline: 'Pay online:',
     attached: 'The invoice is attached as a PDF.',
+    testSubject: '[Test mode]',
   },
   de: {
     subject: (number, merchant) => `Rechnung ${number} von ${merchant}`,
@@ -39,6 +42,7 @@ const WORDING: Record<InvoiceLanguage, Wording> = {
     dueDate: 'Fällig am:',
     payOnline: 'Online bezahlen:',
     attached: 'Die Rechnung ist als PDF angehängt.',
+    testSubject: '[Testmodus]',
   },
   fr: {
     subject: (number, merchant) => `Facture ${number} de la part de ${merchant}`,
@@ -47,6 +51,7 @@ const WORDING: Record<InvoiceLanguage, Wording> = {
     dueDate: "Date d'échéance\u00a0:",
     payOnline: 'Payer en ligne\u00a0:',
     attached: 'La facture est jointe au format PDF.',
+    testSubject: '[Mode test]',
   },
 };
 
@@ -56,9 +61,10 @@ function oneLine(text: string): string {
 }
 
 /**
- * The e-mail that carries an invoice's PDF, in the customer's language: greeting, number,
- * total, due date, the pay link when there is one. Merchant and customer text is escaped in
- * the HTML body.
+ * The e-mail that carries an invoice's PDF, in the customer's language and its region's formats
+ * (dates, amounts): greeting, number, total, due date, the pay link when there is one (in the
+ * plain text and the HTML part alike). A test-mode invoice says so in its subject and first line,
+ * as its PDF does. Merchant and customer text is escaped in the HTML body.
  */
 export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOptions = {}): InvoiceEmail {
   const { hostedUrl } = options;
@@ -70,8 +76,11 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
   const number = oneLine(invoice.number);
   const total = formatMoney(invoice.total, invoice.currency, invoice.locale);
   const dueDate = invoice.dueDate ? formatInvoiceDate(invoice.dueDate, invoice.locale) : null;
+  const testNotice = invoice.livemode ? null : invoiceLabels(invoice.locale).testMode;
+  const subject = `${testNotice ? `${words.testSubject} ` : ''}${words.subject(number, merchant)}`;
 
   const text = [
+    ...(testNotice ? [`${testNotice}.`, ''] : []),
     words.greeting(customerName),
     '',
     words.sent(merchant, number, total),
@@ -86,6 +95,7 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
 
   const e = escapeHtml;
   const paragraphs = [
+    ...(testNotice ? [`<strong>${e(testNotice)}.</strong>`] : []),
     e(words.greeting(customerName)),
     words.sent(e(merchant), `<strong>${e(number)}</strong>`, `<strong>${e(total)}</strong>`),
     ...(dueDate ? [`${e(words.dueDate)} ${e(dueDate)}`] : []),
@@ -96,7 +106,7 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
   const html = [
     '<!DOCTYPE html>',
     `<html lang="${language}">`,
-    '<head><meta charset="utf-8"></head>',
+    `<head><meta charset="utf-8"><title>${e(subject)}</title></head>`,
     '<body style="font-family: Helvetica, Arial, sans-serif; font-size: 14px; line-height: 1.5; color: #1f2328;">',
     ...paragraphs.map((p) => `<p>${p}</p>`),
     '</body>',
@@ -104,5 +114,5 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
     '',
   ].join('\n');
 
-  return { subject: words.subject(number, merchant), text, html };
+  return { subject, text, html };
 }

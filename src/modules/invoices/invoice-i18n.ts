@@ -3,13 +3,46 @@ import { currencyExponent } from '../../core/money';
 /** The languages an invoice's PDF and e-mail are written in; anything else reads as `en`. */
 export type InvoiceLanguage = 'en' | 'de' | 'fr';
 
-/** The locale Intl formats each language with: `en` → `$12.00`, `de` → `12,00 €`, `fr` → `12,00 €`. */
+/** The locale Intl formats each language with when no region is named: `en` → `$12.00`, `de` → `12,00 €`, `fr` → `12,00 €`. */
 const INTL_LOCALE: Record<InvoiceLanguage, string> = { en: 'en-US', de: 'de-DE', fr: 'fr-FR' };
 
 /** `de-AT`, `DE`, `de_CH` → `de`; unknown, empty or missing → `en`. */
 export function invoiceLanguage(locale: string | null | undefined): InvoiceLanguage {
   const primary = (locale ?? '').trim().toLowerCase().split(/[-_]/)[0];
   return primary === 'de' || primary === 'fr' ? primary : 'en';
+}
+
+/** The region of a BCP 47 tag, upper-cased (`en-GB` → `GB`, `sr-Latn-RS` → `RS`, `es-419` → `419`), or null. */
+export function localeRegion(locale: string | null | undefined): string | null {
+  const subtags = (locale ?? '').trim().split(/[-_]/);
+  // The region follows the language and an optional 4-letter script, and comes before variants and extensions.
+  for (const subtag of subtags.slice(1, 3)) {
+    if (/^[A-Za-z]{2}$|^\d{3}$/.test(subtag)) return subtag.toUpperCase();
+    if (!/^[A-Za-z]{4}$/.test(subtag)) break;
+  }
+  return null;
+}
+
+const supportedFormatLocales = new Map<string, boolean>();
+
+/**
+ * The locale dates and amounts are formatted in: the language the texts are written in (`en`,
+ * `de` or `fr`) with the tag's region, so the region decides the formats (`en-GB` → `29 Nov 2026`,
+ * `de-CH` → `CHF 2'469.12`, `de-AT` → `€ 12,00`) and the words never change language; without a
+ * region (or one Intl does not know), `en-US`, `de-DE` or `fr-FR`. A language without texts takes
+ * English with its region (`nl-NL` → `en-NL`).
+ */
+export function formatLocale(locale: string | null | undefined): string {
+  const language = invoiceLanguage(locale);
+  const region = localeRegion(locale);
+  if (!region) return INTL_LOCALE[language];
+  const tag = `${language}-${region}`;
+  let supported = supportedFormatLocales.get(tag);
+  if (supported === undefined) {
+    supported = Intl.NumberFormat.supportedLocalesOf([tag]).length > 0 && Intl.DateTimeFormat.supportedLocalesOf([tag]).length > 0;
+    if (supportedFormatLocales.size < 1000) supportedFormatLocales.set(tag, supported);
+  }
+  return supported ? tag : INTL_LOCALE[language];
 }
 
 export interface InvoiceLabels {
@@ -131,23 +164,27 @@ const DATE_FORMATS: Record<InvoiceLanguage, Intl.DateTimeFormatOptions> = {
 };
 
 // Building an Intl formatter costs far more than using one (most of a PDF's time, measured).
+// Keys name a format locale (language and region), so the map stays small; it is emptied if
+// it ever grows past what a few hundred regions need.
 const formatters = new Map<string, Intl.NumberFormat | Intl.DateTimeFormat>();
 
 function cached<T extends Intl.NumberFormat | Intl.DateTimeFormat>(key: string, make: () => T): T {
   let formatter = formatters.get(key) as T | undefined;
   if (!formatter) {
     formatter = make();
+    if (formatters.size >= 5000) formatters.clear();
     formatters.set(key, formatter);
   }
   return formatter;
 }
 
-/** A calendar date in the customer's language, read in UTC (an ISO instant or `YYYY-MM-DD`). */
+/** A calendar date in the customer's language and region's form, read in UTC (an ISO instant or `YYYY-MM-DD`). */
 export function formatInvoiceDate(value: string | Date, locale: string | null | undefined): string {
   const language = invoiceLanguage(locale);
+  const intl = formatLocale(locale);
   const date = value instanceof Date ? value : new Date(value);
   if (Number.isNaN(date.getTime())) throw new RangeError(`not a date: ${String(value)}`);
-  return cached(`date ${language}`, () => new Intl.DateTimeFormat(INTL_LOCALE[language], DATE_FORMATS[language])).format(date);
+  return cached(`date ${intl}`, () => new Intl.DateTimeFormat(intl, DATE_FORMATS[language])).format(date);
 }
 
 /**
@@ -179,12 +216,12 @@ export function formatMoney(amount: number, currency: string, locale: string | n
   const code = currency.toUpperCase();
   const exponent = currencyExponent(code);
   const decimal = minorUnitsToDecimal(amount, exponent);
-  const language = invoiceLanguage(locale);
+  const intl = formatLocale(locale);
   const format = (currencyDisplay: 'symbol' | 'code') =>
     cached(
-      `money ${language} ${code} ${currencyDisplay}`,
+      `money ${intl} ${code} ${currencyDisplay}`,
       () =>
-        new Intl.NumberFormat(INTL_LOCALE[language], {
+        new Intl.NumberFormat(intl, {
           style: 'currency',
           currency: code,
           currencyDisplay,
@@ -200,8 +237,8 @@ export function formatMoney(amount: number, currency: string, locale: string | n
 
 /** A quantity with the language's digit grouping: `1,000` (en), `1.000` (de). */
 export function formatQuantity(quantity: number, locale: string | null | undefined): string {
-  const language = invoiceLanguage(locale);
-  return cached(`quantity ${language}`, () => new Intl.NumberFormat(INTL_LOCALE[language], { maximumFractionDigits: 6 })).format(quantity);
+  const intl = formatLocale(locale);
+  return cached(`quantity ${intl}`, () => new Intl.NumberFormat(intl, { maximumFractionDigits: 6 })).format(quantity);
 }
 
 /** Tax id types printed under their own name whatever the language (the name on the number's certificate). */

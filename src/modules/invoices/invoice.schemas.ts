@@ -71,6 +71,7 @@ export const publicInvoiceSchema = z
     total: amountOut,
     dueDate: z.string().nullable(),
     merchantName: z.string(),
+    locale: z.string().meta({ description: "The customer's locale (BCP 47): the language and the date and number formats the hosted invoice page uses." }),
     lineItems: z.array(z.object({ description: z.string(), quantity: z.number().int(), amount: amountOut })),
   })
   .meta({ id: 'PublicInvoice' });

@@ -658,13 +658,16 @@ export class InvoiceService {
   }
 
   /** What the hosted invoice page shows: nothing internal. */
-  async publicView(id: string): Promise<{ id: string; object: 'invoice'; livemode: boolean; number: string; status: string; paymentStatus: string; currency: string; amountDue: number; total: number; dueDate: string | null; merchantName: string; lineItems: Array<{ description: string; quantity: number; amount: number }> }> {
+  async publicView(id: string): Promise<{ id: string; object: 'invoice'; livemode: boolean; number: string; status: string; paymentStatus: string; currency: string; amountDue: number; total: number; dueDate: string | null; merchantName: string; locale: string; lineItems: Array<{ description: string; quantity: number; amount: number }> }> {
     const found = await this.store.find(id);
     if (!found || found.status === 'draft') throw notFound('invoice', id);
     const inv = await this.settled(found);
+    // The customer's locale: the page speaks the language and uses the formats of the PDF and the mail.
+    const [merchantName, customers] = await Promise.all([this.accounts.displayName(inv.accountId), this.customers.lookup(inv, [inv.customerId])]);
     return {
       id: inv.id, object: 'invoice', livemode: inv.livemode, number: inv.number, status: inv.status, paymentStatus: inv.paymentStatus,
-      currency: inv.currency, amountDue: inv.amountDue, total: inv.total, dueDate: inv.dueDate, merchantName: await this.accounts.displayName(inv.accountId),
+      currency: inv.currency, amountDue: inv.amountDue, total: inv.total, dueDate: inv.dueDate, merchantName,
+      locale: customers.get(inv.customerId)?.locale ?? 'en',
       lineItems: inv.lineItems.map((l) => ({ description: l.description, quantity: l.quantity, amount: l.amount })),
     };
   }

@@ -110,13 +110,15 @@ export class SmtpMailTransport implements MailTransport {
 
 /**
  * Mail written as `<outbox id>.eml` files under `dir` (DATA_DIR/outbox) when no SMTP server is
- * configured: the message nodemailer would send, byte for byte. The directory is 0700 and each
+ * configured: the message nodemailer would send, with CRLF line endings throughout as RFC 5322
+ * wants them (nodemailer's stream transport writes the text parts' own line breaks as bare LF
+ * unless told otherwise; a mail client or an MTA fed the file reads it as sent). The directory is 0700 and each
  * file 0600 (customers' addresses, invoices); a file is written aside and renamed into place, so
  * a reader never sees half a message and a resend of the same row replaces it.
  */
 export class EmlFileMailTransport implements MailTransport {
   readonly kind = 'eml';
-  private readonly composer = nodemailer.createTransport({ streamTransport: true, buffer: true, disableFileAccess: true, disableUrlAccess: true });
+  private readonly composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows', disableFileAccess: true, disableUrlAccess: true });
 
   constructor(readonly dir: string) {}
 

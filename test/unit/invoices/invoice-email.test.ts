@@ -29,7 +29,7 @@ describe('invoice e-mail', () => {
   });
 
   it('should write in German for a German customer, with the amount as Germans write it', () => {
-    const mail = invoiceEmail(invoiceDocument({ locale: 'de-AT', currency: 'EUR' }));
+    const mail = invoiceEmail(invoiceDocument({ locale: 'de', currency: 'EUR' }));
     expect(mail.subject).toBe('Rechnung INV-000042 von Acme Tools Ltd');
     expect(squash(mail.text)).toContain('Guten Tag Jane Doe,');
     expect(squash(mail.text)).toContain('Acme Tools Ltd hat Ihnen die Rechnung INV-000042 über 12,00 € gesendet.');
@@ -78,6 +78,52 @@ describe('invoice e-mail', () => {
     const mail = invoiceEmail(invoiceDocument({ merchant: { name: 'Acme\r\nBcc: victim@example.com' } }));
     expect(mail.subject).toBe('Invoice INV-000042 from Acme Bcc: victim@example.com');
     expect(mail.subject).not.toMatch(/[\r\n]/);
+  });
+
+  it("should write dates and amounts in the forms of the locale's region", () => {
+    const doc = { currency: 'EUR', total: 246912, dueDate: '2026-11-29T00:00:00.000Z' };
+    const cases: Array<[string, string, string, string]> = [
+      // locale, greeting (the language), total, due date
+      ['en', 'Hello Jane Doe,', '€2,469.12', 'Due date: Nov 29, 2026'],
+      ['en-GB', 'Hello Jane Doe,', '€2,469.12', 'Due date: 29 Nov 2026'],
+      ['de', 'Guten Tag Jane Doe,', '2.469,12 €', 'Fällig am: 29.11.2026'],
+      ['de-AT', 'Guten Tag Jane Doe,', '€ 2.469,12', 'Fällig am: 29.11.2026'],
+      ['fr', 'Bonjour Jane Doe,', '2 469,12 €', "Date d'échéance : 29/11/2026"],
+      ['fr-CH', 'Bonjour Jane Doe,', '2 469.12 €', "Date d'échéance : 29.11.2026"],
+      // No texts in Dutch: English words, with the region's forms where English has them.
+      ['nl-NL', 'Hello Jane Doe,', '€2,469.12', 'Due date: 29 Nov 2026'],
+    ];
+    for (const [locale, greeting, total, due] of cases) {
+      const text = squash(invoiceEmail(invoiceDocument({ ...doc, locale })).text);
+      expect([locale, text.includes(greeting), text.includes(total), text.includes(due)]).toEqual([locale, true, true, true]);
+    }
+    // Swiss German: francs with the apostrophe Intl groups them with.
+    expect(squash(invoiceEmail(invoiceDocument({ ...doc, currency: 'CHF', locale: 'de-CH' })).text)).toMatch(/über CHF 2['’]469\.12 gesendet/);
+  });
+
+  it('should keep the French thousands separator a no-break space', () => {
+    const text = invoiceEmail(invoiceDocument({ locale: 'fr', currency: 'EUR', total: 246912 })).text;
+    // Intl writes U+202F (narrow no-break space) between the thousands and U+00A0 before the euro sign.
+    expect(text).toContain('2\u202f469,12\u00a0€');
+  });
+
+  it('should say so when the invoice is a test-mode one, in subject, text and HTML', () => {
+    const test = invoiceEmail(invoiceDocument({ livemode: false }), { hostedUrl: 'https://pay.example.com/invoice/in_1' });
+    expect(test.subject).toBe('[Test mode] Invoice INV-000042 from Acme Tools Ltd');
+    expect(test.text.split('\n')[0]).toBe('Test mode: no real money is involved.');
+    expect(test.html).toContain('<p><strong>Test mode: no real money is involved.</strong></p>');
+    const german = invoiceEmail(invoiceDocument({ livemode: false, locale: 'de' }));
+    expect(german.subject).toBe('[Testmodus] Rechnung INV-000042 von Acme Tools Ltd');
+    expect(german.text).toContain('Testmodus: es fließt kein echtes Geld.');
+    const live = invoiceEmail(invoiceDocument({ livemode: true }));
+    expect(live.subject).not.toContain('Test');
+    expect(live.text).not.toContain('Test mode');
+  });
+
+  it('should give the HTML part a title, and carry the pay link in the plain text too', () => {
+    const mail = invoiceEmail(invoiceDocument({ merchant: { name: 'Tom & Jerry' } }), { hostedUrl: 'https://pay.example.com/invoice/in_1' });
+    expect(mail.html).toContain('<title>Invoice INV-000042 from Tom &amp; Jerry</title>');
+    expect(mail.text).toContain('Pay online: https://pay.example.com/invoice/in_1\n');
   });
 
   it('should refuse a pay link that is not http(s)', () => {

@@ -1,5 +1,6 @@
 import {
   formatInvoiceDate,
+  formatLocale,
   formatMoney,
   formatQuantity,
   invoiceLabels,
@@ -35,6 +36,43 @@ describe('invoice language', () => {
     expect(invoiceLabels('fr').amountDue).toBe('Montant dû');
     expect(invoiceLabels('pt-BR').total).toBe('Total');
     expect(invoiceLabels('de').stamp).toEqual({ draft: 'ENTWURF', paid: 'BEZAHLT', void: 'STORNIERT' });
+  });
+});
+
+describe('invoice formats by region', () => {
+  it("should format with the texts' language and the tag's region", () => {
+    const cases: Array<[string | null, string]> = [
+      ['en', 'en-US'],
+      ['en-GB', 'en-GB'],
+      ['de', 'de-DE'],
+      ['de-CH', 'de-CH'],
+      ['de_at', 'de-AT'],
+      ['fr', 'fr-FR'],
+      ['fr-CA', 'fr-CA'],
+      ['sr-Latn-RS', 'en-RS'],
+      ['es-419', 'en-419'],
+      ['nl-NL', 'en-NL'],
+      ['de-1996', 'de-DE'],
+      ['en-x-private', 'en-US'],
+      [null, 'en-US'],
+    ];
+    for (const [locale, intl] of cases) expect([locale, formatLocale(locale)]).toEqual([locale, intl]);
+  });
+
+  it('should write the dates and amounts of API.md §12 by region', () => {
+    const date = '2026-11-29T00:00:00.000Z';
+    expect(formatInvoiceDate(date, 'en')).toBe('Nov 29, 2026');
+    expect(formatInvoiceDate(date, 'en-GB')).toBe('29 Nov 2026');
+    expect(formatInvoiceDate(date, 'de')).toBe('29.11.2026');
+    expect(formatInvoiceDate(date, 'de-CH')).toBe('29.11.2026');
+    expect(formatInvoiceDate(date, 'fr')).toBe('29/11/2026');
+    expect(formatMoney(1200, 'EUR', 'en-GB')).toBe('€12.00');
+    expect(formatMoney(246912, 'EUR', 'de')).toBe(`2.469,12${NBSP}€`);
+    expect(formatMoney(246912, 'EUR', 'de-AT')).toBe(`€${NBSP}2.469,12`);
+    // Swiss German groups with an apostrophe (ICU writes U+0027 or U+2019 depending on its version).
+    expect(formatMoney(246912, 'CHF', 'de-CH')).toMatch(new RegExp(`^CHF${NBSP}2['’]469\\.12$`));
+    expect(formatMoney(246912, 'EUR', 'fr')).toBe(`2${NNBSP}469,12${NBSP}€`);
+    expect(formatQuantity(1000, 'de-CH')).toMatch(/^1['’]000$/);
   });
 });
 
