@@ -20,15 +20,14 @@ import fs from 'node:fs';
 interface FontkitGlyph {
   id: number;
   advanceWidth: number;
+  codePoints: number[];
 }
 export interface FontkitFont {
   postscriptName: string;
   unitsPerEm: number;
   hasGlyphForCodePoint(codePoint: number): boolean;
-  getGlyph(id: number): FontkitGlyph;
+  getGlyph(id: number, codePoints?: number[]): FontkitGlyph;
   layout(text: string): unknown;
-  /** fontkit's glyph cache by glyph id; emptied before each PDF (see `freshGlyphCache`). */
-  _glyphs: Record<number, unknown>;
 }
 
 const fontkit = require('fontkit') as { create(buffer: Buffer): FontkitFont };
@@ -58,10 +57,61 @@ let loaded: { regular: FontkitFont; bold: FontkitFont } | null = null;
 /** Both faces, read and parsed on first use in this thread and kept. */
 export function dejaVuSans(): { regular: FontkitFont; bold: FontkitFont } {
   loaded ??= {
-    regular: fontkit.create(fs.readFileSync(FONT_FILES.regular)),
-    bold: fontkit.create(fs.readFileSync(FONT_FILES.bold)),
+    regular: openFace(FONT_FILES.regular),
+    bold: openFace(FONT_FILES.bold),
   };
   return loaded;
+}
+
+function openFace(file: string): FontkitFont {
+  const face = fontkit.create(fs.readFileSync(file));
+  glyphsByCharacters(face);
+  return face;
+}
+
+/**
+ * fontkit keeps one glyph object per glyph id, holding the characters of its first use, and
+ * pdfkit writes those characters into the PDF's text map. Several spellings can reach one glyph
+ * (`fi` and `ﬁ`, Ω the letter and Ω the ohm sign), so with the face shared by every PDF of the
+ * thread, a PDF's text map, and its bytes, would depend on what the thread drew before. Here a
+ * glyph asked for with other characters than its first use gets an object of its own (sharing
+ * the rest: outline, metrics) holding those characters: a glyph's characters are always the
+ * ones that produced it.
+ */
+function glyphsByCharacters(face: FontkitFont): void {
+  const getGlyph = face.getGlyph.bind(face);
+  const variants = new Map<string, FontkitGlyph>();
+  face.getGlyph = (id, codePoints) => {
+    const glyph = getGlyph(id, codePoints);
+    if (!codePoints || codePoints.length === 0 || sameCodePoints(glyph.codePoints, codePoints)) return glyph;
+    const key = `${id}:${codePoints.join(',')}`;
+    let variant = variants.get(key);
+    if (!variant) {
+      variant = Object.create(glyph) as FontkitGlyph;
+      variant.codePoints = codePoints;
+      variants.set(key, variant);
+    }
+    return variant;
+  };
+}
+
+function sameCodePoints(a: number[], b: number[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+// Words laid out (glyphs and advances), kept across the PDFs of a thread: the same labels,
+// amounts and descriptions come back in every invoice, and laying them out again was a third of
+// a render. Bounded: past this many words a face starts a new cache.
+const LAYOUT_CACHE_WORDS = 5000;
+const layoutCaches = new Map<FontkitFont, Record<string, unknown>>();
+
+function sharedLayoutCache(face: FontkitFont): Record<string, unknown> {
+  let cache = layoutCaches.get(face);
+  if (!cache || Object.keys(cache).length > LAYOUT_CACHE_WORDS) {
+    cache = Object.create(null) as Record<string, unknown>;
+    layoutCaches.set(face, cache);
+  }
+  return cache;
 }
 
 const coverage = new WeakMap<FontkitFont, Map<number, boolean>>();
@@ -127,6 +177,7 @@ interface EmbeddedFontInternals {
   subset: { glyphs: number[]; includeGlyph(id: number): number };
   widths: number[];
   unicode: number[][];
+  layoutCache?: Record<string, unknown>;
   encode(text: string, features?: unknown): [string[], GlyphPosition[]];
 }
 interface GlyphPosition {
@@ -157,23 +208,14 @@ export function useInvoiceFonts(pdf: Pdf, typeface: InvoiceTypeface): void {
   // same subset tag (`CJZZZZ+DejaVuSans`), in every PDF.
   const internals = pdf as unknown as { _font: EmbeddedFontInternals };
   for (const [name, face] of [[FONT, regular], [FONT_BOLD, bold]] as const) {
-    freshGlyphCache(face);
     pdf.font(name);
-    if (internals._font?.font !== face || typeof internals._font.encode !== 'function' || !internals._font.subset?.glyphs) {
-      throw new Error('pdfkit no longer keeps an embedded font as expected (_font.font, encode, subset)');
+    const font = internals._font;
+    if (font?.font !== face || typeof font.encode !== 'function' || !font.subset?.glyphs || typeof font.layoutCache !== 'object') {
+      throw new Error('pdfkit no longer keeps an embedded font as expected (_font.font, encode, subset, layoutCache)');
     }
-    markMissingGlyphs(internals._font);
+    font.layoutCache = sharedLayoutCache(face);
+    markMissingGlyphs(font);
   }
-}
-
-/**
- * fontkit caches glyph objects with the characters of their first use; pdfkit writes those
- * characters into the PDF's text map. Emptied for each PDF, a glyph's characters are those of
- * this invoice only, so an invoice's bytes never depend on what the thread drew before.
- */
-function freshGlyphCache(face: FontkitFont): void {
-  if (typeof face._glyphs !== 'object' || face._glyphs === null) throw new Error('fontkit no longer keeps glyphs in _glyphs');
-  face._glyphs = {};
 }
 
 /**

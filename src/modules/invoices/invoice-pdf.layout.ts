@@ -134,6 +134,8 @@ export function layoutInvoicePdf(invoice: InvoiceDocument, font: InvoiceTypeface
     size: 'A4',
     margin: MARGIN,
     bufferPages: true,
+    // No default font (pdfkit would load Helvetica): the faces are registered below.
+    font: null as unknown as string,
     // Nothing from the time of rendering: both dates are the invoice's.
     info: {
       Title: `${labels.invoice} ${invoice.number}`,
