@@ -1,6 +1,6 @@
 /**
  * bench/invoice-pdf: invoice PDFs rendered per second at 16 concurrent
- * `GET /v1/invoices/{id}/pdf` (a 60-line, three-page invoice), and the p99 latency of a
+ * `GET /v1/invoices/{id}/pdf` (a 60-line invoice, four pages in the embedded font), and the p99 latency of a
  * `GET /v1/customers/{id}` issued alongside, against the same GET on the same service with
  * nothing else to do, in the same run. Prints the ratio loaded/idle p99 (goal: at most 5), the
  * service's RSS and the load average. Every response is checked (200; a PDF starts `%PDF`).

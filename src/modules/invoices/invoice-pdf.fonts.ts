@@ -1,19 +1,24 @@
 import fs from 'node:fs';
 
 /*
- * The invoice PDF's typeface: DejaVu Sans, book and bold, embedded in each PDF. It draws Latin
- * with its extensions (Polish, Czech, Turkish, Vietnamese …), Greek, Cyrillic, Armenian, Georgian,
- * Hebrew and most currency signs as typed, where pdfkit's built-in Helvetica could draw only
- * WinAnsi (Latin-1 and a few more). pdfkit embeds only the glyphs a PDF uses (a subset), so a
- * one-page invoice grows by about 20 KiB, not by the 740 KiB of the font file.
+ * The invoice PDF's typeface: DejaVu Sans Condensed, book and bold (npm `dejavu-fonts-ttf`; free
+ * licence, see README "Invoice PDFs: font and licence"), embedded in each PDF. It draws Latin
+ * with its extensions (Polish, Czech, Turkish, Vietnamese …), Greek, Cyrillic, Armenian, Georgian
+ * and every currency sign of the invoice languages as typed, where pdfkit's built-in Helvetica
+ * drew only WinAnsi (Latin-1 and a few more). The condensed cut is about as wide as Helvetica
+ * (DejaVu Sans is 14% wider, and wrapped "Offener Betrag" in the totals), so the layout's
+ * columns hold what they held. pdfkit embeds only the glyphs a PDF uses (a subset): a one-page
+ * invoice is about 16 KiB instead of 3 KiB, not the 1.3 MB of the two font files.
  *
  * DejaVu has no Chinese, Japanese or Korean glyphs (nor Devanagari, Thai …). A character the font
  * lacks is drawn as the font's missing-glyph box, one box per character, so it is never silently
  * turned into `?` or dropped; and the PDF's text keeps the character as typed, so copying,
- * searching, a screen reader and text extraction get the real name. See docs/api.md, "Invoice PDF".
+ * searching, a screen reader and text extraction get the real name. See docs/api.md, Invoices.
  *
- * The font files are read and parsed once per thread (each render thread has its own copy, about
- * 1.5 MB of font data), not once per PDF: parsing DejaVu took 18 ms, more than a whole render.
+ * Cost: the font files are read and parsed once per thread (each render thread has its own
+ * copy), not once per PDF: parsing took 18 ms, more than a whole render. Words laid out are kept
+ * per thread too (`sharedLayoutCache`). With both, a render takes about the CPU time it took with
+ * Helvetica (bench/README.md, invoice-pdf).
  */
 
 /** The parts of a fontkit font used here (fontkit, pdfkit's font engine, ships no types). */
