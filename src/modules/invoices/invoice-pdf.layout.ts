@@ -5,7 +5,7 @@ import { formatInvoiceDate, formatMoney, formatQuantity, invoiceLabels, invoiceL
 import { dejaVuCanDraw, FONT, FONT_BOLD, forDejaVu, invoiceTypeface, useInvoiceFonts, type InvoiceTypeface } from './invoice-pdf.fonts';
 
 /*
- * The invoice PDF, set in DejaVu Sans embedded in the file (invoice-pdf.fonts.ts): names,
+ * The invoice PDF, set in DejaVu Sans Condensed embedded in the file (invoice-pdf.fonts.ts): names,
  * addresses and descriptions print as typed in Latin, Greek and Cyrillic, and a character the
  * font lacks (Chinese, Japanese, Korean …) shows as a box while the PDF's text keeps it.
  *
@@ -124,7 +124,7 @@ type Pdf = PDFKit.PDFDocument;
 
 /**
  * Renders the snapshot to PDF bytes; the same snapshot always gives the same bytes. `font` is for
- * the benchmark's baseline only (default: DejaVu Sans, or what `PAYORCH_BENCH_PDF_FONT` says).
+ * the benchmark's baseline only (default: DejaVu Sans Condensed, or what `PAYORCH_BENCH_PDF_FONT` says).
  */
 export function layoutInvoicePdf(invoice: InvoiceDocument, font: InvoiceTypeface = invoiceTypeface()): Promise<Buffer> {
   typeface = font;
