@@ -1,6 +1,6 @@
 /**
  * bench/invoice-pdf: invoice PDFs rendered per second at 16 concurrent
- * `GET /v1/invoices/{id}/pdf` (a 60-line, three-page invoice), and the p99 latency of a
+ * `GET /v1/invoices/{id}/pdf` (a 60-line invoice, four pages in the embedded font), and the p99 latency of a
  * `GET /v1/customers/{id}` issued alongside, against the same GET on the same service with
  * nothing else to do, in the same run. Prints the ratio loaded/idle p99 (goal: at most 5), the
  * service's RSS and the load average. Every response is checked (200; a PDF starts `%PDF`).
@@ -10,6 +10,12 @@
  * A closed loop as fast as it goes would saturate the service by itself, and "idle" would then
  * mean "busy with GETs". The idle figure is taken before and again after the PDF load; the
  * ratio is against the one before, the one after shows how much the machine moved meanwhile.
+ *
+ *
+ * Each dialect runs twice, once per font of `BENCH_PDF_FONTS` (default `dejavu,helvetica`): the
+ * embedded DejaVu Sans Condensed the service uses, then the built-in Helvetica it used before
+ * (`PAYORCH_BENCH_PDF_FONT=helvetica`, set only here), and prints the ratio of the PDFs' p99
+ * (goal: at most 1.5).
  *
  *   npm run bench:invoice-pdf                      # PostgreSQL
  *   BENCH_DB=sqlite BENCH_SECONDS=15 npm run bench:invoice-pdf
@@ -30,6 +36,8 @@ const PROBE_CONNECTIONS = Number(process.env.BENCH_PROBE_CONNECTIONS ?? 4);
 const PROBE_PAUSE_MS = Number(process.env.BENCH_PROBE_PAUSE_MS ?? 10);
 const LINES = Number(process.env.BENCH_INVOICE_LINES ?? 60);
 const GOAL = 5;
+const FONTS = (process.env.BENCH_PDF_FONTS ?? 'dejavu,helvetica').split(',');
+const FONT_GOAL = 1.5;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -104,10 +112,10 @@ interface Result {
   invoice: { number: string; lines: number; pages: number; bytes: number };
 }
 
-async function benchDialect(dialect: string): Promise<Result> {
+async function benchDialect(dialect: string, font: string): Promise<Result> {
   const dir = benchTempDir('invoice-pdf');
   const db = await freshDatabase(dialect, dir);
-  const service = await startService(db.url, dir);
+  const service = await startService(db.url, dir, font === 'helvetica' ? { PAYORCH_BENCH_PDF_FONT: 'helvetica' } : {});
   try {
     const idleRss = rssMb(service.pid);
     const auth = { authorization: `Bearer ${service.testKey}` };
@@ -181,25 +189,35 @@ async function main(): Promise<void> {
   );
   process.stdout.write(`load average at start: ${loadAverage()}\n`);
   for (const dialect of dialects) {
-    const r = await benchDialect(dialect);
-    process.stdout.write(`\n${dialect}: invoice ${r.invoice.number}, ${r.invoice.lines} lines, ${r.invoice.pages} pages, ${(r.invoice.bytes / 1024).toFixed(0)} KiB\n`);
-    const p = r.pdf;
-    process.stdout.write(
+    const pdfP99: Record<string, number> = {};
+    for (const font of FONTS) {
+      const r = await benchDialect(dialect, font);
+      pdfP99[font] = r.pdf.p99;
+      process.stdout.write(`\n${dialect}, ${font}: invoice ${r.invoice.number}, ${r.invoice.lines} lines, ${r.invoice.pages} pages, ${(r.invoice.bytes / 1024).toFixed(1)} KiB\n`);
+      const p = r.pdf;
+      process.stdout.write(
       `  PDFs at ${PDF_CONNECTIONS} connections         ${p.perSecond.toFixed(1).padStart(5)} PDFs/s  p50 ${String(p.p50).padStart(5)} ms   p99 ${String(p.p99).padStart(5)} ms` +
         `   (${p.pdfs} PDFs${p.bad || p.errors || p.timeouts ? `; NOT A PDF: ${p.bad}, socket errors ${p.errors}, timeouts ${p.timeouts}; e.g. ${p.samples.join(' | ')}` : ', all 200 %PDF'})\n`,
-    );
-    process.stdout.write(probeLine('GET customer, idle', r.idle));
-    process.stdout.write(probeLine('GET customer, alongside the PDFs', r.loaded));
-    process.stdout.write(probeLine('GET customer, idle again after', r.idleAfter));
-    const ratio = r.loaded.p99 / r.idle.p99;
-    process.stdout.write(
+      );
+      process.stdout.write(probeLine('GET customer, idle', r.idle));
+      process.stdout.write(probeLine('GET customer, alongside the PDFs', r.loaded));
+      process.stdout.write(probeLine('GET customer, idle again after', r.idleAfter));
+      const ratio = r.loaded.p99 / r.idle.p99;
+      process.stdout.write(
       `  ratio of p99 (loaded/idle): ${ratio.toFixed(1)}× (goal ≤ ${GOAL}×: ${ratio <= GOAL ? 'met' : 'NOT met'}); against the idle figure after: ${(r.loaded.p99 / r.idleAfter.p99).toFixed(1)}×\n`,
-    );
-    process.stdout.write(
+      );
+      process.stdout.write(
       `  service RSS: idle ${mb(r.idleRss)}; under the PDF load peak ${mb(r.loadedRss.peak)}, end ${mb(r.loadedRss.end)}; ` +
         `every 5 s from the warm-up on: ${r.loadedRss.trace.map((n) => n.toFixed(0)).join(' ')} MB\n`,
-    );
-    process.stdout.write(`  load average after ${dialect}: ${loadAverage()}\n`);
+      );
+      process.stdout.write(`  load average after ${dialect}, ${font}: ${loadAverage()}\n`);
+    }
+    if (pdfP99.dejavu !== undefined && pdfP99.helvetica !== undefined) {
+      const ratio = pdfP99.dejavu / pdfP99.helvetica;
+      process.stdout.write(
+        `\n${dialect}: PDF p99 with the embedded font ${pdfP99.dejavu} ms against Helvetica's ${pdfP99.helvetica} ms: ${ratio.toFixed(2)}× (goal ≤ ${FONT_GOAL}×: ${ratio <= FONT_GOAL ? 'met' : 'NOT met'})\n`,
+      );
+    }
   }
 }
 

@@ -4,14 +4,31 @@ import type { InvoiceDocument } from './invoice-document';
 import { formatInvoiceDate, formatMoney, formatQuantity, invoiceLabels, invoiceLanguage, type InvoiceLabels } from './invoice-i18n';
 import { addressLines, taxIdLabel } from './invoice-i18n';
 import { formatTaxPercentage, invoiceTaxLabels } from './invoice-tax-i18n';
+import { dejaVuCanDraw, FONT, FONT_BOLD, forDejaVu, invoiceTypeface, useInvoiceFonts, type InvoiceTypeface } from './invoice-pdf.fonts';
 
 /*
- * The invoice PDF drawn with pdfkit's built-in Helvetica. Its standard fonts encode text as
- * WinAnsi (Latin-1 plus €, „, –, Œ …), which covers every label and amount in en, de and fr; a
- * character outside it is transliterated (Č → C) or shown as `?`, and a currency symbol outside
- * it gives way to the ISO code (`KRW 1,200`). Embedding a Unicode font would lift that at the
- * price of a font file in the repository and larger PDFs.
+ * The invoice PDF, set in DejaVu Sans Condensed embedded in the file (invoice-pdf.fonts.ts): names,
+ * addresses and descriptions print as typed in Latin, Greek and Cyrillic, and a character the
+ * font lacks (Chinese, Japanese, Korean …) shows as a box while the PDF's text keeps it.
+ *
+ * Every text call takes its text through `printable`. For the benchmark's baseline
+ * (`PAYORCH_BENCH_PDF_FONT=helvetica`) the layout still runs on pdfkit's built-in Helvetica,
+ * whose WinAnsi encoding (Latin-1 plus €, „, –, Œ …) needs the text transliterated (Č → C) or
+ * `?`, and a currency symbol outside it replaced by the ISO code (`KRW 1,200`).
  */
+
+// The typeface of the PDF being drawn: drawing is synchronous, one PDF at a time per thread.
+let typeface: InvoiceTypeface = 'dejavu';
+
+/** `text` as the current PDF's font draws it. */
+function printable(text: string): string {
+  return typeface === 'helvetica' ? winAnsiText(text) : forDejaVu(text);
+}
+
+/** Whether the current PDF's font draws every character of `text` (a currency sign). */
+function canShow(text: string): boolean {
+  return typeface === 'helvetica' ? canDrawWinAnsi(text) : dejaVuCanDraw(text);
+}
 
 // Code points 0x80–0x9F of WinAnsi, by Unicode code point (the rest of WinAnsi is Latin-1).
 const WIN_ANSI_EXTRA = new Set([
@@ -54,8 +71,8 @@ export function canDrawWinAnsi(text: string): boolean {
   return true;
 }
 
-/** `text` as Helvetica can draw it: stand-ins, then accents dropped, then `?`. Newlines are kept. */
-export function toWinAnsi(text: string): string {
+/** `text` as Helvetica can draw it (the baseline): stand-ins, then accents dropped, then `?`. Newlines are kept. */
+export function winAnsiText(text: string): string {
   let out = '';
   for (const char of text) {
     const codePoint = char.codePointAt(0)!;
@@ -82,8 +99,6 @@ const BOTTOM = A4.height - MARGIN;
 const CELL_PAD_X = 5;
 const CELL_PAD_Y = 6;
 
-const FONT = 'Helvetica';
-const FONT_BOLD = 'Helvetica-Bold';
 const INK = '#1f2328';
 const MUTED = '#5f6873';
 const RULE = '#d0d7de';
@@ -109,14 +124,20 @@ function columnX(index: number): number {
 
 type Pdf = PDFKit.PDFDocument;
 
-/** Renders the snapshot to PDF bytes; the same snapshot always gives the same bytes. */
-export function layoutInvoicePdf(invoice: InvoiceDocument): Promise<Buffer> {
+/**
+ * Renders the snapshot to PDF bytes; the same snapshot always gives the same bytes. `font` is for
+ * the benchmark's baseline only (default: DejaVu Sans Condensed, or what `PAYORCH_BENCH_PDF_FONT` says).
+ */
+export function layoutInvoicePdf(invoice: InvoiceDocument, font: InvoiceTypeface = invoiceTypeface()): Promise<Buffer> {
+  typeface = font;
   const labels = invoiceLabels(invoice.locale);
   const createdAt = new Date(invoice.createdAt);
   const pdf = new PDFDocument({
     size: 'A4',
     margin: MARGIN,
     bufferPages: true,
+    // No default font (pdfkit would load Helvetica): the faces are registered below.
+    font: null as unknown as string,
     // Nothing from the time of rendering: both dates are the invoice's.
     info: {
       Title: `${labels.invoice} ${invoice.number}`,
@@ -136,6 +157,7 @@ export function layoutInvoicePdf(invoice: InvoiceDocument): Promise<Buffer> {
   const internals = pdf as unknown as { _id: Uint8Array };
   if (!(internals._id instanceof Uint8Array)) throw new Error('pdfkit no longer keeps the document id in _id');
   internals._id = createHash('md5').update(`payorch invoice ${invoice.id}`).digest();
+  useInvoiceFonts(pdf, typeface);
 
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
@@ -145,7 +167,7 @@ export function layoutInvoicePdf(invoice: InvoiceDocument): Promise<Buffer> {
   });
 
   const money = (amount: number) =>
-    toWinAnsi(formatMoney(amount, invoice.currency, invoice.locale, { canShow: canDrawWinAnsi }));
+    printable(formatMoney(amount, invoice.currency, invoice.locale, { canShow }));
 
   // The stamp goes on each page before its content, so the text is drawn over it, not under it.
   if (invoice.status !== 'sent') {
@@ -163,7 +185,7 @@ export function layoutInvoicePdf(invoice: InvoiceDocument): Promise<Buffer> {
   const range = pdf.bufferedPageRange();
   for (let i = range.start; i < range.start + range.count; i++) {
     pdf.switchToPage(i);
-    drawFooter(pdf, `${toWinAnsi(invoice.number)}  ·  ${labels.page(i - range.start + 1, range.count)}`);
+    drawFooter(pdf, `${printable(invoice.number)}  ·  ${labels.page(i - range.start + 1, range.count)}`);
   }
   pdf.end();
   return done;
@@ -174,16 +196,16 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
   const titleWidth = 190;
   const nameWidth = CONTENT_WIDTH - titleWidth - 20;
   pdf.font(FONT_BOLD).fontSize(18).fillColor(INK);
-  pdf.text(toWinAnsi(invoice.merchant.name), MARGIN, MARGIN, { width: nameWidth });
+  pdf.text(printable(invoice.merchant.name), MARGIN, MARGIN, { width: nameWidth });
   const nameBottom = drawSellerDetails(pdf, invoice, labels, nameWidth);
 
   pdf.font(FONT_BOLD).fontSize(22).fillColor(INK);
-  pdf.text(toWinAnsi(labels.invoice.toUpperCase()), A4.width - MARGIN - titleWidth, MARGIN - 2, { width: titleWidth, align: 'right' });
+  pdf.text(printable(labels.invoice.toUpperCase()), A4.width - MARGIN - titleWidth, MARGIN - 2, { width: titleWidth, align: 'right' });
   let titleBottom = pdf.y;
   if (invoice.status !== 'sent') {
     // The stamp across the page is turned, which text extraction reads letter by letter; this
     // badge says the same in a line a reader, a search or a screen reader gets whole.
-    const word = toWinAnsi(labels.stamp[invoice.status]);
+    const word = printable(labels.stamp[invoice.status]);
     pdf.font(FONT_BOLD).fontSize(9);
     const badgeWidth = pdf.widthOfString(word) + 16;
     const badgeX = A4.width - MARGIN - badgeWidth;
@@ -195,7 +217,7 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
   }
   if (!invoice.livemode) {
     pdf.font(FONT).fontSize(8).fillColor('#bc4c00');
-    pdf.text(toWinAnsi(labels.testMode), A4.width - MARGIN - titleWidth, titleBottom + 4, { width: titleWidth, align: 'right' });
+    pdf.text(printable(labels.testMode), A4.width - MARGIN - titleWidth, titleBottom + 4, { width: titleWidth, align: 'right' });
     titleBottom = pdf.y;
   }
 
@@ -204,14 +226,14 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
   // Left: who the invoice is for.
   const leftWidth = 230;
   pdf.font(FONT_BOLD).fontSize(8).fillColor(MUTED);
-  pdf.text(toWinAnsi(labels.billTo.toUpperCase()), MARGIN, top, { width: leftWidth, characterSpacing: 0.5 });
+  pdf.text(printable(labels.billTo.toUpperCase()), MARGIN, top, { width: leftWidth, characterSpacing: 0.5 });
   pdf.moveDown(0.3);
   if (invoice.customer.name) {
     pdf.font(FONT_BOLD).fontSize(10).fillColor(INK);
-    pdf.text(toWinAnsi(invoice.customer.name), MARGIN, pdf.y, { width: leftWidth });
+    pdf.text(printable(invoice.customer.name), MARGIN, pdf.y, { width: leftWidth });
   }
   pdf.font(FONT).fontSize(10).fillColor(INK);
-  pdf.text(toWinAnsi(invoice.customer.email), MARGIN, pdf.y, { width: leftWidth });
+  pdf.text(printable(invoice.customer.email), MARGIN, pdf.y, { width: leftWidth });
   drawBuyerDetails(pdf, invoice, labels, leftWidth);
   const leftBottom = pdf.y;
 
@@ -228,15 +250,15 @@ function drawHeading(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels):
   let rowY = top;
   for (const [label, value] of rows) {
     pdf.font(FONT).fontSize(9).fillColor(MUTED);
-    pdf.text(toWinAnsi(label), blockX, rowY, { width: labelWidth });
+    pdf.text(printable(label), blockX, rowY, { width: labelWidth });
     const labelBottom = pdf.y;
     pdf.font(FONT_BOLD).fontSize(9).fillColor(INK);
-    pdf.text(toWinAnsi(value), blockX + labelWidth, rowY, { width: blockWidth - labelWidth, align: 'right' });
+    pdf.text(printable(value), blockX + labelWidth, rowY, { width: blockWidth - labelWidth, align: 'right' });
     rowY = Math.max(labelBottom, pdf.y) + 4;
   }
   if (invoice.status === 'paid' && invoice.paidOutOfBand) {
     pdf.font(FONT).fontSize(8).fillColor(MUTED);
-    pdf.text(toWinAnsi(labels.paidOutOfBand), blockX, rowY, { width: blockWidth, align: 'right' });
+    pdf.text(printable(labels.paidOutOfBand), blockX, rowY, { width: blockWidth, align: 'right' });
     rowY = pdf.y + 4;
   }
   pdf.fillColor(INK);
@@ -254,7 +276,7 @@ function drawSellerDetails(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLa
   if (supportEmail) lines.push(`${labels.contact}${labels.separator}${supportEmail}`);
   if (lines.length === 0) return pdf.y;
   pdf.font(FONT).fontSize(9).fillColor(MUTED);
-  pdf.text(toWinAnsi(lines.join('\n')), MARGIN, pdf.y + 4, { width, lineGap: 1 });
+  pdf.text(printable(lines.join('\n')), MARGIN, pdf.y + 4, { width, lineGap: 1 });
   pdf.fillColor(INK);
   return pdf.y;
 }
@@ -266,17 +288,17 @@ function drawBuyerDetails(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLab
   for (const id of taxIds ?? []) lines.push(`${taxIdLabel(id.type, id.value, invoice.locale)}${labels.separator}${id.value}`);
   if (lines.length === 0) return;
   pdf.font(FONT).fontSize(10).fillColor(INK);
-  pdf.text(toWinAnsi(lines.join('\n')), MARGIN, pdf.y, { width });
+  pdf.text(printable(lines.join('\n')), MARGIN, pdf.y, { width });
 }
 
 function drawTableHeader(pdf: Pdf, labels: InvoiceLabels, y: number): number {
   const titles = [labels.description, labels.quantity, labels.unitPrice, labels.amount];
   pdf.font(FONT_BOLD).fontSize(8);
-  const height = Math.max(...COLUMNS.map((c, i) => pdf.heightOfString(toWinAnsi(titles[i]), { width: c.width - 2 * CELL_PAD_X }))) + 2 * CELL_PAD_Y;
+  const height = Math.max(...COLUMNS.map((c, i) => pdf.heightOfString(printable(titles[i]), { width: c.width - 2 * CELL_PAD_X }))) + 2 * CELL_PAD_Y;
   pdf.rect(MARGIN, y, CONTENT_WIDTH, height).fill(HEADER_FILL);
   pdf.fillColor(MUTED);
   COLUMNS.forEach((c, i) => {
-    pdf.text(toWinAnsi(titles[i]), columnX(i) + CELL_PAD_X, y + CELL_PAD_Y, { width: c.width - 2 * CELL_PAD_X, align: c.align });
+    pdf.text(printable(titles[i]), columnX(i) + CELL_PAD_X, y + CELL_PAD_Y, { width: c.width - 2 * CELL_PAD_X, align: c.align });
   });
   pdf.fillColor(INK);
   return y + height;
@@ -334,9 +356,9 @@ function drawLineItems(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels
   const pageRoom = BOTTOM - (MARGIN + 24);
   for (const item of invoice.lineItems) {
     const cells: RowCells = {
-      description: toWinAnsi(item.description),
+      description: printable(item.description),
       period: periodText(item.periodStart, item.periodEnd, invoice.locale),
-      quantity: toWinAnsi(formatQuantity(item.quantity, invoice.locale)),
+      quantity: printable(formatQuantity(item.quantity, invoice.locale)),
       unitPrice: money(item.unitAmount),
       amount: money(item.amount),
     };
@@ -369,7 +391,7 @@ function fitFigure(pdf: Pdf, text: string, x: number, y: number, width: number, 
 function periodText(start: string | null, end: string | null, locale: string): string | null {
   if (!start && !end) return null;
   const parts = [start, end].map((d) => (d ? formatInvoiceDate(d, locale) : ''));
-  return toWinAnsi(`${parts[0]} – ${parts[1]}`.trim());
+  return printable(`${parts[0]} – ${parts[1]}`.trim());
 }
 
 /** Subtotal, total, paid and due, flush with the amount column; kept together on one page. */
@@ -397,7 +419,7 @@ function drawTotals(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, m
       y += 5;
     }
     pdf.font(row.strong ? FONT_BOLD : FONT).fontSize(row.strong ? 10 : 9).fillColor(row.strong ? INK : MUTED);
-    pdf.text(toWinAnsi(row.label), blockX, y, { width: labelWidth - 8 });
+    pdf.text(printable(row.label), blockX, y, { width: labelWidth - 8 });
     const labelBottom = pdf.y;
     pdf.fillColor(INK);
     fitFigure(pdf, row.value, MARGIN + CONTENT_WIDTH - valueWidth, y, valueWidth - CELL_PAD_X, row.strong ? 10 : 9);
@@ -432,7 +454,7 @@ function drawTaxNotice(pdf: Pdf, invoice: InvoiceDocument, top: number): number 
     y = MARGIN;
   }
   pdf.font(FONT_BOLD).fontSize(9).fillColor(INK);
-  pdf.text(toWinAnsi(invoiceTaxLabels(invoice.locale).reverseCharge), MARGIN, y, { width: CONTENT_WIDTH });
+  pdf.text(printable(invoiceTaxLabels(invoice.locale).reverseCharge), MARGIN, y, { width: CONTENT_WIDTH });
   return pdf.y;
 }
 
@@ -444,11 +466,11 @@ function drawMemo(pdf: Pdf, invoice: InvoiceDocument, labels: InvoiceLabels, top
     y = MARGIN;
   }
   pdf.font(FONT_BOLD).fontSize(8).fillColor(MUTED);
-  pdf.text(toWinAnsi(labels.memo.toUpperCase()), MARGIN, y, { width: CONTENT_WIDTH, characterSpacing: 0.5 });
+  pdf.text(printable(labels.memo.toUpperCase()), MARGIN, y, { width: CONTENT_WIDTH, characterSpacing: 0.5 });
   pdf.moveDown(0.3);
   pdf.font(FONT).fontSize(9).fillColor(INK);
   // A memo longer than the page flows onto new pages (pdfkit adds them within the margins).
-  pdf.text(toWinAnsi(invoice.memo), MARGIN, pdf.y, { width: CONTENT_WIDTH });
+  pdf.text(printable(invoice.memo), MARGIN, pdf.y, { width: CONTENT_WIDTH });
 }
 
 /** The status across the page, under its content: large, turned, faint. */
@@ -458,7 +480,7 @@ function drawStamp(pdf: Pdf, text: string, color: string): void {
   const fontState = pdf as unknown as { _font: unknown; _fontSize: number };
   const { _font: font, _fontSize: fontSize } = fontState;
   const { x, y } = pdf;
-  const word = toWinAnsi(text);
+  const word = printable(text);
   pdf.font(FONT_BOLD).fontSize(100);
   const size = Math.min(100, (100 * 380) / pdf.widthOfString(word));
   pdf.fontSize(size);
