@@ -18,7 +18,7 @@ describe('CustomerService.create', () => {
     expect(customer).toEqual({
       id: expect.stringMatching(/^cus_/), object: 'customer', livemode: false, email: 'Jane@Example.com', name: 'Jane', country: 'DE',
       phone: '+49 30 123456', defaultPaymentMethodId: null, testClockId: null, locale: 'en', metadata: { plan: 'gold' }, creditBalance: {},
-      createdAt: '2026-11-02T08:00:00.000Z', updatedAt: '2026-11-02T08:00:00.000Z',
+      address: null, taxIds: [], taxExempt: 'none', createdAt: '2026-11-02T08:00:00.000Z', updatedAt: '2026-11-02T08:00:00.000Z',
     });
     expect(await h.services.customers.retrieve(ctx, customer.id)).toEqual(customer);
   });
