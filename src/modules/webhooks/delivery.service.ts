@@ -2,7 +2,7 @@ import type net from 'node:net';
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import type { Params } from '../../db/params';
-import type { Clock } from '../../core/clock';
+import { systemClock, type Clock } from '../../core/clock';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
 import { notFound } from '../../core/errors';
@@ -13,7 +13,7 @@ import { requireEventTypePermission, type BatchedEvent } from '../events/event.s
 import { findEvent, type ApiEvent } from '../events/event.store';
 import type { RetrySchedule } from '../../core/backoff';
 import { deliverWebhook, type DeliveryOutcome } from './http-delivery';
-import { buildDeliveryHeaders, type SigningSecrets } from './signature';
+import { buildDeliveryHeaders, unixSeconds, type SigningSecrets } from './signature';
 import type { WebhookEndpointService } from './endpoint.service';
 import { WILDCARD, listAttemptsInput, resendInput } from './webhook.inputs';
 import { WebhookStore, type ClaimedDelivery, type DeliveryStatus, type WebhookAttempt } from './webhook.store';
@@ -49,6 +49,11 @@ export interface DeliveryServiceOptions {
   /** Deliveries in flight per process, and per endpoint. */
   concurrency: number;
   perEndpointConcurrency: number;
+  /**
+   * Where `webhook-timestamp` is read: wall time (systemClock), never the business Clock, since
+   * receivers hold it against their own clocks. Tests shift it to send stale timestamps.
+   */
+  signingClock?: Clock;
 }
 
 const MAX_ERROR = 255;
@@ -192,7 +197,7 @@ export class WebhookDeliveryService {
       outcome = await deliverWebhook({
         url: c.endpoint.url,
         body: c.payload,
-        headers: buildDeliveryHeaders(secrets, c.payload, c.eventId, c.attempt),
+        headers: buildDeliveryHeaders(secrets, c.payload, c.eventId, c.attempt, unixSeconds((this.options.signingClock ?? systemClock).now())),
         timeoutMs: this.options.timeoutMs,
         livemode: c.mode === 'live',
         allowPrivate: this.options.allowPrivate,
