@@ -534,6 +534,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhook-endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send the endpoint a signed ping event */
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/checkout-sessions": {
         parameters: {
             query?: never;
@@ -1599,6 +1616,21 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        WebhookEndpointTest: {
+            /** @constant */
+            object: "webhook_endpoint_test";
+            endpointId: string;
+            /** @description The ping's id (its webhook-id); not an event row: GET /v1/events does not list it. */
+            eventId: string;
+            /** @constant */
+            eventType: "ping";
+            deliveryId: string;
+            /**
+             * @description Queued; its one attempt shows in GET /v1/webhook-endpoints/{id}/deliveries?eventId=.
+             * @constant
+             */
+            status: "pending";
+        };
         CheckoutSession: {
             id: string;
             /** @constant */
@@ -2170,6 +2202,7 @@ export interface components {
             /** @default 86400 */
             overlapSeconds?: number;
         };
+        TestWebhookEndpointRequest: Record<string, never>;
         CreateCheckoutSessionRequest: {
             /** @enum {string} */
             mode: "payment" | "setup" | "subscription";
@@ -2502,6 +2535,11 @@ export interface components {
         WebhookDeliveryAttemptList: {
             data: components["schemas"]["WebhookDeliveryAttempt"][];
             meta: components["schemas"]["ListMeta"];
+            error: null;
+        };
+        /** @description One WebhookEndpointTest in the success envelope */
+        WebhookEndpointTestResponse: {
+            data: components["schemas"]["WebhookEndpointTest"];
             error: null;
         };
         /** @description One CheckoutSession in the success envelope */
@@ -3496,6 +3534,8 @@ export interface operations {
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
                 type?: string;
+                createdAfter?: string;
+                createdBefore?: string;
             };
             header?: never;
             path?: never;
@@ -5157,6 +5197,57 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same request answers the first answer again (with `Idempotent-Replayed: true`); with a different request, 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["TestWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointTestResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `idempotency_key_reused`, `idempotency_key_in_use` */
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
+            422: components["responses"]["UnprocessableContent"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -14,7 +14,7 @@ import { taxRateSchema } from '../src/modules/tax-rates/tax-rate.schemas';
 import { gatewayTransactionSchema, paymentMethodSchema, paymentSchema, refundSchema } from '../src/modules/payments/payment.schemas';
 import { routingDecisionSchema, routingSchema } from '../src/modules/routing/routing.schemas';
 import { prorationPreviewSchema, subscriptionSchema, testClockSchema, upcomingInvoiceSchema } from '../src/modules/subscriptions/subscription.schemas';
-import { deletedWebhookEndpointSchema, eventResendSchema, webhookAttemptSchema, webhookEndpointSchema } from '../src/modules/webhooks/webhook.schemas';
+import { deletedWebhookEndpointSchema, eventResendSchema, webhookAttemptSchema, webhookEndpointSchema, webhookEndpointTestSchema } from '../src/modules/webhooks/webhook.schemas';
 
 /**
  * One example of each response object, shown in the OpenAPI document on every operation that
@@ -155,6 +155,10 @@ example(webhookAttemptSchema, {
 });
 
 example(eventResendSchema, { object: 'event_resend', eventId: ids.event, deliveriesQueued: 1 });
+
+example(webhookEndpointTestSchema, {
+  object: 'webhook_endpoint_test', endpointId: ids.endpoint, eventId: 'evt_5Pn3Tg8Wq2Yd6K', eventType: 'ping', deliveryId: ids.delivery, status: 'pending',
+});
 
 example(eventSchema, {
   id: ids.event, object: 'event', livemode: false, type: 'customer.created', createdAt: T0,

@@ -1,5 +1,5 @@
-import { createEndpointInput, listAttemptsInput, listEndpointsInput, rotateSecretInput, updateEndpointInput } from '../src/modules/webhooks/webhook.inputs';
-import { deletedWebhookEndpointSchema, webhookAttemptSchema, webhookEndpointSchema } from '../src/modules/webhooks/webhook.schemas';
+import { createEndpointInput, listAttemptsInput, listEndpointsInput, rotateSecretInput, testEndpointInput, updateEndpointInput } from '../src/modules/webhooks/webhook.inputs';
+import { deletedWebhookEndpointSchema, webhookAttemptSchema, webhookEndpointSchema, webhookEndpointTestSchema } from '../src/modules/webhooks/webhook.schemas';
 import { webhookEndpointExample } from './response-examples';
 import { route } from './route-table';
 
@@ -43,5 +43,12 @@ export const webhookRoutes = [
     method: 'GET', path: '/webhook-endpoints/{id}/deliveries', operationId: 'listWebhookDeliveryAttempts', tag: 'Webhooks', summary: "An endpoint's delivery attempts",
     permission: 'webhook_endpoints:read', query: listAttemptsInput, response: webhookAttemptSchema, errors: [],
     handle: (s, r) => s.webhooks.deliveries.attempts(r.rc, r.param('id'), r.query),
+  }),
+  // A signed `ping` to this one endpoint through the delivery loop (tried once; not an event row).
+  route.one({
+    method: 'POST', path: '/webhook-endpoints/{id}/test', operationId: 'testWebhookEndpoint', tag: 'Webhooks', summary: 'Send the endpoint a signed ping event',
+    permission: 'webhook_endpoints:write', idempotent: 'testWebhookEndpoint', body: testEndpointInput, response: webhookEndpointTestSchema, errors: ['invalid_state'],
+    example: {},
+    handle: (s, r) => s.webhooks.deliveries.sendTest(r.rc, r.param('id'), r.body, r.idem),
   }),
 ];

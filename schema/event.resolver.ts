@@ -33,6 +33,8 @@ class EventListArgs extends PageArgs(EventSortField) {
     description: `Only the events of any of these objects (at most ${OBJECT_IDS_MAX}), e.g. a payment and its refunds; empty: none. Not with objectId.`,
   })
   objectIds?: string[];
+  @Field(() => DateTime, { nullable: true, description: 'Only events created strictly after this instant.' }) createdAfter?: Date;
+  @Field(() => DateTime, { nullable: true, description: 'Only events created strictly before this instant.' }) createdBefore?: Date;
 }
 
 @Resolver(() => EventType)

@@ -5,7 +5,8 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
 import {
-  EventTypeName, WebhookDeliveryAttemptSortField, WebhookDeliveryAttemptStatus, WebhookEndpointSortField, WebhookEndpointStatus, WebhookEventSelector,
+  WebhookDeliveryAttemptSortField, WebhookDeliveryAttemptStatus, WebhookDeliveryEventType, WebhookEndpointSortField, WebhookEndpointStatus,
+  WebhookEventSelector,
 } from './types/enums';
 import type { EndpointStatus } from '../src/modules/webhooks/endpoint.service';
 import type { WebhookAttempt } from '../src/modules/webhooks/webhook.store';
@@ -42,7 +43,7 @@ class WebhookAttemptType {
   @Field(() => String) endpointId!: string;
   @Field(() => String) deliveryId!: string;
   @Field(() => String) eventId!: string;
-  @Field(() => EventTypeName) eventType!: string;
+  @Field(() => WebhookDeliveryEventType) eventType!: string;
   @Field(() => Int) attempt!: number;
   @Field(() => WebhookDeliveryAttemptStatus) status!: 'succeeded' | 'failed';
   @Field(() => Int, { nullable: true }) statusCode!: number | null;
@@ -66,6 +67,16 @@ class EventResendType {
   @Field(() => String) object!: string;
   @Field(() => String) eventId!: string;
   @Field(() => Int) deliveriesQueued!: number;
+}
+
+@ObjectType('WebhookEndpointTest', { description: 'A test ping queued for one endpoint (not an event: `events` does not list it).' })
+class WebhookEndpointTestType {
+  @Field(() => String) object!: string;
+  @Field(() => String) endpointId!: string;
+  @Field(() => ID, { description: 'The ping\'s id: its webhook-id and body id.' }) eventId!: string;
+  @Field(() => WebhookDeliveryEventType) eventType!: string;
+  @Field(() => String, { description: 'Its one attempt shows in the endpoint\'s `deliveries` (filter `eventId`).' }) deliveryId!: string;
+  @Field(() => String) status!: string;
 }
 
 @InputType('CreateWebhookEndpointInput')
@@ -138,6 +149,11 @@ export class WebhookEndpointResolver {
   @Mutation(() => EventResendType, { nullable: true })
   resendEvent(@Arg('id', () => ID) id: string, @Ctx() { services, rc, idem }: GqlContext) {
     return services.webhooks.deliveries.resend(rc, id, {}, idem);
+  }
+
+  @Mutation(() => WebhookEndpointTestType, { nullable: true, description: 'Sends the endpoint a signed `ping` (POST /v1/webhook-endpoints/{id}/test).' })
+  testWebhookEndpoint(@Arg('id', () => ID) id: string, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.webhooks.deliveries.sendTest(rc, id, {}, idem);
   }
 
   /** Batched over the endpoints of a list: one statement for the pages (and one for the totals), however many endpoints. */

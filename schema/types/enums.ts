@@ -12,7 +12,7 @@ import type { Payment } from '../../src/modules/payments/payment.service';
 import type { Refund } from '../../src/modules/payments/refund.service';
 import type { Price } from '../../src/modules/catalog/catalog.service';
 import type { EndpointStatus } from '../../src/modules/webhooks/endpoint.service';
-import type { WebhookAttempt } from '../../src/modules/webhooks/webhook.store';
+import { PING_EVENT_TYPE, type WebhookAttempt } from '../../src/modules/webhooks/webhook.store';
 import type { PendingTransaction } from '../../src/modules/payments/gateway-transaction.store';
 import { listGatewayTransactionsInput } from '../../src/modules/payments/gateway-transaction.store';
 import { EVENT_TYPES } from '../../src/modules/events/event.service';
@@ -141,6 +141,14 @@ export const EventTypeName = eventTypeScalar(
   `An event's type, exactly as REST and webhooks write it; one of: ${EVENT_TYPE_LIST}.`,
   new Set<string>(EVENT_TYPES),
   'an event type such as "payment.succeeded" (no wildcards)',
+);
+
+/** The event type of a webhook delivery attempt: an event type, or `ping` (a test delivery, never an event). */
+export const WebhookDeliveryEventType = eventTypeScalar(
+  'WebhookDeliveryEventType',
+  `The type of the event a webhook delivery carried: an event type (${EVENT_TYPE_LIST}), or "ping" for a test delivery (testWebhookEndpoint), which is no event.`,
+  new Set<string>([...EVENT_TYPES, PING_EVENT_TYPE]),
+  'an event type such as "payment.succeeded", or "ping"',
 );
 
 /** What a webhook endpoint subscribes to: an event type, or `*` (every type, those added later too). */

@@ -30,6 +30,7 @@ export const IDEMPOTENT_OPERATIONS = {
   createWebhookEndpoint: { status: 201, sensitive: true, graphqlMutation: 'createWebhookEndpoint' },
   rotateWebhookSecret: { status: 200, sensitive: true, graphqlMutation: 'rotateWebhookSecret' },
   resendEvent: { status: 200, graphqlMutation: 'resendEvent' },
+  testWebhookEndpoint: { status: 200, graphqlMutation: 'testWebhookEndpoint' },
   createCheckoutSession: { status: 201, graphqlMutation: 'createCheckoutSession' },
   expireCheckoutSession: { status: 200, graphqlMutation: 'expireCheckoutSession' },
   createPaymentLink: { status: 201, graphqlMutation: 'createPaymentLink' },

@@ -89,7 +89,7 @@ describe('webhook endpoints', () => {
       disabledReason: null,
     });
     expect(created.body.data.id).toMatch(/^we_[0-9A-Za-z]{20,}$/);
-    expect(created.body.data.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(created.body.data.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(created.body.data.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 
     const retrieved = await app.request('GET', `/v1/webhook-endpoints/${created.body.data.id}`, { key });

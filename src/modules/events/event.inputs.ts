@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { listSchema } from '../../core/pagination';
+import { createdRangeFilters } from '../../core/created-range';
 
 const type = z.string().max(64).optional();
 
-/** `GET /v1/events`: API.md lists the one filter `type`. */
-export const listEventsInput = listSchema(['createdAt'] as const, { type });
+/** `GET /v1/events`: `type`, and `createdAfter`/`createdBefore` (both exclusive). */
+export const listEventsInput = listSchema(['createdAt'] as const, { type, ...createdRangeFilters });
 
 /** The most ids `objectIds` may hold (the dashboard's payment detail asks for the payment and its newest 50 refunds). */
 export const OBJECT_IDS_MAX = 100;
@@ -19,6 +20,7 @@ const objectIdSchema = (name: string) =>
  */
 export const listObjectEventsInput = listSchema(['createdAt'] as const, {
   type,
+  ...createdRangeFilters,
   objectId: objectIdSchema('objectId').optional(),
   objectIds: z
     .array(objectIdSchema('each id'), { error: 'objectIds must be a list of ids' })

@@ -139,15 +139,18 @@ export class EventStore {
   /**
    * A page of events; `types`, when given, are the only types listed (and counted); `objectId`:
    * only the events of that object (`data.object.id`, events_object_idx); `objectIds`: of any of
-   * those objects (none for an empty list).
+   * those objects (none for an empty list); `createdAfter`/`createdBefore`: strictly between.
    */
   list<O extends ListOptions = Counted>(
     scope: Scope,
-    input: { type?: string; objectId?: string; objectIds?: string[]; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
+    input: { type?: string; objectId?: string; objectIds?: string[]; createdAfter?: Date; createdBefore?: Date; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
     types: string[] | null = null,
     options?: O,
   ): Promise<PageFor<ApiEvent, O>> {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, object_id: input.objectId, type: input.type });
+    // A range of events_list_idx (or events_type_idx, events_object_idx): (account_id, mode[, type | object_id], created_at, id).
+    if (input.createdAfter !== undefined) filter.raw((param) => `created_at > ${param(input.createdAfter)}`);
+    if (input.createdBefore !== undefined) filter.raw((param) => `created_at < ${param(input.createdBefore)}`);
     const objectIds = input.objectIds;
     if (objectIds !== undefined) filter.raw((param) => this.db.inJsonList('object_id', param(this.db.jsonParam([...new Set(objectIds)]))));
     // One JSON parameter whatever the number of types, an index condition (see Database.inJsonList).

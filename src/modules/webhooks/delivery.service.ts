@@ -2,10 +2,11 @@ import type net from 'node:net';
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import type { Params } from '../../db/params';
-import type { Clock } from '../../core/clock';
+import { systemClock, type Clock } from '../../core/clock';
 import type { RequestContext } from '../../core/context';
 import { requirePermission } from '../../core/context';
-import { notFound } from '../../core/errors';
+import { DomainError, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
 import { parseInput } from '../../core/validation';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
@@ -13,10 +14,10 @@ import { requireEventTypePermission, type BatchedEvent } from '../events/event.s
 import { findEvent, type ApiEvent } from '../events/event.store';
 import type { RetrySchedule } from '../../core/backoff';
 import { deliverWebhook, type DeliveryOutcome } from './http-delivery';
-import { buildDeliveryHeaders, type SigningSecrets } from './signature';
+import { buildDeliveryHeaders, unixSeconds, type SigningSecrets } from './signature';
 import type { WebhookEndpointService } from './endpoint.service';
-import { WILDCARD, listAttemptsInput, resendInput } from './webhook.inputs';
-import { WebhookStore, type ClaimedDelivery, type DeliveryStatus, type WebhookAttempt } from './webhook.store';
+import { WILDCARD, listAttemptsInput, resendInput, testEndpointInput } from './webhook.inputs';
+import { PING_EVENT_TYPE, WebhookStore, type ClaimedDelivery, type DeliveryStatus, type WebhookAttempt } from './webhook.store';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
@@ -25,6 +26,18 @@ export interface ResendResult {
   object: 'event_resend';
   eventId: string;
   deliveriesQueued: number;
+}
+
+/** The answer of `POST /v1/webhook-endpoints/{id}/test`: the ping queued for the endpoint. */
+export interface EndpointTestResult {
+  object: 'webhook_endpoint_test';
+  endpointId: string;
+  /** The ping's id: its `webhook-id`, `X-Service-Event-Id` and body `id` (not an event row). */
+  eventId: string;
+  eventType: 'ping';
+  /** The delivery; its attempt shows in `GET /v1/webhook-endpoints/{id}/deliveries?eventId=`. */
+  deliveryId: string;
+  status: 'pending';
 }
 
 export interface DeliveryResult {
@@ -49,6 +62,11 @@ export interface DeliveryServiceOptions {
   /** Deliveries in flight per process, and per endpoint. */
   concurrency: number;
   perEndpointConcurrency: number;
+  /**
+   * Where `webhook-timestamp` is read: wall time (systemClock), never the business Clock, since
+   * receivers hold it against their own clocks. Tests shift it to send stale timestamps.
+   */
+  signingClock?: Clock;
 }
 
 const MAX_ERROR = 255;
@@ -107,6 +125,37 @@ export class WebhookDeliveryService {
       return this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.resendEvent, queue);
     });
     if (result.deliveriesQueued > 0) this.wake();
+    return result;
+  }
+
+  /**
+   * `POST /v1/webhook-endpoints/{id}/test`: queues a `ping` for this one endpoint, sent by the
+   * delivery loop like any event (signed the same way) but tried once. The ping is no event row:
+   * it stays out of `GET /v1/events`, exports and the events stream, and cannot be resent. Its
+   * `data.object` is the endpoint as the API shows it. A disabled endpoint is refused (422
+   * invalid_state): it sends nothing until it is enabled.
+   */
+  async sendTest(ctx: RequestContext, endpointId: string, input: unknown, idem?: IdempotencyKey): Promise<EndpointTestResult> {
+    requirePermission(ctx, 'webhook_endpoints', 'write');
+    parseInput(testEndpointInput, input);
+    const endpoint = await this.endpoints.retrieve(ctx, endpointId);
+    if (endpoint.status !== 'enabled') {
+      throw new DomainError('invalid_state', `Webhook endpoint ${endpointId} is disabled; enable it to send it a test event`);
+    }
+    const now = this.clock.now();
+    const event: ApiEvent = {
+      id: newId('evt'), object: 'event', type: PING_EVENT_TYPE, createdAt: now.toISOString(), livemode: ctx.mode === 'live', data: { object: { ...endpoint } },
+    };
+    const result = await this.db.transaction((t) => {
+      const queue = async (): Promise<EndpointTestResult> => {
+        const deliveryId = await this.store.insertPing(t, { accountId: ctx.accountId, mode: ctx.mode }, endpointId, event, now);
+        // Deleted or disabled since it was read.
+        if (deliveryId === null) throw new DomainError('invalid_state', `Webhook endpoint ${endpointId} is disabled or deleted; nothing was sent`);
+        return { object: 'webhook_endpoint_test', endpointId, eventId: event.id, eventType: PING_EVENT_TYPE, deliveryId, status: 'pending' };
+      };
+      return this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.testWebhookEndpoint, queue);
+    });
+    this.wake();
     return result;
   }
 
@@ -171,7 +220,7 @@ export class WebhookDeliveryService {
       ? { status: 'abandoned', reason: 'endpoint deleted' }
       : c.endpoint.status !== 'enabled'
         ? { status: 'held', reason: 'endpoint disabled' }
-        : !c.endpoint.events.includes(WILDCARD) && !c.endpoint.events.includes(c.eventType)
+        : c.eventType !== PING_EVENT_TYPE && !c.endpoint.events.includes(WILDCARD) && !c.endpoint.events.includes(c.eventType)
           ? { status: 'abandoned', reason: 'endpoint no longer subscribed to this event type' }
           : null;
     if (unsent) {
@@ -192,7 +241,7 @@ export class WebhookDeliveryService {
       outcome = await deliverWebhook({
         url: c.endpoint.url,
         body: c.payload,
-        headers: buildDeliveryHeaders(secrets, c.payload, c.eventId, c.attempt),
+        headers: buildDeliveryHeaders(secrets, c.payload, c.eventId, c.attempt, unixSeconds((this.options.signingClock ?? systemClock).now())),
         timeoutMs: this.options.timeoutMs,
         livemode: c.mode === 'live',
         allowPrivate: this.options.allowPrivate,
@@ -216,7 +265,8 @@ export class WebhookDeliveryService {
     if (outcome.delivered) status = 'delivered';
     else {
       // A 410 is retried like any failure: the endpoint is disabled only once 410s persist (disableGone).
-      nextAttemptAt = this.options.retry.nextAttemptAt(c.attempt, c.firstAttemptAt, now, outcome.retryAfterMs);
+      // A test ping is tried once: its answer is what the caller wanted to see.
+      nextAttemptAt = c.eventType === PING_EVENT_TYPE ? null : this.options.retry.nextAttemptAt(c.attempt, c.firstAttemptAt, now, outcome.retryAfterMs);
       status = nextAttemptAt ? 'pending' : 'failed';
     }
     const error = outcome.error ? outcome.error.slice(0, MAX_ERROR) : null;

@@ -37,6 +37,8 @@ export interface WebhookOptions {
   /** Replace DNS for registration checks and for connections (tests); the address policy still applies. */
   resolveHost?: ResolveHost;
   lookup?: net.LookupFunction;
+  /** Where `webhook-timestamp` is read (default: the system clock; tests shift it). */
+  signingClock?: Clock;
 }
 
 export interface WebhookServices {
@@ -106,6 +108,7 @@ export function createWebhookServices(deps: {
     lookup: options.lookup,
     concurrency,
     perEndpointConcurrency,
+    signingClock: options.signingClock,
   }, deps.idempotency);
 
   // The durable outbox: deliveries are written in the same transaction as the event.

@@ -64,3 +64,6 @@ export const listAttemptsInput = listSchema(['createdAt'] as const, {
 });
 
 export const resendInput = z.object({}).strict();
+
+/** `POST /v1/webhook-endpoints/{id}/test` takes no fields. */
+export const testEndpointInput = z.object({}).strict();

@@ -38,3 +38,14 @@ export const webhookAttemptSchema = z
 export const eventResendSchema = z
   .object({ object: z.literal('event_resend'), eventId: z.string(), deliveriesQueued: z.number().int() })
   .meta({ id: 'EventResend' });
+
+export const webhookEndpointTestSchema = z
+  .object({
+    object: z.literal('webhook_endpoint_test'),
+    endpointId: z.string(),
+    eventId: z.string().meta({ description: "The ping's id (its webhook-id); not an event row: GET /v1/events does not list it." }),
+    eventType: z.literal('ping'),
+    deliveryId: z.string(),
+    status: z.literal('pending').meta({ description: 'Queued; its one attempt shows in GET /v1/webhook-endpoints/{id}/deliveries?eventId=.' }),
+  })
+  .meta({ id: 'WebhookEndpointTest' });

@@ -241,6 +241,12 @@ const INSERT_ATTEMPT = `INSERT INTO webhook_attempts (id, account_id, mode, endp
 const RELEASE_UNSENT = `UPDATE webhook_deliveries SET status = $1, attempts = attempts - 1, last_error = $2, locked_until = NULL, lock_token = NULL, updated_at = $3
           WHERE id = $4 AND lock_token = $5 AND status IN ('pending', 'held')`;
 
+/**
+ * The type of a test delivery (`POST /v1/webhook-endpoints/{id}/test`): sent to the one endpoint
+ * asked for, whatever it subscribes to, tried once, and never an event row.
+ */
+export const PING_EVENT_TYPE = 'ping';
+
 /** What a delivery sends: the event as the API shows it. */
 const deliveryPayload = (event: ApiEvent): string => JSON.stringify({
   id: event.id, object: 'event', type: event.type, createdAt: event.createdAt, livemode: event.livemode, data: event.data,
@@ -283,6 +289,30 @@ export class WebhookStore {
         WHERE e.account_id = ${p.add(scope.accountId)} AND e.mode = ${p.add(scope.mode)} AND e.status = 'enabled' AND e.deleted_at IS NULL
           AND (e.events LIKE '%"*"%' OR e.events LIKE ${p.add(likePattern(`"${event.type}"`))} ESCAPE '\\')`;
     return this.db.execute(sql, p.values, t);
+  }
+
+  /**
+   * A test delivery of `event` (type ping) to one endpoint of the scope, due now, in `t`; only
+   * while the endpoint is enabled and not deleted. Its id, or null when no such endpoint.
+   */
+  async insertPing(t: Transaction, scope: Scope, endpointId: string, event: ApiEvent, now: Date): Promise<string | null> {
+    const id = `${deliveryIdPrefix()}${endpointId.slice(3)}`;
+    const p = new Params();
+    // Parameters in a SELECT list have no column to take a type from on PostgreSQL.
+    const pg = this.db.dialect === 'postgres';
+    const text = (v: string) => (pg ? p.add(v, 'text') : `CAST(${p.add(v)} AS TEXT)`);
+    const time = pg ? p.add(now, 'timestamptz') : p.add(now);
+    const inserted = await this.db.execute(
+      `INSERT INTO webhook_deliveries
+         (id, account_id, mode, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
+       SELECT ${text(id)}, e.account_id, e.mode, e.id, ${text(event.id)}, ${text(event.type)}, ${text(deliveryPayload(event))}, 'pending', 0, ${time}, ${time}, ${time}
+         FROM webhook_endpoints e
+        WHERE e.id = ${p.add(endpointId)} AND e.account_id = ${p.add(scope.accountId)} AND e.mode = ${p.add(scope.mode)}
+          AND e.status = 'enabled' AND e.deleted_at IS NULL`,
+      p.values,
+      t,
+    );
+    return inserted === 1 ? id : null;
   }
 
   /**
@@ -452,7 +482,7 @@ export class WebhookStore {
   async abandonUnsubscribed(t: Transaction, endpointId: string, events: string[], now: Date): Promise<void> {
     await WebhookDeliveryModel.update(
       { status: 'abandoned', lastError: 'endpoint no longer subscribed to this event type', updatedAt: now },
-      { where: { endpointId, status: { [Op.in]: ['pending', 'held'] }, eventType: { [Op.notIn]: events } }, transaction: t },
+      { where: { endpointId, status: { [Op.in]: ['pending', 'held'] }, eventType: { [Op.notIn]: [...events, PING_EVENT_TYPE] } }, transaction: t },
     );
   }
 

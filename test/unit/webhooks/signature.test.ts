@@ -102,10 +102,10 @@ describe('verifySignature', () => {
 });
 
 describe('generateWebhookSecret', () => {
-  it('should be whsec_ followed by 32 random bytes in base64url', () => {
+  it('should be whsec_ followed by 32 random bytes in standard base64', () => {
     const secret = generateWebhookSecret();
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
-    expect(Buffer.from(secret.slice('whsec_'.length), 'base64url')).toHaveLength(32);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
   });
 
   it('should differ on every call', () => {
@@ -116,13 +116,20 @@ describe('generateWebhookSecret', () => {
 
 describe('buildDeliveryHeaders', () => {
   it('should carry the signature, event id and attempt number', () => {
-    const headers = buildDeliveryHeaders('whsec_test', UTF8_BODY, 'evt_1', 3);
+    const headers = buildDeliveryHeaders('whsec_test', UTF8_BODY, 'evt_1', 3, 1_800_000_000);
     expect(headers).toEqual({
       [WEBHOOK_HEADERS.signature]: UTF8_SIGNATURE,
       [WEBHOOK_HEADERS.eventId]: 'evt_1',
       [WEBHOOK_HEADERS.attempt]: '3',
+      [WEBHOOK_HEADERS.webhookId]: 'evt_1',
+      [WEBHOOK_HEADERS.webhookTimestamp]: '1800000000',
+      // printf '%s' "evt_1.1800000000.$BODY" | openssl dgst -sha256 -mac HMAC -macopt hexkey:b5eb2d -binary | base64
+      // (b5eb2d: "test", the part after whsec_, read as base64).
+      [WEBHOOK_HEADERS.webhookSignature]: 'v1,WIWlu+nVkAebCB658KjoL3ON6h74DGUHRM62KcV1SwI=',
     });
-    expect(Object.keys(headers)).toEqual(['X-Service-Signature', 'X-Service-Event-Id', 'X-Service-Delivery-Attempt']);
+    expect(Object.keys(headers)).toEqual([
+      'X-Service-Signature', 'X-Service-Event-Id', 'X-Service-Delivery-Attempt', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+    ]);
   });
 });
 
@@ -136,12 +143,14 @@ describe('buildDeliveryHeaders during a secret rotation', () => {
     expect(headers[WEBHOOK_HEADERS.signatureNext]).toBe(signPayload(newSecret, UTF8_BODY));
     // The header's format never changes: exactly one lower-case hex digest.
     expect(headers[WEBHOOK_HEADERS.signature]).toMatch(/^[0-9a-f]{64}$/);
-    expect(Object.keys(headers)).toEqual(['X-Service-Signature', 'X-Service-Signature-Next', 'X-Service-Event-Id', 'X-Service-Delivery-Attempt']);
+    expect(Object.keys(headers)).toEqual([
+      'X-Service-Signature', 'X-Service-Signature-Next', 'X-Service-Event-Id', 'X-Service-Delivery-Attempt', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+    ]);
   });
 
   it('should sign with the new secret only when no old secret is in its overlap', () => {
-    const headers = buildDeliveryHeaders({ current: newSecret, previous: null }, UTF8_BODY, 'evt_1', 1);
-    expect(headers).toEqual(buildDeliveryHeaders(newSecret, UTF8_BODY, 'evt_1', 1));
+    const headers = buildDeliveryHeaders({ current: newSecret, previous: null }, UTF8_BODY, 'evt_1', 1, 1_800_000_000);
+    expect(headers).toEqual(buildDeliveryHeaders(newSecret, UTF8_BODY, 'evt_1', 1, 1_800_000_000));
     expect(headers[WEBHOOK_HEADERS.signature]).toBe(signPayload(newSecret, UTF8_BODY));
     expect(headers).not.toHaveProperty(WEBHOOK_HEADERS.signatureNext);
   });

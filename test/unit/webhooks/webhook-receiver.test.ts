@@ -3,11 +3,15 @@ import fs from 'node:fs';
 import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { generate } from 'selfsigned';
-import { createReceiver, signPayload as exampleSign, verifySignature as exampleVerify, type ReceivedEventInfo } from '../../../examples/webhook-receiver';
+import { Webhook } from 'standardwebhooks';
+import {
+  createReceiver, signPayload as exampleSign, standardSignature, verifySignature as exampleVerify, verifyStandardWebhook, type ReceivedEventInfo,
+} from '../../../examples/webhook-receiver';
 import { closeDeliveryAgents, deliverWebhook } from '../../../src/modules/webhooks/http-delivery';
-import { buildDeliveryHeaders, generateWebhookSecret, signPayload } from '../../../src/modules/webhooks/signature';
+import { buildDeliveryHeaders, generateWebhookSecret, signPayload, unixSeconds } from '../../../src/modules/webhooks/signature';
 import { httpsRequest } from '../../helpers/http';
 import { waitFor as waitUntil } from '../../helpers/wait';
 
@@ -56,6 +60,36 @@ describe('example verifySignature', () => {
     expect(exampleVerify('', body, signature)).toBe(false);
     expect(exampleVerify(SECRET, body, signature.slice(2))).toBe(false);
     expect(exampleVerify(SECRET, body, `é${signature.slice(1)}`)).toBe(false);
+  });
+});
+
+describe('example verifyStandardWebhook', () => {
+  const body = eventBody('evt_std');
+  const now = unixSeconds();
+
+  it('should agree with the standardwebhooks library on what the service signs', () => {
+    const headers = buildDeliveryHeaders(SECRET, body, 'evt_std', 1, now);
+    expect(verifyStandardWebhook(SECRET, body, headers, now)).toBeNull();
+    expect(new Webhook(SECRET).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(standardSignature(SECRET, 'evt_std', now, body)).toBe(new Webhook(SECRET).sign('evt_std', new Date(now * 1000), body));
+  });
+
+  it('should read a secret made before Standard Webhooks (base64url) as the service signs with it', () => {
+    let legacy: string;
+    do legacy = `whsec_${randomBytes(32).toString('base64url')}`;
+    while (!/[-_]/.test(legacy.slice(6)));
+    expect(verifyStandardWebhook(legacy, body, buildDeliveryHeaders(legacy, body, 'evt_std', 1, now), now)).toBeNull();
+  });
+
+  it('should refuse a timestamp more than 5 minutes off either way, and missing or malformed headers', () => {
+    expect(verifyStandardWebhook(SECRET, body, buildDeliveryHeaders(SECRET, body, 'evt_std', 1, now - 301), now)).toBe('timestamp_too_old');
+    expect(verifyStandardWebhook(SECRET, body, buildDeliveryHeaders(SECRET, body, 'evt_std', 1, now + 301), now)).toBe('timestamp_too_new');
+    expect(verifyStandardWebhook(SECRET, body, buildDeliveryHeaders(SECRET, body, 'evt_std', 1, now - 300), now)).toBeNull();
+    const headers = buildDeliveryHeaders(SECRET, body, 'evt_std', 1, now);
+    expect(verifyStandardWebhook(SECRET, body, { ...headers, 'webhook-id': undefined }, now)).toBe('missing_headers');
+    expect(verifyStandardWebhook(SECRET, body, { ...headers, 'webhook-timestamp': '1.5e9' }, now)).toBe('invalid_timestamp');
+    expect(verifyStandardWebhook(SECRET, body, { ...headers, 'webhook-id': 'evt_other' }, now)).toBe('invalid_signature');
+    expect(verifyStandardWebhook([], body, headers, now)).toBe('no_secret');
   });
 });
 
@@ -109,25 +143,31 @@ describe('createReceiver', () => {
     expect(res.status).toBe(401);
   });
 
-  it('should reject a missing signature header with 400', async () => {
+  it('should reject a delivery without the Standard Webhooks headers with 400, X-Service-Signature or not', async () => {
     await start(SECRET);
-    const res = await post(eventBody('evt_nosig'), { 'x-service-event-id': 'evt_nosig' });
+    const body = eventBody('evt_nosig');
+    const full = buildDeliveryHeaders(SECRET, body, 'evt_nosig', 1);
+    for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+      const res = await post(body, Object.fromEntries(Object.entries(full).filter(([n]) => n !== name)));
+      expect(res.status).toBe(400);
+    }
+    expect((await post(body, { 'x-service-signature': signPayload(SECRET, body), 'x-service-event-id': 'evt_nosig' })).status).toBe(400);
     await settle();
-    expect(res.status).toBe(400);
     expect(events).toHaveLength(0);
   });
 
   it('should reject a signature of the wrong length with 401', async () => {
     await start(SECRET);
     const body = eventBody('evt_short');
-    const res = await post(body, { 'x-service-signature': signPayload(SECRET, body).slice(0, 32) });
+    const headers = buildDeliveryHeaders(SECRET, body, 'evt_short', 1);
+    const res = await post(body, { ...headers, 'webhook-signature': headers['webhook-signature'].slice(0, 32) });
     expect(res.status).toBe(401);
   });
 
   it('should reject every delivery when no secret is configured', async () => {
     await start(undefined);
     const body = eventBody('evt_nosecret');
-    const res = await post(body, { 'x-service-signature': signPayload('', body) });
+    const res = await post(body, buildDeliveryHeaders('whsec_', body, 'evt_nosecret', 1));
     await settle();
     expect(res.status).toBe(401);
     expect(events).toHaveLength(0);
@@ -135,8 +175,25 @@ describe('createReceiver', () => {
 
   it('should reject a signed body that is not JSON with 400', async () => {
     await start(SECRET);
-    const res = await post('not json', { 'x-service-signature': signPayload(SECRET, 'not json') });
+    const res = await post('not json', buildDeliveryHeaders(SECRET, 'not json', 'evt_notjson', 1));
     expect(res.status).toBe(400);
+  });
+
+  it('should refuse a correctly signed delivery whose timestamp is more than 5 minutes old or ahead with 401', async () => {
+    await start(SECRET);
+    const body = eventBody('evt_stale');
+    const now = unixSeconds();
+    for (const timestamp of [now - 6 * 60, now + 6 * 60]) {
+      const res = await post(body, buildDeliveryHeaders(SECRET, body, 'evt_stale', 1, timestamp));
+      expect(res.status).toBe(401);
+      expect(res.body.error).toMatch(/^timestamp_too_(old|new)$/);
+    }
+    await settle();
+    expect(events).toHaveLength(0);
+    // The same event signed now is taken: it was never processed.
+    expect((await post(body, buildDeliveryHeaders(SECRET, body, 'evt_stale', 2, now))).status).toBe(200);
+    await settle();
+    expect(events.map((e) => e.info)).toEqual([{ eventId: 'evt_stale', attempt: 2, duplicate: false }]);
   });
 
   it('should answer anything but POST with 405', async () => {
@@ -158,18 +215,18 @@ describe('createReceiver', () => {
     ]);
   });
 
-  it('should treat a captured delivery resent with another X-Service-Event-Id as the same event: the signed body\'s id counts', async () => {
+  it('should refuse a replay: the same webhook-id again is acknowledged but not processed, and a changed webhook-id fails the signature', async () => {
     await start(SECRET);
     const body = eventBody('evt_replayed');
     const original = buildDeliveryHeaders(SECRET, body, 'evt_replayed', 1);
     expect((await post(body, original)).status).toBe(200);
-    const replayed = await post(body, { ...original, 'X-Service-Event-Id': 'evt_other' });
-    const noHeader = await post(body, Object.fromEntries(Object.entries(original).filter(([name]) => name !== 'X-Service-Event-Id')));
+    // A captured delivery sent again as it was (within the 5 minutes) or re-signed by no one.
+    const replayed = await post(body, original);
+    const renamed = await post(body, { ...original, 'webhook-id': 'evt_other', 'X-Service-Event-Id': 'evt_other' });
     await settle();
-    expect([replayed.status, noHeader.status]).toEqual([200, 200]);
+    expect([replayed.status, renamed.status]).toEqual([200, 401]);
     expect(events.map((e) => e.info)).toEqual([
       { eventId: 'evt_replayed', attempt: 1, duplicate: false },
-      { eventId: 'evt_replayed', attempt: 1, duplicate: true },
       { eventId: 'evt_replayed', attempt: 1, duplicate: true },
     ]);
   });
@@ -177,7 +234,7 @@ describe('createReceiver', () => {
   it('should refuse a signed JSON body that carries no event id with 400', async () => {
     await start(SECRET);
     for (const body of ['{"type":"customer.created"}', '[]', 'null', '{"id":42}']) {
-      const res = await post(body, { 'x-service-signature': signPayload(SECRET, body) });
+      const res = await post(body, buildDeliveryHeaders(SECRET, body, 'evt_noid', 1));
       expect(res.status).toBe(400);
     }
     await settle();
@@ -205,8 +262,8 @@ describe('createReceiver', () => {
     expect((await post(body, overlap)).status).toBe(200);
     // Neither header made with a secret it holds.
     expect((await post(body, buildDeliveryHeaders({ current: generateWebhookSecret(), previous: generateWebhookSecret() }, body, 'evt_overlap', 2))).status).toBe(401);
-    // X-Service-Signature stays required: the next digest alone is not a signed delivery.
-    expect((await post(body, { 'x-service-signature-next': overlap['X-Service-Signature-Next'] })).status).toBe(400);
+    // webhook-signature carries both: the old secret's first, then the new one's.
+    expect(overlap['webhook-signature'].split(' ')).toHaveLength(2);
   });
 
   it('should be delivered to by deliverWebhook end to end', async () => {
