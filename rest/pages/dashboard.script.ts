@@ -296,7 +296,7 @@ const SOURCE = String.raw`(function () {
           el('div', { 'class': 'bar' }, [el('h3', { text: 'Delivery log' }), el('span', { 'class': 'grow' }), refresh]), note,
           !log ? refusedFor(json.errors && json.errors[0], 'webhook_endpoints:read')
             : log.nodes.length ? el('div', { id: 'delivery-log' }, [table(['Event', 'Type', 'Attempt', 'Status', 'Response', 'Latency', 'Time', ''], log.nodes.map(function (a) {
-              return [a.eventId, a.eventType, a.attempt, badge(a.status), a.statusCode === null ? (a.error || '—') : String(a.statusCode), a.latencyMs + ' ms', when(a.createdAt), resendButton(a, load)];
+              return [a.eventId, a.eventType, a.attempt, badge(a.status), a.statusCode === null ? (a.error || '—') : String(a.statusCode), a.latencyMs + ' ms', when(a.createdAt), a.eventType === 'ping' ? el('span', { 'class': 'meta', text: 'test ping' }) : resendButton(a, load)];
             })), log.total > log.nodes.length ? el('p', { 'class': 'meta', text: 'The latest ' + log.nodes.length + ' of ' + log.total + ' attempts' }) : null])
               : el('p', { 'class': 'meta', text: 'No delivery attempts yet' })]);
         box.setAttribute('data-attempts', log ? String(log.total) : '');

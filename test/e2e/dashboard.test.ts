@@ -319,6 +319,24 @@ describe('the live dashboard', () => {
     expectNoProblems();
   });
 
+  it('should log a test ping without a resend button (a ping is no event to resend)', async () => {
+    const key = app.account.testKey;
+    const endpoints = await app.request('GET', '/v1/webhook-endpoints', { key });
+    const endpoint = endpoints.body.data.find((e: { description: string | null }) => e.description === 'dashboard hook');
+    const ping = await app.request('POST', `/v1/webhook-endpoints/${endpoint.id}/test`, { key });
+    expect(ping.status).toBe(200);
+    await app.server.services.webhooks.deliveries.deliverDue(100);
+    const page = await newPage();
+    await signIn(page, key);
+    await page.evaluate(`location.hash = '#${endpoint.id}'`);
+    const log = page.locator('#delivery-log tbody tr');
+    await page.locator('#detail[data-attempts="3"]').waitFor();
+    const row = log.filter({ hasText: 'ping' });
+    await expect(row.textContent()).resolves.toMatch(/ping1succeeded200\d+ ms.+test ping$/);
+    await expect(row.getByRole('button', { name: 'Resend' }).count()).resolves.toBe(0);
+    expectNoProblems();
+  });
+
   it('should hand over an invoice\'s PDF, fetched with the key in the header, as a blob', async () => {
     const key = app.account.testKey;
     const customer = await app.request('POST', '/v1/customers', { key, body: { email: 'pdf@example.com', name: 'PDF Customer' } });
