@@ -1813,9 +1813,26 @@ export interface components {
             status: string;
             paymentStatus: string;
             currency: string;
-            amountDue: number;
+            subtotal: number;
+            /** @description The exclusive taxes; total = subtotal + tax. */
+            tax: number;
+            /** @description Per tax rate, what it taxes and the tax (as the invoice's taxBreakdown, without the rate ids). */
+            taxBreakdown: {
+                displayName: string;
+                percentage: number;
+                inclusive: boolean;
+                taxableAmount: number;
+                amount: number;
+            }[];
+            /** @description The customer accounts for the tax (taxExempt reverse): the page shows the reverse-charge notice. */
+            reverseCharge: boolean;
             total: number;
+            /** @description What the invoice took from the customer's credit balance. */
+            creditApplied: number;
+            amountPaid: number;
+            amountDue: number;
             dueDate: string | null;
+            /** @description The seller as the invoice was issued. */
             merchantName: string;
             /** @description The customer's locale (BCP 47): the language and the date and number formats the hosted invoice page uses. */
             locale: string;

@@ -206,7 +206,8 @@ example(invoiceSchema, {
 
 example(publicInvoiceSchema, {
   id: ids.invoice, object: 'invoice', livemode: false, number: 'ACME-0042', status: 'sent', paymentStatus: 'unpaid', currency: 'EUR',
-  amountDue: 120000, total: 120000, dueDate: '2026-04-30', merchantName: 'Acme Ltd', locale: 'de-AT',
+  subtotal: 120000, tax: 24000, taxBreakdown: [{ displayName: 'USt', percentage: 20, inclusive: false, taxableAmount: 120000, amount: 24000 }], reverseCharge: false,
+  total: 144000, creditApplied: 0, amountPaid: 0, amountDue: 144000, dueDate: '2026-04-30', merchantName: 'Acme Ltd', locale: 'de-AT',
   lineItems: [{ description: 'Consulting, March', quantity: 10, amount: 120000 }],
 });
 

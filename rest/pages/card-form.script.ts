@@ -12,6 +12,10 @@ import { pageScript } from './page-layout';
  * never arrived (network error, 5xx, key still in use) is sent again under the same key when the
  * customer repeats it unchanged, so a retry is never a second charge.
  *
+ * Its messages are English unless the form carries `data-messages` (JSON, escaped as any attribute
+ * value: CardFormMessages): a page in another language (the hosted invoice page) passes its own.
+ * `{name}` in a message is filled in (a server's reason, a request id, an HTTP status).
+ *
  * Plain ES2017 in a string: the page needs no build step and no asset route. Keep `</` out of it.
  */
 const SOURCE = String.raw`(function () {
@@ -37,12 +41,56 @@ const SOURCE = String.raw`(function () {
   };
   var order = ['number', 'expiry', 'cvc', 'name', 'email'];
   var PARAMS = { 'card.number': 'number', 'card.expMonth': 'expiry', 'card.expYear': 'expiry', 'card.cvc': 'cvc', name: 'name', email: 'email' };
-  var DECLINES = {
+  var M = {
     card_declined: 'Your card was declined. Try another card, or contact your bank.',
     insufficient_funds: 'Your card was declined: insufficient funds. Try another card.',
     expired_card: 'Your card was declined: the card has expired. Try another card.',
-    incorrect_cvc: 'Your card was declined: the CVC is incorrect. Check it and try again.'
+    incorrect_cvc: 'Your card was declined: the CVC is incorrect. Check it and try again.',
+    declinedBecause: 'Your card was declined ({reason}). Try another card, or contact your bank.',
+    notProcessed: 'The payment did not go through: {reason} You were not charged; try again.',
+    notProcessedReason: 'it could not be processed.',
+    numberMissing: 'Enter your card number.',
+    numberInvalid: 'This card number is not valid. Check it and try again.',
+    expiryMissing: 'Enter the expiry date (MM/YY).',
+    expiryFormat: 'Enter the expiry date as MM/YY, for example 04/29.',
+    expiryPast: 'This expiry date is in the past.',
+    cvcAmex: 'Enter the 4-digit CVC from the front of the card.',
+    cvc: 'Enter the 3- or 4-digit CVC from the back of the card.',
+    email: 'Enter a valid e-mail address, or leave it empty.',
+    processing: 'Processing\u2026',
+    saving: 'Saving\u2026',
+    unreachable: 'We could not reach the payment server. Check your connection and try again: repeating the same attempt never charges twice.',
+    serverError: 'Something went wrong on our side{request}. Try again: repeating the same attempt never charges twice.',
+    requestRef: ' (request {id})',
+    inUse: 'A payment of this checkout is already being processed. Waiting for its result\u2026',
+    invalidState: '{message} Reload the page to see where it stands.',
+    invalidStateDefault: 'This checkout can no longer be paid.',
+    linkInactive: 'This payment link is inactive: it no longer takes payments.',
+    tooManyAttempts: '{message} Nothing was charged.',
+    tooManyAttemptsDefault: 'Too many failed payment attempts.',
+    customerExists: 'This e-mail address already belongs to a customer account with the merchant, so your card was not saved. Ask the merchant for a link to your account, or use another e-mail address.',
+    rateLimited: 'Too many attempts from your connection. Wait a minute, then try again.',
+    notSent: 'The payment could not be sent (HTTP {status}).',
+    redirecting: 'Taking you back to the merchant\u2026 ',
+    continueLink: 'Continue',
+    processingOnce: 'Your payment is being processed. Do not pay again: the merchant will confirm it once it is settled.',
+    processingWait: 'Your payment is being processed. Waiting for its result\u2026',
+    expired: 'This checkout has expired. Reload the page to see where it stands.',
+    noResultYet: 'We have not received the result of your payment yet. You can try again: while the first payment is still being processed you will be told so, and you will not be charged twice.'
   };
+  // A page's own words (data-messages): each replaces the English one of its name.
+  try {
+    var given = JSON.parse(form.getAttribute('data-messages') || 'null');
+    if (given && typeof given === 'object') {
+      Object.keys(given).forEach(function (k) { if (typeof given[k] === 'string') M[k] = given[k]; });
+    }
+  } catch (e) { /* unreadable: English */ }
+  // A server's text for a field (its 400), when the page has its own word for it.
+  var FIELD_WORDS = M.fieldWords === 'page' ? { number: M.numberInvalid, expiry: M.expiryFormat, cvc: M.cvc, email: M.email } : {};
+  var DECLINES = { card_declined: M.card_declined, insufficient_funds: M.insufficient_funds, expired_card: M.expired_card, incorrect_cvc: M.incorrect_cvc };
+  function fill(text, values) {
+    return String(text).replace(/\{(\w+)\}/g, function (all, k) { return values[k] === undefined || values[k] === null ? '' : String(values[k]); });
+  }
   var NOT_DECLINES = { processing_error: 1, gateway_error: 1, gateway_unavailable: 1, timeout: 1 };
   // The attempt whose answer has not arrived: the same body is sent again under the same key.
   var pending = null;
@@ -123,7 +171,7 @@ const SOURCE = String.raw`(function () {
     if (on) buttonHadFocus = document.activeElement === button;
     busy = on;
     button.disabled = on;
-    button.textContent = on ? (setup ? 'Saving\u2026' : 'Processing\u2026') : buttonLabel;
+    button.textContent = on ? (setup ? M.saving : M.processing) : buttonLabel;
     form.setAttribute('aria-busy', on ? 'true' : 'false');
     if (!on && buttonHadFocus && (!document.activeElement || document.activeElement === document.body)) button.focus();
   }
@@ -137,21 +185,21 @@ const SOURCE = String.raw`(function () {
   function check() {
     var errors = {};
     var number = digits(fields.number.value);
-    if (!number) errors.number = 'Enter your card number.';
-    else if (number.length < 12 || number.length > 19 || !luhn(number)) errors.number = 'This card number is not valid. Check it and try again.';
+    if (!number) errors.number = M.numberMissing;
+    else if (number.length < 12 || number.length > 19 || !luhn(number)) errors.number = M.numberInvalid;
     var expiry = fields.expiry.value.trim();
     var exp = expiryOf(expiry);
     var now = new Date();
-    if (!expiry) errors.expiry = 'Enter the expiry date (MM/YY).';
-    else if (!exp) errors.expiry = 'Enter the expiry date as MM/YY, for example 04/29.';
-    else if (exp.year < now.getFullYear() || (exp.year === now.getFullYear() && exp.month < now.getMonth() + 1)) errors.expiry = 'This expiry date is in the past.';
+    if (!expiry) errors.expiry = M.expiryMissing;
+    else if (!exp) errors.expiry = M.expiryFormat;
+    else if (exp.year < now.getFullYear() || (exp.year === now.getFullYear() && exp.month < now.getMonth() + 1)) errors.expiry = M.expiryPast;
     var cvc = fields.cvc.value.trim();
     if (isAmex(number) ? !/^\d{4}$/.test(cvc) : !/^\d{3,4}$/.test(cvc)) {
-      errors.cvc = isAmex(number) ? 'Enter the 4-digit CVC from the front of the card.' : 'Enter the 3- or 4-digit CVC from the back of the card.';
+      errors.cvc = isAmex(number) ? M.cvcAmex : M.cvc;
     }
     if (fields.email) {
       var email = fields.email.value.trim();
-      if (email && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) errors.email = 'Enter a valid e-mail address, or leave it empty.';
+      if (email && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) errors.email = M.email;
     }
     return errors;
   }
@@ -195,7 +243,7 @@ const SOURCE = String.raw`(function () {
       settle(answer.status, answer.json || {}, payload, tries);
     }, function () {
       setBusy(false);
-      say('We could not reach the payment server. Check your connection and try again: repeating the same attempt never charges twice.');
+      say(M.unreachable);
     });
   }
 
@@ -211,37 +259,38 @@ const SOURCE = String.raw`(function () {
     }
     setBusy(false);
     if (status >= 500 || error.code === 'idempotency_key_in_use') {
-      say('Something went wrong on our side' + (error.requestId ? ' (request ' + error.requestId + ')' : '') + '. Try again: repeating the same attempt never charges twice.');
+      say(fill(M.serverError, { request: error.requestId ? fill(M.requestRef, { id: error.requestId }) : '' }));
       return;
     }
     pending = null;
     var field = PARAMS[error.param];
     if (status === 400 && field && fields[field]) {
-      fieldError(field, error.message);
-      say(error.message);
+      var text = FIELD_WORDS[field] || error.message;
+      fieldError(field, text);
+      say(text);
       fields[field].focus();
     } else if (error.code === 'checkout_session_in_use') {
-      say('A payment of this checkout is already being processed. Waiting for its result\u2026', true);
+      say(M.inUse, true);
       poll(0);
     } else if (error.code === 'invalid_state') {
-      say((error.message || 'This checkout can no longer be paid.') + ' Reload the page to see where it stands.');
+      say(fill(M.invalidState, { message: error.message || M.invalidStateDefault }));
       lock();
     } else if (error.code === 'payment_link_inactive') {
-      say('This payment link is inactive: it no longer takes payments.');
+      say(M.linkInactive);
       lock();
     } else if (error.code === 'too_many_attempts') {
       // Card testing is capped: no further attempt from this page (the server says until when).
-      say((error.message || 'Too many failed payment attempts.').replace(/\.?$/, '.') + ' Nothing was charged.');
+      say(fill(M.tooManyAttempts, { message: (error.message || M.tooManyAttemptsDefault).replace(/\.?$/, '.') }));
       lock();
     } else if (error.code === 'customer_exists') {
-      var exists = 'This e-mail address already belongs to a customer account with the merchant, so your card was not saved. Ask the merchant for a link to your account, or use another e-mail address.';
+      var exists = M.customerExists;
       if (fields.email) fieldError('email', exists);
       say(exists);
       if (fields.email) fields.email.focus();
     } else if (status === 429) {
-      say('Too many attempts from your connection. Wait a minute, then try again.');
+      say(M.rateLimited);
     } else {
-      say(error.message || 'The payment could not be sent (HTTP ' + status + ').');
+      say(error.message || fill(M.notSent, { status: status }));
     }
   }
 
@@ -254,8 +303,8 @@ const SOURCE = String.raw`(function () {
 
   function declineText(code, message) {
     if (DECLINES[code]) return DECLINES[code];
-    if (NOT_DECLINES[code]) return 'The payment did not go through: ' + (message || 'it could not be processed.') + ' You were not charged; try again.';
-    return 'Your card was declined' + (message ? ' (' + String(message).replace(/\.$/, '') + ')' : '') + '. Try another card, or contact your bank.';
+    if (NOT_DECLINES[code]) return fill(M.notProcessed, { reason: message || M.notProcessedReason });
+    return message ? fill(M.declinedBecause, { reason: String(message).replace(/\.$/, '') }) : M.card_declined;
   }
 
   function succeed(redirectUrl) {
@@ -265,10 +314,10 @@ const SOURCE = String.raw`(function () {
     Array.prototype.forEach.call(document.querySelectorAll('[data-until-done]'), function (el) { el.hidden = true; });
     done.hidden = false;
     if (redirectUrl && /^https?:\/\//i.test(redirectUrl)) {
-      doneText.textContent = 'Taking you back to the merchant\u2026 ';
+      doneText.textContent = M.redirecting;
       var a = document.createElement('a');
       a.href = redirectUrl;
-      a.textContent = 'Continue';
+      a.textContent = M.continueLink;
       doneText.appendChild(a);
       window.location.assign(redirectUrl);
       return;
@@ -280,29 +329,29 @@ const SOURCE = String.raw`(function () {
     if (link || !viewUrl) {
       // Every pay of a link is a payment of its own: no second attempt from this page.
       lock();
-      say('Your payment is being processed. Do not pay again: the merchant will confirm it once it is settled.', true);
+      say(M.processingOnce, true);
       return;
     }
-    say('Your payment is being processed. Waiting for its result\u2026', true);
+    say(M.processingWait, true);
     poll(0);
   }
 
   // A session's payment still being processed: the session completes once it has succeeded.
   function poll(round) {
     lock();
-    button.textContent = 'Processing\u2026';
+    button.textContent = M.processing;
     setTimeout(function () {
       fetch(viewUrl, { credentials: 'omit', cache: 'no-store' }).then(function (res) { return res.json(); }).then(function (json) {
         var s = json && json.data;
         if (s && s.status === 'complete') return succeed(s.successUrl);
-        if (s && s.status === 'expired') { button.textContent = buttonLabel; return say('This checkout has expired. Reload the page to see where it stands.'); }
+        if (s && s.status === 'expired') { button.textContent = buttonLabel; return say(M.expired); }
         next();
       }, next);
     }, 2000);
     function next() {
       if (round < 30) return poll(round + 1);
       setBusy(false);
-      say('We have not received the result of your payment yet. You can try again: while the first payment is still being processed you will be told so, and you will not be charged twice.', true);
+      say(M.noResultYet, true);
     }
   }
 })();

@@ -20,6 +20,54 @@ export interface CardFormOptions {
   doneText: SafeHtml | string;
   /** The visible labels in the page's language; English unless given. */
   labels?: CardFormLabels;
+  /** What the form's script says (declines, field errors, "Processing…") in the page's language; English unless given. */
+  messages?: CardFormMessages;
+}
+
+/**
+ * The card form script's messages a page may give in its own language (card-form.script.ts has
+ * the English ones): `{reason}`, `{message}`, `{request}`, `{id}`, `{status}` are filled in by
+ * the script; a translation may leave out a server's English `{reason}` or `{message}`.
+ * `fieldWords: 'page'`: a server's refusal of a field (400) is shown in the page's own words for
+ * that field, not the server's English.
+ */
+export interface CardFormMessages {
+  card_declined: string;
+  insufficient_funds: string;
+  expired_card: string;
+  incorrect_cvc: string;
+  declinedBecause: string;
+  notProcessed: string;
+  notProcessedReason: string;
+  numberMissing: string;
+  numberInvalid: string;
+  expiryMissing: string;
+  expiryFormat: string;
+  expiryPast: string;
+  cvcAmex: string;
+  cvc: string;
+  email: string;
+  processing: string;
+  saving: string;
+  unreachable: string;
+  serverError: string;
+  requestRef: string;
+  inUse: string;
+  invalidState: string;
+  invalidStateDefault: string;
+  linkInactive: string;
+  tooManyAttempts: string;
+  tooManyAttemptsDefault: string;
+  customerExists: string;
+  rateLimited: string;
+  notSent: string;
+  redirecting: string;
+  continueLink: string;
+  processingOnce: string;
+  processingWait: string;
+  expired: string;
+  noResultYet: string;
+  fieldWords?: 'page' | 'server';
 }
 
 /** The form's visible words: a page in another language passes its own. */
@@ -54,7 +102,7 @@ const optional = (text: string, word: string) => html`${text} <span class="optio
 export function cardForm(o: CardFormOptions): SafeHtml {
   const l = o.labels ?? ENGLISH_LABELS;
   return html`<div id="pay-status" class="status" role="alert"></div>
-<form id="card-form" novalidate data-kind="${o.kind}" data-mode="${o.mode}" data-pay-url="${o.payUrl}"${o.viewUrl ? html` data-view-url="${o.viewUrl}"` : ''}>
+<form id="card-form" novalidate data-kind="${o.kind}" data-mode="${o.mode}" data-pay-url="${o.payUrl}"${o.viewUrl ? html` data-view-url="${o.viewUrl}"` : ''}${o.messages ? html` data-messages="${JSON.stringify(o.messages)}"` : ''}>
 ${field('card-number', l.cardNumber, html`type="text" inputmode="numeric" autocomplete="cc-number" placeholder="1234 1234 1234 1234" maxlength="23" spellcheck="false" required`)}
 <div class="row">
 ${field('card-expiry', l.expiry, html`type="text" inputmode="numeric" autocomplete="cc-exp" placeholder="${l.expiryPlaceholder}" maxlength="7" required`)}

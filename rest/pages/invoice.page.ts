@@ -1,12 +1,11 @@
 import { isDomainError } from '../../src/core/errors';
-import type { InvoiceService } from '../../src/modules/invoices/invoice.service';
+import type { PublicInvoice } from '../../src/modules/invoices/invoice.service';
+import { invoiceTaxLabels, invoiceTotalRows } from '../../src/modules/invoices/invoice-tax-i18n';
 import { formatInvoiceDate, formatMoney, formatQuantity, invoiceLanguage, type InvoiceLanguage } from '../../src/modules/invoices/invoice-i18n';
 import { html, type SafeHtml } from './html';
 import type { Page, PageRequest } from './page';
 import type { PageView } from './page-layout';
-import { cardForm, cardPage, merchantHeader, statePage, testModeHint, type CardFormLabels } from './card-form';
-
-type PublicInvoice = Awaited<ReturnType<InvoiceService['publicView']>>;
+import { cardForm, cardPage, merchantHeader, statePage, testModeHint, type CardFormLabels, type CardFormMessages } from './card-form';
 
 /**
  * What the hosted invoice page says, in the customer's language (the one of the invoice's PDF and
@@ -29,6 +28,8 @@ interface PageWords {
   testBadge: string;
   testHint: string;
   form: CardFormLabels;
+  /** The form script's messages; none: its English ones. */
+  script?: CardFormMessages;
 }
 
 const WORDS: Record<InvoiceLanguage, PageWords> = {
@@ -67,6 +68,44 @@ const WORDS: Record<InvoiceLanguage, PageWords> = {
     testBadge: 'Testmodus',
     testHint: 'Testmodus: es fließt kein Geld. Die Karte 4242 4242 4242 4242 wird angenommen, 4000 0000 0000 0002 abgelehnt, mit jedem künftigen Ablaufdatum und jeder Prüfnummer.',
     form: { cardNumber: 'Kartennummer', expiry: 'Ablaufdatum', expiryPlaceholder: 'MM/JJ', cvc: 'Prüfnummer (CVC)', name: 'Name', email: 'E-Mail', optional: 'optional' },
+    script: {
+      card_declined: 'Ihre Karte wurde abgelehnt. Versuchen Sie es mit einer anderen Karte oder wenden Sie sich an Ihre Bank.',
+      insufficient_funds: 'Ihre Karte wurde abgelehnt: keine ausreichende Deckung. Versuchen Sie es mit einer anderen Karte.',
+      expired_card: 'Ihre Karte wurde abgelehnt: die Karte ist abgelaufen. Versuchen Sie es mit einer anderen Karte.',
+      incorrect_cvc: 'Ihre Karte wurde abgelehnt: die Prüfnummer ist falsch. Prüfen Sie sie und versuchen Sie es erneut.',
+      declinedBecause: 'Ihre Karte wurde abgelehnt. Versuchen Sie es mit einer anderen Karte oder wenden Sie sich an Ihre Bank.',
+      notProcessed: 'Die Zahlung ist nicht durchgegangen; Ihnen wurde nichts berechnet. Versuchen Sie es erneut.',
+      notProcessedReason: '',
+      numberMissing: 'Geben Sie Ihre Kartennummer ein.',
+      numberInvalid: 'Diese Kartennummer ist ungültig. Prüfen Sie sie und versuchen Sie es erneut.',
+      expiryMissing: 'Geben Sie das Ablaufdatum ein (MM/JJ).',
+      expiryFormat: 'Geben Sie das Ablaufdatum als MM/JJ ein, zum Beispiel 04/29.',
+      expiryPast: 'Dieses Ablaufdatum liegt in der Vergangenheit.',
+      cvcAmex: 'Geben Sie die 4-stellige Prüfnummer von der Vorderseite der Karte ein.',
+      cvc: 'Geben Sie die 3- oder 4-stellige Prüfnummer von der Rückseite der Karte ein.',
+      email: 'Geben Sie eine gültige E-Mail-Adresse ein oder lassen Sie das Feld leer.',
+      processing: 'Wird verarbeitet …',
+      saving: 'Wird gespeichert …',
+      unreachable: 'Der Zahlungsserver ist nicht erreichbar. Prüfen Sie Ihre Verbindung und versuchen Sie es erneut: derselbe Versuch wird nie zweimal belastet.',
+      serverError: 'Bei uns ist etwas schiefgegangen{request}. Versuchen Sie es erneut: derselbe Versuch wird nie zweimal belastet.',
+      requestRef: ' (Anfrage {id})',
+      inUse: 'Eine Zahlung wird bereits verarbeitet. Wir warten auf ihr Ergebnis …',
+      invalidState: 'Diese Rechnung kann nicht mehr bezahlt werden. Laden Sie die Seite neu, um ihren Stand zu sehen.',
+      invalidStateDefault: '',
+      linkInactive: 'Diese Rechnung nimmt keine Zahlungen mehr an.',
+      tooManyAttempts: 'Zu viele fehlgeschlagene Zahlungsversuche. Es wurde nichts belastet.',
+      tooManyAttemptsDefault: '',
+      customerExists: 'Diese E-Mail-Adresse gehört bereits zu einem Kundenkonto beim Händler.',
+      rateLimited: 'Zu viele Versuche von Ihrer Verbindung. Warten Sie eine Minute und versuchen Sie es dann erneut.',
+      notSent: 'Die Zahlung konnte nicht gesendet werden (HTTP {status}).',
+      redirecting: 'Sie werden zum Händler zurückgeleitet … ',
+      continueLink: 'Weiter',
+      processingOnce: 'Ihre Zahlung wird verarbeitet. Zahlen Sie nicht erneut: der Händler bestätigt sie, sobald sie abgeschlossen ist.',
+      processingWait: 'Ihre Zahlung wird verarbeitet. Wir warten auf ihr Ergebnis …',
+      expired: 'Diese Zahlungsseite ist abgelaufen. Laden Sie die Seite neu, um ihren Stand zu sehen.',
+      noResultYet: 'Das Ergebnis Ihrer Zahlung liegt noch nicht vor. Sie können es erneut versuchen: solange die erste Zahlung verarbeitet wird, erfahren Sie es, und es wird nicht zweimal belastet.',
+      fieldWords: 'page',
+    },
   },
   fr: {
     payTitle: (number, merchant) => `Payer la facture ${number} de ${merchant}`,
@@ -85,6 +124,44 @@ const WORDS: Record<InvoiceLanguage, PageWords> = {
     testBadge: 'Mode test',
     testHint: "Mode test\u00a0: aucun argent ne circule. La carte 4242 4242 4242 4242 est acceptée et la carte 4000 0000 0000 0002 refusée, avec n'importe quelle date d'expiration future et n'importe quel CVC.",
     form: { cardNumber: 'Numéro de carte', expiry: "Date d'expiration", expiryPlaceholder: 'MM/AA', cvc: 'Cryptogramme (CVC)', name: 'Nom', email: 'E-mail', optional: 'facultatif' },
+    script: {
+      card_declined: 'Votre carte a été refusée. Essayez une autre carte ou contactez votre banque.',
+      insufficient_funds: 'Votre carte a été refusée\u00a0: provision insuffisante. Essayez une autre carte.',
+      expired_card: 'Votre carte a été refusée\u00a0: la carte a expiré. Essayez une autre carte.',
+      incorrect_cvc: 'Votre carte a été refusée\u00a0: le cryptogramme est incorrect. Vérifiez-le et réessayez.',
+      declinedBecause: 'Votre carte a été refusée. Essayez une autre carte ou contactez votre banque.',
+      notProcessed: "Le paiement n'a pas abouti\u00a0; rien ne vous a été débité. Réessayez.",
+      notProcessedReason: '',
+      numberMissing: 'Saisissez votre numéro de carte.',
+      numberInvalid: "Ce numéro de carte n'est pas valide. Vérifiez-le et réessayez.",
+      expiryMissing: "Saisissez la date d'expiration (MM/AA).",
+      expiryFormat: "Saisissez la date d'expiration au format MM/AA, par exemple 04/29.",
+      expiryPast: "Cette date d'expiration est passée.",
+      cvcAmex: 'Saisissez le cryptogramme à 4 chiffres au recto de la carte.',
+      cvc: 'Saisissez le cryptogramme à 3 ou 4 chiffres au verso de la carte.',
+      email: 'Saisissez une adresse e-mail valide, ou laissez le champ vide.',
+      processing: 'Traitement en cours…',
+      saving: 'Enregistrement…',
+      unreachable: "Le serveur de paiement est injoignable. Vérifiez votre connexion et réessayez\u00a0: une même tentative n'est jamais débitée deux fois.",
+      serverError: "Une erreur s'est produite de notre côté{request}. Réessayez\u00a0: une même tentative n'est jamais débitée deux fois.",
+      requestRef: ' (requête {id})',
+      inUse: 'Un paiement est déjà en cours de traitement. En attente de son résultat…',
+      invalidState: 'Cette facture ne peut plus être payée. Rechargez la page pour voir où elle en est.',
+      invalidStateDefault: '',
+      linkInactive: "Cette facture n'accepte plus de paiements.",
+      tooManyAttempts: "Trop de tentatives de paiement ont échoué. Rien n'a été débité.",
+      tooManyAttemptsDefault: '',
+      customerExists: 'Cette adresse e-mail appartient déjà à un compte client chez le commerçant.',
+      rateLimited: 'Trop de tentatives depuis votre connexion. Attendez une minute, puis réessayez.',
+      notSent: "Le paiement n'a pas pu être envoyé (HTTP {status}).",
+      redirecting: 'Retour vers le commerçant… ',
+      continueLink: 'Continuer',
+      processingOnce: 'Votre paiement est en cours de traitement. Ne payez pas une seconde fois\u00a0: le commerçant le confirmera une fois réglé.',
+      processingWait: 'Votre paiement est en cours de traitement. En attente de son résultat…',
+      expired: 'Cette page de paiement a expiré. Rechargez la page pour voir où elle en est.',
+      noResultYet: "Nous n'avons pas encore reçu le résultat de votre paiement. Vous pouvez réessayer\u00a0: tant que le premier paiement est en cours, vous en serez informé et rien ne sera débité deux fois.",
+      fieldWords: 'page',
+    },
   },
 };
 
@@ -120,6 +197,17 @@ function stateView(inv: PublicInvoice, title: string, text: SafeHtml | string): 
   });
 }
 
+/**
+ * The invoice's totals under its lines, as its PDF and mail show them: subtotal, a row per tax
+ * rate, total, credit applied and paid when any, amount due; then the reverse-charge notice.
+ */
+function totalsList(inv: PublicInvoice): SafeHtml {
+  const rows = invoiceTotalRows(inv, inv.locale);
+  const notice = inv.reverseCharge ? html`<p class="description tax-notice">${invoiceTaxLabels(inv.locale).reverseCharge}</p>` : '';
+  return html`<ul class="totals">${rows.map((row) => html`<li class="total-${row.kind}"><span>${row.label}${row.detail ? html`<br><small>${row.detail}</small>` : ''}</span> <span class="total-amount">${row.value}</span></li>`)}</ul>
+${notice}`;
+}
+
 function openView(inv: PublicInvoice): PageView {
   const { language, words, money } = localeOf(inv);
   const merchant = inv.merchantName || words.theMerchant;
@@ -133,6 +221,7 @@ function openView(inv: PublicInvoice): PageView {
 <h1 class="amount">${due}</h1>
 ${inv.dueDate ? html`<p class="description">${words.due(formatInvoiceDate(inv.dueDate, inv.locale))}</p>` : ''}
 <ul class="lines">${inv.lineItems.map((l) => html`<li><span>${l.quantity > 1 ? `${formatQuantity(l.quantity, inv.locale)} × ` : ''}${l.description}</span> <span class="line-amount">${money(l.amount)}</span></li>`)}</ul>
+${totalsList(inv)}
 </div>
 ${cardForm({
     kind: 'link',
@@ -144,6 +233,7 @@ ${cardForm({
     doneTitle: words.paymentSuccessful,
     doneText: words.thanks(merchant, due, numberOf(inv)),
     labels: words.form,
+    messages: words.script,
   })}
 ${testModeHint(inv.livemode, words.testHint)}`,
   });

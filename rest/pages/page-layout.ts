@@ -75,6 +75,10 @@ const STYLE =
   '.lines{list-style:none;padding:0;margin:.75rem 0 0;color:#5b6270;font-size:.875rem}.lines li{display:flex;justify-content:space-between;align-items:baseline;gap:1rem;overflow-wrap:anywhere}.lines li+li{margin-top:.25rem}' +
   // A long description wraps; its amount stays whole, on one line at the right, level with the first line.
   '.lines li>span{min-width:0}.lines .line-amount{flex:none;white-space:nowrap}' +
+  // The invoice's totals under its lines: the total and the amount due stand out.
+  '.totals{list-style:none;padding:.5rem 0 0;margin:.75rem 0 0;border-top:1px solid #eef0f3;color:#5b6270;font-size:.875rem}' +
+  '.totals li{display:flex;justify-content:space-between;align-items:baseline;gap:1rem;overflow-wrap:anywhere}.totals li+li{margin-top:.25rem}' +
+  '.totals li>span{min-width:0}.totals .total-amount{flex:none;white-space:nowrap}.totals .total-total,.totals .total-due{color:#1a1f36;font-weight:600}' +
   '.field{margin:0 0 1rem;min-width:0}' +
   'label{display:block;font-weight:600;font-size:.875rem;margin:0 0 .25rem}' +
   '.optional{font-weight:400;color:#5b6270}' +

@@ -217,6 +217,10 @@ describe(`the billing run's batch (${DIALECT})`, () => {
     expect(matching(/INSERT INTO [`"]?invoice_line_items[`"]? /)).toBe(1);
     expect(matching(/FROM [`"]?payment_methods\b/)).toBeLessThanOrEqual(2);
     expect(matching(/FROM [`"]?customers\b/)).toBeLessThanOrEqual(2);
+    // Each invoice keeps the parties it was issued to (written by the insert and the settle's statements, none more).
+    const parties = await services.db.select<{ parties: string | null }>('SELECT parties FROM invoices WHERE account_id = $1', [accountId]);
+    expect(parties).toHaveLength(count);
+    expect(parties.filter((r) => JSON.parse(r.parties ?? 'null')?.merchant?.name !== 'Shared statements')).toEqual([]);
     // On PostgreSQL everything is shared: fewer statements than subscriptions in all (the single path: about 56 each).
     if (DIALECT === 'postgres') expect(sql.length).toBeLessThan(count);
   }, 120_000);

@@ -504,6 +504,48 @@ describe('the hosted invoice page', () => {
     expectNoProblems();
   });
 
+  it("should show a German customer the taxes and say everything in German: processing, the decline, a field's error", async () => {
+    const customer = (await app.request('POST', '/v1/customers', { key, body: { email: `kundin-${Math.random().toString(36).slice(2)}@example.com`, name: 'Grete Müller', locale: 'de' } })).body.data;
+    const rate = (await app.request('POST', '/v1/tax-rates', { key, body: { displayName: 'USt', percentage: 19, inclusive: false } })).body.data;
+    const created = await app.request('POST', '/v1/invoices', {
+      key, body: { customerId: customer.id, currency: 'eur', lineItems: [{ description: 'Beratung', unitAmount: 100000 }], defaultTaxRateIds: [rate.id] },
+    });
+    // 100000 × 19 % = 19000 on top: 119000 in all.
+    expect(created.body.data).toMatchObject({ subtotal: 100000, tax: 19000, total: 119000 });
+    const inv = (await app.request('POST', `/v1/invoices/${created.body.data.id}/send`, { key })).body.data as { id: string; hostedUrl: string };
+    const page = await newPage();
+    await page.goto(pageUrl(inv.hostedUrl));
+    const spaced = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ').replace(/\s+/g, ' ').trim();
+    const rows = (await page.locator('.totals li').allInnerTexts()).map(spaced);
+    expect(rows).toEqual(['Zwischensumme 1.000,00 €', 'USt 19 % auf 1.000,00 € 190,00 €', 'Gesamtbetrag 1.190,00 €', 'Offener Betrag 1.190,00 €']);
+
+    await page.getByLabel('Kartennummer').fill(CARDS.declined.typed);
+    await page.getByLabel('Ablaufdatum').fill(expiry);
+    await page.getByLabel('Prüfnummer (CVC)').fill(CVCS[2]);
+    // The pay held until the page has said it is working on it.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await page.route('**/v1/public/invoices/*/pay', async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.getByRole('button', { name: /^1\.190,00\s€ bezahlen$/ }).click();
+    await page.getByRole('button', { name: 'Wird verarbeitet …' }).waitFor();
+    release();
+    const alert = page.getByRole('alert');
+    await alert.filter({ hasText: 'abgelehnt' }).waitFor();
+    expect(await alert.innerText()).toBe('Ihre Karte wurde abgelehnt. Versuchen Sie es mit einer anderen Karte oder wenden Sie sich an Ihre Bank.');
+    await shot(page, 'invoice-de-declined');
+    // A check in the page, in German too.
+    await page.getByLabel('Prüfnummer (CVC)').fill('');
+    await page.getByRole('button', { name: /^1\.190,00\s€ bezahlen$/ }).click();
+    await alert.filter({ hasText: 'Prüfnummer' }).waitFor();
+    expect(await page.locator('#card-cvc-error').innerText()).toBe('Geben Sie die 3- oder 4-stellige Prüfnummer von der Rückseite der Karte ein.');
+    expectNoProblems();
+  });
+
   it('should answer an unknown invoice with a 404 page', async () => {
     const page = await newPage();
     const url = `${app.baseUrl}/invoice/in_doesnotexist`;

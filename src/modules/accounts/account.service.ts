@@ -183,8 +183,8 @@ export class AccountService {
   }
 
   /** What an invoice of the account needs: its prefix and the seller's block customers see (name, address, tax id, support e-mail). */
-  async invoicing(accountId: string): Promise<AccountInvoicing> {
-    const row = await AccountModel.findByPk(accountId, { attributes: ['name', 'invoicePrefix', 'dunningRetryDays', 'address', 'taxId', 'supportEmail'], raw: true });
+  async invoicing(accountId: string, transaction?: import('sequelize').Transaction): Promise<AccountInvoicing> {
+    const row = await AccountModel.findByPk(accountId, { attributes: ['name', 'invoicePrefix', 'dunningRetryDays', 'address', 'taxId', 'supportEmail'], raw: true, transaction });
     if (!row) throw notFound('account', accountId);
     return {
       name: row.name, invoicePrefix: row.invoicePrefix, dunningRetryDays: JSON.parse(row.dunningRetryDays) as number[],

@@ -51,3 +51,26 @@ export interface InvoiceDocument {
   /** The customer accounts for the tax (taxExempt `reverse`): the invoice says so. */
   reverseCharge?: boolean;
 }
+
+/**
+ * The seller and the buyer an issued invoice keeps (`invoices.parties`, migration 0027): taken
+ * from the account and the customer by the statement that moves the invoice out of `draft`, so
+ * its PDF, e-mail and hosted page show the parties it was issued to whatever changes after. A
+ * draft has none (it shows the parties as they are now); so has an invoice issued before the
+ * column existed (it falls back to them too).
+ */
+export interface InvoiceParties {
+  merchant: { name: string; address: PostalAddress | null; taxId: string | null; supportEmail: string | null };
+  customer: { name: string | null; email: string; address: PostalAddress | null; taxIds: TaxId[]; locale: string };
+}
+
+/** The snapshot of an account's and a customer's details, as an issued invoice keeps them. */
+export function invoiceParties(
+  merchant: InvoiceDocument['merchant'],
+  customer: InvoiceDocument['customer'] & { locale?: string | null },
+): InvoiceParties {
+  return {
+    merchant: { name: merchant.name, address: merchant.address ?? null, taxId: merchant.taxId ?? null, supportEmail: merchant.supportEmail ?? null },
+    customer: { name: customer.name, email: customer.email, address: customer.address ?? null, taxIds: customer.taxIds ?? [], locale: customer.locale ?? 'en' },
+  };
+}

@@ -1,6 +1,7 @@
 import { escapeHtml } from '../../core/html';
 import type { InvoiceDocument } from './invoice-document';
 import { formatInvoiceDate, formatMoney, invoiceLabels, invoiceLanguage, type InvoiceLanguage } from './invoice-i18n';
+import { invoiceTaxLabels, invoiceTotalRows } from './invoice-tax-i18n';
 
 export interface InvoiceEmail {
   subject: string;
@@ -62,8 +63,9 @@ function oneLine(text: string): string {
 
 /**
  * The e-mail that carries an invoice's PDF, in the customer's language and its region's formats
- * (dates, amounts): greeting, number, total, due date, the pay link when there is one (in the
- * plain text and the HTML part alike). A test-mode invoice says so in its subject and first line,
+ * (dates, amounts): greeting, number, total, due date, the totals as the PDF shows them (subtotal,
+ * a row per tax rate, credit applied, total, amount due) with the reverse-charge notice when the
+ * invoice carries it, the pay link when there is one (in the plain text and the HTML part alike). A test-mode invoice says so in its subject and first line,
  * as its PDF does. Merchant and customer text is escaped in the HTML body.
  */
 export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOptions = {}): InvoiceEmail {
@@ -78,6 +80,9 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
   const dueDate = invoice.dueDate ? formatInvoiceDate(invoice.dueDate, invoice.locale) : null;
   const testNotice = invoice.livemode ? null : invoiceLabels(invoice.locale).testMode;
   const subject = `${testNotice ? `${words.testSubject} ` : ''}${words.subject(number, merchant)}`;
+  const { separator } = invoiceLabels(invoice.locale);
+  const totals = invoiceTotalRows(invoice, invoice.locale);
+  const reverseCharge = invoice.reverseCharge ? invoiceTaxLabels(invoice.locale).reverseCharge : null;
 
   const text = [
     ...(testNotice ? [`${testNotice}.`, ''] : []),
@@ -85,6 +90,9 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
     '',
     words.sent(merchant, number, total),
     ...(dueDate ? [`${words.dueDate} ${dueDate}`] : []),
+    '',
+    ...totals.map((row) => `${row.label}${row.detail ? ` (${row.detail})` : ''}${separator}${row.value}`),
+    ...(reverseCharge ? ['', reverseCharge] : []),
     ...(hostedUrl ? ['', `${words.payOnline} ${hostedUrl}`] : []),
     '',
     words.attached,
@@ -99,6 +107,20 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
     e(words.greeting(customerName)),
     words.sent(e(merchant), `<strong>${e(number)}</strong>`, `<strong>${e(total)}</strong>`),
     ...(dueDate ? [`${e(words.dueDate)} ${e(dueDate)}`] : []),
+  ];
+  // The totals: a row each, the label (and what a tax rate taxes) left, the amount right.
+  const totalsTable = [
+    '<table role="presentation" style="border-collapse: collapse; margin: 0 0 14px;">',
+    ...totals.map((row) => {
+      const strong = row.kind === 'total' || row.kind === 'due';
+      const label = `${e(row.label)}${row.detail ? `<br><span style="color: #57606a; font-size: 12px;">${e(row.detail)}</span>` : ''}`;
+      const value = strong ? `<strong>${e(row.value)}</strong>` : e(row.value);
+      return `<tr><td style="padding: 2px 24px 2px 0; vertical-align: top;">${strong ? `<strong>${label}</strong>` : label}</td><td style="padding: 2px 0; text-align: right; vertical-align: top; white-space: nowrap;">${value}</td></tr>`;
+    }),
+    '</table>',
+  ];
+  const after = [
+    ...(reverseCharge ? [e(reverseCharge)] : []),
     ...(hostedUrl ? [`${e(words.payOnline)} <a href="${e(hostedUrl)}">${e(hostedUrl)}</a>`] : []),
     e(words.attached),
     e(merchant),
@@ -109,6 +131,8 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
     `<head><meta charset="utf-8"><title>${e(subject)}</title></head>`,
     '<body style="font-family: Helvetica, Arial, sans-serif; font-size: 14px; line-height: 1.5; color: #1f2328;">',
     ...paragraphs.map((p) => `<p>${p}</p>`),
+    ...totalsTable,
+    ...after.map((p) => `<p>${p}</p>`),
     '</body>',
     '</html>',
     '',

@@ -24,7 +24,7 @@ import type { PublicPayPath, PayResult, PublicRequest } from '../payments/public
 import type { PublicUrls } from '../payments/public-urls';
 import { publicPayInput } from '../payments/payment.inputs';
 import type { CardInput } from '../../core/card';
-import type { InvoiceDocument } from './invoice-document';
+import { invoiceParties, type InvoiceDocument, type InvoiceParties } from './invoice-document';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
 import { INVOICE_MOVES } from './invoice-states';
 import { groupBy } from '../../db/list';
@@ -34,10 +34,33 @@ import type { TaxRateService, TaxRateTerms } from '../tax-rates/tax-rate.service
 import { computeInvoiceTaxes, lineRateIds, lineRatesProblem, type InvoiceTaxes, type TaxBreakdownEntry, type TaxExempt } from './invoice-tax';
 
 /** An invoice as the API returns it (API.md §12). */
-export interface Invoice extends Omit<InvoiceRecord, 'accountId' | 'mode' | 'paymentAttempts'> {
+export interface Invoice extends Omit<InvoiceRecord, 'accountId' | 'mode' | 'paymentAttempts' | 'parties'> {
   object: 'invoice';
   /** The public page where the customer pays a sent invoice by card; null unless sent and unpaid. */
   hostedUrl: string | null;
+}
+
+/** An invoice as its hosted page reads it (`GET /v1/public/invoices/{id}`): nothing internal. */
+export interface PublicInvoice {
+  id: string;
+  object: 'invoice';
+  livemode: boolean;
+  number: string;
+  status: string;
+  paymentStatus: string;
+  currency: string;
+  subtotal: number;
+  tax: number;
+  taxBreakdown: Array<{ displayName: string; percentage: number; inclusive: boolean; taxableAmount: number; amount: number }>;
+  reverseCharge: boolean;
+  total: number;
+  creditApplied: number;
+  amountPaid: number;
+  amountDue: number;
+  dueDate: string | null;
+  merchantName: string;
+  locale: string;
+  lineItems: Array<{ description: string; quantity: number; amount: number }>;
 }
 
 /** A subscription's invoice (InvoiceService.createForSubscription). */
@@ -227,15 +250,17 @@ export class InvoiceService {
     INVOICE_MOVES.check(current.status, 'send');
     if (current.paymentStatus === 'processing') throw paymentInProgress();
     const credit = await this.creditOnFinalise(t, ctx, current);
-    await InvoiceModel.update({ ...INVOICE_MOVES.columns('send', now), emailStatus: 'queued', updatedAt: now, ...credit }, { where: { id }, transaction: t });
+    const customer = (await this.customers.lookup(ctx, [current.customerId], t)).get(current.customerId);
+    if (!customer) throw notFound('customer', current.customerId, 'customerId');
+    // The parties it is issued to, kept with it: its PDF and e-mail show them whatever changes after.
+    const parties = invoiceParties(merchant, customer);
+    await InvoiceModel.update({ ...INVOICE_MOVES.columns('send', now), emailStatus: 'queued', updatedAt: now, ...credit, parties: JSON.stringify(parties) }, { where: { id }, transaction: t });
     const sent = (await this.store.find(id, ctx, t)) as InvoiceRecord;
-    const customer = (await this.customers.lookup(ctx, [sent.customerId])).get(sent.customerId);
-    if (!customer) throw notFound('customer', sent.customerId, 'customerId');
-    const doc = documentOf(sent, merchant, customer);
+    const doc = documentOf(sent, parties);
     const hostedUrl = this.urls.invoice(id);
     const { subject, text, html } = this.rendering.email(doc, { hostedUrl });
     await this.mail.enqueue(t, ctx, {
-      to: customer.email, subject, text, html, about: { type: 'invoice', id },
+      to: parties.customer.email, subject, text, html, about: { type: 'invoice', id },
       attachments: [{ filename: `${sent.number}.pdf`, contentType: 'application/pdf', source: { type: 'invoice_pdf', document: doc } }],
     });
     const answer = await this.recordEvent(ctx, t, id, 'invoice.sent');
@@ -254,6 +279,43 @@ export class InvoiceService {
     if (current.subscriptionId !== null || current.creditApplied > 0 || current.amountDue <= 0 || current.status !== 'draft') return {};
     const applied = await this.credit.applyToInvoice(t, ctx, { customerId: current.customerId, currency: current.currency, invoiceId: current.id, amountDue: current.amountDue });
     return applied > 0 ? { creditApplied: applied, amountDue: current.amountDue - applied } : {};
+  }
+
+  /**
+   * The parties an invoice shows (seller and buyer): those it kept as it left `draft`, else (a
+   * draft, or an invoice issued before they were kept) the account and the customer as they are now.
+   */
+  private async partiesFor(inv: InvoiceRecord, t?: Transaction): Promise<InvoiceParties> {
+    if (inv.status !== 'draft' && inv.parties) return inv.parties;
+    return this.liveParties(inv, t);
+  }
+
+  /** The account's and the customer's details as they are now: what an invoice leaving `draft` keeps. */
+  private async liveParties(inv: Pick<InvoiceRecord, 'accountId' | 'mode' | 'customerId'>, t?: Transaction): Promise<InvoiceParties> {
+    const account = await this.accounts.invoicing(inv.accountId, t);
+    const customer = (await this.customers.lookup(inv, [inv.customerId], t)).get(inv.customerId);
+    return invoiceParties(account, customer ?? { name: null, email: '', locale: 'en' });
+  }
+
+  /**
+   * The parties of those of these invoices that are drafts with none kept yet (a merchant's
+   * draft charged; a subscription's drafts took theirs as they were made), for the statement
+   * that finalises them together: one read of the drafts, then one of each account and one of
+   * the customers of each account and mode, however many invoices.
+   */
+  private async draftParties(t: Transaction, ids: readonly string[]): Promise<Map<string, InvoiceParties>> {
+    const out = new Map<string, InvoiceParties>();
+    const accounts = new Map<string, InvoiceDocument['merchant']>();
+    for (const group of groupBy(await this.store.draftsOf(ids, t), (d) => `${d.accountId}|${d.mode}`).values()) {
+      const { accountId, mode } = group[0];
+      if (!accounts.has(accountId)) accounts.set(accountId, await this.accounts.invoicing(accountId, t));
+      const customers = await this.customers.lookup({ accountId, mode }, group.map((d) => d.customerId), t);
+      for (const d of group) {
+        const customer = customers.get(d.customerId);
+        if (customer) out.set(d.id, invoiceParties(accounts.get(accountId) as InvoiceDocument['merchant'], customer));
+      }
+    }
+    return out;
   }
 
   /**
@@ -301,7 +363,7 @@ export class InvoiceService {
       for (const { spec, i } of group) {
         const exempt = customers.get(spec.customerId)?.taxExempt ?? 'none';
         const defaults = spec.defaultTaxRateIds ?? [];
-        out[i] = { exempt, defaults, taxes: computeInvoiceTaxes(spec.lines.map((l) => ({ amount: l.amount, taxRateIds: defaults })), rates, exempt) };
+        out[i] = { exempt, defaults, taxes: computeInvoiceTaxes(spec.lines.map((l) => ({ amount: l.amount, taxRateIds: defaults })), rates, exempt), customer: customers.get(spec.customerId) ?? null };
       }
     }
     return out;
@@ -406,6 +468,14 @@ export class InvoiceService {
         await this.settleCredit(t, ctx, spec, b, b.invoice.number as string);
       }
     }
+    // Each keeps its parties from its insert (read above with its taxes, no statement more): one
+    // issued as it is made (paid at once, sent, finalised) shows them; a draft left for its charge
+    // shows the live ones until the charge's settle issues it with these (the batch's settle
+    // statement then needs no read of the customers).
+    for (const [i, b] of built.entries()) {
+      const { customer } = taxes[i];
+      if (customer) b.invoice.parties = JSON.stringify(invoiceParties(accounts.get(items[i].ctx.accountId) as InvoiceDocument['merchant'], customer));
+    }
     await InvoiceModel.bulkCreate(built.map((b) => b.invoice), { transaction: t });
     const lineRows = built.flatMap((b) => b.lines);
     if (lineRows.length) await InvoiceLineItemModel.bulkCreate(lineRows, { transaction: t });
@@ -502,7 +572,9 @@ export class InvoiceService {
     if (succeeded.length) {
       // One instant for the batch, as its statements write it (a batch is one run's step, on one clock).
       const now = succeeded[0].ctx.clock.now();
-      const sent = await this.store.markChargedSent(t, succeeded.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id })), now, now);
+      // The drafts among them are issued by this statement: each keeps its parties (read once for the batch).
+      const parties = await this.draftParties(t, succeeded.map((item) => item.invoiceId));
+      const sent = await this.store.markChargedSent(t, succeeded.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id, parties: parties.get(item.invoiceId) ?? null })), now, now);
       for (const inv of (await this.store.findManyIn(sent, t)).values()) event(inv, 'invoice.sent');
       const paid = await this.store.markChargedPaid(t, succeeded.map((item) => ({ id: item.invoiceId, paymentId: item.payment.id, amount: item.payment.amount })), now, now);
       for (const inv of (await this.store.findManyIn(paid, t)).values()) {
@@ -537,7 +609,8 @@ export class InvoiceService {
     }
     // A draft charged is finalised by its settling write: sent (without an e-mail), with its event.
     if (current.status === 'draft') {
-      await InvoiceModel.update({ ...INVOICE_MOVES.columns('finalize', now), updatedAt: now }, { where: { id }, transaction: t });
+      const parties = JSON.stringify(await this.liveParties(current, t));
+      await InvoiceModel.update({ ...INVOICE_MOVES.columns('finalize', now), parties, updatedAt: now }, { where: { id }, transaction: t });
       event((await this.store.find(id, ctx, t)) as InvoiceRecord, 'invoice.sent');
     }
     if (payment.status === 'succeeded') {
@@ -596,7 +669,8 @@ export class InvoiceService {
         await InvoiceModel.update({ ...credit, updatedAt: now }, { where: { id }, transaction: t });
         return (await this.store.find(id, ctx, t)) as InvoiceRecord;
       }
-      await InvoiceModel.update({ ...credit, ...INVOICE_MOVES.columns('finalize', now), updatedAt: now }, { where: { id }, transaction: t });
+      const parties = JSON.stringify(await this.liveParties(current, t));
+      await InvoiceModel.update({ ...credit, ...INVOICE_MOVES.columns('finalize', now), parties, updatedAt: now }, { where: { id }, transaction: t });
       await this.recordEvent(ctx, t, id, 'invoice.sent');
       await InvoiceModel.update({ ...INVOICE_MOVES.columns('pay', now), paymentStatus: 'paid', updatedAt: now }, { where: { id }, transaction: t });
       await this.recordEvent(ctx, t, id, 'invoice.paid');
@@ -657,17 +731,23 @@ export class InvoiceService {
     return { result: result as PayResult, invoice };
   }
 
-  /** What the hosted invoice page shows: nothing internal. */
-  async publicView(id: string): Promise<{ id: string; object: 'invoice'; livemode: boolean; number: string; status: string; paymentStatus: string; currency: string; amountDue: number; total: number; dueDate: string | null; merchantName: string; locale: string; lineItems: Array<{ description: string; quantity: number; amount: number }> }> {
+  /**
+   * What the hosted invoice page shows: nothing internal. The merchant's name and the customer's
+   * locale are those the invoice was issued with (as its PDF and e-mail); the totals as the PDF
+   * shows them: subtotal, a row per tax rate, credit applied, total, paid and due.
+   */
+  async publicView(id: string): Promise<PublicInvoice> {
     const found = await this.store.find(id);
     if (!found || found.status === 'draft') throw notFound('invoice', id);
     const inv = await this.settled(found);
     // The customer's locale: the page speaks the language and uses the formats of the PDF and the mail.
-    const [merchantName, customers] = await Promise.all([this.accounts.displayName(inv.accountId), this.customers.lookup(inv, [inv.customerId])]);
+    const parties = await this.partiesFor(inv);
     return {
       id: inv.id, object: 'invoice', livemode: inv.livemode, number: inv.number, status: inv.status, paymentStatus: inv.paymentStatus,
-      currency: inv.currency, amountDue: inv.amountDue, total: inv.total, dueDate: inv.dueDate, merchantName,
-      locale: customers.get(inv.customerId)?.locale ?? 'en',
+      currency: inv.currency, subtotal: inv.subtotal, tax: inv.tax,
+      taxBreakdown: inv.taxBreakdown.map((r) => ({ displayName: r.displayName, percentage: r.percentage, inclusive: r.inclusive, taxableAmount: r.taxableAmount, amount: r.amount })),
+      reverseCharge: inv.customerTaxExempt === 'reverse', total: inv.total, creditApplied: inv.creditApplied, amountPaid: inv.amountPaid, amountDue: inv.amountDue,
+      dueDate: inv.dueDate, merchantName: parties.merchant.name, locale: parties.customer.locale,
       lineItems: inv.lineItems.map((l) => ({ description: l.description, quantity: l.quantity, amount: l.amount })),
     };
   }
@@ -682,7 +762,7 @@ export class InvoiceService {
       if (current.paymentStatus === 'processing') throw paymentInProgress();
       await InvoiceModel.update({
         ...INVOICE_MOVES.columns('mark_paid', now), paymentStatus: 'paid', paidOutOfBand: true, amountPaid: current.total - current.creditApplied, amountDue: 0,
-        sentAt: current.sentAt ?? now, updatedAt: now,
+        sentAt: current.sentAt ?? now, ...(await this.issuedParties(current, t)), updatedAt: now,
       }, { where: { id }, transaction: t });
       return this.recordEvent(ctx, t, id, 'invoice.paid');
     }));
@@ -696,7 +776,7 @@ export class InvoiceService {
       const current = await this.lockForChange(ctx, id, t);
       INVOICE_MOVES.check(current.status, 'void');
       if (current.paymentStatus === 'processing') throw paymentInProgress();
-      await InvoiceModel.update({ ...INVOICE_MOVES.columns('void', now), amountDue: 0, updatedAt: now }, { where: { id }, transaction: t });
+      await InvoiceModel.update({ ...INVOICE_MOVES.columns('void', now), amountDue: 0, ...(await this.issuedParties(current, t)), updatedAt: now }, { where: { id }, transaction: t });
       // What it took of the customer's credit goes back to the customer (the invoice owes nothing now).
       if (current.creditApplied > 0) {
         await this.credit.creditFromInvoice(t, ctx, {
@@ -707,12 +787,19 @@ export class InvoiceService {
     }));
   }
 
-  /** The invoice's PDF, in every status; the same bytes while its status is unchanged. */
+  /** The `parties` column a move out of `draft` writes (the parties now); none for a move of an invoice already issued. */
+  private async issuedParties(current: InvoiceRecord, t: Transaction): Promise<{ parties: string } | Record<string, never>> {
+    return current.status === 'draft' ? { parties: JSON.stringify(await this.liveParties(current, t)) } : {};
+  }
+
+  /**
+   * The invoice's PDF, in every status; the same bytes while its status is unchanged. An issued
+   * invoice names the parties it kept; a draft, the account and the customer as they are now.
+   */
   async pdf(ctx: RequestContext, id: string): Promise<{ filename: string; bytes: Buffer }> {
     requirePermission(ctx, 'invoices', 'read');
     const inv = await this.settled(await this.mustFind(ctx, id));
-    const [account, customer] = await Promise.all([this.accounts.invoicing(ctx.accountId), this.customers.lookup(ctx, [inv.customerId])]);
-    const doc = documentOf(inv, account, customer.get(inv.customerId) ?? { name: null, email: '', locale: 'en' });
+    const doc = documentOf(inv, await this.partiesFor(inv));
     return { filename: `${inv.number}.pdf`, bytes: await this.rendering.pdf(doc) };
   }
 
@@ -902,7 +989,7 @@ function subscriptionInvoiceRows(
     ...taxColumns(taxes.taxes, taxes.defaults, taxes.exempt), amountPaid: 0, amountDue: due, creditApplied: 0,
     dueDate: null, memo: null, sentAt: null, paidAt: null, voidedAt: null, paidOutOfBand: false,
     emailStatus: null, latestPaymentId: null, paymentAttempts: 0, billingPeriodStart: spec.billingPeriodStart, billingReason: spec.billingReason,
-    metadata: '{}', createdAt: now, updatedAt: touched,
+    metadata: '{}', parties: null, createdAt: now, updatedAt: touched,
   };
   const lines = spec.lines.map((line, position) => ({
     id: newId('il'), invoiceId: id, position, description: line.description, quantity: line.quantity, unitAmount: line.unitAmount,
@@ -916,6 +1003,8 @@ interface SubscriptionTaxes {
   taxes: InvoiceTaxes;
   defaults: readonly string[];
   exempt: TaxExempt;
+  /** The customer as read with its taxExempt (its details are the buyer an invoice issued at once keeps). */
+  customer: (InvoiceDocument['customer'] & { locale: string }) | null;
 }
 
 /** The tax rate lists an invoice's input names, each with the param an error about it names. */
@@ -979,13 +1068,14 @@ function priced(lines: LineItemInput[]): { items: Array<LineItemInput & { amount
 }
 
 /** The snapshot the PDF and the e-mail render from. */
-export function documentOf(inv: InvoiceRecord, merchant: InvoiceDocument['merchant'], customer: InvoiceDocument['customer'] & { locale?: string }): InvoiceDocument {
+export function documentOf(inv: InvoiceRecord, parties: InvoiceParties): InvoiceDocument {
+  const { merchant, customer } = parties;
   return {
-    id: inv.id, number: inv.number, status: inv.status, livemode: inv.livemode, currency: inv.currency, locale: customer.locale ?? 'en',
+    id: inv.id, number: inv.number, status: inv.status, livemode: inv.livemode, currency: inv.currency, locale: customer.locale,
     createdAt: inv.createdAt, dueDate: inv.dueDate, sentAt: inv.sentAt, paidAt: inv.paidAt,
-    // The parties' blocks (seller and buyer), as the account and the customer read now.
-    merchant: { name: merchant.name, address: merchant.address ?? null, taxId: merchant.taxId ?? null, supportEmail: merchant.supportEmail ?? null },
-    customer: { name: customer.name, email: customer.email, address: customer.address ?? null, taxIds: customer.taxIds ?? [] },
+    // The parties' blocks (seller and buyer): those the invoice kept as it was issued (InvoiceService.partiesFor).
+    merchant: { name: merchant.name, address: merchant.address, taxId: merchant.taxId, supportEmail: merchant.supportEmail },
+    customer: { name: customer.name, email: customer.email, address: customer.address, taxIds: customer.taxIds },
     lineItems: inv.lineItems.map((l: InvoiceLineItem) => ({
       description: l.description, quantity: l.quantity, unitAmount: l.unitAmount, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd,
     })),

@@ -7,6 +7,7 @@ import type { Metadata } from '../../core/validation';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
 import { INVOICE_MOVES } from './invoice-states';
 import type { TaxBreakdownEntry, TaxExempt } from './invoice-tax';
+import type { InvoiceParties } from './invoice-document';
 
 type Scope = { accountId: string; mode: string };
 type Row = Record<string, unknown>;
@@ -59,6 +60,8 @@ export interface InvoiceRecord {
   latestPaymentId: string | null;
   paymentAttempts: number;
   metadata: Metadata;
+  /** The seller and the buyer as the invoice left `draft` (internal; null on a draft and on invoices issued before it was kept). */
+  parties: InvoiceParties | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -149,15 +152,17 @@ export class InvoiceStore {
    * Drafts whose charge (`paymentId`, still processing) succeeded, finalised: `sent` (the first
    * half of `InvoiceService.settleCharge` for them). Returns the ids it changed.
    */
-  async markChargedSent(t: Transaction, rows: Array<{ id: string; paymentId: string }>, now: Date, touched: Date): Promise<string[]> {
+  async markChargedSent(t: Transaction, rows: Array<{ id: string; paymentId: string; parties: InvoiceParties | null }>, now: Date, touched: Date): Promise<string[]> {
     if (rows.length === 0) return [];
+    // Each row's parties (the snapshot an issued invoice keeps) written by the same statement.
+    const parties = (r: { parties: InvoiceParties | null }) => (r.parties ? JSON.stringify(r.parties) : null);
     if (this.db.dialect === 'postgres') {
       const done = await this.db.select<{ id: string }>(
-        `UPDATE invoices i SET ${INVOICE_MOVES.sqlSet('finalize', '$2')}, updated_at = $3
-           FROM json_to_recordset($1::json) AS v(id text, payment_id text)
+        `UPDATE invoices i SET ${INVOICE_MOVES.sqlSet('finalize', '$2')}, parties = COALESCE(v.parties, i.parties), updated_at = $3
+           FROM json_to_recordset($1::json) AS v(id text, payment_id text, parties text)
           WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('finalize', 'i.status')}
           RETURNING i.id`,
-        [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId }))), now, touched],
+        [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId, parties: parties(r) }))), now, touched],
         t,
       );
       return done.map((r) => r.id);
@@ -165,9 +170,9 @@ export class InvoiceStore {
     const done: string[] = [];
     for (const r of rows) {
       const changed = await this.db.execute(
-        `UPDATE invoices SET ${INVOICE_MOVES.sqlSet('finalize', '$3')}, updated_at = $4
+        `UPDATE invoices SET ${INVOICE_MOVES.sqlSet('finalize', '$3')}, parties = COALESCE($5, parties), updated_at = $4
           WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('finalize')}`,
-        [r.id, r.paymentId, now, touched],
+        [r.id, r.paymentId, now, touched, parties(r)],
         t,
       );
       if (changed > 0) done.push(r.id);
@@ -272,6 +277,14 @@ export class InvoiceStore {
     );
   }
 
+  /** Which of these invoices are drafts keeping no parties yet, with their customer (whose parties a finalising statement keeps): one statement. */
+  async draftsOf(ids: readonly string[], t?: Transaction): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live'; customerId: string }>> {
+    if (ids.length === 0) return [];
+    return (await InvoiceModel.findAll({
+      attributes: ['id', 'accountId', 'mode', 'customerId'], where: { id: [...new Set(ids)], status: 'draft', parties: null }, raw: true, transaction: t,
+    })) as unknown as Array<{ id: string; accountId: string; mode: 'test' | 'live'; customerId: string }>;
+  }
+
   /** A payment's status by id (the invoice's charge), or null when it was never written. */
   async paymentStatus(paymentId: string, t?: Transaction): Promise<string | null> {
     const [row] = await this.db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1', [paymentId], t);
@@ -325,6 +338,7 @@ export function toInvoiceRecord(row: Row, lineItems: InvoiceLineItem[]): Invoice
     latestPaymentId: (row.latestPaymentId as string | null) ?? null,
     paymentAttempts: Number(row.paymentAttempts ?? 0),
     metadata: readJson<Metadata>(row.metadata, {}),
+    parties: readJson<InvoiceParties | null>(row.parties, null),
     createdAt: isoTime(row.createdAt) as string,
     updatedAt: isoTime(row.updatedAt) as string,
   };
