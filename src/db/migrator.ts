@@ -25,7 +25,7 @@ import * as m0021 from './migrations/0021-customer-credit';
 import * as m0022 from './migrations/0022-subscription-last-change';
 import * as m0023 from './migrations/0023-parties';
 import * as m0024 from './migrations/0024-tax-rates';
-import * as m0027 from './migrations/0027-invoice-parties-snapshot';
+import * as m0025 from './migrations/0025-invoice-parties-snapshot';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -55,7 +55,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0022-subscription-last-change', m0022],
   ['0023-parties', m0023],
   ['0024-tax-rates', m0024],
-  ['0027-invoice-parties-snapshot', m0027],
+  ['0025-invoice-parties-snapshot', m0025],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {
