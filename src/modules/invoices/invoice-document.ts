@@ -53,7 +53,7 @@ export interface InvoiceDocument {
 }
 
 /**
- * The seller and the buyer an issued invoice keeps (`invoices.parties`, migration 0027): taken
+ * The seller and the buyer an issued invoice keeps (`invoices.parties`, migration 0025): taken
  * from the account and the customer by the statement that moves the invoice out of `draft`, so
  * its PDF, e-mail and hosted page show the parties it was issued to whatever changes after. A
  * draft has none (it shows the parties as they are now); so has an invoice issued before the

@@ -38,7 +38,7 @@ export class InvoiceModel extends Model {
   @Column(DataType.DATE(3)) declare billingPeriodStart: Date | null;
   @Column(DataType.STRING(24)) declare billingReason: string | null;
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare metadata: string;
-  /** JSON: the seller and the buyer as the invoice left `draft` (InvoiceParties, migration 0027); a draft shows the live ones. */
+  /** JSON: the seller and the buyer as the invoice left `draft` (InvoiceParties, migration 0025); a draft shows the live ones. */
   @Column(DataType.TEXT) declare parties: string | null;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;
