@@ -164,6 +164,7 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     await ok('GET', `/v1/webhook-endpoints/${endpoint.id}`);
     await ok('PATCH', `/v1/webhook-endpoints/${endpoint.id}`, { description: 'CRM' });
     await ok('POST', `/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, { overlapSeconds: 0 });
+    await ok('POST', `/v1/webhook-endpoints/${endpoint.id}/test`, {});
     await ok('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`);
     const events = await ok('GET', '/v1/events');
     await ok('GET', `/v1/events/${events[0].id}`);
