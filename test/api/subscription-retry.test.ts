@@ -72,6 +72,27 @@ describe(`subscription retry payment and subscription checkout (${DIALECT})`, ()
     expect((await ok(get(`/v1/checkout-sessions/${session.id}`))).status).toBe('open');
   });
 
+  it('should leave the dunning schedule where it was when a retry\'s charge is still pending at the end of the request', async () => {
+    const { sub } = await pastDue(1600);
+    const invoices = app.server.services.invoices;
+    const real = invoices.chargeManyForSubscriptions.bind(invoices);
+    // As a gateway that has not answered by the end of the request: the payment still pending.
+    let pending = 0;
+    const spy = jest.spyOn(invoices, 'chargeManyForSubscriptions').mockImplementationOnce(async (items, width) => {
+      const outcomes = await real(items, width);
+      pending += outcomes.size;
+      for (const [id, outcome] of outcomes) if ('payment' in outcome) outcomes.set(id, { payment: { ...outcome.payment, status: 'pending' } });
+      return outcomes;
+    });
+    try {
+      expect((await post(`/v1/subscriptions/${sub.id}/retry-payment`)).status).toBe(200);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(pending).toBe(1);
+    expect(await ok(get(`/v1/subscriptions/${sub.id}`))).toMatchObject({ status: 'past_due', nextPaymentAttemptAt: sub.nextPaymentAttemptAt });
+  });
+
   it('should answer a retry that succeeded (a working card made the default first) with a complete session and an active subscription', async () => {
     const { customer, sub } = await pastDue(1800);
     const good = await saveCard(customer.id, GOOD);

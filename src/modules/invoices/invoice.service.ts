@@ -216,7 +216,7 @@ export class InvoiceService {
       const items = lines ? lines.items : current.lineItems;
       const defaults = data.defaultTaxRateIds ?? current.defaultTaxRateIds;
       const rates = await this.taxRates.terms(ctx, [...defaults, ...items.flatMap((l) => l.taxRateIds ?? [])], t);
-      const exempt = (await this.customers.lookup(ctx, [current.customerId])).get(current.customerId)?.taxExempt ?? 'none';
+      const exempt = (await this.customers.lookup(ctx, [current.customerId], t)).get(current.customerId)?.taxExempt ?? 'none';
       const taxes = taxed(items, defaults, rates, exempt, data.lineItems ? 'lineItems' : 'defaultTaxRateIds');
       // What it took of the customer's credit stays taken: the new total must still cover it.
       if (taxes.total < BigInt(current.creditApplied)) {
@@ -609,7 +609,8 @@ export class InvoiceService {
     }
     // A draft charged is finalised by its settling write: sent (without an e-mail), with its event.
     if (current.status === 'draft') {
-      const parties = JSON.stringify(await this.liveParties(current, t));
+      // A draft that kept its parties as it was made (a subscription's) keeps those, as the batch's statement does.
+      const parties = JSON.stringify(current.parties ?? await this.liveParties(current, t));
       await InvoiceModel.update({ ...INVOICE_MOVES.columns('finalize', now), parties, updatedAt: now }, { where: { id }, transaction: t });
       event((await this.store.find(id, ctx, t)) as InvoiceRecord, 'invoice.sent');
     }

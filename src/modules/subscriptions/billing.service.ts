@@ -451,7 +451,8 @@ export class BillingService {
   /**
    * What the collected invoice shows, taken without a charge: paid (active again, dunning over),
    * voided (the merchant forgave it: nothing owed), a failed attempt not taken yet, a charge still
-   * out (looked at again a minute later; the invoice's reconciling settles it). An invoice with
+   * out (looked at again a minute later, unless it is a retry asked for, which leaves the
+   * schedule alone; the invoice's reconciling settles it). An invoice with
    * nothing to charge and no outcome to take counts as a failed attempt without a charge.
    */
   private async take(ctx: RequestContext, sub: SubscriptionRecord, invoice: InvoiceRecord, run: BillingRun, failures: Failures): Promise<void> {
@@ -467,7 +468,8 @@ export class BillingService {
       return;
     }
     if (invoice.paymentStatus === 'processing') {
-      await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
+      // A retry the merchant asked for leaves the schedule as it was; the run looks again in a minute.
+      if (failures === 'dunning') await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
       return;
     }
     return this.failed(ctx, id, invoice.id, invoice.paymentStatus === 'failed' ? invoice.paymentAttempts : null, run, failures);
