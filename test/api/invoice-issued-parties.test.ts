@@ -134,6 +134,43 @@ describe('an issued invoice keeps its parties', () => {
     }
   });
 
+  it("should keep a subscription draft's parties from its making when its charge settles one by one (a decline), as the batch's settle does", async () => {
+    const m = await merchant();
+    const buyer = await m.customer();
+    // Saved without trouble, declined at its charge.
+    await m.call('POST', `/v1/customers/${buyer.id}/payment-methods`, { card: { number: '4000000000000341', expMonth: 12, expYear: 2040, cvc: '123' } });
+    const product = (await m.call('POST', '/v1/products', { name: 'Plan' })).body.data;
+    const price = (await m.call('POST', '/v1/prices', { productId: product.id, unitAmount: 2500, currency: 'eur', recurring: { interval: 'month' } })).body.data;
+    const invoices = app.server.services.invoices;
+    const real = invoices.chargeManyForSubscriptions.bind(invoices);
+    // The first charge has not answered by the end of the request: the draft waits, processing.
+    let charged: { id: string; amount: number } | undefined;
+    const spy = jest.spyOn(invoices, 'chargeManyForSubscriptions').mockImplementationOnce(async (items, width) => {
+      const outcomes = await real(items, width);
+      for (const [id, outcome] of outcomes) {
+        if ('payment' in outcome) {
+          charged = outcome.payment;
+          outcomes.set(id, { payment: { ...outcome.payment, status: 'pending' } });
+        }
+      }
+      return outcomes;
+    });
+    let sub: Json;
+    try {
+      sub = (await m.call('POST', '/v1/subscriptions', { customerId: buyer.id, priceId: price.id })).body.data;
+    } finally {
+      spy.mockRestore();
+    }
+    const [row] = await app.server.services.db.select<{ status: string; payment_status: string; latest_payment_id: string }>('SELECT status, payment_status, latest_payment_id FROM invoices WHERE id = $1', [sub!.latestInvoiceId]);
+    expect([row.status, row.payment_status, row.latest_payment_id]).toEqual(['draft', 'processing', charged?.id]);
+    await m.changeEverything(buyer.id);
+    // Read after the change: the invoice settles from its (declined) payment one by one, finalised by that settle.
+    const settled = (await m.call('GET', `/v1/invoices/${sub!.latestInvoiceId}`)).body.data;
+    expect([settled.status, settled.paymentStatus]).toEqual(['sent', 'failed']);
+    const draft = settled;
+    expectParties(await m.pdf(draft.id), OLD, NEW, 'declined renewal draft');
+  });
+
   it('should fall back to the live parties for an invoice issued before they were kept', async () => {
     const m = await merchant();
     const buyer = await m.customer();
