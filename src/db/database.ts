@@ -99,9 +99,17 @@ export class Database {
     }
   }
 
-  /** SQLite: one shared connection for transactions; every connection waits for the lock (15 s by default). */
+  /**
+   * SQLite: one shared connection for transactions; every connection waits for the lock (15 s by
+   * default) and commits with `synchronous=NORMAL` (a per-connection setting: set on each as it
+   * opens, before its first statement, so the transactions' connection writes as the default one
+   * does; in WAL mode a commit survives the process's crash, kill -9 loses nothing acknowledged).
+   */
   private configureSqliteConnections(busyTimeoutMs: number): void {
-    const shared = shareSqliteTransactionConnection(this.sequelize, (connection) => connection.configure('busyTimeout', busyTimeoutMs));
+    const shared = shareSqliteTransactionConnection(this.sequelize, (connection) => {
+      connection.configure('busyTimeout', busyTimeoutMs);
+      connection.run('PRAGMA synchronous=NORMAL', {}, () => undefined);
+    });
     this.discardTransactionConnection = () => shared.discard();
   }
 
@@ -113,8 +121,8 @@ export class Database {
   async init(): Promise<void> {
     if (this.sqliteFile) this.tightenedFiles = prepareSqliteFile(this.sqliteFile);
     if (this.dialect === 'sqlite') {
+      // Kept in the file: every connection, of this process and any other, writes the WAL.
       await this.sequelize.query('PRAGMA journal_mode=WAL');
-      await this.sequelize.query('PRAGMA synchronous=NORMAL');
     }
   }
 

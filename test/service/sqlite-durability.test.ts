@@ -1,0 +1,34 @@
+import { DIALECT } from '../helpers/db';
+import { startServices, type ServiceHarness } from '../helpers/services';
+
+/*
+ * SQLite's durability settings as the service writes with them: WAL (kept in the file) and
+ * synchronous=NORMAL, which is a per-connection setting. Transactions run on a connection of
+ * their own (src/db/sequelize-internals.ts); it must commit as the default connection does, not
+ * at SQLite's default (FULL: an fsync of the WAL on every commit), which made the service's writes
+ * cost what the benchmark's baseline, at NORMAL, did not.
+ */
+let h: ServiceHarness;
+beforeAll(async () => {
+  h = await startServices();
+});
+afterAll(() => h?.stop());
+
+describe(`the database's durability settings (${DIALECT})`, () => {
+  it('should write in WAL mode with synchronous=NORMAL on every connection, the transactions\' one included (SQLite)', async () => {
+    const db = h.services.db;
+    if (db.dialect !== 'sqlite') {
+      // PostgreSQL: the server's settings (fsync, synchronous_commit) are the operator's; the service changes none.
+      const [{ synchronous_commit: commit }] = await db.select<{ synchronous_commit: string }>('SHOW synchronous_commit');
+      expect(commit).toBe('on');
+      return;
+    }
+    const read = async (t?: Parameters<Parameters<typeof db.transaction>[0]>[0]) => ({
+      journal: (await db.select<{ journal_mode: string }>('PRAGMA journal_mode', [], t))[0].journal_mode,
+      synchronous: Number((await db.select<{ synchronous: number }>('PRAGMA synchronous', [], t))[0].synchronous),
+    });
+    // 1 is NORMAL (0 OFF, 2 FULL).
+    expect(await read()).toEqual({ journal: 'wal', synchronous: 1 });
+    expect(await db.transaction((t) => read(t))).toEqual({ journal: 'wal', synchronous: 1 });
+  });
+});
