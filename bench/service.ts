@@ -25,9 +25,9 @@ export interface Service {
  * it applies per account and mode and, on the public routes (no key), per client IP, and both
  * take RATE_LIMIT_PER_MINUTE as their default.
  */
-export async function startService(databaseUrl: string, dataDir: string, env: Record<string, string> = {}): Promise<Service> {
+export async function startService(databaseUrl: string, dataDir: string, env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<Service> {
   const { child, match } = await startProcess(
-    [...SERVICE_NODE_FLAGS, path.join(ROOT, 'bin', 'payorch.js'), 'start'],
+    [...SERVICE_NODE_FLAGS, ...nodeFlags, path.join(ROOT, 'bin', 'payorch.js'), 'start'],
     { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ...servicePorts(), HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
     /test key: (sk_test_\S+)[\s\S]*listening on https:\/\/[^:]+:(\d+)/,
   );
