@@ -3,6 +3,12 @@
  * payment row, event row, delivery row, in one transaction) from a bare Koa route over HTTPS,
  * with raw prepared statements (pg) or the sqlite3 driver. No validation, no routing, no ORM.
  * Without DATABASE_URL it writes nothing: the figure for HTTPS and the load generator alone.
+ *
+ * BASELINE_COMMITS=2 (PostgreSQL): the same rows in the two transactions a payment that calls a
+ * gateway needs to survive a crash, as the service writes it: first the idempotency row and the
+ * payment as pending, committed before the gateway is called (a crash after the gateway took the
+ * money must find the payment to recover it), then the payment's outcome, the event, the delivery
+ * and the idempotency row's answer, committed together.
  */
 import https from 'node:https';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +31,33 @@ async function main(): Promise<void> {
   ];
   if (!url) {
     write = async (_key, body) => JSON.stringify({ id: id('pay'), object: 'payment', status: 'succeeded', body: JSON.parse(body) });
+  } else if (url.startsWith('postgres') && process.env.BASELINE_COMMITS === '2') {
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    for (const s of schema) await pool.query(s);
+    write = async (key, body) => {
+      const c = await pool.connect();
+      try {
+        const pay = id('pay');
+        const evt = id('evt');
+        const pending = JSON.stringify({ id: pay, object: 'payment', status: 'pending', body: JSON.parse(body) });
+        const now = new Date().toISOString();
+        await c.query('BEGIN');
+        await c.query({ name: 'i', text: 'INSERT INTO b_idem VALUES ($1, $2, $3, $4, $5)', values: ['acct', key, 'pending', null, now] });
+        await c.query({ name: 'p', text: 'INSERT INTO b_payments VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', values: [pay, 'acct', 'test', 1000, 'USD', 'pending', pending, now] });
+        await c.query('COMMIT');
+        // The gateway's answer would come here.
+        const payment = JSON.stringify({ id: pay, object: 'payment', status: 'succeeded', body: JSON.parse(body) });
+        await c.query('BEGIN');
+        await c.query({ name: 'u', text: "UPDATE b_payments SET status = 'succeeded', details = $2 WHERE id = $1 AND status = 'pending'", values: [pay, payment] });
+        await c.query({ name: 'e', text: 'INSERT INTO b_events VALUES ($1, $2, $3, $4, $5)', values: [evt, 'acct', 'payment.succeeded', payment, now] });
+        await c.query({ name: 'd', text: 'INSERT INTO b_deliveries VALUES ($1, $2, $3, $4)', values: [id('whd'), evt, 'pending', now] });
+        await c.query({ name: 'a', text: "UPDATE b_idem SET state = 'done', body = $3 WHERE scope = $1 AND k = $2", values: ['acct', key, payment] });
+        await c.query('COMMIT');
+        return payment;
+      } finally {
+        c.release();
+      }
+    };
   } else if (url.startsWith('postgres')) {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     for (const s of schema) await pool.query(s);

@@ -88,20 +88,27 @@ async function benchDialect(dialect: string): Promise<void> {
   const serviceDb = await freshDatabase(dialect, dir);
   const baselineDb = await freshDatabase(dialect, dir);
   const preload = path.join(__dirname, 'trace-preload.js');
-  const traceFiles = { service: path.join(dir, 'service-trace.json'), baseline: path.join(dir, 'baseline-trace.json') };
+  const traceFiles = {
+    service: path.join(dir, 'service-trace.json'), baseline: path.join(dir, 'baseline-trace.json'), twoCommits: path.join(dir, 'two-commits-trace.json'),
+  };
   const service = await startService(serviceDb.url, dir, TRACE ? { BENCH_TRACE_FILE: traceFiles.service } : {}, TRACE ? ['-r', preload] : []);
-  const baseline = await startProcess(
+  const startBaseline = (env: Record<string, string>, traceFile: string) => startProcess(
     [...(TRACE ? ['-r', preload] : []), '-r', 'ts-node/register/transpile-only', path.join(__dirname, '..', 'create-payment', 'baseline.ts')],
-    { DATABASE_URL: baselineDb.url, PORT: String(benchPort()), ...(TRACE ? { BENCH_TRACE_FILE: traceFiles.baseline } : {}) },
+    { DATABASE_URL: baselineDb.url, PORT: String(benchPort()), ...(TRACE ? { BENCH_TRACE_FILE: traceFile } : {}), ...env },
     /baseline listening (\d+)/,
   );
+  const baseline = await startBaseline({}, traceFiles.baseline);
+  // PostgreSQL: also the bare route writing the payment in the service's two transactions.
+  const twoCommits = dialect === 'postgres' ? await startBaseline({ BASELINE_COMMITS: '2' }, traceFiles.twoCommits) : undefined;
   try {
     const times = await measure({
       baseline: client(`https://127.0.0.1:${baseline.match[1]}/`, {}),
+      ...(twoCommits ? { '2 commits': client(`https://127.0.0.1:${twoCommits.match[1]}/`, {}) } : {}),
       service: client(`${service.baseUrl}/v1/payments`, { authorization: `Bearer ${service.testKey}` }),
     }, TRACE ? async () => {
       await readTrace(service.pid, traceFiles.service);
       await readTrace(baseline.child.pid as number, traceFiles.baseline);
+      if (twoCommits) await readTrace(twoCommits.child.pid as number, traceFiles.twoCommits);
     } : undefined);
     process.stdout.write(`\n${dialect}: ${REQUESTS} requests each, alternating in blocks of ${BLOCK}, after ${WARMUP} unmeasured\n`);
     const p50: Record<string, number> = {};
@@ -114,14 +121,17 @@ async function benchDialect(dialect: string): Promise<void> {
       );
     }
     process.stdout.write(`  p50 service / baseline: ${(p50.service / p50.baseline).toFixed(2)}× (goal ≤ 1.3×)\n`);
+    if (twoCommits) process.stdout.write(`  p50 service / the bare route in two transactions: ${(p50.service / p50['2 commits']).toFixed(2)}×\n`);
     if (TRACE) {
       process.stdout.write(traceText('baseline', await readTrace(baseline.child.pid as number, traceFiles.baseline)));
+      if (twoCommits) process.stdout.write(traceText('2 commits', await readTrace(twoCommits.child.pid as number, traceFiles.twoCommits)));
       process.stdout.write(traceText('service', await readTrace(service.pid, traceFiles.service)));
     }
     process.stdout.write(`  load average: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}\n`);
   } finally {
     await stopService(service);
     baseline.child.kill('SIGTERM');
+    twoCommits?.child.kill('SIGTERM');
     await serviceDb.drop();
     await baselineDb.drop();
     fs.rmSync(dir, { recursive: true, force: true });
