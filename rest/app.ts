@@ -33,8 +33,16 @@ export function isPublicPath(path: string): boolean {
 export function restTransport(services: Services): Transport {
   const api = new Router();
   registerRoutes(api, services, API_ROUTES);
-  const root = new Router();
-  for (const prefix of API_PREFIXES) root.use(prefix, api.routes());
+  // One pass over the route table whichever prefix the request used: the router matches the path
+  // without its prefix (newRouterPath). Mounting the table under each prefix doubled the layers
+  // every request is matched against (2 × 96 regular expressions, about 14 µs a request).
+  const routes = api.routes();
+  const dispatch = (ctx: Context, next: Next) => {
+    const inner = stripPrefix(ctx.path);
+    if (inner === null) return next();
+    (ctx as Context & { newRouterPath?: string }).newRouterPath = inner;
+    return routes(ctx as Parameters<typeof routes>[0], next);
+  };
   return {
     isPublicPath,
     pages: { isPagePath, render: renderErrorPage },
@@ -51,7 +59,7 @@ export function restTransport(services: Services): Transport {
       app.use(shared.publicGuards);
       app.use(shared.jsonBody);
       app.use(shared.idempotency);
-      app.use(root.routes());
+      app.use(dispatch);
       app.use(async (ctx: Context) => {
         if (ctx.body !== undefined || ctx.status !== 404) return;
         const inner = stripPrefix(ctx.path) as string;

@@ -29,6 +29,17 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 }
 
 /**
+ * The logger of the one access line per request: `logger` without the redaction by field name,
+ * which walks every key of every line (`*.secret`, …) and cost a busy server about 5 µs and a
+ * copy of the line per request. The access line's fields are fixed and none of them carries a
+ * secret by name (id, method, path with card numbers masked, status, latency, account, mode);
+ * everything else keeps the redaction.
+ */
+export function accessLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: [] } });
+}
+
+/**
  * Error fields safe to log: no SQL parameters, no request data. A card number quoted in a
  * message (a library echoing a value it refused) is masked as a last line of defence.
  */

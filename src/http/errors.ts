@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { secureRandomBytes } from '../core/ids';
-import { errorForLog, type Logger } from '../logger';
+import { accessLogger, errorForLog, type Logger } from '../logger';
 import type { PayorchState } from './context';
 import { renderError } from './render';
 import { redactPanBounded } from '../core/card';
@@ -43,6 +43,7 @@ const NO_PAGES: ErrorPages = { isPagePath: () => false, render: () => undefined 
  * page paths render as HTML pages, by path (a browser's Accept says nothing about an API client).
  */
 export function requestLifecycle(logger: Logger, pages: ErrorPages = NO_PAGES) {
+  const access = accessLogger(logger);
   return async (ctx: Context, next: Next) => {
     const incoming = ctx.get('x-request-id');
     const requestId = REQUEST_ID.test(incoming) ? incoming : `req_${secureRandomBytes(12).toString('hex')}`;
@@ -63,7 +64,7 @@ export function requestLifecycle(logger: Logger, pages: ErrorPages = NO_PAGES) {
       }
     } finally {
       const latencyMs = Number(process.hrtime.bigint() - state.startedAt) / 1e6;
-      logger.info(
+      access.info(
         {
           requestId,
           method: ctx.method,
