@@ -18,6 +18,12 @@ function stripPrefix(path: string): string | null {
   return null;
 }
 
+/** `payments` of `/payments/{id}/refunds`. */
+function firstSegment(path: string): string {
+  const end = path.indexOf('/', 1);
+  return end === -1 ? path.slice(1) : path.slice(1, end);
+}
+
 /** Public routes outside /public (the OpenAPI document), as the route table marks them. */
 const PUBLIC_FIXED_PATHS = new Set(API_ROUTES.filter((r) => r.public && !r.path.startsWith('/public/')).map((r) => r.path));
 
@@ -31,16 +37,22 @@ export function isPublicPath(path: string): boolean {
  * shared authentication, public-route guards, body parser and idempotency (src/http).
  */
 export function restTransport(services: Services): Transport {
-  const api = new Router();
-  registerRoutes(api, services, API_ROUTES);
-  // One pass over the route table whichever prefix the request used: the router matches the path
-  // without its prefix (newRouterPath). Mounting the table under each prefix doubled the layers
-  // every request is matched against (2 × 96 regular expressions, about 14 µs a request).
-  const routes = api.routes();
+  // The route table split by its paths' first segment (/payments, /customers, …), one router
+  // each: a request is matched against its segment's 2 to 13 routes, not all 96 twice (the
+  // table mounted under each prefix), which took about 14 µs and 12 KB of regular-expression
+  // results a request. The router sees the path without its prefix (newRouterPath).
+  const bySegment = new Map<string, Router>();
+  for (const route of API_ROUTES) {
+    const segment = firstSegment(route.path);
+    if (!bySegment.has(segment)) bySegment.set(segment, new Router());
+  }
+  for (const [segment, router] of bySegment) registerRoutes(router, services, API_ROUTES.filter((r) => firstSegment(r.path) === segment));
+  const dispatchers = new Map([...bySegment].map(([segment, router]) => [segment, router.routes()]));
   const dispatch = (ctx: Context, next: Next) => {
     const inner = stripPrefix(ctx.path);
-    if (inner === null) return next();
-    (ctx as Context & { newRouterPath?: string }).newRouterPath = inner;
+    const routes = inner === null ? undefined : dispatchers.get(firstSegment(inner));
+    if (!routes) return next();
+    (ctx as Context & { newRouterPath?: string }).newRouterPath = inner as string;
     return routes(ctx as Parameters<typeof routes>[0], next);
   };
   return {
@@ -63,8 +75,8 @@ export function restTransport(services: Services): Transport {
       app.use(async (ctx: Context) => {
         if (ctx.body !== undefined || ctx.status !== 404) return;
         const inner = stripPrefix(ctx.path) as string;
-        const match = api.match(inner, ctx.method);
-        const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
+        const match = bySegment.get(firstSegment(inner))?.match(inner, ctx.method);
+        const allowed = [...new Set((match?.path ?? []).flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
         if (allowed.length > 0) {
           ctx.set('Allow', allowed.join(', '));
           throw new DomainError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(', ')}`);
