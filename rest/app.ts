@@ -18,10 +18,13 @@ function stripPrefix(path: string): string | null {
   return null;
 }
 
-/** `payments` of `/payments/{id}/refunds`. */
+/**
+ * `payments` of `/payments/{id}/refunds` (and of `/Payments/…`: the router matches paths without
+ * regard to case, so the segment that picks its router does too).
+ */
 function firstSegment(path: string): string {
   const end = path.indexOf('/', 1);
-  return end === -1 ? path.slice(1) : path.slice(1, end);
+  return (end === -1 ? path.slice(1) : path.slice(1, end)).toLowerCase();
 }
 
 /** Public routes outside /public (the OpenAPI document), as the route table marks them. */
