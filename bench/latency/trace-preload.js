@@ -109,7 +109,9 @@ https.Server.prototype.emit = function tracedEmit(event, req, res) {
 
 if (file) {
   process.on('SIGUSR1', () => {
-    fs.writeFileSync(file, JSON.stringify(totals));
+    // Whole or not at all: the reader waits for the file to appear.
+    fs.writeFileSync(`${file}.part`, JSON.stringify(totals));
+    fs.renameSync(`${file}.part`, file);
     totals = fresh();
   });
 }
