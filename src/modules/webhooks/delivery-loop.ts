@@ -26,7 +26,7 @@ export class DeliveryLoop extends LeasedOutboxLoop<ClaimedDelivery> {
     super(
       {
         claim: (limit, inFlight) => service.claim(limit, inFlight),
-        process: (c) => service.deliver(c),
+        process: (c, sent) => service.deliver(c, sent),
         renewLeases: (tokens) => service.renewLeases(tokens),
       },
       logger,

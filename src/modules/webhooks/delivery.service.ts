@@ -231,8 +231,12 @@ export class WebhookDeliveryService {
     return this.store.renewLeases(tokens, this.options.leaseMs);
   }
 
-  /** Sends one claimed delivery and records the outcome. Never throws for a receiver's failure. */
-  async deliver(c: ClaimedDelivery): Promise<DeliveryResult> {
+  /**
+   * Sends one claimed delivery and records the outcome. Never throws for a receiver's failure.
+   * `sent` is called once the receiver is done with it (answered, failed, or nothing was sent),
+   * before the outcome is written: the endpoint's next delivery may go meanwhile.
+   */
+  async deliver(c: ClaimedDelivery, sent?: () => void): Promise<DeliveryResult> {
     // The endpoint changed after the row was queued (by another instance, or an event committed
     // while the endpoint was being updated): nothing is sent.
     const unsent: { status: 'held' | 'abandoned'; reason: string } | null = c.endpoint.deleted
@@ -268,6 +272,7 @@ export class WebhookDeliveryService {
         lookup: this.options.lookup,
       });
     }
+    sent?.();
     return this.settle(c, outcome);
   }
 
