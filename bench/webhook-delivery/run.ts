@@ -120,7 +120,7 @@ async function main(): Promise<void> {
   const drained = await waitFor(() => receiver.arrivals.size >= EVENTS, 120_000);
   const drainSeconds = (Date.now() - t0) / 1000;
   // The worker's statements and CPU time from its first claim to here (PostgreSQL only).
-  let drainCost: { counts: Record<string, number>; cpuMs: number } | undefined;
+  let drainCost: { counts: Record<string, number>; ms: Record<string, number>; cpuMs: number } | undefined;
   if (DIALECT === 'postgres') {
     worker.child.kill('SIGUSR2');
     if (await waitFor(() => fs.existsSync(countFile), 5_000)) drainCost = JSON.parse(fs.readFileSync(countFile, 'utf8'));
@@ -164,7 +164,7 @@ async function main(): Promise<void> {
     const total = Object.values(drainCost.counts).reduce((a, b) => a + b, 0);
     process.stdout.write(`  worker during the drain: ${(total / EVENTS).toFixed(2)} statements and ${(drainCost.cpuMs / EVENTS).toFixed(3)} ms of CPU per delivery\n`);
     for (const [kind, n] of Object.entries(drainCost.counts).sort((a, b) => b[1] - a[1])) {
-      process.stdout.write(`    ${String(n).padStart(6)}  ${(n / EVENTS).toFixed(2)}/delivery  ${kind}\n`);
+      process.stdout.write(`    ${String(n).padStart(6)}  ${(n / EVENTS).toFixed(2)}/delivery  ${((drainCost.ms[kind] ?? 0) / n).toFixed(2)} ms each  ${kind}\n`);
     }
   }
   process.stdout.write(`  live event-to-delivery latency over ${latencies.length} events: p50 ${pct(latencies, 50)} ms, p99 ${pct(latencies, 99)} ms\n`);

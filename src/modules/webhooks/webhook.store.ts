@@ -250,12 +250,17 @@ const SETTLE_SET = (d: string, i: string) => `status = CASE WHEN ${d}.status = '
 
 const ATTEMPT_INSERT_COLUMNS = 'id, account_id, mode, endpoint_id, delivery_id, event_id, event_type, attempt, succeeded, status_code, latency_ms, error, next_retry_at, created_at';
 
-/** PostgreSQL: the deliveries and their attempt rows in one statement; an attempt of a delivery held meanwhile shows no retry time. */
+/**
+ * PostgreSQL: the deliveries and their attempt rows in one statement; an attempt of a delivery
+ * held meanwhile shows no retry time. The ids as an array are an index condition: joined on
+ * `d.id = i.id` alone, the planner (counting on json_to_recordset's 100 rows) hash-joined a
+ * sequential scan of the table, 3.2 ms a batch of 8 against 4,650 rows, growing with the table.
+ */
 const SETTLE_BATCH_PG = `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset($1::json) AS i(${SETTLE_INPUT})),
   settled AS (
     UPDATE webhook_deliveries d SET ${SETTLE_SET('d', 'i')}
       FROM input i
-     WHERE d.id = i.id AND d.lock_token = i.lock_token AND d.status IN ('pending', 'held')
+     WHERE d.id = ANY (ARRAY(SELECT id FROM input)) AND d.id = i.id AND d.lock_token = i.lock_token AND d.status IN ('pending', 'held')
     RETURNING d.id, d.status),
   logged AS (
     INSERT INTO webhook_attempts (${ATTEMPT_INSERT_COLUMNS})
@@ -267,10 +272,15 @@ SELECT id, status FROM settled`;
 /** SQLite's rows of $1 (JSON), as json_to_recordset gives them on PostgreSQL. */
 const sqliteRecordset = (columns: string) => `(SELECT ${columns.split(',').map((c) => c.trim().split(' ')[0]).map((c) => `json_extract(value, '$.${c}') AS ${c}`).join(', ')} FROM json_each($1))`;
 
-/** SQLite (no data-modifying CTEs): the deliveries, then the attempt rows of those settled, in one transaction. */
+/**
+ * SQLite (no data-modifying CTEs): the deliveries, then the attempt rows of those settled, in one
+ * transaction. `+d.status` keeps the planner off the status index: walking every pending row and
+ * scanning the batch for each took 60-140 ms a batch of 16 against 4,000 pending rows, where
+ * looking each row of the batch up by id takes well under one.
+ */
 const SETTLE_BATCH_SQLITE = `UPDATE webhook_deliveries AS d SET ${SETTLE_SET('d', 'i')}
   FROM ${sqliteRecordset(SETTLE_INPUT)} AS i
- WHERE d.id = i.id AND d.lock_token = i.lock_token AND d.status IN ('pending', 'held')
+ WHERE d.id = i.id AND d.lock_token = i.lock_token AND +d.status IN ('pending', 'held')
 RETURNING id, status`;
 
 const ATTEMPT_BATCH_SQLITE = `INSERT INTO webhook_attempts (${ATTEMPT_INSERT_COLUMNS})
