@@ -255,12 +255,18 @@ const ATTEMPT_INSERT_COLUMNS = 'id, account_id, mode, endpoint_id, delivery_id, 
  * held meanwhile shows no retry time. The ids as an array are an index condition: joined on
  * `d.id = i.id` alone, the planner (counting on json_to_recordset's 100 rows) hash-joined a
  * sequential scan of the table, 3.2 ms a batch of 8 against 4,650 rows, growing with the table.
+ * A row another transaction has locked (an endpoint being disabled holds its deliveries, a lease
+ * renewal) is skipped, not waited for: a statement locking many rows while waiting for others
+ * could deadlock with those, which lock many too. The skipped row is settled alone, as a lost
+ * claim is, and waits there.
  */
 const SETTLE_BATCH_PG = `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset($1::json) AS i(${SETTLE_INPUT})),
+  free AS (
+    SELECT d.id FROM webhook_deliveries d WHERE d.id = ANY (ARRAY(SELECT id FROM input)) ORDER BY d.id FOR UPDATE SKIP LOCKED),
   settled AS (
     UPDATE webhook_deliveries d SET ${SETTLE_SET('d', 'i')}
-      FROM input i
-     WHERE d.id = ANY (ARRAY(SELECT id FROM input)) AND d.id = i.id AND d.lock_token = i.lock_token AND d.status IN ('pending', 'held')
+      FROM input i, free f
+     WHERE d.id = f.id AND d.id = i.id AND d.lock_token = i.lock_token AND d.status IN ('pending', 'held')
     RETURNING d.id, d.status),
   logged AS (
     INSERT INTO webhook_attempts (${ATTEMPT_INSERT_COLUMNS})
@@ -439,8 +445,9 @@ export class WebhookStore {
   /**
    * Settles every delivery of `items` whose claim is still ours and logs their attempts: one
    * statement on PostgreSQL, one transaction of two (deliveries, attempts) on SQLite. Returns
-   * per item the status written, or null where the claim was not ours any more (nothing written
-   * for it: the caller settles it alone). Items must name distinct deliveries.
+   * per item the status written, or null where the claim was not ours any more, or (PostgreSQL)
+   * another transaction held the row: nothing written for it, the caller settles it alone. Items
+   * must name distinct deliveries.
    */
   async settleBatch(items: readonly BatchedSettle[]): Promise<Array<DeliveryStatus | null>> {
     if (items.length === 0) return [];

@@ -12,7 +12,7 @@ import { EventService } from '../../../src/modules/events/event.service';
 import { DeliveryLoop, WebhookDeliveryService, createWebhookServices, type WebhookServices } from '../../../src/modules/webhooks';
 import { closeDeliveryAgents } from '../../../src/modules/webhooks/http-delivery';
 import { signPayload } from '../../../src/modules/webhooks/signature';
-import { type TestDatabase } from '../../helpers/db';
+import { DIALECT, type TestDatabase } from '../../helpers/db';
 import { ReceiverHarness, makeCertificate, waitFor, type Respond, type Route } from './receiver-harness';
 import { databaseNow, waitForDatabaseTime } from '../../helpers/wait';
 import { readTime } from '../../../src/db/database';
@@ -579,6 +579,50 @@ describe('outcomes written in batches', () => {
     expect((await deliveries(ctx)).map((d) => d.status)).toEqual(['delivered', 'delivered', 'delivered', 'delivered']);
     expect(await db.select('SELECT id FROM webhook_attempts WHERE account_id = $1', [ctx.accountId])).toHaveLength(4);
   });
+
+  // Row locks are PostgreSQL's; SQLite has one writer at a time.
+  if (DIALECT === 'postgres') {
+    it('should skip, not wait for, a delivery another transaction holds, and settle it alone once free', async () => {
+      const ctx = context();
+      const { route } = await endpoint(ctx, 'locked-row');
+      await record(ctx);
+      await record(ctx);
+      const [x, y] = await webhooks.deliveries.claim(100);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      // Another transaction holds x, as disabling its endpoint would.
+      const holder = db.transaction(async (t) => {
+        await db.select('SELECT id FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [x.id], t);
+        locked();
+        await released;
+      });
+      try {
+        await isLocked;
+        const now = clock.now();
+        const outcome = { status: 'delivered' as const, nextAttemptAt: null, statusCode: 200, error: null, latencyMs: 1, deliveredAt: now, now };
+        expect(await new WebhookStore(db).settleBatch([{ c: x, w: outcome, succeeded: true }, { c: y, w: outcome, succeeded: true }])).toEqual([null, 'delivered']);
+        // Through the service x goes from its batch to a transaction of its own, which waits for the lock.
+        let done = false;
+        const delivering = webhooks.deliveries.deliver(x).then((r) => {
+          done = true;
+          return r;
+        });
+        await waitFor(() => route.requests.length === 1, 5_000, 'x to be sent');
+        const waiting = 'SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()';
+        await waitFor(async () => (await db.select(waiting)).length > 0, 5_000, 'x to wait for the lock');
+        expect(done).toBe(false);
+        release();
+        expect(await delivering).toMatchObject({ status: 'delivered' });
+      } finally {
+        release();
+        await holder;
+      }
+      expect((await deliveries(ctx)).map((d) => d.status)).toEqual(['delivered', 'delivered']);
+      expect(await db.select('SELECT id FROM webhook_attempts WHERE delivery_id = $1', [x.id])).toHaveLength(1);
+    });
+  }
 
   it("should free an endpoint's slot once its request is answered, while the outcome is still being written", async () => {
     const ctx = context();
