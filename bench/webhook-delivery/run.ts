@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { benchPort, benchTempDir, freshDatabase, servicePorts, startProcess } from '../lib';
+import { SERVICE_NODE_FLAGS, benchPort, benchTempDir, freshDatabase, servicePorts, startProcess } from '../lib';
 import { generateSelfSigned } from '../../src/tls';
 import { signPayload } from '../../src/modules/webhooks/signature';
 
@@ -75,7 +75,7 @@ async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean
 /** The service with the first-start test key (printed on an empty database) and its base URL. */
 async function startService(env: Record<string, string>): Promise<{ child: import('node:child_process').ChildProcess; baseUrl: string; testKey?: string }> {
   const { child, match } = await startProcess(
-    [path.join(__dirname, '..', '..', 'bin', 'payorch.js'), 'start'],
+    [...SERVICE_NODE_FLAGS, '-r', path.join(__dirname, 'count-sql.js'), path.join(__dirname, '..', '..', 'bin', 'payorch.js'), 'start'],
     { HOST: '127.0.0.1', ...servicePorts(), LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
     /(?:test key: (sk_test_\S+)[\s\S]*)?listening on (https:\/\/\S+)/,
   );
@@ -115,9 +115,16 @@ async function main(): Promise<void> {
 
   // Phase 2: a worker drains the backlog.
   const t0 = Date.now();
-  const worker = await startService({ ...common, RUN_WORKERS: 'true' });
+  const countFile = path.join(dir, 'statements.json');
+  const worker = await startService({ ...common, RUN_WORKERS: 'true', BENCH_COUNT_SQL: DIALECT === 'postgres' ? countFile : '' });
   const drained = await waitFor(() => receiver.arrivals.size >= EVENTS, 120_000);
   const drainSeconds = (Date.now() - t0) / 1000;
+  // The worker's statements and CPU time from its first claim to here (PostgreSQL only).
+  let drainCost: { counts: Record<string, number>; ms: Record<string, number>; cpuMs: number } | undefined;
+  if (DIALECT === 'postgres') {
+    worker.child.kill('SIGUSR2');
+    if (await waitFor(() => fs.existsSync(countFile), 5_000)) drainCost = JSON.parse(fs.readFileSync(countFile, 'utf8'));
+  }
   const times = [...receiver.arrivals.values()].map((a) => a.at);
   // Steady-state rate: first to last arrival, so the worker's start-up is not counted.
   const drainRate = receiver.arrivals.size / Math.max(0.001, (Math.max(...times) - Math.min(...times)) / 1000);
@@ -135,18 +142,31 @@ async function main(): Promise<void> {
   const bodies = Array.from({ length: EVENTS }, (_, i) =>
     JSON.stringify({ id: `evt_base${i}`, object: 'event', type: 'customer.created', createdAt: new Date().toISOString(), livemode: false, data: { object: { email: `b${i}@example.com` } } }),
   );
-  const baselineLatencies: number[] = [];
-  const b0 = Date.now();
-  await pool(bodies, 32, async (body) => {
-    const s = Date.now();
-    await post(hookUrl, body, { 'x-service-signature': signPayload(endpoint.secret, body), 'x-service-event-id': `base-${s}-${Math.random()}`, 'x-service-delivery-attempt': '1' });
-    baselineLatencies.push(Date.now() - s);
-  });
-  const baselineRate = EVENTS / ((Date.now() - b0) / 1000);
+  const baseline = async (inFlight: number) => {
+    const latencies: number[] = [];
+    const b0 = Date.now();
+    await pool(bodies, inFlight, async (body) => {
+      const s = Date.now();
+      await post(hookUrl, body, { 'x-service-signature': signPayload(endpoint.secret, body), 'x-service-event-id': `base-${s}-${Math.random()}`, 'x-service-delivery-attempt': '1' });
+      latencies.push(Date.now() - s);
+    });
+    return { rate: EVENTS / ((Date.now() - b0) / 1000), latencies };
+  };
+  // At the worker's own limit for one endpoint (WEBHOOK_ENDPOINT_CONCURRENCY, 16) as well: shown, not compared.
+  const atEndpointLimit = await baseline(16);
+  const { rate: baselineRate, latencies: baselineLatencies } = await baseline(32);
 
   process.stdout.write(`\n  backlog of ${EVENTS} events drained${drained ? '' : ' (INCOMPLETE)'}: ${drainRate.toFixed(0)} deliveries/s (${drainSeconds.toFixed(1)} s including the worker's start-up)\n`);
   process.stdout.write(`  baseline (plain client, 32 in flight): ${baselineRate.toFixed(0)} deliveries/s, request p50 ${pct(baselineLatencies, 50)} ms, p99 ${pct(baselineLatencies, 99)} ms\n`);
+  process.stdout.write(`  the same client with 16 in flight (the worker's limit per endpoint): ${atEndpointLimit.rate.toFixed(0)} deliveries/s, request p50 ${pct(atEndpointLimit.latencies, 50)} ms\n`);
   process.stdout.write(`  ratio service/baseline: ${(drainRate / baselineRate).toFixed(2)}\n`);
+  if (drainCost) {
+    const total = Object.values(drainCost.counts).reduce((a, b) => a + b, 0);
+    process.stdout.write(`  worker during the drain: ${(total / EVENTS).toFixed(2)} statements and ${(drainCost.cpuMs / EVENTS).toFixed(3)} ms of CPU per delivery\n`);
+    for (const [kind, n] of Object.entries(drainCost.counts).sort((a, b) => b[1] - a[1])) {
+      process.stdout.write(`    ${String(n).padStart(6)}  ${(n / EVENTS).toFixed(2)}/delivery  ${((drainCost.ms[kind] ?? 0) / n).toFixed(2)} ms each  ${kind}\n`);
+    }
+  }
   process.stdout.write(`  live event-to-delivery latency over ${latencies.length} events: p50 ${pct(latencies, 50)} ms, p99 ${pct(latencies, 99)} ms\n`);
   await receiver.close();
   agent.destroy();

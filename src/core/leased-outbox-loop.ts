@@ -12,8 +12,13 @@ export interface LeasedWork {
 export interface LeasedOutboxWorker<C extends LeasedWork> {
   /** Leases up to `limit` due rows; `inFlight`: this loop's rows in flight per group. */
   claim(limit: number, inFlight: ReadonlyMap<string, number>): Promise<C[]>;
-  /** Sends one claimed row and settles it; a throw leaves the row to its lease (it is retried once the lease ends). */
-  process(claimed: C): Promise<unknown>;
+  /**
+   * Sends one claimed row and settles it; a throw leaves the row to its lease (it is retried once
+   * the lease ends). `sent` may be called once the row no longer counts against its group (its
+   * request is answered; what is left is recording the outcome): the group's next row may then go
+   * while this one is written. The row still holds its slot of `concurrency` until it is settled.
+   */
+  process(claimed: C, sent: () => void): Promise<unknown>;
   /** Extends the leases of the claims in flight. */
   renewLeases(tokens: string[]): Promise<unknown>;
 }
@@ -52,6 +57,8 @@ export class LeasedOutboxLoop<C extends LeasedWork> {
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
   private again = false;
+  /** A claim round is set for the next turn of the event loop (rows finished, more are waiting). */
+  private refillSet = false;
   private backlog = false;
   private stopped = false;
   private stopping?: Promise<void>;
@@ -84,6 +91,20 @@ export class LeasedOutboxLoop<C extends LeasedWork> {
   wake(): void {
     if (this.stopped || this.failures > 0) return; // while failing, only the (slower) timer retries
     this.run();
+  }
+
+  /**
+   * Claims for the slots rows just freed, once every row finishing in this turn of the event loop
+   * has freed its own (settled in one batch, they finish together): one claim takes them all
+   * instead of one claim per row.
+   */
+  private refill(): void {
+    if (this.refillSet) return;
+    this.refillSet = true;
+    setImmediate(() => {
+      this.refillSet = false;
+      this.wake();
+    });
   }
 
   private run(): void {
@@ -159,25 +180,34 @@ export class LeasedOutboxLoop<C extends LeasedWork> {
     const key = this.options.group?.of(c);
     this.active += 1;
     if (key !== undefined) this.perGroup.set(key, (this.perGroup.get(key) ?? 0) + 1);
+    let inGroup = key !== undefined;
+    const leaveGroup = (): void => {
+      if (!inGroup || key === undefined) return;
+      inGroup = false;
+      const left = (this.perGroup.get(key) ?? 1) - 1;
+      if (left > 0) this.perGroup.set(key, left);
+      else this.perGroup.delete(key);
+    };
     this.leases.set(c.lockToken, (this.leases.get(c.lockToken) ?? 0) + 1);
+    const sent = (): void => {
+      if (!inGroup) return;
+      leaveGroup();
+      if (this.backlog && !this.stopped) this.refill();
+    };
     const task: Promise<void> = this.worker
-      .process(c)
+      .process(c, sent)
       .then(
         () => undefined,
         (err) => this.logger.error({ ...this.options.describe(c), err: errorForLog(err) }, this.options.messages.settleFailed),
       )
       .finally(() => {
         this.active -= 1;
-        if (key !== undefined) {
-          const left = (this.perGroup.get(key) ?? 1) - 1;
-          if (left > 0) this.perGroup.set(key, left);
-          else this.perGroup.delete(key);
-        }
+        leaveGroup();
         const sharing = (this.leases.get(c.lockToken) ?? 1) - 1;
         if (sharing > 0) this.leases.set(c.lockToken, sharing);
         else this.leases.delete(c.lockToken);
         this.tasks.delete(task);
-        if (this.backlog) this.wake();
+        if (this.backlog) this.refill();
       });
     this.tasks.add(task);
   }

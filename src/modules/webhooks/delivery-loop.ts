@@ -9,7 +9,7 @@ export interface DeliveryLoopOptions {
   pollMs: number;
   /** Deliveries in flight in this process. */
   concurrency: number;
-  /** Deliveries in flight per endpoint, so one slow receiver cannot hold every slot. */
+  /** Requests open per endpoint, so one slow receiver cannot hold every slot (an answered delivery whose outcome is being written no longer counts). */
   perEndpointConcurrency: number;
   /** How often the leases of deliveries in flight are extended; none when absent. */
   renewLeasesMs?: number;
@@ -26,7 +26,7 @@ export class DeliveryLoop extends LeasedOutboxLoop<ClaimedDelivery> {
     super(
       {
         claim: (limit, inFlight) => service.claim(limit, inFlight),
-        process: (c) => service.deliver(c),
+        process: (c, sent) => service.deliver(c, sent),
         renewLeases: (tokens) => service.renewLeases(tokens),
       },
       logger,

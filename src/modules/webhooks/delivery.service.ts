@@ -1,6 +1,7 @@
 import type net from 'node:net';
 import type { Transaction } from 'sequelize';
-import type { Database } from '../../db/database';
+import { isStatementRefused, type Database } from '../../db/database';
+import { WriteBatcher } from '../../db/batcher';
 import type { Params } from '../../db/params';
 import { systemClock, type Clock } from '../../core/clock';
 import type { RequestContext } from '../../core/context';
@@ -17,7 +18,9 @@ import { deliverWebhook, type DeliveryOutcome } from './http-delivery';
 import { buildDeliveryHeaders, unixSeconds, type SigningSecrets } from './signature';
 import type { WebhookEndpointService } from './endpoint.service';
 import { WILDCARD, listAttemptsInput, resendInput, testEndpointInput } from './webhook.inputs';
-import { PING_EVENT_TYPE, WebhookStore, type ClaimedDelivery, type DeliveryStatus, type WebhookAttempt } from './webhook.store';
+import {
+  PING_EVENT_TYPE, WebhookStore, type BatchedSettle, type ClaimedDelivery, type DeliveryStatus, type SettleWrite, type WebhookAttempt,
+} from './webhook.store';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
@@ -71,6 +74,9 @@ export interface DeliveryServiceOptions {
 
 const MAX_ERROR = 255;
 
+/** Most outcomes one settling statement carries (the loop has at most its concurrency in flight). */
+const SETTLE_BATCH = 64;
+
 /**
  * The webhook outbox: a delivery row per (event, subscribed endpoint) written in the event's own
  * transaction, claimed by workers under a lease (SKIP LOCKED on PostgreSQL), POSTed, and settled
@@ -79,6 +85,8 @@ const MAX_ERROR = 255;
 export class WebhookDeliveryService {
   private readonly wakeListeners = new Set<() => void>();
   private readonly store: WebhookStore;
+  /** The outcomes being written, one statement for all that are ready (group commit). */
+  private readonly settling: WriteBatcher<BatchedSettle, DeliveryStatus | null>;
 
   constructor(
     private readonly db: Database,
@@ -90,6 +98,17 @@ export class WebhookDeliveryService {
     private readonly idempotency: IdempotencyService,
   ) {
     this.store = new WebhookStore(db);
+    this.settling = new WriteBatcher({
+      run: (items) => this.store.settleBatch(items),
+      maxBatch: SETTLE_BATCH,
+      // One at a time: on two cores fewer, larger statements cost less per row (as for payments).
+      maxInFlight: 1,
+      // Two claims of one delivery (a lease lost and taken again here) are settled apart.
+      conflictKey: (item) => item.c.id,
+      // A SQLite batch is one local transaction: whatever failed, it was rolled back and nothing
+      // of it was written. On PostgreSQL only a refused statement is known to have written nothing.
+      isRefusal: (err) => db.dialect === 'sqlite' || isStatementRefused(err),
+    });
   }
 
   /** Drops finished deliveries and attempt rows older than `keepDays` (pending ones stay). */
@@ -212,8 +231,12 @@ export class WebhookDeliveryService {
     return this.store.renewLeases(tokens, this.options.leaseMs);
   }
 
-  /** Sends one claimed delivery and records the outcome. Never throws for a receiver's failure. */
-  async deliver(c: ClaimedDelivery): Promise<DeliveryResult> {
+  /**
+   * Sends one claimed delivery and records the outcome. Never throws for a receiver's failure.
+   * `sent` is called once the receiver is done with it (answered, failed, or nothing was sent),
+   * before the outcome is written: the endpoint's next delivery may go meanwhile.
+   */
+  async deliver(c: ClaimedDelivery, sent?: () => void): Promise<DeliveryResult> {
     // The endpoint changed after the row was queued (by another instance, or an event committed
     // while the endpoint was being updated): nothing is sent.
     const unsent: { status: 'held' | 'abandoned'; reason: string } | null = c.endpoint.deleted
@@ -249,6 +272,7 @@ export class WebhookDeliveryService {
         lookup: this.options.lookup,
       });
     }
+    sent?.();
     return this.settle(c, outcome);
   }
 
@@ -258,6 +282,12 @@ export class WebhookDeliveryService {
     return Promise.all(claimed.map((c) => this.deliver(c)));
   }
 
+  /**
+   * Records an attempt's outcome. The common case (no endpoint to change: not a 410, no run of
+   * 410s to end) joins the batch of outcomes being written (one statement for the deliveries and
+   * their attempt rows, see WebhookStore.settleBatch); a delivery whose claim turns out lost there,
+   * and the outcomes that change their endpoint, are settled alone in a transaction of their own.
+   */
   private async settle(c: ClaimedDelivery, outcome: DeliveryOutcome): Promise<DeliveryResult> {
     const now = this.clock.now();
     let status: DeliveryStatus;
@@ -271,6 +301,30 @@ export class WebhookDeliveryService {
     }
     const error = outcome.error ? outcome.error.slice(0, MAX_ERROR) : null;
     const latencyMs = Math.round(outcome.latencyMs);
+    const write: SettleWrite = { status, nextAttemptAt, statusCode: outcome.statusCode, error, latencyMs, deliveredAt: outcome.delivered ? now : null, now };
+    const endpointChanges = outcome.gone || (outcome.statusCode !== null && c.endpoint.goneSince !== null);
+    const batched = endpointChanges ? null : await this.settling.submit({ c, w: write, succeeded: outcome.delivered });
+    if (batched !== null) {
+      if (batched === 'held') {
+        status = 'held';
+        nextAttemptAt = null;
+      }
+    } else {
+      ({ status, nextAttemptAt } = await this.settleAlone(c, outcome, write));
+    }
+    if (!outcome.delivered) {
+      this.logger.info(
+        { deliveryId: c.id, endpointId: c.endpointId, eventId: c.eventId, attempt: c.attempt, statusCode: outcome.statusCode, error, status, nextAttemptAt },
+        'webhook delivery attempt failed',
+      );
+    }
+    return { deliveryId: c.id, attempt: c.attempt, status, outcome, nextAttemptAt };
+  }
+
+  /** One outcome in a transaction of its own, with the endpoint changes it brings; also for a claim found lost. */
+  private async settleAlone(c: ClaimedDelivery, outcome: DeliveryOutcome, write: SettleWrite): Promise<{ status: DeliveryStatus; nextAttemptAt: Date | null }> {
+    const { now, error, latencyMs } = write;
+    let { status, nextAttemptAt } = write;
     const scope = { accountId: c.accountId, mode: c.mode };
     await this.db.transaction(async (t) => {
       // The endpoint first, its deliveries after, as every transaction that writes both does
@@ -281,9 +335,7 @@ export class WebhookDeliveryService {
       } else if (outcome.statusCode !== null && c.endpoint.goneSince) {
         await this.endpoints.clearGone(t, scope, c.endpointId);
       }
-      const settled = await this.store.settleClaim(t, c, {
-        status, nextAttemptAt, statusCode: outcome.statusCode, error, latencyMs, deliveredAt: outcome.delivered ? now : null, now,
-      });
+      const settled = await this.store.settleClaim(t, c, write);
       if (settled === 'held') {
         status = 'held';
         nextAttemptAt = null;
@@ -312,12 +364,6 @@ export class WebhookDeliveryService {
         attempt: c.attempt, succeeded: outcome.delivered, statusCode: outcome.statusCode, latencyMs, error, nextRetryAt: nextAttemptAt, createdAt: now,
       });
     });
-    if (!outcome.delivered) {
-      this.logger.info(
-        { deliveryId: c.id, endpointId: c.endpointId, eventId: c.eventId, attempt: c.attempt, statusCode: outcome.statusCode, error, status, nextAttemptAt },
-        'webhook delivery attempt failed',
-      );
-    }
-    return { deliveryId: c.id, attempt: c.attempt, status, outcome, nextAttemptAt };
+    return { status, nextAttemptAt };
   }
 }

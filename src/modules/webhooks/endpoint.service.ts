@@ -50,8 +50,17 @@ export interface EndpointServiceOptions {
 /** Webhook endpoints of an (account, mode): registration, secrets, enable/disable. */
 export const MAX_ENDPOINTS = 16;
 
+/** Opened signing secrets kept for deliveries, at most this many (the oldest opened goes first). */
+const OPENED_SECRETS = 1024;
+
 export class WebhookEndpointService {
   private readonly store: WebhookStore;
+  /**
+   * Secrets opened for deliveries, by sealed text: a backlog to one endpoint opens its secret once
+   * instead of once per delivery. A sealed text always opens to the same secret (a rotation seals
+   * a new one under a fresh nonce, so it is another key here and the old entry is simply unused).
+   */
+  private readonly opened = new Map<string, string>();
 
   constructor(
     private readonly db: Database,
@@ -194,7 +203,18 @@ export class WebhookEndpointService {
 
   /** The secrets of a claimed delivery's endpoint as used at `now` (read with the claim). */
   claimedSigningSecrets(secrets: SealedSecrets, now: Date): SigningSecrets {
-    return this.openSecrets(secretsInUse(secrets, now));
+    const sealed = secretsInUse(secrets, now);
+    return { current: this.openCached(sealed.current), previous: sealed.previous === null ? null : this.openCached(sealed.previous) };
+  }
+
+  private openCached(sealed: string): string {
+    let secret = this.opened.get(sealed);
+    if (secret === undefined) {
+      secret = this.openSecret(sealed);
+      if (this.opened.size >= OPENED_SECRETS) this.opened.delete(this.opened.keys().next().value as string);
+      this.opened.set(sealed, secret);
+    }
+    return secret;
   }
 
   private openSecrets(sealed: { current: string; previous: string | null }): SigningSecrets {

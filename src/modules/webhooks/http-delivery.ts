@@ -55,9 +55,27 @@ function agentOptions(ca: string | Buffer | undefined, keepAlive: boolean): http
   return options;
 }
 
-/** Pooled per (CA, policy) so a socket opened under one policy is never reused under the other. */
+/** The pool key of each CA bundle seen (a service has one): hashed once, not per delivery. */
+const caKeys = new Map<string | Buffer, string>();
+const MAX_CA_KEYS = 16;
+
+function caKeyOf(ca: string | Buffer): string {
+  let key = caKeys.get(ca);
+  if (key === undefined) {
+    key = crypto.createHash('sha256').update(ca).digest('hex');
+    if (caKeys.size >= MAX_CA_KEYS) caKeys.clear();
+    caKeys.set(ca, key);
+  }
+  return key;
+}
+
+/**
+ * Pooled per (CA, policy) so a socket opened under one policy is never reused under the other.
+ * Within an agent, keep-alive sockets are pooled per receiver (host and port), each endpoint's
+ * kept apart from the others'.
+ */
 function pooledAgent(ca: string | Buffer | undefined, allowPrivate: boolean): https.Agent {
-  const caKey = ca === undefined ? 'default' : crypto.createHash('sha256').update(ca).digest('hex');
+  const caKey = ca === undefined ? 'default' : caKeyOf(ca);
   const key = `${allowPrivate ? 'private' : 'public'}:${caKey}`;
   let agent = agents.get(key);
   if (!agent) {
@@ -71,6 +89,7 @@ function pooledAgent(ca: string | Buffer | undefined, allowPrivate: boolean): ht
 export function closeDeliveryAgents(): void {
   for (const agent of agents.values()) agent.destroy();
   agents.clear();
+  caKeys.clear();
 }
 
 /** Retry-After as delay-seconds or an HTTP date, in milliseconds from `nowMs`; null when absent or invalid. */

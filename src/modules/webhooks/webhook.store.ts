@@ -235,6 +235,71 @@ const LATE_DELIVERED = `UPDATE webhook_deliveries
                     locked_until = NULL, lock_token = NULL, updated_at = $3
               WHERE id = $4 AND status <> 'delivered'`;
 
+/*
+ * Settling a batch of outcomes: $1 JSON rows of SETTLE_INPUT, one per delivery (never two of one
+ * delivery). Each delivery is settled as SETTLE settles one, under the same guard (our token, still
+ * pending or held); the rows that are not (their claim was lost) are left alone and get no attempt
+ * row here: the caller settles them one by one, as before.
+ */
+const SETTLE_INPUT = 'id text, lock_token text, status text, next_attempt_at timestamptz, status_code integer, error text, latency_ms integer, '
+  + 'delivered_at timestamptz, at timestamptz, attempt_id text, account_id text, mode text, endpoint_id text, event_id text, event_type text, attempt integer, succeeded boolean';
+
+const SETTLE_SET = (d: string, i: string) => `status = CASE WHEN ${d}.status = 'held' AND ${i}.status = 'pending' THEN 'held' ELSE ${i}.status END,
+       next_attempt_at = COALESCE(${i}.next_attempt_at, ${d}.next_attempt_at), last_status_code = ${i}.status_code, last_error = ${i}.error,
+       last_latency_ms = ${i}.latency_ms, delivered_at = ${i}.delivered_at, locked_until = NULL, lock_token = NULL, updated_at = ${i}.at`;
+
+const ATTEMPT_INSERT_COLUMNS = 'id, account_id, mode, endpoint_id, delivery_id, event_id, event_type, attempt, succeeded, status_code, latency_ms, error, next_retry_at, created_at';
+
+/**
+ * PostgreSQL: the deliveries and their attempt rows in one statement; an attempt of a delivery
+ * held meanwhile shows no retry time. The ids as an array are an index condition: joined on
+ * `d.id = i.id` alone, the planner (counting on json_to_recordset's 100 rows) hash-joined a
+ * sequential scan of the table, 3.2 ms a batch of 8 against 4,650 rows, growing with the table.
+ * A row another transaction has locked (an endpoint being disabled holds its deliveries, a lease
+ * renewal) is skipped, not waited for: a statement locking many rows while waiting for others
+ * could deadlock with those, which lock many too. The skipped row is settled alone, as a lost
+ * claim is, and waits there.
+ */
+const SETTLE_BATCH_PG = `WITH input AS MATERIALIZED (SELECT * FROM json_to_recordset($1::json) AS i(${SETTLE_INPUT})),
+  free AS (
+    SELECT d.id FROM webhook_deliveries d WHERE d.id = ANY (ARRAY(SELECT id FROM input)) ORDER BY d.id FOR UPDATE SKIP LOCKED),
+  settled AS (
+    UPDATE webhook_deliveries d SET ${SETTLE_SET('d', 'i')}
+      FROM input i, free f
+     WHERE d.id = f.id AND d.id = i.id AND d.lock_token = i.lock_token AND d.status IN ('pending', 'held')
+    RETURNING d.id, d.status),
+  logged AS (
+    INSERT INTO webhook_attempts (${ATTEMPT_INSERT_COLUMNS})
+    SELECT i.attempt_id, i.account_id, i.mode, i.endpoint_id, i.id, i.event_id, i.event_type, i.attempt, i.succeeded, i.status_code, i.latency_ms, i.error,
+           CASE WHEN s.status = 'held' THEN NULL ELSE i.next_attempt_at END, i.at
+      FROM input i JOIN settled s ON s.id = i.id)
+SELECT id, status FROM settled`;
+
+/** SQLite's rows of $1 (JSON), as json_to_recordset gives them on PostgreSQL. */
+const sqliteRecordset = (columns: string) => `(SELECT ${columns.split(',').map((c) => c.trim().split(' ')[0]).map((c) => `json_extract(value, '$.${c}') AS ${c}`).join(', ')} FROM json_each($1))`;
+
+/**
+ * SQLite (no data-modifying CTEs): the deliveries, then the attempt rows of those settled, in one
+ * transaction. `+d.status` keeps the planner off the status index: walking every pending row and
+ * scanning the batch for each took 60-140 ms a batch of 16 against 4,000 pending rows, where
+ * looking each row of the batch up by id takes well under one.
+ */
+const SETTLE_BATCH_SQLITE = `UPDATE webhook_deliveries AS d SET ${SETTLE_SET('d', 'i')}
+  FROM ${sqliteRecordset(SETTLE_INPUT)} AS i
+ WHERE d.id = i.id AND d.lock_token = i.lock_token AND +d.status IN ('pending', 'held')
+RETURNING id, status`;
+
+const ATTEMPT_BATCH_SQLITE = `INSERT INTO webhook_attempts (${ATTEMPT_INSERT_COLUMNS})
+SELECT attempt_id, account_id, mode, endpoint_id, id, event_id, event_type, attempt, succeeded, status_code, latency_ms, error, next_attempt_at, at
+  FROM ${sqliteRecordset(SETTLE_INPUT)}`;
+
+/** One outcome of a batch: the claim, what its attempt made of the delivery, and whether the receiver took it. */
+export interface BatchedSettle {
+  c: ClaimedDelivery;
+  w: SettleWrite;
+  succeeded: boolean;
+}
+
 const INSERT_ATTEMPT = `INSERT INTO webhook_attempts (id, account_id, mode, endpoint_id, delivery_id, event_id, event_type, attempt, succeeded, status_code, latency_ms, error, next_retry_at, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
 
@@ -375,6 +440,42 @@ export class WebhookStore {
       t,
     );
     return row ? row.status : null;
+  }
+
+  /**
+   * Settles every delivery of `items` whose claim is still ours and logs their attempts: one
+   * statement on PostgreSQL, one transaction of two (deliveries, attempts) on SQLite. Returns
+   * per item the status written, or null where the claim was not ours any more, or (PostgreSQL)
+   * another transaction held the row: nothing written for it, the caller settles it alone. Items
+   * must name distinct deliveries.
+   */
+  async settleBatch(items: readonly BatchedSettle[]): Promise<Array<DeliveryStatus | null>> {
+    if (items.length === 0) return [];
+    const sqlite = this.db.dialect === 'sqlite';
+    // Times as each database stores them (SQLite compares its text form).
+    const time = (d: Date | null) => (d === null ? null : sqlite ? this.db.encode(d) : d.toISOString());
+    const rows = items.map(({ c, w, succeeded }) => ({
+      id: c.id, lock_token: c.lockToken, status: w.status, next_attempt_at: time(w.nextAttemptAt), status_code: w.statusCode, error: w.error,
+      latency_ms: w.latencyMs, delivered_at: time(w.deliveredAt), at: time(w.now), attempt_id: `wha_${randomBase62(24)}`,
+      account_id: c.accountId, mode: c.mode, endpoint_id: c.endpointId, event_id: c.eventId, event_type: c.eventType, attempt: c.attempt,
+      succeeded: sqlite ? (succeeded ? 1 : 0) : succeeded,
+    }));
+    let settled: Array<{ id: string; status: DeliveryStatus }>;
+    if (!sqlite) {
+      settled = await this.db.select(SETTLE_BATCH_PG, [this.db.jsonParam(rows)]);
+    } else {
+      settled = await this.db.transaction(async (t) => {
+        const done = await this.db.select<{ id: string; status: DeliveryStatus }>(SETTLE_BATCH_SQLITE, [this.db.jsonParam(rows)], t);
+        const status = new Map(done.map((r) => [r.id, r.status]));
+        const attempts = rows
+          .filter((r) => status.has(r.id))
+          .map((r) => (status.get(r.id) === 'held' ? { ...r, next_attempt_at: null } : r));
+        if (attempts.length > 0) await this.db.execute(ATTEMPT_BATCH_SQLITE, [this.db.jsonParam(attempts)], t);
+        return done;
+      });
+    }
+    const status = new Map(settled.map((r) => [r.id, r.status]));
+    return items.map(({ c }) => status.get(c.id) ?? null);
   }
 
   /** Ends the lease of a claim whose row was given up while it was sent; true when the token was still on it. */

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import pg from 'pg';
 import { Writable } from 'node:stream';
 import { Database } from '../../../src/db/database';
 import { loadConfig } from '../../../src/config';
@@ -11,10 +12,12 @@ import { EventService } from '../../../src/modules/events/event.service';
 import { DeliveryLoop, WebhookDeliveryService, createWebhookServices, type WebhookServices } from '../../../src/modules/webhooks';
 import { closeDeliveryAgents } from '../../../src/modules/webhooks/http-delivery';
 import { signPayload } from '../../../src/modules/webhooks/signature';
-import { type TestDatabase } from '../../helpers/db';
+import { DIALECT, type TestDatabase } from '../../helpers/db';
 import { ReceiverHarness, makeCertificate, waitFor, type Respond, type Route } from './receiver-harness';
 import { databaseNow, waitForDatabaseTime } from '../../helpers/wait';
 import { readTime } from '../../../src/db/database';
+import { WebhookStore, type ClaimedDelivery } from '../../../src/modules/webhooks/webhook.store';
+import type { WriteBatcher } from '../../../src/db/batcher';
 import { testIdempotency } from '../../helpers/idempotency';
 import { migratedDatabase } from '../../helpers/migrated-db';
 
@@ -443,6 +446,205 @@ describe('claiming and delivering', () => {
   });
 });
 
+/**
+ * Watches the batches of outcomes: the rows each carried, in order. The first batch is held before
+ * it reaches the database until `release()`, so the outcomes that arrive meanwhile queue and go
+ * together in the next one; `refuse(n)` makes the database refuse the nth batch (counting from 1).
+ */
+function watchSettleBatches(opts: { refuse?: number } = {}) {
+  const rows: number[] = [];
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const settleBatch = WebhookStore.prototype.settleBatch;
+  const spy = jest.spyOn(WebhookStore.prototype, 'settleBatch').mockImplementation(async function watched(this: WebhookStore, items) {
+    rows.push(items.length);
+    const n = rows.length;
+    if (n === 1) await held;
+    if (n === opts.refuse) throw new pg.DatabaseError('refused for the test', 0, 'error');
+    return settleBatch.call(this, items);
+  });
+  // Outcomes handed to the service's batcher (a private field).
+  const submitted = jest.spyOn((webhooks.deliveries as unknown as { settling: WriteBatcher<unknown, unknown> }).settling, 'submit');
+  return {
+    rows,
+    release,
+    submitted: () => submitted.mock.calls.length,
+    restore: () => {
+      spy.mockRestore();
+      submitted.mockRestore();
+    },
+  };
+}
+
+describe('outcomes written in batches', () => {
+  it('should settle a batch of deliveries and log their attempts with one statement per kind, leaving a row whose claim was lost alone', async () => {
+    const ctx = context();
+    const { route } = await endpoint(ctx, 'store-batch', ['*'], (n) => (n === 1 ? 500 : 'pass'));
+    await record(ctx);
+    const [lost] = await webhooks.deliveries.claim(100);
+    await expireLeases();
+    const [owner] = await webhooks.deliveries.claim(100);
+    await record(ctx);
+    await record(ctx);
+    const claimed = await webhooks.deliveries.claim(100);
+    expect(claimed).toHaveLength(2);
+    const now = clock.now();
+    const retryAt = new Date(now.getTime() + 5_000);
+    const items = [
+      { c: claimed[0], succeeded: true, w: { status: 'delivered' as const, nextAttemptAt: null, statusCode: 200, error: null, latencyMs: 3, deliveredAt: now, now } },
+      { c: lost, succeeded: false, w: { status: 'pending' as const, nextAttemptAt: retryAt, statusCode: 500, error: 'HTTP 500', latencyMs: 4, deliveredAt: null, now } },
+      { c: claimed[1], succeeded: false, w: { status: 'pending' as const, nextAttemptAt: retryAt, statusCode: 503, error: 'HTTP 503', latencyMs: 5, deliveredAt: null, now } },
+    ];
+    statements = [];
+    const settled = await new WebhookStore(db).settleBatch(items);
+    expect(settled).toEqual(['delivered', null, 'pending']);
+    const written = statements.filter((s) => /webhook_/.test(s));
+    // One statement for both kinds on PostgreSQL; SQLite (no writes in CTEs) one per kind in one transaction.
+    expect(written).toHaveLength(db.dialect === 'postgres' ? 1 : 2);
+    if (db.dialect === 'sqlite') expect(statements.filter((s) => /BEGIN|COMMIT/i.test(s))).toHaveLength(2);
+
+    const row = async (id: string) => (await db.select<{ status: string; lock_token: string | null; attempts: number; last_error: string | null; next_attempt_at: unknown }>(
+      'SELECT status, lock_token, attempts, last_error, next_attempt_at FROM webhook_deliveries WHERE id = $1', [id]))[0];
+    expect(await row(claimed[0].id)).toMatchObject({ status: 'delivered', lock_token: null });
+    expect(await row(claimed[1].id)).toMatchObject({ status: 'pending', lock_token: null, last_error: 'HTTP 503' });
+    expect(readTime((await row(claimed[1].id)).next_attempt_at)?.getTime()).toBe(retryAt.getTime());
+    // The lost claim's row is the new owner's, untouched; no attempt row was written for it here.
+    expect(await row(lost.id)).toMatchObject({ status: 'pending', lock_token: owner.lockToken, attempts: 2, last_error: null });
+    const attempts = await db.select<{ delivery_id: string; attempt: number; succeeded: unknown; status_code: number; next_retry_at: unknown }>(
+      'SELECT delivery_id, attempt, succeeded, status_code, next_retry_at FROM webhook_attempts WHERE account_id = $1 ORDER BY status_code', [ctx.accountId]);
+    expect(attempts.map((a) => [a.delivery_id, Number(a.attempt), Boolean(a.succeeded), Number(a.status_code)])).toEqual([
+      [claimed[0].id, 1, true, 200],
+      [claimed[1].id, 1, false, 503],
+    ]);
+    expect(readTime(attempts[1].next_retry_at)?.getTime()).toBe(retryAt.getTime());
+    expect(route.requests).toHaveLength(0);
+  });
+
+  it('should write the outcomes that arrive while a batch is written in the next one, and settle a claim lost there alone as before', async () => {
+    const ctx = context();
+    const a = await endpoint(ctx, 'batched', ['customer.created']);
+    const b = await endpoint(ctx, 'batched-lost', ['customer.updated'], () => 500);
+    await record(ctx, 'customer.updated');
+    const [stale] = await webhooks.deliveries.claim(100);
+    await expireLeases();
+    const [owner] = await webhooks.deliveries.claim(100);
+    for (let i = 0; i < 4; i += 1) await record(ctx);
+    const claimed: ClaimedDelivery[] = await webhooks.deliveries.claim(100);
+    expect(claimed).toHaveLength(4);
+
+    const batches = watchSettleBatches();
+    try {
+      const first = webhooks.deliveries.deliver(claimed[0]);
+      await waitFor(() => batches.rows.length === 1, 5_000, 'the first outcome to be written');
+      const rest = [...claimed.slice(1), stale].map((c) => webhooks.deliveries.deliver(c));
+      await waitFor(() => batches.submitted() === 5, 5_000, 'the other outcomes to wait for the next batch');
+      statements = [];
+      batches.release();
+      const results = await Promise.all([first, ...rest]);
+      expect(batches.rows).toEqual([1, 4]);
+      expect(results.map((r) => r.status)).toEqual(['delivered', 'delivered', 'delivered', 'delivered', 'pending']);
+    } finally {
+      batches.restore();
+    }
+    expect((await deliveries(ctx)).filter((d) => d.endpoint_id === a.id).map((d) => d.status)).toEqual(['delivered', 'delivered', 'delivered', 'delivered']);
+    // The lost claim: its attempt is logged, the row stays the new owner's.
+    const [row] = await db.select<{ status: string; lock_token: string; attempts: number; last_status_code: number | null }>(
+      'SELECT status, lock_token, attempts, last_status_code FROM webhook_deliveries WHERE id = $1', [stale.id]);
+    expect(row).toMatchObject({ status: 'pending', lock_token: owner.lockToken, attempts: 2, last_status_code: null });
+    const logged = await db.select<{ delivery_id: string; attempt: number; status_code: number }>(
+      'SELECT delivery_id, attempt, status_code FROM webhook_attempts WHERE endpoint_id = $1', [b.id]);
+    expect(logged.map((l) => [l.delivery_id, Number(l.attempt), Number(l.status_code)])).toEqual([[stale.id, 1, 500]]);
+    expect(await db.select('SELECT id FROM webhook_attempts WHERE endpoint_id = $1', [a.id])).toHaveLength(4);
+  });
+
+  it('should write each outcome of a batch the database refuses alone', async () => {
+    const ctx = context();
+    await endpoint(ctx, 'refused-batch');
+    for (let i = 0; i < 4; i += 1) await record(ctx);
+    const claimed = await webhooks.deliveries.claim(100);
+    expect(claimed).toHaveLength(4);
+    const batches = watchSettleBatches({ refuse: 2 });
+    try {
+      const first = webhooks.deliveries.deliver(claimed[0]);
+      await waitFor(() => batches.rows.length === 1, 5_000, 'the first outcome to be written');
+      const rest = claimed.slice(1).map((c) => webhooks.deliveries.deliver(c));
+      await waitFor(() => batches.submitted() === 4, 5_000, 'the other outcomes to wait for the next batch');
+      batches.release();
+      const results = await Promise.all([first, ...rest]);
+      expect(batches.rows).toEqual([1, 3, 1, 1, 1]);
+      expect(results.map((r) => r.status)).toEqual(['delivered', 'delivered', 'delivered', 'delivered']);
+    } finally {
+      batches.restore();
+    }
+    expect((await deliveries(ctx)).map((d) => d.status)).toEqual(['delivered', 'delivered', 'delivered', 'delivered']);
+    expect(await db.select('SELECT id FROM webhook_attempts WHERE account_id = $1', [ctx.accountId])).toHaveLength(4);
+  });
+
+  // Row locks are PostgreSQL's; SQLite has one writer at a time.
+  if (DIALECT === 'postgres') {
+    it('should skip, not wait for, a delivery another transaction holds, and settle it alone once free', async () => {
+      const ctx = context();
+      const { route } = await endpoint(ctx, 'locked-row');
+      await record(ctx);
+      await record(ctx);
+      const [x, y] = await webhooks.deliveries.claim(100);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      // Another transaction holds x, as disabling its endpoint would.
+      const holder = db.transaction(async (t) => {
+        await db.select('SELECT id FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [x.id], t);
+        locked();
+        await released;
+      });
+      try {
+        await isLocked;
+        const now = clock.now();
+        const outcome = { status: 'delivered' as const, nextAttemptAt: null, statusCode: 200, error: null, latencyMs: 1, deliveredAt: now, now };
+        expect(await new WebhookStore(db).settleBatch([{ c: x, w: outcome, succeeded: true }, { c: y, w: outcome, succeeded: true }])).toEqual([null, 'delivered']);
+        // Through the service x goes from its batch to a transaction of its own, which waits for the lock.
+        let done = false;
+        const delivering = webhooks.deliveries.deliver(x).then((r) => {
+          done = true;
+          return r;
+        });
+        await waitFor(() => route.requests.length === 1, 5_000, 'x to be sent');
+        const waiting = 'SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()';
+        await waitFor(async () => (await db.select(waiting)).length > 0, 5_000, 'x to wait for the lock');
+        expect(done).toBe(false);
+        release();
+        expect(await delivering).toMatchObject({ status: 'delivered' });
+      } finally {
+        release();
+        await holder;
+      }
+      expect((await deliveries(ctx)).map((d) => d.status)).toEqual(['delivered', 'delivered']);
+      expect(await db.select('SELECT id FROM webhook_attempts WHERE delivery_id = $1', [x.id])).toHaveLength(1);
+    });
+  }
+
+  it("should free an endpoint's slot once its request is answered, while the outcome is still being written", async () => {
+    const ctx = context();
+    const { route } = await endpoint(ctx, 'slot-freed');
+    for (let i = 0; i < 8; i += 1) await record(ctx);
+    const batches = watchSettleBatches();
+    const loop = webhooks.startDeliveryLoop();
+    try {
+      // perEndpointConcurrency is 4: the first outcome's write is held, yet all 8 are sent.
+      await waitFor(() => route.verified.length === 8, 5_000, 'every delivery to be sent while the first write is held');
+      expect(batches.rows).toHaveLength(1);
+      batches.release();
+      await waitFor(async () => (await deliveries(ctx)).every((d) => d.status === 'delivered'), 5_000, 'every outcome to be written');
+    } finally {
+      batches.release();
+      await loop.stop();
+      batches.restore();
+    }
+    expect(await db.select('SELECT id FROM webhook_attempts WHERE account_id = $1', [ctx.accountId])).toHaveLength(8);
+  });
+});
+
 describe('configuration', () => {
   it('should take the gone window from WEBHOOK_GONE_WINDOW_MS, 24 h by default, and refuse a bad value', () => {
     // Read by loadConfig like every other variable (no module reads process.env itself).
@@ -618,6 +820,29 @@ describe('signing after a secret rotation', () => {
     expect(statements.filter((s) => /SELECT[\s\S]*FROM "?webhook_endpoints/i.test(s))).toEqual([]);
     const [sent] = route.requests;
     expect([sent.signature, sent.signatureNext]).toEqual([signPayload(oldSecret, sent.body), signPayload(newSecret, sent.body)]);
+  });
+
+  it('should open a secret once for many deliveries, and sign with the new one as soon as it is rotated', async () => {
+    const ctx = context();
+    const route = rx.route(`cached-secret-${accountSeq}`);
+    const created = await webhooks.endpoints.create(ctx, { url: route.url, events: ['customer.created'] });
+    const opened = jest.spyOn(webhooks.endpoints, 'openSecret');
+    try {
+      await record(ctx);
+      await record(ctx);
+      await deliverDue();
+      await deliverDue();
+      expect(route.requests.map((r) => r.signature)).toEqual(route.requests.map((r) => signPayload(created.secret as string, r.body)));
+      expect(opened).toHaveBeenCalledTimes(1);
+      const rotated = await webhooks.endpoints.rotateSecret(ctx, created.id, { overlapSeconds: 0 });
+      await record(ctx);
+      await deliverDue();
+      const after = route.requests[2];
+      expect(after.signature).toBe(signPayload(rotated.secret as string, after.body));
+      expect(after.signatureNext).toBe('');
+    } finally {
+      opened.mockRestore();
+    }
   });
 
   it('should sign with the new secret only, at once, after a rotation without overlap', async () => {
