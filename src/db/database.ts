@@ -104,6 +104,11 @@ export class Database {
   private sqliteWriting = false;
   /** SQLite transactions written (COMMITs or ROLLBACKs run), for tests and measurements. */
   sqliteTransactions = 0;
+
+  /** SQLite write transactions waiting for the writer now (tests). */
+  get sqliteWaiting(): number {
+    return this.sqliteJobs.length;
+  }
   private readonly logSql?: (sql: string) => void;
   private readonly statementNames = new Map<string, string>();
   private readonly sqliteFile?: string;
