@@ -6,7 +6,6 @@ import { MODELS } from '../../src/db/models';
 import { acquireConnection, type SqliteConnection } from '../../src/db/sequelize-internals';
 import { SqliteStatements, STATEMENT_CACHE_SIZE } from '../../src/db/sqlite-statements';
 import { freshDatabase, DIALECT, type TestDatabase } from '../helpers/db';
-import { waitFor } from '../helpers/wait';
 
 /*
  * Database.transaction's group commit (SQLite: transactions marked `group` waiting together share
