@@ -354,12 +354,13 @@ export class Database {
     bind.forEach((v, i) => {
       params[`$${i + 1}`] = this.encode(v);
     });
-    return this.sqliteStatement(connection, method, sql, params);
+    // Outside a transaction, a statement must see every commit made before it was asked.
+    return this.sqliteStatement(connection, method, sql, params, !transaction);
   }
 
   /** A statement prepared once per connection and kept (SqliteStatements), one at a time per connection. */
-  private sqliteStatement(connection: SqliteConnection, method: 'all' | 'run', sql: string, params: object): Promise<unknown[] | number> {
-    return SqliteStatements.of(connection).query(method, sql, params);
+  private sqliteStatement(connection: SqliteConnection, method: 'all' | 'run', sql: string, params: object, fresh = false): Promise<unknown[] | number> {
+    return SqliteStatements.of(connection).query(method, sql, params, fresh);
   }
 
   /**

@@ -4,6 +4,7 @@ import type { SqliteConnection } from './sequelize-internals';
 export interface SqliteStatement {
   run(params: object, cb: (this: { changes: number }, err: Error | null) => void): unknown;
   all(params: object, cb: (err: Error | null, rows: unknown[]) => void): unknown;
+  reset(cb?: (err: Error | null) => void): unknown;
   finalize(cb?: (err: Error | null) => void): unknown;
 }
 
@@ -59,28 +60,41 @@ export class SqliteStatements {
     return this.cache.size;
   }
 
-  /** The rows of `sql` (`all`) or the number of rows it changed (`run`), after the statements asked before it. */
-  query(method: 'all' | 'run', sql: string, params: object): Promise<unknown[] | number> {
+  /**
+   * The rows of `sql` (`all`) or the number of rows it changed (`run`), after the statements asked
+   * before it. Each statement is reset once it has run: one run to its end may still hold its read
+   * transaction until reset (SQLite guarantees the release only then), and the connection would go
+   * on reading that snapshot. The reset is queued at once, before anything else can be asked of
+   * the connection; with `fresh`, the connection's next statement also waits for it to finish
+   * (reads outside a transaction, which must see every commit made before they were asked). The
+   * answer never waits for the reset.
+   */
+  query(method: 'all' | 'run', sql: string, params: object, fresh = false): Promise<unknown[] | number> {
     const next = this.tail.then(() => this.runNow(method, sql, params));
-    this.tail = next.catch(() => undefined);
-    return next;
+    this.tail = next.then((r) => (fresh ? r.reset : undefined), () => undefined);
+    return next.then((r) => r.answer);
   }
 
-  private async runNow(method: 'all' | 'run', sql: string, params: object): Promise<unknown[] | number> {
+  private async runNow(method: 'all' | 'run', sql: string, params: object): Promise<{ answer: unknown[] | number; reset?: Promise<void> }> {
     if (method === 'run' && !runnableOnce(sql)) {
-      return new Promise((resolve, reject) => this.connection.run(sql, params, function done(err) {
+      // Prepared, run and finalized by the driver.
+      const answer = await new Promise<number>((resolve, reject) => this.connection.run(sql, params, function done(err) {
         if (err) reject(err);
         else resolve(this.changes);
       }));
+      return { answer };
     }
     const statement = await this.statement(sql);
-    return new Promise((resolve, reject) => {
+    const answered = new Promise<unknown[] | number>((resolve, reject) => {
       if (method === 'all') statement.all(params, (err, rows) => (err ? reject(err) : resolve(rows)));
       else statement.run(params, function done(err) {
         if (err) reject(err);
         else resolve(this.changes);
       });
     });
+    // Queued behind the run, so it runs before anything asked of the connection after it.
+    const reset = new Promise<void>((resolve) => statement.reset(() => resolve()));
+    return { answer: await answered, reset };
   }
 
   private async statement(sql: string): Promise<SqliteStatement> {
