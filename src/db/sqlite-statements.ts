@@ -62,20 +62,21 @@ export class SqliteStatements {
 
   /**
    * The rows of `sql` (`all`) or the number of rows it changed (`run`), after the statements asked
-   * before it. Each statement is reset once it has run: one run to its end may still hold its read
-   * transaction until reset (SQLite guarantees the release only then), and the connection would go
-   * on reading that snapshot. The reset is queued at once, before anything else can be asked of
-   * the connection; with `fresh`, the connection's next statement also waits for it to finish
-   * (reads outside a transaction, which must see every commit made before they were asked). The
-   * answer never waits for the reset.
+   * before it. With `fresh` (reads and writes outside a transaction, which must see every commit
+   * made before they were asked) the statement is reset once it has run, and the connection's next
+   * statement waits for that: one run to its end may still hold its read transaction until reset
+   * (SQLite guarantees the release only then), and the connection would go on reading that
+   * snapshot. Inside a write transaction no reset is needed: its statements read the latest
+   * commit (the write lock is taken on it) and Bind resets a statement before its next run; each
+   * reset is a call into the driver, which costs the event loop as much as a run.
    */
   query(method: 'all' | 'run', sql: string, params: object, fresh = false): Promise<unknown[] | number> {
-    const next = this.tail.then(() => this.runNow(method, sql, params));
-    this.tail = next.then((r) => (fresh ? r.reset : undefined), () => undefined);
+    const next = this.tail.then(() => this.runNow(method, sql, params, fresh));
+    this.tail = next.then((r) => r.reset, () => undefined);
     return next.then((r) => r.answer);
   }
 
-  private async runNow(method: 'all' | 'run', sql: string, params: object): Promise<{ answer: unknown[] | number; reset?: Promise<void> }> {
+  private async runNow(method: 'all' | 'run', sql: string, params: object, fresh: boolean): Promise<{ answer: unknown[] | number; reset?: Promise<void> }> {
     if (method === 'run' && !runnableOnce(sql)) {
       // Prepared, run and finalized by the driver.
       const answer = await new Promise<number>((resolve, reject) => this.connection.run(sql, params, function done(err) {
@@ -92,8 +93,8 @@ export class SqliteStatements {
         else resolve(this.changes);
       });
     });
-    // Queued behind the run, so it runs before anything asked of the connection after it.
-    const reset = new Promise<void>((resolve) => statement.reset(() => resolve()));
+    // Queued behind the run at once; the answer does not wait for it.
+    const reset = fresh ? new Promise<void>((resolve) => statement.reset(() => resolve())) : undefined;
     return { answer: await answered, reset };
   }
 
