@@ -252,6 +252,10 @@ export class Database {
    * Sequelize's query path. Each job's transaction is a Sequelize Transaction on that connection,
    * so model calls given it run inside. After a failure whose outcome on the connection is not
    * known to be clean, the connection is discarded (closed, rolling back what it held).
+   *
+   * A group costs n + 1 calls into the driver besides its jobs' own: `BEGIN IMMEDIATE; SAVEPOINT`,
+   * `RELEASE; SAVEPOINT` between jobs (none after a job rolled back to it: the savepoint is then
+   * where the next job starts), and COMMIT, which releases the last savepoint with the rest.
    */
   private async runSqliteTransactions(jobs: SqliteJob[]): Promise<void> {
     const shared = this.sharedSqlite as NonNullable<Database['sharedSqlite']>;
@@ -259,9 +263,12 @@ export class Database {
     const done: SqliteDone[] = [];
     let connection: SqliteConnection | undefined;
     const control = async (sql: string) => {
-      this.logSql?.(`Executing (${connection?.uuid || 'transaction'}): ${sql}`);
+      this.logSql?.(`Executing (transaction): ${sql}`);
       try {
-        await this.sqliteStatement(connection as SqliteConnection, 'run', sql, {});
+        const statements = SqliteStatements.of(connection as SqliteConnection);
+        // One statement: kept prepared; several: one sqlite3_exec call.
+        if (sql.includes(';')) await statements.exec(sql);
+        else await statements.query('run', sql, {});
       } catch (err) {
         throw new ControlFailed(err);
       }
@@ -272,27 +279,29 @@ export class Database {
       } catch (err) {
         throw new ControlFailed(err);
       }
-      await control('BEGIN IMMEDIATE');
+      await control(grouped ? 'BEGIN IMMEDIATE; SAVEPOINT payorch_item' : 'BEGIN IMMEDIATE');
+      // Whether the savepoint holds a job's work (to be released before the next job starts).
+      let used = false;
       for (const job of jobs) {
+        if (used) await control('RELEASE payorch_item; SAVEPOINT payorch_item');
+        used = true;
         const t = sqliteTransactionOn(this.sequelize, connection);
         const afterCommit: SqliteDone['afterCommit'] = [];
         t.afterCommit = (hook) => {
           afterCommit.push(hook);
         };
-        if (grouped) await control('SAVEPOINT payorch_item');
         let result: unknown;
         try {
           result = await job.fn(t);
         } catch (err) {
           endSqliteTransaction(t, 'rollback');
           if (!grouped) throw err;
-          // Its own work undone; the group's goes on.
+          // Its own work undone; the group's goes on from this savepoint.
           await control('ROLLBACK TO payorch_item');
-          await control('RELEASE payorch_item');
+          used = false;
           job.reject(err);
           continue;
         }
-        if (grouped) await control('RELEASE payorch_item');
         done.push({ job, t, result, afterCommit });
       }
       await control('COMMIT');

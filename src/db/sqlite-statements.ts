@@ -10,6 +10,7 @@ export interface SqliteStatement {
 
 type Preparing = SqliteConnection & {
   prepare(sql: string, cb: (err: Error | null) => void): SqliteStatement;
+  exec(sql: string, cb: (err: Error | null) => void): unknown;
 };
 
 /** Most statements kept prepared per connection; the least recently used is finalized past it. */
@@ -74,6 +75,17 @@ export class SqliteStatements {
     const next = this.tail.then(() => this.runNow(method, sql, params, fresh));
     this.tail = next.then((r) => r.reset, () => undefined);
     return next.then((r) => r.answer);
+  }
+
+  /**
+   * Several statements without parameters in one call into the driver (sqlite3_exec, which
+   * prepares each), after the statements asked before: transaction control that would otherwise
+   * cost a call each (`RELEASE a; SAVEPOINT a`).
+   */
+  exec(sql: string): Promise<void> {
+    const next = this.tail.then(() => new Promise<void>((resolve, reject) => this.connection.exec(sql, (err) => (err ? reject(err) : resolve()))));
+    this.tail = next.catch(() => undefined);
+    return next;
   }
 
   private async runNow(method: 'all' | 'run', sql: string, params: object, fresh: boolean): Promise<{ answer: unknown[] | number; reset?: Promise<void> }> {

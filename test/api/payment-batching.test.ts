@@ -108,14 +108,15 @@ describe('concurrent payments', () => {
     }
     const statements = app.sql.slice(from).map((s) => s.replace(/^Executing \([^)]*\): /, ''));
     // The six pending rows: one BEGIN, six savepoints, one COMMIT.
-    const begin = statements.indexOf('BEGIN IMMEDIATE');
+    const begins = (list: string[]) => list.filter((s) => s.startsWith('BEGIN IMMEDIATE'));
+    const begin = statements.findIndex((s) => s.startsWith('BEGIN IMMEDIATE'));
     const group = statements.slice(begin, statements.indexOf('COMMIT', begin) + 1);
     expect(group.filter((s) => /^INSERT INTO payments/.test(s))).toHaveLength(6);
     expect(group.filter((s) => /^INSERT INTO idempotency_keys/.test(s))).toHaveLength(6);
-    expect(group.filter((s) => s === 'SAVEPOINT payorch_item')).toHaveLength(6);
-    expect(group.filter((s) => s === 'BEGIN IMMEDIATE')).toHaveLength(1);
+    expect(group.filter((s) => /(^|; )SAVEPOINT payorch_item$/.test(s))).toHaveLength(6);
+    expect(begins(group)).toHaveLength(1);
     // Fewer transactions than writes (6 pending + 6 settling) in all.
-    expect(statements.filter((s) => s === 'BEGIN IMMEDIATE').length).toBeLessThan(12);
+    expect(begins(statements).length).toBeLessThan(12);
   });
 
   it('should take text with an unpaired surrogate as U+FFFD, answered, stored and replayed alike', async () => {

@@ -68,6 +68,12 @@ describe(`group commit on ${DIALECT}`, () => {
     expect(DIALECT === 'sqlite' ? committed : [...committed].sort()).toEqual([0, 1, 2, 3, 4]);
     // SQLite: one BEGIN for the five (the writer's own came before `from`); PostgreSQL: one each.
     expect(begins(from)).toBe(DIALECT === 'sqlite' ? 1 : 5);
+    if (DIALECT === 'sqlite') {
+      // n + 1 calls into the driver to control a group of n (the writer's COMMIT first).
+      expect(sql.slice(from).filter((s) => /^(BEGIN|RELEASE|SAVEPOINT|ROLLBACK|COMMIT)/.test(s))).toEqual([
+        'COMMIT', 'BEGIN IMMEDIATE; SAVEPOINT payorch_item', ...Array(4).fill('RELEASE payorch_item; SAVEPOINT payorch_item'), 'COMMIT',
+      ]);
+    }
   });
 
   it('should fail only the grouped transaction that throws, its writes undone and the others committed', async () => {
@@ -96,6 +102,12 @@ describe(`group commit on ${DIALECT}`, () => {
     expect(await ids()).toEqual([1, 3]);
     expect([...hooks].sort()).toEqual([1, 3]);
     expect(begins(from)).toBe(DIALECT === 'sqlite' ? 1 : 3);
+    if (DIALECT === 'sqlite') {
+      // After a rollback to it, the savepoint is where the next one starts: nothing to release.
+      expect(sql.slice(from).filter((s) => /^(BEGIN|RELEASE|SAVEPOINT|ROLLBACK|COMMIT)/.test(s))).toEqual([
+        'COMMIT', 'BEGIN IMMEDIATE; SAVEPOINT payorch_item', 'RELEASE payorch_item; SAVEPOINT payorch_item', 'ROLLBACK TO payorch_item', 'COMMIT',
+      ]);
+    }
     // The connection is kept and writes on.
     await db.transaction((t) => db.execute('INSERT INTO group_probe (id, note) VALUES ($1, $2)', [4, 'after'], t), { group: true });
     expect(await ids()).toEqual([1, 3, 4]);
