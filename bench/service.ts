@@ -17,6 +17,8 @@ export interface Service {
   baseUrl: string;
   /** The test key printed on first start. */
   testKey: string;
+  /** What it printed until it listened (its start-up log lines). */
+  startupOutput: string;
 }
 
 /**
@@ -31,7 +33,7 @@ export async function startService(databaseUrl: string, dataDir: string, env: Re
     { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ...servicePorts(), HOST: '127.0.0.1', RUN_WORKERS: 'false', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
     /test key: (sk_test_\S+)[\s\S]*listening on https:\/\/[^:]+:(\d+)/,
   );
-  return { child, pid: child.pid as number, baseUrl: `https://127.0.0.1:${match[2]}`, testKey: match[1] };
+  return { child, pid: child.pid as number, baseUrl: `https://127.0.0.1:${match[2]}`, testKey: match[1], startupOutput: match.input };
 }
 
 /** Stops the service and waits for it to exit. */

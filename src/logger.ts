@@ -47,8 +47,11 @@ export function errorForLog(err: unknown): { name?: string; message?: string; st
   if (err instanceof Error) {
     const logged = { name: err.name, message: redactPanBounded(err.message, 4000), stack: err.stack === undefined ? undefined : redactPanBounded(err.stack, 16_000) };
     // A translated error (a driver failure behind service_unavailable): what the driver said.
-    const { cause } = err;
-    if (cause instanceof Error) return { ...logged, cause: { name: cause.name, message: redactPanBounded(cause.message, 4000) } };
+    // An error made by native code (sqlite3's) may come from another realm than `Error` (jest's sandbox).
+    const { cause } = err as { cause?: { name?: unknown; message?: unknown } };
+    if (cause !== null && typeof cause === 'object' && typeof cause.message === 'string') {
+      return { ...logged, cause: { name: typeof cause.name === 'string' ? cause.name : 'Error', message: redactPanBounded(cause.message, 4000) } };
+    }
     return logged;
   }
   return { message: redactPanBounded(String(err), 4000) };

@@ -123,6 +123,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
     const applied = await migrateUp(db);
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
   }
+  const durability = await db.sqliteDurability();
+  if (durability) logger.info(durability, 'sqlite durability');
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
   const bus = new EventBus();
   const events = new EventService(new EventStore(db), bus);

@@ -23,6 +23,7 @@ async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? '';
   const port = Number(process.env.PORT ?? 0);
   let write: (key: string, body: string) => Promise<string>;
+  let settings = '';
   const schema = [
     'CREATE TABLE IF NOT EXISTS b_idem (scope TEXT, k TEXT, state TEXT, body TEXT, created_at TEXT, PRIMARY KEY (scope, k))',
     'CREATE TABLE IF NOT EXISTS b_payments (id TEXT PRIMARY KEY, account_id TEXT, mode TEXT, amount BIGINT, currency TEXT, status TEXT, details TEXT, created_at TEXT)',
@@ -86,6 +87,9 @@ async function main(): Promise<void> {
       new Promise<void>((resolve, reject) => db.run(sql, params, (err) => (err ? reject(err) : resolve())));
     await run('PRAGMA journal_mode=WAL');
     await run('PRAGMA synchronous=NORMAL');
+    // Read back and printed: bench/create-payment compares them with the service's.
+    const pragma = (name: string) => new Promise<unknown>((resolve, reject) => db.get(`PRAGMA ${name}`, (err, row: Record<string, unknown>) => (err ? reject(err) : resolve(row[name]))));
+    settings = ` journal_mode=${String(await pragma('journal_mode'))} synchronous=${['OFF', 'NORMAL', 'FULL', 'EXTRA'][Number(await pragma('synchronous'))]}`;
     for (const s of schema) await run(s);
     let queue: Promise<unknown> = Promise.resolve();
     write = (key, body) => {
@@ -121,7 +125,7 @@ async function main(): Promise<void> {
   const server = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) => void handle(req, res));
   server.listen(port, '127.0.0.1', () => {
     const address = server.address() as { port: number };
-    process.stdout.write(`baseline listening ${address.port}\n`);
+    process.stdout.write(`baseline listening ${address.port}${settings}\n`);
   });
 }
 

@@ -52,7 +52,20 @@ async function drive(url: string, headers: Record<string, string>, body: string,
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
 }
 
-async function benchDialect(dialect: string): Promise<{ figures: Record<string, Figures>; idleRss: number | null }> {
+/**
+ * The SQLite durability settings the service logged at start ('sqlite durability': journal mode,
+ * `synchronous` of its default connection and of the one its transactions write on).
+ */
+function sqliteDurability(startupOutput: string): string {
+  for (const line of startupOutput.split('\n')) {
+    if (!line.includes('"sqlite durability"')) continue;
+    const d = JSON.parse(line) as { journalMode: string; synchronous: string; transactionsSynchronous: string };
+    return `journal_mode=${d.journalMode} synchronous=${d.transactionsSynchronous} (default connection ${d.synchronous})`;
+  }
+  return '';
+}
+
+async function benchDialect(dialect: string): Promise<{ figures: Record<string, Figures>; idleRss: number | null; settings: { service: string; baseline: string } }> {
   const dir = benchTempDir('create-payment');
   const serviceDb = await freshDatabase(dialect, dir);
   const baselineDb = await freshDatabase(dialect, dir);
@@ -61,8 +74,9 @@ async function benchDialect(dialect: string): Promise<{ figures: Record<string, 
   const baseline = await startProcess(
     ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')],
     { DATABASE_URL: baselineDb.url, PORT: String(benchPort()) },
-    /baseline listening (\d+)/,
+    /baseline listening (\d+)(.*)\n/,
   );
+  const settings = { service: sqliteDurability(service.startupOutput), baseline: baseline.match[2].trim() };
   const serviceUrl = `${service.baseUrl}/v1/payments`;
   const baselineUrl = `https://127.0.0.1:${baseline.match[1]}/`;
   const auth = { authorization: `Bearer ${service.testKey}` };
@@ -80,7 +94,7 @@ async function benchDialect(dialect: string): Promise<{ figures: Record<string, 
     out['service  c=32'] = await load(serviceUrl, auth, body, 32, DURATION, WARMUP, servicePid);
     out['baseline c=1'] = await load(baselineUrl, {}, body, 1, Math.max(3, DURATION / 2), WARMUP, baselinePid);
     out['service  c=1'] = await load(serviceUrl, auth, body, 1, Math.max(3, DURATION / 2), WARMUP, servicePid);
-    return { figures: out, idleRss };
+    return { figures: out, idleRss, settings };
   } finally {
     service.child.kill('SIGTERM');
     baseline.child.kill('SIGTERM');
@@ -119,15 +133,20 @@ async function main(): Promise<void> {
     `\nHTTPS alone (the baseline's route writing nothing), c=32: ${alone.rps.toFixed(0)} req/s   p50 ${alone.p50} ms   p99 ${alone.p99} ms\n`,
   );
   for (const dialect of dialects) {
-    const { figures: f, idleRss } = await benchDialect(dialect);
+    const { figures: f, idleRss, settings } = await benchDialect(dialect);
     process.stdout.write(`\n${dialect}\n`);
+    if (dialect === 'sqlite') {
+      // The ratio compares like with like only if both commit with the same durability.
+      process.stdout.write(`  durability: service ${settings.service || '(not logged)'}; baseline ${settings.baseline}\n`);
+    }
     for (const [name, v] of Object.entries(f)) {
       process.stdout.write(`  ${name.padEnd(14)} ${v.rps.toFixed(0).padStart(6)} req/s   p50 ${String(v.p50).padStart(4)} ms   p99 ${String(v.p99).padStart(4)} ms${rssText(v.rss)}\n`);
     }
     const s32 = f['service  c=32'];
     const b32 = f['baseline c=32'];
     process.stdout.write(
-      `  ratio (service/baseline) at c=32: ${(s32.rps / b32.rps).toFixed(2)} of req/s; p99 ${s32.p99} ms; p50 at c=1: ${f['service  c=1'].p50} ms\n`,
+      `  ratio (service/baseline) at c=32: ${(s32.rps / b32.rps).toFixed(2)} of req/s; p99 ${s32.p99} ms; ` +
+        `at c=1: ${(f['service  c=1'].rps / f['baseline c=1'].rps).toFixed(2)} of req/s, p50 ${f['service  c=1'].p50} ms\n`,
     );
     process.stdout.write(
       `  service RSS: idle ${mb(idleRss)}; under load at c=32 peak ${mb(s32.rss?.peak)}, end ${mb(s32.rss?.end)}; ` +

@@ -8,8 +8,10 @@ import { storableDeep } from '../core/text';
 import { prepareSqliteFile } from '../core/private-files';
 import { translateDatabaseError } from './database-errors';
 import {
-  acquireConnection, releaseConnection, shareSqliteTransactionConnection, transactionConnection, type SqliteConnection,
+  acquireConnection, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
+  type SqliteConnection,
 } from './sequelize-internals';
+import { SqliteStatements } from './sqlite-statements';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -43,6 +45,43 @@ class TranslatingSequelize extends Sequelize {
   }
 }
 
+/** Database.transaction's options. */
+export interface TransactionOptions {
+  /**
+   * SQLite: this transaction may share one COMMIT with others marked so that are waiting at the
+   * same moment (group commit), each in a SAVEPOINT of its own, so one failing rolls back only its
+   * own work. Only for transactions that read what they depend on through their own transaction
+   * (never through the default connection, which would not see the group's earlier writes).
+   * PostgreSQL: no effect.
+   */
+  group?: boolean;
+}
+
+/** Most transactions written under one COMMIT (SQLite group commit). */
+export const SQLITE_GROUP_MAX = 64;
+
+interface SqliteJob {
+  fn(t: Transaction): Promise<unknown>;
+  group: boolean;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+/** What one transaction of a SQLite group holds until the group's COMMIT. */
+interface SqliteDone {
+  job: SqliteJob;
+  t: Transaction;
+  result: unknown;
+  afterCommit: Array<(t: Transaction) => unknown>;
+}
+
+/** A statement of the transaction's control (BEGIN, SAVEPOINT, COMMIT) failed: the connection's state is unknown. */
+class ControlFailed extends Error {
+  constructor(readonly err: unknown) {
+    super('SQLite transaction control statement failed');
+  }
+}
+
 export interface DatabaseOptions {
   url: string;
   models: ModelCtor[];
@@ -60,7 +99,16 @@ export interface DatabaseOptions {
 export class Database {
   readonly sequelize: Sequelize;
   readonly dialect: Dialect;
-  private sqliteWriteQueue: Promise<unknown> = Promise.resolve();
+  /** SQLite write transactions waiting for the one connection that writes, oldest first. */
+  private sqliteJobs: SqliteJob[] = [];
+  private sqliteWriting = false;
+  /** SQLite transactions written (COMMITs or ROLLBACKs run), for tests and measurements. */
+  sqliteTransactions = 0;
+
+  /** SQLite write transactions waiting for the writer now (tests). */
+  get sqliteWaiting(): number {
+    return this.sqliteJobs.length;
+  }
   private readonly logSql?: (sql: string) => void;
   private readonly statementNames = new Map<string, string>();
   private readonly sqliteFile?: string;
@@ -106,14 +154,13 @@ export class Database {
    * does; in WAL mode a commit survives the process's crash, kill -9 loses nothing acknowledged).
    */
   private configureSqliteConnections(busyTimeoutMs: number): void {
-    const shared = shareSqliteTransactionConnection(this.sequelize, (connection) => {
+    this.sharedSqlite = shareSqliteTransactionConnection(this.sequelize, (connection) => {
       connection.configure('busyTimeout', busyTimeoutMs);
       connection.run('PRAGMA synchronous=NORMAL', {}, () => undefined);
     });
-    this.discardTransactionConnection = () => shared.discard();
   }
 
-  private discardTransactionConnection?: () => void;
+  private sharedSqlite?: { connection(): Promise<SqliteConnection>; discard(): void };
 
   /** Database files found readable by other users and made 0600 by `init` (SQLite). */
   tightenedFiles: string[] = [];
@@ -127,38 +174,159 @@ export class Database {
   }
 
   /**
+   * SQLite: the durability settings writes commit with, read back from the connections
+   * themselves: the journal mode (kept in the file) and `synchronous` of the default connection
+   * and of the one transactions write on (a per-connection setting). Logged at start, and read
+   * from that log by bench/create-payment, whose baseline must write with the same.
+   */
+  async sqliteDurability(): Promise<{ journalMode: string; synchronous: string; transactionsSynchronous: string } | null> {
+    if (this.dialect !== 'sqlite') return null;
+    const names = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
+    const synchronous = async (t?: Transaction) => {
+      const [row] = await this.select<{ synchronous: number }>('PRAGMA synchronous', [], t);
+      return names[Number(row.synchronous)] ?? String(row.synchronous);
+    };
+    const [{ journal_mode: journalMode }] = await this.select<{ journal_mode: string }>('PRAGMA journal_mode');
+    return { journalMode, synchronous: await synchronous(), transactionsSynchronous: await this.transaction((t) => synchronous(t)) };
+  }
+
+  /**
    * Runs fn in a transaction; on SQLite write transactions are queued in-process. A lost or
    * refused connection (taking one, BEGIN, COMMIT) is `service_unavailable`, as in every
    * statement; what fn throws is its own (its statements are translated already, and an error
-   * of something else it called, a socket error say, is not the database's).
+   * of something else it called, a socket error say, is not the database's). Hooks given to
+   * `t.afterCommit` run only once the commit is known to have succeeded.
    */
-  async transaction<T>(fn: (t: Transaction) => Promise<T>): Promise<T> {
-    const once = () => {
-      const failures = new WeakSet<object>();
-      // Sequelize runs afterCommit hooks even when COMMIT fails (a lost connection): they are
-      // held here and run only once the commit is known to have succeeded, so no event of a
-      // change that did not happen is published.
-      const afterCommit: Array<{ hook: (t: Transaction) => unknown; t: Transaction }> = [];
-      return this.sequelize.transaction((t) => {
-        t.afterCommit = (hook) => {
-          afterCommit.push({ hook, t });
-        };
-        return fn(t).catch((err: unknown) => {
-          if (err !== null && typeof err === 'object') failures.add(err);
-          throw err;
-        });
-      }).then(async (result) => {
-        for (const { hook, t } of afterCommit) await hook(t);
-        return result;
-      }, (err: unknown) => {
-        if (this.dialect === 'sqlite') this.discardTransactionConnection?.();
-        throw err !== null && typeof err === 'object' && failures.has(err) ? err : translateDatabaseError(err);
+  async transaction<T>(fn: (t: Transaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    if (this.dialect === 'postgres') return this.postgresTransaction(fn);
+    return new Promise<T>((resolve, reject) => {
+      this.sqliteJobs.push({ fn, group: options.group === true, resolve: resolve as (v: unknown) => void, reject });
+      this.nextSqliteTransaction();
+    });
+  }
+
+  private postgresTransaction<T>(fn: (t: Transaction) => Promise<T>): Promise<T> {
+    const failures = new WeakSet<object>();
+    // Sequelize runs afterCommit hooks even when COMMIT fails (a lost connection): they are
+    // held here and run only once the commit is known to have succeeded, so no event of a
+    // change that did not happen is published.
+    const afterCommit: Array<{ hook: (t: Transaction) => unknown; t: Transaction }> = [];
+    return this.sequelize.transaction((t) => {
+      t.afterCommit = (hook) => {
+        afterCommit.push({ hook, t });
+      };
+      return fn(t).catch((err: unknown) => {
+        if (err !== null && typeof err === 'object') failures.add(err);
+        throw err;
       });
+    }).then(async (result) => {
+      for (const { hook, t } of afterCommit) await hook(t);
+      return result;
+    }, (err: unknown) => {
+      throw err !== null && typeof err === 'object' && failures.has(err) ? err : translateDatabaseError(err);
+    });
+  }
+
+  /**
+   * SQLite has one writer: transactions run one at a time on the one shared connection, in the
+   * order asked. A transaction alone starts at once. Those marked `group` waiting together (they
+   * arrived while the previous one ran) are written under one BEGIN and COMMIT, up to
+   * SQLITE_GROUP_MAX: one commit's WAL write for all of them, and the queue's wait shared.
+   */
+  private nextSqliteTransaction(): void {
+    if (this.sqliteWriting || this.sqliteJobs.length === 0) return;
+    this.sqliteWriting = true;
+    let n = 1;
+    if (this.sqliteJobs[0].group) while (n < this.sqliteJobs.length && n < SQLITE_GROUP_MAX && this.sqliteJobs[n].group) n++;
+    const jobs = this.sqliteJobs.splice(0, n);
+    void this.runSqliteTransactions(jobs).finally(() => {
+      this.sqliteWriting = false;
+      this.nextSqliteTransaction();
+    });
+  }
+
+  /**
+   * BEGIN IMMEDIATE (the write lock taken at once: a transaction never fails half-way on a lock
+   * upgrade), each job's fn (in a SAVEPOINT of its own when there are several: one that throws
+   * rolls back to it and fails alone), COMMIT; run on the driver connection, not through
+   * Sequelize's query path. Each job's transaction is a Sequelize Transaction on that connection,
+   * so model calls given it run inside. After a failure whose outcome on the connection is not
+   * known to be clean, the connection is discarded (closed, rolling back what it held).
+   *
+   * A group costs n + 1 calls into the driver besides its jobs' own: `BEGIN IMMEDIATE; SAVEPOINT`,
+   * `RELEASE; SAVEPOINT` between jobs (none after a job rolled back to it: the savepoint is then
+   * where the next job starts), and COMMIT, which releases the last savepoint with the rest.
+   */
+  private async runSqliteTransactions(jobs: SqliteJob[]): Promise<void> {
+    const shared = this.sharedSqlite as NonNullable<Database['sharedSqlite']>;
+    const grouped = jobs.length > 1;
+    const done: SqliteDone[] = [];
+    let connection: SqliteConnection | undefined;
+    const control = async (sql: string) => {
+      this.logSql?.(`Executing (transaction): ${sql}`);
+      try {
+        const statements = SqliteStatements.of(connection as SqliteConnection);
+        // One statement: kept prepared; several: one sqlite3_exec call.
+        if (sql.includes(';')) await statements.exec(sql);
+        else await statements.query('run', sql, {});
+      } catch (err) {
+        throw new ControlFailed(err);
+      }
     };
-    if (this.dialect === 'postgres') return once();
-    const run = this.sqliteWriteQueue.then(once, once);
-    this.sqliteWriteQueue = run.catch(() => undefined);
-    return run;
+    try {
+      try {
+        connection = await shared.connection();
+      } catch (err) {
+        throw new ControlFailed(err);
+      }
+      await control(grouped ? 'BEGIN IMMEDIATE; SAVEPOINT payorch_item' : 'BEGIN IMMEDIATE');
+      // Whether the savepoint holds a job's work (to be released before the next job starts).
+      let used = false;
+      for (const job of jobs) {
+        if (used) await control('RELEASE payorch_item; SAVEPOINT payorch_item');
+        used = true;
+        const t = sqliteTransactionOn(this.sequelize, connection);
+        const afterCommit: SqliteDone['afterCommit'] = [];
+        t.afterCommit = (hook) => {
+          afterCommit.push(hook);
+        };
+        let result: unknown;
+        try {
+          result = await job.fn(t);
+        } catch (err) {
+          endSqliteTransaction(t, 'rollback');
+          if (!grouped) throw err;
+          // Its own work undone; the group's goes on from this savepoint.
+          await control('ROLLBACK TO payorch_item');
+          used = false;
+          job.reject(err);
+          continue;
+        }
+        done.push({ job, t, result, afterCommit });
+      }
+      await control('COMMIT');
+    } catch (err) {
+      // Nothing of the group is written: every job not yet answered fails.
+      for (const d of done) endSqliteTransaction(d.t, 'rollback');
+      if (connection) await this.sqliteStatement(connection, 'run', 'ROLLBACK', {}).catch(() => undefined);
+      shared.discard();
+      this.sqliteTransactions++;
+      // Alone, what fn threw is its own; in a group only a control statement fails the group. A
+      // job that already failed alone keeps its own error (a settled promise ignores this one).
+      const failure = err instanceof ControlFailed ? translateDatabaseError(err.err) : err;
+      for (const job of jobs) job.reject(failure);
+      return;
+    }
+    this.sqliteTransactions++;
+    for (const d of done) {
+      endSqliteTransaction(d.t, 'commit');
+      try {
+        for (const hook of d.afterCommit) await hook(d.t);
+        d.job.resolve(d.result);
+      } catch (err) {
+        d.job.reject(err);
+      }
+    }
   }
 
   /** Bound SELECT returning plain rows; `$1, $2…` placeholders on both dialects. */
@@ -195,16 +363,13 @@ export class Database {
     bind.forEach((v, i) => {
       params[`$${i + 1}`] = this.encode(v);
     });
-    // One statement at a time per connection, as Sequelize runs them: statements of one
-    // connection waiting on SQLite's lock in parallel would hold every libuv thread, and the
-    // transaction holding the lock could then not run its next statement.
-    return new Promise((resolve, reject) => connection.serialize(() => {
-      if (method === 'all') connection.all(sql, params, (err, rows) => (err ? reject(err) : resolve(rows)));
-      else connection.run(sql, params, function done(err) {
-        if (err) reject(err);
-        else resolve(this.changes);
-      });
-    }));
+    // Outside a transaction, a statement must see every commit made before it was asked.
+    return this.sqliteStatement(connection, method, sql, params, !transaction);
+  }
+
+  /** A statement prepared once per connection and kept (SqliteStatements), one at a time per connection. */
+  private sqliteStatement(connection: SqliteConnection, method: 'all' | 'run', sql: string, params: object, fresh = false): Promise<unknown[] | number> {
+    return SqliteStatements.of(connection).query(method, sql, params, fresh);
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { Transaction } from 'sequelize';
+import { Transaction } from 'sequelize';
 import type { Sequelize } from 'sequelize-typescript';
 
 /*
@@ -18,6 +18,11 @@ import type { Sequelize } from 'sequelize-typescript';
  *   closes it after; it has no option to keep one, no busy-timeout option, and its SQLite dialect
  *   runs no `afterConnect` hook. Transactions run one at a time anyway (Database.transaction), so
  *   they share one persistent connection, and each connection is configured as it opens.
+ * - SQLite: Database.transaction runs BEGIN, COMMIT and ROLLBACK on that connection itself
+ *   (Sequelize's query path costs more than the statements), and may write several transactions'
+ *   work under one COMMIT. Model calls given such a transaction must still run on it: a
+ *   `Transaction` made with its constructor, its connection set as `prepareEnvironment` sets it,
+ *   and `finished` set once it ends (Sequelize then refuses statements on it, as after a commit).
  */
 
 /** What Payorch uses of a sqlite3 `Database` (the driver's public API). */
@@ -28,6 +33,22 @@ export interface SqliteConnection {
   all(sql: string, params: object, cb: (err: Error | null, rows: unknown[]) => void): void;
   run(sql: string, params: object, cb: (this: { changes: number }, err: Error | null) => void): void;
   close(cb?: (err: Error | null) => void): void;
+}
+
+/**
+ * SQLite: a Sequelize transaction on `connection`, whose BEGIN the caller has run (or will):
+ * model calls given it run on that connection. Ended with `endSqliteTransaction`.
+ */
+export function sqliteTransactionOn(sequelize: Sequelize, connection: SqliteConnection): Transaction {
+  const t = new Transaction(sequelize, {});
+  Object.assign(t, { connection });
+  connection.uuid = (t as Transaction & { id: string }).id;
+  return t;
+}
+
+/** Marks a transaction of `sqliteTransactionOn` as ended: Sequelize refuses statements on it from then on. */
+export function endSqliteTransaction(t: Transaction, state: 'commit' | 'rollback'): void {
+  Object.assign(t, { finished: state });
 }
 
 /** The driver connection a transaction runs on (a `pg.Client` or a `sqlite3.Database`). */
@@ -58,10 +79,14 @@ interface SqliteConnectionManager {
 /**
  * SQLite: every transaction runs on one persistent connection (Sequelize would open one per
  * transaction), and every connection is configured by `configure` once, as it opens.
- * Returns `discard`, which closes the shared connection (rolling back whatever a failed
- * transaction may have left open); the next transaction opens a fresh one.
+ * Returns `connection`, which gives that connection (opening it if need be), and `discard`, which
+ * closes it (rolling back whatever a failed transaction may have left open); the next
+ * transaction opens a fresh one.
  */
-export function shareSqliteTransactionConnection(sequelize: Sequelize, configure: (connection: SqliteConnection) => void): { discard(): void } {
+export function shareSqliteTransactionConnection(
+  sequelize: Sequelize,
+  configure: (connection: SqliteConnection) => void,
+): { connection(): Promise<SqliteConnection>; discard(): void } {
   const manager = sequelize.connectionManager as unknown as SqliteConnectionManager;
   if (typeof manager.getConnection !== 'function' || typeof manager.releaseConnection !== 'function' || typeof manager.connections !== 'object') {
     throw new Error('Sequelize SQLite connection manager changed: getConnection/releaseConnection/connections not found');
@@ -84,6 +109,7 @@ export function shareSqliteTransactionConnection(sequelize: Sequelize, configure
     return releaseConnection(connection, force);
   };
   return {
+    connection: () => manager.getConnection({ uuid: SHARED_UUID }),
     discard() {
       const connection = manager.connections[SHARED_UUID];
       if (!connection) return;

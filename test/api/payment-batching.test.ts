@@ -9,11 +9,13 @@ import type { RequestContext } from '../../src/core/context';
 import { storedRestBody, type ObjectClaim } from '../../src/core/idempotency';
 import { newId } from '../../src/core/ids';
 import { CheckoutStore } from '../../src/modules/checkout/checkout.store';
+import { waitFor } from '../helpers/wait';
 
 /**
- * Concurrent `POST /v1/payments` on PostgreSQL share their writes (group commit: one pending
- * insert and one settling statement for every payment ready at that moment). Each payment must
- * still come out exactly as if written alone; on SQLite each is written on its own.
+ * Concurrent `POST /v1/payments` share their writes (group commit): on PostgreSQL one pending
+ * insert and one settling statement for every payment ready at that moment; on SQLite each
+ * payment's statements, but those waiting for the one writer together under one COMMIT. Each
+ * payment must still come out exactly as if written alone.
  */
 
 let app: TestApp;
@@ -86,6 +88,37 @@ describe('concurrent payments', () => {
     }
   });
 
+  it('should write the payments waiting for the SQLite writer together under one transaction, each in a savepoint', async () => {
+    if (DIALECT !== 'sqlite') return; // PostgreSQL: PaymentBatchStore, below
+    // Warm the caches a payment reads, so the burst reaches the writer together.
+    expect((await app.request('POST', '/v1/payments', { key, body: { amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa' } })).status).toBe(201);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const writer = db().transaction(() => gate);
+    const plans = Array.from({ length: 6 }, (_, i) => ({ idem: newKey(), body: { amount: 2000 + i, currency: 'usd', paymentMethod: 'pm_card_visa' } }));
+    const results = Promise.all(plans.map((p) => app.request('POST', '/v1/payments', { key, body: p.body, headers: { 'Idempotency-Key': p.idem } })));
+    await waitFor(() => db().sqliteWaiting >= 6, { timeoutMs: 10_000, intervalMs: 10, what: 'six payments waiting for the writer' });
+    const from = app.sql.length;
+    release();
+    await writer;
+    const answered = await results;
+    for (const [i, res] of answered.entries()) {
+      expect(res.status).toBe(201);
+      expect(res.body.data).toMatchObject({ amount: 2000 + i, status: 'succeeded' });
+    }
+    const statements = app.sql.slice(from).map((s) => s.replace(/^Executing \([^)]*\): /, ''));
+    // The six pending rows: one BEGIN, six savepoints, one COMMIT.
+    const begins = (list: string[]) => list.filter((s) => s.startsWith('BEGIN IMMEDIATE'));
+    const begin = statements.findIndex((s) => s.startsWith('BEGIN IMMEDIATE'));
+    const group = statements.slice(begin, statements.indexOf('COMMIT', begin) + 1);
+    expect(group.filter((s) => /^INSERT INTO payments/.test(s))).toHaveLength(6);
+    expect(group.filter((s) => /^INSERT INTO idempotency_keys/.test(s))).toHaveLength(6);
+    expect(group.filter((s) => /(^|; )SAVEPOINT payorch_item$/.test(s))).toHaveLength(6);
+    expect(begins(group)).toHaveLength(1);
+    // Fewer transactions than writes (6 pending + 6 settling) in all.
+    expect(begins(statements).length).toBeLessThan(12);
+  });
+
   it('should take text with an unpaired surrogate as U+FFFD, answered, stored and replayed alike', async () => {
     const idem = newKey();
     const body = { amount: 777, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'odd \ud800 text', metadata: { note: '\udc00' } };
@@ -114,7 +147,7 @@ describe('concurrent payments', () => {
   });
 });
 
-// The batched writer exists on PostgreSQL only (SQLite writes each payment in its own transaction).
+// The batched writer exists on PostgreSQL only (SQLite groups whole transactions: Database.transaction).
 if (DIALECT === 'postgres') {
   describe('PaymentBatchStore (PostgreSQL)', () => {
     const writer = () => {

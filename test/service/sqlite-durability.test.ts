@@ -31,4 +31,13 @@ describe(`the database's durability settings (${DIALECT})`, () => {
     expect(await read()).toEqual({ journal: 'wal', synchronous: 1 });
     expect(await db.transaction((t) => read(t))).toEqual({ journal: 'wal', synchronous: 1 });
   });
+
+  it('should log the settings at start, as bench/create-payment reads them to compare with its baseline', () => {
+    const logged = h.logs.map((line) => JSON.parse(line) as { msg: string }).filter((l) => l.msg === 'sqlite durability');
+    if (DIALECT !== 'sqlite') {
+      expect(logged).toEqual([]);
+      return;
+    }
+    expect(logged).toEqual([expect.objectContaining({ journalMode: 'wal', synchronous: 'NORMAL', transactionsSynchronous: 'NORMAL' })]);
+  });
 });

@@ -4,7 +4,8 @@ import sqlite3 from 'sqlite3';
 import { Transaction } from 'sequelize';
 import { Sequelize } from 'sequelize-typescript';
 import {
-  acquireConnection, releaseConnection, shareSqliteTransactionConnection, transactionConnection, type SqliteConnection,
+  acquireConnection, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
+  type SqliteConnection,
 } from '../../src/db/sequelize-internals';
 import { DIALECT, freshDatabase, type TestDatabase } from '../helpers/db';
 
@@ -89,6 +90,28 @@ describe(`Sequelize internals on ${DIALECT}`, () => {
         const next = await inTransaction();
         expect(next).not.toBe(first);
         expect(await driverQuery(next, 'PRAGMA busy_timeout')).toEqual([{ timeout: 1234 }]);
+        // `connection` gives that same connection, for transactions begun on the driver.
+        expect(await sharing.connection()).toBe(next);
+      } finally {
+        await shared.close();
+      }
+    });
+
+    it('should run model calls given a Transaction made on a driver connection on that connection, and refuse them once it is ended', async () => {
+      const shared = open();
+      try {
+        const sharing = shareSqliteTransactionConnection(shared, () => undefined);
+        const connection = await sharing.connection();
+        await driverQuery(connection, 'BEGIN IMMEDIATE');
+        const t = sqliteTransactionOn(shared, connection);
+        expect(transactionConnection(t)).toBe(connection);
+        await shared.query('INSERT INTO internals_probe (id) VALUES (7)', { transaction: t });
+        // Not committed: the default connection does not see it yet.
+        expect((await shared.query('SELECT id FROM internals_probe WHERE id = 7'))[0]).toEqual([]);
+        await driverQuery(connection, 'ROLLBACK');
+        endSqliteTransaction(t, 'rollback');
+        await expect(shared.query('SELECT 1', { transaction: t })).rejects.toThrow(/rollback has been called on this transaction/);
+        expect((await shared.query('SELECT id FROM internals_probe WHERE id = 7'))[0]).toEqual([]);
       } finally {
         await shared.close();
       }

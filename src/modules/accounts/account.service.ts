@@ -192,9 +192,13 @@ export class AccountService {
     };
   }
 
-  /** The account as an event of the account carries it (what `GET /v1/account` answers in that mode). */
-  async eventObject(accountId: string, mode: Mode): Promise<AccountSettings> {
-    const row = await AccountModel.findByPk(accountId, { raw: true });
+  /**
+   * The account as an event of the account carries it (what `GET /v1/account` answers in that
+   * mode). Inside a transaction, read in it: on SQLite a read on the default connection would queue
+   * behind that connection's write waiting for the lock this transaction holds.
+   */
+  async eventObject(accountId: string, mode: Mode, transaction?: import('sequelize').Transaction): Promise<AccountSettings> {
+    const row = await AccountModel.findByPk(accountId, { raw: true, transaction });
     if (!row) throw notFound('account', accountId);
     return toAccountSettings(row as unknown as AccountModel, mode);
   }

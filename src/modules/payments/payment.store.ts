@@ -23,7 +23,8 @@ type Scope = { accountId: string; mode: string };
 /**
  * Where payments are read and written. Creating and settling a payment are measured hot paths:
  * named, bound statements, batched on PostgreSQL (PaymentBatchStore, one statement for every
- * payment ready at that moment), one transaction each on SQLite; the dialects differ only here.
+ * payment ready at that moment), on SQLite a transaction each, those waiting together committed
+ * as one (Database.transaction's `group`); the dialects differ only here.
  * Each write claims or answers the payment's Idempotency-Key in the same statement or transaction.
  */
 export class PaymentStore {
@@ -71,24 +72,24 @@ export class PaymentStore {
     return written;
   }
 
-  /** SQLite: the claims of the key and the hold (if any) and the insert in one transaction; false when the key is taken. */
+  /**
+   * SQLite: the claims of the key and the hold (if any) and the insert in one transaction; false
+   * when the key is taken. Grouped with the other payments' writes waiting at the same moment:
+   * everything it reads, it reads in its transaction.
+   */
   private async insertPendingAlone(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim?: ObjectClaim, hold?: HoldClaim): Promise<boolean> {
     const p = new Params();
     const row = pendingRow(ctx, payment, plan, searchText(payment), claim?.key ?? null);
     const values = PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ');
     const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}, lease_until, pending_since)
       VALUES (${values}, ${this.db.nowPlusSql(p.add(Math.ceil(leaseMs)))}, ${this.db.nowSql})`;
-    if (!claim && !hold) {
-      await this.db.execute(insert, p.values);
-      return true;
-    }
     return this.db.transaction(async (t) => {
       if (claim && !(await this.keys.claim(t, claim))) return false;
       // Refused: thrown, so the key's claim rolls back with it.
       if (hold && !(await this.requireHolds().claimIn(t, hold))) throw new HoldRefused(hold.holdId);
       await this.db.execute(insert, p.values, t);
       return true;
-    });
+    }, { group: true });
   }
 
   private requireHolds(): PaymentHoldStore {
@@ -127,7 +128,7 @@ export class PaymentStore {
         await this.requireHolds().releaseIn(t, finish);
       }
       return done;
-    });
+    }, { group: true });
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { Transaction } from 'sequelize';
 import type { AccountSettings } from '../accounts/account.service';
 import type { Database } from '../../db/database';
 import { PublicAttemptStore } from './public-attempt.store';
@@ -34,7 +35,7 @@ const RETENTION_MS = 25 * 60 * 60 * 1000;
 
 /** What the per-account cap's event carries: the account as `GET /v1/account` answers it. */
 export interface AttemptAccounts {
-  eventObject(accountId: string, mode: Mode): Promise<AccountSettings>;
+  eventObject(accountId: string, mode: Mode, transaction?: Transaction): Promise<AccountSettings>;
 }
 
 /** Which cap refused, when a place frees up (null: never), its size, and whether attempts still running filled it. */
@@ -130,7 +131,7 @@ export class PublicAttempts {
       await this.store.lockAccountMode(t, target.accountId, target.mode);
       if (await this.events.recordedSince(target, 'account.public_declines_exceeded', since, t)) return false;
       const ctx = systemContext(target.accountId, target.mode, now, 'public-declines');
-      await this.events.record(ctx, t, 'account.public_declines_exceeded', await this.accounts.eventObject(target.accountId, target.mode));
+      await this.events.record(ctx, t, 'account.public_declines_exceeded', await this.accounts.eventObject(target.accountId, target.mode, t));
       return true;
     });
     if (written) this.logger.warn({ accountId: target.accountId, mode: target.mode }, 'public pays refused: too many failed attempts in the last hour');
