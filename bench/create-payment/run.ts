@@ -22,6 +22,8 @@ process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+/** BENCH_WORKERS=1: the service runs its workers too (webhook delivery, billing, recovery, count folds), as `payorch start` does by default. */
+const WORKERS = process.env.BENCH_WORKERS === '1';
 
 interface Figures { rps: number; p50: number; p99: number; rss?: RssSamples }
 
@@ -70,7 +72,7 @@ async function benchDialect(dialect: string): Promise<{ figures: Record<string, 
   const serviceDb = await freshDatabase(dialect, dir);
   const baselineDb = await freshDatabase(dialect, dir);
   const body = BODY;
-  const service = await startService(serviceDb.url, dir);
+  const service = await startService(serviceDb.url, dir, WORKERS ? { RUN_WORKERS: 'true' } : {});
   const baseline = await startProcess(
     ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'baseline.ts')],
     { DATABASE_URL: baselineDb.url, PORT: String(benchPort()) },
@@ -126,7 +128,7 @@ function rssText(rss: RssSamples | undefined): string {
 
 async function main(): Promise<void> {
   const dialects = (process.env.BENCH_DB ?? 'postgres,sqlite').split(',');
-  process.stdout.write(`create-payment benchmark on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${DURATION}s per run\n`);
+  process.stdout.write(`create-payment benchmark on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${DURATION}s per run, service workers ${WORKERS ? 'on' : 'off'}\n`);
   process.stdout.write(`load average at start: ${loadAverage()}\n`);
   const alone = await benchHttpsAlone(BODY);
   process.stdout.write(
