@@ -6,6 +6,14 @@
 // no build and no type-check: tests and development (`npm run dev`).
 const path = require('node:path');
 
+// libuv's thread pool (4 threads by default) runs every SQLite statement, and a statement waiting
+// for SQLite's write lock (another instance's transaction, or a write on the default connection
+// while this process's transaction holds the lock) sleeps on one of those threads. With DNS
+// lookups, file writes and crypto beside them, four waiting calls could leave the transaction that
+// holds the lock no thread to run its next statement, and everything waited out the busy timeout
+// (15 s). Set before anything uses the pool; an operator's own UV_THREADPOOL_SIZE wins.
+if (!process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
+
 if (process.env.PAYORCH_FROM_SOURCE === '1') {
   require('ts-node').register({ transpileOnly: true, project: path.join(__dirname, '..', 'tsconfig.json') });
   require('../src/cli.ts').main(process.argv);

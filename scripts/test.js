@@ -23,7 +23,8 @@ for (const dialect of dialects) {
   const report = path.join(os.tmpdir(), `payorch-jest-${dialect}-${process.pid}.json`);
   const result = spawnSync(process.execPath, [jest, '--json', `--outputFile=${report}`, ...extraArgs], {
     stdio: 'inherit',
-    env: { ...process.env, DB_DIALECT: dialect },
+    // The thread pool the service sets for itself (bin/payorch.js): tests run it in-process.
+    env: { UV_THREADPOOL_SIZE: '16', ...process.env, DB_DIALECT: dialect },
   });
   if (result.status !== 0) ok = false;
   try {

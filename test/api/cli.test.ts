@@ -325,4 +325,19 @@ describe('payorch CLI', () => {
     expect(failed!.stderr.trim().split('\n')).toHaveLength(1);
     expect(failed!.stderr).toContain('PORT');
   }, 60_000);
+
+  // A statement waiting for SQLite's write lock sleeps on a thread of libuv's pool: four of them
+  // (the default size) could leave the transaction holding the lock no thread to finish on.
+  it.each([
+    [undefined, '16'],
+    ['8', '8'],
+  ])('should run with a thread pool of 16 unless UV_THREADPOOL_SIZE says otherwise (given %s)', async (given, expected) => {
+    const env: Record<string, string | undefined> = { ...process.env, PAYORCH_FROM_SOURCE: '', DATABASE_URL: app.config.databaseUrl, DATA_DIR: app.config.dataDir };
+    delete env.UV_THREADPOOL_SIZE;
+    if (given !== undefined) env.UV_THREADPOOL_SIZE = given;
+    // Read as the process exits, after bin/payorch.js has run (a preload runs before it).
+    const probe = "process.on('exit', () => process.stderr.write('pool=' + process.env.UV_THREADPOOL_SIZE + '\\n'))";
+    const { stderr } = await run(process.execPath, ['--eval', `${probe}; process.argv.splice(1, 1, ${JSON.stringify(BIN)}); require(${JSON.stringify(BIN)})`, 'x', 'accounts', 'list'], { env });
+    expect(stderr).toContain(`pool=${expected}\n`);
+  }, 60_000);
 });
