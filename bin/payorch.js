@@ -8,10 +8,12 @@ const path = require('node:path');
 
 // libuv's thread pool (4 threads by default) runs every SQLite statement, and a statement waiting
 // for SQLite's write lock (another instance's transaction, or a write on the default connection
-// while this process's transaction holds the lock) sleeps on one of those threads. With DNS
-// lookups, file writes and crypto beside them, four waiting calls could leave the transaction that
-// holds the lock no thread to run its next statement, and everything waited out the busy timeout
-// (15 s). Set before anything uses the pool; an operator's own UV_THREADPOOL_SIZE wins.
+// while this process's transaction holds the lock) sleeps on one of those threads, as do model
+// reads queued behind it on that connection. With DNS lookups, file writes and crypto beside
+// them, four waiting calls could leave the transaction that holds the lock no thread to run its
+// next statement, and everything waited out the busy timeout (15 s). Sixteen makes that much less
+// likely, not impossible: the cause is the default connection's writes (see README).
+// Set before anything uses the pool; an operator's own UV_THREADPOOL_SIZE wins.
 if (!process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
 
 if (process.env.PAYORCH_FROM_SOURCE === '1') {

@@ -9,7 +9,7 @@ import { systemClock, systemStopwatch, type Clock, type Stopwatch } from './core
 import { EventBus } from './core/event-bus';
 import { PostgresFanout, RedisFanout, type EventFanout } from './core/event-fanout';
 import { RateLimiter } from './core/rate-limit';
-import { createLogger, type Logger } from './logger';
+import { createLogger, errorForLog, type Logger } from './logger';
 import { AccountService } from './modules/accounts/account.service';
 import { CustomerService } from './modules/customers/customer.service';
 import { CustomerCredit } from './modules/customers/customer-credit';
@@ -123,7 +123,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
     const applied = await migrateUp(db);
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
   }
-  const durability = await db.sqliteDurability();
+  // A diagnostic: another instance holding the write lock past the busy timeout must not stop this one starting.
+  const durability = await db.sqliteDurability().catch((err: unknown) => {
+    logger.warn({ err: errorForLog(err) }, 'sqlite durability settings could not be read');
+    return null;
+  });
   if (durability) logger.info(durability, 'sqlite durability');
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
   const bus = new EventBus();

@@ -261,6 +261,7 @@ export class Database {
     const shared = this.sharedSqlite as NonNullable<Database['sharedSqlite']>;
     const grouped = jobs.length > 1;
     const done: SqliteDone[] = [];
+    const failed: Array<{ job: SqliteJob; err: unknown }> = [];
     let connection: SqliteConnection | undefined;
     const control = async (sql: string) => {
       this.logSql?.(`Executing (transaction): ${sql}`);
@@ -296,28 +297,34 @@ export class Database {
         } catch (err) {
           endSqliteTransaction(t, 'rollback');
           if (!grouped) throw err;
-          // Its own work undone; the group's goes on from this savepoint.
+          // Its own work undone; the group's goes on from this savepoint. Answered once the
+          // group's COMMIT is known: what it read may have been an earlier job's uncommitted write.
           await control('ROLLBACK TO payorch_item');
           used = false;
-          job.reject(err);
+          failed.push({ job, err });
           continue;
         }
         done.push({ job, t, result, afterCommit });
       }
       await control('COMMIT');
     } catch (err) {
-      // Nothing of the group is written: every job not yet answered fails.
+      // Nothing of the group is written: every job fails, with the failure of the group.
       for (const d of done) endSqliteTransaction(d.t, 'rollback');
-      if (connection) await this.sqliteStatement(connection, 'run', 'ROLLBACK', {}).catch(() => undefined);
-      shared.discard();
+      const rolledBack = connection
+        ? await this.sqliteStatement(connection, 'run', 'ROLLBACK', {}).then(() => true, () => false)
+        : false;
+      // A job alone that threw its own error (a refusal, a not-found) leaves the connection
+      // clean once ROLLBACK succeeds: kept, with its prepared statements. A failed BEGIN, COMMIT
+      // or ROLLBACK leaves it in a state not known: closed (rolling back what it held).
+      if (err instanceof ControlFailed || !rolledBack) shared.discard();
       this.sqliteTransactions++;
-      // Alone, what fn threw is its own; in a group only a control statement fails the group. A
-      // job that already failed alone keeps its own error (a settled promise ignores this one).
+      // Alone, what fn threw is its own; in a group only a control statement fails the group.
       const failure = err instanceof ControlFailed ? translateDatabaseError(err.err) : err;
       for (const job of jobs) job.reject(failure);
       return;
     }
     this.sqliteTransactions++;
+    for (const { job, err } of failed) job.reject(err);
     for (const d of done) {
       endSqliteTransaction(d.t, 'commit');
       try {

@@ -35,7 +35,9 @@ export const START = new Date('2026-11-01T10:00:00.000Z');
 // sequelize-typescript binds model classes to one Sequelize instance per process (see app.ts).
 let live = false;
 
-export async function startServices(options: { env?: Record<string, string>; services?: ServiceOptions } = {}): Promise<ServiceHarness> {
+export async function startServices(
+  options: { env?: Record<string, string>; services?: ServiceOptions; /** Runs on the database before the services start. */ beforeCreate?: (url: string) => Promise<void> } = {},
+): Promise<ServiceHarness> {
   if (live) throw new Error('one service harness per process: stop the previous one first');
   live = true;
   let database: TestDatabase | undefined;
@@ -50,6 +52,7 @@ export async function startServices(options: { env?: Record<string, string>; ser
         cb();
       },
     });
+    await options.beforeCreate?.(database.url);
     const services = await createServices(config, { clock, logger: createLogger('info', sink), ...(options.services ?? {}) });
     const db = database;
     return {

@@ -3,7 +3,7 @@ import sqlite3 from 'sqlite3';
 import type { Transaction } from 'sequelize';
 import { Database, SQLITE_GROUP_MAX } from '../../src/db/database';
 import { MODELS } from '../../src/db/models';
-import { acquireConnection, type SqliteConnection } from '../../src/db/sequelize-internals';
+import { acquireConnection, transactionConnection, type SqliteConnection } from '../../src/db/sequelize-internals';
 import { SqliteStatements, STATEMENT_CACHE_SIZE } from '../../src/db/sqlite-statements';
 import { freshDatabase, DIALECT, type TestDatabase } from '../helpers/db';
 
@@ -169,6 +169,43 @@ describe(`group commit on ${DIALECT}`, () => {
     // A fresh connection writes on.
     await db.transaction((t) => db.execute('INSERT INTO group_probe (id, note) VALUES ($1, $2)', [5, 'after'], t), { group: true });
     expect(await ids()).toEqual([5]);
+  });
+
+  it('should answer a grouped transaction that threw only once the group is committed, with the group\'s failure if COMMIT fails', async () => {
+    if (DIALECT !== 'sqlite') return;
+    await db.execute('CREATE TABLE IF NOT EXISTS group_parent (id INTEGER PRIMARY KEY)');
+    await db.execute('CREATE TABLE IF NOT EXISTS group_child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES group_parent (id) DEFERRABLE INITIALLY DEFERRED)');
+    const writer = holdWriter();
+    await writer.started;
+    // The first job's write dooms the COMMIT; the second refuses on its own (as a hold refused on
+    // reading the first job's uncommitted payment would): what it read never came to be.
+    const first = db.transaction((t) => db.execute('INSERT INTO group_child (id, parent) VALUES (2, 998)', [], t), { group: true });
+    const second = db.transaction(async () => {
+      throw new Error('refused on what the first job wrote');
+    }, { group: true });
+    const outcomes = Promise.allSettled([first, second]);
+    writer.release();
+    const [a, b] = await outcomes;
+    await writer.done;
+    expect(a.status).toBe('rejected');
+    expect(b.status).toBe('rejected');
+    expect(((b as PromiseRejectedResult).reason as Error).message).not.toBe('refused on what the first job wrote');
+  });
+
+  it('should keep the write connection and its statements after a transaction alone fails on its own, and replace it after a failed COMMIT', async () => {
+    if (DIALECT !== 'sqlite') return;
+    const connection = () => db.transaction(async (t) => transactionConnection<object>(t));
+    const before = await connection();
+    await expect(db.transaction(async (t) => {
+      await db.execute('INSERT INTO group_probe (id, note) VALUES ($1, $2)', [7, 'undone'], t);
+      throw new Error('not found');
+    })).rejects.toThrow('not found');
+    expect(await ids()).toEqual([]);
+    expect(await connection()).toBe(before);
+    await db.execute('CREATE TABLE IF NOT EXISTS group_parent (id INTEGER PRIMARY KEY)');
+    await db.execute('CREATE TABLE IF NOT EXISTS group_child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES group_parent (id) DEFERRABLE INITIALLY DEFERRED)');
+    await expect(db.transaction((t) => db.execute('INSERT INTO group_child (id, parent) VALUES (3, 997)', [], t))).rejects.toBeDefined();
+    expect(await connection()).not.toBe(before);
   });
 
   it('should keep model calls given a grouped transaction inside it', async () => {
