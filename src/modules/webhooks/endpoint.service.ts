@@ -45,6 +45,8 @@ export interface EndpointServiceOptions {
   allowPrivate: boolean;
   /** Replaces DNS resolution of endpoint hosts (tests). */
   resolveHost?: ResolveHost;
+  /** Monotonic milliseconds, for how long an opened secret is kept (tests move it). */
+  monotonicMs?: () => number;
 }
 
 /** Webhook endpoints of an (account, mode): registration, secrets, enable/disable. */
@@ -52,6 +54,8 @@ export const MAX_ENDPOINTS = 16;
 
 /** Opened signing secrets kept for deliveries, at most this many (the oldest opened goes first). */
 const OPENED_SECRETS = 1024;
+/** How long an opened secret is kept after it was last opened: a rotated-away or deleted endpoint's is gone from memory within this. */
+export const OPENED_SECRET_MS = 10 * 60_000;
 
 export class WebhookEndpointService {
   private readonly store: WebhookStore;
@@ -59,8 +63,10 @@ export class WebhookEndpointService {
    * Secrets opened for deliveries, by sealed text: a backlog to one endpoint opens its secret once
    * instead of once per delivery. A sealed text always opens to the same secret (a rotation seals
    * a new one under a fresh nonce, so it is another key here and the old entry is simply unused).
+   * Kept OPENED_SECRET_MS from when each was opened, oldest first out: the plain text of a secret
+   * no delivery uses any more (rotated away, its endpoint deleted) does not stay in memory.
    */
-  private readonly opened = new Map<string, string>();
+  private readonly opened = new Map<string, { secret: string; at: number }>();
 
   constructor(
     private readonly db: Database,
@@ -208,12 +214,17 @@ export class WebhookEndpointService {
   }
 
   private openCached(sealed: string): string {
-    let secret = this.opened.get(sealed);
-    if (secret === undefined) {
-      secret = this.openSecret(sealed);
-      if (this.opened.size >= OPENED_SECRETS) this.opened.delete(this.opened.keys().next().value as string);
-      this.opened.set(sealed, secret);
+    const now = (this.options.monotonicMs ?? performance.now.bind(performance))();
+    // Entries are in the order they were opened: the expired ones are at the front.
+    for (const [key, entry] of this.opened) {
+      if (now - entry.at < OPENED_SECRET_MS) break;
+      this.opened.delete(key);
     }
+    const kept = this.opened.get(sealed);
+    if (kept) return kept.secret;
+    const secret = this.openSecret(sealed);
+    if (this.opened.size >= OPENED_SECRETS) this.opened.delete(this.opened.keys().next().value as string);
+    this.opened.set(sealed, { secret, at: now });
     return secret;
   }
 

@@ -5,7 +5,7 @@ import { readTime } from '../../../src/db/database';
 import { FixedClock } from '../../../src/core/clock';
 import { SecretBox } from '../../../src/core/crypto';
 import type { RequestContext } from '../../../src/core/context';
-import { MAX_ENDPOINTS, WebhookEndpointService } from '../../../src/modules/webhooks/endpoint.service';
+import { MAX_ENDPOINTS, OPENED_SECRET_MS, WebhookEndpointService } from '../../../src/modules/webhooks/endpoint.service';
 import { DIALECT, type TestDatabase } from '../../helpers/db';
 import { testIdempotency } from '../../helpers/idempotency';
 import { migratedDatabase } from '../../helpers/migrated-db';
@@ -305,5 +305,33 @@ describe(`endpoint URLs in live mode on ${DIALECT}`, () => {
     expect(created).toMatchObject({ livemode: true, url: 'https://hooks.example.com:8443/' });
     await expect(permissive.update(ctx, created.id, { url: 'https://hooks.example.com:9000/' })).rejects.toMatchObject({ code: 'invalid_parameter', param: 'url' });
     expect((await permissive.update(ctx, created.id, { url: 'https://hooks.example.com/' })).url).toBe('https://hooks.example.com/');
+  });
+});
+
+describe('opened signing secrets', () => {
+  it('should open a sealed secret once and keep it for OPENED_SECRET_MS from when it was opened, then let it go', () => {
+    let monotonic = 1_000;
+    const box = new SecretBox(randomBytes(32));
+    const service = new WebhookEndpointService(db, box, { allowPrivate: true, monotonicMs: () => monotonic }, testIdempotency(db, clock));
+    const opened = jest.spyOn(service, 'openSecret');
+    const rotatedAway = { current: box.seal('whsec_old'), previous: null, previousExpiresAt: null };
+    const current = { current: box.seal('whsec_new'), previous: null, previousExpiresAt: null };
+    expect(service.claimedSigningSecrets(rotatedAway, clock.now()).current).toBe('whsec_old');
+    expect(service.claimedSigningSecrets(rotatedAway, clock.now()).current).toBe('whsec_old');
+    expect(opened).toHaveBeenCalledTimes(1);
+    // After the rotation only the new secret is asked for; the old one's plain text goes once its time is up.
+    monotonic += OPENED_SECRET_MS - 1;
+    expect(service.claimedSigningSecrets(current, clock.now()).current).toBe('whsec_new');
+    const cache = (service as unknown as { opened: Map<string, unknown> }).opened;
+    expect(cache.has(rotatedAway.current)).toBe(true);
+    monotonic += 1;
+    expect(service.claimedSigningSecrets(current, clock.now()).current).toBe('whsec_new');
+    expect(cache.has(rotatedAway.current)).toBe(false);
+    expect(cache.has(current.current)).toBe(true);
+    expect(opened).toHaveBeenCalledTimes(2);
+    // Asked for again after its time is up, it is opened again.
+    monotonic += OPENED_SECRET_MS;
+    expect(service.claimedSigningSecrets(current, clock.now()).current).toBe('whsec_new');
+    expect(opened).toHaveBeenCalledTimes(3);
   });
 });
