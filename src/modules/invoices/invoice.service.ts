@@ -51,7 +51,8 @@ export interface PublicInvoice {
   currency: string;
   subtotal: number;
   tax: number;
-  taxBreakdown: Array<{ displayName: string; percentage: number; inclusive: boolean; taxableAmount: number; amount: number }>;
+  /** The invoice's breakdown without the rates' ids (internal to the merchant's account). */
+  taxBreakdown: Array<Omit<TaxBreakdownEntry, 'taxRateId'>>;
   reverseCharge: boolean;
   total: number;
   creditApplied: number;
