@@ -13,7 +13,8 @@ describe(`start-up while another connection holds SQLite's write lock (${DIALECT
     if (DIALECT !== 'sqlite') return; // PostgreSQL reads no such setting
     let other: sqlite3.Database | undefined;
     const h = await startServices({
-      services: { sqliteBusyTimeoutMs: 200 },
+      // The copy is migrated already: nothing before the settings' read needs the lock.
+      services: { sqliteBusyTimeoutMs: 200, migrate: false },
       beforeCreate: async (url: string) => {
         other = new sqlite3.Database(sqliteStorage(url));
         await new Promise<void>((resolve, reject) => other!.exec('BEGIN IMMEDIATE', (err) => (err ? reject(err) : resolve())));
