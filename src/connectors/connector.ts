@@ -15,8 +15,12 @@
  *   candidate gateway may be tried.
  * - `timeout`: no answer in time; the operation MAY have happened. Repeat the same call with the
  *   same idempotency key on the same gateway, or call `status()`, to learn the outcome.
+ * - `requires_action` (charges only): the card's issuer wants the customer to authenticate
+ *   (3-D Secure) before it answers. `nextAction` says where to send the customer; once they
+ *   come back, `status()` of the same charge tells how it ended. Nothing was charged yet, and the
+ *   charge must never be tried at another gateway (the customer is authenticating at this one).
  */
-export type GatewayOutcome = 'succeeded' | 'declined' | 'retryable_error' | 'timeout';
+export type GatewayOutcome = 'succeeded' | 'declined' | 'retryable_error' | 'timeout' | 'requires_action';
 
 /**
  * Our snake_case codes carried in `GatewayResult.declineCode`. Declines: `card_declined`,
@@ -24,7 +28,9 @@ export type GatewayOutcome = 'succeeded' | 'declined' | 'retryable_error' | 'tim
  * `authentication_required`, `lost_card`, `stolen_card`, `fraudulent`, `processing_error`
  * (the gateway refused the request itself: bad credentials, invalid parameters),
  * `invalid_token`, `charge_not_found`, `charge_not_refundable`, `refund_exceeds_charge`,
- * `already_refunded`, `refund_failed`, `invalid_amount` (an amount the gateway cannot represent
+ * `already_refunded`, `refund_failed`, `authentication_failed` (the customer failed or abandoned a
+ * 3-D Secure challenge), `capture_failed` (the authorisation could not be captured: expired or
+ * voided), `invalid_amount` (an amount the gateway cannot represent
  * exactly; nothing was sent), `not_found` (status lookups).
  * Retryable: `gateway_error`, `gateway_unavailable`, `rate_limited`. Timeouts: `timeout`, and
  * `refund_pending` (a refund the gateway accepted but has not settled).
@@ -38,6 +44,8 @@ export type GatewayCode =
   | 'incorrect_number'
   | 'invalid_expiry'
   | 'authentication_required'
+  | 'authentication_failed'
+  | 'capture_failed'
   | 'lost_card'
   | 'stolen_card'
   | 'fraudulent'
@@ -81,6 +89,37 @@ export interface ChargeRequest {
   source: { kind: 'card'; card: CardData } | { kind: 'token'; token: string };
   description?: string | null;
   metadata?: Record<string, string>;
+  /**
+   * `false`: authorise only (manual capture); a success then answers `captured: false` and the
+   * money is taken later with `capture()`. Absent or true: authorise and capture at once.
+   */
+  capture?: boolean;
+  /**
+   * Where the gateway sends the customer back after a 3-D Secure challenge (an https URL of
+   * ours). Without one the charge is off-session (the customer is not there to authenticate):
+   * a gateway that can, answers `requires_action` all the same, with its own page as `nextAction`.
+   */
+  returnUrl?: string | null;
+}
+
+/** Takes (part of) an authorised charge; the rest of the authorisation is released. */
+export interface CaptureRequest {
+  idempotencyKey: string;
+  /** Our `pay_` id. */
+  paymentId: string;
+  /** `GatewayResult.reference` of the authorised charge. */
+  chargeReference: string;
+  /** Minor units, at most the authorised amount. */
+  amount: number;
+  currency: string;
+}
+
+/** Voids an authorisation not captured (or a charge still waiting for 3-D Secure). */
+export interface CancelRequest {
+  idempotencyKey: string;
+  /** Our `pay_` id. */
+  paymentId: string;
+  chargeReference: string;
 }
 
 export interface RefundRequest {
@@ -97,7 +136,11 @@ export interface RefundRequest {
 export interface StatusRequest {
   /** The idempotency key the original charge or refund was sent with. */
   idempotencyKey: string;
-  kind: 'charge' | 'refund';
+  /**
+   * `charge`: the charge as it stands now (authorised, captured, waiting for or past 3-D
+   * Secure); `capture`/`cancel`: whether that operation happened.
+   */
+  kind: 'charge' | 'refund' | 'capture' | 'cancel';
   /** Our `pay_` or `re_` id. */
   objectId: string;
   /**
@@ -125,6 +168,13 @@ export interface GatewayResult {
   request: Record<string, unknown>;
   /** Redacted summary of what came back. */
   response: Record<string, unknown>;
+  /**
+   * Of a charge that succeeded: false when it is only authorised (`capture: false`), the money
+   * still to be captured; absent means captured.
+   */
+  captured?: boolean;
+  /** Of a charge answering `requires_action`: where the customer authenticates. */
+  nextAction?: { type: 'redirect_to_url'; url: string } | null;
 }
 
 /**
@@ -163,6 +213,10 @@ export interface Gateway {
    */
   readonly chargeReplayWindowMs?: number;
   charge(request: ChargeRequest): Promise<GatewayResult>;
+  /** Captures an authorised charge (`charge` with `capture: false`); `succeeded` when the money was taken. */
+  capture(request: CaptureRequest): Promise<GatewayResult>;
+  /** Voids an uncaptured authorisation or a charge waiting for authentication; `succeeded` when voided. */
+  cancel(request: CancelRequest): Promise<GatewayResult>;
   refund(request: RefundRequest): Promise<GatewayResult>;
   /** Looks an earlier charge or refund up by the idempotency key it was sent with. */
   status(request: StatusRequest): Promise<StatusResult>;

@@ -156,6 +156,8 @@ export function withStorableResults(gateway: Gateway): Gateway {
     type: gateway.type,
     chargeReplayWindowMs: gateway.chargeReplayWindowMs,
     charge: async (request) => storableDeep(await gateway.charge(request)),
+    capture: async (request) => storableDeep(await gateway.capture(request)),
+    cancel: async (request) => storableDeep(await gateway.cancel(request)),
     refund: async (request) => storableDeep(await gateway.refund(request)),
     status: async (request) => storableDeep(await gateway.status(request)),
     saveCard: async (request) => storableDeep(await gateway.saveCard(request)),

@@ -35,6 +35,8 @@ describe('storable text', () => {
     const raw: Gateway = {
       type: 'fake',
       charge: async () => dirty,
+      capture: async () => dirty,
+      cancel: async () => dirty,
       refund: async () => dirty,
       status: async () => ({ ...dirty, found: true }),
       saveCard: async () => ({ ...dirty, token: 'tok\u0000' }),

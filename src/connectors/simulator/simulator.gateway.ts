@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
+  CancelRequest,
+  CaptureRequest,
   ChargeRequest,
   Gateway,
   GatewayResult,
@@ -94,6 +96,14 @@ export class SimulatorGateway implements Gateway {
     });
   }
 
+  async capture(r: CaptureRequest): Promise<GatewayResult> {
+    return { outcome: 'declined', reference: null, declineCode: 'capture_failed', message: 'not yet', latencyMs: 0, request: { paymentId: r.paymentId }, response: {} };
+  }
+
+  async cancel(r: CancelRequest): Promise<GatewayResult> {
+    return { outcome: 'declined', reference: null, declineCode: 'processing_error', message: 'not yet', latencyMs: 0, request: { paymentId: r.paymentId }, response: {} };
+  }
+
   refund(r: RefundRequest): Promise<GatewayResult> {
     return this.perform<GatewayResult>('refund', r.idempotencyKey, summarizeRefundRequest(r), (key, runs) => {
       const refused = this.refundRefusal(r);
@@ -124,7 +134,7 @@ export class SimulatorGateway implements Gateway {
     if (this.settings.outage) return { ...this.outageResult(started, request), found: false };
     const known = simulatorState().operations.get(operationKey(this.gatewayId, r.idempotencyKey));
     if (known?.pending) await known.pending;
-    const wanted: SimulatorOperation = r.kind;
+    const wanted = r.kind as SimulatorOperation;
     if (!known || !known.final || known.operation !== wanted) {
       return {
         outcome: 'declined', reference: null, declineCode: 'not_found',

@@ -4,6 +4,8 @@ import { isIPv4, type LookupFunction } from 'node:net';
 import { GatewayConfigError } from '../config-error';
 import { checkWebhookUrlSyntax, safeLookup } from '../../core/network/address-policy';
 import type {
+  CancelRequest,
+  CaptureRequest,
   ChargeRequest,
   Gateway,
   GatewayResult,
@@ -194,6 +196,22 @@ export class StripeGateway implements Gateway {
     };
     const mapped = this.settle(await this.send('POST', '/v1/payment_intents', fields, r.idempotencyKey), mapChargeAnswer);
     return { ...mapped, latencyMs: elapsedMs(started), request };
+  }
+
+  // Manual capture is not wired to Stripe yet: refused without a call, so nothing moves.
+  async capture(r: CaptureRequest): Promise<GatewayResult> {
+    return this.unsupported('capture', { paymentId: r.paymentId, chargeReference: r.chargeReference, amount: r.amount, currency: r.currency });
+  }
+
+  async cancel(r: CancelRequest): Promise<GatewayResult> {
+    return this.unsupported('cancel', { paymentId: r.paymentId, chargeReference: r.chargeReference });
+  }
+
+  private unsupported(operation: string, request: Record<string, unknown>): GatewayResult {
+    return {
+      outcome: 'declined', reference: null, declineCode: 'processing_error',
+      message: `The Stripe connector cannot ${operation} yet.`, response: { sent: false }, latencyMs: 0, request,
+    };
   }
 
   async refund(r: RefundRequest): Promise<GatewayResult> {

@@ -1,3 +1,4 @@
+import type { GatewayOutcome } from '../../connectors/connector';
 import { z } from 'zod';
 import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
@@ -171,10 +172,11 @@ export class RoutingService {
   }
 
   /** A configured gateway's outcome, for its circuit and its success rate (see tryAcquire). */
-  recordOutcome(gatewayId: string, outcome: 'succeeded' | 'declined' | 'retryable_error' | 'timeout'): void {
+  recordOutcome(gatewayId: string, outcome: GatewayOutcome): void {
     if (gatewayId === BUILTIN_SIMULATOR_ID) return;
-    if (outcome === 'succeeded' || outcome === 'declined') {
-      // A decline is the card's answer, not a gateway fault: the gateway worked.
+    if (outcome === 'succeeded' || outcome === 'declined' || outcome === 'requires_action') {
+      // A decline is the card's answer, not a gateway fault: the gateway worked (and so did one
+      // that asked for authentication; it counts as a success for routing until it ends).
       this.breaker.recordSuccess(gatewayId);
       this.successRates.record(gatewayId, outcome === 'succeeded');
     } else {
