@@ -285,6 +285,46 @@ export interface paths {
         patch: operations["updatePayment"];
         trace?: never;
     };
+    "/payments/{id}/capture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Capture an authorised payment, in whole or in part
+         * @description Only a payment in `requires_capture` (made with captureMethod `manual`); `amount` defaults to amountCapturable and the rest of the authorisation is released.
+         */
+        post: operations["capturePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payments/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void an uncaptured authorisation, or a payment waiting for 3-D Secure
+         * @description Takes no body: any field sent is refused (`unknown_parameter`).
+         */
+        post: operations["cancelPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/payments/{id}/refunds": {
         parameters: {
             query?: never;
@@ -1392,9 +1432,21 @@ export interface components {
                 [key: string]: string;
             };
             /** @enum {string} */
-            status: "pending" | "succeeded" | "failed" | "canceled" | "requires_review";
+            status: "pending" | "requires_action" | "requires_capture" | "succeeded" | "failed" | "canceled" | "requires_review";
             failureCode: string | null;
             failureMessage: string | null;
+            /** @enum {string} */
+            captureMethod: "automatic" | "manual";
+            /** @description What an uncaptured authorisation holds (status requires_capture); 0 otherwise. */
+            amountCapturable: number;
+            /** @description What was taken from the card; refunds apply to it. */
+            amountCaptured: number;
+            /** @description While requires_action: the page where the customer authenticates the payment (3-D Secure). */
+            nextAction: {
+                /** @constant */
+                type: "redirect_to_url";
+                url: string;
+            } | null;
             amountRefunded: number;
             refunded: boolean;
             gatewayId: string | null;
@@ -1692,8 +1744,11 @@ export interface components {
             payable: boolean;
         };
         PayResult: {
-            /** @enum {string} */
-            status: "succeeded" | "failed" | "processing";
+            /**
+             * @description requires_action: follow redirectUrl, the 3-D Secure challenge; it brings the payer back to the page.
+             * @enum {string}
+             */
+            status: "succeeded" | "failed" | "processing" | "requires_action";
             paymentId: string | null;
             subscriptionId: string | null;
             paymentMethodId: string | null;
@@ -2111,12 +2166,18 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+            /** @enum {string} */
+            captureMethod?: "automatic" | "manual";
+            returnUrl?: string;
         };
         UpdatePaymentRequest: {
             description?: string | null;
             metadata?: {
                 [key: string]: string | null;
             };
+        };
+        CapturePaymentRequest: {
+            amount?: number;
         };
         RefundPaymentRequest: {
             amount?: number;
@@ -2205,12 +2266,12 @@ export interface components {
         };
         CreateWebhookEndpointRequest: {
             url: string;
-            events: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "tax_rate.created" | "tax_rate.updated" | "account.public_declines_exceeded")[];
+            events: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "payment.authorized" | "payment.requires_action" | "payment.canceled" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "tax_rate.created" | "tax_rate.updated" | "account.public_declines_exceeded")[];
             description?: string | null;
         };
         UpdateWebhookEndpointRequest: {
             url?: string;
-            events?: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "tax_rate.created" | "tax_rate.updated" | "account.public_declines_exceeded")[];
+            events?: ("*" | "customer.created" | "customer.updated" | "product.created" | "product.updated" | "price.created" | "price.updated" | "payment.succeeded" | "payment.failed" | "payment.requires_review" | "payment.updated" | "payment.authorized" | "payment.requires_action" | "payment.canceled" | "refund.created" | "refund.succeeded" | "refund.failed" | "refund.requires_review" | "checkout.session.completed" | "checkout.session.expired" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.resumed" | "subscription.canceled" | "subscription.past_due" | "invoice.created" | "invoice.sent" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "payment_link.created" | "payment_link.updated" | "tax_rate.created" | "tax_rate.updated" | "account.public_declines_exceeded")[];
             description?: string | null;
             /** @enum {string} */
             status?: "enabled" | "disabled";
@@ -2723,7 +2784,7 @@ export interface components {
                 };
             };
         };
-        /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `checkout_session_in_use`, `duplicate_email`, `gateway_in_use`, `idempotency_key_in_use`, `idempotency_key_reused`, `invoice_payment_in_progress` */
+        /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `checkout_session_in_use`, `duplicate_email`, `gateway_in_use`, `idempotency_key_in_use`, `idempotency_key_reused`, `invoice_payment_in_progress`, `payment_in_progress` */
         Conflict: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2736,7 +2797,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "checkout_session_in_use" | "duplicate_email" | "gateway_in_use" | "idempotency_key_in_use" | "idempotency_key_reused" | "invoice_payment_in_progress";
+                        code?: "checkout_session_in_use" | "duplicate_email" | "gateway_in_use" | "idempotency_key_in_use" | "idempotency_key_reused" | "invoice_payment_in_progress" | "payment_in_progress";
                     };
                 };
             };
@@ -2795,7 +2856,7 @@ export interface components {
                 };
             };
         };
-        /** @description The request is understood but cannot be done in the object's state: `card_declined`, `customer_exists`, `fx_rate_unavailable`, `insufficient_credit`, `invalid_proration_date`, `invalid_state`, `limit_exceeded`, `no_gateway_available`, `payment_not_refundable`, `proration_unavailable`, `refund_exceeds_remaining` */
+        /** @description The request is understood but cannot be done in the object's state: `capture_exceeds_authorized`, `capture_failed`, `card_declined`, `customer_exists`, `fx_rate_unavailable`, `insufficient_credit`, `invalid_proration_date`, `invalid_state`, `limit_exceeded`, `no_gateway_available`, `payment_not_refundable`, `proration_unavailable`, `refund_exceeds_remaining` */
         UnprocessableContent: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2808,7 +2869,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "card_declined" | "customer_exists" | "fx_rate_unavailable" | "insufficient_credit" | "invalid_proration_date" | "invalid_state" | "limit_exceeded" | "no_gateway_available" | "payment_not_refundable" | "proration_unavailable" | "refund_exceeds_remaining";
+                        code?: "capture_exceeds_authorized" | "capture_failed" | "card_declined" | "customer_exists" | "fx_rate_unavailable" | "insufficient_credit" | "invalid_proration_date" | "invalid_state" | "limit_exceeded" | "no_gateway_available" | "payment_not_refundable" | "proration_unavailable" | "refund_exceeds_remaining";
                     };
                 };
             };
@@ -3903,7 +3964,7 @@ export interface operations {
                 sortField?: "createdAt" | "amount";
                 sortDirection?: "asc" | "desc";
                 search?: string;
-                status?: "pending" | "succeeded" | "failed" | "canceled" | "requires_review";
+                status?: "pending" | "requires_action" | "requires_capture" | "succeeded" | "failed" | "canceled" | "requires_review";
                 customerId?: string;
             };
             header?: never;
@@ -4080,6 +4141,106 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    capturePayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same request answers the first answer again (with `Idempotent-Replayed: true`); with a different request, 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 2000
+                 *     }
+                 */
+                "application/json": components["schemas"]["CapturePaymentRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `idempotency_key_reused`, `idempotency_key_in_use`, `payment_in_progress` */
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description The request is understood but cannot be done in the object's state: `invalid_state`, `capture_exceeds_authorized`, `capture_failed` */
+            422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same request answers the first answer again (with `Idempotent-Replayed: true`); with a different request, 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentResponse"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter`, `malformed_json` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `idempotency_key_reused`, `idempotency_key_in_use`, `payment_in_progress` */
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
+            422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

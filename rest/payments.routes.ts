@@ -1,7 +1,7 @@
 import type { ErrorCode } from '../src/core/errors';
 import {
   createPaymentInput, createRefundInput, listGatewayTransactionsInput, listPaymentMethodsInput, listPaymentsInput,
-  listRefundsInput, refundPaymentInput, savePaymentMethodInput, updatePaymentInput,
+  listRefundsInput, refundPaymentInput, savePaymentMethodInput, updatePaymentInput, capturePaymentInput,
 } from '../src/modules/payments/payment.inputs';
 import { gatewayTransactionSchema, paymentMethodSchema, paymentSchema, refundSchema } from '../src/modules/payments/payment.schemas';
 import { route } from './route-table';
@@ -35,6 +35,20 @@ export const paymentRoutes = [
     permission: 'payments:write', body: updatePaymentInput, response: paymentSchema, errors: [],
     example: { metadata: { orderId: '1042' } },
     handle: (s, r) => s.payments.update(r.rc, r.param('id'), r.body),
+  }),
+  route.one({
+    method: 'POST', path: '/payments/{id}/capture', operationId: 'capturePayment', tag: 'Payments', summary: 'Capture an authorised payment, in whole or in part',
+    description: 'Only a payment in `requires_capture` (made with captureMethod `manual`); `amount` defaults to amountCapturable and the rest of the authorisation is released.',
+    permission: 'payments:write', idempotent: 'capturePayment', body: capturePaymentInput, response: paymentSchema,
+    errors: ['invalid_state', 'capture_exceeds_authorized', 'capture_failed', 'payment_in_progress', 'gateway_unavailable'],
+    example: { amount: 2000 },
+    handle: (s, r) => s.paymentActions.capture(r.rc, r.param('id'), r.body, r.idem),
+  }),
+  route.one({
+    method: 'POST', path: '/payments/{id}/cancel', operationId: 'cancelPayment', tag: 'Payments', summary: 'Void an uncaptured authorisation, or a payment waiting for 3-D Secure',
+    permission: 'payments:write', idempotent: 'cancelPayment', noBody: true, response: paymentSchema,
+    errors: ['invalid_state', 'payment_in_progress', 'gateway_unavailable'],
+    handle: (s, r) => s.paymentActions.cancel(r.rc, r.param('id'), r.body, r.idem),
   }),
   route.list({
     method: 'GET', path: '/payments/{id}/refunds', operationId: 'listPaymentRefunds', tag: 'Refunds', summary: "A payment's refunds",

@@ -98,6 +98,7 @@ example(paymentSchema, {
   originalCurrency: 'EUR', originalAmount: null, exchangeRate: null, paymentMethod: 'card',
   paymentMethodDetails: { type: 'card', brand: 'visa', last4: '4242', expMonth: 12, expYear: 2030, fingerprint: 'fp_Xq2Lm9Tz4Kd8Rb1V' },
   description: 'Order 1042', receiptEmail: null, metadata: { orderId: '1042' }, status: 'succeeded', failureCode: null, failureMessage: null,
+  captureMethod: 'automatic', amountCapturable: 0, amountCaptured: 2500, nextAction: null,
   amountRefunded: 0, refunded: false, gatewayId: ids.gateway,
   attempts: [{ gateway: ids.gateway, outcome: 'succeeded', code: null, latency: 184 }],
   invoiceId: null, subscriptionId: null, checkoutSessionId: null, paymentLinkId: null, createdAt: T0, updatedAt: T1,

@@ -5,7 +5,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
-import { PaymentSortField, PaymentStatus, RefundSortField, RefundStatus } from './types/enums';
+import { CaptureMethod, PaymentSortField, PaymentStatus, RefundSortField, RefundStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Customer } from '../src/modules/customers/customer.service';
@@ -27,6 +27,12 @@ class PaymentAttemptType {
   @Field(() => String) outcome!: string;
   @Field(() => String, { nullable: true }) code!: string | null;
   @Field(() => Int, { description: 'Milliseconds of wall time the attempt took (a repeated call or status look-up after a timeout included).' }) latency!: number;
+}
+
+@ObjectType('NextAction', { description: 'Where the customer authenticates a payment (3-D Secure) while it is requires_action.' })
+class NextActionType {
+  @Field(() => String, { description: 'redirect_to_url' }) type!: string;
+  @Field(() => String) url!: string;
 }
 
 @ObjectType('Refund')
@@ -65,6 +71,10 @@ export class PaymentType {
   @Field(() => PaymentStatus) status!: Payment['status'];
   @Field(() => String, { nullable: true }) failureCode!: string | null;
   @Field(() => String, { nullable: true }) failureMessage!: string | null;
+  @Field(() => CaptureMethod) captureMethod!: Payment['captureMethod'];
+  @Field(() => Amount, { description: 'What an uncaptured authorisation holds (requires_capture); 0 otherwise.' }) amountCapturable!: number;
+  @Field(() => Amount, { description: 'What was taken from the card; refunds apply to it.' }) amountCaptured!: number;
+  @Field(() => NextActionType, { nullable: true }) nextAction!: NextActionType | null;
   @Field(() => Amount) amountRefunded!: number;
   @Field(() => Boolean) refunded!: boolean;
   @Field(() => String, { nullable: true }) gatewayId!: string | null;
@@ -112,6 +122,8 @@ class CreatePaymentInput {
   @Field(() => String, { nullable: true }) description?: string | null;
   @Field(() => String, { nullable: true }) receiptEmail?: string | null;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
+  @Field(() => CaptureMethod, { nullable: true }) captureMethod?: Payment['captureMethod'];
+  @Field(() => String, { nullable: true, description: 'Where the customer goes once a 3-D Secure challenge is answered (https).' }) returnUrl?: string;
 }
 
 @InputType('UpdatePaymentInput')
@@ -150,6 +162,16 @@ export class PaymentResolver {
     const data = defined(input);
     if (input.card) data.card = defined(input.card);
     return services.payments.create(rc, data, idem);
+  }
+
+  @Mutation(() => PaymentType, { nullable: true, description: 'Captures an authorised payment (requires_capture), all of it unless amount is given; the rest is released.' })
+  capturePayment(@Arg('id', () => ID) id: string, @Arg('amount', () => Amount, { nullable: true }) amount: number | null | undefined, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.paymentActions.capture(rc, id, amount == null ? {} : { amount }, idem);
+  }
+
+  @Mutation(() => PaymentType, { nullable: true, description: 'Voids an uncaptured authorisation, or a payment waiting for 3-D Secure.' })
+  cancelPayment(@Arg('id', () => ID) id: string, @Ctx() { services, rc, idem }: GqlContext) {
+    return services.paymentActions.cancel(rc, id, {}, idem);
   }
 
   @Mutation(() => PaymentType, { nullable: true })

@@ -31,6 +31,7 @@ import { LeaseKeeper } from './modules/payments/lease-keeper';
 import type { Rng } from './modules/routing/rng';
 import { createWebhookServices, type WebhookOptions, type WebhookServices } from './modules/webhooks';
 import { PublicUrls } from './modules/payments/public-urls';
+import { PaymentActions } from './modules/payments/payment-actions';
 import { PublicPayPath } from './modules/payments/public-pay';
 import { PublicAttempts } from './modules/payments/public-attempts';
 import { CheckoutStore } from './modules/checkout/checkout.store';
@@ -68,6 +69,8 @@ export interface Services {
   routing: RoutingService;
   paymentMethods: PaymentMethodService;
   payments: PaymentService;
+  /** Capture and cancel of authorisations, 3-D Secure answers, and their expiry and recovery jobs. */
+  paymentActions: PaymentActions;
   refunds: RefundService;
   webhooks: WebhookServices;
   /** Where the hosted pages are (PUBLIC_URL, or this instance's HTTPS address). */
@@ -149,7 +152,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const customerCredit = new CustomerCredit(db, events, idempotency);
   const customers = new CustomerService(db, events, idempotency, customerCredit);
   const fingerprintKey = deriveKey(encryptionKey, 'card-fingerprint');
+  const urls = new PublicUrls(config.publicUrl, config.port);
   const gateways = new GatewayConfigService(db, new SecretBox(deriveKey(encryptionKey, 'gateway-credentials')), {
+    publicBaseUrl: () => urls.base(),
     timeoutMs: options.gatewayTimeoutMs,
     ca: options.gatewayCa,
     clock,
@@ -167,12 +172,13 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const catalog = new CatalogService(db, events, idempotency);
   const taxRates = new TaxRateService(db, events, idempotency);
   const payments = new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases);
-  const urls = new PublicUrls(config.publicUrl, config.port);
   // The caps on failed pays of the hosted pages, shared by every instance through the database.
   const publicAttempts = new PublicAttempts(db, events, accounts, clock, logger);
   const publicPay = new PublicPayPath(payments, paymentMethods, idempotency, clock, publicAttempts);
   // A checkout session's pay claims and completes it with its payment's writes (PaymentHold).
   payments.useHolds(new CheckoutStore(db));
+  payments.usePublicBase(() => urls.base());
+  const paymentActions = new PaymentActions(db, events, gateways, gtx, idempotency, clock, logger);
   const mail = createMailService({ db, clock, logger, config, options: options.mail });
   const invoices = new InvoiceService(
     db, events, idempotency, customers, accounts, payments, publicPay, urls, mail,
@@ -211,6 +217,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     routing,
     paymentMethods,
     payments,
+    paymentActions,
     refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, leases),
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, encryptionKey, options: options.webhooks, idempotency }),
     urls,

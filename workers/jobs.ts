@@ -32,6 +32,19 @@ export const JOBS: readonly Job[] = [
     runAtStart: true,
     run: async (services) => ({ resolved: await services.payments.recoverPending(services.clock.now()) }),
   },
+  // Captures and cancels whose process died before writing the gateway's answer (asked again
+  // under their own key), challenges left unanswered (30 min) and authorisations not captured in time.
+  {
+    name: 'recover-payment-operations',
+    schedule: '*/3 * * * * *',
+    runAtStart: true,
+    run: async (services) => ({ resolved: await services.paymentActions.recoverClaims() }),
+  },
+  {
+    name: 'expire-payment-authorizations',
+    schedule: '*/30 * * * * *',
+    run: (services) => services.paymentActions.expireDue(services.clock.now()),
+  },
   {
     name: 'recover-pending-refunds',
     schedule: '*/3 * * * * *',

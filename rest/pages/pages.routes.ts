@@ -11,13 +11,15 @@ import { invoicePage } from './invoice.page';
 import { dashboardPage } from './dashboard.page';
 import { serveAsset } from './page-assets';
 import { docsRoutes } from './docs.page';
+import { authenticationRoutes } from './authentication.page';
 import type { Page } from './page';
 
 export type { Page, PageRequest } from './page';
 
 // The API's namespace answers JSON whatever the route; every other path belongs to the pages and
 // answers HTML, errors included. Reserved for the hosted pages (API.md §11, §16):
-// /checkout/{id}, /pay/{slug}, /dashboard, /docs.
+// /checkout/{id}, /pay/{slug}, /invoice/{id}, /dashboard, /docs, and for 3-D Secure
+// /payment-return/{paymentId} and the simulator's challenge /simulator/3ds/{id}.
 const API_NAMESPACES = [/^\/v\d+(\/|$)/i, /^\/api(\/|$)/i, /^\/graphql(\/|$)/i, /^\/(health|ready)(\/|$)/i];
 
 export function isPagePath(path: string): boolean {
@@ -30,6 +32,7 @@ export const PAGES: readonly Page[] = [homePage, checkoutPage, paymentLinkPage, 
 export function pageRoutes(services: Services): Koa.Middleware {
   const router = new Router();
   docsRoutes(router);
+  authenticationRoutes(router, services);
   for (const page of PAGES) {
     router.get(page.path, async (ctx) => {
       const view = await page.render(services, { params: { ...ctx.params }, requestId: (ctx.state as PayorchState).requestId });

@@ -42,13 +42,17 @@ const exactly = <T extends string>() => <E extends { [K in T]: K }>(values: E & 
 /** An enum whose names are the values themselves, from a list the service owns. */
 const sameNames = <T extends string>(values: readonly T[]) => Object.fromEntries(values.map((v) => [v, v])) as { [K in T]: K };
 
-export const PaymentStatus = exactly<Payment['status']>()({ pending: 'pending', succeeded: 'succeeded', failed: 'failed', canceled: 'canceled', requires_review: 'requires_review' });
+export const PaymentStatus = exactly<Payment['status']>()({
+  pending: 'pending', requires_action: 'requires_action', requires_capture: 'requires_capture', succeeded: 'succeeded', failed: 'failed', canceled: 'canceled',
+  requires_review: 'requires_review',
+});
+export const CaptureMethod = exactly<Payment['captureMethod']>()({ automatic: 'automatic', manual: 'manual' });
 export const RefundStatus = exactly<Refund['status']>()({ pending: 'pending', succeeded: 'succeeded', failed: 'failed', requires_review: 'requires_review' });
 export const PriceType = exactly<Price['type']>()({ one_time: 'one_time', recurring: 'recurring' });
 export const RecurringInterval = { day: 'day', week: 'week', month: 'month', year: 'year' } as const;
 export const WebhookEndpointStatus = exactly<EndpointStatus>()({ enabled: 'enabled', disabled: 'disabled' });
 export const WebhookDeliveryAttemptStatus = exactly<WebhookAttempt['status']>()({ succeeded: 'succeeded', failed: 'failed' });
-export const GatewayTransactionKind = exactly<PendingTransaction['kind']>()({ charge: 'charge', refund: 'refund', status: 'status', save_card: 'save_card' });
+export const GatewayTransactionKind = exactly<PendingTransaction['kind']>()({ charge: 'charge', refund: 'refund', status: 'status', save_card: 'save_card', capture: 'capture', cancel: 'cancel' });
 export const GatewayType = sameNames(GATEWAY_TYPES);
 export const CardBrand = sameNames(CARD_BRANDS);
 export const RoutingStrategy = sameNames(ROUTING_STRATEGIES);
@@ -59,7 +63,7 @@ export const InvoiceStatus = sameNames(INVOICE_STATUSES);
 export const InvoicePaymentStatus = sameNames(INVOICE_PAYMENT_STATUSES);
 export const CheckoutSessionStatus = sameNames(CHECKOUT_SESSION_STATUSES);
 export const PaymentLinkStatus = sameNames(PAYMENT_LINK_STATUSES);
-export const PayResultStatus = exactly<PayResult['status']>()({ succeeded: 'succeeded', failed: 'failed', processing: 'processing' });
+export const PayResultStatus = exactly<PayResult['status']>()({ succeeded: 'succeeded', failed: 'failed', processing: 'processing', requires_action: 'requires_action' });
 export const SubscriptionStatus = sameNames(SUBSCRIPTION_STATUSES);
 export const SubscriptionCollectionMethod = sameNames(COLLECTION_METHODS);
 export const ProrationBehavior = sameNames(PRORATION_BEHAVIORS);
@@ -68,6 +72,7 @@ export const BillingCycleAnchorChange = { now: 'now', unchanged: 'unchanged' } a
 export const TestClockStatus = exactly<TestClock['status']>()({ ready: 'ready', advancing: 'advancing' });
 
 registerEnumType(PaymentStatus, { name: 'PaymentStatus' });
+registerEnumType(CaptureMethod, { name: 'CaptureMethod', description: 'automatic: captured with the authorisation; manual: authorised only, captured by capturePayment.' });
 registerEnumType(CheckoutSessionMode, { name: 'CheckoutSessionMode', description: 'What a checkout session does: charge once (payment), save a card (setup), or start a subscription.' });
 registerEnumType(CheckoutSessionStatus, { name: 'CheckoutSessionStatus' });
 registerEnumType(InvoiceStatus, { name: 'InvoiceStatus' });

@@ -31,6 +31,9 @@ export const gatewayCredentialsSchemas = {
     .strict(),
 } as const;
 
+/** How long an authorisation waits for its capture at this gateway before the expiry job voids it (default 7). */
+const CAPTURE_WINDOW_DAYS = z.number().int().min(1).max(30).optional();
+
 export const gatewaySettingsSchemas = {
   simulator: z
     .object({
@@ -38,6 +41,7 @@ export const gatewaySettingsSchemas = {
       outage: z.boolean().optional(),
       failureRate: z.number().min(0).max(1).optional(),
       seed: z.number().int().min(0).max(0xffffffff).optional(),
+      captureWindowDays: CAPTURE_WINDOW_DAYS,
     })
     .strict(),
   stripe: z
@@ -46,6 +50,7 @@ export const gatewaySettingsSchemas = {
       baseUrl: z
         .url({ protocol: /^https?$/, error: 'must be an https URL' })
         .default(STRIPE_DEFAULT_BASE_URL),
+      captureWindowDays: CAPTURE_WINDOW_DAYS,
     })
     .strict(),
 } as const;
@@ -115,6 +120,8 @@ export interface CreateGatewayOptions {
   lookup?: LookupFunction;
   /** "Now" for expiry checks in the simulator (test clocks). */
   clock?: { now(): Date };
+  /** The service's public address, where the simulator's challenge page is served. */
+  publicBaseUrl?: () => string;
 }
 
 type Factory = (opts: CreateGatewayOptions) => Gateway;
@@ -127,6 +134,7 @@ const FACTORIES: Record<GatewayType, Factory> = {
       settings: gatewaySettingsSchemas.simulator.parse(opts.settings ?? {}),
       timeoutMs: opts.timeoutMs,
       clock: opts.clock,
+      publicBaseUrl: opts.publicBaseUrl,
     }),
   stripe: (opts) =>
     new StripeGateway({

@@ -14,7 +14,8 @@ export interface Learned {
   known: boolean;
 }
 
-const isFinal = (r: GatewayResult) => r.outcome === 'succeeded' || r.outcome === 'declined';
+/** A charge waiting for 3-D Secure is a final answer too: nothing else happens until the customer answers. */
+const isFinal = (r: GatewayResult) => r.outcome === 'succeeded' || r.outcome === 'declined' || r.outcome === 'requires_action';
 
 /**
  * Runs a money-moving operation (a charge, a refund) and learns what happened before anyone acts

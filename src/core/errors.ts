@@ -30,6 +30,9 @@ export type ErrorCode =
   | 'gateway_in_use'
   | 'checkout_session_in_use'
   | 'invoice_payment_in_progress'
+  | 'payment_in_progress'
+  | 'capture_exceeds_authorized'
+  | 'capture_failed'
   | 'limit_exceeded'
   | 'rate_limited'
   | 'too_many_attempts'
@@ -61,12 +64,18 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   checkout_session_in_use: 409,
   // A card charge of the invoice is being processed: pay, mark-paid and void wait for its result.
   invoice_payment_in_progress: 409,
+  // A capture or cancel of the payment is being processed (or its 3-D Secure answer read): try again in a moment.
+  payment_in_progress: 409,
   payment_link_inactive: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   payment_not_refundable: 422,
   refund_exceeds_remaining: 422,
   invalid_state: 422,
+  // A capture larger than what the authorisation holds (amountCapturable).
+  capture_exceeds_authorized: 422,
+  // The gateway refused the capture (the authorisation expired or was voided there).
+  capture_failed: 422,
   // A plan change whose currency or billing interval differs from the subscription's.
   proration_unavailable: 422,
   // A prorationDate outside the current period, after the subscription clock's now, or before an earlier change in the period.

@@ -20,6 +20,8 @@ export interface IdempotentOperation {
 export const IDEMPOTENT_OPERATIONS = {
   createPayment: { status: 201, graphqlMutation: 'createPayment' },
   createRefund: { status: 201, graphqlMutation: 'refundPayment' },
+  capturePayment: { status: 200, graphqlMutation: 'capturePayment' },
+  cancelPayment: { status: 200, graphqlMutation: 'cancelPayment' },
   savePaymentMethod: { status: 201, graphqlMutation: 'savePaymentMethod' },
   createCustomer: { status: 201, graphqlMutation: 'createCustomer' },
   adjustCustomerBalance: { status: 201, graphqlMutation: 'adjustCustomerBalance' },

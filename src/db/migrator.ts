@@ -26,6 +26,7 @@ import * as m0022 from './migrations/0022-subscription-last-change';
 import * as m0023 from './migrations/0023-parties';
 import * as m0024 from './migrations/0024-tax-rates';
 import * as m0025 from './migrations/0025-invoice-parties-snapshot';
+import * as m0026 from './migrations/0026-payment-capture';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -56,6 +57,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0023-parties', m0023],
   ['0024-tax-rates', m0024],
   ['0025-invoice-parties-snapshot', m0025],
+  ['0026-payment-capture', m0026],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

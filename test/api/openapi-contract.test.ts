@@ -155,6 +155,11 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     await ok('POST', '/v1/refunds', { paymentId: payment.id, amount: 100 }, 201);
     await ok('GET', '/v1/refunds');
     await ok('GET', `/v1/refunds/${refund.id}`);
+    const authorized = await ok('POST', '/v1/payments', { amount: 2000, currency: 'EUR', paymentMethod: 'pm_card_visa', captureMethod: 'manual' }, 201);
+    expect(authorized.status).toBe('requires_capture');
+    await ok('POST', `/v1/payments/${authorized.id}/capture`, { amount: 1500 });
+    const voided = await ok('POST', '/v1/payments', { amount: 2000, currency: 'EUR', paymentMethod: 'pm_card_visa', captureMethod: 'manual' }, 201);
+    await ok('POST', `/v1/payments/${voided.id}/cancel`);
 
     await ok('POST', `/v1/customers/${customer.id}/payment-methods`, { card: card(GOOD), setDefault: true }, 201);
     await ok('GET', `/v1/customers/${customer.id}/payment-methods`);

@@ -54,7 +54,8 @@ describe('GraphQL types match the REST contract', () => {
 
   it('should type statuses and kinds as enums with the REST values', async () => {
     expect((await fieldTypes('Payment')).status).toEqual({ kind: 'ENUM', name: 'PaymentStatus' });
-    expect(await enumValues('PaymentStatus')).toEqual(['pending', 'succeeded', 'failed', 'canceled', 'requires_review']);
+    expect(await enumValues('PaymentStatus')).toEqual(['pending', 'requires_action', 'requires_capture', 'succeeded', 'failed', 'canceled', 'requires_review']);
+    expect((await fieldTypes('Payment')).captureMethod).toEqual({ kind: 'ENUM', name: 'CaptureMethod' });
     expect((await fieldTypes('Refund')).status).toEqual({ kind: 'ENUM', name: 'RefundStatus' });
     expect(await enumValues('RefundStatus')).toEqual(['pending', 'succeeded', 'failed', 'requires_review']);
     expect((await fieldTypes('WebhookEndpoint')).status).toEqual({ kind: 'ENUM', name: 'WebhookEndpointStatus' });

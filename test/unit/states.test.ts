@@ -72,16 +72,25 @@ describe('defineMoves', () => {
 });
 
 describe('the states tables', () => {
-  it('should move payments: created pending; settled once from pending; a late success on one recorded not charged goes to review', () => {
+  it('should move payments: created pending; settled once from pending (captured, authorised, or sent to 3-D Secure); then captured, voided or answered', () => {
     expect(rows(PAYMENT_MOVES)).toEqual({
       create: [[], 'pending', ['merchant', 'customer', 'system'], null, null],
       succeed: [['pending'], 'succeeded', ['system'], 'payment.succeeded', null],
+      authorize: [['pending'], 'requires_capture', ['system'], 'payment.authorized', null],
+      require_action: [['pending'], 'requires_action', ['system'], 'payment.requires_action', null],
       fail: [['pending'], 'failed', ['system'], 'payment.failed', null],
       review: [['pending'], 'requires_review', ['system'], 'payment.requires_review', null],
       leave_pending: [['pending'], 'pending', ['system'], null, null],
       review_late_success: [['failed', 'canceled'], 'requires_review', ['system'], 'payment.requires_review', null],
+      complete_action: [['requires_action'], 'succeeded', ['customer', 'system'], 'payment.succeeded', null],
+      authorize_after_action: [['requires_action'], 'requires_capture', ['customer', 'system'], 'payment.authorized', null],
+      fail_action: [['requires_action'], 'failed', ['customer', 'system'], 'payment.failed', null],
+      capture: [['requires_capture'], 'succeeded', ['merchant'], 'payment.succeeded', null],
+      cancel: [['requires_capture', 'requires_action'], 'canceled', ['merchant'], 'payment.canceled', null],
+      expire_authorization: [['requires_capture'], 'canceled', ['system'], 'payment.canceled', null],
     });
-    expectChecks(PAYMENT_MOVES, ['pending', 'succeeded', 'failed', 'canceled', 'requires_review']);
+    expectChecks(PAYMENT_MOVES, ['pending', 'requires_action', 'requires_capture', 'succeeded', 'failed', 'canceled', 'requires_review']);
+    expect(thrown(() => PAYMENT_MOVES.check('succeeded', 'capture'))).toMatchObject({ code: 'invalid_state' });
     // The settling statement guards every payment it writes with one condition.
     expect(PAYMENT_MOVES.sqlFrom(SETTLING_MOVES, 'p.status')).toBe("p.status = 'pending'");
     expect(thrown(() => PAYMENT_MOVES.check('succeeded', 'fail'))).toMatchObject({ message: 'A succeeded payment cannot be failed; allowed from pending' });

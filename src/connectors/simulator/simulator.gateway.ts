@@ -13,12 +13,15 @@ import type {
 } from '../connector';
 import {
   elapsedMs,
+  summarizeCancelRequest,
+  summarizeCaptureRequest,
   summarizeChargeRequest,
   summarizeRefundRequest,
   summarizeSaveCardRequest,
   summarizeStatusRequest,
 } from '../redaction';
 import {
+  ChargeLife,
   KnownOperation,
   failureDraw,
   flat,
@@ -31,6 +34,7 @@ import {
   type SimulatorOperation,
 } from './simulator.state';
 import {
+  AUTHENTICATION_FAILED,
   SIMULATED_FAILURE,
   SUCCESS,
   type SimulatorDecision,
@@ -38,6 +42,7 @@ import {
   decideSaveCard,
   encodeSavedToken,
   isSimulatorChargeReference,
+  newChallengeId,
   newChargeReference,
   newRefundReference,
   sourceCard,
@@ -57,7 +62,15 @@ export interface SimulatorGatewayOptions {
   timeoutMs?: number;
   /** Decides which expiry dates count as past; test clocks inject theirs. */
   clock?: { now(): Date };
+  /**
+   * The service's public https address: the simulator's 3-D Secure challenge page is served there
+   * (`/simulator/3ds/{id}`, see SIMULATOR_CHALLENGE_PATH) for a charge made without a return URL.
+   */
+  publicBaseUrl?: () => string;
 }
+
+/** Where the simulator's challenge page is served, under the service's public address. */
+export const SIMULATOR_CHALLENGE_PATH = '/simulator/3ds/';
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -71,8 +84,10 @@ export class SimulatorGateway implements Gateway {
   private readonly settings: SimulatorSettings;
   private readonly timeoutMs: number;
   private readonly clock: { now(): Date };
+  private readonly publicBaseUrl: (() => string) | undefined;
 
   constructor(opts: SimulatorGatewayOptions) {
+    this.publicBaseUrl = opts.publicBaseUrl;
     this.gatewayId = opts.gatewayId;
     this.settings = opts.settings ?? {};
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -92,16 +107,70 @@ export class SimulatorGateway implements Gateway {
       if (failureRate > 0 && failureDraw(this.gatewayId, this.settings.seed) < failureRate) return made(SIMULATED_FAILURE, null);
       const decision = decideCharge(r.source, this.clock.now());
       // A retryable error means the gateway did nothing, so no charge object exists.
-      return made(decision, decision.outcome === 'retryable_error' ? null : flat(newChargeReference()));
+      const known = made(decision, decision.outcome === 'retryable_error' ? null : flat(newChargeReference()));
+      const captureAtOnce = r.capture !== false;
+      if (decision.outcome === 'requires_action' && decision.afterChallenge) {
+        const { outcome, declineCode, message } = decision.afterChallenge;
+        known.life = new ChargeLife(captureAtOnce, { id: newChallengeId(), returnUrl: r.returnUrl ?? null, completed: { outcome, declineCode, message } });
+      } else if (!captureAtOnce && decision.outcome === 'succeeded') {
+        known.life = new ChargeLife(false, null);
+      }
+      return known;
     });
   }
 
-  async capture(r: CaptureRequest): Promise<GatewayResult> {
-    return { outcome: 'declined', reference: null, declineCode: 'capture_failed', message: 'not yet', latencyMs: 0, request: { paymentId: r.paymentId }, response: {} };
+  capture(r: CaptureRequest): Promise<GatewayResult> {
+    return this.perform<GatewayResult>('capture', r.idempotencyKey, summarizeCaptureRequest(r), (key, runs) => {
+      const charge = this.ownCharge(r.chargeReference);
+      const refusal = !charge ? 'No such charge on this gateway.'
+        : charge.outcome !== 'succeeded' || !charge.life || charge.life.captureAtOnce ? 'The charge is not an authorisation waiting for capture.'
+          : charge.life.voided ? 'The authorisation was voided.'
+            : charge.life.captured > 0 ? 'The authorisation was already captured.'
+              : !Number.isInteger(r.amount) || r.amount < 1 || r.amount > charge.amount ? 'The capture amount must be between 1 and the authorised amount.'
+                : null;
+      if (charge?.life && refusal === null) charge.life.captured = r.amount;
+      return new KnownOperation(
+        key, this.gatewayId, 'capture', runs, refusal ? 'declined' : 'succeeded', refusal ? 'capture_failed' : null, refusal, refusal ? null : r.chargeReference,
+        r.amount, intern(r.currency), null, null, r.chargeReference,
+      );
+    });
   }
 
-  async cancel(r: CancelRequest): Promise<GatewayResult> {
-    return { outcome: 'declined', reference: null, declineCode: 'processing_error', message: 'not yet', latencyMs: 0, request: { paymentId: r.paymentId }, response: {} };
+  cancel(r: CancelRequest): Promise<GatewayResult> {
+    return this.perform<GatewayResult>('cancel', r.idempotencyKey, summarizeCancelRequest(r), (key, runs) => {
+      const charge = this.ownCharge(r.chargeReference);
+      const life = charge?.life;
+      const voidable = charge && life && !life.voided && life.captured === 0 &&
+        (charge.outcome === 'requires_action' || (charge.outcome === 'succeeded' && !life.captureAtOnce));
+      if (voidable) {
+        life.voided = true;
+        if (life.challenge) {
+          simulatorState().challenges.delete(life.challenge.id);
+          life.challenge = null;
+          charge.outcome = 'declined';
+          charge.declineCode = 'canceled';
+          charge.message = 'The payment was canceled before the customer authenticated it.';
+        }
+      }
+      const refusal = voidable ? null : !charge ? 'No such charge on this gateway.' : 'Only an uncaptured authorisation or a charge waiting for authentication can be voided.';
+      return new KnownOperation(
+        key, this.gatewayId, 'cancel', runs, refusal ? 'declined' : 'succeeded', refusal ? 'processing_error' : null, refusal, refusal ? null : r.chargeReference,
+        0, null, null, null, r.chargeReference,
+      );
+    });
+  }
+
+  private ownCharge(reference: string): KnownOperation | null {
+    const charge = simulatorState().charges.get(reference);
+    return charge && charge.gatewayId === this.gatewayId ? charge : null;
+  }
+
+  /** The challenge page of a charge waiting for 3-D Secure: under the return URL's origin, else the service's public address. */
+  private challengeUrl(known: KnownOperation): string | null {
+    const challenge = known.life?.challenge;
+    if (!challenge) return null;
+    const base = challenge.returnUrl ? new URL(challenge.returnUrl).origin : (this.publicBaseUrl?.() ?? 'https://localhost');
+    return `${base}${SIMULATOR_CHALLENGE_PATH}${challenge.id}`;
   }
 
   refund(r: RefundRequest): Promise<GatewayResult> {
@@ -144,7 +213,7 @@ export class SimulatorGateway implements Gateway {
         definitive: forgetsNothing(),
       };
     }
-    const answer = answerOf(known, elapsedMs(started), request);
+    const answer = answerOf(known, elapsedMs(started), request, this.challengeUrl(known));
     return { ...answer, response: { ...answer.response, found: true }, found: true };
   }
 
@@ -171,7 +240,7 @@ export class SimulatorGateway implements Gateway {
           latencyMs: elapsedMs(started), request, response: { error: 'idempotency_key_reused' },
         });
       }
-      const first = answerOf(known, elapsedMs(started), request);
+      const first = answerOf(known, elapsedMs(started), request, this.challengeUrl(known));
       const replay: GatewayResult = { ...first, response: { ...first.response, idempotentReplayed: true } };
       return replay as T;
     }
@@ -198,7 +267,7 @@ export class SimulatorGateway implements Gateway {
       return this.failure<T>(operation, this.timeoutResult(started, request));
     }
     if (settled) await (made.pending ?? settled);
-    return answerOf(made, elapsedMs(started), request) as T;
+    return answerOf(made, elapsedMs(started), request, this.challengeUrl(made)) as T;
   }
 
   private refundRefusal(r: RefundRequest): { code: string; message: string } | null {
@@ -210,8 +279,11 @@ export class SimulatorGateway implements Gateway {
     }
     if (charge.gatewayId !== this.gatewayId) return { code: 'charge_not_found', message: 'No such charge on this gateway.' };
     if (charge.outcome !== 'succeeded') return { code: 'charge_not_refundable', message: 'The charge did not succeed, so it cannot be refunded.' };
+    // An authorisation is refundable once captured, and only what was captured.
+    const taken = charge.life && !charge.life.captureAtOnce ? charge.life.captured : charge.amount;
+    if (taken === 0) return { code: 'charge_not_refundable', message: 'The authorisation was not captured, so it cannot be refunded.' };
     if (charge.currency?.toUpperCase() !== r.currency.toUpperCase()) return { code: 'processing_error', message: 'The refund currency differs from the charge currency.' };
-    if (charge.refunded + r.amount > charge.amount) return { code: 'refund_exceeds_charge', message: 'The refund exceeds what is left of the charge.' };
+    if (charge.refunded + r.amount > taken) return { code: 'refund_exceeds_charge', message: 'The refund exceeds what is left of the charge.' };
     charge.refunded += r.amount;
     return null;
   }
@@ -247,13 +319,25 @@ export class SimulatorGateway implements Gateway {
 }
 
 /** An operation's answer, the same whenever it is given: first, replayed, or looked up. */
-function answerOf(known: KnownOperation, latencyMs: number, request: Record<string, unknown>): GatewayResult {
+function answerOf(known: KnownOperation, latencyMs: number, request: Record<string, unknown>, challengeUrl: string | null): GatewayResult {
   const { outcome, reference, declineCode: code, message } = known;
   const card = known.brand === null ? null : { brand: known.brand, last4: known.last4 };
   let response: Record<string, unknown>;
   switch (known.operation) {
-    case 'charge':
+    case 'charge': {
       response = { object: 'charge', id: reference, status: outcome, code, amount: known.amount, currency: known.currency, card };
+      const life = known.life;
+      if (!life) break;
+      const captured = life.captureAtOnce || life.captured > 0;
+      response = { ...response, captured, amountCaptured: life.captureAtOnce ? known.amount : life.captured, voided: life.voided };
+      const result: GatewayResult = { outcome, reference, declineCode: code, message, latencyMs, request, response };
+      if (outcome === 'succeeded') result.captured = captured;
+      if (outcome === 'requires_action' && challengeUrl) result.nextAction = { type: 'redirect_to_url', url: challengeUrl };
+      return result;
+    }
+    case 'capture':
+    case 'cancel':
+      response = { object: known.operation, status: outcome, code, charge: known.chargeReference, ...(known.operation === 'capture' ? { amount: known.amount } : {}) };
       break;
     case 'refund':
       response = reference === null
@@ -269,4 +353,41 @@ function answerOf(known: KnownOperation, latencyMs: number, request: Record<stri
     }
   }
   return { outcome, reference, declineCode: code, message, latencyMs, request, response };
+}
+
+/** A charge waiting on the simulator's 3-D Secure challenge, as its page shows it (no card number: brand and last four). */
+export interface SimulatorChallenge {
+  id: string;
+  amount: number;
+  currency: string | null;
+  brand: string | null;
+  last4: string | null;
+  returnUrl: string | null;
+}
+
+/** The open challenge `id`, or null when there is none (answered, voided, forgotten, or never made). */
+export function simulatorChallenge(id: string): SimulatorChallenge | null {
+  const known = simulatorState().challenges.get(id);
+  const challenge = known?.life?.challenge;
+  if (!known || !challenge || known.outcome !== 'requires_action') return null;
+  return { id, amount: known.amount, currency: known.currency, brand: known.brand, last4: known.last4, returnUrl: challenge.returnUrl };
+}
+
+/**
+ * The customer's answer on the challenge page: `complete` ends the charge as the card does after
+ * authentication (captured at once, authorised only, or declined), `fail` declines it with
+ * `authentication_failed`. Answered once; null when the challenge is not open.
+ */
+export function answerSimulatorChallenge(id: string, answer: 'complete' | 'fail'): { returnUrl: string | null } | null {
+  const state = simulatorState();
+  const known = state.challenges.get(id);
+  const challenge = known?.life?.challenge;
+  if (!known || !challenge || known.outcome !== 'requires_action') return null;
+  const ending = answer === 'complete' ? challenge.completed : AUTHENTICATION_FAILED;
+  known.outcome = ending.outcome;
+  known.declineCode = ending.declineCode;
+  known.message = ending.message;
+  state.challenges.delete(id);
+  (known.life as ChargeLife).challenge = null;
+  return { returnUrl: challenge.returnUrl };
 }

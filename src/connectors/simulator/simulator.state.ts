@@ -1,7 +1,24 @@
 import { hashSeed, mulberry32, type Rng } from '../../modules/routing/rng';
 import type { GatewayOutcome } from '../connector';
 
-export type SimulatorOperation = 'charge' | 'refund' | 'save_card';
+export type SimulatorOperation = 'charge' | 'refund' | 'save_card' | 'capture' | 'cancel';
+
+/**
+ * What a charge that was not simply captured at once goes through: authorised only (manual
+ * capture), then captured or voided; or waiting for the customer's 3-D Secure challenge first.
+ * Only such charges carry one, so the others stay as small as before.
+ */
+export class ChargeLife {
+  /** How much of the authorisation was captured (0 until then); refunds are held to it. */
+  captured = 0;
+  voided = false;
+  constructor(
+    /** Whether the charge was asked to capture at once (`capture` not false). */
+    readonly captureAtOnce: boolean,
+    /** While the customer has not answered the challenge: its id, where it sends them back, how it ends when completed. */
+    public challenge: { id: string; returnUrl: string | null; completed: { outcome: GatewayOutcome; declineCode: string | null; message: string | null } } | null,
+  ) {}
+}
 
 /**
  * What the simulator keeps of one operation (one gateway and idempotency key): the fields its
@@ -14,6 +31,8 @@ export class KnownOperation {
   pending: Promise<void> | null = null;
   /** Of a charge: how much refunds have taken from it. */
   refunded = 0;
+  /** Of a charge authorised only, or waiting for 3-D Secure (see ChargeLife); null for one captured at once. */
+  life: ChargeLife | null = null;
 
   constructor(
     /** The operations map's key (operationKey), to forget it by. */
@@ -22,9 +41,10 @@ export class KnownOperation {
     readonly operation: SimulatorOperation,
     /** How many times an operation under this key actually ran (retryable failures included). */
     readonly runs: number,
-    readonly outcome: GatewayOutcome,
-    readonly declineCode: string | null,
-    readonly message: string | null,
+    /** Changes only for a charge waiting for 3-D Secure, when the customer answers the challenge. */
+    public outcome: GatewayOutcome,
+    public declineCode: string | null,
+    public message: string | null,
     /** The charge's or refund's id, or a saved card's token; null when nothing was created. */
     readonly reference: string | null,
     readonly amount: number,
@@ -47,6 +67,8 @@ interface SimulatorState {
   operations: Map<string, KnownOperation>;
   /** By charge reference: the same charge operations, for refunds. */
   charges: Map<string, KnownOperation>;
+  /** By challenge id: the charges waiting for the customer's 3-D Secure answer. */
+  challenges: Map<string, KnownOperation>;
   /** Settled operations, oldest first from `head`; what is forgotten first. */
   queue: Array<KnownOperation | undefined>;
   head: number;
@@ -62,7 +84,7 @@ interface SimulatorState {
 const STATE_KEY = Symbol.for('payorch.gateways.simulator.state');
 
 function freshState(): SimulatorState {
-  return { operations: new Map(), charges: new Map(), queue: [], head: 0, forgotten: 0, rngs: new Map() };
+  return { operations: new Map(), charges: new Map(), challenges: new Map(), queue: [], head: 0, forgotten: 0, rngs: new Map() };
 }
 
 export function simulatorState(): SimulatorState {
@@ -102,6 +124,7 @@ export function rememberOperation(known: KnownOperation): void {
   const state = simulatorState();
   state.operations.set(known.key, known);
   if (known.reference !== null && known.operation === 'charge') state.charges.set(known.reference, known);
+  if (known.life?.challenge) state.challenges.set(known.life.challenge.id, known);
   if (known.pending === null) queueSettled(known);
 }
 
@@ -116,6 +139,7 @@ export function queueSettled(known: KnownOperation): void {
     if (state.operations.get(oldest.key) !== oldest) continue;
     state.operations.delete(oldest.key);
     if (oldest.reference !== null && state.charges.get(oldest.reference) === oldest) state.charges.delete(oldest.reference);
+    if (oldest.life?.challenge) state.challenges.delete(oldest.life.challenge.id);
     state.forgotten++;
   }
   // The queue's forgotten front is dropped now and then, so it stays about `limit` long.
@@ -135,6 +159,7 @@ export function resetSimulatorState(): void {
   const state = simulatorState();
   state.operations.clear();
   state.charges.clear();
+  state.challenges.clear();
   state.queue = [];
   state.head = 0;
   state.forgotten = 0;

@@ -9,10 +9,16 @@ export type SimulatorBehaviour =
   | 'insufficient_funds'
   | 'expired_card'
   | 'gateway_error'
-  | 'charge_declined';
+  | 'charge_declined'
+  /** 3-D Secure on a payment with the card; once saved (authenticated when set up), charges go through. */
+  | 'challenge'
+  /** 3-D Secure on every charge, saved or not. */
+  | 'challenge_always'
+  /** 3-D Secure, then declined once the challenge is completed. */
+  | 'challenge_decline';
 
 const BEHAVIOURS: readonly SimulatorBehaviour[] = [
-  'success', 'declined', 'insufficient_funds', 'expired_card', 'gateway_error', 'charge_declined',
+  'success', 'declined', 'insufficient_funds', 'expired_card', 'gateway_error', 'charge_declined', 'challenge', 'challenge_always', 'challenge_decline',
 ];
 
 /** API.md §8 test cards; any other Luhn-valid number succeeds. */
@@ -24,6 +30,9 @@ const TEST_CARDS: Readonly<Record<string, SimulatorBehaviour>> = {
   '4000000000000069': 'expired_card',
   '4000000000000119': 'gateway_error',
   '4000000000000341': 'charge_declined',
+  '4000002500003155': 'challenge',
+  '4000000000003220': 'challenge_always',
+  '4000008400001629': 'challenge_decline',
 };
 
 const TEST_TOKENS: Readonly<Record<string, SimulatorBehaviour>> = {
@@ -32,15 +41,19 @@ const TEST_TOKENS: Readonly<Record<string, SimulatorBehaviour>> = {
   pm_card_declined: 'declined',
   pm_card_insufficient_funds: 'insufficient_funds',
   pm_card_gateway_error: 'gateway_error',
+  pm_card_authenticationRequired: 'challenge_always',
+  pm_card_authenticationRequiredChallengeDecline: 'challenge_decline',
 };
 
 export const SIM_TOKEN_PREFIX = 'simtok_';
 export const SIM_CHARGE_PREFIX = 'simch_';
 export const SIM_REFUND_PREFIX = 'simre_';
+export const SIM_CHALLENGE_PREFIX = 'simchl_';
 const REFERENCE_RANDOM = 24;
 
 export const newChargeReference = (): string => `${SIM_CHARGE_PREFIX}${randomBase62(REFERENCE_RANDOM)}`;
 export const newRefundReference = (): string => `${SIM_REFUND_PREFIX}${randomBase62(REFERENCE_RANDOM)}`;
+export const newChallengeId = (): string => `${SIM_CHALLENGE_PREFIX}${randomBase62(REFERENCE_RANDOM)}`;
 
 /** Shape check for charge references minted by any simulator process (state is per process). */
 export function isSimulatorChargeReference(reference: string): boolean {
@@ -65,6 +78,8 @@ export interface SimulatorDecision {
   outcome: GatewayOutcome;
   declineCode: string | null;
   message: string | null;
+  /** Of `requires_action`: how the charge ends once the customer completes the challenge. */
+  afterChallenge?: SimulatorDecision;
 }
 
 const decline = (declineCode: string, message: string): SimulatorDecision => ({ outcome: 'declined', declineCode, message });
@@ -102,8 +117,22 @@ function chargeDecision(behaviour: SimulatorBehaviour): SimulatorDecision {
       return decline('expired_card', 'The card has expired.');
     case 'gateway_error':
       return { outcome: 'retryable_error', declineCode: 'gateway_error', message: 'The gateway had a processing error; try again.' };
+    case 'challenge':
+    case 'challenge_always':
+      return { ...AUTHENTICATION_REQUIRED, afterChallenge: SUCCESS };
+    case 'challenge_decline':
+      return { ...AUTHENTICATION_REQUIRED, afterChallenge: decline('card_declined', 'The card was declined.') };
   }
 }
+
+const AUTHENTICATION_REQUIRED: SimulatorDecision = {
+  outcome: 'requires_action', declineCode: 'authentication_required', message: 'The card issuer asks the customer to authenticate (3-D Secure).',
+};
+
+/** The customer failed (or refused) the challenge. */
+export const AUTHENTICATION_FAILED: SimulatorDecision = {
+  outcome: 'declined', declineCode: 'authentication_failed', message: 'The customer did not authenticate the payment.',
+};
 
 export function decideCharge(source: ChargeRequest['source'], now: Date): SimulatorDecision {
   if (source.kind === 'card') return checkCard(source.card, now) ?? chargeDecision(cardBehaviour(source.card));
@@ -123,7 +152,8 @@ export function decideSaveCard(card: CardData, now: Date): SimulatorDecision & {
   if (behaviour === 'declined' || behaviour === 'expired_card' || behaviour === 'gateway_error') {
     return { ...chargeDecision(behaviour), behaviour: null };
   }
-  return { ...SUCCESS, behaviour };
+  // Saving authenticates the card once (as a SetupIntent would): a `challenge` card then charges without one.
+  return { ...SUCCESS, behaviour: behaviour === 'challenge' ? 'success' : behaviour };
 }
 
 /** Brand and last4 for the response summary, when the source reveals them. */

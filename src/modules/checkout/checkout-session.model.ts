@@ -27,4 +27,6 @@ export class CheckoutSessionModel extends Model {
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;
   @Column(DataType.DATE(3)) declare completedAt: Date | null;
   @Column(DataType.DATE(3)) declare expiredAt: Date | null;
+  /** Passed to the payments it makes (`automatic` | `manual`). */
+  @Column({ type: DataType.STRING(9), allowNull: false, defaultValue: 'automatic' }) declare captureMethod: 'automatic' | 'manual';
 }

@@ -81,7 +81,7 @@ export const publicPaymentLinkSchema = z
 /** What a public pay answers: the page shows it and follows `redirectUrl`. */
 export const payResultSchema = z
   .object({
-    status: z.enum(['succeeded', 'failed', 'processing']),
+    status: z.enum(['succeeded', 'failed', 'processing', 'requires_action']).meta({ description: 'requires_action: follow redirectUrl, the 3-D Secure challenge; it brings the payer back to the page.' }),
     paymentId: z.string().nullable(),
     subscriptionId: z.string().nullable(),
     paymentMethodId: z.string().nullable(),

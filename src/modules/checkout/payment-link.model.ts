@@ -16,4 +16,6 @@ export class PaymentLinkModel extends Model {
   @Column({ type: DataType.TEXT, allowNull: false, defaultValue: '{}' }) declare metadata: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;
+  /** Passed to the payments it makes (`automatic` | `manual`). */
+  @Column({ type: DataType.STRING(9), allowNull: false, defaultValue: 'automatic' }) declare captureMethod: 'automatic' | 'manual';
 }

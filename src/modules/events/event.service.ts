@@ -20,6 +20,7 @@ export const EVENT_TYPES = [
   'customer.created', 'customer.updated',
   'product.created', 'product.updated', 'price.created', 'price.updated',
   'payment.succeeded', 'payment.failed', 'payment.requires_review', 'payment.updated',
+  'payment.authorized', 'payment.requires_action', 'payment.canceled',
   'refund.created', 'refund.succeeded', 'refund.failed', 'refund.requires_review',
   'checkout.session.completed', 'checkout.session.expired',
   'subscription.created', 'subscription.updated', 'subscription.paused', 'subscription.resumed',

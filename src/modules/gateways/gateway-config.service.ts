@@ -93,10 +93,12 @@ export interface GatewayConnectorOptions {
   /** Replace DNS for the base-URL checks at registration and at connect time (tests); the policy still applies. */
   resolveHost?: ResolveHost;
   lookup?: LookupFunction;
+  /** The service's public address (PublicUrls.base): the simulator serves its 3-D Secure challenge page there. */
+  publicBaseUrl?: () => string;
 }
 
 export class GatewayConfigService {
-  private readonly instances = new Map<string, { version: string; gateway: Gateway }>();
+  private readonly instances = new Map<string, { version: string; gateway: Gateway; captureWindowDays?: number }>();
   private builtin?: Gateway;
   private readonly changeListeners: Array<(accountId: string, mode: string) => void> = [];
   private readonly removalGuards: Array<(ctx: RequestContext, id: string, t: Transaction) => Promise<boolean>> = [];
@@ -254,10 +256,10 @@ export class GatewayConfigService {
   }
 
   /** A connector instance for a gateway of this account (deleted ones included, for refunds). */
-  async connector(ctx: { accountId: string; mode: string }, id: string): Promise<{ gateway: Gateway; type: string }> {
+  async connector(ctx: { accountId: string; mode: string }, id: string): Promise<{ gateway: Gateway; type: string; captureWindowDays?: number }> {
     if (id === BUILTIN_SIMULATOR_ID) {
       this.builtin ??= withStorableResults(
-        createGateway('simulator', { gatewayId: BUILTIN_SIMULATOR_ID, credentials: {}, settings: {}, clock: this.connectorOptions.clock }),
+        createGateway('simulator', { gatewayId: BUILTIN_SIMULATOR_ID, credentials: {}, settings: {}, clock: this.connectorOptions.clock, publicBaseUrl: this.connectorOptions.publicBaseUrl }),
       );
       return { gateway: this.builtin, type: 'simulator' };
     }
@@ -265,7 +267,7 @@ export class GatewayConfigService {
     if (!row) throw new DomainError('no_gateway_available', `Gateway ${id} is not configured`);
     const version = String(isoTime(row.updated_at));
     const cached = this.instances.get(id);
-    if (cached && cached.version === version) return { gateway: cached.gateway, type: row.type };
+    if (cached && cached.version === version) return { gateway: cached.gateway, type: row.type, captureWindowDays: cached.captureWindowDays };
     const gateway = withStorableResults(createGateway(row.type, {
       gatewayId: id,
       credentials: row.credentials_sealed ? this.box.open<Record<string, string>>(row.credentials_sealed) : {},
@@ -273,11 +275,14 @@ export class GatewayConfigService {
       httpsAgentOptions: this.connectorOptions.ca ? { ca: this.connectorOptions.ca } : undefined,
       timeoutMs: this.connectorOptions.timeoutMs,
       clock: this.connectorOptions.clock,
+      publicBaseUrl: this.connectorOptions.publicBaseUrl,
       allowPrivateAddresses: this.connectorOptions.allowPrivateBaseUrl,
       lookup: this.connectorOptions.lookup,
     }));
-    this.instances.set(id, { version, gateway });
-    return { gateway, type: row.type };
+    const window = readJson<Record<string, unknown>>(row.settings, {}).captureWindowDays;
+    const captureWindowDays = typeof window === 'number' ? window : undefined;
+    this.instances.set(id, { version, gateway, captureWindowDays });
+    return { gateway, type: row.type, captureWindowDays };
   }
 
   /** A live gateway of the caller's account and mode; locked for the transaction when given one. */

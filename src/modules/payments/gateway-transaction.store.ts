@@ -12,7 +12,7 @@ import type { GatewayResult } from '../../connectors/connector';
 
 /** One gateway call waiting to be written with the outcome it led to. */
 export interface PendingTransaction {
-  kind: 'charge' | 'refund' | 'status' | 'save_card';
+  kind: 'charge' | 'refund' | 'status' | 'save_card' | 'capture' | 'cancel';
   gatewayId: string;
   gatewayType: string;
   attempt: number;

@@ -23,6 +23,8 @@ export interface PendingWrite {
   idem?: ObjectClaim;
   /** A row the payment holds (PaymentHold): claimed in the same statement, the payment inserted only if it was. */
   hold?: HoldClaim;
+  /** Where the customer goes once a 3-D Secure challenge is answered. */
+  returnUrl?: string | null;
 }
 
 /** What a pending write did: inserted (true), not inserted as its key is held (false), or not inserted as its hold was refused. */
@@ -36,6 +38,8 @@ export interface FinalWrite {
   reference: string | null;
   log: PendingTransaction[];
   eventType?: EventType;
+  /** The authorising gateway's capture window (an authorisation's deadline). */
+  captureWindowDays?: number;
   /** The Idempotency-Key whose answer (`doneJson` with its status) is stored. */
   idem?: ObjectClaim;
   /**
@@ -122,8 +126,8 @@ export class PaymentBatchStore {
   private async insertPending(items: PendingWrite[]): Promise<PendingResult[]> {
     const p = new Params();
     const withHolds = items.some((w) => w.hold);
-    const rows = items.map(({ ctx, payment, plan, leaseMs, searchText, idem, hold }) => ({
-      ...pendingRow(ctx, payment, plan, searchText, idem?.key ?? null),
+    const rows = items.map(({ ctx, payment, plan, leaseMs, searchText, idem, hold, returnUrl }) => ({
+      ...pendingRow(ctx, payment, plan, searchText, idem?.key ?? null, returnUrl ?? null),
       lease_ms: Math.ceil(leaseMs),
       idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null, idem_hash: idem?.fingerprint ?? null,
       // The key is claimed for this payment, and answered below only while it still is.
@@ -169,8 +173,8 @@ export class PaymentBatchStore {
     const withHolds = items.some((w) => w.hold);
     // The payment's JSON is bound once: the event's data, the webhook payloads and the stored
     // response are built from it in the statement.
-    const rows = items.map(({ done, doneJson, reference, idem, hold }) => ({
-      id: done.id, ...settlingRow(done, reference),
+    const rows = items.map(({ done, doneJson, reference, idem, hold, captureWindowDays }) => ({
+      id: done.id, ...settlingRow(done, reference, captureWindowDays),
       done_json: doneJson, idem_scope: idem?.scope ?? null, idem_key: idem?.key ?? null,
       idem_object: idem?.objectId ?? null, idem_status: idem?.status ?? null,
       ...(withHolds ? {

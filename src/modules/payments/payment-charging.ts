@@ -25,6 +25,8 @@ export interface ChargeOutcome {
   log: PendingTransaction[];
   /** The card may have been charged, or no gateway was asked in time: the payment stays pending. */
   unresolved: boolean;
+  /** The answering gateway's `captureWindowDays` (an authorisation's deadline), when it sets one. */
+  captureWindowDays?: number;
 }
 
 const FAILURE_MESSAGES: Record<string, string> = {
@@ -36,7 +38,14 @@ const FAILURE_MESSAGES: Record<string, string> = {
   gateway_error: 'The payment gateway failed; no charge was made.',
   gateway_unavailable: 'No payment gateway was available; no charge was made.',
   timeout: 'The payment gateway did not answer in time.',
+  authentication_failed: 'The customer did not authenticate the payment (3-D Secure).',
+  authentication_expired: 'The customer did not answer the authentication (3-D Secure) in time.',
 };
+
+/** A failure code's message as payments carry it. */
+export function failureMessageFor(code: string, gatewayMessage?: string | null): string {
+  return FAILURE_MESSAGES[code] ?? gatewayMessage ?? 'The payment failed.';
+}
 
 /** One key per payment and attempt: the same attempt repeated never charges twice. */
 export function chargeKey(paymentId: string, attemptIndex: number): string {
@@ -47,8 +56,8 @@ export function chargeKey(paymentId: string, attemptIndex: number): string {
  * The charge request of a payment's attempt. Recovery rebuilds it with this to repeat it under
  * the same key: the gateway replays its stored answer only for the very same request.
  */
-export function chargeRequest(payment: Payment, attemptIndex: number, source: ChargeRequest['source']): ChargeRequest {
-  return {
+export function chargeRequest(payment: Payment, attemptIndex: number, source: ChargeRequest['source'], returnUrl: string | null = null): ChargeRequest {
+  const request: ChargeRequest = {
     idempotencyKey: chargeKey(payment.id, attemptIndex),
     paymentId: payment.id,
     amount: payment.amount,
@@ -57,6 +66,9 @@ export function chargeRequest(payment: Payment, attemptIndex: number, source: Ch
     description: payment.description,
     metadata: payment.metadata,
   };
+  if (payment.captureMethod === 'manual') request.capture = false;
+  if (returnUrl) request.returnUrl = returnUrl;
+  return request;
 }
 
 export function toAttempt(gatewayId: string, r: GatewayResult): PaymentAttempt {
@@ -67,17 +79,29 @@ export function toAttempt(gatewayId: string, r: GatewayResult): PaymentAttempt {
 /** The settling move an outcome makes, and the payment as it leaves it (still pending when unresolved). */
 export function settledPayment(payment: Payment, outcome: ChargeOutcome, now: Date): { move: SettlingMove; done: Payment } {
   const { result } = outcome;
-  const move: SettlingMove = outcome.unresolved ? 'leave_pending' : result?.outcome === 'succeeded' ? 'succeed' : 'fail';
+  const move: SettlingMove = outcome.unresolved ? 'leave_pending'
+    : result?.outcome === 'succeeded' ? (result.captured === false ? 'authorize' : 'succeed')
+      : result?.outcome === 'requires_action' ? 'require_action'
+        : 'fail';
   const failureCode = move === 'fail' ? (result ? (result.declineCode ?? 'processing_error') : 'gateway_unavailable') : null;
   return {
     move,
     done: movedPayment(payment, move, now, {
       failureCode,
-      failureMessage: failureCode ? (FAILURE_MESSAGES[failureCode] ?? result?.message ?? 'The payment failed.') : null,
+      failureMessage: failureCode ? failureMessageFor(failureCode, result?.message) : null,
       gatewayId: outcome.gatewayId ?? null,
       attempts: [...payment.attempts, ...outcome.attempts],
+      ...amountsAfter(payment, move),
+      nextAction: move === 'require_action' ? (result?.nextAction ?? null) : null,
     }),
   };
+}
+
+/** What a move leaves captured and capturable: all of the amount when captured or authorised, nothing else. */
+export function amountsAfter(payment: Payment, move: SettlingMove | 'complete_action' | 'authorize_after_action'): Pick<Payment, 'amountCaptured' | 'amountCapturable'> {
+  if (move === 'succeed' || move === 'complete_action') return { amountCaptured: payment.amount, amountCapturable: 0 };
+  if (move === 'authorize' || move === 'authorize_after_action') return { amountCaptured: 0, amountCapturable: payment.amount };
+  return { amountCaptured: payment.amountCaptured, amountCapturable: payment.amountCapturable };
 }
 
 /**
@@ -93,10 +117,10 @@ export class PaymentCharger {
     private readonly logger: Logger,
   ) {}
 
-  async chargeAlongPlan(ctx: RequestContext, payment: Payment, plan: string[], source: ChargeRequest['source']): Promise<ChargeOutcome> {
+  async chargeAlongPlan(ctx: RequestContext, payment: Payment, plan: string[], source: ChargeRequest['source'], returnUrl: string | null = null): Promise<ChargeOutcome> {
     const attempts: PaymentAttempt[] = [];
     const log: PendingTransaction[] = [];
-    let last: { result: GatewayResult; gatewayId: string } | null = null;
+    let last: { result: GatewayResult; gatewayId: string; captureWindowDays?: number } | null = null;
     for (let i = 0; i < plan.length; i++) {
       if (!this.leases.holds('payments', payment.id)) {
         this.logger.warn({ requestId: ctx.requestId, paymentId: payment.id, attempt: i + 1 }, 'payment lease no longer fresh (heartbeats failing or the process stalled); left to recovery');
@@ -106,8 +130,8 @@ export class PaymentCharger {
       // A half-open circuit lets exactly one trial through; concurrent payments move on.
       if (!this.routing.tryAcquire(gatewayId)) continue;
       const idempotencyKey = chargeKey(payment.id, i);
-      const { gateway, type } = await this.gateways.connector(ctx, gatewayId);
-      const request = chargeRequest(payment, i, source);
+      const { gateway, type, captureWindowDays } = await this.gateways.connector(ctx, gatewayId);
+      const request = chargeRequest(payment, i, source, returnUrl);
       const { result, known } = await untilKnown(
         () => gateway.charge(request),
         () => gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id }),
@@ -122,9 +146,10 @@ export class PaymentCharger {
       }
       this.routing.recordOutcome(gatewayId, result.outcome);
       attempts.push(toAttempt(gatewayId, result));
-      last = { result, gatewayId };
-      if (result.outcome === 'succeeded' || result.outcome === 'declined') break;
+      last = { result, gatewayId, captureWindowDays };
+      // Authenticating at this gateway: the payment stays with it whatever the customer answers.
+      if (result.outcome === 'succeeded' || result.outcome === 'declined' || result.outcome === 'requires_action') break;
     }
-    return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: false };
+    return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: false, captureWindowDays: last?.captureWindowDays };
   }
 }

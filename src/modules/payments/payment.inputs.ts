@@ -22,6 +22,10 @@ export const createPaymentInput = z
     /** Where the receipt goes when no customer is attached (a hosted page's anonymous payer). */
     receiptEmail: emailSchema.nullable().optional(),
     metadata: metadataSchema.optional(),
+    /** `manual`: authorise only; the merchant captures it with POST /v1/payments/{id}/capture. */
+    captureMethod: z.enum(['automatic', 'manual'], { error: 'captureMethod must be automatic or manual' }).optional(),
+    /** Where the customer is sent once a 3-D Secure challenge is answered (https; checked per mode by the service). */
+    returnUrl: z.string().max(2000).optional(),
   })
   .strict()
   .superRefine((v, ctx) => {
@@ -29,6 +33,13 @@ export const createPaymentInput = z
       ctx.addIssue({ code: 'custom', path: ['card'], message: 'card is only accepted with paymentMethod "card"' });
     }
   });
+
+export const PAYMENT_STATUSES = ['pending', 'requires_action', 'requires_capture', 'succeeded', 'failed', 'canceled', 'requires_review'] as const;
+
+/** POST /v1/payments/{id}/capture: at most what the authorisation holds; all of it by default. */
+export const capturePaymentInput = z.object({ amount: amountSchema.optional() }).strict();
+
+export const cancelPaymentInput = z.object({}).strict();
 
 export const updatePaymentInput = z
   .object({
@@ -39,7 +50,7 @@ export const updatePaymentInput = z
 
 export const listPaymentsInput = listSchema(['createdAt', 'amount'] as const, {
   search: searchSchema,
-  status: z.enum(['pending', 'succeeded', 'failed', 'canceled', 'requires_review'], { error: 'status must be pending, succeeded, failed, canceled or requires_review' }).optional(),
+  status: z.enum(PAYMENT_STATUSES, { error: `status must be one of ${PAYMENT_STATUSES.join(', ')}` }).optional(),
   customerId: z.string().max(64).optional(),
 });
 

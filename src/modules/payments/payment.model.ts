@@ -44,6 +44,21 @@ export class PaymentModel extends Model {
   @Column(DataType.STRING(64)) declare paymentLinkId: string | null;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare updatedAt: Date;
+  @Column({ type: DataType.STRING(9), allowNull: false, defaultValue: 'automatic' }) declare captureMethod: 'automatic' | 'manual';
+  /** What an uncaptured authorisation still holds (0 otherwise). */
+  @Column({ type: DataType.BIGINT, allowNull: false, defaultValue: 0 }) declare amountCapturable: number;
+  /** What was taken from the card; refunds are held to it. */
+  @Column({ type: DataType.BIGINT, allowNull: false, defaultValue: 0 }) declare amountCaptured: number;
+  /** JSON `{type, url}` while a 3-D Secure challenge waits for the customer. */
+  @Column(DataType.TEXT) declare nextAction: string | null;
+  /** When an unanswered challenge fails (`authentication_expired`). */
+  @Column(DataType.DATE(3)) declare actionExpiresAt: Date | null;
+  /** When an uncaptured authorisation is voided. */
+  @Column(DataType.DATE(3)) declare captureBefore: Date | null;
+  /** A capture, cancel, expiry or 3-D Secure read under way (`capture:<amount>`, `cancel`, …), leased by `leaseUntil`. */
+  @Column(DataType.STRING(40)) declare pendingOperation: string | null;
+  /** Where the customer is sent once a challenge is answered. */
+  @Column(DataType.TEXT) declare returnUrl: string | null;
   /** The Idempotency-Key claimed in the pending write, if any. */
   @Column(DataType.STRING(255)) declare idempotencyKey: string | null;
 

@@ -22,12 +22,15 @@ export const PENDING_COLUMNS: Columns = [
   ['payment_method_details', 'text'], ['description', 'text'], ['receipt_email', 'text'], ['metadata', 'text'], ['status', 'text'], ['amount_refunded', 'bigint'],
   ['routing_plan', 'text'], ['attempts', 'text'], ['invoice_id', 'text'], ['subscription_id', 'text'], ['checkout_session_id', 'text'],
   ['payment_link_id', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'], ['search_text', 'text'],
-  ['idempotency_key', 'text'],
+  ['idempotency_key', 'text'], ['capture_method', 'text'], ['return_url', 'text'],
 ];
 
-/** `idempotencyKey`: the key claimed in the same write (see ObjectClaim), if any. */
+/**
+ * `idempotencyKey`: the key claimed in the same write (see ObjectClaim), if any; `returnUrl`: where
+ * the customer goes once a 3-D Secure challenge is answered.
+ */
 export function pendingRow(
-  ctx: RequestContext, payment: Payment, plan: string, searchText: string, idempotencyKey: string | null,
+  ctx: RequestContext, payment: Payment, plan: string, searchText: string, idempotencyKey: string | null, returnUrl: string | null = null,
 ): Record<string, unknown> {
   const created = new Date(payment.createdAt);
   return {
@@ -38,22 +41,40 @@ export function pendingRow(
     metadata: JSON.stringify(payment.metadata), status: PAYMENT_MOVES.rule('create').to, amount_refunded: 0, routing_plan: plan, attempts: '[]',
     invoice_id: payment.invoiceId, subscription_id: payment.subscriptionId, checkout_session_id: payment.checkoutSessionId,
     payment_link_id: payment.paymentLinkId, created_at: created, updated_at: created, search_text: searchText,
-    idempotency_key: idempotencyKey,
+    idempotency_key: idempotencyKey, capture_method: payment.captureMethod, return_url: returnUrl,
   };
 }
 
 /** What the settling write changes on a pending payment (only while it is still pending). */
 export const SETTLING_COLUMNS: Columns = [
   ['status', 'text'], ['failure_code', 'text'], ['failure_message', 'text'], ['gateway_id', 'text'], ['gateway_reference', 'text'],
-  ['attempts', 'text'], ['updated_at', 'timestamptz'],
+  ['attempts', 'text'], ['updated_at', 'timestamptz'], ['amount_capturable', 'bigint'], ['amount_captured', 'bigint'], ['next_action', 'text'],
+  ['action_expires_at', 'timestamptz'], ['capture_before', 'timestamptz'],
 ];
 
-export function settlingRow(done: Payment, reference: string | null): Record<string, unknown> {
+/** How long a 3-D Secure challenge waits for the customer before the payment fails (`authentication_expired`). */
+export const ACTION_LIFETIME_MS = 30 * 60_000;
+/** How long an authorisation waits for its capture when the gateway sets no `captureWindowDays`. */
+export const DEFAULT_CAPTURE_WINDOW_DAYS = 7;
+
+/** The statuses whose charge object exists at the gateway: its reference is kept (refunds, captures, voids, look-ups). */
+const KEEPS_REFERENCE = new Set<Payment['status']>(['succeeded', 'requires_capture', 'requires_action']);
+
+/**
+ * The settling write's values. `captureWindowDays`: the authorising gateway's, for the deadline
+ * of an uncaptured authorisation (the expiry job voids it then).
+ */
+export function settlingRow(done: Payment, reference: string | null, captureWindowDays = DEFAULT_CAPTURE_WINDOW_DAYS): Record<string, unknown> {
+  const at = new Date(done.updatedAt);
   return {
     status: done.status, failure_code: done.failureCode, failure_message: done.failureMessage, gateway_id: done.gatewayId,
-    // The gateway's reference is kept only for the charge that took the money.
-    gateway_reference: done.status === 'succeeded' ? reference : null,
-    attempts: JSON.stringify(done.attempts), updated_at: new Date(done.updatedAt),
+    // The gateway's reference is kept only for a charge that took, holds or may take the money.
+    gateway_reference: KEEPS_REFERENCE.has(done.status) ? reference : null,
+    attempts: JSON.stringify(done.attempts), updated_at: at,
+    amount_capturable: done.amountCapturable, amount_captured: done.amountCaptured,
+    next_action: done.nextAction ? JSON.stringify(done.nextAction) : null,
+    action_expires_at: done.status === 'requires_action' ? new Date(at.getTime() + ACTION_LIFETIME_MS) : null,
+    capture_before: done.status === 'requires_capture' ? new Date(at.getTime() + captureWindowDays * 86_400_000) : null,
   };
 }
 
@@ -68,7 +89,7 @@ export function recordsetDefinition(columns: Columns): string {
 
 /** The columns a payment is read from. */
 export const PAYMENT_COLUMNS =
-  'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, receipt_email, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at';
+  'id, mode, customer_id, amount, currency, original_currency, original_amount, exchange_rate, payment_method, payment_method_details, description, receipt_email, metadata, status, failure_code, failure_message, amount_refunded, gateway_id, attempts, invoice_id, subscription_id, checkout_session_id, payment_link_id, created_at, updated_at, capture_method, amount_capturable, amount_captured, next_action';
 
 /** Attempts as stored; older rows named the fields `gatewayId`/`latencyMs`. */
 function readAttempts(raw: unknown): PaymentAttempt[] {
@@ -102,8 +123,13 @@ export function toApiPayment(row: Record<string, unknown>): Payment {
     status: row.status as Payment['status'],
     failureCode: (row.failure_code as string | null) ?? null,
     failureMessage: (row.failure_message as string | null) ?? null,
+    captureMethod: (row.capture_method as Payment['captureMethod'] | undefined) ?? 'automatic',
+    amountCapturable: Number(row.amount_capturable ?? 0),
+    amountCaptured: Number(row.amount_captured ?? 0),
+    nextAction: readJson<Payment['nextAction']>(row.next_action, null),
     amountRefunded: refundedAmount,
-    refunded: refundedAmount >= amount,
+    // Refunds apply to what was captured: a partial capture is wholly refunded at its amount.
+    refunded: refundedAmount > 0 && refundedAmount >= Number(row.amount_captured ?? amount),
     gatewayId: (row.gateway_id as string | null) ?? null,
     attempts: readAttempts(row.attempts),
     invoiceId: (row.invoice_id as string | null) ?? null,

@@ -31,6 +31,8 @@ import { PaymentStore } from './payment.store';
 import type { PaymentHold, PaymentHoldStore } from './payment-hold';
 import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS, recoverRows } from './pending-recovery';
 import { PAYMENT_MOVES, movedPayment } from './payment-states';
+import { returnUrlChecker } from './public-urls';
+import { PAYMENT_RETURN_PATH } from './payment-actions';
 import { PAYMENT_CREATED_STATUS, type Payment, type PaymentAttempt, type PaymentLinks, type PaymentMethodDetails } from './payment.types';
 
 export type { Payment, PaymentAttempt, PaymentLinks, PaymentMethodDetails } from './payment.types';
@@ -130,6 +132,7 @@ export class PaymentService {
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, links: PaymentLinks = {}, presetId?: string, hold?: PaymentHold): Promise<Payment> {
     requirePermission(ctx, 'payments', 'write');
     const data = parseInput(createPaymentInput, input);
+    const returnUrl = data.returnUrl === undefined ? null : returnUrlChecker(ctx.mode)(data.returnUrl, 'returnUrl');
     // What is checked before the key is claimed: a retry refused here by state that moved on
     // since its first try succeeded gets that first answer instead (beforeClaim).
     const { customerId, method, originalCurrency, exchangeRate, originalAmount, plan } = await this.idempotency.beforeClaim(idem, async () => {
@@ -182,6 +185,10 @@ export class PaymentService {
       status: PAYMENT_MOVES.rule('create').to,
       failureCode: null,
       failureMessage: null,
+      captureMethod: data.captureMethod ?? 'automatic',
+      amountCapturable: 0,
+      amountCaptured: 0,
+      nextAction: null,
       amountRefunded: 0,
       refunded: false,
       gatewayId: null,
@@ -200,7 +207,7 @@ export class PaymentService {
     // The key and the payment name each other: if this process dies before the settling write,
     // recovery stores the settled payment as the key's answer.
     const claim = idem ? claimFor(idem, payment.id, PAYMENT_CREATED_STATUS) : undefined;
-    await this.insertPending(ctx, payment, JSON.stringify(plan), claim, idem?.requester, hold);
+    await this.insertPending(ctx, payment, JSON.stringify(plan), claim, idem?.requester, hold, returnUrl);
     const release = this.leases.hold('payments', payment.id, leaseStart);
     try {
       const outcome = await this.chargeAlongPlan(ctx, payment, plan, method.source);
@@ -217,19 +224,37 @@ export class PaymentService {
   }
 
   // The three steps of a charge, each a seam where a crash can be simulated (tests replace them).
-  private async insertPending(ctx: RequestContext, payment: Payment, plan: string, claim: ObjectClaim | undefined, requester: string | undefined, hold?: PaymentHold): Promise<void> {
+  private async insertPending(
+    ctx: RequestContext, payment: Payment, plan: string, claim: ObjectClaim | undefined, requester: string | undefined, hold?: PaymentHold, returnUrl: string | null = null,
+  ): Promise<void> {
     // A taken key ends the request with its stored answer or a 409, before anything is written.
-    await this.idempotency.foldedClaim(claim, requester, async () => ((await this.store.insertPending(ctx, payment, plan, this.leases.leaseMs, claim, hold)) ? true : null));
+    await this.idempotency.foldedClaim(claim, requester, async () => ((await this.store.insertPending(ctx, payment, plan, this.leases.leaseMs, claim, hold, returnUrl)) ? true : null));
   }
 
   private chargeAlongPlan(ctx: RequestContext, payment: Payment, plan: string[], source: ChargeRequest['source']): Promise<ChargeOutcome> {
-    return this.charger.chargeAlongPlan(ctx, payment, plan, source);
+    return this.charger.chargeAlongPlan(ctx, payment, plan, source, this.gatewayReturnUrl(payment.id));
+  }
+
+  /**
+   * Where a gateway sends the customer after a 3-D Secure challenge: this service's return route,
+   * which reads how the challenge ended and then sends the customer on (PaymentActions.returned).
+   * The same for every attempt of a payment, so recovery rebuilds the very request.
+   */
+  private gatewayReturnUrl(paymentId: string): string | null {
+    return this.publicBase ? `${this.publicBase()}${PAYMENT_RETURN_PATH}${encodeURIComponent(paymentId)}` : null;
+  }
+
+  private publicBase: (() => string) | undefined;
+
+  /** The service's public address, for the gateways' return URL (PublicUrls.base); once, at startup. */
+  usePublicBase(base: () => string): void {
+    this.publicBase = base;
   }
 
   /** Records the outcome, gateway transactions, the event and the key's answer together; only once per payment. */
   private finish(ctx: RequestContext, payment: Payment, outcome: ChargeOutcome, claim: ObjectClaim | undefined, hold?: PaymentHold): Promise<Payment> {
     const { move, done } = settledPayment(payment, outcome, ctx.clock.now());
-    return this.store.settle(ctx, move, done, outcome.log, outcome.result?.reference ?? null, claim, hold);
+    return this.store.settle(ctx, move, done, outcome.log, outcome.result?.reference ?? null, claim, hold, outcome.captureWindowDays);
   }
 
   /** Registers the store of the rows payments may hold (see PaymentHold); once, at startup. */
@@ -401,7 +426,7 @@ export class PaymentService {
     // The creating request's key: the settled payment becomes its answer if that request died.
     const claim = row.idempotencyKey ? recoveredKey(ctx, row.idempotencyKey, PAYMENT_CREATED_STATUS, payment.id) : undefined;
     const attempts: PaymentAttempt[] = [];
-    let found: { result: GatewayResult; gatewayId: string } | null = null;
+    let found: { result: GatewayResult; gatewayId: string; captureWindowDays?: number } | null = null;
     let unknown = false;
     // How long it has been pending, on the database's clock: a jump of this instance's clock
     // must not make a gateway's "not found" final while the charge may be on its way.
@@ -414,7 +439,7 @@ export class PaymentService {
         'payment recovery: the gateway did not tell the charge outcome',
       );
     for (let i = 0; i < plan.length && !found; i++) {
-      const { gateway, type } = await this.gateways.connector(ctx, plan[i]);
+      const { gateway, type, captureWindowDays } = await this.gateways.connector(ctx, plan[i]);
       const idempotencyKey = chargeKey(payment.id, i);
       // First the charge itself again, under its key: the gateway answers with the stored result
       // and never charges twice. Only for the attempt known to have been sent (never a gateway
@@ -422,11 +447,11 @@ export class PaymentService {
       if (i === timedOutAt && gateway.chargeReplayWindowMs !== undefined && ageMs < gateway.chargeReplayWindowMs) {
         const source = await this.originalSource(ctx, payment);
         if (source) {
-          const repeat = await gateway.charge(chargeRequest(payment, i, source));
+          const repeat = await gateway.charge(chargeRequest(payment, i, source, this.gatewayReturnUrl(payment.id)));
           log.push({ kind: 'charge', gatewayId: plan[i], gatewayType: type, attempt: i + 1, idempotencyKey, result: repeat });
-          if (repeat.outcome === 'succeeded' || repeat.outcome === 'declined') {
+          if (repeat.outcome === 'succeeded' || repeat.outcome === 'declined' || repeat.outcome === 'requires_action') {
             attempts.push(toAttempt(plan[i], repeat));
-            if (repeat.outcome === 'succeeded') found = { result: repeat, gatewayId: plan[i] };
+            if (repeat.outcome !== 'declined') found = { result: repeat, gatewayId: plan[i], captureWindowDays };
             continue;
           }
           // A timeout, or an error the gateway does not store: says nothing about the first call.
@@ -435,9 +460,10 @@ export class PaymentService {
       }
       const status = await gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id });
       log.push({ kind: 'status', gatewayId: plan[i], gatewayType: type, attempt: i + 1, idempotencyKey, result: status });
-      if (status.found && status.outcome === 'succeeded') {
+      // Charged, authorised, or waiting for the customer's 3-D Secure answer there.
+      if (status.found && (status.outcome === 'succeeded' || status.outcome === 'requires_action')) {
         attempts.push(toAttempt(plan[i], status));
-        found = { result: status, gatewayId: plan[i] };
+        found = { result: status, gatewayId: plan[i], captureWindowDays };
       } else if (status.found && (status.outcome === 'declined' || status.outcome === 'retryable_error')) {
         // Declined, or failed without effect (a Stripe intent left needing a payment method):
         // no money moved there, and no later call under this key will change that.
@@ -463,7 +489,7 @@ export class PaymentService {
       outcome: 'declined', reference: null, declineCode: 'processing_error', message: 'The payment was not completed.', latencyMs: 0, request: {}, response: {},
     };
     settling();
-    await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false }, claim);
+    await this.finish(ctx, payment, { result, gatewayId: found?.gatewayId ?? null, attempts, log, unresolved: false, captureWindowDays: found?.captureWindowDays }, claim);
     return true;
   }
 

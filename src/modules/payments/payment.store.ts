@@ -62,12 +62,14 @@ export class PaymentStore {
    * (nothing written: see IdempotencyService.foldedClaim). With a hold, the hold is claimed in
    * the same write too; HoldRefused when it could not be (no payment written).
    */
-  async insertPending(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim: ObjectClaim | undefined, hold?: PaymentHold): Promise<boolean> {
+  async insertPending(
+    ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim: ObjectClaim | undefined, hold?: PaymentHold, returnUrl: string | null = null,
+  ): Promise<boolean> {
     const holdClaim: HoldClaim | undefined = hold && {
       paymentId: payment.id, holdId: hold.id, token: hold.token, leaseMs: hold.leaseMs, accountId: ctx.accountId, mode: ctx.mode, now: hold.now,
     };
-    if (this.db.dialect !== 'postgres') return this.insertPendingAlone(ctx, payment, plan, leaseMs, claim, holdClaim);
-    const written = await this.batch.writePending({ ctx, payment, plan, leaseMs, searchText: searchText(payment), idem: claim, hold: holdClaim });
+    if (this.db.dialect !== 'postgres') return this.insertPendingAlone(ctx, payment, plan, leaseMs, claim, holdClaim, returnUrl);
+    const written = await this.batch.writePending({ ctx, payment, plan, leaseMs, searchText: searchText(payment), idem: claim, hold: holdClaim, returnUrl });
     if (written === 'hold_refused') throw new HoldRefused(holdClaim?.holdId as string);
     return written;
   }
@@ -77,9 +79,11 @@ export class PaymentStore {
    * when the key is taken. Grouped with the other payments' writes waiting at the same moment:
    * everything it reads, it reads in its transaction.
    */
-  private async insertPendingAlone(ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim?: ObjectClaim, hold?: HoldClaim): Promise<boolean> {
+  private async insertPendingAlone(
+    ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim?: ObjectClaim, hold?: HoldClaim, returnUrl: string | null = null,
+  ): Promise<boolean> {
     const p = new Params();
-    const row = pendingRow(ctx, payment, plan, searchText(payment), claim?.key ?? null);
+    const row = pendingRow(ctx, payment, plan, searchText(payment), claim?.key ?? null, returnUrl);
     const values = PENDING_COLUMNS.map(([c]) => p.add(row[c])).join(', ');
     const insert = `INSERT INTO payments (${columnList(PENDING_COLUMNS)}, lease_until, pending_since)
       VALUES (${values}, ${this.db.nowPlusSql(p.add(Math.ceil(leaseMs)))}, ${this.db.nowSql})`;
@@ -106,18 +110,19 @@ export class PaymentStore {
    */
   async settle(
     ctx: RequestContext, move: SettlingMove, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined, hold?: PaymentHold,
+    captureWindowDays?: number,
   ): Promise<Payment> {
     // The status written is the move's, whatever `done` says.
     if (done.status !== PAYMENT_MOVES.rule(move).to) done = { ...done, ...PAYMENT_MOVES.columns(move, done.updatedAt) };
     const eventType = PAYMENT_MOVES.rule(move).event ?? undefined;
     const finish = holdFinish(move, done, hold);
     if (this.db.dialect === 'postgres') {
-      const changed = await this.batch.writeFinal({ ctx, done, doneJson: JSON.stringify(done), reference, log, eventType, idem: claim, hold: finish });
+      const changed = await this.batch.writeFinal({ ctx, done, doneJson: JSON.stringify(done), reference, log, eventType, idem: claim, hold: finish, captureWindowDays });
       return changed ? done : this.db.transaction((t) => this.settledElsewhere(ctx, t, move, done, reference, claim));
     }
     return this.db.transaction(async (t) => {
       const p = new Params();
-      const changed = await this.db.execute(outcomeUpdateSql(move, done, reference, p), p.values, t);
+      const changed = await this.db.execute(outcomeUpdateSql(move, done, reference, p, captureWindowDays), p.values, t);
       await this.gtx.insert(ctx, t, { paymentId: done.id }, log);
       if (changed === 1 && eventType) await this.events.record(ctx, t, eventType, done);
       if (changed === 0) return this.settledElsewhere(ctx, t, move, done, reference, claim);
@@ -263,8 +268,8 @@ export class PaymentStore {
 }
 
 /** The settling write of a pending payment (nothing if recovery or a racing request settled it first). */
-function outcomeUpdateSql(move: SettlingMove, done: Payment, reference: string | null, p: Params): string {
-  const row = settlingRow(done, reference);
+function outcomeUpdateSql(move: SettlingMove, done: Payment, reference: string | null, p: Params, captureWindowDays?: number): string {
+  const row = settlingRow(done, reference, captureWindowDays);
   return `UPDATE payments SET ${SETTLING_COLUMNS.map(([c]) => `${c} = ${p.add(row[c])}`).join(', ')}
     WHERE id = ${p.add(done.id)} AND ${PAYMENT_MOVES.sqlFrom(move)}`;
 }

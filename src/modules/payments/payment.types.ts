@@ -35,9 +35,17 @@ export interface Payment {
   receiptEmail: string | null;
   metadata: Metadata;
   /** `requires_review`: the charge's outcome stayed unknown past UNKNOWN_OUTCOME_REVIEW_AFTER_MS; recovery stopped asking. */
-  status: 'pending' | 'succeeded' | 'failed' | 'canceled' | 'requires_review';
+  status: 'pending' | 'requires_action' | 'requires_capture' | 'succeeded' | 'failed' | 'canceled' | 'requires_review';
   failureCode: string | null;
   failureMessage: string | null;
+  /** `automatic`: captured with the authorisation; `manual`: authorised only, captured by POST /v1/payments/{id}/capture. */
+  captureMethod: CaptureMethod;
+  /** What an uncaptured authorisation holds (`requires_capture`); 0 otherwise. */
+  amountCapturable: number;
+  /** What was taken from the card; refunds are held to it. */
+  amountCaptured: number;
+  /** While `requires_action`: where the customer authenticates (3-D Secure). */
+  nextAction: NextAction | null;
   amountRefunded: number;
   refunded: boolean;
   gatewayId: string | null;
@@ -48,6 +56,13 @@ export interface Payment {
   paymentLinkId: string | null;
   createdAt: string;
   updatedAt: string;
+}
+
+export type CaptureMethod = 'automatic' | 'manual';
+
+export interface NextAction {
+  type: 'redirect_to_url';
+  url: string;
 }
 
 /** Links a payment to what caused it (invoices, checkout sessions, … in later features). */
@@ -67,6 +82,9 @@ declare module '../events/event-objects' {
     'payment.succeeded': Payment;
     'payment.failed': Payment;
     'payment.requires_review': Payment;
+    'payment.authorized': Payment;
+    'payment.requires_action': Payment;
+    'payment.canceled': Payment;
     'payment.updated': Payment;
   }
 }

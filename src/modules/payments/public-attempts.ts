@@ -72,13 +72,14 @@ export class PublicAttempts {
    * A `customer_exists` refusal counts as a failed attempt too: it answers whether an e-mail is a
    * customer's, which must not be asked without limit.
    */
-  async run<R extends { status: 'succeeded' | 'failed' | 'processing' }>(target: AttemptTarget, clientAddress: string, pay: () => Promise<R>): Promise<R> {
+  async run<R extends { status: 'succeeded' | 'failed' | 'processing' | 'requires_action' }>(target: AttemptTarget, clientAddress: string, pay: () => Promise<R>): Promise<R> {
     const id = await this.reserve(target, clientAddress);
     let outcome: 'failed' | 'running' | 'released' = 'released';
     try {
       const result = await pay();
-      // A decline counts; an outcome not known yet stays counted as running (it may be a decline).
-      outcome = result.status === 'failed' ? 'failed' : result.status === 'processing' ? 'running' : 'released';
+      // A decline counts; an outcome not known yet (or waiting for the customer's 3-D Secure
+      // answer) stays counted as running (it may be a decline).
+      outcome = result.status === 'failed' ? 'failed' : result.status === 'processing' || result.status === 'requires_action' ? 'running' : 'released';
       return result;
     } catch (err) {
       outcome = isDomainError(err) && err.code === 'customer_exists' ? 'failed' : 'released';

@@ -14,8 +14,12 @@ import type { AttemptTarget, PublicAttempts } from './public-attempts';
 
 /** What a public pay answers (API.md §11): the page shows it, and follows `redirectUrl`. */
 export interface PayResult {
-  /** `processing`: the gateway's answer is not known yet; recovery settles the payment. */
-  status: 'succeeded' | 'failed' | 'processing';
+  /**
+   * `processing`: the gateway's answer is not known yet; recovery settles the payment.
+   * `requires_action`: the customer authenticates the payment first (3-D Secure): the page
+   * follows `redirectUrl`, the challenge, which brings the customer back to the page.
+   */
+  status: 'succeeded' | 'failed' | 'processing' | 'requires_action';
   paymentId: string | null;
   subscriptionId: string | null;
   paymentMethodId: string | null;
@@ -184,12 +188,18 @@ function emptyResult(status: PayResult['status']): PayResult {
 }
 
 function withRedirect(result: PayResult, redirectUrl: (result: PayResult) => string | null): PayResult {
+  // A challenge to answer: its page is where the payer goes now, whatever the page would do after.
+  if (result.status === 'requires_action') return result;
   return { ...result, redirectUrl: redirectUrl(result) };
 }
 
-/** What a payer is told of a payment: settled one way or the other, or still `processing` (pending, or under review). */
+/**
+ * What a payer is told of a payment: settled one way or the other (an authorisation is paid, from
+ * the payer's side), a challenge to answer, or still `processing` (pending, or under review).
+ */
 const PAY_RESULT_OF: Readonly<Record<Payment['status'], PayResult['status']>> = {
-  pending: 'processing', succeeded: 'succeeded', failed: 'failed', canceled: 'failed', requires_review: 'processing',
+  pending: 'processing', requires_action: 'requires_action', requires_capture: 'succeeded', succeeded: 'succeeded', failed: 'failed', canceled: 'failed',
+  requires_review: 'processing',
 };
 
 /**
@@ -210,6 +220,7 @@ export function resultOfPayment(payment: Payment): PayResult {
     subscriptionId: payment.subscriptionId,
     failureCode: status === 'failed' ? payment.failureCode : null,
     failureMessage: status === 'failed' ? payment.failureMessage : null,
+    redirectUrl: status === 'requires_action' ? (payment.nextAction?.url ?? null) : null,
   };
 }
 

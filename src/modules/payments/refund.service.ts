@@ -99,7 +99,8 @@ export class RefundService {
       if (payment.status !== 'succeeded') {
         throw new DomainError('payment_not_refundable', `Only succeeded payments can be refunded; this one is ${payment.status}`, 'paymentId');
       }
-      const remaining = payment.amount - payment.amountRefunded;
+      // Refunds apply to what was captured (less than the amount after a partial capture).
+      const remaining = payment.amountCaptured - payment.amountRefunded;
       if (remaining <= 0) {
         // An amount asked for is above what is left (0), racing refunds included; with none
         // given, there is simply nothing left to refund.

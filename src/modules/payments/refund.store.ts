@@ -35,7 +35,7 @@ export class RefundStore {
   /** Adds `amount` to the payment's refunded amount only while the total stays within the payment; false when it would not. */
   async reserve(t: Transaction, paymentId: string, amount: number, at: Date): Promise<boolean> {
     const reserved = await this.db.execute(
-      'UPDATE payments SET amount_refunded = amount_refunded + $1, updated_at = $2 WHERE id = $3 AND amount_refunded + $1 <= amount',
+      'UPDATE payments SET amount_refunded = amount_refunded + $1, updated_at = $2 WHERE id = $3 AND amount_refunded + $1 <= amount_captured',
       [amount, at, paymentId],
       t,
     );

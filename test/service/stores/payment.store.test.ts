@@ -33,6 +33,7 @@ const payment = (over: Partial<Payment> = {}): Payment => ({
   originalAmount: null, exchangeRate: null, paymentMethod: 'pm_card_visa',
   paymentMethodDetails: { type: 'card', brand: 'visa', last4: '4242', expMonth: null, expYear: null, fingerprint: null },
   description: null, receiptEmail: null, metadata: {}, status: 'pending', failureCode: null, failureMessage: null, amountRefunded: 0, refunded: false,
+  captureMethod: 'automatic', amountCapturable: 0, amountCaptured: 0, nextAction: null,
   gatewayId: null, attempts: [], invoiceId: null, subscriptionId: null, checkoutSessionId: null, paymentLinkId: null,
   createdAt: START.toISOString(), updatedAt: START.toISOString(), ...over,
 });
