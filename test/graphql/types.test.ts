@@ -65,7 +65,7 @@ describe('GraphQL types match the REST contract', () => {
     expect(await enumValues('PriceType')).toEqual(['one_time', 'recurring']);
     expect((await fieldTypes('Recurring')).interval).toEqual({ kind: 'ENUM', name: 'RecurringInterval' });
     expect((await fieldTypes('GatewayTransaction')).kind).toEqual({ kind: 'ENUM', name: 'GatewayTransactionKind' });
-    expect(await enumValues('GatewayTransactionKind')).toEqual(['charge', 'refund', 'status', 'save_card']);
+    expect(await enumValues('GatewayTransactionKind')).toEqual(['charge', 'refund', 'status', 'save_card', 'capture', 'cancel']);
 
     // The wire value is REST's string; a filter takes the enum value.
     const paid = await gql('mutation { createPayment(input: { amount: 700, currency: "usd", paymentMethod: "pm_card_visa" }) { id status } }');
