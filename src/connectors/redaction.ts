@@ -1,5 +1,5 @@
 import { redactCardNumbers, summarizeCard } from './card';
-import type { ChargeRequest, RefundRequest, SaveCardRequest, StatusRequest } from './connector';
+import type { CancelRequest, CaptureRequest, ChargeRequest, RefundRequest, SaveCardRequest, StatusRequest } from './connector';
 
 /*
  * Request summaries are built field by field from our own request types, never by copying a
@@ -16,7 +16,25 @@ export function summarizeChargeRequest(r: ChargeRequest): Record<string, unknown
     source: r.source.kind === 'card' ? { kind: 'card', ...summarizeCard(r.source.card) } : { kind: 'token', token: r.source.token },
     description: r.description ?? null,
     metadata: r.metadata ?? {},
+    // Only when set, so a plain charge's summary stays as it was.
+    ...(r.capture !== undefined ? { capture: r.capture } : {}),
+    ...(r.returnUrl ? { returnUrl: r.returnUrl } : {}),
   };
+}
+
+export function summarizeCaptureRequest(r: CaptureRequest): Record<string, unknown> {
+  return {
+    operation: 'capture',
+    idempotencyKey: r.idempotencyKey,
+    paymentId: r.paymentId,
+    chargeReference: r.chargeReference,
+    amount: r.amount,
+    currency: r.currency,
+  };
+}
+
+export function summarizeCancelRequest(r: CancelRequest): Record<string, unknown> {
+  return { operation: 'cancel', idempotencyKey: r.idempotencyKey, paymentId: r.paymentId, chargeReference: r.chargeReference };
 }
 
 export function summarizeRefundRequest(r: RefundRequest): Record<string, unknown> {
