@@ -663,6 +663,7 @@ export function mapIntentLookup(a: StripeAnswer, kind: 'charge' | 'capture' | 'c
       case 'requires_action':
       case 'requires_confirmation':
         return absent(true);
+      case null:
       default:
         return unknown();
     }
@@ -677,6 +678,7 @@ export function mapIntentLookup(a: StripeAnswer, kind: 'charge' | 'capture' | 'c
     case 'requires_action':
     case 'requires_confirmation':
       return absent(false);
+    case null:
     default:
       return unknown();
   }
