@@ -364,6 +364,14 @@ describe('stripe connector: status of captures and cancels', () => {
     expect(await gateway.status(statusOf('capture', reference))).toMatchObject({ found: false, outcome: 'declined', declineCode: 'not_found', definitive: true });
   });
 
+  it('should take succeeded as captured unless amount_received says nothing was received', async () => {
+    const succeeded = (extra: Record<string, unknown>) => () => ({ status: 200, body: { id: 'pi_1', object: 'payment_intent', status: 'succeeded', ...extra } });
+    fake.reset(succeeded({}));
+    expect(await stripe().status(statusOf('capture', 'pi_1'))).toMatchObject({ found: true, outcome: 'succeeded', reference: 'pi_1' });
+    fake.reset(succeeded({ amount_received: 0 }));
+    expect(await stripe().status(statusOf('capture', 'pi_1'))).toMatchObject({ found: false, outcome: 'timeout', declineCode: 'status_unavailable' });
+  });
+
   it('should answer not_found, definitive, for a PaymentIntent Stripe does not know', async () => {
     for (const kind of ['charge', 'capture', 'cancel'] as const) {
       expect(await stripe().status(statusOf(kind, 'pi_unknown'))).toMatchObject({ found: false, outcome: 'declined', declineCode: 'not_found', definitive: true });

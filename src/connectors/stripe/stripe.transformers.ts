@@ -617,7 +617,7 @@ export type IntentLookup =
  * What a PaymentIntent says about an operation on it:
  * - `charge`: the PaymentIntent as a charge (see mapPaymentIntent). Stripe has no such id: absent,
  *   definitive (a retrieval by id does not lag as search does).
- * - `capture`: captured when `succeeded` with `amount_received` > 0. Still `requires_capture`:
+ * - `capture`: captured when `succeeded` (unless `amount_received` says 0). Still `requires_capture`:
  *   absent, not definitive (a capture still in flight may land). `canceled`, or never authorised
  *   (`requires_payment_method`, `requires_action`, `requires_confirmation`): absent, definitive,
  *   as no capture can succeed from there.
@@ -655,7 +655,9 @@ export function mapIntentLookup(a: StripeAnswer, kind: 'charge' | 'capture' | 'c
   if (kind === 'capture') {
     switch (status) {
       case 'succeeded':
-        return typeof intent.amount_received === 'number' && intent.amount_received > 0 ? found() : unknown();
+        // Stripe says `succeeded` once the funds are captured; `amount_received` only checks it
+        // (an emulator may leave it out; zero, Stripe would not have taken anything).
+        return intent.amount_received === 0 ? unknown() : found();
       case 'requires_capture':
         return absent(false);
       case 'canceled':
