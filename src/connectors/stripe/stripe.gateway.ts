@@ -146,6 +146,18 @@ const loopbackAgent = new http.Agent({ keepAlive: true });
 /**
  * Stripe connector over its REST API with node's `https` (no SDK). Every call carries our
  * idempotency key as `Idempotency-Key`, so a repeat after a timeout returns Stripe's first answer.
+ *
+ * A charge is a PaymentIntent created and confirmed at once; its id is the reference.
+ * Authorise and capture: `capture: false` sends `capture_method=manual`; Stripe's
+ * `requires_capture` answers `succeeded` with `captured: false`, `capture()` posts
+ * `amount_to_capture` to `/v1/payment_intents/{id}/capture`, `cancel()` posts to `…/cancel`.
+ * 3-D Secure: a `returnUrl` goes as `return_url`, and `requires_action` with a `redirect_to_url`
+ * next action answers `requires_action` with that page as `nextAction`; once the customer is
+ * back, `status()` with the reference reads the PaymentIntent (succeeded, authorised, or declined
+ * `authentication_failed`). Repeating `charge()` under its key would only replay the first
+ * answer. Without a `returnUrl` a saved card goes `off_session`, and a card that wants
+ * authentication is declined `authentication_required` (see chargeForm and mapPaymentIntent in
+ * stripe.transformers.ts for every status).
  */
 export class StripeGateway implements Gateway {
   readonly type = 'stripe';
