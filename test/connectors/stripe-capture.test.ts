@@ -112,10 +112,16 @@ describe('stripe connector: authorise only', () => {
     }
   });
 
-  it('should answer a canceled PaymentIntent as declined capture_failed, with the reason', async () => {
-    fake.reset(() => ({ status: 200, body: { id: 'pi_c', object: 'payment_intent', status: 'canceled', cancellation_reason: 'automatic', amount: 2500, currency: 'eur' } }));
+  it('should answer a canceled authorisation as declined capture_failed, with the reason, and any other canceled PaymentIntent as processing_error', async () => {
+    const canceled = (captureMethod: string) => () => ({
+      status: 200,
+      body: { id: 'pi_c', object: 'payment_intent', status: 'canceled', capture_method: captureMethod, cancellation_reason: 'automatic', amount: 2500, currency: 'eur' },
+    });
+    fake.reset(canceled('manual'));
     const result = await stripe().charge(charge());
     expect(result).toMatchObject({ outcome: 'declined', declineCode: 'capture_failed', reference: 'pi_c', message: expect.stringContaining('automatic') });
+    fake.reset(canceled('automatic'));
+    expect(await stripe().charge(charge())).toMatchObject({ outcome: 'declined', declineCode: 'processing_error', reference: 'pi_c' });
   });
 });
 

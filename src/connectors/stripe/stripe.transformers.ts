@@ -405,8 +405,10 @@ function intentResponse(a: StripeAnswer, intent: Json): Record<string, unknown> 
  *   3-D Secure challenge (`payment_intent_authentication_failure`) is `authentication_failed`, an
  *   off-session charge the issuer wants authenticated is `authentication_required`, a card
  *   decline after authentication is that decline;
- * - `canceled` → `declined`/`capture_failed`: voided, by `cancel()` or by Stripe itself (an
- *   authorisation left uncaptured past its validity, `cancellation_reason: automatic`);
+ * - `canceled` → `declined`: `capture_failed` for a manual-capture PaymentIntent (an
+ *   authorisation voided, by `cancel()` or by Stripe itself once left uncaptured past its
+ *   validity, `cancellation_reason: automatic`); `processing_error` for any other (canceled
+ *   before it was authorised, e.g. while waiting for 3-D Secure);
  * - `processing` → `timeout` (Stripe has not decided yet).
  */
 function mapPaymentIntent(a: StripeAnswer, intent: Json): Mapped {
@@ -435,8 +437,11 @@ function mapPaymentIntent(a: StripeAnswer, intent: Json): Mapped {
       }
       return result('declined', 'authentication_required', 'The card requires authentication, and Stripe gave no page to send the customer to (a charge without a return URL).');
     }
-    case 'canceled':
-      return result('declined', 'capture_failed', `The PaymentIntent was canceled${response.cancellationReason ? ` (${String(response.cancellationReason)})` : ''}.`);
+    case 'canceled': {
+      const message = `The PaymentIntent was canceled${response.cancellationReason ? ` (${String(response.cancellationReason)})` : ''}.`;
+      // Only a manual-capture PaymentIntent was ever an authorisation waiting to be captured.
+      return result('declined', intent.capture_method === 'manual' ? 'capture_failed' : 'processing_error', message);
+    }
     case 'processing':
       // Stripe has not decided yet: like a timeout, the outcome is still unknown.
       return result('timeout', 'timeout', 'Stripe is still processing the payment.');
