@@ -16,13 +16,21 @@ export function summarizeChargeRequest(r: ChargeRequest): Record<string, unknown
     source: r.source.kind === 'card' ? { kind: 'card', ...summarizeCard(r.source.card) } : { kind: 'token', token: r.source.token },
     description: r.description ?? null,
     metadata: r.metadata ?? {},
-    ...(r.capture === false ? { capture: false } : {}),
+    // Only when set, so a plain charge's summary stays as it was.
+    ...(r.capture !== undefined ? { capture: r.capture } : {}),
     ...(r.returnUrl ? { returnUrl: r.returnUrl } : {}),
   };
 }
 
 export function summarizeCaptureRequest(r: CaptureRequest): Record<string, unknown> {
-  return { operation: 'capture', idempotencyKey: r.idempotencyKey, paymentId: r.paymentId, chargeReference: r.chargeReference, amount: r.amount, currency: r.currency };
+  return {
+    operation: 'capture',
+    idempotencyKey: r.idempotencyKey,
+    paymentId: r.paymentId,
+    chargeReference: r.chargeReference,
+    amount: r.amount,
+    currency: r.currency,
+  };
 }
 
 export function summarizeCancelRequest(r: CancelRequest): Record<string, unknown> {

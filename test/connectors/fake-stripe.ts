@@ -138,17 +138,50 @@ const TOKENS: Record<string, string> = {
   pm_card_visa_chargeDeclined: '4000000000000002',
   pm_card_visa_chargeDeclinedInsufficientFunds: '4000000000009995',
   pm_card_chargeDeclinedProcessingError: '4000000000000119',
+  pm_card_threeDSecure2Required: '4000000000003220',
+  pm_card_authenticationRequired: '4000002760003184',
+  pm_card_authenticationRequiredOnSetup: '4000002500003155',
 };
 
 /**
+ * Stripe's 3-D Secure test cards (docs.stripe.com/testing#regulatory-cards): each asks for
+ * authentication when the customer is there; off session, 0003155 goes through when saved (it
+ * was authenticated at setup) and the others are declined `authentication_required`; 0001629 is
+ * declined once authenticated.
+ */
+const THREE_D_SECURE: Record<string, { offSession: 'declined' | 'saved_succeeds'; afterAuthentication: 'succeeded' | 'declined' }> = {
+  '4000000000003220': { offSession: 'declined', afterAuthentication: 'succeeded' },
+  '4000002760003184': { offSession: 'declined', afterAuthentication: 'succeeded' },
+  '4000002500003155': { offSession: 'saved_succeeds', afterAuthentication: 'succeeded' },
+  '4000008400001629': { offSession: 'declined', afterAuthentication: 'declined' },
+};
+
+/** The host of the fake's 3-D Secure pages (nothing answers there; the test completes or fails authentication). */
+export const FAKE_3DS_PAGE = 'https://hooks.stripe.test/3d_secure_2/hosted';
+
+const unexpectedState = (intent: Record<string, unknown>, action: string): FakeResponse => ({
+  status: 400,
+  body: {
+    error: {
+      type: 'invalid_request_error', code: 'payment_intent_unexpected_state', payment_intent: intent,
+      message: `You cannot ${action} this PaymentIntent because it has a status of ${String(intent.status)}.`,
+    },
+  },
+});
+
+/**
  * Emulates the parts of Stripe test mode the connector uses: test cards and tokens, stored
- * idempotent answers (replayed with `Idempotent-Replayed: true`), PaymentIntent search,
- * refunds, payment methods attached to customers.
+ * idempotent answers (replayed with `Idempotent-Replayed: true`, as they were first given),
+ * PaymentIntent search and retrieval, manual capture (`capture_method=manual`, capture, cancel),
+ * 3-D Secure (`requires_action` until the test calls completeAuthentication or
+ * failAuthentication), refunds, payment methods attached to customers.
  */
 export class StripeLikeBackend {
   readonly intents = new Map<string, Record<string, unknown>>();
   readonly refunds = new Map<string, Record<string, unknown>>();
   private readonly methods = new Map<string, { number: string; expYear: number; customer: string | null }>();
+  /** The card behind each PaymentIntent waiting for 3-D Secure. */
+  private readonly authenticating = new Map<string, string>();
   private readonly answers = new Map<string, FakeResponse>();
   /** PaymentIntents actually created per idempotency key (replays excluded). */
   readonly chargeCounts = new Map<string, number>();
@@ -168,10 +201,56 @@ export class StripeLikeBackend {
     const replay = key ? this.answers.get(`${req.pathname}\u0000${key}`) : undefined;
     if (replay) return { ...replay, headers: { 'idempotent-replayed': 'true' } };
     const answer = this.post(req);
-    // Like our simulator, server errors are not remembered: nothing happened.
-    if (key && answer.status < 500) this.answers.set(`${req.pathname}\u0000${key}`, answer);
+    // Like our simulator, server errors are not remembered: nothing happened. A copy, so a replay
+    // answers what the first call answered even after the PaymentIntent moved on.
+    if (key && answer.status < 500) this.answers.set(`${req.pathname}\u0000${key}`, structuredClone(answer));
     return answer;
   };
+
+  /** The customer passed the 3-D Secure challenge of PaymentIntent `id`. */
+  completeAuthentication(id: string): void {
+    const intent = this.waiting(id);
+    const number = this.authenticating.get(id)!;
+    this.authenticating.delete(id);
+    intent.next_action = null;
+    if (THREE_D_SECURE[number].afterAuthentication === 'declined') {
+      Object.assign(intent, { status: 'requires_payment_method', last_payment_error: { type: 'card_error', code: 'card_declined', decline_code: 'generic_decline', message: 'Your card was declined.' } });
+    } else {
+      this.authorise(intent);
+    }
+  }
+
+  /** The customer failed (or abandoned) the 3-D Secure challenge of PaymentIntent `id`. */
+  failAuthentication(id: string): void {
+    const intent = this.waiting(id);
+    this.authenticating.delete(id);
+    Object.assign(intent, {
+      status: 'requires_payment_method', next_action: null,
+      last_payment_error: {
+        type: 'invalid_request_error', code: 'payment_intent_authentication_failure',
+        message: 'The provided PaymentMethod has failed authentication. You can provide payment_method_data or a new PaymentMethod to attempt to fulfill this PaymentIntent again.',
+      },
+    });
+  }
+
+  /** Stripe voids an authorisation left uncaptured too long (7 days for cards). */
+  expireAuthorization(id: string): void {
+    const intent = this.intents.get(id);
+    if (intent?.status !== 'requires_capture') throw new Error(`${id} is not waiting for capture`);
+    Object.assign(intent, { status: 'canceled', cancellation_reason: 'automatic', amount_capturable: 0 });
+  }
+
+  private waiting(id: string): Record<string, unknown> {
+    const intent = this.intents.get(id);
+    if (intent?.status !== 'requires_action') throw new Error(`${id} is not waiting for authentication`);
+    return intent;
+  }
+
+  /** The card accepted the payment: authorised (manual capture) or captured at once. */
+  private authorise(intent: Record<string, unknown>): void {
+    if (intent.capture_method === 'manual') Object.assign(intent, { status: 'requires_capture', amount_capturable: intent.amount });
+    else Object.assign(intent, { status: 'succeeded', amount_received: intent.amount });
+  }
 
   private id(prefix: string): string {
     this.seq++;
@@ -205,16 +284,32 @@ export class StripeLikeBackend {
         const intent: Record<string, unknown> = {
           id: this.id('pi'), object: 'payment_intent', amount: Number(f.amount), currency: f.currency,
           created: this.seq, metadata: this.metadata(f), status: 'succeeded', last_payment_error: null,
+          capture_method: f.capture_method ?? 'automatic', amount_capturable: 0, amount_received: 0,
+          next_action: null, cancellation_reason: null,
         };
         this.intents.set(intent.id as string, intent);
+        const threeDS = THREE_D_SECURE[number];
+        const offSessionDecline = threeDS && f.off_session === 'true' && !(threeDS.offSession === 'saved_succeeds' && f.customer)
+          ? { code: 'authentication_required', decline_code: 'authentication_required', message: 'Your card was declined. This transaction requires authentication.' }
+          : undefined;
         const decline = expYear < this.now().getUTCFullYear()
           ? { code: 'invalid_expiry_year', message: "Your card's expiration year is invalid." }
-          : DECLINES[number];
+          : DECLINES[number] ?? offSessionDecline;
         if (decline) {
           const error = { type: 'card_error', ...decline };
           Object.assign(intent, { status: 'requires_payment_method', last_payment_error: error });
           return { status: 402, body: { error: { ...error, payment_intent: intent } } };
         }
+        if (threeDS && f.off_session !== 'true') {
+          // Stripe sends the customer to its page only with a return_url; without one, only its SDKs can authenticate.
+          const nextAction = f.return_url
+            ? { type: 'redirect_to_url', redirect_to_url: { url: `${FAKE_3DS_PAGE}?payment_intent=${String(intent.id)}`, return_url: f.return_url } }
+            : { type: 'use_stripe_sdk', use_stripe_sdk: { type: 'three_d_secure_redirect' } };
+          Object.assign(intent, { status: 'requires_action', next_action: nextAction });
+          this.authenticating.set(intent.id as string, number);
+          return { status: 200, body: intent };
+        }
+        this.authorise(intent);
         return { status: 200, body: intent };
       }
       case '/v1/refunds': {
@@ -238,9 +333,40 @@ export class StripeLikeBackend {
         method.customer = id;
         return { status: 200, body: { id, object: 'customer' } };
       }
-      default:
+      default: {
+        const action = /^\/v1\/payment_intents\/([^/]+)\/(capture|cancel)$/.exec(req.pathname);
+        if (action) return action[2] === 'capture' ? this.capture(action[1], f) : this.cancel(action[1], f);
         return { status: 404, body: { error: { type: 'invalid_request_error', message: 'Unrecognized request URL' } } };
+      }
     }
+  }
+
+  private missingIntent(id: string): FakeResponse {
+    return { status: 404, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'intent', message: `No such payment_intent: '${id}'` } } };
+  }
+
+  private capture(id: string, f: Record<string, string>): FakeResponse {
+    const intent = this.intents.get(id);
+    if (!intent) return this.missingIntent(id);
+    if (intent.status !== 'requires_capture') return unexpectedState(intent, 'capture');
+    const capturable = intent.amount_capturable as number;
+    const amount = f.amount_to_capture === undefined ? capturable : Number(f.amount_to_capture);
+    if (amount > capturable) {
+      return { status: 400, body: { error: { type: 'invalid_request_error', code: 'amount_too_large', param: 'amount_to_capture', message: `The amount to capture (${amount}) is greater than the amount capturable (${capturable}).`, payment_intent: intent } } };
+    }
+    Object.assign(intent, { status: 'succeeded', amount_received: amount, amount_capturable: 0 });
+    return { status: 200, body: intent };
+  }
+
+  private cancel(id: string, f: Record<string, string>): FakeResponse {
+    const intent = this.intents.get(id);
+    if (!intent) return this.missingIntent(id);
+    if (!['requires_payment_method', 'requires_capture', 'requires_confirmation', 'requires_action', 'processing'].includes(intent.status as string)) {
+      return unexpectedState(intent, 'cancel');
+    }
+    this.authenticating.delete(id);
+    Object.assign(intent, { status: 'canceled', cancellation_reason: f.cancellation_reason ?? null, amount_capturable: 0, next_action: null });
+    return { status: 200, body: intent };
   }
 
   private get(req: RecordedRequest): FakeResponse {
@@ -254,6 +380,11 @@ export class StripeLikeBackend {
     if (req.pathname === '/v1/refunds') {
       const data = [...this.refunds.values()].filter((r) => r.payment_intent === req.query.get('payment_intent'));
       return { status: 200, body: { object: 'list', data, has_more: false } };
+    }
+    const retrieve = /^\/v1\/payment_intents\/([^/]+)$/.exec(req.pathname);
+    if (retrieve) {
+      const intent = this.intents.get(retrieve[1]);
+      return intent ? { status: 200, body: intent } : this.missingIntent(retrieve[1]);
     }
     return { status: 404, body: { error: { type: 'invalid_request_error', message: 'Unrecognized request URL' } } };
   }

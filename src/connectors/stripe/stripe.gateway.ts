@@ -18,6 +18,8 @@ import type {
 import {
   elapsedMs,
   safeMessage,
+  summarizeCancelRequest,
+  summarizeCaptureRequest,
   summarizeChargeRequest,
   summarizeRefundRequest,
   summarizeSaveCardRequest,
@@ -25,18 +27,24 @@ import {
 } from '../redaction';
 import {
   STRIPE_API_VERSION,
+  captureForm,
   chargeForm,
   chargeSearchPath,
   customerForm,
   encodeForm,
   encodeSavedToken,
+  isStripeId,
   isStripeTestKey,
+  mapCancelAnswer,
+  mapCaptureAnswer,
   mapChargeAnswer,
   mapChargeSearchAnswer,
   mapCustomerAnswer,
+  mapIntentLookup,
   mapPaymentMethodAnswer,
   mapRefundAnswer,
   mapRefundListAnswer,
+  paymentIntentPath,
   paymentMethodForm,
   refundForm,
   refundListPath,
@@ -138,6 +146,18 @@ const loopbackAgent = new http.Agent({ keepAlive: true });
 /**
  * Stripe connector over its REST API with node's `https` (no SDK). Every call carries our
  * idempotency key as `Idempotency-Key`, so a repeat after a timeout returns Stripe's first answer.
+ *
+ * A charge is a PaymentIntent created and confirmed at once; its id is the reference.
+ * Authorise and capture: `capture: false` sends `capture_method=manual`; Stripe's
+ * `requires_capture` answers `succeeded` with `captured: false`, `capture()` posts
+ * `amount_to_capture` to `/v1/payment_intents/{id}/capture`, `cancel()` posts to `…/cancel`.
+ * 3-D Secure: a `returnUrl` goes as `return_url`, and `requires_action` with a `redirect_to_url`
+ * next action answers `requires_action` with that page as `nextAction`; once the customer is
+ * back, `status()` with the reference reads the PaymentIntent (succeeded, authorised, or declined
+ * `authentication_failed`). Repeating `charge()` under its key would only replay the first
+ * answer. Without a `returnUrl` a saved card goes `off_session`, and a card that wants
+ * authentication is declined `authentication_required` (see chargeForm and mapPaymentIntent in
+ * stripe.transformers.ts for every status).
  */
 export class StripeGateway implements Gateway {
   readonly type = 'stripe';
@@ -198,19 +218,40 @@ export class StripeGateway implements Gateway {
     return { ...mapped, latencyMs: elapsedMs(started), request };
   }
 
-  // Manual capture is not wired to Stripe yet: refused without a call, so nothing moves.
+  /**
+   * `POST /v1/payment_intents/{ref}/capture` with `amount_to_capture` (Stripe's units; the rest of
+   * the authorisation is released) under our idempotency key. See mapCaptureAnswer.
+   */
   async capture(r: CaptureRequest): Promise<GatewayResult> {
-    return this.unsupported('capture', { paymentId: r.paymentId, chargeReference: r.chargeReference, amount: r.amount, currency: r.currency });
+    const started = performance.now();
+    const converted = toStripeAmount(r.amount, r.currency);
+    const request = {
+      ...summarizeCaptureRequest(r),
+      endpoint: 'POST /v1/payment_intents/{id}/capture',
+      ...('amount' in converted && converted.amount !== r.amount ? { stripeAmount: converted.amount } : {}),
+    };
+    if (!isStripeId(r.chargeReference)) return this.unknownReference(request, started);
+    // Only a partial capture can hit this (the charge's own amount was sent): final, as no other
+    // gateway can capture this authorisation.
+    if ('refused' in converted) return { ...this.refusedAmount(converted.refused, request, started), outcome: 'declined' };
+    const exchange = await this.send('POST', paymentIntentPath(r.chargeReference, 'capture'), captureForm(converted.amount), r.idempotencyKey);
+    return { ...this.settle(exchange, mapCaptureAnswer), latencyMs: elapsedMs(started), request };
   }
 
+  /** `POST /v1/payment_intents/{ref}/cancel` under our idempotency key. See mapCancelAnswer. */
   async cancel(r: CancelRequest): Promise<GatewayResult> {
-    return this.unsupported('cancel', { paymentId: r.paymentId, chargeReference: r.chargeReference });
+    const started = performance.now();
+    const request = { ...summarizeCancelRequest(r), endpoint: 'POST /v1/payment_intents/{id}/cancel' };
+    if (!isStripeId(r.chargeReference)) return this.unknownReference(request, started);
+    const exchange = await this.send('POST', paymentIntentPath(r.chargeReference, 'cancel'), [], r.idempotencyKey);
+    return { ...this.settle(exchange, mapCancelAnswer), latencyMs: elapsedMs(started), request };
   }
 
-  private unsupported(operation: string, request: Record<string, unknown>): GatewayResult {
+  /** A reference that cannot be a Stripe id: nothing is sent. */
+  private unknownReference(request: Record<string, unknown>, started: number): GatewayResult {
     return {
-      outcome: 'declined', reference: null, declineCode: 'processing_error',
-      message: `The Stripe connector cannot ${operation} yet.`, response: { sent: false }, latencyMs: 0, request,
+      outcome: 'declined', reference: null, declineCode: 'charge_not_found',
+      message: 'The charge reference is not a Stripe PaymentIntent id.', response: { sent: false }, latencyMs: elapsedMs(started), request,
     };
   }
 
@@ -257,14 +298,18 @@ export class StripeGateway implements Gateway {
   }
 
   /**
-   * Charges: PaymentIntent search on our key (Stripe's search index lags writes by up to about
-   * a minute, so right after a timeout prefer repeating `charge()` with the same key).
+   * Charges: with `chargeReference`, the PaymentIntent itself (`GET /v1/payment_intents/{id}`, no
+   * lag); without it, a PaymentIntent search on our key (Stripe's search index lags writes by up
+   * to about a minute, so right after a timeout prefer repeating `charge()` with the same key).
+   * Captures and cancels: read from the PaymentIntent `chargeReference` names (see
+   * mapIntentLookup for when "it did not happen" is definitive).
    * Refunds: listed through `chargeReference`; without it Stripe cannot find them.
    */
   async status(r: StatusRequest): Promise<StatusResult> {
     const started = performance.now();
     const request = summarizeStatusRequest(r);
-    const done = (mapped: Mapped, found: boolean): StatusResult => ({ ...mapped, found, latencyMs: elapsedMs(started), request });
+    const done = (mapped: Mapped, found: boolean, definitive?: boolean): StatusResult =>
+      ({ ...mapped, found, ...(definitive !== undefined ? { definitive } : {}), latencyMs: elapsedMs(started), request });
     // A failed look-up is "cannot tell", never a decline: only `not_found` says the object is absent.
     const unknown = (mapped: Mapped): StatusResult =>
       done(mapped.outcome === 'declined' || mapped.outcome === 'retryable_error' ? { ...mapped, outcome: 'retryable_error', declineCode: 'status_unavailable' } : mapped, false);
@@ -272,6 +317,18 @@ export class StripeGateway implements Gateway {
       outcome: 'declined', reference: null, declineCode: 'not_found',
       message: `No ${r.kind} was made with this idempotency key.`, response: { found: false },
     }, false);
+
+    if (r.chargeReference && (r.kind === 'charge' || r.kind === 'capture' || r.kind === 'cancel')) {
+      if (!isStripeId(r.chargeReference)) {
+        return done({ outcome: 'declined', reference: null, declineCode: 'not_found', message: 'The charge reference is not a Stripe PaymentIntent id.', response: { sent: false } }, false, true);
+      }
+      const exchange = await this.send('GET', paymentIntentPath(r.chargeReference), null, null);
+      if (exchange.kind !== 'answer') return unknown(this.transportFailure(exchange));
+      const lookup = mapIntentLookup(exchange.answer, r.kind);
+      if (lookup.state === 'found') return done(lookup.mapped, true);
+      if (lookup.state === 'absent') return done(lookup.mapped, false, lookup.definitive);
+      return unknown(lookup.mapped);
+    }
 
     if (r.kind === 'charge') {
       const exchange = await this.send('GET', chargeSearchPath(r.idempotencyKey), null, null);
@@ -284,7 +341,7 @@ export class StripeGateway implements Gateway {
     if (!r.chargeReference) {
       return done({
         outcome: 'timeout', reference: null, declineCode: 'status_unavailable',
-        message: 'Stripe refunds can only be looked up through their charge reference.', response: {},
+        message: `Stripe ${r.kind === 'refund' ? 'refunds' : `${r.kind}s`} can only be looked up through their charge reference.`, response: {},
       }, false);
     }
     let cursor: string | null = null;

@@ -112,6 +112,19 @@ export function toStripeAmount(amount: number, currency: string): { amount: numb
   return { amount: converted };
 }
 
+/**
+ * The PaymentIntent, created and confirmed in one request. `capture: false` asks for
+ * `capture_method=manual` (Stripe authorises, `requires_capture`, and `capture()` takes the money).
+ * A `returnUrl` goes as `return_url`: a card that needs 3-D Secure then answers `requires_action`
+ * with a `redirect_to_url` page that sends the customer back there. Without one:
+ * - a saved card (`cus_…:pm_…`) is charged `off_session=true`: the customer is not there, Stripe
+ *   asks the issuer for an exemption, and a card that insists on authentication is declined
+ *   `authentication_required` at once;
+ * - a raw card or a test token is confirmed as before, without `off_session` (the card was just
+ *   given to us, so the charge is not merchant-initiated; claiming so would misrepresent it to the
+ *   issuer). Stripe then answers a card that needs 3-D Secure with a `use_stripe_sdk` next action,
+ *   which only Stripe's client SDKs can run: mapped to `declined`/`authentication_required`.
+ */
 export function chargeForm(r: ChargeRequest, stripeAmount: number): { fields: FormFields; droppedMetadataKeys: string[] } {
   const fields: FormFields = [
     ['amount', String(stripeAmount)],
@@ -119,17 +132,20 @@ export function chargeForm(r: ChargeRequest, stripeAmount: number): { fields: Fo
     ['confirm', 'true'],
     ['payment_method_types[]', 'card'],
   ];
+  if (r.capture === false) fields.push(['capture_method', 'manual']);
   if (r.source.kind === 'card') {
     fields.push(['payment_method_data[type]', 'card'], ...cardFields('payment_method_data[card]', r.source.card));
   } else {
     const saved = SAVED_TOKEN.exec(r.source.token);
     if (saved) {
-      // A saved card is charged without the customer present.
-      fields.push(['customer', saved[1]], ['payment_method', saved[2]], ['off_session', 'true']);
+      fields.push(['customer', saved[1]], ['payment_method', saved[2]]);
+      // Without a page to come back to, a saved card is charged without the customer present.
+      if (!r.returnUrl) fields.push(['off_session', 'true']);
     } else {
       fields.push(['payment_method', stripeTestPaymentMethod(r.source.token) ?? r.source.token]);
     }
   }
+  if (r.returnUrl) fields.push(['return_url', r.returnUrl]);
   if (r.description) fields.push(['description', r.description]);
   const metadata = metadataFields({ [PAYORCH_PAYMENT_ID]: r.paymentId, [PAYORCH_IDEMPOTENCY_KEY]: r.idempotencyKey }, r.metadata);
   fields.push(...metadata.fields);
@@ -167,6 +183,24 @@ export function chargeSearchPath(idempotencyKey: string): string {
   return `/v1/payment_intents/search?query=${encodeURIComponent(query)}`;
 }
 
+/**
+ * Stripe ids are letters, digits and underscores. Anything else is not sent: it could never name
+ * a PaymentIntent, and `..` or `/` would change the path the request goes to.
+ */
+export function isStripeId(reference: string): boolean {
+  return /^[A-Za-z0-9_]{1,255}$/.test(reference);
+}
+
+/** `/v1/payment_intents/{id}`, or one of its actions (`capture`, `cancel`); the id is checked with isStripeId first. */
+export function paymentIntentPath(reference: string, action?: 'capture' | 'cancel'): string {
+  return `/v1/payment_intents/${encodeURIComponent(reference)}${action ? `/${action}` : ''}`;
+}
+
+/** Takes `amount_to_capture` (Stripe's units); the rest of the authorisation is released. */
+export function captureForm(stripeAmount: number): FormFields {
+  return [['amount_to_capture', String(stripeAmount)]];
+}
+
 export function refundListPath(chargeReference: string, startingAfter: string | null): string {
   const params = new URLSearchParams({ limit: '100', payment_intent: chargeReference });
   if (startingAfter) params.set('starting_after', startingAfter);
@@ -189,6 +223,9 @@ export interface Mapped {
   declineCode: string | null;
   message: string | null;
   response: Record<string, unknown>;
+  /** Set (false) only for an authorisation not captured yet (`requires_capture`). */
+  captured?: boolean;
+  nextAction?: { type: 'redirect_to_url'; url: string } | null;
 }
 
 interface StripeError {
@@ -197,6 +234,8 @@ interface StripeError {
   declineCode: string | null;
   message: string | null;
   paymentIntentId: string | null;
+  /** The status of the PaymentIntent an error names (a capture or cancel refused because of it). */
+  paymentIntentStatus: string | null;
 }
 
 type Json = Record<string, unknown>;
@@ -213,6 +252,7 @@ function readError(v: unknown): StripeError | null {
     declineCode: str(v.decline_code),
     message: str(v.message),
     paymentIntentId: isObject(intent) ? str(intent.id) : null,
+    paymentIntentStatus: isObject(intent) ? str(intent.status) : null,
   };
 }
 
@@ -227,6 +267,8 @@ const DECLINE_CODES: Readonly<Record<string, string>> = {
   incorrect_number: 'incorrect_number',
   invalid_number: 'incorrect_number',
   authentication_required: 'authentication_required',
+  // The customer failed (or abandoned) the 3-D Secure challenge.
+  payment_intent_authentication_failure: 'authentication_failed',
   lost_card: 'lost_card',
   stolen_card: 'stolen_card',
   fraudulent: 'fraudulent',
@@ -235,7 +277,7 @@ const DECLINE_CODES: Readonly<Record<string, string>> = {
 /** Card errors Stripe itself says to retry: nothing was charged. */
 const RETRYABLE_CARD_CODES = new Set(['processing_error', 'try_again_later', 'issuer_not_available', 'reenter_transaction']);
 
-const NO_ERROR_DETAILS: StripeError = { type: null, code: null, declineCode: null, message: null, paymentIntentId: null };
+const NO_ERROR_DETAILS: StripeError = { type: null, code: null, declineCode: null, message: null, paymentIntentId: null, paymentIntentStatus: null };
 
 function mapCardError(error: StripeError): Pick<Mapped, 'outcome' | 'declineCode'> {
   const code = error.declineCode ?? error.code ?? '';
@@ -319,29 +361,87 @@ function unreadable(a: StripeAnswer, what: string): Mapped {
   };
 }
 
+/** Where Stripe wants the customer sent, if it named a page: only an http(s) URL is passed on. */
+function redirectUrlOf(nextAction: unknown): string | null {
+  if (!isObject(nextAction) || nextAction.type !== 'redirect_to_url' || !isObject(nextAction.redirect_to_url)) return null;
+  const url = str(nextAction.redirect_to_url.url);
+  if (!url) return null;
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'https:' || parsed.protocol === 'http:' ? parsed.toString() : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The PaymentIntent's fields worth keeping: never the client secret, nor the redirect URL (it carries it). */
+function intentResponse(a: StripeAnswer, intent: Json): Record<string, unknown> {
+  const lastError = readError(intent.last_payment_error);
+  const number = (v: unknown) => (typeof v === 'number' ? v : null);
+  return {
+    ...baseResponse(a),
+    object: 'payment_intent', id: str(intent.id), status: str(intent.status),
+    amount: number(intent.amount),
+    currency: str(intent.currency)?.toUpperCase() ?? null,
+    stripeDeclineCode: lastError?.declineCode ?? lastError?.code ?? null,
+    captureMethod: str(intent.capture_method),
+    amountCapturable: number(intent.amount_capturable),
+    amountReceived: number(intent.amount_received),
+    nextActionType: isObject(intent.next_action) ? str(intent.next_action.type) : null,
+    cancellationReason: str(intent.cancellation_reason),
+  };
+}
+
+/**
+ * A PaymentIntent as a charge's outcome:
+ * - `succeeded` → `succeeded` (captured); `requires_capture` → `succeeded` with `captured: false`
+ *   (authorised, to be captured or canceled);
+ * - `requires_action` with a `redirect_to_url` next action → `requires_action`, `nextAction` its
+ *   URL, reference the PaymentIntent. Any other next action (`use_stripe_sdk`, which Stripe gives
+ *   without a `return_url`, and only its client SDKs can run) has no page to send the customer
+ *   to → `declined`/`authentication_required`; nothing was charged, and the PaymentIntent stays
+ *   at Stripe waiting, holding no money;
+ * - `requires_payment_method` → `declined` with its `last_payment_error`: a failed or abandoned
+ *   3-D Secure challenge (`payment_intent_authentication_failure`) is `authentication_failed`, an
+ *   off-session charge the issuer wants authenticated is `authentication_required`, a card
+ *   decline after authentication is that decline;
+ * - `canceled` → `declined`: `capture_failed` for a manual-capture PaymentIntent (an
+ *   authorisation voided, by `cancel()` or by Stripe itself once left uncaptured past its
+ *   validity, `cancellation_reason: automatic`); `processing_error` for any other (canceled
+ *   before it was authorised, e.g. while waiting for 3-D Secure);
+ * - `processing` → `timeout` (Stripe has not decided yet).
+ */
 function mapPaymentIntent(a: StripeAnswer, intent: Json): Mapped {
   const id = str(intent.id);
   const status = str(intent.status);
   const lastError = readError(intent.last_payment_error);
-  const response = {
-    ...baseResponse(a),
-    object: 'payment_intent', id, status,
-    amount: typeof intent.amount === 'number' ? intent.amount : null,
-    currency: str(intent.currency)?.toUpperCase() ?? null,
-    stripeDeclineCode: lastError?.declineCode ?? lastError?.code ?? null,
-  };
+  const response = intentResponse(a, intent);
   const result = (outcome: GatewayOutcome, declineCode: string | null, message: string | null): Mapped => ({ outcome, reference: id, declineCode, message, response });
   switch (status) {
     case 'succeeded':
-    case 'requires_capture':
       return result('succeeded', null, null);
+    case 'requires_capture':
+      return { ...result('succeeded', null, null), captured: false };
     case 'requires_payment_method': {
       if (!lastError) return result('declined', 'card_declined', 'The card was declined.');
       const mapped = mapCardError(lastError);
       return result(mapped.outcome, mapped.declineCode, safeMessage(lastError.message));
     }
-    case 'requires_action':
-      return result('declined', 'authentication_required', 'The card requires authentication, which a server-side charge cannot complete.');
+    case 'requires_action': {
+      const url = redirectUrlOf(intent.next_action);
+      if (url && id) {
+        return {
+          ...result('requires_action', 'authentication_required', 'The card requires 3-D Secure authentication: send the customer to nextAction.'),
+          nextAction: { type: 'redirect_to_url', url },
+        };
+      }
+      return result('declined', 'authentication_required', 'The card requires authentication, and Stripe gave no page to send the customer to (a charge without a return URL).');
+    }
+    case 'canceled': {
+      const message = `The PaymentIntent was canceled${response.cancellationReason ? ` (${String(response.cancellationReason)})` : ''}.`;
+      // Only a manual-capture PaymentIntent was ever an authorisation waiting to be captured.
+      return result('declined', intent.capture_method === 'manual' ? 'capture_failed' : 'processing_error', message);
+    }
     case 'processing':
       // Stripe has not decided yet: like a timeout, the outcome is still unknown.
       return result('timeout', 'timeout', 'Stripe is still processing the payment.');
@@ -359,6 +459,77 @@ export function mapChargeAnswer(a: StripeAnswer): Mapped {
   if (a.status < 200 || a.status >= 300) return mapError(a);
   if (!isObject(a.body) || a.body.object !== 'payment_intent') return unreadable(a, 'payment intent');
   return mapPaymentIntent(a, a.body);
+}
+
+/**
+ * A refused capture or cancel. Uncertain answers (5xx, 409, an idempotency_error) stay `timeout`,
+ * and "nothing happened, try again later" (429, our key refused, a card code Stripe calls
+ * retryable) stays `retryable_error`. Anything else Stripe refused about this PaymentIntent, in an
+ * error of its own shape, is final, as no other gateway can capture or cancel it: `charge_not_found` for an id Stripe does
+ * not know, `failedCode` otherwise (`payment_intent_unexpected_state`: already captured, canceled,
+ * or its authorisation expired; an amount above what is capturable).
+ */
+function mapIntentActionError(a: StripeAnswer, failedCode: string): Mapped {
+  const mapped = mapError(a);
+  if (mapped.outcome === 'timeout') return mapped;
+  if (mapped.outcome === 'retryable_error' && mapped.declineCode !== 'processing_error') return mapped;
+  const error = readError(isObject(a.body) ? a.body.error : null);
+  const stripe = isStripeError(error);
+  const response = { ...mapped.response, intentStatus: stripe ? error.paymentIntentStatus : null };
+  // Not Stripe's own error (a proxy's page): mapError's final `processing_error`, nothing more read into it.
+  if (!stripe) return { ...mapped, response };
+  if (error.code === 'resource_missing') return { ...mapped, outcome: 'declined', reference: null, declineCode: 'charge_not_found', response };
+  return { ...mapped, outcome: 'declined', reference: error.paymentIntentId, declineCode: failedCode, response };
+}
+
+/**
+ * `POST /v1/payment_intents/{id}/capture`: `succeeded` once the PaymentIntent is `succeeded`.
+ * `processing` (or a PaymentIntent still `requires_capture`, which a capture never answers) is
+ * `timeout`: ask `status()`. An already captured, canceled or expired authorisation is
+ * `declined`/`capture_failed`.
+ */
+export function mapCaptureAnswer(a: StripeAnswer): Mapped {
+  if (a.status < 200 || a.status >= 300) return mapIntentActionError(a, 'capture_failed');
+  if (!isObject(a.body) || a.body.object !== 'payment_intent') return unreadable(a, 'payment intent');
+  const intent = a.body;
+  const id = str(intent.id);
+  const response = intentResponse(a, intent);
+  switch (str(intent.status)) {
+    case 'succeeded':
+      return { outcome: 'succeeded', reference: id, declineCode: null, message: null, response };
+    case null:
+      return { ...unreadable(a, 'payment intent'), reference: id, response };
+    case 'processing':
+    case 'requires_capture':
+      return { outcome: 'timeout', reference: id, declineCode: 'timeout', message: `Stripe has not finished the capture (${String(intent.status)}).`, response };
+    default:
+      return { outcome: 'declined', reference: id, declineCode: 'capture_failed', message: `The PaymentIntent is ${String(intent.status)}; it was not captured.`, response };
+  }
+}
+
+/**
+ * `POST /v1/payment_intents/{id}/cancel`: `succeeded` once the PaymentIntent is `canceled`, and
+ * also when Stripe refuses because it is canceled already (by an earlier cancel under another
+ * key, or by Stripe when the authorisation expired): either way the authorisation is void. A
+ * PaymentIntent that has `succeeded` cannot be canceled (refund it instead):
+ * `declined`/`processing_error`.
+ */
+export function mapCancelAnswer(a: StripeAnswer): Mapped {
+  if (a.status < 200 || a.status >= 300) {
+    const mapped = mapIntentActionError(a, 'processing_error');
+    if (mapped.outcome === 'declined' && mapped.response.intentStatus === 'canceled') {
+      return { ...mapped, outcome: 'succeeded', declineCode: null, message: null };
+    }
+    return mapped;
+  }
+  if (!isObject(a.body) || a.body.object !== 'payment_intent') return unreadable(a, 'payment intent');
+  const intent = a.body;
+  const id = str(intent.id);
+  const response = intentResponse(a, intent);
+  if (intent.status === 'canceled') return { outcome: 'succeeded', reference: id, declineCode: null, message: null, response };
+  if (str(intent.status) === null) return { ...unreadable(a, 'payment intent'), reference: id, response };
+  // A 2xx that is not canceled: Stripe never answers a cancel so; do not guess, ask status().
+  return { outcome: 'timeout', reference: id, declineCode: 'gateway_error', message: `Stripe answered the cancel with a PaymentIntent that is ${String(intent.status)}.`, response };
 }
 
 const REFUND_ERROR_CODES: Readonly<Record<string, string>> = {
@@ -434,6 +605,90 @@ export function mapChargeSearchAnswer(a: StripeAnswer): Lookup {
   if (intents.length === 0) return { found: false, mapped: null };
   const newest = intents.reduce((x, y) => (Number(y.created ?? 0) > Number(x.created ?? 0) ? y : x));
   return { found: true, mapped: mapPaymentIntent(a, newest) };
+}
+
+/**
+ * `GET /v1/payment_intents/{id}` read for `status()`. `found`: the operation asked about is there
+ * (for `charge`, the PaymentIntent itself, mapped as a charge). `absent`: it visibly did not
+ * happen; `definitive` when it no longer can (see mapIntentLookup). `unknown`: Stripe could not
+ * tell (an error, an answer this connector cannot read, `processing`).
+ */
+export type IntentLookup =
+  | { state: 'found'; mapped: Mapped }
+  | { state: 'absent'; mapped: Mapped; definitive: boolean }
+  | { state: 'unknown'; mapped: Mapped };
+
+/**
+ * What a PaymentIntent says about an operation on it:
+ * - `charge`: the PaymentIntent as a charge (see mapPaymentIntent). Stripe has no such id: absent,
+ *   definitive (a retrieval by id does not lag as search does).
+ * - `capture`: captured when `succeeded` (unless `amount_received` says 0). Still `requires_capture`:
+ *   absent, not definitive (a capture still in flight may land). `canceled`, or never authorised
+ *   (`requires_payment_method`, `requires_action`, `requires_confirmation`): absent, definitive,
+ *   as no capture can succeed from there.
+ * - `cancel`: canceled when `canceled` (by us or, for an expired authorisation, by Stripe: void
+ *   either way). `succeeded`: absent, definitive (captured, it can no longer be canceled).
+ *   Anything before that: absent, not definitive (a cancel in flight may land).
+ * `processing` and statuses this connector does not know are unknown.
+ */
+export function mapIntentLookup(a: StripeAnswer, kind: 'charge' | 'capture' | 'cancel'): IntentLookup {
+  if (a.status < 200 || a.status >= 300) {
+    const error = readError(isObject(a.body) ? a.body.error : null);
+    if (isStripeError(error) && error.code === 'resource_missing') {
+      return {
+        state: 'absent', definitive: true,
+        mapped: { outcome: 'declined', reference: null, declineCode: 'not_found', message: 'Stripe has no such PaymentIntent.', response: errorResponse(a, error) },
+      };
+    }
+    return { state: 'unknown', mapped: mapError(a) };
+  }
+  if (!isObject(a.body) || a.body.object !== 'payment_intent' || !str(a.body.status)) return { state: 'unknown', mapped: unreadable(a, 'payment intent') };
+  const intent = a.body;
+  if (kind === 'charge') return { state: 'found', mapped: mapPaymentIntent(a, intent) };
+  const id = str(intent.id);
+  const status = str(intent.status);
+  const response = intentResponse(a, intent);
+  const found = (): IntentLookup => ({ state: 'found', mapped: { outcome: 'succeeded', reference: id, declineCode: null, message: null, response } });
+  const absent = (definitive: boolean): IntentLookup => ({
+    state: 'absent', definitive,
+    mapped: { outcome: 'declined', reference: id, declineCode: 'not_found', message: `The PaymentIntent is ${String(status)}: it was not ${kind === 'capture' ? 'captured' : 'canceled'}.`, response },
+  });
+  const unknown = (): IntentLookup => ({
+    state: 'unknown',
+    mapped: { outcome: 'timeout', reference: id, declineCode: 'status_unavailable', message: `The PaymentIntent is ${String(status)}: Stripe cannot tell yet.`, response },
+  });
+  if (kind === 'capture') {
+    switch (status) {
+      case 'succeeded':
+        // Stripe says `succeeded` once the funds are captured; `amount_received` only checks it
+        // (an emulator may leave it out; zero, Stripe would not have taken anything).
+        return intent.amount_received === 0 ? unknown() : found();
+      case 'requires_capture':
+        return absent(false);
+      case 'canceled':
+      case 'requires_payment_method':
+      case 'requires_action':
+      case 'requires_confirmation':
+        return absent(true);
+      case null:
+      default:
+        return unknown();
+    }
+  }
+  switch (status) {
+    case 'canceled':
+      return found();
+    case 'succeeded':
+      return absent(true);
+    case 'requires_capture':
+    case 'requires_payment_method':
+    case 'requires_action':
+    case 'requires_confirmation':
+      return absent(false);
+    case null:
+    default:
+      return unknown();
+  }
 }
 
 /** One page of a charge's refunds: the one carrying our key, or where to continue. */
