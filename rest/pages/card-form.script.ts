@@ -297,6 +297,8 @@ const SOURCE = String.raw`(function () {
   function result(data) {
     if (data.status === 'succeeded') return succeed(data.redirectUrl);
     if (data.status === 'processing') return processing();
+    // 3-D Secure: the card issuer's challenge; it brings the payer back when answered.
+    if (data.status === 'requires_action' && data.redirectUrl && /^https?:\/\//i.test(data.redirectUrl)) return window.location.assign(data.redirectUrl);
     setBusy(false);
     say(declineText(data.failureCode, data.failureMessage));
   }

@@ -266,3 +266,22 @@ describe('3-D Secure', () => {
     expect(await get(p.id)).toMatchObject({ status: 'succeeded', amountCaptured: 2500 });
   });
 });
+
+describe('3-D Secure on a hosted checkout pay', () => {
+  it('should answer the pay with requires_action and the challenge as redirectUrl, and keep the session held while it is open', async () => {
+    const session = (await app.request('POST', '/v1/checkout-sessions', { key, body: { mode: 'payment', amount: 1800, currency: 'eur' } })).body.data;
+    const card = { number: '4000000000003220', expMonth: 12, expYear: 2030, cvc: '123' };
+    const paid = await app.request('POST', `/v1/public/checkout-sessions/${session.id}/pay`, { body: { card } });
+    expect(paid.status).toBe(200);
+    expect(paid.body.data).toMatchObject({ status: 'requires_action', redirectUrl: expect.stringMatching(/\/simulator\/3ds\/simchl_/) });
+    // The payment waiting for the challenge holds the session, even once the pay's own claim has lapsed.
+    const holding = await app.server.services.db.select(
+      `SELECT status FROM payments WHERE checkout_session_id = $1`, [session.id],
+    );
+    expect(holding).toEqual([{ status: 'requires_action' }]);
+    await app.server.services.db.execute('UPDATE checkout_sessions SET paying_until = $1 WHERE id = $2', [new Date(Date.now() - 3_600_000), session.id]);
+    const again = await app.request('POST', `/v1/public/checkout-sessions/${session.id}/pay`, { body: { card: { ...card, number: '4242424242424242' } } });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('checkout_session_in_use');
+  });
+});

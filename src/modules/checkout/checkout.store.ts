@@ -75,8 +75,11 @@ export interface PaymentLinkRecord {
   updatedAt: string;
 }
 
-/** What pays: the statuses of a session's payments that hold it (money moved, or may have). */
-const HOLDING_PAYMENT_STATUSES = "('pending', 'succeeded', 'requires_review')";
+/**
+ * What pays: the statuses of a session's payments that hold it (money moved, or may have; or the
+ * payer is answering a 3-D Secure challenge, which may still take the money).
+ */
+const HOLDING_PAYMENT_STATUSES = "('pending', 'requires_action', 'requires_capture', 'succeeded', 'requires_review')";
 
 /** A session's columns under the names toSessionRecord reads (a model finder's raw names). */
 const SESSION_COLUMNS = [
