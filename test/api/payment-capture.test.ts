@@ -1,5 +1,5 @@
 import { FixedClock } from '../../src/core/clock';
-import { simulatorState, operationKey } from '../../src/connectors/simulator/simulator.state';
+import { operationKey, resetSimulatorState, simulatorState } from '../../src/connectors/simulator/simulator.state';
 import { startTestApp, type TestApp } from '../helpers/app';
 
 /**
@@ -264,6 +264,19 @@ describe('3-D Secure', () => {
     clock.advance(31 * 60_000);
     await app.server.services.paymentActions.expireDue(clock.now());
     expect(await get(p.id)).toMatchObject({ status: 'succeeded', amountCaptured: 2500 });
+  });
+});
+
+describe('3-D Secure after a simulator restart', () => {
+  it('should fail an expired challenge the gateway no longer knows (nothing to void, nothing can be charged)', async () => {
+    const p = (await app.request('POST', '/v1/payments', {
+      key, body: { amount: 900, currency: 'eur', paymentMethod: 'card', card: { number: '4000000000003220', expMonth: 12, expYear: 2030, cvc: '123' } },
+    })).body.data;
+    expect(p.status).toBe('requires_action');
+    resetSimulatorState(); // what a restart of the process does to the simulator's memory
+    clock.advance(31 * 60_000);
+    await app.server.services.paymentActions.expireDue(clock.now());
+    expect(await get(p.id)).toMatchObject({ status: 'failed', failureCode: 'authentication_expired', nextAction: null });
   });
 });
 

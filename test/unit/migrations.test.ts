@@ -32,6 +32,8 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
     }
   });
 
+  // Every migration rolled back and the rest re-applied: quadratic in their number (26 now), past
+  // a minute on PostgreSQL when the machine is busy.
   it('should take the schema back exactly when any migration is rolled back, and forward again', async () => {
     const database = await freshDatabase();
     const db = new Database({ url: database.url, models: MODELS });
@@ -82,7 +84,7 @@ describe(`migrations on an empty ${DIALECT} database`, () => {
       await db.close();
       await database.drop();
     }
-  });
+  }, 180_000);
 
   it('should date the rows pending before 0011 now on the database\'s clock, never from their creation, and give back the refunds it marked for review as succeeded', async () => {
     const database = await freshDatabase();

@@ -98,27 +98,30 @@ export class PaymentActions {
     const row = await this.store.read(id);
     if (!row) return null;
     const ctx = systemContext(row.accountId, row.payment.livemode ? 'live' : 'test', this.clock.now(), `return_${id}`);
-    const payment = row.payment.status === 'requires_action' ? await this.resolveAction(ctx, row) : row.payment;
+    const payment = row.payment.status === 'requires_action' ? (await this.resolveAction(ctx, row)).payment : row.payment;
     return { payment, returnUrl: row.returnUrl };
   }
 
   /**
    * Asks the gateway how a challenge ended and writes it: completed (captured or authorised),
-   * failed or declined. Still open, or the gateway could not tell: left as it is.
+   * failed or declined. Still open, or the gateway could not tell: left as it is. `gone`: the
+   * gateway says for certain it has no such charge (a simulator that restarted forgets its
+   * challenges), so nothing can be charged under it any more.
    */
-  private async resolveAction(ctx: RequestContext, row: OperationRow): Promise<Payment> {
+  private async resolveAction(ctx: RequestContext, row: OperationRow): Promise<{ payment: Payment; gone: boolean }> {
     const operation = 'resolve';
-    if (!(await this.store.claim(null, row.payment.id, ['requires_action'], operation, OPERATION_LEASE_MS))) return row.payment;
+    if (!(await this.store.claim(null, row.payment.id, ['requires_action'], operation, OPERATION_LEASE_MS))) return { payment: row.payment, gone: false };
     const status = await this.chargeStatus(ctx, row);
     const log = [status.call];
     const { result } = status;
+    const gone = !result.found && result.outcome === 'declined' && result.declineCode === 'not_found' && result.definitive === true;
     const move: ActionMove | null = !result.found ? null
       : result.outcome === 'succeeded' ? (result.captured === false ? 'authorize_after_action' : 'complete_action')
         : result.outcome === 'declined' ? 'fail_action' : null;
     if (!move) {
       await this.store.release(row.payment.id, operation);
       await this.gtx.record(ctx, { paymentId: row.payment.id }, log);
-      return row.payment;
+      return { payment: row.payment, gone };
     }
     const failureCode = move === 'fail_action' ? (result.declineCode ?? 'authentication_failed') : null;
     const next = movedPayment(row.payment, move, ctx.clock.now(), {
@@ -126,7 +129,7 @@ export class PaymentActions {
       failureMessage: failureCode ? failureMessageFor(failureCode, result.message) : null,
       attempts: [...row.payment.attempts, toAttempt(row.payment.gatewayId as string, result)],
     });
-    return this.write(ctx, row, move, next, operation, log, status.captureWindowDays);
+    return { payment: await this.write(ctx, row, move, next, operation, log, status.captureWindowDays), gone: false };
   }
 
   /** The charge as its gateway tells it now (under the attempt's key and the charge's reference). */
@@ -153,8 +156,11 @@ export class PaymentActions {
         if (!row || row.payment.status !== 'requires_action') return false;
         const ctx = systemContext(row.accountId, row.payment.livemode ? 'live' : 'test', now, `expire_${id}`);
         // Answered meanwhile (the customer did not come back through the return page): as the gateway tells.
-        if ((await this.resolveAction(ctx, row)).status !== 'requires_action') return true;
+        const read = await this.resolveAction(ctx, row);
+        if (read.payment.status !== 'requires_action') return true;
         if (!(await this.store.claim(null, id, ['requires_action'], 'expire', OPERATION_LEASE_MS))) return false;
+        // No such charge at the gateway any more: nothing to void, nothing can be taken.
+        if (read.gone) return (await this.writeVoid(ctx, { ...row, operation: 'expire' }, 'expire', [])).status === 'failed';
         return (await this.voidAndWrite(ctx, { ...row, operation: 'expire' }, 'expire')).status === 'failed';
       });
     }
@@ -301,7 +307,8 @@ export class PaymentActions {
     ctx: RequestContext, row: OperationRow, move: ActionMove | AuthorizationMove, next: Payment, operation: string, log: PendingTransaction[],
     captureWindowDays?: number, idem?: IdempotencyKey,
   ): Promise<Payment> {
-    const reference = next.status === 'canceled' || next.status === 'failed' ? null : row.reference;
+    // Kept as settlingRow allows (a voided authorisation's too); dropped for a failed challenge.
+    const reference = row.reference;
     const idempotent = move === 'capture' ? IDEMPOTENT_OPERATIONS.capturePayment : IDEMPOTENT_OPERATIONS.cancelPayment;
     return this.db.transaction(async (t) => {
       const written = await this.store.write(t, move, next, reference, operation, captureWindowDays);

@@ -57,8 +57,11 @@ export const ACTION_LIFETIME_MS = 30 * 60_000;
 /** How long an authorisation waits for its capture when the gateway sets no `captureWindowDays`. */
 export const DEFAULT_CAPTURE_WINDOW_DAYS = 7;
 
-/** The statuses whose charge object exists at the gateway: its reference is kept (refunds, captures, voids, look-ups). */
-const KEEPS_REFERENCE = new Set<Payment['status']>(['succeeded', 'requires_capture', 'requires_action']);
+/**
+ * The statuses whose charge object exists at the gateway: its reference is kept (refunds,
+ * captures, voids, look-ups; a voided authorisation's, to reconcile it with the gateway).
+ */
+const KEEPS_REFERENCE = new Set<Payment['status']>(['succeeded', 'requires_capture', 'requires_action', 'canceled']);
 
 /**
  * The settling write's values. `captureWindowDays`: the authorising gateway's, for the deadline
