@@ -1801,8 +1801,11 @@ export interface components {
             subscriptionId: string | null;
             /** @enum {string} */
             status: "draft" | "sent" | "paid" | "void";
-            /** @enum {string} */
-            paymentStatus: "unpaid" | "processing" | "paid" | "failed";
+            /**
+             * @description requires_action: the latest payment waits for the customer's 3-D Secure authentication on the hosted invoice page; no other charge is made meanwhile.
+             * @enum {string}
+             */
+            paymentStatus: "unpaid" | "processing" | "requires_action" | "paid" | "failed";
             currency: string;
             lineItems: {
                 id: string;
@@ -1896,6 +1899,10 @@ export interface components {
                 quantity: number;
                 amount: number;
             }[];
+            /** @description While paymentStatus is requires_action: where the customer authenticates the invoice's payment (3-D Secure); it brings them back to the hosted invoice page. */
+            nextActionUrl: string | null;
+            /** @description While paymentStatus is failed: the latest payment's failureCode (authentication_failed, authentication_expired, card_declined, …). */
+            paymentFailureCode: string | null;
         };
         TaxRate: {
             id: string;

@@ -209,7 +209,7 @@ example(publicInvoiceSchema, {
   id: ids.invoice, object: 'invoice', livemode: false, number: 'ACME-0042', status: 'sent', paymentStatus: 'unpaid', currency: 'EUR',
   subtotal: 120000, tax: 24000, taxBreakdown: [{ displayName: 'USt', percentage: 20, inclusive: false, taxableAmount: 120000, amount: 24000 }], reverseCharge: false,
   total: 144000, creditApplied: 0, amountPaid: 0, amountDue: 144000, dueDate: '2026-04-30', merchantName: 'Acme Ltd', locale: 'de-AT',
-  lineItems: [{ description: 'Consulting, March', quantity: 10, amount: 120000 }],
+  lineItems: [{ description: 'Consulting, March', quantity: 10, amount: 120000 }], nextActionUrl: null, paymentFailureCode: null,
 });
 
 example(taxRateSchema, {

@@ -24,6 +24,13 @@ interface PageWords {
   voidText: (merchant: string | null) => string;
   processingTitle: string;
   processingText: string;
+  /** The invoice's payment waits for the customer's 3-D Secure authentication. */
+  authenticateTitle: string;
+  authenticateText: (amount: string) => string;
+  authenticateButton: string;
+  /** Over the card form when the invoice's latest payment failed: authentication failed or expired, or a decline. */
+  authenticationFailed: string;
+  lastPaymentFailed: string;
   theMerchant: string;
   testBadge: string;
   testHint: string;
@@ -46,6 +53,11 @@ const WORDS: Record<InvoiceLanguage, PageWords> = {
     voidText: (merchant) => `${merchant ?? 'The merchant'} canceled it; there is nothing to pay.`,
     processingTitle: 'A payment is being processed',
     processingText: 'A payment of this invoice is on its way. Reload this page in a moment to see its result.',
+    authenticateTitle: 'Confirm your payment',
+    authenticateText: (amount) => `Your bank asks you to confirm the payment of ${amount} (3-D Secure). Nothing has been charged yet.`,
+    authenticateButton: 'Complete authentication',
+    authenticationFailed: 'The payment was not authenticated, so nothing was charged. You can pay with a card below.',
+    lastPaymentFailed: 'The last payment of this invoice did not go through, so nothing was charged. You can pay with a card below.',
     theMerchant: 'the merchant',
     testBadge: 'Test mode',
     testHint: 'Test mode: no money moves. Card 4242 4242 4242 4242 succeeds and 4000 0000 0000 0002 is declined, with any future expiry and any CVC.',
@@ -64,6 +76,11 @@ const WORDS: Record<InvoiceLanguage, PageWords> = {
     voidText: (merchant) => `${merchant ?? 'Der Händler'} hat sie storniert; es ist nichts zu zahlen.`,
     processingTitle: 'Eine Zahlung wird verarbeitet',
     processingText: 'Eine Zahlung dieser Rechnung ist unterwegs. Laden Sie die Seite gleich neu, um ihr Ergebnis zu sehen.',
+    authenticateTitle: 'Bestätigen Sie Ihre Zahlung',
+    authenticateText: (amount) => `Ihre Bank bittet Sie, die Zahlung über ${amount} zu bestätigen (3-D Secure). Bisher wurde nichts belastet.`,
+    authenticateButton: 'Authentifizierung abschließen',
+    authenticationFailed: 'Die Zahlung wurde nicht bestätigt, daher wurde nichts belastet. Sie können unten mit einer Karte bezahlen.',
+    lastPaymentFailed: 'Die letzte Zahlung dieser Rechnung ist nicht durchgegangen, daher wurde nichts belastet. Sie können unten mit einer Karte bezahlen.',
     theMerchant: 'Händler',
     testBadge: 'Testmodus',
     testHint: 'Testmodus: es fließt kein Geld. Die Karte 4242 4242 4242 4242 wird angenommen, 4000 0000 0000 0002 abgelehnt, mit jedem künftigen Ablaufdatum und jeder Prüfnummer.',
@@ -120,6 +137,11 @@ const WORDS: Record<InvoiceLanguage, PageWords> = {
     voidText: (merchant) => `${merchant ?? 'Le commerçant'} l'a annulée\u00a0; il n'y a rien à payer.`,
     processingTitle: 'Un paiement est en cours de traitement',
     processingText: 'Un paiement de cette facture est en cours. Rechargez cette page dans un instant pour voir son résultat.',
+    authenticateTitle: 'Confirmez votre paiement',
+    authenticateText: (amount) => `Votre banque vous demande de confirmer le paiement de ${amount} (3-D Secure). Rien n'a encore été débité.`,
+    authenticateButton: "Terminer l'authentification",
+    authenticationFailed: "Le paiement n'a pas été authentifié\u00a0; rien n'a été débité. Vous pouvez payer par carte ci-dessous.",
+    lastPaymentFailed: "Le dernier paiement de cette facture n'a pas abouti\u00a0; rien n'a été débité. Vous pouvez payer par carte ci-dessous.",
     theMerchant: 'le commerçant',
     testBadge: 'Mode test',
     testHint: "Mode test\u00a0: aucun argent ne circule. La carte 4242 4242 4242 4242 est acceptée et la carte 4000 0000 0000 0002 refusée, avec n'importe quelle date d'expiration future et n'importe quel CVC.",
@@ -208,6 +230,30 @@ function totalsList(inv: PublicInvoice): SafeHtml {
 ${notice}`;
 }
 
+/**
+ * The invoice's payment waits for the customer's 3-D Secure authentication: the way to it (the
+ * challenge, which brings the customer back here), and no card form (no second charge meanwhile).
+ */
+function authenticateView(inv: PublicInvoice, url: string): PageView {
+  const { language, words, money } = localeOf(inv);
+  return statePage({
+    lang: language,
+    title: words.authenticateTitle,
+    body: html`${merchantHeader(inv.merchantName, inv.livemode, words.testBadge)}
+<h1>${words.authenticateTitle}</h1>
+<p>${words.authenticateText(money(inv.amountDue))}</p>
+<p class="status info"><a id="authenticate" href="${url}">${words.authenticateButton}</a></p>
+<p class="meta">${words.invoice(html`<code>${inv.number}</code>`)}</p>`,
+  });
+}
+
+/** Over the card form when the latest payment failed: why, in the customer's words (the payment's own message is English). */
+function failureNotice(inv: PublicInvoice, words: PageWords): SafeHtml | string {
+  if (inv.paymentStatus !== 'failed' || !inv.paymentFailureCode) return '';
+  const authentication = inv.paymentFailureCode === 'authentication_failed' || inv.paymentFailureCode === 'authentication_expired';
+  return html`<p id="invoice-payment-failed" class="status" data-code="${inv.paymentFailureCode}">${authentication ? words.authenticationFailed : words.lastPaymentFailed}</p>`;
+}
+
 function openView(inv: PublicInvoice): PageView {
   const { language, words, money } = localeOf(inv);
   const merchant = inv.merchantName || words.theMerchant;
@@ -216,6 +262,7 @@ function openView(inv: PublicInvoice): PageView {
     lang: language,
     title: words.payTitle(inv.number, merchant),
     body: html`${merchantHeader(inv.merchantName, inv.livemode, words.testBadge)}
+${failureNotice(inv, words)}
 <div class="summary">
 <p class="description">${words.invoice(inv.number)}</p>
 <h1 class="amount">${due}</h1>
@@ -240,8 +287,8 @@ ${testModeHint(inv.livemode, words.testHint)}`,
 }
 
 /**
- * `/invoice/{id}`: a sent invoice's card form, or the state it is in (paid, void, being paid,
- * unknown), in the customer's language and its region's formats, as the invoice's PDF and mail.
+ * `/invoice/{id}`: a sent invoice's card form (with why its last payment failed, if it did), the
+ * way to authenticate its payment (3-D Secure), or the state it is in (paid, void, being paid, unknown), in the customer's language and its region's formats, as the invoice's PDF and mail.
  */
 export const invoicePage: Page = {
   path: '/invoice/:id',
@@ -257,6 +304,9 @@ export const invoicePage: Page = {
     if (inv.status === 'paid') return stateView(inv, words.paidTitle, words.paidText(numberOf(inv)));
     if (inv.status === 'void') return stateView(inv, words.voidTitle, words.voidText(inv.merchantName || null));
     if (inv.paymentStatus === 'processing') return stateView(inv, words.processingTitle, words.processingText);
+    if (inv.paymentStatus === 'requires_action') {
+      return inv.nextActionUrl ? authenticateView(inv, inv.nextActionUrl) : stateView(inv, words.processingTitle, words.processingText);
+    }
     return openView(inv);
   },
 };

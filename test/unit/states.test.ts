@@ -158,6 +158,7 @@ describe('the states tables', () => {
       resume_owing: [['paused'], 'past_due', ['merchant'], 'subscription.resumed', null],
       cancel: [['active', 'past_due', 'paused'], 'canceled', ['merchant'], 'subscription.canceled', null],
       charge_failed: [['active', 'past_due'], 'past_due', ['system'], 'subscription.past_due', null],
+      authentication_required: [['active'], 'past_due', ['system'], 'subscription.past_due', null],
       charge_succeeded: [['active', 'past_due'], 'active', ['system', 'customer'], 'subscription.updated', null],
       invoice_voided: [['past_due'], 'active', ['system'], 'subscription.updated', null],
       dunning_exhausted: [['past_due'], 'canceled', ['system'], 'subscription.canceled', null],

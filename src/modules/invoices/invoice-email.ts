@@ -12,6 +12,12 @@ export interface InvoiceEmail {
 export interface InvoiceEmailOptions {
   /** The public page where the customer pays the invoice by card. */
   hostedUrl?: string;
+  /**
+   * `authentication`: the invoice's charge waits for the customer to authenticate it (3-D
+   * Secure); the mail asks them to do so on the hosted page (`hostedUrl`) and carries no PDF.
+   * `invoice` (default): the invoice sent.
+   */
+  purpose?: 'invoice' | 'authentication';
 }
 
 interface Wording {
@@ -24,6 +30,10 @@ interface Wording {
   attached: string;
   /** Before the subject of a test-mode invoice's mail. */
   testSubject: string;
+  /** The mail asking the customer to authenticate the invoice's payment (3-D Secure). */
+  actionSubject: (number: string, merchant: string) => string;
+  actionRequired: (merchant: string, number: string, amount: string) => string;
+  authenticateOnline: string;
 }
 
 const WORDING: Record<InvoiceLanguage, Wording> = {
@@ -35,6 +45,9 @@ const WORDING: Record<InvoiceLanguage, Wording> = {
     payOnline: 'Pay online:',
     attached: 'The invoice is attached as a PDF.',
     testSubject: '[Test mode]',
+    actionSubject: (number, merchant) => `Action required: confirm your payment of invoice ${number} from ${merchant}`,
+    actionRequired: (merchant, number, amount) => `Your bank asks you to confirm the payment of ${amount} for invoice ${number} from ${merchant} (3-D Secure). Nothing has been charged yet.`,
+    authenticateOnline: 'Authenticate the payment on the invoice page:',
   },
   de: {
     subject: (number, merchant) => `Rechnung ${number} von ${merchant}`,
@@ -44,6 +57,9 @@ const WORDING: Record<InvoiceLanguage, Wording> = {
     payOnline: 'Online bezahlen:',
     attached: 'Die Rechnung ist als PDF angehängt.',
     testSubject: '[Testmodus]',
+    actionSubject: (number, merchant) => `Handlung erforderlich: Bestätigen Sie Ihre Zahlung der Rechnung ${number} von ${merchant}`,
+    actionRequired: (merchant, number, amount) => `Ihre Bank bittet Sie, die Zahlung über ${amount} für die Rechnung ${number} von ${merchant} zu bestätigen (3-D Secure). Bisher wurde nichts belastet.`,
+    authenticateOnline: 'Bestätigen Sie die Zahlung auf der Rechnungsseite:',
   },
   fr: {
     subject: (number, merchant) => `Facture ${number} de la part de ${merchant}`,
@@ -53,6 +69,9 @@ const WORDING: Record<InvoiceLanguage, Wording> = {
     payOnline: 'Payer en ligne\u00a0:',
     attached: 'La facture est jointe au format PDF.',
     testSubject: '[Mode test]',
+    actionSubject: (number, merchant) => `Action requise\u00a0: confirmez votre paiement de la facture ${number} de ${merchant}`,
+    actionRequired: (merchant, number, amount) => `Votre banque vous demande de confirmer le paiement de ${amount} pour la facture ${number} de ${merchant} (3-D Secure). Rien n'a encore été débité.`,
+    authenticateOnline: 'Confirmez le paiement sur la page de la facture\u00a0:',
   },
 };
 
@@ -70,6 +89,8 @@ function oneLine(text: string): string {
  */
 export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOptions = {}): InvoiceEmail {
   const { hostedUrl } = options;
+  const action = options.purpose === 'authentication';
+  if (action && hostedUrl === undefined) throw new RangeError('an authentication mail needs the hosted invoice page (hostedUrl)');
   if (hostedUrl !== undefined && !/^https?:\/\//i.test(hostedUrl)) throw new RangeError(`hostedUrl must be an http(s) URL: ${hostedUrl}`);
   const language = invoiceLanguage(invoice.locale);
   const words = WORDING[language];
@@ -79,7 +100,11 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
   const total = formatMoney(invoice.total, invoice.currency, invoice.locale);
   const dueDate = invoice.dueDate ? formatInvoiceDate(invoice.dueDate, invoice.locale) : null;
   const testNotice = invoice.livemode ? null : invoiceLabels(invoice.locale).testMode;
-  const subject = `${testNotice ? `${words.testSubject} ` : ''}${words.subject(number, merchant)}`;
+  const subject = `${testNotice ? `${words.testSubject} ` : ''}${(action ? words.actionSubject : words.subject)(number, merchant)}`;
+  const due = formatMoney(invoice.amountDue, invoice.currency, invoice.locale);
+  // What the mail says first, and the words before the link.
+  const opening = (m: string, n: string, amount: string, t: string) => (action ? words.actionRequired(m, n, amount) : words.sent(m, n, t));
+  const linkWords = action ? words.authenticateOnline : words.payOnline;
   const { separator } = invoiceLabels(invoice.locale);
   const totals = invoiceTotalRows(invoice, invoice.locale);
   const reverseCharge = invoice.reverseCharge ? invoiceTaxLabels(invoice.locale).reverseCharge : null;
@@ -88,15 +113,14 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
     ...(testNotice ? [`${testNotice}.`, ''] : []),
     words.greeting(customerName),
     '',
-    words.sent(merchant, number, total),
+    opening(merchant, number, due, total),
     ...(dueDate ? [`${words.dueDate} ${dueDate}`] : []),
     '',
     ...totals.map((row) => `${row.label}${row.detail ? ` (${row.detail})` : ''}${separator}${row.value}`),
     ...(reverseCharge ? ['', reverseCharge] : []),
-    ...(hostedUrl ? ['', `${words.payOnline} ${hostedUrl}`] : []),
+    ...(hostedUrl ? ['', `${linkWords} ${hostedUrl}`] : []),
     '',
-    words.attached,
-    '',
+    ...(action ? [] : [words.attached, '']),
     merchant,
     '',
   ].join('\n');
@@ -105,7 +129,7 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
   const paragraphs = [
     ...(testNotice ? [`<strong>${e(testNotice)}.</strong>`] : []),
     e(words.greeting(customerName)),
-    words.sent(e(merchant), `<strong>${e(number)}</strong>`, `<strong>${e(total)}</strong>`),
+    opening(e(merchant), `<strong>${e(number)}</strong>`, `<strong>${e(due)}</strong>`, `<strong>${e(total)}</strong>`),
     ...(dueDate ? [`${e(words.dueDate)} ${e(dueDate)}`] : []),
   ];
   // The totals: a row each, the label (and what a tax rate taxes) left, the amount right.
@@ -121,8 +145,8 @@ export function invoiceEmail(invoice: InvoiceDocument, options: InvoiceEmailOpti
   ];
   const after = [
     ...(reverseCharge ? [e(reverseCharge)] : []),
-    ...(hostedUrl ? [`${e(words.payOnline)} <a href="${e(hostedUrl)}">${e(hostedUrl)}</a>`] : []),
-    e(words.attached),
+    ...(hostedUrl ? [`${e(linkWords)} <a href="${e(hostedUrl)}">${e(hostedUrl)}</a>`] : []),
+    ...(action ? [] : [e(words.attached)]),
     e(merchant),
   ];
   const html = [

@@ -5,7 +5,11 @@ import { listSchema } from '../../core/pagination';
 import { taxRateIdsSchema } from '../tax-rates/tax-rate.inputs';
 
 export const INVOICE_STATUSES = ['draft', 'sent', 'paid', 'void'] as const;
-export const INVOICE_PAYMENT_STATUSES = ['unpaid', 'processing', 'paid', 'failed'] as const;
+/**
+ * How an invoice's charge stands: `requires_action` while the customer is asked to authenticate
+ * its latest payment (3-D Secure) on the hosted invoice page; no other charge is made meanwhile.
+ */
+export const INVOICE_PAYMENT_STATUSES = ['unpaid', 'processing', 'requires_action', 'paid', 'failed'] as const;
 /** At most this many lines an invoice (a PDF's table continues over pages). */
 export const MAX_LINE_ITEMS = 250;
 

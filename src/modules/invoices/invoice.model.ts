@@ -10,7 +10,8 @@ export class InvoiceModel extends Model {
   @Column({ type: DataType.STRING(64), allowNull: false }) declare customerId: string;
   @Column(DataType.STRING(64)) declare subscriptionId: string | null;
   @Column({ type: DataType.STRING(8), allowNull: false }) declare status: 'draft' | 'sent' | 'paid' | 'void';
-  @Column({ type: DataType.STRING(12), allowNull: false }) declare paymentStatus: 'unpaid' | 'processing' | 'paid' | 'failed';
+  // `requires_action` is stored as `needs_action` (the column is 12 characters wide; InvoiceStore maps it).
+  @Column({ type: DataType.STRING(12), allowNull: false }) declare paymentStatus: 'unpaid' | 'processing' | 'needs_action' | 'paid' | 'failed';
   @Column({ type: DataType.STRING(3), allowNull: false }) declare currency: string;
   @Column({ type: DataType.BIGINT, allowNull: false }) declare subtotal: number;
   @Column({ type: DataType.BIGINT, allowNull: false }) declare total: number;

@@ -33,7 +33,7 @@ export const invoiceSchema = z
     customerId: z.string(),
     subscriptionId: z.string().nullable(),
     status: z.enum(INVOICE_STATUSES),
-    paymentStatus: z.enum(INVOICE_PAYMENT_STATUSES),
+    paymentStatus: z.enum(INVOICE_PAYMENT_STATUSES).meta({ description: "requires_action: the latest payment waits for the customer's 3-D Secure authentication on the hosted invoice page; no other charge is made meanwhile." }),
     currency: currencyOut,
     lineItems: z.array(invoiceLineItemSchema),
     subtotal: amountOut,
@@ -85,5 +85,7 @@ export const publicInvoiceSchema = z
     merchantName: z.string().meta({ description: 'The seller as the invoice was issued.' }),
     locale: z.string().meta({ description: "The customer's locale (BCP 47): the language and the date and number formats the hosted invoice page uses." }),
     lineItems: z.array(z.object({ description: z.string(), quantity: z.number().int(), amount: amountOut })),
+    nextActionUrl: z.string().nullable().meta({ description: "While paymentStatus is requires_action: where the customer authenticates the invoice's payment (3-D Secure); it brings them back to the hosted invoice page." }),
+    paymentFailureCode: z.string().nullable().meta({ description: "While paymentStatus is failed: the latest payment's failureCode (authentication_failed, authentication_expired, card_declined, …)." }),
   })
   .meta({ id: 'PublicInvoice' });

@@ -20,8 +20,8 @@ import type { CustomerCredit } from '../customers/customer-credit';
 import type { AccountService } from '../accounts/account.service';
 import type { PaymentService, Payment } from '../payments/payment.service';
 import type { OutgoingMail, MailStatus } from '../mail/mail.types';
-import type { PublicPayPath, PayResult, PublicRequest } from '../payments/public-pay';
-import type { PublicUrls } from '../payments/public-urls';
+import { resultOfPayment, type PublicPayPath, type PayResult, type PublicRequest } from '../payments/public-pay';
+import { returnUrlChecker, type PublicUrls } from '../payments/public-urls';
 import { publicPayInput } from '../payments/payment.inputs';
 import type { CardInput } from '../../core/card';
 import { invoiceParties, type InvoiceDocument, type InvoiceParties } from './invoice-document';
@@ -62,6 +62,10 @@ export interface PublicInvoice {
   merchantName: string;
   locale: string;
   lineItems: Array<{ description: string; quantity: number; amount: number }>;
+  /** While `paymentStatus` is `requires_action`: where the customer authenticates its payment (3-D Secure). */
+  nextActionUrl: string | null;
+  /** While `paymentStatus` is `failed`: why its latest payment failed (a payment's `failureCode`). */
+  paymentFailureCode: string | null;
 }
 
 /** A subscription's invoice (InvoiceService.createForSubscription). */
@@ -88,8 +92,14 @@ export interface SubscriptionInvoiceSpec {
   defaultTaxRateIds?: readonly string[];
 }
 
-/** What a settle needs of a charge's payment. */
-export type SettledPayment = { id: string; status: string; amount: number };
+/**
+ * What a settle needs of a charge's payment. `paymentMethod`: a saved card or a token (not
+ * `card`, typed on a page) means the customer is not there: a challenge is mailed to them.
+ */
+export type SettledPayment = { id: string; status: string; amount: number; paymentMethod?: string };
+
+/** Told when an invoice of a subscription is settled from its payment outside its charge's request (the hosted page, the reconciling job). */
+export type InvoiceSettledListener = (invoice: InvoiceRecord) => Promise<void>;
 
 /** An event of a batch, recorded by the caller with its own (EventService.recordMany). */
 export type BatchEventItem = EventItem;
@@ -102,7 +112,7 @@ export interface InvoiceMailQueue {
 /** The renderers the invoice takes its PDF and e-mail from (pure functions of a snapshot). */
 export interface InvoiceRendering {
   pdf(doc: InvoiceDocument): Promise<Buffer>;
-  email(doc: InvoiceDocument, links: { hostedUrl?: string }): { subject: string; text: string; html: string };
+  email(doc: InvoiceDocument, links: { hostedUrl?: string; purpose?: 'invoice' | 'authentication' }): { subject: string; text: string; html: string };
 }
 
 /** The customer's credit ledger, as invoices use it (API.md §7, §12). */
@@ -119,6 +129,7 @@ const CHARGE_SETTLE_GRACE_MS = 2 * 60_000;
  */
 export class InvoiceService {
   private readonly store: InvoiceStore;
+  private readonly settledListeners: InvoiceSettledListener[] = [];
 
   constructor(
     private readonly db: Database,
@@ -137,6 +148,15 @@ export class InvoiceService {
     private readonly taxRates: TaxRateService,
   ) {
     this.store = new InvoiceStore(db);
+  }
+
+  /**
+   * `listener` hears of each subscription invoice settled from its payment outside its charge's
+   * request (the customer back from a 3-D Secure challenge on the hosted page, the reconciling
+   * job), after commit: the billing module takes the outcome at once instead of at its next step.
+   */
+  onSettled(listener: InvoiceSettledListener): void {
+    this.settledListeners.push(listener);
   }
 
   async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey): Promise<Invoice> {
@@ -168,7 +188,7 @@ export class InvoiceService {
 
   async retrieve(ctx: RequestContext, id: string): Promise<Invoice> {
     requirePermission(ctx, 'invoices', 'read');
-    return this.toApi(await this.settled(await this.mustFind(ctx, id)));
+    return this.toApi(await this.settled(await this.mustFind(ctx, id), true));
   }
 
   async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Invoice>> {
@@ -398,8 +418,22 @@ export class InvoiceService {
   private subscriptionCharge(ctx: RequestContext, paymentMethod: string): (inv: InvoiceRecord, key: IdempotencyKey, paymentId: string) => Promise<Payment> {
     return (inv, key, paymentId) => this.payments.create({ ...ctx, permissions: ['*'] }, {
       amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
-      paymentMethod, description: `Invoice ${inv.number}`,
+      paymentMethod, description: `Invoice ${inv.number}`, ...this.returnTo(ctx, inv.id),
     }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId);
+  }
+
+  /**
+   * Where a customer asked to authenticate an invoice's payment (3-D Secure) comes back to: its
+   * hosted page, which settles the invoice from the payment as it reads it. None when the page's
+   * address would not be accepted as a payment's returnUrl in this mode (a live account served
+   * over plain http): the customer then lands on the payment's own return page.
+   */
+  private returnTo(ctx: RequestContext, invoiceId: string): { returnUrl?: string } {
+    try {
+      return { returnUrl: returnUrlChecker(ctx.mode)(this.urls.invoice(invoiceId), 'returnUrl') };
+    } catch {
+      return {};
+    }
   }
 
   /**
@@ -595,9 +629,10 @@ export class InvoiceService {
   private async settleOne(t: Transaction, ctx: RequestContext, id: string, payment: SettledPayment, event: (inv: InvoiceRecord, type: InvoiceEventType) => void): Promise<InvoiceRecord> {
     const now = ctx.clock.now();
     const current = await this.lockForChange(ctx, id, t);
+    if (payment.status === 'requires_action') return this.awaitAuthentication(t, ctx, current, payment, event);
     const settled = payment.status === 'succeeded' || payment.status === 'failed' || payment.status === 'canceled';
     if (!settled) return current;
-    const ours = current.latestPaymentId === payment.id && current.paymentStatus === 'processing';
+    const ours = current.latestPaymentId === payment.id && (current.paymentStatus === 'processing' || current.paymentStatus === 'requires_action');
     if (!ours) {
       // A charge that succeeded after its invoice stopped waiting for it (its request was slow
       // past the grace and the invoice was released): the money moved for this invoice, so it
@@ -608,13 +643,7 @@ export class InvoiceService {
         return current;
       }
     }
-    // A draft charged is finalised by its settling write: sent (without an e-mail), with its event.
-    if (current.status === 'draft') {
-      // A draft that kept its parties as it was made (a subscription's) keeps those, as the batch's statement does.
-      const parties = JSON.stringify(current.parties ?? await this.liveParties(current, t));
-      await InvoiceModel.update({ ...INVOICE_MOVES.columns('finalize', now), parties, updatedAt: now }, { where: { id }, transaction: t });
-      event((await this.store.find(id, ctx, t)) as InvoiceRecord, 'invoice.sent');
-    }
+    await this.finalizeCharged(t, ctx, current, now, event);
     if (payment.status === 'succeeded') {
       await InvoiceModel.update({
         ...INVOICE_MOVES.columns('pay', now), paymentStatus: 'paid', latestPaymentId: payment.id,
@@ -626,6 +655,42 @@ export class InvoiceService {
     const after = (await this.store.find(id, ctx, t)) as InvoiceRecord;
     event(after, payment.status === 'succeeded' ? 'invoice.paid' : 'invoice.payment_failed');
     return after;
+  }
+
+  /** A draft charged is finalised by its settling write: sent (without an e-mail), with its event. */
+  private async finalizeCharged(t: Transaction, ctx: RequestContext, current: InvoiceRecord, now: Date, event: (inv: InvoiceRecord, type: InvoiceEventType) => void): Promise<void> {
+    if (current.status !== 'draft') return;
+    // A draft that kept its parties as it was made (a subscription's) keeps those, as the batch's statement does.
+    const parties = JSON.stringify(current.parties ?? await this.liveParties(current, t));
+    await InvoiceModel.update({ ...INVOICE_MOVES.columns('finalize', now), parties, updatedAt: now }, { where: { id: current.id }, transaction: t });
+    event((await this.store.find(current.id, ctx, t)) as InvoiceRecord, 'invoice.sent');
+  }
+
+  /**
+   * The invoice's charge waits for the customer to authenticate it (3-D Secure): a draft is
+   * finalised (sent: its hosted page is where the challenge is completed), the invoice is
+   * `requires_action` (no other charge is made while it is), and a customer who is not there (a
+   * saved card charged: a renewal, a dunning retry, the merchant's pay) is mailed a link to the
+   * hosted page. The payment's outcome settles it later (`settled`).
+   */
+  private async awaitAuthentication(
+    t: Transaction, ctx: RequestContext, current: InvoiceRecord, payment: SettledPayment, event: (inv: InvoiceRecord, type: InvoiceEventType) => void,
+  ): Promise<InvoiceRecord> {
+    if (current.latestPaymentId !== payment.id || current.paymentStatus !== 'processing') return current;
+    const now = ctx.clock.now();
+    await this.finalizeCharged(t, ctx, current, now, event);
+    await this.store.markRequiresAction(t, current.id, payment.id, now);
+    const after = (await this.store.find(current.id, ctx, t)) as InvoiceRecord;
+    if (payment.paymentMethod !== undefined && payment.paymentMethod !== 'card') await this.mailAuthentication(t, ctx, after);
+    return after;
+  }
+
+  /** The e-mail asking the customer to authenticate the invoice's payment on its hosted page, queued in `t`. */
+  private async mailAuthentication(t: Transaction, ctx: RequestContext, inv: InvoiceRecord): Promise<void> {
+    const parties = await this.partiesFor(inv, t);
+    if (!parties.customer.email) return;
+    const { subject, text, html } = this.rendering.email(documentOf(inv, parties), { hostedUrl: this.urls.invoice(inv.id), purpose: 'authentication' });
+    await this.mail.enqueue(t, ctx, { to: parties.customer.email, subject, text, html, about: { type: 'invoice', id: inv.id }, attachments: [] });
   }
 
   /** An invoice as stored, settled from its payment first when its charge's request ended early (subscriptions read it so). */
@@ -682,7 +747,7 @@ export class InvoiceService {
     const { invoice } = await this.charge(ctx, id, (inv, key, paymentId) =>
       this.payments.create(ctx, {
         amount: inv.amountDue, currency: inv.currency, customerId: inv.customerId,
-        paymentMethod: chosen, description: `Invoice ${inv.number}`,
+        paymentMethod: chosen, description: `Invoice ${inv.number}`, ...this.returnTo(ctx, inv.id),
       }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId));
     return this.answer(idem, IDEMPOTENT_OPERATIONS.payInvoice, this.toApi(invoice));
   }
@@ -699,11 +764,15 @@ export class InvoiceService {
     return this.pay.attempt({ kind: 'invoice', id, accountId: found.accountId, mode: found.mode }, request, async () => {
       let result: PayResult | undefined;
       const { payment } = await this.charge(ctx, id, async (inv, key, paymentId) => {
-        const charged = await this.pay.charge(ctx, {
-          amount: inv.amountDue, currency: inv.currency, description: `Invoice ${inv.number}`, customerId: inv.customerId, card: data.card,
-        }, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, key, noRedirect, paymentId);
-        result = charged.result;
-        return charged.payment;
+        // The payment PublicPayPath.charge would make, with the hosted page to come back to after
+        // a 3-D Secure challenge (that helper takes no returnUrl). The attempt's key is new to
+        // every claim: it is never answered already, so no replay is to be turned into a result.
+        const charged = await this.payments.create(ctx, {
+          amount: inv.amountDue, currency: inv.currency, paymentMethod: 'card', card: data.card, customerId: inv.customerId,
+          description: `Invoice ${inv.number}`, ...this.returnTo(ctx, inv.id),
+        }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId);
+        result = resultOfPayment(charged);
+        return charged;
       });
       // The pay's own key stores the payment, replayed as this result (PublicPayPath.replayIfPaid).
       await this.answer(clientKey, IDEMPOTENT_OPERATIONS.payInvoicePublic, payment);
@@ -741,9 +810,13 @@ export class InvoiceService {
   async publicView(id: string): Promise<PublicInvoice> {
     const found = await this.store.find(id);
     if (!found || found.status === 'draft') throw notFound('invoice', id);
-    const inv = await this.settled(found);
+    const inv = await this.settled(found, true);
     // The customer's locale: the page speaks the language and uses the formats of the PDF and the mail.
     const parties = await this.partiesFor(inv);
+    // The latest payment tells how to complete it, or why it failed.
+    const latest = (inv.paymentStatus === 'requires_action' || inv.paymentStatus === 'failed') && inv.latestPaymentId
+      ? await this.payments.retrieve({ ...systemContext(inv.accountId, inv.mode, this.clock.now(), 'invoice-page'), permissions: ['*'] }, inv.latestPaymentId).catch(() => null)
+      : null;
     return {
       id: inv.id, object: 'invoice', livemode: inv.livemode, number: inv.number, status: inv.status, paymentStatus: inv.paymentStatus,
       currency: inv.currency, subtotal: inv.subtotal, tax: inv.tax,
@@ -751,6 +824,8 @@ export class InvoiceService {
       reverseCharge: inv.customerTaxExempt === 'reverse', total: inv.total, creditApplied: inv.creditApplied, amountPaid: inv.amountPaid, amountDue: inv.amountDue,
       dueDate: inv.dueDate, merchantName: parties.merchant.name, locale: parties.customer.locale,
       lineItems: inv.lineItems.map((l) => ({ description: l.description, quantity: l.quantity, amount: l.amount })),
+      nextActionUrl: inv.paymentStatus === 'requires_action' && latest?.status === 'requires_action' ? (latest.nextAction?.url ?? null) : null,
+      paymentFailureCode: inv.paymentStatus === 'failed' && latest?.status === 'failed' ? latest.failureCode : null,
     };
   }
 
@@ -761,7 +836,7 @@ export class InvoiceService {
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.markInvoicePaid, async () => {
       const current = await this.lockForChange(ctx, id, t);
       INVOICE_MOVES.check(current.status, 'mark_paid');
-      if (current.paymentStatus === 'processing') throw paymentInProgress();
+      refuseWhileChargeOut(current);
       await InvoiceModel.update({
         ...INVOICE_MOVES.columns('mark_paid', now), paymentStatus: 'paid', paidOutOfBand: true, amountPaid: current.total - current.creditApplied, amountDue: 0,
         sentAt: current.sentAt ?? now, ...(await this.issuedParties(current, t)), updatedAt: now,
@@ -777,7 +852,7 @@ export class InvoiceService {
     return this.db.transaction((t) => this.idempotency.once(t, idem, IDEMPOTENT_OPERATIONS.voidInvoice, async () => {
       const current = await this.lockForChange(ctx, id, t);
       INVOICE_MOVES.check(current.status, 'void');
-      if (current.paymentStatus === 'processing') throw paymentInProgress();
+      refuseWhileChargeOut(current);
       await InvoiceModel.update({ ...INVOICE_MOVES.columns('void', now), amountDue: 0, ...(await this.issuedParties(current, t)), updatedAt: now }, { where: { id }, transaction: t });
       // What it took of the customer's credit goes back to the customer (the invoice owes nothing now).
       if (current.creditApplied > 0) {
@@ -866,8 +941,8 @@ export class InvoiceService {
    * An invoice whose charge's request ended first (it died, or its payment was still pending) is
    * settled from its payment when read, and by the job.
    */
-  private async settled(inv: InvoiceRecord): Promise<InvoiceRecord> {
-    if (inv.paymentStatus !== 'processing' || !inv.latestPaymentId) return inv;
+  private async settled(inv: InvoiceRecord, notify = false): Promise<InvoiceRecord> {
+    if ((inv.paymentStatus !== 'processing' && inv.paymentStatus !== 'requires_action') || !inv.latestPaymentId) return inv;
     const status = await this.store.paymentStatus(inv.latestPaymentId);
     const ctx = systemContext(inv.accountId, inv.mode, this.clock.now(), 'invoice-reconcile');
     if (status === null) {
@@ -877,8 +952,19 @@ export class InvoiceService {
       return (await this.store.find(inv.id)) as InvoiceRecord;
     }
     if (status === 'pending' || status === 'requires_review') return inv;
+    // Still waiting for the customer's authentication, as the invoice already knows.
+    if (status === 'requires_action' && inv.paymentStatus === 'requires_action') return inv;
     const payment = await this.payments.retrieve({ ...ctx, permissions: ['*'] }, inv.latestPaymentId);
-    return this.settleCharge(ctx, inv.id, payment);
+    const after = await this.settleCharge(ctx, inv.id, payment);
+    if (notify && after.subscriptionId && after.paymentStatus !== inv.paymentStatus) await this.tellSettled(after);
+    return after;
+  }
+
+  /** The listeners (`onSettled`) told of a subscription invoice settled; a failure is logged (the billing step takes the outcome later). */
+  private async tellSettled(inv: InvoiceRecord): Promise<void> {
+    for (const listener of this.settledListeners) {
+      await listener(inv).catch((err) => this.logger.error({ invoiceId: inv.id, err: errorForLog(err) }, 'a settled invoice could not be taken by its subscription; its next billing step takes it'));
+    }
   }
 
   /** The job: settles invoices whose charge finished after its request ended. */
@@ -887,7 +973,7 @@ export class InvoiceService {
     for (const row of await this.store.processing(new Date(now.getTime() - 1000), 200)) {
       try {
         const inv = await this.store.find(row.id);
-        if (inv && (await this.settled(inv)).paymentStatus !== 'processing') settled++;
+        if (inv && (await this.settled(inv, true)).paymentStatus !== inv.paymentStatus) settled++;
       } catch (err) {
         this.logger.error({ invoiceId: row.id, err: errorForLog(err) }, 'invoice charge could not be reconciled');
       }
@@ -950,11 +1036,25 @@ export class InvoiceService {
 const paymentInProgress = () =>
   new DomainError('invoice_payment_in_progress', 'A card payment of this invoice is being processed; wait for its result');
 
+const awaitingAuthentication = (current: InvoiceRecord) =>
+  new DomainError('invoice_payment_in_progress', `A card payment of this invoice (${current.latestPaymentId}) waits for the customer to authenticate it (3-D Secure) on the invoice's hosted page; cancel that payment first (POST /v1/payments/{id}/cancel) to do anything else`);
+
+/**
+ * A card charge of the invoice is out (processing, or waiting for the customer's authentication):
+ * paying it otherwise or voiding it now could leave money taken for an invoice that no longer
+ * wants it.
+ */
+function refuseWhileChargeOut(current: InvoiceRecord): void {
+  if (current.paymentStatus === 'processing') throw paymentInProgress();
+  if (current.paymentStatus === 'requires_action') throw awaitingAuthentication(current);
+}
+
 /** Why an invoice's charge could not be claimed (InvoiceStore.claimCharges took nothing). */
 function unclaimable(current: InvoiceRecord): DomainError {
   if (current.status === 'paid') return invalidState('This invoice is already paid');
   if (current.status === 'void') return invalidState('This invoice is void and cannot be paid');
   if (current.paymentStatus === 'processing') return paymentInProgress();
+  if (current.paymentStatus === 'requires_action') return awaitingAuthentication(current);
   return invalidState('This invoice has nothing left to pay');
 }
 

@@ -6,6 +6,7 @@ import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagin
 import type { Metadata } from '../../core/validation';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
 import { INVOICE_MOVES } from './invoice-states';
+import type { INVOICE_PAYMENT_STATUSES } from './invoice.inputs';
 import type { TaxBreakdownEntry, TaxExempt } from './invoice-tax';
 import type { InvoiceParties } from './invoice-document';
 
@@ -35,7 +36,7 @@ export interface InvoiceRecord {
   customerId: string;
   subscriptionId: string | null;
   status: 'draft' | 'sent' | 'paid' | 'void';
-  paymentStatus: 'unpaid' | 'processing' | 'paid' | 'failed';
+  paymentStatus: (typeof INVOICE_PAYMENT_STATUSES)[number];
   currency: string;
   lineItems: InvoiceLineItem[];
   subtotal: number;
@@ -70,6 +71,15 @@ export interface InvoiceRecord {
  * Invoices' statements: the number sequence, pages with their line items (one statement for the
  * lines of a whole page), and the charges the reconciling job finishes.
  */
+/**
+ * `paymentStatus: requires_action` as the column holds it: `payment_status` is 12 characters wide
+ * (migration 0013), so the store writes and reads this shorter word and no one else sees it.
+ */
+const REQUIRES_ACTION_STORED = 'needs_action';
+
+/** The payment statuses of an invoice whose charge is out (its payment not ended yet, as the invoice last knew it). */
+const CHARGE_OUT = `('processing', '${REQUIRES_ACTION_STORED}')`;
+
 export class InvoiceStore {
   constructor(private readonly db: Database) {}
 
@@ -123,7 +133,8 @@ export class InvoiceStore {
 
   private async claimChargesIn(t: Transaction | undefined, rows: Array<{ id: string; paymentId: string }>, touched: Date): Promise<Map<string, { attempt: number; amountDue: number }>> {
     // What InvoiceService.charge checks on the row it locks (unqualified: no column of the batch's values shares these names).
-    const where = "status IN ('draft', 'sent') AND payment_status <> 'processing' AND amount_due > 0";
+    // A charge waiting for the customer's authentication is still out: never a second one beside it.
+    const where = `status IN ('draft', 'sent') AND payment_status NOT IN ${CHARGE_OUT} AND amount_due > 0`;
     if (this.db.dialect === 'postgres') {
       const claimed = await this.db.select<{ id: string; payment_attempts: number | string; amount_due: number | string }>(
         `UPDATE invoices i SET payment_status = 'processing', payment_attempts = i.payment_attempts + 1, latest_payment_id = v.payment_id, updated_at = $2
@@ -160,7 +171,7 @@ export class InvoiceStore {
       const done = await this.db.select<{ id: string }>(
         `UPDATE invoices i SET ${INVOICE_MOVES.sqlSet('finalize', '$2')}, parties = COALESCE(v.parties, i.parties), updated_at = $3
            FROM json_to_recordset($1::json) AS v(id text, payment_id text, parties text)
-          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('finalize', 'i.status')}
+          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status IN ${CHARGE_OUT} AND ${INVOICE_MOVES.sqlFrom('finalize', 'i.status')}
           RETURNING i.id`,
         [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId, parties: parties(r) }))), now, touched],
         t,
@@ -171,7 +182,7 @@ export class InvoiceStore {
     for (const r of rows) {
       const changed = await this.db.execute(
         `UPDATE invoices SET ${INVOICE_MOVES.sqlSet('finalize', '$3')}, parties = COALESCE($5, parties), updated_at = $4
-          WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('finalize')}`,
+          WHERE id = $1 AND latest_payment_id = $2 AND payment_status IN ${CHARGE_OUT} AND ${INVOICE_MOVES.sqlFrom('finalize')}`,
         [r.id, r.paymentId, now, touched, parties(r)],
         t,
       );
@@ -191,7 +202,7 @@ export class InvoiceStore {
         `UPDATE invoices i SET ${INVOICE_MOVES.sqlSet('pay', '$2')}, payment_status = 'paid', latest_payment_id = v.payment_id,
                 amount_paid = i.amount_paid + v.amount, amount_due = GREATEST(0, i.amount_due - v.amount), updated_at = $3
            FROM json_to_recordset($1::json) AS v(id text, payment_id text, amount bigint)
-          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('pay', 'i.status')}
+          WHERE i.id = v.id AND i.latest_payment_id = v.payment_id AND i.payment_status IN ${CHARGE_OUT} AND ${INVOICE_MOVES.sqlFrom('pay', 'i.status')}
           RETURNING i.id`,
         [this.db.jsonParam(rows.map((r) => ({ id: r.id, payment_id: r.paymentId, amount: r.amount }))), now, touched],
         t,
@@ -203,7 +214,7 @@ export class InvoiceStore {
       const changed = await this.db.execute(
         `UPDATE invoices SET ${INVOICE_MOVES.sqlSet('pay', '$4')}, payment_status = 'paid', latest_payment_id = $2,
                 amount_paid = amount_paid + $3, amount_due = MAX(0, amount_due - $3), updated_at = $5
-          WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing' AND ${INVOICE_MOVES.sqlFrom('pay')}`,
+          WHERE id = $1 AND latest_payment_id = $2 AND payment_status IN ${CHARGE_OUT} AND ${INVOICE_MOVES.sqlFrom('pay')}`,
         [r.id, r.paymentId, r.amount, now, touched],
         t,
       );
@@ -266,12 +277,17 @@ export class InvoiceStore {
     return new Map([...grouped].map(([id, lines]) => [id, lines.map(toLineItem)]));
   }
 
-  /** Invoices whose charge's request ended before it settled them (the reconciling job's batch). */
+  /**
+   * Invoices whose charge's request ended before it settled them, and invoices waiting for the
+   * customer's authentication whose payment has since ended (the reconciling job's batch).
+   */
   async processing(before: Date, limit: number): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live' }>> {
     return this.db.select(
-      // A charge still pending or under review waits for its payment: left out, or it would head every batch.
-      `SELECT id, account_id AS "accountId", mode FROM invoices i WHERE payment_status = 'processing' AND updated_at < $1
-        AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.id = i.latest_payment_id AND p.status IN ('pending', 'requires_review'))
+      // A charge still pending, under review, or (taken already) waiting for the customer waits for
+      // its payment: left out, or it would head every batch.
+      `SELECT id, account_id AS "accountId", mode FROM invoices i WHERE payment_status IN ${CHARGE_OUT} AND updated_at < $1
+        AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.id = i.latest_payment_id
+                         AND (p.status IN ('pending', 'requires_review') OR (p.status = 'requires_action' AND i.payment_status = '${REQUIRES_ACTION_STORED}')))
         ORDER BY updated_at LIMIT $2`,
       [before, limit],
     );
@@ -283,6 +299,19 @@ export class InvoiceStore {
     return (await InvoiceModel.findAll({
       attributes: ['id', 'accountId', 'mode', 'customerId'], where: { id: [...new Set(ids)], status: 'draft', parties: null }, raw: true, transaction: t,
     })) as unknown as Array<{ id: string; accountId: string; mode: 'test' | 'live'; customerId: string }>;
+  }
+
+  /**
+   * The invoice's charge (`paymentId`, still processing) waits for the customer's authentication:
+   * `requires_action`, in the caller's transaction. False when the invoice no longer waits for that payment.
+   */
+  async markRequiresAction(t: Transaction, id: string, paymentId: string, touched: Date): Promise<boolean> {
+    const changed = await this.db.execute(
+      `UPDATE invoices SET payment_status = '${REQUIRES_ACTION_STORED}', updated_at = $3 WHERE id = $1 AND latest_payment_id = $2 AND payment_status = 'processing'`,
+      [id, paymentId, touched],
+      t,
+    );
+    return changed > 0;
   }
 
   /** A payment's status by id (the invoice's charge), or null when it was never written. */
@@ -316,7 +345,7 @@ export function toInvoiceRecord(row: Row, lineItems: InvoiceLineItem[]): Invoice
     customerId: row.customerId as string,
     subscriptionId: (row.subscriptionId as string | null) ?? null,
     status: row.status as InvoiceRecord['status'],
-    paymentStatus: row.paymentStatus as InvoiceRecord['paymentStatus'],
+    paymentStatus: row.paymentStatus === REQUIRES_ACTION_STORED ? 'requires_action' : row.paymentStatus as InvoiceRecord['paymentStatus'],
     currency: row.currency as string,
     lineItems,
     subtotal: Number(row.subtotal),

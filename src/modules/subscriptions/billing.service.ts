@@ -12,6 +12,7 @@ import type { AccountInvoicing, AccountService } from '../accounts/account.servi
 import { linesTotal, type InvoiceService, type SubscriptionInvoiceSpec } from '../invoices/invoice.service';
 import type { InvoiceRecord } from '../invoices/invoice.store';
 import type { Payment } from '../payments/payment.service';
+import { ACTION_LIFETIME_MS } from '../payments/payment.rows';
 import { nextCycle, type BillingLine } from './billing-lines';
 import { SubscriptionModel } from './subscription.model';
 import { SubscriptionStore, type PendingLine, type PeriodAdvance, type Plan, type SubscriptionRecord } from './subscription.store';
@@ -90,6 +91,21 @@ export class BillingService {
     this.store = new SubscriptionStore(db);
     this.leaseMs = options.leaseMs ?? 5 * 60_000;
     this.clock = options.clock ?? systemClock;
+    invoices.onSettled((invoice) => this.takeSettled(invoice));
+  }
+
+  /**
+   * A subscription's collected invoice settled from its payment outside a billing step (the
+   * customer answered a 3-D Secure challenge and came back to the hosted invoice page, or the
+   * reconciling job read the payment): its outcome is taken at once (paid: active again; failed:
+   * the dunning schedule), as the next step would. A subscription on a test clock waits for its
+   * clock's next step.
+   */
+  async takeSettled(invoice: InvoiceRecord): Promise<void> {
+    if (!invoice.subscriptionId) return;
+    const sub = await this.store.find(invoice.subscriptionId);
+    if (!sub || sub.collectInvoiceId !== invoice.id || sub.testClockId !== null) return;
+    await this.take(stepContext(sub, this.clock.now()), sub, invoice, this.newRun(), 'dunning');
   }
 
   /**
@@ -467,12 +483,30 @@ export class BillingService {
       });
       return;
     }
+    if (invoice.paymentStatus === 'requires_action') return this.awaitingAuthentication(ctx, id, invoice.id, failures);
     if (invoice.paymentStatus === 'processing') {
       // A retry the merchant asked for leaves the schedule as it was; the run looks again in a minute.
       if (failures === 'dunning') await SubscriptionModel.update({ nextBillingAt: new Date(ctx.clock.now().getTime() + RETRY_STEP_MS) }, { where: { id } });
       return;
     }
     return this.failed(ctx, id, invoice.id, invoice.paymentStatus === 'failed' ? invoice.paymentAttempts : null, run, failures);
+  }
+
+  /**
+   * The collected invoice's charge waits for the customer to authenticate it (3-D Secure) on the
+   * hosted invoice page (Stripe's `past_due` with the invoice open): an active subscription is
+   * past due (event subscription.past_due), but no dunning failure is counted, as the charge has
+   * not failed. It is looked at again once the challenge would have expired (its payment then
+   * failed, `authentication_expired`: a failed attempt on the schedule); the customer's answer is
+   * taken sooner through `takeSettled`. A retry the merchant asked for leaves the schedule alone.
+   */
+  private async awaitingAuthentication(ctx: RequestContext, id: string, invoiceId: string, failures: Failures): Promise<void> {
+    const nextBillingAt = new Date(ctx.clock.now().getTime() + ACTION_LIFETIME_MS + RETRY_STEP_MS);
+    await this.change(ctx, id, (current) => {
+      if (current.collectInvoiceId !== invoiceId) return null;
+      if (current.status === 'active') return { move: 'authentication_required', set: { nextBillingAt } };
+      return current.status === 'past_due' && failures === 'dunning' ? { set: { nextBillingAt } } : null;
+    });
   }
 
   /**
@@ -644,7 +678,7 @@ function refusedBeforeCharge(err: unknown): boolean {
  * its last attempt's outcome taken already (`invoiceAttemptsSeen`).
  */
 function waitsForCharge(sub: SubscriptionRecord, invoice: InvoiceRecord): boolean {
-  return (invoice.status === 'draft' || invoice.status === 'sent') && invoice.paymentStatus !== 'processing'
+  return (invoice.status === 'draft' || invoice.status === 'sent') && invoice.paymentStatus !== 'processing' && invoice.paymentStatus !== 'requires_action'
     && (invoice.paymentStatus === 'unpaid' || invoice.paymentAttempts <= sub.invoiceAttemptsSeen);
 }
 

@@ -5,7 +5,7 @@ export type SubscriptionStatus = 'active' | 'past_due' | 'paused' | 'canceled';
 /** What moves a subscription: a merchant's request or the billing run. */
 export type SubscriptionMove =
   | 'create' | 'pause' | 'resume' | 'resume_owing' | 'cancel'
-  | 'charge_failed' | 'charge_succeeded' | 'invoice_voided' | 'dunning_exhausted' | 'period_end_cancel';
+  | 'charge_failed' | 'authentication_required' | 'charge_succeeded' | 'invoice_voided' | 'dunning_exhausted' | 'period_end_cancel';
 
 export type SubscriptionEventType =
   | 'subscription.updated' | 'subscription.paused' | 'subscription.resumed' | 'subscription.canceled' | 'subscription.past_due';
@@ -24,6 +24,8 @@ export const SUBSCRIPTION_MOVES = defineMoves<SubscriptionStatus, SubscriptionMo
   resume_owing: { from: ['paused'], to: 'past_due', by: ['merchant'], event: 'subscription.resumed', stamps: null },
   cancel: { from: ['active', 'past_due', 'paused'], to: 'canceled', by: ['merchant'], event: 'subscription.canceled', stamps: null },
   charge_failed: { from: ['active', 'past_due'], to: 'past_due', by: ['system'], event: 'subscription.past_due', stamps: null },
+  // Its invoice's charge waits for the customer's 3-D Secure authentication: owed, not failed (no dunning failure counted).
+  authentication_required: { from: ['active'], to: 'past_due', by: ['system'], event: 'subscription.past_due', stamps: null },
   charge_succeeded: { from: ['active', 'past_due'], to: 'active', by: ['system', 'customer'], event: 'subscription.updated', stamps: null },
   // The merchant voided the invoice being dunned: nothing is owed any more.
   invoice_voided: { from: ['past_due'], to: 'active', by: ['system'], event: 'subscription.updated', stamps: null },
@@ -32,7 +34,7 @@ export const SUBSCRIPTION_MOVES = defineMoves<SubscriptionStatus, SubscriptionMo
 }, {
   object: 'subscription',
   words: {
-    create: 'created', pause: 'paused', resume: 'resumed', resume_owing: 'resumed', cancel: 'canceled', charge_failed: 'moved to past due',
+    create: 'created', pause: 'paused', resume: 'resumed', resume_owing: 'resumed', cancel: 'canceled', charge_failed: 'moved to past due', authentication_required: 'moved to past due',
     charge_succeeded: 'made active by a payment', invoice_voided: 'made active by voiding its invoice', dunning_exhausted: 'canceled by dunning', period_end_cancel: 'ended at period end',
   },
 });

@@ -505,7 +505,8 @@ export class SubscriptionService implements CheckoutSubscriptions {
     if (card && card !== found.defaultPaymentMethodId) await this.adoptCard(ctx, id, card);
     let invoice = await this.invoices.record(sctx, invoiceId);
     const sub = await this.store.find(id);
-    if (sub && card && invoice.status !== 'paid' && invoice.status !== 'void' && invoice.paymentStatus !== 'processing') {
+    // A charge out (processing, or waiting for the customer's authentication) is not charged again beside it.
+    if (sub && card && invoice.status !== 'paid' && invoice.status !== 'void' && invoice.paymentStatus !== 'processing' && invoice.paymentStatus !== 'requires_action') {
       // The one collection (a batch of one), its failure only seen: a card refused before any
       // charge (removed meanwhile) leaves the session as the way to pay.
       const result = (await this.billing.chargeAndTake([{ ctx: sctx, sub, invoice, card }], this.billing.newRun(), 'seen')).get(id);
