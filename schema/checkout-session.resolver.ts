@@ -28,7 +28,7 @@ export class CheckoutSessionType {
   @Field(() => String, { nullable: true }) paymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) subscriptionId!: string | null;
   @Field(() => String, { nullable: true }) invoiceId!: string | null;
-  @Field(() => CaptureMethod, { description: 'How the session'"'"'s payment is captured; manual: authorised only (requires_capture), which completes the session.' }) captureMethod!: string;
+  @Field(() => CaptureMethod, { description: 'How the payment of the session is captured; manual: authorised only (requires_capture), which completes the session.' }) captureMethod!: string;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
