@@ -161,7 +161,7 @@ export function merchantHeader(merchantName: string, livemode: boolean, badge = 
 }
 
 /** Under a test-mode form: the simulator's cards, so a developer can try both outcomes. */
-export function testModeHint(livemode: boolean, text = 'Test mode: no money moves. Card 4242 4242 4242 4242 succeeds and 4000 0000 0000 0002 is declined, with any future expiry and any CVC.'): SafeHtml | string {
+export function testModeHint(livemode: boolean, text = 'Test mode: no money moves. Card 4242 4242 4242 4242 succeeds, 4000 0000 0000 0002 is declined and 4000 0025 0000 3155 asks for 3-D Secure, with any future expiry and any CVC.'): SafeHtml | string {
   if (livemode) return '';
   return html`<p class="hint" data-until-done>${text}</p>`;
 }
