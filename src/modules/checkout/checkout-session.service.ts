@@ -420,11 +420,11 @@ export class CheckoutSessionService {
    * pending, or it waited for a 3-D Secure challenge) is finished from its payments: one that
    * succeeded or was authorised completes it. Done when it is read and by the job.
    *
-   * A session whose every pay claims it with its payment's pending row (PaymentHold: a payment
-   * session that pays no subscription's invoice) has its claim freed as soon as no payment holds
-   * it: the claim's payment has failed (a challenge failed, or the merchant canceled it), so the
-   * session can be paid again at once rather than when the claim's lease runs out. The claim is
-   * freed only if it is still the one read (its token): a later pay's claim is never touched.
+   * A claim whose payment has ended without paying (a failed challenge, or the merchant canceled
+   * it) is freed at once, so the session can be paid again rather than when the claim's lease
+   * runs out; only for sessions whose pays claim them with their payment's pending row
+   * (PaymentHold: a payment session that pays no subscription's invoice), and only if it is still
+   * the claim read (its token): a later pay's claim is never touched (releaseSpentClaim).
    */
   private async settled(session: CheckoutSessionRecord): Promise<CheckoutSessionRecord> {
     if (session.status !== 'open' || session.payingToken === null || session.checkoutMode !== 'payment') return session;
@@ -435,8 +435,7 @@ export class CheckoutSessionService {
       await this.completeWith(ctx, session.id, { paymentId: paid.id, customerId: paid.customerId });
       return (await this.store.findSession(session.id)) as CheckoutSessionRecord;
     }
-    if (holding.length === 0 && session.invoiceId === null) {
-      await this.store.releaseClaim(session.id, session.payingToken);
+    if (holding.length === 0 && session.invoiceId === null && (await this.store.releaseSpentClaim(session.id, session.payingToken))) {
       return (await this.store.findSession(session.id)) as CheckoutSessionRecord;
     }
     return session;

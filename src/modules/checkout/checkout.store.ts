@@ -273,6 +273,24 @@ export class CheckoutStore implements PaymentHoldStore {
   }
 
   /**
+   * Gives back a claim whose payment has ended without paying (a failed 3-D Secure challenge, or
+   * a payment the merchant canceled): the claim `token` holds, a payment of the session was made
+   * under it (created at or after the claim, which stamps the session's `updated_at`), and no
+   * payment holds the session any more. A claim whose pay has not written its payment yet is
+   * left alone. True when it was given back.
+   */
+  async releaseSpentClaim(id: string, token: string): Promise<boolean> {
+    const changed = await this.db.execute(
+      `UPDATE checkout_sessions SET paying_until = NULL, paying_token = NULL
+        WHERE id = $1 AND paying_token = $2 AND status = 'open'
+          AND EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = $1 AND p.created_at >= checkout_sessions.updated_at)
+          AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = $1 AND p.status IN ${HOLDING_PAYMENT_STATUSES})`,
+      [id, token],
+    );
+    return changed === 1;
+  }
+
+  /**
    * A session's move in `t` (CHECKOUT_SESSION_MOVES: its status, its stamp and the status it
    * starts from), its claim cleared; the caller records the event there too. False when the
    * session could not make it (see SessionMoveWrite).
