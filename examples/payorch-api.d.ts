@@ -1708,6 +1708,11 @@ export interface components {
             paymentMethodId: string | null;
             subscriptionId: string | null;
             invoiceId: string | null;
+            /**
+             * @description How the payments made here are captured: automatic, or manual (authorised only: requires_capture until POST /v1/payments/{id}/capture; the authorisation pays the session).
+             * @enum {string}
+             */
+            captureMethod: "automatic" | "manual";
             metadata: {
                 [key: string]: string;
             };
@@ -1770,6 +1775,11 @@ export interface components {
             priceId: string | null;
             /** @enum {string} */
             status: "active" | "inactive";
+            /**
+             * @description How the payments made here are captured: automatic, or manual (authorised only: requires_capture until POST /v1/payments/{id}/capture; the authorisation pays the session).
+             * @enum {string}
+             */
+            captureMethod: "automatic" | "manual";
             metadata: {
                 [key: string]: string;
             };
@@ -2300,6 +2310,8 @@ export interface components {
             successUrl?: string;
             cancelUrl?: string;
             expiresInSeconds?: number;
+            /** @enum {string} */
+            captureMethod?: "automatic" | "manual";
             metadata?: {
                 [key: string]: string;
             };
@@ -2320,6 +2332,8 @@ export interface components {
             amount?: number;
             currency?: string;
             priceId?: string;
+            /** @enum {string} */
+            captureMethod?: "automatic" | "manual";
             metadata?: {
                 [key: string]: string;
             };

@@ -170,7 +170,7 @@ example(checkoutSessionSchema, {
   id: ids.session, object: 'checkout_session', livemode: false, mode: 'payment', status: 'open', url: `${BASE}/checkout/${ids.session}`,
   amount: 4900, currency: 'EUR', priceId: null, description: 'Conference ticket', customerId: null, customerEmail: null,
   successUrl: 'https://shop.example.com/thanks', cancelUrl: null, expiresAt: '2026-03-03T09:14:07.512Z', paymentId: null,
-  paymentMethodId: null, subscriptionId: null, invoiceId: null, metadata: {}, createdAt: T0, updatedAt: T0, completedAt: null, expiredAt: null,
+  paymentMethodId: null, subscriptionId: null, invoiceId: null, captureMethod: 'automatic', metadata: {}, createdAt: T0, updatedAt: T0, completedAt: null, expiredAt: null,
 });
 
 example(publicCheckoutSessionSchema, {
@@ -181,7 +181,7 @@ example(publicCheckoutSessionSchema, {
 
 example(paymentLinkSchema, {
   id: ids.link, object: 'payment_link', livemode: false, slug: 'Hq3Zx8Lm2Tk9Wb4Nc7Vd1R', url: `${BASE}/pay/Hq3Zx8Lm2Tk9Wb4Nc7Vd1R`,
-  name: 'Donation', description: null, amount: 1000, currency: 'EUR', priceId: null, status: 'active', metadata: {}, createdAt: T0, updatedAt: T0,
+  name: 'Donation', description: null, amount: 1000, currency: 'EUR', priceId: null, status: 'active', captureMethod: 'automatic', metadata: {}, createdAt: T0, updatedAt: T0,
 });
 
 example(publicPaymentLinkSchema, {

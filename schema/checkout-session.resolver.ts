@@ -3,7 +3,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, Amount, defined, listOptions, toList } from './types/common';
-import { CheckoutSessionMode, CheckoutSessionSortField, CheckoutSessionStatus } from './types/enums';
+import { CaptureMethod, CheckoutSessionMode, CheckoutSessionSortField, CheckoutSessionStatus } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 
@@ -28,6 +28,7 @@ export class CheckoutSessionType {
   @Field(() => String, { nullable: true }) paymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) subscriptionId!: string | null;
   @Field(() => String, { nullable: true }) invoiceId!: string | null;
+  @Field(() => CaptureMethod, { description: 'How the payment of the session is captured; manual: authorised only (requires_capture), which completes the session.' }) captureMethod!: string;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -55,6 +56,7 @@ class CreateCheckoutSessionInput {
   @Field(() => String, { nullable: true }) successUrl?: string;
   @Field(() => String, { nullable: true }) cancelUrl?: string;
   @Field(() => Int, { nullable: true, description: 'From 1800 (30 minutes) to 86400 (24 hours, the default).' }) expiresInSeconds?: number;
+  @Field(() => CaptureMethod, { nullable: true, description: 'automatic (the default) or manual (payment sessions only).' }) captureMethod?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
 

@@ -3,7 +3,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { DateTime, PageArgs, Amount, defined, listOptions, toList } from './types/common';
-import { PaymentLinkSortField, PaymentLinkStatus } from './types/enums';
+import { CaptureMethod, PaymentLinkSortField, PaymentLinkStatus } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 
@@ -20,6 +20,7 @@ export class PaymentLinkType {
   @Field(() => String) currency!: string;
   @Field(() => String, { nullable: true }) priceId!: string | null;
   @Field(() => PaymentLinkStatus) status!: string;
+  @Field(() => CaptureMethod, { description: 'How each payment of the link is captured; manual: authorised only (requires_capture).' }) captureMethod!: string;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
   @Field(() => DateTime) createdAt!: string;
   @Field(() => DateTime) updatedAt!: string;
@@ -40,6 +41,7 @@ class CreatePaymentLinkInput {
   @Field(() => Amount, { nullable: true }) amount?: number;
   @Field(() => String, { nullable: true }) currency?: string;
   @Field(() => String, { nullable: true }) priceId?: string;
+  @Field(() => CaptureMethod, { nullable: true, description: 'automatic (the default) or manual.' }) captureMethod?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, string>;
 }
 

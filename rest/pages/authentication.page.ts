@@ -1,12 +1,29 @@
 import type { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { Services } from '../../src/services';
+import type { PayorchState } from '../../src/http/context';
 import { DomainError } from '../../src/core/errors';
 import { formatAmount } from '../../src/core/money';
 import { PAYMENT_RETURN_PATH } from '../../src/modules/payments/payment-actions';
 import { SIMULATOR_CHALLENGE_PATH, answerSimulatorChallenge, simulatorChallenge } from '../../src/connectors/simulator/simulator.gateway';
 import { html } from './html';
-import { CONTENT_SECURITY_POLICY, renderPage } from './page-layout';
+import { CONTENT_SECURITY_POLICY, renderPage, type PageView } from './page-layout';
+import type { PageRequest } from './page';
+import { checkoutReturnPage } from './checkout.page';
+import { paymentLinkReturnPage } from './payment-link.page';
+
+/**
+ * A hosted page as a 3-D Secure challenge brings the customer back to it (`?payment_id=`, the
+ * payment its pay made): the page's own view of that payment's outcome, or where to go next (the
+ * merchant's success URL).
+ */
+export interface ChallengeReturnPage {
+  path: string;
+  render(services: Services, request: PageRequest, paymentId: string): Promise<PageView | { redirectTo: string }>;
+}
+
+/** The hosted pages whose pays pass their own address as the payment's return URL. */
+const CHALLENGE_RETURN_PAGES: readonly ChallengeReturnPage[] = [checkoutReturnPage, paymentLinkReturnPage];
 
 /**
  * 3-D Secure's two pages:
@@ -14,6 +31,9 @@ import { CONTENT_SECURITY_POLICY, renderPage } from './page-layout';
  *   payment is finished as the gateway tells (PaymentActions.returned), then the customer goes on
  *   to the page the payment was made from (a hosted page, or the merchant's `returnUrl`); with
  *   none, this page shows the outcome.
+ * - `/checkout/{id}?payment_id=…` and `/pay/{slug}?payment_id=…`: the hosted page the customer
+ *   lands on from there, showing that payment's outcome (ChallengeReturnPage); without
+ *   `payment_id` the page itself answers (these routes come first and pass it on).
  * - `/simulator/3ds/{id}`: the test simulator's challenge, standing in for a card issuer's page,
  *   with "Complete" and "Fail". Its forms post to this origin only; the answer page then sends
  *   the customer back by a refresh (a form's redirect to another origin would break the policy).
@@ -40,6 +60,20 @@ export function authenticationRoutes(router: Router, services: Services): void {
 ${payment.failureMessage ? html`<p class="error">${payment.failureMessage}</p>` : ''}`,
     });
   });
+
+  for (const page of CHALLENGE_RETURN_PAGES) {
+    router.get(page.path, async (ctx, next) => {
+      const paymentId = ctx.query.payment_id;
+      if (typeof paymentId !== 'string' || paymentId === '') return next();
+      const view = await page.render(services, { params: { ...ctx.params }, requestId: (ctx.state as PayorchState).requestId }, paymentId);
+      if ('redirectTo' in view) {
+        ctx.status = 303;
+        ctx.redirect(view.redirectTo);
+        return;
+      }
+      renderPage(ctx, view);
+    });
+  }
 
   router.get(`${SIMULATOR_CHALLENGE_PATH}:id`, async (ctx) => {
     const challenge = simulatorChallenge(ctx.params.id);

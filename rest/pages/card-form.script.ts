@@ -46,6 +46,8 @@ const SOURCE = String.raw`(function () {
     insufficient_funds: 'Your card was declined: insufficient funds. Try another card.',
     expired_card: 'Your card was declined: the card has expired. Try another card.',
     incorrect_cvc: 'Your card was declined: the CVC is incorrect. Check it and try again.',
+    authentication_failed: 'Your card was declined: the payment was not confirmed with your bank (3-D Secure). Try again, or use another card.',
+    authentication_expired: 'Your card was declined: the confirmation with your bank (3-D Secure) was not finished in time. Try again.',
     declinedBecause: 'Your card was declined ({reason}). Try another card, or contact your bank.',
     notProcessed: 'The payment did not go through: {reason} You were not charged; try again.',
     notProcessedReason: 'it could not be processed.',
@@ -87,7 +89,10 @@ const SOURCE = String.raw`(function () {
   } catch (e) { /* unreadable: English */ }
   // A server's text for a field (its 400), when the page has its own word for it.
   var FIELD_WORDS = M.fieldWords === 'page' ? { number: M.numberInvalid, expiry: M.expiryFormat, cvc: M.cvc, email: M.email } : {};
-  var DECLINES = { card_declined: M.card_declined, insufficient_funds: M.insufficient_funds, expired_card: M.expired_card, incorrect_cvc: M.incorrect_cvc };
+  var DECLINES = {
+    card_declined: M.card_declined, insufficient_funds: M.insufficient_funds, expired_card: M.expired_card, incorrect_cvc: M.incorrect_cvc,
+    authentication_failed: M.authentication_failed, authentication_expired: M.authentication_expired
+  };
   function fill(text, values) {
     return String(text).replace(/\{(\w+)\}/g, function (all, k) { return values[k] === undefined || values[k] === null ? '' : String(values[k]); });
   }
@@ -355,6 +360,17 @@ const SOURCE = String.raw`(function () {
       setBusy(false);
       say(M.noResultYet, true);
     }
+  }
+
+  // Back from a 3-D Secure challenge (the page's ?payment_id=): that payment's outcome is shown as
+  // a pay's answer would be, once; the address loses the parameter, so a reload shows the form.
+  var returned = null;
+  try { returned = JSON.parse(form.getAttribute('data-returned') || 'null'); } catch (e) { /* unreadable: nothing to show */ }
+  if (returned && typeof returned === 'object') {
+    if (window.history && window.history.replaceState && /[?&]payment_id=/.test(window.location.search)) {
+      window.history.replaceState(null, '', window.location.pathname);
+    }
+    result(returned);
   }
 })();
 `;

@@ -1,6 +1,8 @@
 import { html, type SafeHtml } from './html';
 import type { PageView } from './page-layout';
 import { CARD_FORM_SCRIPT } from './card-form.script';
+import { payResultStatus } from '../../src/modules/payments/public-pay';
+import type { Payment } from '../../src/modules/payments/payment.service';
 
 /** What a page that takes a card tells its form: where to pay and what to ask. */
 export interface CardFormOptions {
@@ -22,6 +24,19 @@ export interface CardFormOptions {
   labels?: CardFormLabels;
   /** What the form's script says (declines, field errors, "Processing…") in the page's language; English unless given. */
   messages?: CardFormMessages;
+  /**
+   * The outcome of the payment the customer comes back with from a 3-D Secure challenge (the
+   * page's `?payment_id=`): the script shows it as it shows a pay's answer (a decline in the alert
+   * region with the form kept, or a payment still being processed).
+   */
+  returned?: ReturnedOutcome;
+}
+
+/** A returned payment as the card form's script reads it (a public pay's result fields). */
+export interface ReturnedOutcome {
+  status: 'failed' | 'processing';
+  failureCode: string | null;
+  failureMessage: string | null;
 }
 
 /**
@@ -36,6 +51,9 @@ export interface CardFormMessages {
   insufficient_funds: string;
   expired_card: string;
   incorrect_cvc: string;
+  /** A failed or unanswered 3-D Secure challenge; English unless given. */
+  authentication_failed?: string;
+  authentication_expired?: string;
   declinedBecause: string;
   notProcessed: string;
   notProcessedReason: string;
@@ -102,7 +120,7 @@ const optional = (text: string, word: string) => html`${text} <span class="optio
 export function cardForm(o: CardFormOptions): SafeHtml {
   const l = o.labels ?? ENGLISH_LABELS;
   return html`<div id="pay-status" class="status" role="alert"></div>
-<form id="card-form" novalidate data-kind="${o.kind}" data-mode="${o.mode}" data-pay-url="${o.payUrl}"${o.viewUrl ? html` data-view-url="${o.viewUrl}"` : ''}${o.messages ? html` data-messages="${JSON.stringify(o.messages)}"` : ''}>
+<form id="card-form" novalidate data-kind="${o.kind}" data-mode="${o.mode}" data-pay-url="${o.payUrl}"${o.viewUrl ? html` data-view-url="${o.viewUrl}"` : ''}${o.messages ? html` data-messages="${JSON.stringify(o.messages)}"` : ''}${o.returned ? html` data-returned="${JSON.stringify(o.returned)}"` : ''}>
 ${field('card-number', l.cardNumber, html`type="text" inputmode="numeric" autocomplete="cc-number" placeholder="1234 1234 1234 1234" maxlength="23" spellcheck="false" required`)}
 <div class="row">
 ${field('card-expiry', l.expiry, html`type="text" inputmode="numeric" autocomplete="cc-exp" placeholder="${l.expiryPlaceholder}" maxlength="7" required`)}
@@ -118,13 +136,32 @@ ${o.askEmail ? field('payer-email', optional(l.email, l.optional), html`type="em
 </section>`;
 }
 
+/** A returned payment as the form shows it; one that paid shows the page's paid state instead. */
+export function returnedOutcome(payment: { status: string; failureCode: string | null; failureMessage: string | null }): ReturnedOutcome | undefined {
+  const status = payResultStatus(payment.status as Payment['status']);
+  if (status === 'failed') return { status, failureCode: payment.failureCode, failureMessage: payment.failureMessage };
+  if (status === 'processing' || status === 'requires_action') return { status: 'processing', failureCode: null, failureMessage: null };
+  return undefined;
+}
+
+/**
+ * The success state of a pay, shown without the form: where a customer lands back from a 3-D
+ * Secure challenge that paid (the same words as the form's success state).
+ */
+export function paidState(title: string, text: SafeHtml | string): SafeHtml {
+  return html`<section id="pay-done" class="done">
+<h2 id="pay-done-title" tabindex="-1">${title}</h2>
+<p id="pay-done-text">${text}</p>
+</section>`;
+}
+
 /** The merchant's name over the page, with a badge when nothing real is charged. */
 export function merchantHeader(merchantName: string, livemode: boolean, badge = 'Test mode'): SafeHtml {
   return html`<p class="merchant"><span>${merchantName || 'Payorch'}</span>${livemode ? '' : html`<span class="badge">${badge}</span>`}</p>`;
 }
 
 /** Under a test-mode form: the simulator's cards, so a developer can try both outcomes. */
-export function testModeHint(livemode: boolean, text = 'Test mode: no money moves. Card 4242 4242 4242 4242 succeeds and 4000 0000 0000 0002 is declined, with any future expiry and any CVC.'): SafeHtml | string {
+export function testModeHint(livemode: boolean, text = 'Test mode: no money moves. Card 4242 4242 4242 4242 succeeds, 4000 0000 0000 0002 is declined and 4000 0025 0000 3155 asks for 3-D Secure, with any future expiry and any CVC.'): SafeHtml | string {
   if (livemode) return '';
   return html`<p class="hint" data-until-done>${text}</p>`;
 }

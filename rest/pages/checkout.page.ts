@@ -4,7 +4,8 @@ import type { PublicCheckoutSession } from '../../src/modules/checkout/checkout-
 import { html } from './html';
 import type { Page, PageRequest } from './page';
 import type { PageView } from './page-layout';
-import { cardForm, cardPage, merchantHeader, statePage, testModeHint } from './card-form';
+import { cardForm, cardPage, merchantHeader, paidState, returnedOutcome, statePage, testModeHint, type ReturnedOutcome } from './card-form';
+import type { ChallengeReturnPage } from './authentication.page';
 
 function price(s: PublicCheckoutSession): string {
   const amount = formatAmount(s.amount ?? 0, s.currency ?? '');
@@ -58,11 +59,34 @@ ${s.successUrl ? html`<p><a href="${s.successUrl}">Return to ${merchant}</a></p>
   });
 }
 
-function openView(s: PublicCheckoutSession): PageView {
+/** The form's success state: its title and text. */
+function doneWords(s: PublicCheckoutSession): { title: string; text: string } {
+  const merchant = s.merchantName || 'the merchant';
+  return s.mode === 'setup'
+    ? { title: 'Card saved', text: `Your card is saved with ${merchant}. You can close this page.` }
+    : { title: 'Payment successful', text: `Thank you: ${merchant} has received your payment of ${price(s)}. You can close this page.` };
+}
+
+/** Back from a 3-D Secure challenge that paid the session, with no success URL to go to: the form's success state. */
+function paidView(s: PublicCheckoutSession): PageView {
+  const done = doneWords(s);
+  return statePage({
+    title: done.title,
+    body: html`${merchantHeader(s.merchantName, s.livemode)}
+<div class="summary">
+<h1 class="amount">${price(s)}</h1>
+${s.description ? html`<p class="description">${s.description}</p>` : ''}
+</div>
+${paidState(done.title, done.text)}`,
+  });
+}
+
+function openView(s: PublicCheckoutSession, returned?: ReturnedOutcome): PageView {
   const merchant = s.merchantName || 'the merchant';
   const setup = s.mode === 'setup';
   const base = `/v1/public/checkout-sessions/${encodeURIComponent(s.id)}`;
   const amount = setup ? '' : price(s);
+  const done = doneWords(s);
   return cardPage({
     title: setup ? `Save a card with ${merchant}` : `Pay ${merchant}`,
     body: html`${merchantHeader(s.merchantName, s.livemode)}
@@ -84,15 +108,46 @@ ${cardForm({
     askEmail: !setup && !s.customerEmail,
     // The name is a new customer's (setup, subscription); a one-time payment keeps none.
     askName: s.mode !== 'payment',
-    doneTitle: setup ? 'Card saved' : 'Payment successful',
-    doneText: setup
-      ? `Your card is saved with ${merchant}. You can close this page.`
-      : `Thank you: ${merchant} has received your payment of ${amount}. You can close this page.`,
+    doneTitle: done.title,
+    doneText: done.text,
+    returned,
   })}
 ${testModeHint(s.livemode)}
 ${s.cancelUrl ? html`<footer data-until-done><a href="${s.cancelUrl}">Cancel and return to ${merchant}</a></footer>` : ''}`,
   });
 }
+
+/** The page a session's state shows, with the form where it can be paid. */
+function sessionView(session: PublicCheckoutSession, returned?: ReturnedOutcome): PageView {
+  if (session.status === 'expired') return expiredView(session);
+  if (session.status === 'complete') return completeView(session);
+  if (!session.payable) return closedView(session);
+  return openView(session, returned);
+}
+
+/**
+ * `/checkout/{id}?payment_id=…`: where a 3-D Secure challenge of the session's pay brings the
+ * customer back (the payment's return URL). Paid by that payment: the success URL, or the form's
+ * success state, as a pay that needed no challenge. Failed: the form, with the decline shown and
+ * the session payable again at once. Not settled yet: the form waits for it. A payment that is
+ * not this session's is ignored.
+ */
+export const checkoutReturnPage: ChallengeReturnPage = {
+  path: '/checkout/:id',
+  async render(services, request, paymentId) {
+    let landing;
+    try {
+      landing = await services.checkoutSessions.publicReturn(request.params.id, paymentId);
+    } catch (err) {
+      if (isDomainError(err) && err.code === 'resource_not_found') return notFoundView(request);
+      throw err;
+    }
+    const { session, payment, paidByIt } = landing;
+    if (paidByIt) return session.successUrl ? { redirectTo: session.successUrl } : paidView(session);
+    if (!payment || session.status !== 'open') return sessionView(session);
+    return sessionView(session, returnedOutcome(payment));
+  },
+};
 
 /** `/checkout/{id}`: a checkout session's card form, or the state it is in (complete, expired, unknown). */
 export const checkoutPage: Page = {
@@ -105,9 +160,6 @@ export const checkoutPage: Page = {
       if (isDomainError(err) && err.code === 'resource_not_found') return notFoundView(request);
       throw err;
     }
-    if (session.status === 'expired') return expiredView(session);
-    if (session.status === 'complete') return completeView(session);
-    if (!session.payable) return closedView(session);
-    return openView(session);
+    return sessionView(session);
   },
 };

@@ -16,7 +16,9 @@ import type { CustomerService } from '../customers/customer.service';
 import type { CatalogService } from '../catalog/catalog.service';
 import type { AccountService } from '../accounts/account.service';
 import { CheckoutSessionModel } from './checkout-session.model';
-import { CheckoutStore, toSessionRecord, type CheckoutMode, type CheckoutSessionRecord, type SessionMoveWrite } from './checkout.store';
+import {
+  CheckoutStore, toSessionRecord, type CaptureMethod, type CheckoutMode, type CheckoutSessionRecord, type ReturnedPayment, type SessionMoveWrite,
+} from './checkout.store';
 import { CHECKOUT_SESSION_MOVES, type CheckoutSessionStatus } from './checkout-session-states';
 import { SESSION_LIFETIME, createCheckoutSessionInput, listCheckoutSessionsInput } from './checkout.inputs';
 import { publicPayInput, type PublicPayInput } from '../payments/payment.inputs';
@@ -49,6 +51,8 @@ export interface CheckoutSession {
   paymentMethodId: string | null;
   subscriptionId: string | null;
   invoiceId: string | null;
+  /** How the session's payment is captured: `manual` authorises it (requires_capture), and that completes the session. */
+  captureMethod: CaptureMethod;
   metadata: Record<string, string>;
   createdAt: string;
   updatedAt: string;
@@ -74,6 +78,17 @@ export interface PublicCheckoutSession {
   recurring: { interval: string; intervalCount: number } | null;
   /** Open and not closed by too many failed attempts. */
   payable: boolean;
+}
+
+/**
+ * The hosted page a 3-D Secure challenge returns to (`?payment_id=`): the session as the page
+ * shows it, settled from its payments, and that payment's outcome when this session's pay made it.
+ */
+export interface CheckoutReturn {
+  session: PublicCheckoutSession;
+  payment: ReturnedPayment | null;
+  /** The session was completed by this payment: the page shows the success (or goes to successUrl). */
+  paidByIt: boolean;
 }
 
 /**
@@ -106,6 +121,9 @@ export interface InvoiceSessionSpec {
   description: string;
   paymentId: string | null;
 }
+
+/** A session's payment in these statuses has paid it (an authorisation too: the merchant captures it later). */
+const PAID_STATUSES: ReadonlySet<string> = new Set(['succeeded', 'requires_capture']);
 
 /** How long a pay's claim on its session lasts before its payment row holds the session instead. */
 const PAY_CLAIM_MS = 60_000;
@@ -171,7 +189,7 @@ export class CheckoutSessionService {
         amount, currency, priceId: data.priceId ?? null, description,
         customerId: data.customerId ?? null, customerEmail: data.customerEmail ?? null,
         successUrl, cancelUrl, expiresAt, paymentId: null, paymentMethodId: null, subscriptionId: null, invoiceId: null,
-        payingUntil: null, payingToken: null, metadata: JSON.stringify(data.metadata ?? {}),
+        payingUntil: null, payingToken: null, captureMethod: data.captureMethod ?? 'automatic', metadata: JSON.stringify(data.metadata ?? {}),
         createdAt: now, updatedAt: now, completedAt: null, expiredAt: null,
       }, { transaction });
       return this.toApi(toSessionRecord(row.get({ plain: true }) as Record<string, unknown>), now);
@@ -219,9 +237,28 @@ export class CheckoutSessionService {
 
   /** The public view by id (no key): what the hosted page shows. */
   async publicView(id: string): Promise<PublicCheckoutSession> {
+    return this.publicViewOf(await this.settledById(id));
+  }
+
+  /**
+   * The hosted page after a 3-D Secure challenge (`/checkout/{id}?payment_id=`): the session,
+   * finished from its payments first (completed by a payment that succeeded or was authorised,
+   * its claim freed once the payment failed, so it can be paid again at once), and the payment's
+   * outcome when it is one of this session's.
+   */
+  async publicReturn(id: string, paymentId: string): Promise<CheckoutReturn> {
+    const session = await this.settledById(id);
+    const payment = await this.store.paymentOf(paymentId, { checkoutSessionId: id });
+    return { session: await this.publicViewOf(session), payment, paidByIt: payment !== null && session.status === 'complete' && session.paymentId === payment.id };
+  }
+
+  private async settledById(id: string): Promise<CheckoutSessionRecord> {
     const found = await this.store.findSession(id);
     if (!found) throw notFound('checkout_session', id);
-    const session = await this.settled(found);
+    return this.settled(found);
+  }
+
+  private async publicViewOf(session: CheckoutSessionRecord): Promise<PublicCheckoutSession> {
     const now = this.clock.now();
     let recurring: PublicCheckoutSession['recurring'] = null;
     if (session.priceId && session.checkoutMode === 'subscription') {
@@ -320,9 +357,17 @@ export class CheckoutSessionService {
         return { type: CHECKOUT_SESSION_MOVES.eventOf('complete'), object: this.toApi(completed, at) };
       },
     };
-    const { result } = await this.pay.charge(ctx, {
+    const { result, payment } = await this.pay.charge(ctx, {
       amount: session.amount as number, currency: session.currency as string, description: session.description, customerId, receiptEmail, card: data.card,
+      captureMethod: session.captureMethod, returnUrl: this.urls.checkout(session.id),
     }, { checkoutSessionId: session.id }, key, redirect, undefined, hold);
+    // An authorisation pays the session as a capture does: the payment's write completed nothing
+    // (it completes a hold on success only), so the session is completed here, under this pay's claim.
+    if (payment.status === 'requires_capture') {
+      await this.completeWith(ctx, session.id, { paymentId: payment.id, customerId: payment.customerId }, token).catch((err) => {
+        this.logger.error({ checkoutSessionId: session.id, err: errorForLog(err) }, 'checkout session authorised but not yet completed');
+      });
+    }
     return result;
   }
 
@@ -371,17 +416,29 @@ export class CheckoutSessionService {
   }
 
   /**
-   * A session whose pay's request ended without settling it (it died, or its payment was still
-   * pending) is finished from its payments: a succeeded one completes it, none that holds it frees
-   * the claim. Done when it is read and by the job.
+   * A session whose pay's request ended without settling it (it died, its payment was still
+   * pending, or it waited for a 3-D Secure challenge) is finished from its payments: one that
+   * succeeded or was authorised completes it. Done when it is read and by the job.
+   *
+   * A claim whose payment has ended without paying (a failed challenge, or the merchant canceled
+   * it) is freed at once, so the session can be paid again rather than when the claim's lease
+   * runs out; only for sessions whose pays claim them with their payment's pending row
+   * (PaymentHold: a payment session that pays no subscription's invoice), and only if it is still
+   * the claim read (its token): a later pay's claim is never touched (releaseSpentClaim).
    */
   private async settled(session: CheckoutSessionRecord): Promise<CheckoutSessionRecord> {
     if (session.status !== 'open' || session.payingToken === null || session.checkoutMode !== 'payment') return session;
-    const succeeded = (await this.store.holdingPayments(session.id)).find((p) => p.status === 'succeeded');
-    if (!succeeded) return session;
-    const ctx = systemContext(session.accountId, session.mode, this.clock.now(), 'checkout-reconcile');
-    await this.completeWith(ctx, session.id, { paymentId: succeeded.id, customerId: succeeded.customerId });
-    return (await this.store.findSession(session.id)) as CheckoutSessionRecord;
+    const holding = await this.store.holdingPayments(session.id);
+    const paid = holding.find((p) => PAID_STATUSES.has(p.status));
+    if (paid) {
+      const ctx = systemContext(session.accountId, session.mode, this.clock.now(), 'checkout-reconcile');
+      await this.completeWith(ctx, session.id, { paymentId: paid.id, customerId: paid.customerId });
+      return (await this.store.findSession(session.id)) as CheckoutSessionRecord;
+    }
+    if (holding.length === 0 && session.invoiceId === null && (await this.store.releaseSpentClaim(session.id, session.payingToken))) {
+      return (await this.store.findSession(session.id)) as CheckoutSessionRecord;
+    }
+    return session;
   }
 
   /**
@@ -420,7 +477,7 @@ export class CheckoutSessionService {
       url: this.urls.checkout(s.id), amount: s.amount, currency: s.currency, priceId: s.priceId, description: s.description,
       customerId: s.customerId, customerEmail: s.customerEmail, successUrl: s.successUrl, cancelUrl: s.cancelUrl,
       expiresAt: s.expiresAt.toISOString(), paymentId: s.paymentId, paymentMethodId: s.paymentMethodId,
-      subscriptionId: s.subscriptionId, invoiceId: s.invoiceId, metadata: s.metadata, createdAt: s.createdAt, updatedAt: s.updatedAt,
+      subscriptionId: s.subscriptionId, invoiceId: s.invoiceId, captureMethod: s.captureMethod, metadata: s.metadata, createdAt: s.createdAt, updatedAt: s.updatedAt,
       completedAt: s.completedAt, expiredAt: s.expiredAt,
     };
   }

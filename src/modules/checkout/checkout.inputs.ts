@@ -15,6 +15,11 @@ const returnUrl = z.string({ error: 'must be an absolute https:// URL' }).trim()
 
 const description = z.string({ error: 'must be a string' }).trim().max(500, { error: 'must be at most 500 characters' });
 
+export const CAPTURE_METHODS = ['automatic', 'manual'] as const;
+
+/** How the payments made from a session or a link are captured (API.md §9): `manual` authorises only. */
+const captureMethod = z.enum(CAPTURE_METHODS, { error: 'captureMethod must be automatic or manual' });
+
 export const createCheckoutSessionInput = z
   .object({
     mode: z.enum(CHECKOUT_MODES, { error: `mode must be one of ${CHECKOUT_MODES.join(', ')}` }),
@@ -32,10 +37,15 @@ export const createCheckoutSessionInput = z
       .min(SESSION_LIFETIME.minSeconds, { error: `must be at least ${SESSION_LIFETIME.minSeconds} (30 minutes)` })
       .max(SESSION_LIFETIME.maxSeconds, { error: `must be at most ${SESSION_LIFETIME.maxSeconds} (24 hours)` })
       .optional(),
+    captureMethod: captureMethod.optional(),
     metadata: metadataSchema.optional(),
   })
   .strict()
   .superRefine((v, ctx) => {
+    if (v.captureMethod === 'manual' && v.mode !== 'payment') {
+      // A setup session charges nothing; a subscription's invoices are always captured at once.
+      ctx.addIssue({ code: 'custom', path: ['captureMethod'], message: `a ${v.mode} session captures automatically: captureMethod manual is for payment sessions` });
+    }
     if (v.customerId && v.customerEmail) {
       ctx.addIssue({ code: 'custom', path: ['customerEmail'], message: 'give customerId or customerEmail, not both' });
     }
@@ -75,6 +85,7 @@ export const createPaymentLinkInput = z
     amount: amountSchema.optional(),
     currency: currencySchema.optional(),
     priceId: z.string().min(1).max(64).optional(),
+    captureMethod: captureMethod.optional(),
     metadata: metadataSchema.optional(),
   })
   .strict()

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { amountOut, currencyOut, metadataOut, nullableTimestamp, objectBase, timestamp } from '../../core/api-schemas';
-import { CHECKOUT_MODES, CHECKOUT_SESSION_STATUSES, PAYMENT_LINK_STATUSES } from './checkout.inputs';
+import { CAPTURE_METHODS, CHECKOUT_MODES, CHECKOUT_SESSION_STATUSES, PAYMENT_LINK_STATUSES } from './checkout.inputs';
+
+const captureMethodOut = z.enum(CAPTURE_METHODS).meta({
+  description: 'How the payments made here are captured: automatic, or manual (authorised only: requires_capture until POST /v1/payments/{id}/capture; the authorisation pays the session).',
+});
 
 export const checkoutSessionSchema = z
   .object({
@@ -21,6 +25,7 @@ export const checkoutSessionSchema = z
     paymentMethodId: z.string().nullable(),
     subscriptionId: z.string().nullable(),
     invoiceId: z.string().nullable(),
+    captureMethod: captureMethodOut,
     metadata: metadataOut,
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -58,6 +63,7 @@ export const paymentLinkSchema = z
     currency: currencyOut,
     priceId: z.string().nullable(),
     status: z.enum(PAYMENT_LINK_STATUSES),
+    captureMethod: captureMethodOut,
     metadata: metadataOut,
     createdAt: timestamp,
     updatedAt: timestamp,

@@ -51,6 +51,7 @@ export interface CheckoutSessionRecord {
   subscriptionId: string | null;
   invoiceId: string | null;
   payingToken: string | null;
+  captureMethod: CaptureMethod;
   metadata: Metadata;
   createdAt: string;
   updatedAt: string;
@@ -70,9 +71,21 @@ export interface PaymentLinkRecord {
   currency: string;
   priceId: string | null;
   status: 'active' | 'inactive';
+  captureMethod: CaptureMethod;
   metadata: Metadata;
   createdAt: string;
   updatedAt: string;
+}
+
+/** How the payments a session or a link makes are captured (API.md §9). */
+export type CaptureMethod = 'automatic' | 'manual';
+
+/** A payment a session's or a link's pay made, as the page it returns to after 3-D Secure shows it. */
+export interface ReturnedPayment {
+  id: string;
+  status: string;
+  failureCode: string | null;
+  failureMessage: string | null;
 }
 
 /**
@@ -84,7 +97,7 @@ const HOLDING_PAYMENT_STATUSES = "('pending', 'requires_action', 'requires_captu
 /** A session's columns under the names toSessionRecord reads (a model finder's raw names). */
 const SESSION_COLUMNS = [
   'id', 'account_id', 'mode', 'checkout_mode', 'status', 'amount', 'currency', 'price_id', 'description', 'customer_id', 'customer_email',
-  'success_url', 'cancel_url', 'expires_at', 'payment_id', 'payment_method_id', 'subscription_id', 'invoice_id', 'paying_token', 'metadata',
+  'success_url', 'cancel_url', 'expires_at', 'payment_id', 'payment_method_id', 'subscription_id', 'invoice_id', 'paying_token', 'capture_method', 'metadata',
   'created_at', 'updated_at', 'completed_at', 'expired_at',
 ].map((c) => `s.${c} AS "${c.replace(/_([a-z])/g, (_, l: string) => l.toUpperCase())}"`).join(', ');
 
@@ -260,6 +273,24 @@ export class CheckoutStore implements PaymentHoldStore {
   }
 
   /**
+   * Gives back a claim whose payment has ended without paying (a failed 3-D Secure challenge, or
+   * a payment the merchant canceled): the claim `token` holds, a payment of the session was made
+   * under it (created at or after the claim, which stamps the session's `updated_at`), and no
+   * payment holds the session any more. A claim whose pay has not written its payment yet is
+   * left alone. True when it was given back.
+   */
+  async releaseSpentClaim(id: string, token: string): Promise<boolean> {
+    const changed = await this.db.execute(
+      `UPDATE checkout_sessions SET paying_until = NULL, paying_token = NULL
+        WHERE id = $1 AND paying_token = $2 AND status = 'open'
+          AND EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = $1 AND p.created_at >= checkout_sessions.updated_at)
+          AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = $1 AND p.status IN ${HOLDING_PAYMENT_STATUSES})`,
+      [id, token],
+    );
+    return changed === 1;
+  }
+
+  /**
    * A session's move in `t` (CHECKOUT_SESSION_MOVES: its status, its stamp and the status it
    * starts from), its claim cleared; the caller records the event there too. False when the
    * session could not make it (see SessionMoveWrite).
@@ -309,6 +340,20 @@ export class CheckoutStore implements PaymentHoldStore {
         ORDER BY paying_until LIMIT $1`,
       [limit],
     );
+  }
+
+  /**
+   * The payment `paymentId` when a pay of this session or link made it (the page a 3-D Secure
+   * challenge returns to names it); null for any other payment.
+   */
+  async paymentOf(paymentId: string, owner: { checkoutSessionId: string } | { paymentLinkId: string }): Promise<ReturnedPayment | null> {
+    const [column, ownerId] = 'checkoutSessionId' in owner ? ['checkout_session_id', owner.checkoutSessionId] : ['payment_link_id', owner.paymentLinkId];
+    const rows = await this.db.select(
+      `SELECT id, status, failure_code AS "failureCode", failure_message AS "failureMessage" FROM payments WHERE id = $1 AND ${column} = $2`,
+      [paymentId, ownerId],
+    );
+    const row = rows[0];
+    return row ? { id: row.id as string, status: row.status as string, failureCode: (row.failureCode as string | null) ?? null, failureMessage: (row.failureMessage as string | null) ?? null } : null;
   }
 
   /** The session's payments that hold it, newest first (succeeded before pending before review). */
@@ -368,6 +413,7 @@ export function toSessionRecord(row: Row): CheckoutSessionRecord {
     subscriptionId: (row.subscriptionId as string | null) ?? null,
     invoiceId: (row.invoiceId as string | null) ?? null,
     payingToken: (row.payingToken as string | null) ?? null,
+    captureMethod: (row.captureMethod as CaptureMethod | undefined) ?? 'automatic',
     metadata: readJson<Metadata>(row.metadata, {}),
     createdAt: isoTime(row.createdAt) as string,
     updatedAt: isoTime(row.updatedAt) as string,
@@ -389,6 +435,7 @@ export function toLinkRecord(row: Row): PaymentLinkRecord {
     currency: row.currency as string,
     priceId: (row.priceId as string | null) ?? null,
     status: row.status as 'active' | 'inactive',
+    captureMethod: (row.captureMethod as CaptureMethod | undefined) ?? 'automatic',
     metadata: readJson<Metadata>(row.metadata, {}),
     createdAt: isoTime(row.createdAt) as string,
     updatedAt: isoTime(row.updatedAt) as string,

@@ -12,7 +12,7 @@ import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import type { CatalogService } from '../catalog/catalog.service';
 import type { AccountService } from '../accounts/account.service';
 import { PaymentLinkModel } from './payment-link.model';
-import { CheckoutStore, toLinkRecord, type PaymentLinkRecord } from './checkout.store';
+import { CheckoutStore, toLinkRecord, type CaptureMethod, type PaymentLinkRecord, type ReturnedPayment } from './checkout.store';
 import { createPaymentLinkInput, listPaymentLinksInput, updatePaymentLinkInput } from './checkout.inputs';
 import { publicPayInput } from '../payments/payment.inputs';
 import type { PayResult, PublicPayPath, PublicRequest } from '../payments/public-pay';
@@ -31,6 +31,8 @@ export interface PaymentLink {
   currency: string;
   priceId: string | null;
   status: 'active' | 'inactive';
+  /** How each payment of the link is captured: `manual` authorises it (requires_capture). */
+  captureMethod: CaptureMethod;
   metadata: Record<string, string>;
   createdAt: string;
   updatedAt: string;
@@ -47,6 +49,16 @@ export interface PublicPaymentLink {
   currency: string;
   merchantName: string;
   status: 'active';
+}
+
+/**
+ * The link's page after a 3-D Secure challenge (`/pay/{slug}?payment_id=`): the link as the page
+ * shows it (inactive too: a payment made before it was deactivated still shows its outcome) and
+ * the payment's outcome when a pay of this link made it.
+ */
+export interface PaymentLinkReturn {
+  link: Omit<PublicPaymentLink, 'status'> & { status: 'active' | 'inactive' };
+  payment: ReturnedPayment | null;
 }
 
 /**
@@ -96,7 +108,7 @@ export class PaymentLinkService {
       const description = data.description ?? null;
       const row = await PaymentLinkModel.create({
         id, accountId: ctx.accountId, mode: ctx.mode, slug, name: data.name, description, amount, currency,
-        priceId: data.priceId ?? null, ...PAYMENT_LINK_MOVES.columns('create', now), searchText: searchText({ id, slug, name: data.name, description }),
+        priceId: data.priceId ?? null, captureMethod: data.captureMethod ?? 'automatic', ...PAYMENT_LINK_MOVES.columns('create', now), searchText: searchText({ id, slug, name: data.name, description }),
         metadata: JSON.stringify(data.metadata ?? {}), createdAt: now, updatedAt: now,
       }, { transaction });
       const link = this.toApi(toLinkRecord(row.get({ plain: true }) as Record<string, unknown>));
@@ -155,9 +167,21 @@ export class PaymentLinkService {
   /** The public view by slug (no key); 410 payment_link_inactive when the link is inactive. */
   async publicView(slug: string): Promise<PublicPaymentLink> {
     const link = await this.activeLink(slug);
+    return { ...(await this.publicFields(link)), status: link.status };
+  }
+
+  /** The page a 3-D Secure challenge returns to (`/pay/{slug}?payment_id=`): 404 when there is no such link. */
+  async publicReturn(slug: string, paymentId: string): Promise<PaymentLinkReturn> {
+    const link = await this.store.findLink({ slug });
+    if (!link) throw notFound('payment_link', slug, 'slug');
+    const payment = await this.store.paymentOf(paymentId, { paymentLinkId: link.id });
+    return { link: { ...(await this.publicFields(link)), status: link.status }, payment };
+  }
+
+  private async publicFields(link: PaymentLinkRecord): Promise<Omit<PublicPaymentLink, 'status'>> {
     return {
       object: 'payment_link', livemode: link.livemode, slug: link.slug, name: link.name, description: link.description,
-      amount: link.amount, currency: link.currency, merchantName: await this.accounts.displayName(link.accountId), status: link.status,
+      amount: link.amount, currency: link.currency, merchantName: await this.accounts.displayName(link.accountId),
     };
   }
 
@@ -178,7 +202,7 @@ export class PaymentLinkService {
     return this.pay.attempt({ kind: 'payment_link', id: link.id, accountId: link.accountId, mode: link.mode }, request, async () => {
       const { result } = await this.pay.charge(ctx, {
         amount: link.amount, currency: link.currency, description: link.description ?? link.name, customerId: null,
-        receiptEmail: data.email ?? null, card: data.card,
+        receiptEmail: data.email ?? null, card: data.card, captureMethod: link.captureMethod, returnUrl: this.urls.paymentLink(link.slug),
       }, { paymentLinkId: link.id }, key, noRedirect);
       return result;
     });
@@ -195,7 +219,7 @@ export class PaymentLinkService {
   toApi(l: PaymentLinkRecord): PaymentLink {
     return {
       id: l.id, object: 'payment_link', livemode: l.livemode, slug: l.slug, url: this.urls.paymentLink(l.slug), name: l.name,
-      description: l.description, amount: l.amount, currency: l.currency, priceId: l.priceId, status: l.status, metadata: l.metadata,
+      description: l.description, amount: l.amount, currency: l.currency, priceId: l.priceId, status: l.status, captureMethod: l.captureMethod, metadata: l.metadata,
       createdAt: l.createdAt, updatedAt: l.updatedAt,
     };
   }

@@ -110,7 +110,13 @@ export class PublicPayPath {
   /** Charges the card as `POST /v1/payments` with `paymentMethod: "card"` would. */
   async charge(
     ctx: RequestContext,
-    charge: { amount: number; currency: string; description: string | null; customerId: string | null; receiptEmail?: string | null; card: CardInput; metadata?: Metadata },
+    charge: {
+      amount: number; currency: string; description: string | null; customerId: string | null; receiptEmail?: string | null; card: CardInput; metadata?: Metadata;
+      /** `manual`: authorised only (a session's or a link's captureMethod); automatic unless given. */
+      captureMethod?: 'automatic' | 'manual';
+      /** The hosted page the customer comes back to after a 3-D Secure challenge (with `?payment_id=`). */
+      returnUrl?: string;
+    },
     links: PaymentLinks,
     idem: IdempotencyKey | undefined,
     redirectUrl: (result: PayResult) => string | null,
@@ -130,6 +136,8 @@ export class PublicPayPath {
         ...(charge.description ? { description: charge.description } : {}),
         ...(charge.receiptEmail ? { receiptEmail: charge.receiptEmail } : {}),
         ...(charge.metadata && Object.keys(charge.metadata).length ? { metadata: charge.metadata } : {}),
+        ...(charge.captureMethod === 'manual' ? { captureMethod: 'manual' } : {}),
+        ...(charge.returnUrl ? { returnUrl: charge.returnUrl } : {}),
       }, idem, links, paymentId, hold);
     } catch (err) {
       if (err instanceof IdempotentReplay) throw asResultReplay(err, redirectUrl);
@@ -210,6 +218,11 @@ export function resultWithoutPayment(paid: boolean): PayResult {
   return paid
     ? emptyResult(PAY_RESULT_OF.succeeded)
     : { ...emptyResult(PAY_RESULT_OF.failed), failureCode: 'card_declined', failureMessage: 'Your card was declined.' };
+}
+
+/** What a payer is told of a payment in this status (an authorisation is paid, from the payer's side). */
+export function payResultStatus(status: Payment['status']): PayResult['status'] {
+  return PAY_RESULT_OF[status];
 }
 
 export function resultOfPayment(payment: Payment): PayResult {
