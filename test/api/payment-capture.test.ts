@@ -298,3 +298,14 @@ describe('3-D Secure on a hosted checkout pay', () => {
     expect(again.body.error.code).toBe('checkout_session_in_use');
   });
 });
+
+describe('3-D Secure and the caps on public pays', () => {
+  it('should not count challenges as attempts still running: a sixth challenge pay of a link from one address is answered, not 429', async () => {
+    const link = (await app.request('POST', '/v1/payment-links', { key, body: { name: 'Challenged', amount: 700, currency: 'eur' } })).body.data;
+    const card = { number: '4000000000003220', expMonth: 12, expYear: 2030, cvc: '123' };
+    for (let i = 0; i < 7; i++) {
+      const res = await app.request('POST', `/v1/public/payment-links/${link.slug}/pay`, { body: { card }, localAddress: '127.0.0.77' });
+      expect([i, res.status, res.body.data?.status]).toEqual([i, 200, 'requires_action']);
+    }
+  });
+});

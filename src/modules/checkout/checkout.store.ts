@@ -333,10 +333,11 @@ export class CheckoutStore implements PaymentHoldStore {
    */
   async lapsedClaims(limit: number): Promise<Array<{ id: string; accountId: string; mode: 'test' | 'live' }>> {
     return this.db.select(
-      // A session whose payment is still pending or under review waits for it: left out, or it would head every batch.
+      // A session whose payment is still pending, under review or waiting for the payer's 3-D
+      // Secure answer waits for it: left out, or it would head every batch.
       `SELECT id, account_id AS "accountId", mode FROM checkout_sessions s
         WHERE status = 'open' AND paying_until IS NOT NULL AND paying_until < ${this.db.nowSql}
-          AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = s.id AND p.status IN ('pending', 'requires_review'))
+          AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.checkout_session_id = s.id AND p.status IN ('pending', 'requires_review', 'requires_action'))
         ORDER BY paying_until LIMIT $1`,
       [limit],
     );

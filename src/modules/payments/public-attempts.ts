@@ -77,9 +77,11 @@ export class PublicAttempts {
     let outcome: 'failed' | 'running' | 'released' = 'released';
     try {
       const result = await pay();
-      // A decline counts; an outcome not known yet (or waiting for the customer's 3-D Secure
-      // answer) stays counted as running (it may be a decline).
-      outcome = result.status === 'failed' ? 'failed' : result.status === 'processing' || result.status === 'requires_action' ? 'running' : 'released';
+      // A decline counts; an outcome not known yet stays counted as running (it may be a
+      // decline). A 3-D Secure challenge is released: nothing is told about the card before the
+      // issuer authenticates the customer, and a running attempt would stay counted after the
+      // challenge ended (its answer comes through the return page, not this pay).
+      outcome = result.status === 'failed' ? 'failed' : result.status === 'processing' ? 'running' : 'released';
       return result;
     } catch (err) {
       outcome = isDomainError(err) && err.code === 'customer_exists' ? 'failed' : 'released';
