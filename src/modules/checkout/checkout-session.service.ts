@@ -357,17 +357,12 @@ export class CheckoutSessionService {
         return { type: CHECKOUT_SESSION_MOVES.eventOf('complete'), object: this.toApi(completed, at) };
       },
     };
-    const { result, payment } = await this.pay.charge(ctx, {
+    // An authorisation pays the session as a capture does: the payment's settling write completes
+    // it either way (PaymentStore's holdFinish), in the same statement or transaction.
+    const { result } = await this.pay.charge(ctx, {
       amount: session.amount as number, currency: session.currency as string, description: session.description, customerId, receiptEmail, card: data.card,
       captureMethod: session.captureMethod, returnUrl: this.urls.checkout(session.id),
     }, { checkoutSessionId: session.id }, key, redirect, undefined, hold);
-    // An authorisation pays the session as a capture does: the payment's write completed nothing
-    // (it completes a hold on success only), so the session is completed here, under this pay's claim.
-    if (payment.status === 'requires_capture') {
-      await this.completeWith(ctx, session.id, { paymentId: payment.id, customerId: payment.customerId }, token).catch((err) => {
-        this.logger.error({ checkoutSessionId: session.id, err: errorForLog(err) }, 'checkout session authorised but not yet completed');
-      });
-    }
     return result;
   }
 

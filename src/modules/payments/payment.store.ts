@@ -282,13 +282,15 @@ function mergeAttempts(stored: PaymentAttempt[], late: PaymentAttempt[]): Paymen
 
 /**
  * What the settling write does to the payment's hold: completes it (with its event) when the
- * payment succeeded, releases it when the charge failed; nothing while the outcome is unknown or
- * under review (the payment row holds it, and its holder finishes it from the payment later).
+ * payment succeeded or was authorised (manual capture: paid, from the payer's side), releases it
+ * when the charge failed; nothing while the outcome is unknown, under review or waiting for the
+ * payer's 3-D Secure answer (the payment row holds it, and its holder finishes it from the
+ * payment later).
  */
 function holdFinish(move: SettlingMove, done: Payment, hold: PaymentHold | undefined): FinalWrite['hold'] {
   if (!hold) return undefined;
   const base = { holdId: hold.id, token: hold.token, paymentId: done.id, customerId: done.customerId, now: new Date(done.updatedAt) };
-  if (move === 'succeed') {
+  if (move === 'succeed' || move === 'authorize') {
     const event = hold.completion(done);
     return { ...base, outcome: 'complete', event, json: JSON.stringify(event.object) };
   }
