@@ -20,7 +20,7 @@ import type { CustomerCredit } from '../customers/customer-credit';
 import type { AccountService } from '../accounts/account.service';
 import type { PaymentService, Payment } from '../payments/payment.service';
 import type { OutgoingMail, MailStatus } from '../mail/mail.types';
-import { resultOfPayment, type PublicPayPath, type PayResult, type PublicRequest } from '../payments/public-pay';
+import { type PublicPayPath, type PayResult, type PublicRequest } from '../payments/public-pay';
 import { returnUrlChecker, type PublicUrls } from '../payments/public-urls';
 import { publicPayInput } from '../payments/payment.inputs';
 import type { CardInput } from '../../core/card';
@@ -764,15 +764,13 @@ export class InvoiceService {
     return this.pay.attempt({ kind: 'invoice', id, accountId: found.accountId, mode: found.mode }, request, async () => {
       let result: PayResult | undefined;
       const { payment } = await this.charge(ctx, id, async (inv, key, paymentId) => {
-        // The payment PublicPayPath.charge would make, with the hosted page to come back to after
-        // a 3-D Secure challenge (that helper takes no returnUrl). The attempt's key is new to
-        // every claim: it is never answered already, so no replay is to be turned into a result.
-        const charged = await this.payments.create(ctx, {
-          amount: inv.amountDue, currency: inv.currency, paymentMethod: 'card', card: data.card, customerId: inv.customerId,
-          description: `Invoice ${inv.number}`, ...this.returnTo(ctx, inv.id),
-        }, key, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, paymentId);
-        result = resultOfPayment(charged);
-        return charged;
+        // Back to the hosted invoice page after a 3-D Secure challenge.
+        const charged = await this.pay.charge(ctx, {
+          amount: inv.amountDue, currency: inv.currency, description: `Invoice ${inv.number}`, customerId: inv.customerId, card: data.card,
+          ...this.returnTo(ctx, inv.id),
+        }, { invoiceId: inv.id, subscriptionId: inv.subscriptionId }, key, noRedirect, paymentId);
+        result = charged.result;
+        return charged.payment;
       });
       // The pay's own key stores the payment, replayed as this result (PublicPayPath.replayIfPaid).
       await this.answer(clientKey, IDEMPOTENT_OPERATIONS.payInvoicePublic, payment);
