@@ -78,7 +78,7 @@ describe(`invoices and subscriptions through 3-D Secure (${DIALECT})`, () => {
     expect(pay).toMatchObject({ status: 'requires_action', invoiceId: inv.id, amountCaptured: 0 });
     // Written at the same instant: compared as sets.
     expect((await eventsOf(sub.id)).sort()).toEqual(['subscription.created', 'subscription.past_due']);
-    expect((await eventsOf(inv.id)).sort()).toEqual(['invoice.created', 'invoice.sent']);
+    expect((await eventsOf(inv.id)).sort()).toEqual(['invoice.created', 'invoice.payment_action_required', 'invoice.sent']);
 
     // The customer is told by e-mail to authenticate on the hosted page.
     const mails = await mailsAbout(inv.id);
@@ -103,7 +103,7 @@ describe(`invoices and subscriptions through 3-D Secure (${DIALECT})`, () => {
     expect(await invoice(inv.id)).toMatchObject({ status: 'paid', paymentStatus: 'paid', amountPaid: 1900, amountDue: 0, latestPaymentId: pay.id });
     expect(await subscription(sub.id)).toMatchObject({ status: 'active', nextPaymentAttemptAt: null });
     const invoiceEvents = await eventsOf(inv.id);
-    expect([...invoiceEvents.slice(0, 2).sort(), ...invoiceEvents.slice(2)]).toEqual(['invoice.created', 'invoice.sent', 'invoice.paid']);
+    expect([...invoiceEvents.slice(0, 3).sort(), ...invoiceEvents.slice(3)]).toEqual(['invoice.created', 'invoice.payment_action_required', 'invoice.sent', 'invoice.paid']);
     expect((await eventsOf(sub.id)).slice(-1)).toEqual(['subscription.updated']);
     // Money: one payment, captured once for the invoice's amount.
     expect((await paymentsOf(sub.id)).map((p) => [p.status, p.amountCaptured])).toEqual([['succeeded', 1900]]);

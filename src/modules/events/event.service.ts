@@ -25,7 +25,7 @@ export const EVENT_TYPES = [
   'checkout.session.completed', 'checkout.session.expired',
   'subscription.created', 'subscription.updated', 'subscription.paused', 'subscription.resumed',
   'subscription.canceled', 'subscription.past_due',
-  'invoice.created', 'invoice.sent', 'invoice.paid', 'invoice.payment_failed', 'invoice.voided',
+  'invoice.created', 'invoice.sent', 'invoice.paid', 'invoice.payment_failed', 'invoice.payment_action_required', 'invoice.voided',
   'payment_link.created', 'payment_link.updated',
   'tax_rate.created', 'tax_rate.updated',
   'account.public_declines_exceeded',

@@ -681,6 +681,7 @@ export class InvoiceService {
     await this.finalizeCharged(t, ctx, current, now, event);
     await this.store.markRequiresAction(t, current.id, payment.id, now);
     const after = (await this.store.find(current.id, ctx, t)) as InvoiceRecord;
+    event(after, 'invoice.payment_action_required');
     if (payment.paymentMethod !== undefined && payment.paymentMethod !== 'card') await this.mailAuthentication(t, ctx, after);
     return after;
   }
@@ -1191,6 +1192,7 @@ declare module '../events/event-objects' {
     'invoice.sent': Invoice;
     'invoice.paid': Invoice;
     'invoice.payment_failed': Invoice;
+    'invoice.payment_action_required': Invoice;
     'invoice.voided': Invoice;
   }
 }
