@@ -309,3 +309,30 @@ describe('3-D Secure and the caps on public pays', () => {
     }
   });
 });
+
+describe('3-D Secure and routing', () => {
+  it('should never route a payment to another gateway once one asked for authentication, and finish it on that gateway', async () => {
+    const account = await app.createAccount();
+    const k = account.testKey;
+    const [first, second] = await Promise.all(['First', 'Second'].map(async (name) =>
+      (await app.request('POST', '/v1/gateways', { key: k, body: { name, type: 'simulator' } })).body.data.id as string));
+    const routing = await app.request('PUT', '/v1/routing', {
+      key: k, body: { rules: [{ name: 'both', strategy: 'priority', gateways: [{ gatewayId: first }, { gatewayId: second }] }], fallback: [], maxAttempts: 2 },
+    });
+    expect(routing.status).toBe(200);
+    const p = (await app.request('POST', '/v1/payments', {
+      key: k, body: { amount: 1200, currency: 'eur', paymentMethod: 'card', card: { number: '4000008400001629', expMonth: 12, expYear: 2030, cvc: '123' } },
+    })).body.data;
+    expect(p).toMatchObject({ status: 'requires_action', gatewayId: first });
+    expect(p.attempts).toEqual([expect.objectContaining({ gateway: first, outcome: 'requires_action' })]);
+    // Completed, then declined by the card: failed at the first gateway, the second never asked.
+    const path = new URL(p.nextAction.url).pathname;
+    await app.request('POST', `${path}/complete`);
+    await app.request('GET', `/payment-return/${p.id}`);
+    const after = (await app.request('GET', `/v1/payments/${p.id}`, { key: k })).body.data;
+    expect(after).toMatchObject({ status: 'failed', failureCode: 'card_declined', gatewayId: first });
+    expect(after.attempts.map((a: { gateway: string }) => a.gateway)).toEqual([first, first]);
+    const calls = (await app.request('GET', `/v1/payments/${p.id}/gateway-transactions`, { key: k })).body.data as Array<{ gatewayId: string }>;
+    expect(new Set(calls.map((c) => c.gatewayId))).toEqual(new Set([first]));
+  });
+});
