@@ -7,20 +7,10 @@ import { formatAmount } from '../../src/core/money';
 import { PAYMENT_RETURN_PATH } from '../../src/modules/payments/payment-actions';
 import { SIMULATOR_CHALLENGE_PATH, answerSimulatorChallenge, simulatorChallenge } from '../../src/connectors/simulator/simulator.gateway';
 import { html } from './html';
-import { CONTENT_SECURITY_POLICY, renderPage, type PageView } from './page-layout';
-import type { PageRequest } from './page';
+import { CONTENT_SECURITY_POLICY, renderPage } from './page-layout';
+import type { ChallengeReturnPage } from './page';
 import { checkoutReturnPage } from './checkout.page';
 import { paymentLinkReturnPage } from './payment-link.page';
-
-/**
- * A hosted page as a 3-D Secure challenge brings the customer back to it (`?payment_id=`, the
- * payment its pay made): the page's own view of that payment's outcome, or where to go next (the
- * merchant's success URL).
- */
-export interface ChallengeReturnPage {
-  path: string;
-  render(services: Services, request: PageRequest, paymentId: string): Promise<PageView | { redirectTo: string }>;
-}
 
 /** The hosted pages whose pays pass their own address as the payment's return URL. */
 const CHALLENGE_RETURN_PAGES: readonly ChallengeReturnPage[] = [checkoutReturnPage, paymentLinkReturnPage];

@@ -2,10 +2,9 @@ import { isDomainError } from '../../src/core/errors';
 import { formatAmount } from '../../src/core/money';
 import type { PublicCheckoutSession } from '../../src/modules/checkout/checkout-session.service';
 import { html } from './html';
-import type { Page, PageRequest } from './page';
+import type { ChallengeReturnPage, Page, PageRequest } from './page';
 import type { PageView } from './page-layout';
 import { cardForm, cardPage, merchantHeader, paidState, returnedOutcome, statePage, testModeHint, type ReturnedOutcome } from './card-form';
-import type { ChallengeReturnPage } from './authentication.page';
 
 function price(s: PublicCheckoutSession): string {
   const amount = formatAmount(s.amount ?? 0, s.currency ?? '');

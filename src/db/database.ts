@@ -357,6 +357,19 @@ export class Database {
   }
 
   /**
+   * One write outside any transaction. On SQLite it goes through the in-process write queue
+   * (its own grouped transaction on the write connection) instead of the default connection: a
+   * write there waits for the process's own write lock on a libuv pool thread, and enough of them
+   * at once (more than the pool's threads) leave no thread for the COMMIT they wait for, until
+   * the busy timeout (15 s) refuses them. Never call it inside a transaction's callback: use
+   * `execute` with the transaction there. On PostgreSQL it is `execute`.
+   */
+  async executeAlone(sql: string, bind: unknown[] = []): Promise<number> {
+    if (this.dialect === 'postgres') return this.execute(sql, bind);
+    return this.transaction((t) => this.execute(sql, bind, t), { group: true });
+  }
+
+  /**
    * Hot-path statements on SQLite: straight on the sqlite3 connection Sequelize holds (the
    * transaction's, or its default one), skipping Sequelize's per-query work, which formats a
    * stack trace for every statement. `$1, $2…` are bound by name; logged as Sequelize logs.

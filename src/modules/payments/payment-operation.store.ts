@@ -42,12 +42,12 @@ export class PaymentOperationStore {
     const free = takeOver ? `pending_operation = ${p.add(operation)} AND lease_until < ${this.db.nowSql}` : 'pending_operation IS NULL';
     const sql = `UPDATE payments SET pending_operation = ${p.add(operation)}, lease_until = ${this.db.nowPlusSql(p.add(Math.ceil(leaseMs)))}
       WHERE id = ${p.add(id)}${scoped} AND status IN (${from.map((s) => p.add(s)).join(', ')}) AND ${free}`;
-    return (await this.db.execute(sql, p.values)) === 1;
+    return (await this.db.executeAlone(sql, p.values)) === 1;
   }
 
   /** Gives a claim up (the gateway refused, or could not be reached: nothing happened there). */
   async release(id: string, operation: string): Promise<void> {
-    await this.db.execute('UPDATE payments SET pending_operation = NULL WHERE id = $1 AND pending_operation = $2', [id, operation]);
+    await this.db.executeAlone('UPDATE payments SET pending_operation = NULL WHERE id = $1 AND pending_operation = $2', [id, operation]);
   }
 
   async read(id: string, scope?: Scope, t?: Transaction): Promise<OperationRow | null> {

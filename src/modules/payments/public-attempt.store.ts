@@ -43,7 +43,7 @@ export class PublicAttemptStore {
   constructor(private readonly db: Database) {}
 
   async insertRunning(row: { id: string; accountId: string; mode: Mode; targetId: string; clientAddress: string; createdAt: Date }): Promise<void> {
-    await this.db.execute(
+    await this.db.executeAlone(
       'INSERT INTO public_pay_attempts (id, account_id, mode, target_id, client_address, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
       [row.id, row.accountId, row.mode, row.targetId, row.clientAddress, PUBLIC_PAY_ATTEMPT_MOVES.rule('start').to, row.createdAt],
     );
@@ -80,11 +80,11 @@ export class PublicAttemptStore {
   }
 
   async markFailed(id: string): Promise<void> {
-    await this.db.execute(`UPDATE public_pay_attempts SET ${PUBLIC_PAY_ATTEMPT_MOVES.sqlSet('fail')} WHERE id = $1 AND ${PUBLIC_PAY_ATTEMPT_MOVES.sqlFrom('fail')}`, [id]);
+    await this.db.executeAlone(`UPDATE public_pay_attempts SET ${PUBLIC_PAY_ATTEMPT_MOVES.sqlSet('fail')} WHERE id = $1 AND ${PUBLIC_PAY_ATTEMPT_MOVES.sqlFrom('fail')}`, [id]);
   }
 
   async remove(id: string): Promise<void> {
-    await this.db.execute('DELETE FROM public_pay_attempts WHERE id = $1', [id]);
+    await this.db.executeAlone('DELETE FROM public_pay_attempts WHERE id = $1', [id]);
   }
 
   async failedFor(targetId: string): Promise<number> {
@@ -93,7 +93,7 @@ export class PublicAttemptStore {
   }
 
   async purgeBefore(before: Date): Promise<number> {
-    return this.db.execute('DELETE FROM public_pay_attempts WHERE created_at < $1', [before]);
+    return this.db.executeAlone('DELETE FROM public_pay_attempts WHERE created_at < $1', [before]);
   }
 
   /** Serialises the account and mode's writers until `t` ends (PostgreSQL; SQLite has one writer). */
