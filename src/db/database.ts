@@ -8,7 +8,7 @@ import { storableDeep } from '../core/text';
 import { prepareSqliteFile } from '../core/private-files';
 import { translateDatabaseError } from './database-errors';
 import {
-  acquireConnection, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
+  acquireConnection, closeSqliteConnectionsInTurn, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
   type SqliteConnection,
 } from './sequelize-internals';
 import { SqliteStatements } from './sqlite-statements';
@@ -510,6 +510,7 @@ export class Database {
   }
 
   async close(): Promise<void> {
+    if (this.dialect === 'sqlite') await closeSqliteConnectionsInTurn(this.sequelize);
     await this.sequelize.close();
   }
 }

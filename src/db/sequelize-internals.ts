@@ -83,6 +83,21 @@ interface SqliteConnectionManager {
  * closes it (rolling back whatever a failed transaction may have left open); the next
  * transaction opens a fresh one.
  */
+/**
+ * Closes Sequelize's SQLite connections one after another. Closed side by side (Sequelize's own
+ * close), each can see the other still open, and then neither checkpoints the WAL into the main
+ * file and removes it; the last to close alone does. A copy of the main file alone (a test's
+ * template, a backup) then lacks whatever the WAL still held.
+ */
+export async function closeSqliteConnectionsInTurn(sequelize: Sequelize): Promise<void> {
+  const manager = sequelize.connectionManager as unknown as SqliteConnectionManager;
+  for (const key of Object.keys(manager.connections)) {
+    const connection = manager.connections[key];
+    delete manager.connections[key];
+    await new Promise<void>((resolve, reject) => connection.close((err) => (err ? reject(err) : resolve())));
+  }
+}
+
 export function shareSqliteTransactionConnection(
   sequelize: Sequelize,
   configure: (connection: SqliteConnection) => void,
