@@ -2468,10 +2468,14 @@ export interface components {
             error: components["schemas"]["Error"];
         };
         ListMeta: {
+            /** @description How many objects the list holds with its filters (cursors aside). */
             total: number;
-            page: number;
+            /** @description The page number; null when the page was read with startingAfter or endingBefore. */
+            page: number | null;
             /** @default 20 */
             pageSize: number;
+            /** @description Whether more objects follow this page in the direction it was read (before it, with endingBefore). */
+            hasMore: boolean;
         };
         /** @description One Customer in the success envelope */
         CustomerResponse: {
@@ -2981,6 +2985,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                updatedAfter?: string;
                 search?: string;
                 email?: string;
             };
@@ -3175,6 +3184,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
             };
             header?: never;
             path: {
@@ -3274,6 +3287,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "name";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
                 search?: string;
                 active?: boolean;
             };
@@ -3450,6 +3467,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "unitAmount" | "amount";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
                 productId?: string;
                 active?: boolean;
                 currency?: string;
@@ -3632,9 +3653,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
-                type?: string;
                 createdAfter?: string;
                 createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                type?: string;
             };
             header?: never;
             path?: never;
@@ -3760,6 +3783,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
             };
             header?: never;
             path?: never;
@@ -3984,6 +4011,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "amount";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                updatedAfter?: string;
                 search?: string;
                 status?: "pending" | "requires_action" | "requires_capture" | "succeeded" | "failed" | "canceled" | "requires_review";
                 customerId?: string;
@@ -4272,6 +4304,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "amount";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                updatedAfter?: string;
                 status?: "pending" | "succeeded" | "failed" | "requires_review";
                 paymentId?: string;
             };
@@ -4371,6 +4408,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
             };
             header?: never;
             path: {
@@ -4413,6 +4454,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "amount";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                updatedAfter?: string;
                 status?: "pending" | "succeeded" | "failed" | "requires_review";
                 paymentId?: string;
             };
@@ -4544,6 +4590,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
             };
             header?: never;
             path: {
@@ -4647,6 +4697,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "name";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
                 type?: string;
                 enabled?: boolean;
             };
@@ -5094,6 +5148,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
                 status?: "enabled" | "disabled";
             };
             header?: never;
@@ -5366,6 +5424,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
                 status?: "succeeded" | "failed";
                 eventId?: string;
             };
@@ -5461,6 +5523,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "amount";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                updatedAfter?: string;
                 status?: "open" | "complete" | "expired";
                 mode?: "payment" | "setup" | "subscription";
                 customerId?: string;
@@ -5732,6 +5799,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "amount";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                updatedAfter?: string;
                 search?: string;
                 status?: "active" | "inactive";
             };
@@ -6001,6 +6073,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt" | "total" | "amount";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                updatedAfter?: string;
                 customerId?: string;
                 subscriptionId?: string;
                 status?: "draft" | "sent" | "paid" | "void";
@@ -6514,6 +6591,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
                 active?: boolean;
                 inclusive?: boolean;
             };
@@ -6693,6 +6774,11 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                updatedAfter?: string;
                 customerId?: string;
                 status?: "active" | "past_due" | "paused" | "canceled";
             };
@@ -7162,6 +7248,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
             };
             header?: never;
             path: {
@@ -7204,6 +7294,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
             };
             header?: never;
             path: {
@@ -7246,6 +7340,10 @@ export interface operations {
                 pageSize?: number;
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
             };
             header?: never;
             path: {

@@ -221,12 +221,13 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
   };
   schemas.ListMeta = {
     type: 'object',
-    required: ['total', 'page', 'pageSize'],
+    required: ['total', 'page', 'pageSize', 'hasMore'],
     additionalProperties: false,
     properties: {
-      total: { type: 'integer', minimum: 0 },
-      page: { type: 'integer', minimum: 1 },
+      total: { type: 'integer', minimum: 0, description: 'How many objects the list holds with its filters (cursors aside).' },
+      page: { type: ['integer', 'null'], minimum: 1, description: 'The page number; null when the page was read with startingAfter or endingBefore.' },
       pageSize: { type: 'integer', minimum: 1, maximum: PAGE_SIZE_MAX, default: PAGE_SIZE_DEFAULT },
+      hasMore: { type: 'boolean', description: 'Whether more objects follow this page in the direction it was read (before it, with endingBefore).' },
     },
   };
 
@@ -245,7 +246,7 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
     if (r.responseExample !== undefined) name = `${pascal(r.operationId)}Response`;
     if (!examples[name]) {
       examples[name] = r.kind === 'list'
-        ? { summary: `A page of ${id} objects`, value: { data: [data], meta: { total: 1, page: 1, pageSize: PAGE_SIZE_DEFAULT }, error: null } }
+        ? { summary: `A page of ${id} objects`, value: { data: [data], meta: { total: 1, page: 1, pageSize: PAGE_SIZE_DEFAULT, hasMore: false }, error: null } }
         : { summary: r.responseExample !== undefined ? `${id} (${r.summary})` : id, value: { data, error: null } };
     }
     return { examples: { [name]: { $ref: `#/components/examples/${name}` } } };
@@ -360,7 +361,7 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
       description: [
         'Payment orchestration: payments routed across gateways, refunds, saved cards, checkout sessions, payment links, invoices, subscriptions and webhooks.',
         '',
-        'Every answer is a JSON envelope: `{"data": …, "error": null}` on success (lists add `meta` {total, page, pageSize}), `{"data": null, "error": {code, message, param?, requestId}}` on failure. Act on `error.code`; each operation lists the codes it can answer.',
+        'Every answer is a JSON envelope: `{"data": …, "error": null}` on success (lists add `meta` {total, page, pageSize, hasMore}), `{"data": null, "error": {code, message, param?, requestId}}` on failure. Act on `error.code`; each operation lists the codes it can answer.',
         '',
         'Authenticate with an API key as a Bearer token (`sk_test_…` for test mode, `sk_live_…` for live mode). Routes under `/public` take no key. Send an `Idempotency-Key` on the operations that take one to retry safely.',
       ].join('\n'),

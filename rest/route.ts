@@ -29,7 +29,7 @@ export function noBody(ctx: Context): void {
   if (extra !== undefined) throw new DomainError('unknown_parameter', `This action takes no body: '${extra}' is not accepted`, extra);
 }
 
-export function send(ctx: Context, status: number, data: unknown, meta?: Record<string, number>): void {
+export function send(ctx: Context, status: number, data: unknown, meta?: Record<string, number | boolean | null>): void {
   ctx.status = status;
   ctx.body = meta ? { data, meta, error: null } : { data, error: null };
 }
@@ -86,7 +86,7 @@ export function list<T>(handler: (rc: RequestContext, query: Record<string, unkn
       if (Array.isArray(v)) throw new DomainError('invalid_parameter', `'${k}' was given more than once`, k);
     }
     const page = await handler(requestContext(ctx), query, ctx);
-    send(ctx, 200, page.data, { total: page.total, page: page.page, pageSize: page.pageSize });
+    send(ctx, 200, page.data, { total: page.total, page: page.page, pageSize: page.pageSize, hasMore: page.hasMore });
   };
 }
 

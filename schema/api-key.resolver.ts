@@ -1,7 +1,7 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import { ApiKeySortField } from './types/enums';
 
 @ObjectType('ApiKey')
@@ -21,12 +21,7 @@ class ApiKeyType {
 }
 
 @ObjectType('ApiKeyList')
-class ApiKeyList {
-  @Field(() => [ApiKeyType]) nodes!: ApiKeyType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class ApiKeyList extends ListType(ApiKeyType, 'ApiKey') {}
 
 @InputType('CreateApiKeyInput')
 class CreateApiKeyInput {
@@ -42,7 +37,7 @@ class ApiKeyListArgs extends PageArgs(ApiKeySortField) {}
 export class ApiKeyResolver {
   @Query(() => ApiKeyList, { nullable: true })
   async apiKeys(@Args(() => ApiKeyListArgs) args: ApiKeyListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.accounts.listKeys(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.accounts.listKeys(rc, input, listOptions(info)));
   }
 
   @Mutation(() => ApiKeyType, { nullable: true })

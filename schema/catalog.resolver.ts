@@ -4,7 +4,7 @@ import {
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
 import { PriceSortField, PriceType as PriceTypeEnum, ProductSortField, RecurringInterval } from './types/enums';
 import type { Price } from '../src/modules/catalog/catalog.service';
 
@@ -45,20 +45,10 @@ export class PriceType {
 }
 
 @ObjectType('ProductList')
-class ProductList {
-  @Field(() => [ProductType]) nodes!: ProductType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class ProductList extends ListType(ProductType, 'Product') {}
 
 @ObjectType('PriceList')
-class PriceList {
-  @Field(() => [PriceType]) nodes!: PriceType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class PriceList extends ListType(PriceType, 'Price') {}
 
 @InputType('CreateProductInput')
 class CreateProductInput {
@@ -128,7 +118,7 @@ export class ProductResolver {
 
   @Query(() => ProductList, { nullable: true })
   async products(@Args(() => ProductListArgs) args: ProductListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.catalog.listProducts(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.catalog.listProducts(rc, input, listOptions(info)));
   }
 
   @Mutation(() => ProductType, { nullable: true })
@@ -155,7 +145,7 @@ export class PriceResolver {
 
   @Query(() => PriceList, { nullable: true })
   async prices(@Args(() => PriceListArgs) args: PriceListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.catalog.listPrices(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.catalog.listPrices(rc, input, listOptions(info)));
   }
 
   @Mutation(() => PriceType, { nullable: true })

@@ -2,7 +2,7 @@ import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, In
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, Amount, defined, listOptions, toList } from './types/common';
+import { DateTime, PageArgs, Amount, defined, listOptions, connection, ListType } from './types/common';
 import { CaptureMethod, CheckoutSessionMode, CheckoutSessionSortField, CheckoutSessionStatus } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
@@ -37,12 +37,7 @@ export class CheckoutSessionType {
 }
 
 @ObjectType('CheckoutSessionList')
-class CheckoutSessionList {
-  @Field(() => [CheckoutSessionType]) nodes!: CheckoutSessionType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class CheckoutSessionList extends ListType(CheckoutSessionType, 'CheckoutSession') {}
 
 @InputType('CreateCheckoutSessionInput')
 class CreateCheckoutSessionInput {
@@ -61,7 +56,7 @@ class CreateCheckoutSessionInput {
 }
 
 @ArgsType()
-class CheckoutSessionListArgs extends PageArgs(CheckoutSessionSortField) {
+class CheckoutSessionListArgs extends PageArgs(CheckoutSessionSortField, { updatable: true }) {
   @Field(() => CheckoutSessionStatus, { nullable: true }) status?: string;
   @Field(() => CheckoutSessionMode, { nullable: true }) mode?: string;
   @Field(() => String, { nullable: true }) customerId?: string;
@@ -76,7 +71,7 @@ export class CheckoutSessionResolver {
 
   @Query(() => CheckoutSessionList, { nullable: true })
   async checkoutSessions(@Args(() => CheckoutSessionListArgs) args: CheckoutSessionListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.checkoutSessions.list(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.checkoutSessions.list(rc, input, listOptions(info)));
   }
 
   @Mutation(() => CheckoutSessionType, { nullable: true })

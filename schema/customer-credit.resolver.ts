@@ -1,8 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, Int, Mutation, ObjectType, Query, Resolver, Root, registerEnumType } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, Mutation, ObjectType, Query, Resolver, Root, registerEnumType } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { notFoundAs } from './errors';
-import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, listOptions, nestedLimit, connection, ListType } from './types/common';
 import { CustomerType } from './customer.resolver';
 import { DomainError } from '../src/core/errors';
 import { BALANCE_TRANSACTION_TYPES, listBalanceTransactionsInput } from '../src/modules/customers/customer-credit.inputs';
@@ -46,12 +46,7 @@ export class BalanceTransactionType {
 }
 
 @ObjectType('BalanceTransactionList')
-class BalanceTransactionList {
-  @Field(() => [BalanceTransactionType]) nodes!: BalanceTransactionType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class BalanceTransactionList extends ListType(BalanceTransactionType, 'BalanceTransaction') {}
 
 const BalanceTransactionPageArgs = PageArgs(BalanceTransactionSortField);
 
@@ -90,7 +85,7 @@ export class BalanceTransactionResolver {
     @Ctx() { services, rc }: GqlContext,
     @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await notFoundAs('customerId', 'customer', services.customerCredit.list(rc, customerId, defined(args), listOptions(info))));
+    return connection(args, (input) => notFoundAs('customerId', 'customer', services.customerCredit.list(rc, customerId, input, listOptions(info))));
   }
 
   @Mutation(() => BalanceTransactionType, {

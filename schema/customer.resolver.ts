@@ -1,8 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import { CustomerSortField, TaxExempt } from './types/enums';
 import { AddressInput, AddressType, TaxIdInput, TaxIdObject, withParties } from './types/parties';
 
@@ -27,12 +27,7 @@ export class CustomerType {
 }
 
 @ObjectType('CustomerList')
-export class CustomerList {
-  @Field(() => [CustomerType]) nodes!: CustomerType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+export class CustomerList extends ListType(CustomerType, 'Customer') {}
 
 @InputType('CreateCustomerInput')
 export class CreateCustomerInput {
@@ -62,7 +57,7 @@ export class UpdateCustomerInput {
 }
 
 @ArgsType()
-export class CustomerListArgs extends PageArgs(CustomerSortField) {
+export class CustomerListArgs extends PageArgs(CustomerSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => String, { nullable: true }) email?: string;
 }
@@ -76,7 +71,7 @@ export class CustomerResolver {
 
   @Query(() => CustomerList, { nullable: true })
   async customers(@Args(() => CustomerListArgs) args: CustomerListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.customers.list(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.customers.list(rc, input, listOptions(info)));
   }
 
   @Mutation(() => CustomerType, { nullable: true })

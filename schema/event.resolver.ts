@@ -1,8 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, Info, Int, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { DateTime, PageArgs, listOptions, connection, ListType } from './types/common';
 import { EventSortField, EventTypeName } from './types/enums';
 import { OBJECT_IDS_MAX } from '../src/modules/events/event.inputs';
 
@@ -17,12 +17,7 @@ export class EventType {
 }
 
 @ObjectType('EventList')
-class EventList {
-  @Field(() => [EventType]) nodes!: EventType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class EventList extends ListType(EventType, 'Event') {}
 
 @ArgsType()
 class EventListArgs extends PageArgs(EventSortField) {
@@ -46,6 +41,6 @@ export class EventResolver {
 
   @Query(() => EventList, { nullable: true })
   async events(@Args(() => EventListArgs) args: EventListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.events.list(rc, defined(args), listOptions(info), { byObject: true }));
+    return connection(args, (input) => services.events.list(rc, input, listOptions(info), { byObject: true }));
   }
 }

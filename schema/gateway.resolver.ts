@@ -1,8 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import { GatewaySortField, GatewayType as GatewayTypeEnum } from './types/enums';
 
 @ObjectType('Gateway')
@@ -21,12 +21,7 @@ class GatewayType {
 }
 
 @ObjectType('GatewayList')
-class GatewayList {
-  @Field(() => [GatewayType]) nodes!: GatewayType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class GatewayList extends ListType(GatewayType, 'Gateway') {}
 
 @InputType('CreateGatewayInput')
 class CreateGatewayInput {
@@ -62,7 +57,7 @@ export class GatewayResolver {
 
   @Query(() => GatewayList, { nullable: true })
   async gateways(@Args(() => GatewayListArgs) args: GatewayListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.gateways.list(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.gateways.list(rc, input, listOptions(info)));
   }
 
   @Mutation(() => GatewayType, { nullable: true })

@@ -2,7 +2,7 @@ import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, In
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, connection, ListType } from './types/common';
 import { InvoicePaymentStatus, InvoiceSortField, InvoiceStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import { PaymentType } from './payment.resolver';
@@ -60,12 +60,7 @@ export class InvoiceType {
 }
 
 @ObjectType('InvoiceList')
-class InvoiceList {
-  @Field(() => [InvoiceType]) nodes!: InvoiceType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class InvoiceList extends ListType(InvoiceType, 'Invoice') {}
 
 @InputType('InvoiceLineItemInput')
 class InvoiceLineItemInput {
@@ -96,7 +91,7 @@ class UpdateInvoiceInput {
 }
 
 @ArgsType()
-class InvoiceListArgs extends PageArgs(InvoiceSortField) {
+class InvoiceListArgs extends PageArgs(InvoiceSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) customerId?: string;
   @Field(() => String, { nullable: true }) subscriptionId?: string;
   @Field(() => InvoiceStatus, { nullable: true }) status?: string;
@@ -111,7 +106,7 @@ export class InvoiceResolver {
 
   @Query(() => InvoiceList, { nullable: true })
   async invoices(@Args(() => InvoiceListArgs) args: InvoiceListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.invoices.list(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.invoices.list(rc, input, listOptions(info)));
   }
 
   @Mutation(() => InvoiceType, { nullable: true })

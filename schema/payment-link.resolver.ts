@@ -1,8 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, Amount, defined, listOptions, toList } from './types/common';
+import { DateTime, PageArgs, Amount, defined, listOptions, connection, ListType } from './types/common';
 import { CaptureMethod, PaymentLinkSortField, PaymentLinkStatus } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
@@ -27,12 +27,7 @@ export class PaymentLinkType {
 }
 
 @ObjectType('PaymentLinkList')
-class PaymentLinkList {
-  @Field(() => [PaymentLinkType]) nodes!: PaymentLinkType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class PaymentLinkList extends ListType(PaymentLinkType, 'PaymentLink') {}
 
 @InputType('CreatePaymentLinkInput')
 class CreatePaymentLinkInput {
@@ -54,7 +49,7 @@ class UpdatePaymentLinkInput {
 }
 
 @ArgsType()
-class PaymentLinkListArgs extends PageArgs(PaymentLinkSortField) {
+class PaymentLinkListArgs extends PageArgs(PaymentLinkSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => PaymentLinkStatus, { nullable: true }) status?: string;
 }
@@ -68,7 +63,7 @@ export class PaymentLinkResolver {
 
   @Query(() => PaymentLinkList, { nullable: true })
   async paymentLinks(@Args(() => PaymentLinkListArgs) args: PaymentLinkListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.paymentLinks.list(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.paymentLinks.list(rc, input, listOptions(info)));
   }
 
   @Mutation(() => PaymentLinkType, { nullable: true })

@@ -3,7 +3,7 @@ import { Arg, Args, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutatio
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
+import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
 import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
 import { CustomerType } from './customer.resolver';
@@ -35,12 +35,7 @@ export class PaymentMethodType {
 }
 
 @ObjectType('PaymentMethodList')
-class PaymentMethodList {
-  @Field(() => [PaymentMethodType]) nodes!: PaymentMethodType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class PaymentMethodList extends ListType(PaymentMethodType, 'PaymentMethod') {}
 
 @InputType('SavePaymentMethodInput')
 class SavePaymentMethodInput {
@@ -74,12 +69,7 @@ export class GatewayTransactionType {
 }
 
 @ObjectType('GatewayTransactionList')
-class GatewayTransactionList {
-  @Field(() => [GatewayTransactionType]) nodes!: GatewayTransactionType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class GatewayTransactionList extends ListType(GatewayTransactionType, 'GatewayTransaction') {}
 
 const PaymentMethodPageArgs = PageArgs(PaymentMethodSortField);
 const GatewayTransactionPageArgs = PageArgs(GatewayTransactionSortField);
@@ -97,7 +87,7 @@ export class PaymentMethodResolver {
     @Ctx() { services, rc }: GqlContext,
     @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await notFoundAs('customerId', 'customer', services.paymentMethods.list(rc, customerId, defined(args), listOptions(info))));
+    return connection(args, (input) => notFoundAs('customerId', 'customer', services.paymentMethods.list(rc, customerId, input, listOptions(info))));
   }
 
   @Mutation(() => PaymentMethodType, { nullable: true })
@@ -116,7 +106,7 @@ export class PaymentMethodResolver {
     @Ctx() { services, rc }: GqlContext,
     @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await notFoundAs('paymentId', 'payment', services.payments.gatewayTransactions(rc, paymentId, defined(args), listOptions(info))));
+    return connection(args, (input) => notFoundAs('paymentId', 'payment', services.payments.gatewayTransactions(rc, paymentId, input, listOptions(info))));
   }
 }
 

@@ -4,7 +4,7 @@ import {
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
 import { CaptureMethod, PaymentSortField, PaymentStatus, RefundSortField, RefundStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
@@ -88,20 +88,10 @@ export class PaymentType {
 }
 
 @ObjectType('PaymentList')
-class PaymentList {
-  @Field(() => [PaymentType]) nodes!: PaymentType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class PaymentList extends ListType(PaymentType, 'Payment') {}
 
 @ObjectType('RefundList')
-class RefundList {
-  @Field(() => [RefundType]) nodes!: RefundType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class RefundList extends ListType(RefundType, 'Refund') {}
 
 @InputType('CardInput')
 export class CardInput {
@@ -133,14 +123,14 @@ class UpdatePaymentInput {
 }
 
 @ArgsType()
-class PaymentListArgs extends PageArgs(PaymentSortField) {
+class PaymentListArgs extends PageArgs(PaymentSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => PaymentStatus, { nullable: true }) status?: Payment['status'];
   @Field(() => String, { nullable: true }) customerId?: string;
 }
 
 @ArgsType()
-class RefundListArgs extends PageArgs(RefundSortField) {
+class RefundListArgs extends PageArgs(RefundSortField, { updatable: true }) {
   @Field(() => RefundStatus, { nullable: true }) status?: Refund['status'];
   @Field(() => String, { nullable: true }) paymentId?: string;
 }
@@ -154,7 +144,7 @@ export class PaymentResolver {
 
   @Query(() => PaymentList, { nullable: true })
   async payments(@Args(() => PaymentListArgs) args: PaymentListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.payments.list(rc, defined(args), {}, listOptions(info)));
+    return connection(args, (input) => services.payments.list(rc, input, {}, listOptions(info)));
   }
 
   @Mutation(() => PaymentType, { nullable: true })
@@ -199,7 +189,7 @@ export class RefundResolver {
 
   @Query(() => RefundList, { nullable: true })
   async refunds(@Args(() => RefundListArgs) args: RefundListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.refunds.list(rc, defined(args), undefined, listOptions(info)));
+    return connection(args, (input) => services.refunds.list(rc, input, undefined, listOptions(info)));
   }
 
   @Mutation(() => RefundType, { nullable: true })

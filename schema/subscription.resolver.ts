@@ -3,7 +3,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { TaxBreakdownEntryType } from './tax-rate.resolver';
-import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, toList } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, connection, ListType } from './types/common';
 import {
   BillingCycleAnchorChange, ProrationBehavior, RecurringInterval, SubscriptionCollectionMethod, SubscriptionSortField, SubscriptionStatus,
 } from './types/enums';
@@ -59,12 +59,7 @@ export class SubscriptionType {
 }
 
 @ObjectType('BillingSubscriptionList')
-class SubscriptionList {
-  @Field(() => [SubscriptionType]) nodes!: SubscriptionType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class SubscriptionList extends ListType(SubscriptionType, 'BillingSubscription') {}
 
 @ObjectType('ProrationLine')
 class ProrationLineType {
@@ -135,7 +130,7 @@ class UpdateSubscriptionInput {
 }
 
 @ArgsType()
-class SubscriptionListArgs extends PageArgs(SubscriptionSortField) {
+class SubscriptionListArgs extends PageArgs(SubscriptionSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) customerId?: string;
   @Field(() => SubscriptionStatus, { nullable: true }) status?: string;
 }
@@ -157,7 +152,7 @@ export class SubscriptionResolver {
 
   @Query(() => SubscriptionList, { nullable: true })
   async subscriptions(@Args(() => SubscriptionListArgs) args: SubscriptionListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.subscriptions.list(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.subscriptions.list(rc, input, listOptions(info)));
   }
 
   @Query(() => UpcomingInvoiceType, { nullable: true, description: 'Refused (invalid_state) for a paused or canceled subscription, or one ending at period end.' })

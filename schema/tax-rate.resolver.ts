@@ -1,8 +1,8 @@
-import { Arg, Args, ArgsType, Ctx, Field, Float, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, Float, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { Amount, DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { Amount, DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import { TaxRateSortField } from './types/enums';
 
 @ObjectType('TaxRate')
@@ -34,12 +34,7 @@ export class TaxBreakdownEntryType {
 }
 
 @ObjectType('TaxRateList')
-class TaxRateList {
-  @Field(() => [TaxRateType]) nodes!: TaxRateType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class TaxRateList extends ListType(TaxRateType, 'TaxRate') {}
 
 @InputType('CreateTaxRateInput')
 class CreateTaxRateInput {
@@ -76,7 +71,7 @@ export class TaxRateResolver {
 
   @Query(() => TaxRateList, { nullable: true })
   async taxRates(@Args(() => TaxRateListArgs) args: TaxRateListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.taxRates.list(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.taxRates.list(rc, input, listOptions(info)));
   }
 
   @Mutation(() => TaxRateType, { nullable: true })

@@ -3,7 +3,7 @@ import {
 } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
-import { DateTime, PageArgs, defined, listOptions, toList } from './types/common';
+import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import {
   WebhookDeliveryAttemptSortField, WebhookDeliveryAttemptStatus, WebhookDeliveryEventType, WebhookEndpointSortField, WebhookEndpointStatus,
   WebhookEventSelector,
@@ -28,12 +28,7 @@ class WebhookEndpointType {
 }
 
 @ObjectType('WebhookEndpointList')
-class WebhookEndpointList {
-  @Field(() => [WebhookEndpointType]) nodes!: WebhookEndpointType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class WebhookEndpointList extends ListType(WebhookEndpointType, 'WebhookEndpoint') {}
 
 @ObjectType('WebhookDeliveryAttempt')
 class WebhookAttemptType {
@@ -55,12 +50,7 @@ class WebhookAttemptType {
 }
 
 @ObjectType('WebhookDeliveryAttemptList')
-class WebhookAttemptList {
-  @Field(() => [WebhookAttemptType]) nodes!: WebhookAttemptType[];
-  @Field(() => Int) total!: number;
-  @Field(() => Int) page!: number;
-  @Field(() => Int) pageSize!: number;
-}
+class WebhookAttemptList extends ListType(WebhookAttemptType, 'WebhookDeliveryAttempt') {}
 
 @ObjectType('EventResend')
 class EventResendType {
@@ -114,7 +104,7 @@ export class WebhookEndpointResolver {
 
   @Query(() => WebhookEndpointList, { nullable: true })
   async webhookEndpoints(@Args(() => WebhookEndpointListArgs) args: WebhookEndpointListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
-    return toList(await services.webhooks.endpoints.list(rc, defined(args), listOptions(info)));
+    return connection(args, (input) => services.webhooks.endpoints.list(rc, input, listOptions(info)));
   }
 
   @Mutation(() => WebhookEndpointType, { nullable: true })
@@ -164,6 +154,6 @@ export class WebhookEndpointResolver {
     @Ctx() { loaders }: GqlContext,
     @Info() info: GraphQLResolveInfo,
   ) {
-    return toList(await loaders.deliveriesByEndpoint.load(endpoint.id, defined(args), listOptions(info)));
+    return connection(args, (input) => loaders.deliveriesByEndpoint.load(endpoint.id, input, listOptions(info)));
   }
 }

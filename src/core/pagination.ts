@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { createdBound, createdRangeFilters } from './created-range';
 
 /** Query strings arrive as strings (REST) or numbers (GraphQL); both parse the same way. */
 const intFromQuery = (name: string, min: number, max: number) =>
@@ -21,7 +22,35 @@ export interface ListParams<F extends string = string> {
   pageSize: number;
   sortField: F;
   sortDirection: 'asc' | 'desc';
+  /** The page after this object in the list's order (keyset: stable under concurrent inserts). */
+  startingAfter?: string;
+  /** The page before this object in the list's order. */
+  endingBefore?: string;
+  /** Only objects created strictly after / before these instants. */
+  createdAfter?: Date;
+  createdBefore?: Date;
+  /** Only objects changed strictly after this instant (lists of objects that change). */
+  updatedAfter?: Date;
 }
+
+const cursorSchema = (name: string) => z
+  .string({ error: `${name} must be an object id` })
+  .min(1, { error: `${name} must be an object id` })
+  .max(64, { error: `${name} must be an object id` })
+  .regex(/^[A-Za-z0-9_]+$/, { error: `${name} must be an object id` })
+  .optional();
+
+/** What every list takes besides its own filters: the created range and the cursors (API.md §2). */
+const commonListFilters = {
+  ...createdRangeFilters,
+  startingAfter: cursorSchema('startingAfter').meta({ description: 'An object id: the page after it in the list\'s order (not with page > 1).' }),
+  endingBefore: cursorSchema('endingBefore').meta({ description: 'An object id: the page before it in the list\'s order (not with page > 1 or startingAfter).' }),
+};
+
+/** `updatedAfter`, for the lists of objects that change after they are made. */
+export const updatedAfterFilter = {
+  updatedAfter: createdBound('updatedAfter').optional().meta({ description: 'Only objects changed strictly after this ISO 8601 date (UTC midnight) or instant.' }),
+};
 
 /**
  * One strict schema per list operation: paging, sorting on the allowed fields, and the
@@ -39,9 +68,19 @@ export function listSchema<F extends readonly [string, ...string[]], S extends z
         sortFields[0] as F[number] as never,
       ),
       sortDirection: z.enum(['asc', 'desc'], { error: 'sortDirection must be asc or desc' }).default('desc'),
+      ...commonListFilters,
       ...filters,
     })
-    .strict();
+    .strict()
+    // Zod 4 keeps a refined object an object: `.shape` still reads the list's sort fields.
+    .superRefine((v, ctx) => {
+      const cursors = v as { startingAfter?: string; endingBefore?: string; page: number };
+      if (cursors.startingAfter !== undefined && cursors.endingBefore !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['endingBefore'], message: 'endingBefore cannot be combined with startingAfter: give one cursor' });
+      } else if ((cursors.startingAfter !== undefined || cursors.endingBefore !== undefined) && cursors.page > 1) {
+        ctx.addIssue({ code: 'custom', path: ['page'], message: 'page cannot be combined with startingAfter or endingBefore: page with one or the other' });
+      }
+    });
 }
 
 export const searchSchema = z.string({ error: 'search must be a string' }).max(200, { error: 'search must be at most 200 characters' }).optional();
@@ -49,8 +88,14 @@ export const searchSchema = z.string({ error: 'search must be a string' }).max(2
 export interface Page<T, Total extends number | null = number> {
   data: T[];
   total: Total;
-  page: number;
+  /** The page number; null when the page was read by a cursor. */
+  page: number | null;
   pageSize: number;
+  /**
+   * Whether more objects follow this page in the direction it was read: after it, or before it
+   * when read with `endingBefore`.
+   */
+  hasMore: boolean;
 }
 
 /** How a list is read, besides its query. */

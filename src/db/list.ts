@@ -20,12 +20,24 @@ export function isUniqueViolation(err: unknown): boolean {
 export class Filter {
   readonly clauses: string[] = [];
   readonly bind: unknown[] = [];
+  /** The `eq` conditions by column: a list's cursor is looked up in its scope (account_id, mode) by them. */
+  readonly equals = new Map<string, unknown>();
   constructor(initial: Record<string, unknown> = {}) {
     for (const [column, value] of Object.entries(initial)) this.eq(column, value);
   }
   /** Adds `column = $n`; undefined values are skipped. */
   eq(column: string, value: unknown): this {
-    if (value !== undefined) this.clauses.push(`${column} = ${this.param(value)}`);
+    if (value !== undefined) {
+      this.clauses.push(`${column} = ${this.param(value)}`);
+      this.equals.set(column, value);
+    }
+    return this;
+  }
+  /** Adds `column IN ($n, …)` for several values (`column = $n` for one); undefined or empty adds nothing. */
+  anyOf(column: string, values: readonly unknown[] | undefined): this {
+    if (!values || values.length === 0) return this;
+    if (values.length === 1) return this.eq(column, values[0]);
+    this.clauses.push(`${column} IN (${values.map((v) => this.param(v)).join(', ')})`);
     return this;
   }
   /** Case-insensitive substring match on any of the columns (wildcards in `text` are literal); empty text adds nothing. */
@@ -85,15 +97,32 @@ export interface ListQuery<R, T, F extends string> extends ListSource {
   total?: () => Promise<number>;
 }
 
-/** A list's ORDER BY: the sort column, then the id, in one direction (see listPage). */
-function listOrder<F extends string>(query: { params: ListParams<F>; sortColumns: Record<F, string> }): string {
+/** The column a list is sorted by (see listPage). */
+function sortColumn<F extends string>(query: { params: ListParams<F>; sortColumns: Record<F, string> }): string {
   const { params } = query;
   const sortColumns: Record<string, string> = query.sortColumns;
   if (!Object.hasOwn(sortColumns, params.sortField)) {
     throw new DomainError('invalid_parameter', `sortField must be one of ${Object.keys(sortColumns).join(', ')}`, 'sortField');
   }
-  const dir = params.sortDirection === 'asc' ? 'ASC' : 'DESC';
-  return `${sortColumns[params.sortField]} ${dir}, id ${dir}`;
+  return sortColumns[params.sortField];
+}
+
+/** A list's ORDER BY: the sort column, then the id, in one direction (reversed: read backwards from a cursor). */
+function listOrder<F extends string>(query: { params: ListParams<F>; sortColumns: Record<F, string> }, reversed = false): string {
+  const asc = (query.params.sortDirection === 'asc') !== reversed;
+  const dir = asc ? 'ASC' : 'DESC';
+  return `${sortColumn(query)} ${dir}, id ${dir}`;
+}
+
+/**
+ * The conditions every list takes from its params besides its own filters: the created range,
+ * `updatedAfter`. Added to `filter` (so the count sees them too).
+ */
+function withCommonFilters(filter: Filter, params: ListParams): Filter {
+  if (params.createdAfter !== undefined) filter.raw((p) => `created_at > ${p(params.createdAfter)}`);
+  if (params.createdBefore !== undefined) filter.raw((p) => `created_at < ${p(params.createdBefore)}`);
+  if (params.updatedAfter !== undefined) filter.raw((p) => `updated_at > ${p(params.updatedAfter)}`);
+  return filter;
 }
 
 /**
@@ -114,22 +143,73 @@ export async function listPage<R = Record<string, unknown>, T = R, F extends str
   query: ListQuery<R, T, F>,
   options?: O,
 ): Promise<PageFor<T, O>> {
-  const { params, filter } = query;
+  const { params } = query;
+  sortColumn(query); // a sortField outside the whitelist is refused before any statement runs
+  const filter = withCommonFilters(query.filter, params);
   const where = filter.sql ? ` WHERE ${filter.sql}` : '';
-  const n = filter.bind.length;
   const counted = options?.countTotal !== false;
-  const [rows, count] = await Promise.all([
-    db.select<R>(
-      `SELECT ${query.columns} FROM ${query.table}${where} ORDER BY ${listOrder(query)} LIMIT $${n + 1} OFFSET $${n + 2}`,
-      [...filter.bind, params.pageSize, (params.page - 1) * params.pageSize],
-    ),
+  // The kept total counts the list without the common filters: counted when they narrow it.
+  const narrowed = params.createdAfter !== undefined || params.createdBefore !== undefined || params.updatedAfter !== undefined;
+  const [read, count] = await Promise.all([
+    readPage(db, query, filter),
     !counted ? null
-      : query.total ? query.total()
+      : query.total && !narrowed ? query.total()
         : db.select<{ total: number | string }>(`SELECT COUNT(*) AS total FROM ${query.table}${where}`, filter.bind).then((r) => Number(r[0].total)),
   ]);
   const total = count ?? null;
   // `total` is null only when options said not to count, which is what PageFor<T, O> says.
-  return { data: rows.map((row) => query.toApi(row)), total, page: params.page, pageSize: params.pageSize } as PageFor<T, O>;
+  return {
+    data: read.rows.map((row) => query.toApi(row)), total, page: read.byCursor ? null : params.page, pageSize: params.pageSize, hasMore: read.hasMore,
+  } as PageFor<T, O>;
+}
+
+/**
+ * The rows of one page, and whether more follow it: one row more than the page is read. By page
+ * number, an OFFSET; by cursor (`startingAfter`/`endingBefore`), a keyset: the rows past the
+ * cursor's (sort value, id) in the list's order, the cursor's own row read in the same statement
+ * from the list's scope (its `account_id` and `mode`, not its other filters: an object that left
+ * the filtered list since is still a place in it). Read backwards from `endingBefore` and turned
+ * round. A cursor the scope does not hold is a 400 naming it.
+ */
+async function readPage<R, T, F extends string>(
+  db: Database,
+  query: ListQuery<R, T, F>,
+  filter: Filter,
+): Promise<{ rows: R[]; hasMore: boolean; byCursor: boolean }> {
+  const { params } = query;
+  const cursor = params.startingAfter ?? params.endingBefore;
+  const n = filter.bind.length;
+  if (cursor === undefined) {
+    const where = filter.sql ? ` WHERE ${filter.sql}` : '';
+    const rows = await db.select<R>(
+      `SELECT ${query.columns} FROM ${query.table}${where} ORDER BY ${listOrder(query)} LIMIT $${n + 1} OFFSET $${n + 2}`,
+      [...filter.bind, params.pageSize + 1, (params.page - 1) * params.pageSize],
+    );
+    return { rows: rows.slice(0, params.pageSize), hasMore: rows.length > params.pageSize, byCursor: false };
+  }
+  const backwards = params.startingAfter === undefined;
+  const column = sortColumn(query);
+  // Past the cursor in the order read: after it descending is below it.
+  const below = (params.sortDirection === 'asc') === backwards;
+  const scope = new Filter({ id: cursor, account_id: filter.equals.get('account_id'), mode: filter.equals.get('mode') });
+  const scopeSql = scope.sql.replace(/\$(\d+)/g, (_m, i: string) => `$${n + Number(i)}`);
+  const keyset = `(${column}, id) ${below ? '<' : '>'} (SELECT ${column}, id FROM ${query.table} WHERE ${scopeSql})`;
+  const where = ` WHERE ${filter.sql ? `${filter.sql} AND ` : ''}${keyset}`;
+  const m = n + scope.bind.length;
+  const rows = await db.select<R>(
+    `SELECT ${query.columns} FROM ${query.table}${where} ORDER BY ${listOrder(query, backwards)} LIMIT $${m + 1}`,
+    [...filter.bind, ...scope.bind, params.pageSize + 1],
+  );
+  if (rows.length === 0) {
+    const found = await db.select(`SELECT id FROM ${query.table} WHERE ${scope.sql}`, scope.bind);
+    if (found.length === 0) {
+      const name = backwards ? 'endingBefore' : 'startingAfter';
+      throw new DomainError('invalid_parameter', `${name} is not an object of this list: ${cursor}`, name);
+    }
+  }
+  const page = rows.slice(0, params.pageSize);
+  if (backwards) page.reverse();
+  return { rows: page, hasMore: rows.length > params.pageSize, byCursor: true };
 }
 
 /**
@@ -143,7 +223,12 @@ export async function pagePerParent<R, T, F extends string, O extends ListOption
   query: ListQuery<R, T, F> & { parentColumn: string; parentIds: readonly string[]; parentOf: (item: T) => string },
   options?: O,
 ): Promise<Map<string, PageFor<T, O>>> {
-  const { params, filter } = query;
+  const { params } = query;
+  if (params.startingAfter !== undefined || params.endingBefore !== undefined) {
+    const name = params.startingAfter !== undefined ? 'startingAfter' : 'endingBefore';
+    throw new DomainError('invalid_parameter', 'A nested list is read by page number; for cursors read the top-level list with its filter', name === 'startingAfter' ? 'after' : 'before');
+  }
+  const filter = withCommonFilters(query.filter, params);
   const order = listOrder(query);
   const ids = [...new Set(query.parentIds)];
   const pages = new Map<string, PageFor<T, O>>();
@@ -164,14 +249,15 @@ export async function pagePerParent<R, T, F extends string, O extends ListOption
             ORDER BY ${order} LIMIT $${n + 3} OFFSET $${n + 2}
          ) page
         ORDER BY parent.position, page.rank_in_parent`,
-      [...filter.bind, JSON.stringify(ids), offset, params.pageSize],
+      // One row more than the page: whether more follow.
+      [...filter.bind, JSON.stringify(ids), offset, params.pageSize + 1],
     )
     : db.select<R>(
       `SELECT * FROM (
          SELECT ${query.columns}, ROW_NUMBER() OVER (PARTITION BY ${query.parentColumn} ORDER BY ${order}) AS rank_in_parent
            FROM ${query.table} WHERE ${where}
        ) ranked WHERE rank_in_parent > $${n + 2} AND rank_in_parent <= $${n + 3} ORDER BY rank_in_parent`,
-      [...filter.bind, JSON.stringify(ids), offset, offset + params.pageSize],
+      [...filter.bind, JSON.stringify(ids), offset, offset + params.pageSize + 1],
     );
   const [rows, counts] = await Promise.all([
     pageRows,
@@ -185,8 +271,11 @@ export async function pagePerParent<R, T, F extends string, O extends ListOption
   const totals = new Map((counts ?? []).map((c) => [c.parent_id, Number(c.total)]));
   const items = groupBy(rows.map((row) => query.toApi(row)), query.parentOf);
   for (const id of ids) {
+    const data = items.get(id) ?? [];
     // `total` is null only when options said not to count, as PageFor<T, O> says.
-    const page = { data: items.get(id) ?? [], total: counted ? totals.get(id) ?? 0 : null, page: params.page, pageSize: params.pageSize };
+    const page = {
+      data: data.slice(0, params.pageSize), total: counted ? totals.get(id) ?? 0 : null, page: params.page, pageSize: params.pageSize, hasMore: data.length > params.pageSize,
+    };
     pages.set(id, page as PageFor<T, O>);
   }
   return pages;

@@ -55,7 +55,7 @@ describe('customer credit over REST', () => {
 
     const list = await transactions(key, customer.id);
     expect(list.status).toBe(200);
-    expect(list.body.meta).toEqual({ total: 3, page: 1, pageSize: 20 });
+    expect(list.body.meta).toEqual({ total: 3, page: 1, pageSize: 20, hasMore: false });
     expect(list.body.data.map((t: { amount: number; currency: string }) => [t.amount, t.currency])).toEqual([[700, 'JPY'], [-1000, 'EUR'], [2500, 'EUR']]);
     expect(list.body.data[2]).toEqual(added.body.data);
     const oldestFirst = await transactions(key, customer.id, '?sortDirection=asc&pageSize=2&page=2');

@@ -92,7 +92,7 @@ describe('customer lists', () => {
   });
   it('should page newest first with meta', async () => {
     const page1 = await fresh.request('GET', '/v1/customers?pageSize=3', { key: fresh.account.testKey });
-    expect(page1.body.meta).toEqual({ total: 7, page: 1, pageSize: 3 });
+    expect(page1.body.meta).toEqual({ total: 7, page: 1, pageSize: 3, hasMore: true });
     expect(page1.body.data.map((c: { id: string }) => c.id)).toEqual([ids[6], ids[5], ids[4]]);
     const page3 = await fresh.request('GET', '/v1/customers?pageSize=3&page=3', { key: fresh.account.testKey });
     expect(page3.body.data.map((c: { id: string }) => c.id)).toEqual([ids[0]]);

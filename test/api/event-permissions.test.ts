@@ -47,9 +47,9 @@ describe('reading events', () => {
 
     const first = await app.request('GET', '/v1/events?pageSize=2', { key });
     expect(first.status).toBe(200);
-    expect(first.body.meta).toEqual({ total: 3, page: 1, pageSize: 2 });
+    expect(first.body.meta).toEqual({ total: 3, page: 1, pageSize: 2, hasMore: true });
     const second = await app.request('GET', '/v1/events?pageSize=2&page=2', { key });
-    expect(second.body.meta).toEqual({ total: 3, page: 2, pageSize: 2 });
+    expect(second.body.meta).toEqual({ total: 3, page: 2, pageSize: 2, hasMore: false });
     expect([...first.body.data, ...second.body.data].map((e: { id: string }) => e.id)).toEqual(payments.map((e) => e.id));
     expect(first.text + second.text).not.toContain('ada@example.com');
 

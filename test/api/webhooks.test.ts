@@ -138,7 +138,7 @@ describe('webhook endpoints', () => {
     const c = await register(key, rx.route('crud-c'));
 
     const page1 = await app.request('GET', '/v1/webhook-endpoints?pageSize=2', { key });
-    expect(page1.body.meta).toEqual({ total: 3, page: 1, pageSize: 2 });
+    expect(page1.body.meta).toEqual({ total: 3, page: 1, pageSize: 2, hasMore: true });
     expect(page1.body.data.map((e: { id: string }) => e.id)).toEqual([c.id, b.id]);
     const page2 = await app.request('GET', '/v1/webhook-endpoints?pageSize=2&page=2', { key });
     expect(page2.body.data.map((e: { id: string }) => e.id)).toEqual([a.id]);
@@ -266,7 +266,7 @@ describe('webhook deliveries', () => {
     for (let i = 1; i < 4; i += 1) expect(route.requests[i].at - route.requests[i - 1].at).toBeGreaterThanOrEqual(waits[i - 1] - 5);
 
     const onlyFailed = await app.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries?status=failed&pageSize=2`, { key });
-    expect(onlyFailed.body.meta).toEqual({ total: 3, page: 1, pageSize: 2 });
+    expect(onlyFailed.body.meta).toEqual({ total: 3, page: 1, pageSize: 2, hasMore: true });
     const rows = await app.server.services.db.select<{ status: string; attempts: number }>('SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1', [ep.id]);
     expect(rows).toEqual([{ status: 'delivered', attempts: 4 }]);
   });

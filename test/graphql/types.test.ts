@@ -220,7 +220,8 @@ describe('GraphQL types match the REST contract', () => {
     const deliveriesArgs = await gql('{ __type(name: "WebhookEndpoint") { fields { name args { name type { name } } } } }');
     const deliveries = deliveriesArgs.body.data.__type.fields.find((f: { name: string }) => f.name === 'deliveries');
     expect(deliveries.args.map((a: { name: string; type: { name: string } }) => [a.name, a.type.name])).toEqual([
-      ['page', 'Int'], ['pageSize', 'Int'], ['sortField', 'WebhookDeliveryAttemptSortField'], ['sortDirection', 'SortDirection'],
+      ['page', 'Int'], ['pageSize', 'Int'], ['first', 'Int'], ['after', 'ID'], ['last', 'Int'], ['before', 'ID'],
+      ['sortField', 'WebhookDeliveryAttemptSortField'], ['sortDirection', 'SortDirection'], ['createdAfter', 'DateTime'], ['createdBefore', 'DateTime'],
       ['status', 'WebhookDeliveryAttemptStatus'], ['eventId', 'String'],
     ]);
     expect(await enumValues('SortDirection')).toEqual(['asc', 'desc']);

@@ -118,7 +118,7 @@ describe(`listPage on ${DIALECT}`, () => {
       params: { page: 1, pageSize: 2, sortField: 'createdAt', sortDirection: 'asc' }, sortColumns: { createdAt: 'created_at' }, toApi: toCustomerRecord,
     });
     const viaModel = await CustomerModel.findAll({ where: { accountId: 'acct_m' }, order: [['id', 'ASC']], limit: 2, raw: true });
-    expect(result).toEqual({ data: viaModel.map((r) => toCustomerRecord(r as unknown as Record<string, unknown>)), total: 3, page: 1, pageSize: 2 });
+    expect(result).toEqual({ data: viaModel.map((r) => toCustomerRecord(r as unknown as Record<string, unknown>)), total: 3, page: 1, pageSize: 2, hasMore: true });
     expect(result.data[0]).toMatchObject({ id: 'cus_0', defaultPaymentMethodId: 'pm_0', createdAt: at.toISOString(), metadata: { n: '0' } });
   });
 });

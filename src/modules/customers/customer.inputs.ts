@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { countrySchema, emailSchema as email, metadataPatchSchema, metadataSchema } from '../../core/validation';
-import { listSchema, searchSchema } from '../../core/pagination';
+import { listSchema, searchSchema, updatedAfterFilter } from '../../core/pagination';
 import { addressSchema, taxIdsSchema } from '../../core/parties';
 
 const LOCALE_MESSAGE = 'must be a BCP 47 language tag such as en, en-GB, de, de-CH or fr';
@@ -64,6 +64,7 @@ export const updateCustomerInput = z
   .strict();
 
 export const listCustomersInput = listSchema(['createdAt'] as const, {
+  ...updatedAfterFilter,
   search: searchSchema,
   email: z.string().max(320).optional(),
 });

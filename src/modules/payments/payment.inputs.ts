@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { amountSchema, currencySchema } from '../../core/money';
 import { emailSchema, metadataPatchSchema, metadataSchema } from '../../core/validation';
-import { listSchema, searchSchema } from '../../core/pagination';
+import { listSchema, searchSchema, updatedAfterFilter } from '../../core/pagination';
 import { cardInputSchema } from '../../core/card';
 
 export const createPaymentInput = z
@@ -49,6 +49,7 @@ export const updatePaymentInput = z
   .strict();
 
 export const listPaymentsInput = listSchema(['createdAt', 'amount'] as const, {
+  ...updatedAfterFilter,
   search: searchSchema,
   status: z.enum(PAYMENT_STATUSES, { error: `status must be one of ${PAYMENT_STATUSES.join(', ')}` }).optional(),
   customerId: z.string().max(64).optional(),
@@ -63,6 +64,7 @@ export const createRefundInput = z
   .strict();
 
 export const listRefundsInput = listSchema(['createdAt', 'amount'] as const, {
+  ...updatedAfterFilter,
   status: z.enum(['pending', 'succeeded', 'failed', 'requires_review'], { error: 'status must be pending, succeeded, failed or requires_review' }).optional(),
   paymentId: z.string().max(64).optional(),
 });

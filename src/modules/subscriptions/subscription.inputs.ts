@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { metadataPatchSchema, metadataSchema } from '../../core/validation';
-import { listSchema } from '../../core/pagination';
+import { listSchema, updatedAfterFilter } from '../../core/pagination';
 import { taxRateIdsSchema } from '../tax-rates/tax-rate.inputs';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'paused', 'canceled'] as const;
@@ -66,6 +66,7 @@ export const cancelSubscriptionInput = z
   .strict();
 
 export const listSubscriptionsInput = listSchema(['createdAt'] as const, {
+  ...updatedAfterFilter,
   customerId: z.string().max(64).optional(),
   status: z.enum(SUBSCRIPTION_STATUSES, { error: `status must be one of ${SUBSCRIPTION_STATUSES.join(', ')}` }).optional(),
 });
