@@ -1,7 +1,7 @@
 import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import { loggedSql } from '../helpers/plans';
-import { makeObjects, restClient, type Objects } from '../helpers/graphql-objects';
+import { CARD, makeObjects, restClient, type Objects } from '../helpers/graphql-objects';
 
 type Json = Record<string, any>;
 
@@ -140,6 +140,45 @@ describe(`GraphQL typed links (${DIALECT})`, () => {
     const payment = await restClient(app, other.testKey)('POST', '/v1/payments', { amount: 100, currency: 'usd', paymentMethod: 'pm_card_visa' });
     expect(payment.gatewayId).toBe('gw_builtin_simulator');
     expect(await gql('query($p: ID!) { payment(id: $p) { gateway { id } } }', { p: payment.id }, other.testKey)).toEqual({ data: { payment: { gateway: null } } });
+  });
+
+  it('should batch a page of subscriptions\' links and lists: one statement per field, whatever the page', async () => {
+    const account = await app.createAccount();
+    const rest = restClient(app, account.testKey);
+    const product = await rest('POST', '/v1/products', { name: 'Batch plan' });
+    const price = await rest('POST', '/v1/prices', { productId: product.id, unitAmount: 500, currency: 'usd', recurring: { interval: 'month' } });
+    const made: Json[] = [];
+    for (let i = 0; i < 4; i++) {
+      const customer = await rest('POST', '/v1/customers', { email: `subs${i}@example.com` });
+      const card = await rest('POST', `/v1/customers/${customer.id}/payment-methods`, { card: CARD });
+      made.push(await rest('POST', '/v1/subscriptions', { customerId: customer.id, priceId: price.id, paymentMethodId: card.id }));
+    }
+    const query = (pageSize: number) => `{ subscriptions(pageSize: ${pageSize}) { nodes {
+      id price { id } latestInvoice { id latestPayment { id } } defaultPaymentMethod { id } payments { id } gatewayTransactions(first: 5) { kind }
+    } } }`;
+    const { result: res, statements } = await statementsOf(() => gql(query(10), {}, account.testKey));
+    expect(res.errors).toBeUndefined();
+    const nodes = res.data!.subscriptions.nodes as Json[];
+    expect(nodes).toHaveLength(4);
+    for (const node of nodes) {
+      const sub = made.find((m) => m.id === node.id)!;
+      expect(node).toEqual({
+        id: sub.id, price: { id: price.id }, latestInvoice: { id: sub.latestInvoiceId, latestPayment: { id: node.payments[0].id } },
+        defaultPaymentMethod: { id: sub.defaultPaymentMethodId }, payments: [{ id: expect.stringMatching(/^pay_/) }], gatewayTransactions: [{ kind: 'charge' }],
+      });
+    }
+    // The page, its plans, then one statement per field (prices, saved cards, payments, gateway
+    // calls, invoices and their lines, the invoices' latest payments): as many for one subscription.
+    expect(statements).toHaveLength(9);
+    expect(statements.filter((q) => /\bFROM payments p JOIN gateway_transactions\b/.test(q))).toHaveLength(1);
+    const one = await statementsOf(() => gql(query(1), {}, account.testKey));
+    expect(one.result.errors).toBeUndefined();
+    expect(one.statements).toHaveLength(9);
+    // Without webhook_endpoints:read, an event's deliveries are refused as the endpoints' logs are.
+    const eventsOnly = await restClient(app, key)('POST', '/v1/api-keys', { permissions: ['events:read', 'customers:read'] });
+    const refused = await gql('query($e: ID!) { event(id: $e) { id deliveries { id } } }', { e: objects.event }, eventsOnly.secret);
+    expect(refused.data).toEqual({ event: { id: objects.event, deliveries: null } });
+    expect(refused.errors![0]).toMatchObject({ path: ['event', 'deliveries'], extensions: { code: 'permission_denied' } });
   });
 
   it('should read a three-level query over 50 customers in a handful of statements, as many as over 2', async () => {
