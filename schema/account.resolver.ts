@@ -4,7 +4,7 @@ import { DateTime, defined } from './types/common';
 import { AddressInput, AddressType, withParties } from './types/parties';
 
 @ObjectType('Account')
-class AccountType {
+export class AccountType {
   @Field(() => String) id!: string;
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;

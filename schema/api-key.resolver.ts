@@ -1,11 +1,12 @@
 import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import { ApiKeySortField } from './types/enums';
 
-@ObjectType('ApiKey')
-class ApiKeyType {
+@ObjectType('ApiKey', { implements: NodeInterface })
+export class ApiKeyType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;

@@ -25,6 +25,8 @@ import { CustomerSubscriptionsResolver, SubscriptionResolver } from './subscript
 import { TestClockResolver } from './test-clock.resolver';
 import { DashboardResolver } from './dashboard.resolver';
 import { TaxRateResolver } from './tax-rate.resolver';
+import { NodeResolver } from './node.resolver';
+import { LINK_RESOLVERS } from './links.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -38,6 +40,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
       InvoiceResolver, CustomerInvoicesResolver, AccountResolver, ApiKeyResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
       DashboardResolver, CustomerCreditResolver, BalanceTransactionResolver, TaxRateResolver,
+      NodeResolver, ...LINK_RESOLVERS,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

@@ -4,11 +4,12 @@ import {
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
 import { PriceSortField, PriceType as PriceTypeEnum, ProductSortField, RecurringInterval } from './types/enums';
 import type { Price } from '../src/modules/catalog/catalog.service';
 
-@ObjectType('Product')
+@ObjectType('Product', { implements: NodeInterface })
 export class ProductType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
@@ -27,7 +28,7 @@ export class RecurringType {
   @Field(() => Int) intervalCount!: number;
 }
 
-@ObjectType('Price')
+@ObjectType('Price', { implements: NodeInterface })
 export class PriceType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

@@ -2,12 +2,13 @@ import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, In
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, Amount, defined, listOptions, connection, ListType } from './types/common';
 import { CaptureMethod, CheckoutSessionMode, CheckoutSessionSortField, CheckoutSessionStatus } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 
-@ObjectType('CheckoutSession')
+@ObjectType('CheckoutSession', { implements: NodeInterface })
 export class CheckoutSessionType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

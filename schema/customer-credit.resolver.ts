@@ -1,6 +1,7 @@
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, Mutation, ObjectType, Query, Resolver, Root, registerEnumType } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { notFoundAs } from './errors';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, listOptions, nestedLimit, connection, ListType } from './types/common';
 import { CustomerType } from './customer.resolver';
@@ -30,7 +31,7 @@ export class CreditBalanceType {
   @Field(() => Amount, { description: 'Minor units, above 0.' }) amount!: number;
 }
 
-@ObjectType('BalanceTransaction', { description: "One change of a customer's credit balance (GET /v1/customers/{id}/balance-transactions)." })
+@ObjectType('BalanceTransaction', { implements: NodeInterface, description: "One change of a customer's credit balance (GET /v1/customers/{id}/balance-transactions)." })
 export class BalanceTransactionType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

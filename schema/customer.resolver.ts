@@ -2,11 +2,12 @@ import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectT
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import { CustomerSortField, TaxExempt } from './types/enums';
 import { AddressInput, AddressType, TaxIdInput, TaxIdObject, withParties } from './types/parties';
 
-@ObjectType('Customer')
+@ObjectType('Customer', { implements: NodeInterface })
 export class CustomerType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

@@ -2,11 +2,12 @@ import { Arg, Args, ArgsType, Ctx, Field, ID, Info, ObjectType, Query, Resolver 
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, listOptions, connection, ListType } from './types/common';
 import { EventSortField, EventTypeName } from './types/enums';
 import { OBJECT_IDS_MAX } from '../src/modules/events/event.inputs';
 
-@ObjectType('Event')
+@ObjectType('Event', { implements: NodeInterface })
 export class EventType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

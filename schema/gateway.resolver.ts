@@ -2,11 +2,12 @@ import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectT
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import { GatewaySortField, GatewayType as GatewayTypeEnum } from './types/enums';
 
-@ObjectType('Gateway')
-class GatewayType {
+@ObjectType('Gateway', { implements: NodeInterface })
+export class GatewayType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;

@@ -2,6 +2,7 @@ import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, In
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, connection, ListType } from './types/common';
 import { InvoicePaymentStatus, InvoiceSortField, InvoiceStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
@@ -24,7 +25,7 @@ class InvoiceLineItemType {
   @Field(() => [String], { description: "The line's own tax rates (txr_…); empty: the invoice's defaultTaxRateIds apply." }) taxRateIds!: string[];
 }
 
-@ObjectType('Invoice')
+@ObjectType('Invoice', { implements: NodeInterface })
 export class InvoiceType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

@@ -14,6 +14,12 @@ import type { SavedPaymentMethod } from '../src/modules/payments/payment-method.
 import type { GatewayTransaction } from '../src/modules/payments/gateway-transaction.store';
 import type { WebhookAttempt } from '../src/modules/webhooks/webhook.store';
 import type { ListOptions, Page } from '../src/core/pagination';
+import type { TaxRate } from '../src/modules/tax-rates/tax-rate.store';
+import type { GatewayView } from '../src/modules/gateways/gateway-config.service';
+import type { WebhookEndpoint } from '../src/modules/webhooks/endpoint.service';
+import type { TestClock } from '../src/modules/subscriptions/test-clock.service';
+import type { ApiKeyView } from '../src/modules/accounts/account.service';
+import type { ApiEvent } from '../src/modules/events/event.store';
 
 /**
  * One set per request, so batching and caching never cross accounts or modes. Subscriptions
@@ -116,6 +122,26 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
     gatewayTransactionsByPayment: byParentUpTo<GatewayTransaction>((ids, limit) => services.payments.gatewayTransactionsFor(rc, ids, limit)),
     pricesByProduct: byParentUpTo<Price>((ids, limit) => services.catalog.pricesForProducts(rc, ids, limit)),
     deliveriesByEndpoint: pageByParent<WebhookAttempt>((ids, query, options) => services.webhooks.deliveries.attemptsFor(rc, ids, query, options)),
+    // By id, for `node`/`nodes` (schema/node.resolver.ts) and the links between objects (schema/links.resolver.ts).
+    payment: byIds<Payment>((ids) => services.payments.findMany(rc, ids)),
+    refund: byIds<Refund>((ids) => services.refunds.findMany(rc, ids)),
+    price: byIds<Price>((ids) => services.catalog.findPrices(rc, ids)),
+    invoice: byIds<Invoice>((ids) => services.invoices.findMany(rc, ids)),
+    subscription: byIds<Subscription>((ids) => services.subscriptions.findMany(rc, ids)),
+    taxRate: byIds<TaxRate>((ids) => services.taxRates.findMany(rc, ids)),
+    gateway: byIds<GatewayView>((ids) => services.gateways.findMany(rc, ids)),
+    paymentMethod: byIds<SavedPaymentMethod>((ids) => services.paymentMethods.findMany(rc, ids)),
+    // An event the key may not read comes back as its refusal (an Error): DataLoader rejects that id's load with it.
+    event: byIds<ApiEvent>((ids) => services.events.findMany(rc, ids) as Promise<Map<string, ApiEvent>>),
+    webhookEndpoint: byIds<WebhookEndpoint>((ids) => services.webhooks.endpoints.findMany(rc, ids)),
+    webhookAttempt: byIds<WebhookAttempt>((ids) => services.webhooks.deliveries.findAttempts(rc, ids)),
+    testClock: byIds<TestClock>((ids) => services.testClocks.findMany(rc, ids)),
+    apiKey: byIds<ApiKeyView>((ids) => services.accounts.findKeys(rc, ids)),
+    gatewayTransaction: byIds<GatewayTransaction>((ids) => services.payments.findGatewayTransactions(rc, ids)),
+    balanceTransaction: byIds<BalanceTransaction>((ids) => services.customerCredit.findMany(rc, ids)),
+    paymentsBySubscription: byParentUpTo<Payment>((ids, limit) => services.payments.forSubscriptions(rc, ids, limit)),
+    gatewayTransactionsBySubscription: byParentUpTo<GatewayTransaction>((ids, limit) => services.payments.gatewayTransactionsForSubscriptions(rc, ids, limit)),
+    deliveriesByEvent: byParentUpTo<WebhookAttempt>((ids, limit) => services.webhooks.deliveries.attemptsForEvents(rc, ids, limit)),
   };
 }
 

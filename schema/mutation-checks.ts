@@ -38,6 +38,9 @@ const ARGUMENT_CHECKS: Record<string, (args: Record<string, unknown>) => unknown
   'Payment.gatewayTransactions': nestedLimit,
   'Product.prices': nestedLimit,
   'WebhookEndpoint.deliveries': (args) => parseInput(listAttemptsInput, defined(args)),
+  'BillingSubscription.payments': nestedLimit,
+  'BillingSubscription.gatewayTransactions': nestedLimit,
+  'Event.deliveries': nestedLimit,
 };
 
 /**

@@ -3,6 +3,7 @@ import { Arg, Args, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutatio
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
 import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
@@ -20,7 +21,7 @@ class SavedCardType {
   @Field(() => String) fingerprint!: string;
 }
 
-@ObjectType('PaymentMethod')
+@ObjectType('PaymentMethod', { implements: NodeInterface })
 export class PaymentMethodType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
@@ -45,7 +46,7 @@ class SavePaymentMethodInput {
   @Field(() => Boolean, { nullable: true }) setDefault?: boolean;
 }
 
-@ObjectType('GatewayTransaction')
+@ObjectType('GatewayTransaction', { implements: NodeInterface })
 export class GatewayTransactionType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

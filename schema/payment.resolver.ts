@@ -4,6 +4,7 @@ import {
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
 import { CaptureMethod, PaymentSortField, PaymentStatus, RefundSortField, RefundStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
@@ -35,7 +36,7 @@ class NextActionType {
   @Field(() => String) url!: string;
 }
 
-@ObjectType('Refund')
+@ObjectType('Refund', { implements: NodeInterface })
 export class RefundType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
@@ -52,7 +53,7 @@ export class RefundType {
   @Field(() => DateTime) updatedAt!: string;
 }
 
-@ObjectType('Payment')
+@ObjectType('Payment', { implements: NodeInterface })
 export class PaymentType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

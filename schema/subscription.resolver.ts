@@ -2,6 +2,7 @@ import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, In
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { TaxBreakdownEntryType } from './tax-rate.resolver';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, connection, ListType } from './types/common';
 import {
@@ -30,7 +31,7 @@ class SubscriptionPlanType {
  * REST's subscription. Not named `Subscription`: GraphQL gives that name to the root type of
  * live operations (`subscription { events }`), and a schema cannot hold two types of one name.
  */
-@ObjectType('BillingSubscription', { description: 'A customer\'s subscription to a recurring price (REST: /v1/subscriptions).' })
+@ObjectType('BillingSubscription', { implements: NodeInterface, description: 'A customer\'s subscription to a recurring price (REST: /v1/subscriptions).' })
 export class SubscriptionType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

@@ -2,10 +2,11 @@ import { Arg, Args, ArgsType, Ctx, Field, Float, ID, Info, InputType, Mutation, 
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { Amount, DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import { TaxRateSortField } from './types/enums';
 
-@ObjectType('TaxRate')
+@ObjectType('TaxRate', { implements: NodeInterface })
 export class TaxRateType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

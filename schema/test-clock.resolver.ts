@@ -1,11 +1,12 @@
 import { Arg, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { DateTime, defined } from './types/common';
 import { TestClockStatus } from './types/enums';
 
 const INSTANT = 'An ISO 8601 instant with its offset, such as `2026-01-31T00:00:00Z`.';
 
-@ObjectType('TestClock', { description: 'Test mode only: a frozen time that customers and subscriptions attached to it live on.' })
+@ObjectType('TestClock', { implements: NodeInterface, description: 'Test mode only: a frozen time that customers and subscriptions attached to it live on.' })
 export class TestClockType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;

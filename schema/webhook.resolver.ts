@@ -3,6 +3,7 @@ import {
 } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
+import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
 import {
   WebhookDeliveryAttemptSortField, WebhookDeliveryAttemptStatus, WebhookDeliveryEventType, WebhookEndpointSortField, WebhookEndpointStatus,
@@ -11,8 +12,8 @@ import {
 import type { EndpointStatus } from '../src/modules/webhooks/endpoint.service';
 import type { WebhookAttempt } from '../src/modules/webhooks/webhook.store';
 
-@ObjectType('WebhookEndpoint')
-class WebhookEndpointType {
+@ObjectType('WebhookEndpoint', { implements: NodeInterface })
+export class WebhookEndpointType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
@@ -30,8 +31,8 @@ class WebhookEndpointType {
 @ObjectType('WebhookEndpointList')
 class WebhookEndpointList extends ListType(WebhookEndpointType, 'WebhookEndpoint') {}
 
-@ObjectType('WebhookDeliveryAttempt')
-class WebhookAttemptType {
+@ObjectType('WebhookDeliveryAttempt', { implements: NodeInterface })
+export class WebhookAttemptType {
   @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;

@@ -366,6 +366,13 @@ export class AccountService {
     );
     return { ...toKeyView(created.get({ plain: true })), secret };
   }
+
+  /** Several keys of the caller's account and mode by id (GraphQL's `node`, batched), as `listKeys` shows them: never the secret. */
+  async findKeys(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, ApiKeyView>> {
+    requirePermission(ctx, 'api_keys', 'read');
+    const rows = await ApiKeyModel.findAll({ where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    return new Map(rows.map((row) => [row.id, toKeyView(row as unknown as Record<string, unknown>)]));
+  }
 }
 
 /**

@@ -175,4 +175,11 @@ export class CatalogService {
       return price;
     });
   }
+
+  /** Several prices by id (GraphQL's `node` and links, batched); ids of another account or mode are not found. */
+  async findPrices(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Price>> {
+    requirePermission(ctx, 'prices', 'read');
+    const rows = await PriceModel.findAll({ where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    return new Map(rows.map((r) => [r.id, toApiPrice(r as unknown as Row)]));
+  }
 }

@@ -166,6 +166,16 @@ export class CustomerCreditStore {
       );
     return groupBy(rows.map(toBalanceTransaction), (b) => b.customerId);
   }
+
+  /** Several balance transactions of the scope by id, in one statement whatever their number (GraphQL's `node`). */
+  async findMany(scope: Scope, ids: readonly string[]): Promise<BalanceTransaction[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.select<Row>(
+      `SELECT ${COLUMNS} FROM ${TABLE} WHERE ${this.db.inJsonList('id', '$1')} AND account_id = $2 AND mode = $3`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+    return rows.map(toBalanceTransaction);
+  }
 }
 
 /** A transaction as written, in the API's words (no read back). */

@@ -157,4 +157,10 @@ export class CustomerCredit {
     const customer = toApiCustomer(row, balances.get(customerId) ?? {});
     await this.events.record(ctx, t, 'customer.updated', customer);
   }
+
+  /** Several balance transactions by id (GraphQL's `node`, batched), read as a customer's list is (customers:read). */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, BalanceTransaction>> {
+    requirePermission(ctx, 'customers', 'read');
+    return new Map((await this.store.findMany(ctx, ids)).map((b) => [b.id, b]));
+  }
 }

@@ -235,6 +235,26 @@ export class EventService {
     // Filtered in the statement, so pages and `total` count only what the key may see.
     return this.store.list(ctx, input, readableEventTypes(ctx.permissions), options);
   }
+
+  /**
+   * Several events by id (GraphQL's `node` and `WebhookDeliveryAttempt.event`, batched), each as
+   * `retrieve` answers it: an event of a type the key may not read is that refusal (its
+   * permission_denied error) instead; ids of another account or mode are not found.
+   */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, ApiEvent | DomainError>> {
+    requirePermission(ctx, 'events', 'read');
+    const found = new Map<string, ApiEvent | DomainError>();
+    for (const event of await this.store.findMany(ctx, ids)) {
+      try {
+        requireEventTypePermission(ctx, event.type, 'reading');
+        found.set(event.id, event);
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        found.set(event.id, err);
+      }
+    }
+    return found;
+  }
 }
 
 function newEvent(ctx: RequestContext, type: EventType, object: Record<string, unknown>): ApiEvent {

@@ -160,6 +160,16 @@ export class EventStore {
     const table = objectIds !== undefined && this.db.dialect === 'sqlite' ? 'events INDEXED BY events_object_idx' : 'events';
     return listPage(this.db, { table, columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent }, options);
   }
+
+  /** Several events of the account and mode by id, in one statement whatever their number (GraphQL's `node` and links). */
+  async findMany(scope: Scope, ids: readonly string[]): Promise<ApiEvent[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.select(
+      `SELECT ${COLUMNS} FROM events WHERE ${this.db.inJsonList('id', '$1')} AND account_id = $2 AND mode = $3`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+    return rows.map(toApiEvent);
+  }
 }
 
 /** The id of the object an event reports (its `object_id` column), or null. */

@@ -295,6 +295,15 @@ export class GatewayConfigService {
     if (!gateway) throw notFound('gateway', id);
     return gateway;
   }
+
+  /**
+   * Several gateways by id (GraphQL's `node` and links, batched), as `retrieve` finds them: a
+   * deleted one, the built-in simulator (no row) and another account's or mode's are not found.
+   */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, GatewayView>> {
+    requirePermission(ctx, 'gateways', 'read');
+    return new Map((await this.store.findMany(ctx, ids)).map((row) => [row.id, toView(row)]));
+  }
 }
 
 type GatewayRecord = Pick<GatewayModel, 'id' | 'mode' | 'name' | 'type' | 'credentialsSealed' | 'settings' | 'currencies' | 'enabled' | 'createdAt' | 'updatedAt'>;

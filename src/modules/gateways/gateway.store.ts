@@ -42,4 +42,13 @@ export class GatewayStore {
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type, enabled: input.enabled }).raw(() => 'deleted_at IS NULL');
     return listPage(this.db, { table: 'gateways', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi }, options);
   }
+
+  /** Several live (not deleted) gateways of the account and mode by id, in one statement whatever their number. */
+  async findMany(scope: Scope, ids: readonly string[]): Promise<GatewayRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.select<GatewayRow>(
+      `SELECT ${COLUMNS} FROM gateways WHERE ${this.db.inJsonList('id', '$1')} AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+  }
 }

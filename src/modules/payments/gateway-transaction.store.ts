@@ -145,6 +145,49 @@ export class GatewayTransactionStore {
     });
     return groupBy(rows.map(toApi), (tx) => tx.paymentId as string);
   }
+
+  /** Several calls of the account and mode by id, in one statement whatever their number (GraphQL's `node`). */
+  async findMany(scope: { accountId: string; mode: string }, ids: readonly string[]): Promise<GatewayTransaction[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.select<Record<string, unknown>>(
+      `SELECT ${COLUMNS} FROM gateway_transactions WHERE ${this.db.inJsonList('id', '$1')} AND account_id = $2 AND mode = $3`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+    return rows.map(toApi);
+  }
+
+  /**
+   * The newest calls of the payments of several subscriptions (at most `limit` each) in one
+   * statement, for DataLoader: each subscription's payments (payments_subscription_idx), then
+   * their calls (gtx_payment_idx); the work grows with one subscription's calls, never the account's.
+   */
+  async forSubscriptions(scope: { accountId: string; mode: string }, subscriptionIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, GatewayTransaction[]>> {
+    const ids = [...new Set(subscriptionIds)];
+    if (ids.length === 0) return new Map();
+    const columns = `${COLUMNS.split(', ').map((c) => `g.${c}`).join(', ')}, p.subscription_id AS parent_id`;
+    const from = 'payments p JOIN gateway_transactions g ON g.account_id = p.account_id AND g.mode = p.mode AND g.payment_id = p.id';
+    const rows = this.db.dialect === 'postgres'
+      ? await this.db.select<Record<string, unknown>>(
+        `SELECT newest.* FROM json_array_elements_text($4::json) AS parent(id)
+           CROSS JOIN LATERAL (
+             SELECT ${columns} FROM ${from}
+              WHERE p.account_id = $1 AND p.mode = $2 AND p.subscription_id = parent.id
+              ORDER BY g.created_at DESC, g.id DESC LIMIT $3
+           ) newest
+          ORDER BY newest.created_at DESC, newest.id DESC`,
+        [scope.accountId, scope.mode, limit, JSON.stringify(ids)],
+      )
+      : await this.db.select<Record<string, unknown>>(
+        `SELECT * FROM (
+           SELECT ${columns}, ROW_NUMBER() OVER (PARTITION BY p.subscription_id ORDER BY g.created_at DESC, g.id DESC) AS rank_in_parent
+             FROM ${from} WHERE p.account_id = $1 AND p.mode = $2 AND ${this.db.inJsonList('p.subscription_id', '$4')}
+         ) ranked WHERE rank_in_parent <= $3 ORDER BY created_at DESC, id DESC`,
+        [scope.accountId, scope.mode, limit, JSON.stringify(ids)],
+      );
+    const out = new Map<string, GatewayTransaction[]>();
+    for (const [parent, group] of groupBy(rows, (row) => row.parent_id as string)) out.set(parent, group.map(toApi));
+    return out;
+  }
 }
 
 function toApi(row: Record<string, unknown>): GatewayTransaction {

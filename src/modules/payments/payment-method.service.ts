@@ -219,6 +219,17 @@ export class PaymentMethodService {
     const defaultId = await this.store.defaultIdFor(ctx, customerId);
     return defaultId ? this.resolve(ctx, defaultId) : null;
   }
+
+  /**
+   * Several saved cards by id (GraphQL's `node`, `Customer.defaultPaymentMethod`,
+   * `BillingSubscription.defaultPaymentMethod`, batched), read as a customer's list reads them
+   * (customers:read); ids of another account or mode are not found.
+   */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, SavedPaymentMethod>> {
+    requirePermission(ctx, 'customers', 'read');
+    const rows = await this.store.findManyWithDefault(ctx, ids);
+    return new Map(rows.map((row) => [row.id, toApi(row, row.default_payment_method_id)]));
+  }
 }
 
 /** A saved method as a charge uses it: the gateway's token, the card's details, its gateway and customer. */

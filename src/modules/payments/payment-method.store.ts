@@ -70,4 +70,15 @@ export class PaymentMethodStore {
       accountId: scope.accountId, mode: scope.mode, parentIds: customerIds, limit,
     });
   }
+
+  /** Several saved methods by id in one statement, each with its customer's default (GraphQL's `node` and links). */
+  async findManyWithDefault(scope: Scope, ids: readonly string[]): Promise<Array<PaymentMethodRow & { default_payment_method_id: string | null }>> {
+    if (ids.length === 0) return [];
+    return this.db.select(
+      `SELECT ${COLUMNS.split(', ').map((c) => `pm.${c}`).join(', ')}, c.default_payment_method_id
+         FROM payment_methods pm JOIN customers c ON c.id = pm.customer_id
+        WHERE ${this.db.inJsonList('pm.id', '$1')} AND pm.account_id = $2 AND pm.mode = $3`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+  }
 }

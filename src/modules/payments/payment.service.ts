@@ -18,7 +18,7 @@ import type { PaymentMethodService, ResolvedPaymentMethod } from './payment-meth
 import { describeCard } from '../../core/card';
 import { testTokenCard } from '../../connectors/card';
 import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
-import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
+import type { GatewayTransaction, GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import { errorForLog, type Logger } from '../../logger';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
@@ -502,6 +502,30 @@ export class PaymentService {
     if (payment.paymentMethod === 'card') return null;
     if (testTokenCard(payment.paymentMethod)) return { kind: 'token', token: payment.paymentMethod };
     return (await this.methods.resolve(ctx, payment.paymentMethod))?.source ?? null;
+  }
+
+  /** Several payments by id (GraphQL's `node` and links, batched); ids of another account or mode are not found. */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Payment>> {
+    requirePermission(ctx, 'payments', 'read');
+    return new Map((await this.store.findMany(ctx, ids)).map((p) => [p.id, p]));
+  }
+
+  /** The newest payments of several subscriptions (BillingSubscription.payments, batched). */
+  async forSubscriptions(ctx: RequestContext, subscriptionIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
+    requirePermission(ctx, 'payments', 'read');
+    return this.store.forSubscriptions(ctx, subscriptionIds, limit);
+  }
+
+  /** Several gateway calls by id (GraphQL's `node`, batched): read as a payment's calls are, with payments:read. */
+  async findGatewayTransactions(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, GatewayTransaction>> {
+    requirePermission(ctx, 'payments', 'read');
+    return new Map((await this.gtx.findMany(ctx, ids)).map((tx) => [tx.id, tx]));
+  }
+
+  /** The newest gateway calls of several subscriptions' payments (BillingSubscription.gatewayTransactions, batched). */
+  async gatewayTransactionsForSubscriptions(ctx: RequestContext, subscriptionIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, GatewayTransaction[]>> {
+    requirePermission(ctx, 'payments', 'read');
+    return this.gtx.forSubscriptions(ctx, subscriptionIds, limit);
   }
 }
 

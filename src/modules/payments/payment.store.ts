@@ -265,6 +265,24 @@ export class PaymentStore {
       pendingMs: pendingForMs(readTime(row.db_now), readTime(row.pending_since)),
     }));
   }
+
+  /** Several payments of the account and mode by id, in one statement whatever their number (GraphQL's `node` and links). */
+  async findMany(scope: Scope, ids: readonly string[]): Promise<Payment[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.select(
+      `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE ${this.db.inJsonList('id', '$1')} AND account_id = $2 AND mode = $3`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+    return rows.map(toApiPayment);
+  }
+
+  /** The newest payments of several subscriptions at once (at most `limit` each), for DataLoader (payments_subscription_idx). */
+  async forSubscriptions(scope: Scope, subscriptionIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
+    const rows = await newestPerParent<Record<string, unknown>>(this.db, {
+      columns: PAYMENT_COLUMNS, from: 'payments', parentColumn: 'subscription_id', accountId: scope.accountId, mode: scope.mode, parentIds: subscriptionIds, limit,
+    });
+    return groupBy(rows.map(toApiPayment), (p) => p.subscriptionId as string);
+  }
 }
 
 /** The settling write of a pending payment (nothing if recovery or a racing request settled it first). */

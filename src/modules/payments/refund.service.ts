@@ -290,6 +290,12 @@ export class RefundService {
       return true;
     });
   }
+
+  /** Several refunds by id (GraphQL's `node` and links, batched); ids of another account or mode are not found. */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, Refund>> {
+    requirePermission(ctx, 'refunds', 'read');
+    return new Map((await this.store.findMany(ctx, ids)).map((r) => [r.id, r]));
+  }
 }
 
 /** On `/v1/payments/{id}/refunds` an error about the payment names the path's `id`, as the list does. */

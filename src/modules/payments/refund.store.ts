@@ -143,6 +143,16 @@ export class RefundStore {
       pendingMs: pendingForMs(readTime(row.db_now), readTime(row.pending_since)),
     }));
   }
+
+  /** Several refunds of the account and mode by id, in one statement whatever their number (GraphQL's `node` and links). */
+  async findMany(scope: Scope, ids: readonly string[]): Promise<Refund[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.select(
+      `SELECT ${COLUMNS} FROM refunds WHERE ${this.db.inJsonList('id', '$1')} AND account_id = $2 AND mode = $3`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+    return rows.map(toApiRefund);
+  }
 }
 
 function toApiRefund(row: Record<string, unknown>): Refund {

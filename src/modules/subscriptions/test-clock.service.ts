@@ -155,6 +155,16 @@ export class TestClockService {
     }
     return answer;
   }
+
+  /**
+   * Several test clocks by id (GraphQL's `node`, batched). A live-mode key finds none (clocks are
+   * test mode's), as it finds no other mode's object; `retrieve` refuses live mode instead.
+   */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, TestClock>> {
+    requirePermission(ctx, 'test_clocks', 'read');
+    const rows = await TestClockModel.findAll({ where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode }, raw: true });
+    return new Map(rows.map((row) => [row.id, toApi(row as unknown as Record<string, unknown>)]));
+  }
 }
 
 /** Test clocks exist only in test mode: a live key is refused (403 mode_mismatch). */

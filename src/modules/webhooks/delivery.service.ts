@@ -366,4 +366,16 @@ export class WebhookDeliveryService {
     });
     return { status, nextAttemptAt };
   }
+
+  /** Several attempts by id (GraphQL's `node`, batched), read as the endpoints' logs are (webhook_endpoints:read). */
+  async findAttempts(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, WebhookAttempt>> {
+    requirePermission(ctx, 'webhook_endpoints', 'read');
+    return new Map((await this.store.findAttempts(ctx, ids)).map((a) => [a.id, a]));
+  }
+
+  /** The newest attempts of several events, every endpoint's (GraphQL's `Event.deliveries`, batched). */
+  async attemptsForEvents(ctx: RequestContext, eventIds: readonly string[], limit: number): Promise<Map<string, WebhookAttempt[]>> {
+    requirePermission(ctx, 'webhook_endpoints', 'read');
+    return this.store.attemptsForEvents(ctx, eventIds, limit);
+  }
 }

@@ -282,6 +282,13 @@ export class WebhookEndpointService {
     const checked = await checkWebhookUrl(url, { livemode: mode === 'live', allowPrivate: this.options.allowPrivate, resolve: this.options.resolveHost });
     if (!checked.ok) throw invalidParameter('url', `Invalid 'url': ${checked.reason}${privateAddressHint(checked.reason, mode)}`);
   }
+
+  /** Several endpoints by id (GraphQL's `node` and links, batched), as `retrieve` finds them: deleted ones and another scope's are not found. */
+  async findMany(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, WebhookEndpoint>> {
+    requirePermission(ctx, 'webhook_endpoints', 'read');
+    const rows = await WebhookEndpointModel.findAll({ where: { id: [...new Set(ids)], accountId: ctx.accountId, mode: ctx.mode, deletedAt: null } });
+    return new Map(rows.map((endpoint) => [endpoint.id, endpointView(endpoint)]));
+  }
 }
 
 /**

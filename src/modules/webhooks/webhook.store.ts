@@ -4,7 +4,7 @@ import { Params } from '../../db/params';
 import type { Database } from '../../db/database';
 import { databaseNowPlusSql, isoTime, readBool, readJson, readTime } from '../../db/database';
 import { LeasedOutbox, outboxDueSql, type LeasedOutboxTable } from '../../db/leased-outbox';
-import { Filter, likePattern, listPage, pagePerParent } from '../../db/list';
+import { Filter, groupBy, likePattern, listPage, newestPerParent, pagePerParent } from '../../db/list';
 import type { Clock } from '../../core/clock';
 import { randomBase62 } from '../../core/ids';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
@@ -612,6 +612,28 @@ export class WebhookStore {
       { status: 'abandoned', lastError: reason, updatedAt: now },
       { where: { endpointId, status: { [Op.in]: ['pending', 'held'] } }, transaction: t },
     );
+  }
+
+  /** Several attempts of the account and mode by id (primary key), in one statement whatever their number (GraphQL's `node`). */
+  async findAttempts(scope: Scope, ids: readonly string[]): Promise<WebhookAttempt[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.select<Record<string, unknown>>(
+      `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE ${this.db.inJsonList('id', '$1')} AND account_id = $2 AND mode = $3`,
+      [JSON.stringify([...new Set(ids)]), scope.accountId, scope.mode],
+    );
+    return rows.map(toApiAttempt);
+  }
+
+  /**
+   * The newest attempts (at most `limit`) of each of several events, every endpoint's, in one
+   * statement (GraphQL's `Event.deliveries`). No index leads with `event_id` yet: the statement
+   * reads the scope's attempts (kept 30 days, see purge), not only the event's.
+   */
+  async attemptsForEvents(scope: Scope, eventIds: readonly string[], limit: number): Promise<Map<string, WebhookAttempt[]>> {
+    const rows = await newestPerParent<Record<string, unknown>>(this.db, {
+      columns: ATTEMPT_COLUMNS, from: 'webhook_attempts', parentColumn: 'event_id', accountId: scope.accountId, mode: scope.mode, parentIds: eventIds, limit,
+    });
+    return groupBy(rows.map(toApiAttempt), (a) => a.eventId);
   }
 }
 
