@@ -6,7 +6,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
-import { PriceSortField, PriceType as PriceTypeEnum, ProductSortField, RecurringInterval } from './types/enums';
+import { PriceSortField, PriceType as PriceTypeEnum, ProductSortField, RecurringInterval, Currency } from './types/enums';
 import type { Price } from '../src/modules/catalog/catalog.service';
 
 @ObjectType('Product', { implements: NodeInterface })
@@ -35,7 +35,7 @@ export class PriceType {
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) productId!: string;
   @Field(() => Amount) unitAmount!: number;
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => PriceTypeEnum) type!: Price['type'];
   @Field(() => RecurringType, { nullable: true }) recurring!: RecurringType | null;
   @Field(() => String, { nullable: true }) nickname!: string | null;

@@ -4,7 +4,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, Amount, defined, listOptions, connection, ListType } from './types/common';
-import { CaptureMethod, CheckoutSessionMode, CheckoutSessionSortField, CheckoutSessionStatus } from './types/enums';
+import { CaptureMethod, CheckoutSessionMode, CheckoutSessionSortField, CheckoutSessionStatus, Currency } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 
@@ -17,7 +17,7 @@ export class CheckoutSessionType {
   @Field(() => CheckoutSessionStatus, { description: 'A session past expiresAt is expired, whether or not the expiry job has run.' }) status!: string;
   @Field(() => String, { description: 'The hosted page the customer pays on.' }) url!: string;
   @Field(() => Amount, { nullable: true }) amount!: number | null;
-  @Field(() => String, { nullable: true }) currency!: string | null;
+  @Field(() => Currency, { nullable: true }) currency!: string | null;
   @Field(() => String, { nullable: true }) priceId!: string | null;
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field(() => String, { nullable: true }) customerId!: string | null;

@@ -4,6 +4,7 @@ import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { notFoundAs } from './errors';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, listOptions, nestedLimit, connection, ListType } from './types/common';
+import { Currency } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import { DomainError } from '../src/core/errors';
 import { BALANCE_TRANSACTION_TYPES, listBalanceTransactionsInput } from '../src/modules/customers/customer-credit.inputs';
@@ -27,7 +28,7 @@ registerEnumType(BalanceTransactionSortField, { name: 'BalanceTransactionSortFie
 
 @ObjectType('CreditBalance', { description: 'The credit a customer holds in one currency.' })
 export class CreditBalanceType {
-  @Field(() => String, { description: 'ISO 4217, upper case.' }) currency!: string;
+  @Field(() => Currency, { description: 'ISO 4217, upper case.' }) currency!: string;
   @Field(() => Amount, { description: 'Minor units, above 0.' }) amount!: number;
 }
 
@@ -37,7 +38,7 @@ export class BalanceTransactionType {
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) customerId!: string;
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => Amount, { description: 'Positive adds credit, negative takes it away.' }) amount!: number;
   @Field(() => BalanceTransactionKind) type!: string;
   @Field(() => String, { nullable: true }) invoiceId!: string | null;

@@ -1,10 +1,11 @@
 import { Ctx, Field, FieldResolver, Float, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GqlContext } from './context';
 import { Amount, DateTime } from './types/common';
+import { Currency } from './types/enums';
 
 @ObjectType('DashboardCurrencyTotal', { description: 'One currency of an aggregate: how many objects and their amount in minor units.' })
 class CurrencyTotalType {
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => Int) count!: number;
   @Field(() => Amount) amount!: number;
 }

@@ -4,7 +4,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, connection, ListType } from './types/common';
-import { InvoicePaymentStatus, InvoiceSortField, InvoiceStatus } from './types/enums';
+import { InvoicePaymentStatus, InvoiceSortField, InvoiceStatus, Currency, InvoiceEmailStatus } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import { PaymentType } from './payment.resolver';
 import { TaxBreakdownEntryType } from './tax-rate.resolver';
@@ -35,7 +35,7 @@ export class InvoiceType {
   @Field(() => String, { nullable: true }) subscriptionId!: string | null;
   @Field(() => InvoiceStatus) status!: string;
   @Field(() => InvoicePaymentStatus) paymentStatus!: string;
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => [InvoiceLineItemType]) lineItems!: InvoiceLineItemType[];
   @Field(() => Amount) subtotal!: number;
   @Field(() => Amount, { description: 'The exclusive taxes (inclusive ones are inside the line amounts); total = subtotal + tax.' }) tax!: number;
@@ -52,7 +52,7 @@ export class InvoiceType {
   @Field(() => DateTime, { nullable: true }) paidAt!: string | null;
   @Field(() => DateTime, { nullable: true }) voidedAt!: string | null;
   @Field(() => Boolean) paidOutOfBand!: boolean;
-  @Field(() => String, { nullable: true, description: 'queued, sent or failed: where the invoice e-mail stands; null until sent.' }) emailStatus!: string | null;
+  @Field(() => InvoiceEmailStatus, { nullable: true, description: 'queued, sent or failed: where the invoice e-mail stands; null until sent.' }) emailStatus!: string | null;
   @Field(() => String, { nullable: true, description: 'The public page where the customer pays a sent invoice by card.' }) hostedUrl!: string | null;
   @Field(() => String, { nullable: true }) latestPaymentId!: string | null;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;

@@ -4,7 +4,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, Amount, defined, listOptions, connection, ListType } from './types/common';
-import { CaptureMethod, PaymentLinkSortField, PaymentLinkStatus } from './types/enums';
+import { CaptureMethod, PaymentLinkSortField, PaymentLinkStatus, Currency } from './types/enums';
 import { PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 
@@ -18,7 +18,7 @@ export class PaymentLinkType {
   @Field(() => String) name!: string;
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field(() => Amount) amount!: number;
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => String, { nullable: true }) priceId!: string | null;
   @Field(() => PaymentLinkStatus) status!: string;
   @Field(() => CaptureMethod, { description: 'How each payment of the link is captured; manual: authorised only (requires_capture).' }) captureMethod!: string;

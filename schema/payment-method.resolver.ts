@@ -5,7 +5,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
-import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField } from './types/enums';
+import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField, CardBrand } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
 import { CustomerType } from './customer.resolver';
 import { CardInput, PaymentType } from './payment.resolver';
@@ -14,7 +14,7 @@ import type { Customer } from '../src/modules/customers/customer.service';
 
 @ObjectType('SavedCard')
 class SavedCardType {
-  @Field(() => String) brand!: string;
+  @Field(() => CardBrand) brand!: string;
   @Field(() => String) last4!: string;
   @Field(() => Int) expMonth!: number;
   @Field(() => Int) expYear!: number;

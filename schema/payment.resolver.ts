@@ -6,7 +6,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
-import { CaptureMethod, PaymentSortField, PaymentStatus, RefundSortField, RefundStatus } from './types/enums';
+import { CaptureMethod, PaymentSortField, PaymentStatus, RefundSortField, RefundStatus, Currency, CardBrand } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Customer } from '../src/modules/customers/customer.service';
@@ -15,7 +15,7 @@ import type { Refund } from '../src/modules/payments/refund.service';
 @ObjectType('PaymentMethodDetails')
 class PaymentMethodDetailsType {
   @Field(() => String) type!: string;
-  @Field(() => String) brand!: string;
+  @Field(() => CardBrand) brand!: string;
   @Field(() => String) last4!: string;
   @Field(() => Int, { nullable: true }) expMonth!: number | null;
   @Field(() => Int, { nullable: true }) expYear!: number | null;
@@ -43,7 +43,7 @@ export class RefundType {
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) paymentId!: string;
   @Field(() => Amount) amount!: number;
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => String, { nullable: true }) reason!: string | null;
   @Field(() => RefundStatus) status!: Refund['status'];
   @Field(() => String, { nullable: true }) gatewayId!: string | null;
@@ -60,8 +60,8 @@ export class PaymentType {
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String, { nullable: true }) customerId!: string | null;
   @Field(() => Amount) amount!: number;
-  @Field(() => String) currency!: string;
-  @Field(() => String) originalCurrency!: string;
+  @Field(() => Currency) currency!: string;
+  @Field(() => Currency) originalCurrency!: string;
   @Field(() => Amount, { nullable: true }) originalAmount!: number | null;
   @Field(() => String, { nullable: true }) exchangeRate!: string | null;
   @Field(() => String) paymentMethod!: string;

@@ -6,7 +6,7 @@ import { NodeInterface } from './types/node';
 import { TaxBreakdownEntryType } from './tax-rate.resolver';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, listOptions, nestedLimit, connection, ListType } from './types/common';
 import {
-  BillingCycleAnchorChange, ProrationBehavior, RecurringInterval, SubscriptionCollectionMethod, SubscriptionSortField, SubscriptionStatus,
+  BillingCycleAnchorChange, ProrationBehavior, RecurringInterval, SubscriptionCollectionMethod, SubscriptionSortField, SubscriptionStatus, Currency,
 } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import { InvoiceType } from './invoice.resolver';
@@ -22,7 +22,7 @@ class SubscriptionPlanType {
   @Field(() => String) productId!: string;
   @Field(() => String) productName!: string;
   @Field(() => Amount) unitAmount!: number;
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => RecurringInterval) interval!: string;
   @Field(() => Int) intervalCount!: number;
 }
@@ -75,7 +75,7 @@ class ProrationPreviewType {
   @Field(() => String) object!: string;
   @Field(() => String) subscriptionId!: string;
   @Field(() => DateTime) prorationDate!: string;
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => [ProrationLineType]) lines!: ProrationLineType[];
   @Field(() => Amount) total!: number;
 }
@@ -95,7 +95,7 @@ class UpcomingInvoiceLineItemType {
 class UpcomingInvoiceType {
   @Field(() => String) object!: string;
   @Field(() => String) subscriptionId!: string;
-  @Field(() => String) currency!: string;
+  @Field(() => Currency) currency!: string;
   @Field(() => [UpcomingInvoiceLineItemType]) lineItems!: UpcomingInvoiceLineItemType[];
   @Field(() => Amount) subtotal!: number;
   @Field(() => Amount) tax!: number;

@@ -19,6 +19,7 @@ import { EVENT_TYPES } from '../../src/modules/events/event.service';
 import { listEventsInput } from '../../src/modules/events/event.service';
 import { GATEWAY_TYPES } from '../../src/connectors/registry';
 import { CARD_BRANDS } from '../../src/core/card';
+import { CURRENCY_CODES } from '../../src/core/money';
 import { ROUTING_STRATEGIES } from '../../src/modules/routing/routing.inputs';
 import type { SkipReason } from '../../src/modules/routing/candidates';
 import { listCustomersInput } from '../../src/modules/customers/customer.inputs';
@@ -55,6 +56,9 @@ export const WebhookDeliveryAttemptStatus = exactly<WebhookAttempt['status']>()(
 export const GatewayTransactionKind = exactly<PendingTransaction['kind']>()({ charge: 'charge', refund: 'refund', status: 'status', save_card: 'save_card', capture: 'capture', cancel: 'cancel' });
 export const GatewayType = sameNames(GATEWAY_TYPES);
 export const CardBrand = sameNames(CARD_BRANDS);
+/** The currencies payments may be in, ISO 4217 upper case as REST answers them (inputs take any case, as strings). */
+export const Currency = sameNames(CURRENCY_CODES);
+export const InvoiceEmailStatus = { queued: 'queued', sent: 'sent', failed: 'failed' } as const;
 export const RoutingStrategy = sameNames(ROUTING_STRATEGIES);
 export const RoutingSkipReason = exactly<SkipReason>()({ unknown: 'unknown', disabled: 'disabled', currency: 'currency', circuit_open: 'circuit_open' });
 export const SortDirection = { asc: 'asc', desc: 'desc' } as const;
@@ -72,6 +76,8 @@ export const BillingCycleAnchorChange = { now: 'now', unchanged: 'unchanged' } a
 export const TestClockStatus = exactly<TestClock['status']>()({ ready: 'ready', advancing: 'advancing' });
 
 registerEnumType(PaymentStatus, { name: 'PaymentStatus' });
+registerEnumType(Currency, { name: 'Currency', description: 'An ISO 4217 currency code, upper case, as REST answers it. Arguments take currencies as strings in any case.' });
+registerEnumType(InvoiceEmailStatus, { name: 'InvoiceEmailStatus', description: 'Where the invoice e-mail stands.' });
 registerEnumType(CaptureMethod, { name: 'CaptureMethod', description: 'automatic: captured with the authorisation; manual: authorised only, captured by capturePayment.' });
 registerEnumType(CheckoutSessionMode, { name: 'CheckoutSessionMode', description: 'What a checkout session does: charge once (payment), save a card (setup), or start a subscription.' });
 registerEnumType(CheckoutSessionStatus, { name: 'CheckoutSessionStatus' });

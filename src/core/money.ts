@@ -17,6 +17,9 @@ const CURRENCY_EXPONENTS: Record<string, number> = {
   VES: 2, VND: 0, VUV: 0, WST: 2, XAF: 0, XCD: 2, XOF: 0, XPF: 0, YER: 2, ZAR: 2, ZMW: 2, ZWG: 2,
 };
 
+/** Every currency a payment may be in (ISO 4217, upper case). */
+export const CURRENCY_CODES: readonly string[] = Object.freeze(Object.keys(CURRENCY_EXPONENTS));
+
 export function isCurrency(code: string): boolean {
   return Object.prototype.hasOwnProperty.call(CURRENCY_EXPONENTS, code.toUpperCase());
 }
