@@ -39,23 +39,24 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
       return ids.map((id) => found.get(id) ?? []);
     }, { cache });
   /**
-   * Each parent's newest `limit` children. One statement takes one limit, so there is one loader
-   * per limit asked for (at most NESTED_LIST_MAX of them): parents asking the same size still
-   * share a statement.
+   * Each parent's newest `limit` children (older than the child `after`, where the list takes a
+   * cursor). One statement takes one limit and cursor, so there is one loader per pair asked for
+   * (at most NESTED_LIST_MAX limits): parents asking the same still share a statement.
    */
-  const byParentUpTo = <T>(find: (ids: readonly string[], limit: number) => Promise<Map<string, T[]>>) => {
-    const perLimit = new Map<number, DataLoader<string, T[]>>();
+  const byParentUpTo = <T>(find: (ids: readonly string[], limit: number, after?: string) => Promise<Map<string, T[]>>) => {
+    const perArgs = new Map<string, DataLoader<string, T[]>>();
     return {
-      load(parentId: string, limit: number): Promise<T[]> {
-        let loader = perLimit.get(limit);
+      load(parentId: string, limit: number, after?: string): Promise<T[]> {
+        const key = after === undefined ? String(limit) : `${limit} ${after}`;
+        let loader = perArgs.get(key);
         if (!loader) {
-          loader = byParent((ids) => find(ids, limit));
-          perLimit.set(limit, loader);
+          loader = byParent((ids) => find(ids, limit, after));
+          perArgs.set(key, loader);
         }
         return loader.load(parentId);
       },
       clearAll(): void {
-        for (const loader of perLimit.values()) loader.clearAll();
+        for (const loader of perArgs.values()) loader.clearAll();
       },
     };
   };
@@ -112,12 +113,12 @@ export function createLoaders(services: Services, rc: RequestContext, options: {
     checkoutSession: byIds<CheckoutSession>((ids) => services.checkoutSessions.findMany(rc, ids)),
     paymentLink: byIds<PaymentLink>((ids) => services.paymentLinks.findMany(rc, ids)),
     product: byIds<Product>((ids) => services.catalog.findProducts(rc, ids)),
-    paymentsByCustomer: byParentUpTo<Payment>((ids, limit) => services.payments.forCustomers(rc, ids, limit)),
+    paymentsByCustomer: byParentUpTo<Payment>((ids, limit, after) => services.payments.forCustomers(rc, ids, limit, after)),
     paymentsByInvoice: byParentUpTo<Payment>((ids, limit) => services.payments.forInvoices(rc, ids, limit)),
     invoicesByCustomer: byParentUpTo<Invoice>((ids, limit) => services.invoices.forCustomers(rc, ids, limit)),
     invoicesBySubscription: byParentUpTo<Invoice>((ids, limit) => services.invoices.forSubscriptions(rc, ids, limit)),
     subscriptionsByCustomer: byParentUpTo<Subscription>((ids, limit) => services.subscriptions.forCustomers(rc, ids, limit)),
-    refundsByPayment: byParentUpTo<Refund>((ids, limit) => services.refunds.forPayments(rc, ids, limit)),
+    refundsByPayment: byParentUpTo<Refund>((ids, limit, after) => services.refunds.forPayments(rc, ids, limit, after)),
     paymentMethodsByCustomer: byParentUpTo<SavedPaymentMethod>((ids, limit) => services.paymentMethods.forCustomers(rc, ids, limit)),
     gatewayTransactionsByPayment: byParentUpTo<GatewayTransaction>((ids, limit) => services.payments.gatewayTransactionsFor(rc, ids, limit)),
     pricesByProduct: byParentUpTo<Price>((ids, limit) => services.catalog.pricesForProducts(rc, ids, limit)),

@@ -5,7 +5,7 @@ import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
-import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
+import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedCursorArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
 import { CaptureMethod, PaymentSortField, PaymentStatus, RefundSortField, RefundStatus, Currency, CardBrand } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
@@ -176,8 +176,8 @@ export class PaymentResolver {
   }
 
   @FieldResolver(() => [RefundType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
-  refunds(@Root() payment: Payment, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
-    return loaders.refundsByPayment.load(payment.id, nestedLimit(args));
+  refunds(@Root() payment: Payment, @Args(() => NestedCursorArgs) args: NestedCursorArgs, @Ctx() { loaders }: GqlContext) {
+    return loaders.refundsByPayment.load(payment.id, nestedLimit(args), args.after ?? undefined);
   }
 }
 
@@ -207,7 +207,7 @@ export class RefundResolver {
 @Resolver(() => CustomerType)
 export class CustomerPaymentsResolver {
   @FieldResolver(() => [PaymentType], { nullable: true, description: NESTED_LIST_DESCRIPTION })
-  payments(@Root() customer: Customer, @Args(() => NestedListArgs) args: NestedListArgs, @Ctx() { loaders }: GqlContext) {
-    return loaders.paymentsByCustomer.load(customer.id, nestedLimit(args));
+  payments(@Root() customer: Customer, @Args(() => NestedCursorArgs) args: NestedCursorArgs, @Ctx() { loaders }: GqlContext) {
+    return loaders.paymentsByCustomer.load(customer.id, nestedLimit(args), args.after ?? undefined);
   }
 }

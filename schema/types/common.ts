@@ -86,6 +86,13 @@ export class NestedListArgs {
   first?: number | null;
 }
 
+/** A nested list that pages on: `first`, and `after` (the last child of the page before). */
+@ArgsType()
+export class NestedCursorArgs extends NestedListArgs {
+  @Field(() => ID, { nullable: true, description: 'The last object of the page before (its id, the edge cursor of the top-level list): the ones older than it. One of another parent gives those older than it in this one\'s list; an unknown id gives none.' })
+  after?: string | null;
+}
+
 /** `first` as a row limit: absent or null is the default; outside 1..max is refused, as a pageSize is. */
 export function nestedLimit(args: NestedListArgs): number {
   const first = args.first ?? NESTED_LIST_DEFAULT;

@@ -288,35 +288,44 @@ export const NESTED_LIST_LIMIT = 100;
  * for DataLoader. `from` may join (`payment_methods pm JOIN customers c …`); `prefix` is then the
  * main table's alias with its dot, and `columns` must name `created_at` and `id` unqualified.
  * The parent ids are bound as one JSON array, so the statement's text (and on PostgreSQL its
- * prepared plan) is the same whatever the number of parents.
+ * prepared plan) is the same whatever the number of parents. With `after` (a row's id, `from`
+ * then a plain table), only the rows older than that one (a keyset, as listPage's cursors): the
+ * next page of a nested list; an id `from` does not hold in the scope gives none.
  */
 export async function newestPerParent<R>(
   db: Database,
-  opts: { columns: string; from: string; prefix?: string; parentColumn: string; accountId: string; mode: string; parentIds: readonly string[]; limit?: number },
+  opts: { columns: string; from: string; prefix?: string; parentColumn: string; accountId: string; mode: string; parentIds: readonly string[]; limit?: number; after?: string },
 ): Promise<R[]> {
   const ids = [...new Set(opts.parentIds)];
   if (ids.length === 0) return [];
   const a = opts.prefix ?? '';
   const parent = `${a}${opts.parentColumn}`;
+  const bind: unknown[] = [opts.accountId, opts.mode, opts.limit ?? NESTED_LIST_LIMIT, JSON.stringify(ids)];
+  let older = '';
+  if (opts.after !== undefined) {
+    if (opts.prefix) throw new Error('newestPerParent: after takes a plain table, not a join');
+    bind.push(opts.after);
+    older = ` AND (created_at, id) < (SELECT created_at, id FROM ${opts.from} WHERE id = $5 AND account_id = $1 AND mode = $2)`;
+  }
   // As pagePerParent: on PostgreSQL each parent's newest rows alone, up to `limit`, from its index.
   if (db.dialect === 'postgres') {
     return db.select<R>(
       `SELECT newest.* FROM json_array_elements_text($4::json) AS parent(id)
          CROSS JOIN LATERAL (
            SELECT ${opts.columns} FROM ${opts.from}
-            WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${parent} = parent.id
+            WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${parent} = parent.id${older}
             ORDER BY ${a}created_at DESC, ${a}id DESC LIMIT $3
          ) newest
         ORDER BY newest.created_at DESC, newest.id DESC`,
-      [opts.accountId, opts.mode, opts.limit ?? NESTED_LIST_LIMIT, JSON.stringify(ids)],
+      bind,
     );
   }
   return db.select<R>(
     `SELECT * FROM (
        SELECT ${opts.columns}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${a}created_at DESC, ${a}id DESC) AS rank_in_parent
-         FROM ${opts.from} WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${db.inJsonList(parent, '$4')}
+         FROM ${opts.from} WHERE ${a}account_id = $1 AND ${a}mode = $2 AND ${db.inJsonList(parent, '$4')}${older}
      ) ranked WHERE rank_in_parent <= $3 ORDER BY created_at DESC, id DESC`,
-    [opts.accountId, opts.mode, opts.limit ?? NESTED_LIST_LIMIT, JSON.stringify(ids)],
+    bind,
   );
 }
 

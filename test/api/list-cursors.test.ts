@@ -203,4 +203,46 @@ describe('cursor pagination', () => {
       }
     });
   });
+
+  describe('nested lists', () => {
+    it("should page a customer's payments and a payment's refunds with first/after, in one statement per field", async () => {
+      const customers: string[] = [];
+      for (let c = 0; c < 2; c++) {
+        clock.advance(1000);
+        const customer = await app.request('POST', '/v1/customers', { key, body: { email: `nested${c}@example.com` } });
+        customers.push(customer.body.data.id);
+        for (let i = 0; i < 5; i++) {
+          clock.advance(1000);
+          const res = await app.request('POST', '/v1/payments', { key, body: { amount: 1000 + i, currency: 'usd', paymentMethod: 'pm_card_visa', customerId: customer.body.data.id } });
+          expect(res.status).toBe(201);
+        }
+      }
+      const ofCustomer = async (id: string) => ids(await get(`/v1/payments?customerId=${id}&pageSize=100`, key));
+      const expected = await Promise.all(customers.map(ofCustomer));
+      const query = 'query($after: ID) { customers(pageSize: 100) { nodes { id payments(first: 2, after: $after) { id } } } }';
+      const first = await gql(query, { after: null }, key);
+      const byCustomer = (res: typeof first) => new Map((res.body.data.customers.nodes as Array<{ id: string; payments: Array<{ id: string }> }>)
+        .filter((c) => customers.includes(c.id)).map((c) => [c.id, c.payments.map((p) => p.id)]));
+      const page1 = byCustomer(first);
+      expect(customers.map((c) => page1.get(c))).toEqual(expected.map((list) => list.slice(0, 2)));
+      // The next page of the first customer's payments: the ones older than its second.
+      const sqlBefore = app.sql.length;
+      const next = await gql(query, { after: expected[0][1] }, key);
+      const page2 = byCustomer(next);
+      expect(page2.get(customers[0])).toEqual(expected[0].slice(2, 4));
+      const paymentStatements = app.sql.slice(sqlBefore).filter((sql) => /FROM payments/.test(sql) && /customer_id/.test(sql));
+      expect(paymentStatements).toHaveLength(1);
+      // A payment's refunds the same way.
+      const payment = expected[0][0];
+      for (const amount of [10, 20, 30]) {
+        clock.advance(1000);
+        expect((await app.request('POST', `/v1/payments/${payment}/refunds`, { key, body: { amount } })).status).toBe(201);
+      }
+      const refunds = ids(await get(`/v1/refunds?paymentId=${payment}`, key));
+      const refundPage = await gql('query($p: ID!, $after: ID) { payment(id: $p) { refunds(first: 2, after: $after) { id } } }', { p: payment, after: refunds[0] }, key);
+      expect(refundPage.body.data.payment.refunds.map((r: { id: string }) => r.id)).toEqual(refunds.slice(1, 3));
+      const unknown = await gql('query($p: ID!) { payment(id: $p) { refunds(first: 2, after: "re_unknown") { id } } }', { p: payment }, key);
+      expect(unknown.body.data.payment.refunds).toEqual([]);
+    });
+  });
 });

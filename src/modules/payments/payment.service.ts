@@ -309,10 +309,10 @@ export class PaymentService {
     return this.store.list(ctx, parseInput(listPaymentsInput, query), scope, options);
   }
 
-  /** The newest payments of several customers at once (at most `limit` each), for DataLoader. */
-  async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
+  /** The newest payments of several customers at once (at most `limit` each, older than the payment `after`), for DataLoader. */
+  async forCustomers(ctx: RequestContext, customerIds: readonly string[], limit = NESTED_LIST_LIMIT, after?: string): Promise<Map<string, Payment[]>> {
     requirePermission(ctx, 'payments', 'read');
-    return this.store.forCustomers(ctx, customerIds, limit);
+    return this.store.forCustomers(ctx, customerIds, limit, after);
   }
 
   /** The newest payments of several invoices (Invoice.payments, batched). */

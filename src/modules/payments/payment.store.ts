@@ -226,10 +226,10 @@ export class PaymentStore {
     }, options);
   }
 
-  /** The newest payments of several customers at once (at most `limit` each). */
-  async forCustomers(scope: Scope, customerIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Payment[]>> {
+  /** The newest payments of several customers at once (at most `limit` each, older than the payment `after`). */
+  async forCustomers(scope: Scope, customerIds: readonly string[], limit = NESTED_LIST_LIMIT, after?: string): Promise<Map<string, Payment[]>> {
     const rows = await newestPerParent<Record<string, unknown>>(this.db, {
-      columns: PAYMENT_COLUMNS, from: 'payments', parentColumn: 'customer_id', accountId: scope.accountId, mode: scope.mode, parentIds: customerIds, limit,
+      columns: PAYMENT_COLUMNS, from: 'payments', parentColumn: 'customer_id', accountId: scope.accountId, mode: scope.mode, parentIds: customerIds, limit, after,
     });
     return groupBy(rows.map(toApiPayment), (p) => p.customerId as string);
   }

@@ -253,10 +253,10 @@ export class RefundService {
     return this.store.list(ctx, { ...input, paymentId: paymentIdFromPath ?? input.paymentId }, options);
   }
 
-  /** The newest refunds of several payments at once (at most `limit` each), for DataLoader. */
-  async forPayments(ctx: RequestContext, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Refund[]>> {
+  /** The newest refunds of several payments at once (at most `limit` each, older than the refund `after`), for DataLoader. */
+  async forPayments(ctx: RequestContext, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT, after?: string): Promise<Map<string, Refund[]>> {
     requirePermission(ctx, 'refunds', 'read');
-    return this.store.forPayments(ctx, paymentIds, limit);
+    return this.store.forPayments(ctx, paymentIds, limit, after);
   }
 
   /**

@@ -110,10 +110,10 @@ export class RefundStore {
     }, options);
   }
 
-  /** The newest refunds of several payments at once (at most `limit` each). */
-  async forPayments(scope: Scope, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT): Promise<Map<string, Refund[]>> {
+  /** The newest refunds of several payments at once (at most `limit` each, older than the refund `after`). */
+  async forPayments(scope: Scope, paymentIds: readonly string[], limit = NESTED_LIST_LIMIT, after?: string): Promise<Map<string, Refund[]>> {
     const rows = await newestPerParent<Record<string, unknown>>(this.db, {
-      columns: COLUMNS, from: 'refunds', parentColumn: 'payment_id', accountId: scope.accountId, mode: scope.mode, parentIds: paymentIds, limit,
+      columns: COLUMNS, from: 'refunds', parentColumn: 'payment_id', accountId: scope.accountId, mode: scope.mode, parentIds: paymentIds, limit, after,
     });
     return groupBy(rows.map(toApiRefund), (r) => r.paymentId);
   }
