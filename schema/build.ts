@@ -25,6 +25,8 @@ import { CustomerSubscriptionsResolver, SubscriptionResolver } from './subscript
 import { TestClockResolver } from './test-clock.resolver';
 import { DashboardResolver } from './dashboard.resolver';
 import { TaxRateResolver } from './tax-rate.resolver';
+import { ExportResolver } from './export.resolver';
+import { PaymentSummaryResolver } from './payment-summary.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -37,7 +39,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
       InvoiceResolver, CustomerInvoicesResolver, AccountResolver, ApiKeyResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
-      DashboardResolver, CustomerCreditResolver, BalanceTransactionResolver, TaxRateResolver,
+      DashboardResolver, CustomerCreditResolver, BalanceTransactionResolver, TaxRateResolver, ExportResolver, PaymentSummaryResolver,
     ],
     validate: false,
     // Every subscription brings its own stream from the EventBus; type-graphql still wants a

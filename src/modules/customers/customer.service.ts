@@ -2,6 +2,8 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isUniqueViolation } from '../../db/list';
 import { CustomerStore, toApiCustomer, toCustomerRecord, type Customer, type CustomerRecord } from './customer.store';
+import type { CustomerExportFilters } from './customer.store';
+import type { KeysetCursor } from '../../db/keyset';
 import type { CustomerCredit } from './customer-credit';
 import { CustomerModel } from './customer.model';
 import { createCustomerInput, listCustomersInput, updateCustomerInput } from './customer.inputs';
@@ -205,5 +207,11 @@ export class CustomerService {
     });
     if (!row) throw notFound('customer', id);
     return row;
+  }
+
+  /** A page of an export of customers (ExportService): the list's filters, newest first, by keyset after `after`, with their credit balances. */
+  async exportPage(ctx: RequestContext, filters: CustomerExportFilters, after: KeysetCursor | null, limit: number): Promise<Customer[]> {
+    requirePermission(ctx, 'customers', 'read');
+    return this.withCredit(ctx, await this.store.exportPage(ctx, filters, after, limit));
   }
 }

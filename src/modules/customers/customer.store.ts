@@ -1,6 +1,7 @@
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
 import { Filter, listPage, modelSource } from '../../db/list';
+import { keysetPage, type KeysetCursor } from '../../db/keyset';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { Metadata } from '../../core/validation';
 import { CustomerModel } from './customer.model';
@@ -45,6 +46,19 @@ export class CustomerStore {
       .search(['email_normalized', 'name'], input.search);
     return listPage(this.db, { ...modelSource(CustomerModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toCustomerRecord }, options);
   }
+
+  /** A page of an export (ExportService): the list's filters, newest first, the `limit` customers after `after` by keyset. */
+  exportPage(scope: Scope, input: CustomerExportFilters, after: KeysetCursor | null, limit: number): Promise<CustomerRecord[]> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, email_normalized: input.email?.toLowerCase() || undefined })
+      .search(['email_normalized', 'name'], input.search);
+    return keysetPage(this.db, { ...modelSource(CustomerModel), filter, after, limit, toApi: toCustomerRecord });
+  }
+}
+
+/** The list filters an export of customers applies (CustomerStore.exportPage). */
+export interface CustomerExportFilters {
+  email?: string;
+  search?: string;
 }
 
 /** The API object of a customer's row, with its credit balance (CustomerCredit.balancesOf). */

@@ -9,6 +9,8 @@ import type { EventBus, PublishedEvent, StreamScope } from '../../core/event-bus
 import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
 import type { ApiEvent, EventStore } from './event.store';
+import type { EventExportFilters } from './event.store';
+import type { KeysetCursor } from '../../db/keyset';
 import { listEventsInput, listObjectEventsInput } from './event.inputs';
 import type { EventObjects } from './event-objects';
 
@@ -234,6 +236,16 @@ export class EventService {
     if (input.type !== undefined && eventResource(input.type) !== null) requireEventTypePermission(ctx, input.type, 'listing', 'type');
     // Filtered in the statement, so pages and `total` count only what the key may see.
     return this.store.list(ctx, input, readableEventTypes(ctx.permissions), options);
+  }
+
+  /**
+   * A page of an export of events (ExportService): the list's filters, newest first, by keyset
+   * after `after`; only the types the key may see, as the list.
+   */
+  async exportPage(ctx: RequestContext, filters: EventExportFilters, after: KeysetCursor | null, limit: number): Promise<ApiEvent[]> {
+    requirePermission(ctx, 'events', 'read');
+    if (filters.type !== undefined && eventResource(filters.type) !== null) requireEventTypePermission(ctx, filters.type, 'listing', 'type');
+    return this.store.exportPage(ctx, filters, readableEventTypes(ctx.permissions), after, limit);
   }
 }
 

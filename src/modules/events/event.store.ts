@@ -2,6 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readJson } from '../../db/database';
 import { Filter, listPage } from '../../db/list';
+import { keysetPage, type KeysetCursor } from '../../db/keyset';
 import { Params } from '../../db/params';
 import { cteList, type CtePart } from '../../db/statement';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
@@ -160,6 +161,25 @@ export class EventStore {
     const table = objectIds !== undefined && this.db.dialect === 'sqlite' ? 'events INDEXED BY events_object_idx' : 'events';
     return listPage(this.db, { table, columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiEvent }, options);
   }
+
+  /**
+   * A page of an export (ExportService): the list's filters (`types` as in `list`), newest first,
+   * the `limit` events after `after` by keyset.
+   */
+  exportPage(scope: Scope, input: EventExportFilters, types: string[] | null, after: KeysetCursor | null, limit: number): Promise<ApiEvent[]> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type });
+    if (input.createdAfter !== undefined) filter.raw((param) => `created_at > ${param(input.createdAfter)}`);
+    if (input.createdBefore !== undefined) filter.raw((param) => `created_at < ${param(input.createdBefore)}`);
+    if (types !== null) filter.raw((param) => this.db.inJsonList('type', param(JSON.stringify(types))));
+    return keysetPage(this.db, { table: 'events', columns: COLUMNS, filter, after, limit, toApi: toApiEvent });
+  }
+}
+
+/** The list filters an export of events applies (EventStore.exportPage). */
+export interface EventExportFilters {
+  type?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
 }
 
 /** The id of the object an event reports (its `object_id` column), or null. */

@@ -29,6 +29,8 @@ import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
 import { INVOICE_MOVES } from './invoice-states';
 import { groupBy } from '../../db/list';
 import { InvoiceStore, type InvoiceLineItem, type InvoiceRecord } from './invoice.store';
+import type { InvoiceExportFilters } from './invoice.store';
+import type { KeysetCursor } from '../../db/keyset';
 import { createInvoiceInput, listInvoicesInput, payInvoiceInput, updateInvoiceInput, type LineItemInput } from './invoice.inputs';
 import type { TaxRateService, TaxRateTerms } from '../tax-rates/tax-rate.service';
 import { computeInvoiceTaxes, lineRateIds, lineRatesProblem, type InvoiceTaxes, type TaxBreakdownEntry, type TaxExempt } from './invoice-tax';
@@ -1029,6 +1031,12 @@ export class InvoiceService {
       hostedUrl: r.status === 'sent' ? this.urls.invoice(r.id) : null, latestPaymentId: r.latestPaymentId, metadata: r.metadata,
       createdAt: r.createdAt, updatedAt: r.updatedAt,
     };
+  }
+
+  /** A page of an export of invoices (ExportService): the list's filters, newest first, by keyset after `after`. */
+  async exportPage(ctx: RequestContext, filters: InvoiceExportFilters, after: KeysetCursor | null, limit: number): Promise<Invoice[]> {
+    requirePermission(ctx, 'invoices', 'read');
+    return (await this.store.exportPage(ctx, filters, after, limit)).map((i) => this.toApi(i));
   }
 }
 

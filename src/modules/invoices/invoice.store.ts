@@ -2,6 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readBool, readJson } from '../../db/database';
 import { Filter, groupBy, listPage, modelSource, newestPerParent } from '../../db/list';
+import { keysetPage, type KeysetCursor } from '../../db/keyset';
 import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import type { Metadata } from '../../core/validation';
 import { InvoiceLineItemModel, InvoiceModel } from './invoice.model';
@@ -319,6 +320,21 @@ export class InvoiceStore {
     const [row] = await this.db.select<{ status: string }>('SELECT status FROM payments WHERE id = $1', [paymentId], t);
     return row?.status ?? null;
   }
+
+  /** A page of an export (ExportService): the list's filters, newest first, the `limit` invoices after `after` by keyset, with their lines. */
+  async exportPage(scope: Scope, input: InvoiceExportFilters, after: KeysetCursor | null, limit: number): Promise<InvoiceRecord[]> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId, subscription_id: input.subscriptionId, status: input.status });
+    const rows = await keysetPage(this.db, { ...modelSource(InvoiceModel), filter, after, limit, toApi: (row: Row) => row });
+    const lines = await this.linesFor(rows.map((r) => r.id as string));
+    return rows.map((r) => toInvoiceRecord(r, lines.get(r.id as string) ?? []));
+  }
+}
+
+/** The list filters an export of invoices applies (InvoiceStore.exportPage). */
+export interface InvoiceExportFilters {
+  customerId?: string;
+  subscriptionId?: string;
+  status?: string;
 }
 
 function toLineItem(row: Row): InvoiceLineItem {

@@ -27,7 +27,8 @@ import type { PaymentBatchOptions } from './payment-batch.store';
 import type { LeaseKeeper } from './lease-keeper';
 import { LeaseStore } from './lease.store';
 import { PaymentCharger, chargeKey, chargeRequest, settledPayment, toAttempt, type ChargeOutcome } from './payment-charging';
-import { PaymentStore } from './payment.store';
+import { PaymentStore, type PaymentExportFilters } from './payment.store';
+import type { KeysetCursor } from '../../db/keyset';
 import type { PaymentHold, PaymentHoldStore } from './payment-hold';
 import { NOT_FOUND_FINAL_AFTER_MS, UNKNOWN_OUTCOME_REVIEW_AFTER_MS, recoverRows } from './pending-recovery';
 import { PAYMENT_MOVES, movedPayment } from './payment-states';
@@ -502,6 +503,12 @@ export class PaymentService {
     if (payment.paymentMethod === 'card') return null;
     if (testTokenCard(payment.paymentMethod)) return { kind: 'token', token: payment.paymentMethod };
     return (await this.methods.resolve(ctx, payment.paymentMethod))?.source ?? null;
+  }
+
+  /** A page of an export of payments (ExportService): the list's filters, newest first, by keyset after `after`. */
+  async exportPage(ctx: RequestContext, filters: PaymentExportFilters, after: KeysetCursor | null, limit: number): Promise<Payment[]> {
+    requirePermission(ctx, 'payments', 'read');
+    return this.store.exportPage(ctx, filters, after, limit);
   }
 }
 

@@ -3,6 +3,7 @@ import type { Database } from '../../db/database';
 import { readJson, readTime } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, likePattern, listPage, newestPerParent } from '../../db/list';
 import { Params } from '../../db/params';
+import { keysetPage, type KeysetCursor } from '../../db/keyset';
 import type { RequestContext } from '../../core/context';
 import type { ObjectClaim } from '../../core/idempotency';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
@@ -265,6 +266,32 @@ export class PaymentStore {
       pendingMs: pendingForMs(readTime(row.db_now), readTime(row.pending_since)),
     }));
   }
+
+  /**
+   * A page of an export (ExportService): the list's filters, newest first, the `limit` payments
+   * after `after` by keyset (see keysetPage), never an offset.
+   */
+  async exportPage(scope: Scope, input: PaymentExportFilters, after: KeysetCursor | null, limit: number): Promise<Payment[]> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status, customer_id: input.customerId });
+    if (input.search) {
+      const pattern = likePattern(input.search);
+      const search = input.search;
+      // As the list's search (list above).
+      filter.raw((p) => {
+        const like = p(pattern);
+        return `(id = ${p(search)} OR search_text LIKE ${like} ESCAPE '\\' OR customer_id IN (
+          SELECT c.id FROM customers c WHERE c.account_id = ${p(scope.accountId)} AND c.mode = ${p(scope.mode)} AND c.email_normalized LIKE ${like} ESCAPE '\\'))`;
+      });
+    }
+    return keysetPage(this.db, { table: 'payments', columns: PAYMENT_COLUMNS, filter, after, limit, toApi: toApiPayment });
+  }
+}
+
+/** The list filters an export of payments applies (PaymentStore.exportPage). */
+export interface PaymentExportFilters {
+  status?: string;
+  customerId?: string;
+  search?: string;
 }
 
 /** The settling write of a pending payment (nothing if recovery or a racing request settled it first). */

@@ -17,7 +17,8 @@ import type { Payment } from './payment.types';
 import { NOT_FOUND_FINAL_AFTER_MS, recoverRows } from './pending-recovery';
 import type { LeaseKeeper } from './lease-keeper';
 import { LeaseStore } from './lease.store';
-import { RefundStore } from './refund.store';
+import { RefundStore, type RefundExportFilters } from './refund.store';
+import type { KeysetCursor } from '../../db/keyset';
 import type { Refund } from './refund.types';
 import { REFUND_MOVES, movedRefund, type RefundMove } from './refund-states';
 import type { GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
@@ -289,6 +290,12 @@ export class RefundService {
       await this.settle(ctx, refund, result, log, claim);
       return true;
     });
+  }
+
+  /** A page of an export of refunds (ExportService): the list's filters, newest first, by keyset after `after`. */
+  async exportPage(ctx: RequestContext, filters: RefundExportFilters, after: KeysetCursor | null, limit: number): Promise<Refund[]> {
+    requirePermission(ctx, 'refunds', 'read');
+    return this.store.exportPage(ctx, filters, after, limit);
   }
 }
 

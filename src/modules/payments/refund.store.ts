@@ -2,6 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readTime } from '../../db/database';
 import { Filter, NESTED_LIST_LIMIT, groupBy, listPage, newestPerParent } from '../../db/list';
+import { keysetPage, type KeysetCursor } from '../../db/keyset';
 import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import { PAYMENT_COLUMNS, toApiPayment } from './payment.rows';
 import type { Payment } from './payment.types';
@@ -143,6 +144,18 @@ export class RefundStore {
       pendingMs: pendingForMs(readTime(row.db_now), readTime(row.pending_since)),
     }));
   }
+
+  /** A page of an export (ExportService): the list's filters, newest first, the `limit` refunds after `after` by keyset. */
+  async exportPage(scope: Scope, input: RefundExportFilters, after: KeysetCursor | null, limit: number): Promise<Refund[]> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status, payment_id: input.paymentId });
+    return keysetPage(this.db, { table: 'refunds', columns: COLUMNS, filter, after, limit, toApi: toApiRefund });
+  }
+}
+
+/** The list filters an export of refunds applies (RefundStore.exportPage). */
+export interface RefundExportFilters {
+  status?: string;
+  paymentId?: string;
 }
 
 function toApiRefund(row: Record<string, unknown>): Refund {

@@ -21,6 +21,8 @@ import type { BillingService } from './billing.service';
 import type { TestClockService } from './test-clock.service';
 import { SubscriptionModel, SubscriptionPendingLineModel } from './subscription.model';
 import type { Plan, SubscriptionRecord, SubscriptionStore } from './subscription.store';
+import type { SubscriptionExportFilters } from './subscription.store';
+import type { KeysetCursor } from '../../db/keyset';
 import { SUBSCRIPTION_MOVES, transition } from './subscription-states';
 import { toApiSubscription, type Subscription } from './subscription-view';
 import {
@@ -590,6 +592,12 @@ export class SubscriptionService implements CheckoutSubscriptions {
       current.collectInvoiceId === invoice.id && current.invoiceAttemptsSeen < invoice.paymentAttempts
         ? { set: { invoiceAttemptsSeen: invoice.paymentAttempts } }
         : null);
+  }
+
+  /** A page of an export of subscriptions (ExportService): the list's filters, newest first, by keyset after `after`, with their plans. */
+  async exportPage(ctx: RequestContext, filters: SubscriptionExportFilters, after: KeysetCursor | null, limit: number): Promise<Subscription[]> {
+    requirePermission(ctx, 'subscriptions', 'read');
+    return this.withPlans(ctx, await this.store.exportPage(ctx, filters, after, limit));
   }
 }
 

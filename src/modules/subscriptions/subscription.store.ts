@@ -2,6 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../../db/database';
 import { isoTime, readBool, readJson, readTime } from '../../db/database';
 import { Filter, groupBy, listPage, modelSource, newestPerParent } from '../../db/list';
+import { keysetPage, type KeysetCursor } from '../../db/keyset';
 import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import type { Metadata } from '../../core/validation';
 import type { Interval } from './billing-period';
@@ -294,6 +295,18 @@ export class SubscriptionStore {
     );
     return readTime(row?.due ?? null);
   }
+
+  /** A page of an export (ExportService): the list's filters, newest first, the `limit` subscriptions after `after` by keyset. */
+  exportPage(scope: Scope, input: SubscriptionExportFilters, after: KeysetCursor | null, limit: number): Promise<SubscriptionRecord[]> {
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId, status: input.status });
+    return keysetPage(this.db, { ...modelSource(SubscriptionModel), filter, after, limit, toApi: toRecord });
+  }
+}
+
+/** The list filters an export of subscriptions applies (SubscriptionStore.exportPage). */
+export interface SubscriptionExportFilters {
+  customerId?: string;
+  status?: string;
 }
 
 export function toRecord(row: Row): SubscriptionRecord {
