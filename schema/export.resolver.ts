@@ -39,7 +39,7 @@ export class ExportType {
 @ObjectType('ExportList')
 class ExportList {
   @Field(() => [ExportType]) nodes!: ExportType[];
-  @Field(() => Int, { nullable: true }) total!: number | null;
+  @Field(() => Int) total!: number;
   @Field(() => Int) page!: number;
   @Field(() => Int) pageSize!: number;
 }

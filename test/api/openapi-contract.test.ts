@@ -167,7 +167,7 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     await app.server.services.exports.runDue(app.server.services.clock.now());
     await ok('GET', '/v1/exports');
     await ok('GET', `/v1/exports/${exported.id}`);
-    for (const [made, type] of [[exported, 'text/csv; charset=utf-8'], [exportedLines, 'application/x-ndjson']]) {
+    for (const [made, type] of [[exported, 'text/csv; charset=utf-8'], [exportedLines, 'application/x-ndjson']] as Array<[Json, string]>) {
       const file = await call('GET', `/v1/exports/${made.id}/file`, { key });
       expect([file.status, file.headers['content-type']]).toEqual([200, type]);
     }

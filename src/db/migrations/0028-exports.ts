@@ -13,8 +13,9 @@ const ts = { type: DataTypes.DATE(3), allowNull: false };
  *   file is cut back to this length before going on) and `resume_after` (JSON `{createdAt, id}`,
  *   the keyset position of the last row written); `rows_expected` counts the rows at the start;
  * - `expires_at` (24 h after the request), `completed_at`, `file_deleted_at` (the expiry job's).
- * Indexes: the list (account, mode, created_at, id), the worker's claim (what is still owed,
- * oldest first) and the expiry job's (files not yet deleted, by expiry).
+ * Indexes: the list (account, mode[, status | resource], created_at, id), the worker's claim
+ * (what is still owed, oldest first) and the expiry job's (files not yet deleted, by expiry). The
+ * payment summary needs none: it reads ranges of payments_list_idx and refunds_status_idx.
  */
 export async function up({ context: qi }: { context: QueryInterface }): Promise<void> {
   await qi.createTable('exports', {
@@ -41,6 +42,8 @@ export async function up({ context: qi }: { context: QueryInterface }): Promise<
     updated_at: ts,
   });
   await qi.addIndex('exports', ['account_id', 'mode', 'created_at', 'id'], { name: 'exports_list_idx' });
+  await qi.addIndex('exports', ['account_id', 'mode', 'status', 'created_at', 'id'], { name: 'exports_status_idx' });
+  await qi.addIndex('exports', ['account_id', 'mode', 'resource', 'created_at', 'id'], { name: 'exports_resource_idx' });
   await qi.sequelize.query("CREATE INDEX exports_claim_idx ON exports (created_at, id) WHERE status IN ('queued', 'running')");
   await qi.sequelize.query('CREATE INDEX exports_expiry_idx ON exports (expires_at) WHERE file_deleted_at IS NULL');
 }
