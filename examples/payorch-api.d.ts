@@ -246,6 +246,26 @@ export interface paths {
         patch: operations["updateAccount"];
         trace?: never;
     };
+    "/payments/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count and sum the payments and refunds of a window, per group
+         * @description Payments count by their creation in [from, to), succeeded ones with what they captured; succeeded refunds count by their own creation in the window (netted by refund date). Rows are always per currency; `groupBy` adds status, gateway and day (UTC).
+         */
+        get: operations["paymentSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/payments": {
         parameters: {
             query?: never;
@@ -1210,6 +1230,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List exports (of the resources the key may read) */
+        get: operations["listExports"];
+        put?: never;
+        /**
+         * Export a list to a CSV or JSON Lines file
+         * @description The export also needs the read permission of its resource (`payments:read` for payments, …). `filters` are the list's query parameters (paging and sorting excluded: the file holds every row that matches, newest first); each is checked as the list checks it, a problem named `filters.<name>`. The file is written in the background: poll the export until `status` is `complete`, then download `url`.
+         */
+        post: operations["createExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve an export (its status and progress)
+         * @description The export also needs the read permission of its resource (`payments:read` for payments, …).
+         */
+        get: operations["retrieveExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exports/{id}/file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a complete export's file
+         * @description The export also needs the read permission of its resource (`payments:read` for payments, …). CSV (`text/csv`, a header row, RFC 4180 quoting, nested objects as JSON text, text starting with = + - @ prefixed with a single quote) or JSON Lines (`application/x-ndjson`, one API object per line). Until the export is complete: 409 `export_not_ready`; after `expiresAt`: 410 `export_expired`.
+         */
+        get: operations["exportFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -1404,6 +1485,23 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        PaymentSummary: {
+            currency: string;
+            /** @description The payment's status (a refund counts under its payment's status). Only when grouped by status. */
+            status?: string;
+            /** @description The gateway's id (a refund's own, else its payment's); null when none was reached. Only when grouped by gateway. */
+            gateway?: string | null;
+            /** @description The UTC date (a payment counts on its creation day, a refund on its own). Only when grouped by day. */
+            day?: string;
+            /** @description Payments created in the window, of every status. */
+            count: number;
+            /** @description What the succeeded payments created in the window captured (amountCaptured: a partial capture counts what was taken). */
+            amount: number;
+            /** @description Succeeded refunds made in the window, whenever their payment was made. */
+            amountRefunded: number;
+            /** @description amount − amountRefunded (negative when refunds outweigh the window's payments). */
+            net: number;
+        }[];
         Payment: {
             id: string;
             /** @constant */
@@ -2048,6 +2146,39 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        Export: {
+            id: string;
+            /** @constant */
+            object: "export";
+            livemode: boolean;
+            /** @enum {string} */
+            resource: "payments" | "refunds" | "customers" | "invoices" | "subscriptions" | "events";
+            /** @enum {string} */
+            format: "csv" | "jsonl";
+            /** @description The list's query parameters the export was made with, as given. */
+            filters: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status: "queued" | "running" | "complete" | "failed";
+            /** @description Rows written to the file so far; once complete, the rows it holds. */
+            rowCount: number;
+            /** @description From 0 to 1: rows written over the rows the list held when the export started; 1 once complete. */
+            progress: number;
+            failureMessage: string | null;
+            /** @description Where the file is downloaded (GET, with a key) once complete, until expiresAt; null otherwise. */
+            url: string | null;
+            /**
+             * Format: date-time
+             * @description When the file is deleted (24 hours after the export was asked for); its download answers 410 export_expired from then on.
+             */
+            expiresAt: string;
+            completedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
         CreateCustomerRequest: {
             email: string;
             name?: string | null;
@@ -2454,6 +2585,15 @@ export interface components {
         AdvanceTestClockRequest: {
             frozenTime: string;
         };
+        CreateExportRequest: {
+            /** @enum {string} */
+            resource: "payments" | "refunds" | "customers" | "invoices" | "subscriptions" | "events";
+            /** @enum {string} */
+            format: "csv" | "jsonl";
+            filters?: {
+                [key: string]: unknown;
+            };
+        };
         /** @description What went wrong: a stable `code` to act on, a message for people, the parameter at fault. */
         Error: {
             code: string;
@@ -2551,6 +2691,11 @@ export interface components {
         /** @description One Account in the success envelope */
         AccountResponse: {
             data: components["schemas"]["Account"];
+            error: null;
+        };
+        /** @description One PaymentSummary in the success envelope */
+        PaymentSummaryResponse: {
+            data: components["schemas"]["PaymentSummary"];
             error: null;
         };
         /** @description One Payment in the success envelope */
@@ -2735,6 +2880,17 @@ export interface components {
             data: components["schemas"]["TestClock"];
             error: null;
         };
+        /** @description One Export in the success envelope */
+        ExportResponse: {
+            data: components["schemas"]["Export"];
+            error: null;
+        };
+        /** @description A page of Export objects */
+        ExportList: {
+            data: components["schemas"]["Export"][];
+            meta: components["schemas"]["ListMeta"];
+            error: null;
+        };
     };
     responses: {
         /** @description The request is invalid: `error.param` names the parameter: `invalid_parameter`, `malformed_json`, `missing_parameter`, `unknown_parameter` */
@@ -2809,7 +2965,7 @@ export interface components {
                 };
             };
         };
-        /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `checkout_session_in_use`, `duplicate_email`, `gateway_in_use`, `idempotency_key_in_use`, `idempotency_key_reused`, `invoice_payment_in_progress`, `payment_in_progress` */
+        /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `checkout_session_in_use`, `duplicate_email`, `export_not_ready`, `gateway_in_use`, `idempotency_key_in_use`, `idempotency_key_reused`, `invoice_payment_in_progress`, `payment_in_progress` */
         Conflict: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2822,12 +2978,12 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "checkout_session_in_use" | "duplicate_email" | "gateway_in_use" | "idempotency_key_in_use" | "idempotency_key_reused" | "invoice_payment_in_progress" | "payment_in_progress";
+                        code?: "checkout_session_in_use" | "duplicate_email" | "export_not_ready" | "gateway_in_use" | "idempotency_key_in_use" | "idempotency_key_reused" | "invoice_payment_in_progress" | "payment_in_progress";
                     };
                 };
             };
         };
-        /** @description Gone: the payment link is no longer active: `payment_link_inactive` */
+        /** @description Gone: the payment link is no longer active, or the export's file has expired: `export_expired`, `payment_link_inactive` */
         Gone: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2840,7 +2996,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "payment_link_inactive";
+                        code?: "export_expired" | "payment_link_inactive";
                     };
                 };
             };
@@ -3997,6 +4153,44 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    paymentSummary: {
+        parameters: {
+            query: {
+                from: string;
+                to: string;
+                groupBy?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentSummaryResponse"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6001,6 +6195,7 @@ export interface operations {
             /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            /** @description Gone: the payment link is no longer active, or the export's file has expired: `payment_link_inactive` */
             410: components["responses"]["Gone"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
@@ -6056,6 +6251,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `idempotency_key_reused`, `idempotency_key_in_use` */
             409: components["responses"]["Conflict"];
+            /** @description Gone: the payment link is no longer active, or the export's file has expired: `payment_link_inactive` */
             410: components["responses"]["Gone"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -7512,6 +7708,194 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
+            422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listExports: {
+        parameters: {
+            query?: {
+                page?: number;
+                pageSize?: number;
+                sortField?: "createdAt";
+                sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                status?: "queued" | "running" | "complete" | "failed";
+                resource?: "payments" | "refunds" | "customers" | "invoices" | "subscriptions" | "events";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportList"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createExport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same request answers the first answer again (with `Idempotent-Replayed: true`); with a different request, 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "resource": "payments",
+                 *       "format": "csv",
+                 *       "filters": {
+                 *         "status": "succeeded"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateExportRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `idempotency_key_reused`, `idempotency_key_in_use` */
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retrieveExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportResponse"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id,object,livemode,customerId,amount,currency,…
+                     *     pay_7Hc2kQ9mXz4Lb1,payment,false,cus_3Jq8LmZ2xV9cTb,2500,EUR,…
+                     */
+                    "text/csv": string;
+                    /**
+                     * @example id,object,livemode,customerId,amount,currency,…
+                     *     pay_7Hc2kQ9mXz4Lb1,payment,false,cus_3Jq8LmZ2xV9cTb,2500,EUR,…
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy: `export_not_ready` */
+            409: components["responses"]["Conflict"];
+            /** @description Gone: the payment link is no longer active, or the export's file has expired: `export_expired` */
+            410: components["responses"]["Gone"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */

@@ -55,7 +55,7 @@ const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
   403: { name: 'Forbidden', description: 'The key lacks the permission, or acts in the other mode' },
   404: { name: 'NotFound', description: 'No such object' },
   409: { name: 'Conflict', description: 'Conflict: an Idempotency-Key reused or in use, a duplicate, or an object busy' },
-  410: { name: 'Gone', description: 'Gone: the payment link is no longer active' },
+  410: { name: 'Gone', description: 'Gone: the payment link is no longer active, or the export\'s file has expired' },
   413: { name: 'PayloadTooLarge', description: 'The body exceeds 1 MiB' },
   415: { name: 'UnsupportedMediaType', description: 'The body is not JSON' },
   422: { name: 'UnprocessableContent', description: 'The request is understood but cannot be done in the object\'s state' },
@@ -93,6 +93,8 @@ const ERROR_EXAMPLES: Partial<Record<ErrorCode, { message: string; param?: strin
   capture_exceeds_authorized: { message: 'At most 2500 can be captured from this authorisation', param: 'amount' },
   capture_failed: { message: 'The authorisation was voided.' },
   payment_link_inactive: { message: 'This payment link is no longer active' },
+  export_not_ready: { message: 'This export is running (120 of 540 rows written); its file can be downloaded once it is complete' },
+  export_expired: { message: 'This export expired at 2026-03-03T09:14:07.512Z and its file was deleted; create the export again' },
   payload_too_large: { message: 'Request body exceeds 1 MiB' },
   unsupported_media_type: { message: 'Request body must be JSON sent with Content-Type: application/json' },
   payment_not_refundable: { message: 'Only succeeded payments can be refunded; this one is failed', param: 'paymentId' },
@@ -167,6 +169,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'Tax rates': 'Taxes invoices add on top of their lines or hold inside them',
   Subscriptions: 'Recurring billing with prorations and dunning',
   'Test clocks': 'Simulated time for subscriptions in test mode',
+  Exports: 'Lists written to CSV or JSON Lines files in the background, kept 24 hours',
   Public: 'What the hosted pages call: no API key',
   Reference: 'This document',
 };
@@ -235,7 +238,7 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
   // routes answer it; a route whose answer differs (a create's secret) has one of its own.
   const examples: Record<string, Json> = {};
   const successExample = (r: RouteSpec): Json => {
-    if (r.kind === 'file') return { example: '%PDF-1.7 … (the invoice as a PDF file)' };
+    if (r.kind === 'file') return { example: r.fileExample ?? '%PDF-1.7 … (the invoice as a PDF file)' };
     if (r.kind === 'document') {
       return { example: { openapi: '3.1.0', info: { title: 'Payorch API', version: options.version }, paths: { '/customers': { post: { operationId: 'createCustomer' } } } } };
     }
@@ -289,8 +292,8 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
     const parameters: Json[] = pathParams(r.path).map((name) => ({
       name, in: 'path', required: true, schema: { type: 'string', maxLength: 255 },
     }));
-    if (r.kind === 'list') {
-      const query = cleanSchema(z.toJSONSchema(r.query, { ...params, io: 'input' }) as Json);
+    if (r.kind === 'list' || (r.kind === 'one' && r.query)) {
+      const query = cleanSchema(z.toJSONSchema(r.query as z.ZodType, { ...params, io: 'input' }) as Json);
       const required = new Set((query.required as string[] | undefined) ?? []);
       for (const [name, schema] of Object.entries((query.properties ?? {}) as Record<string, Json>)) {
         parameters.push({ name, in: 'query', required: required.has(name), schema });
@@ -318,7 +321,9 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
         ok.content = { 'application/json': { schema: ref(envelopeOf(r)), ...successExample(r) } };
         break;
       case 'file':
-        ok.content = { [r.contentType]: { schema: { type: 'string', contentMediaType: r.contentType }, ...successExample(r) } };
+        ok.content = Object.fromEntries((typeof r.contentType === 'string' ? [r.contentType] : r.contentType).map((type) => [
+          type, { schema: { type: 'string', contentMediaType: type }, ...successExample(r) },
+        ]));
         break;
       case 'document':
         ok.content = { 'application/json': { schema: { type: 'object', description: 'An OpenAPI 3.1 document' }, ...successExample(r) } };

@@ -11,6 +11,8 @@ import { fxRateSetSchema } from '../src/modules/fx/fx.schemas';
 import { gatewaySchema } from '../src/modules/gateways/gateway.schemas';
 import { invoiceSchema, publicInvoiceSchema } from '../src/modules/invoices/invoice.schemas';
 import { taxRateSchema } from '../src/modules/tax-rates/tax-rate.schemas';
+import { exportSchema } from '../src/modules/exports/export.schemas';
+import { paymentSummarySchema } from '../src/modules/payments/payment-summary.schemas';
 import { gatewayTransactionSchema, paymentMethodSchema, paymentSchema, refundSchema } from '../src/modules/payments/payment.schemas';
 import { routingDecisionSchema, routingSchema } from '../src/modules/routing/routing.schemas';
 import { prorationPreviewSchema, subscriptionSchema, testClockSchema, upcomingInvoiceSchema } from '../src/modules/subscriptions/subscription.schemas';
@@ -56,6 +58,7 @@ const ids = {
   gatewayTransaction: 'gtx_6Sd1Fg8Hj3Kl5Q',
   apiKey: 'key_3Zx5Cv7Bn9Mq1W',
   delivery: 'whd_8Qa2Ws4Ed6Rf7T',
+  export: 'exp_4Rt8Yu2Io6Pa1Sd',
 };
 const BASE = 'https://pay.example.com';
 
@@ -243,4 +246,16 @@ example(upcomingInvoiceSchema, {
 example(testClockSchema, {
   id: ids.clock, object: 'test_clock', livemode: false, name: 'Leap-year renewals', frozenTime: '2026-01-31T00:00:00.000Z', status: 'ready',
   createdAt: T0, updatedAt: T0,
+});
+
+example(paymentSummarySchema, [
+  { currency: 'EUR', status: 'succeeded', count: 42, amount: 104_500, amountRefunded: 2_500, net: 102_000 },
+  { currency: 'EUR', status: 'failed', count: 3, amount: 0, amountRefunded: 0, net: 0 },
+  { currency: 'USD', status: 'succeeded', count: 7, amount: 18_900, amountRefunded: 0, net: 18_900 },
+]);
+
+example(exportSchema, {
+  id: ids.export, object: 'export', livemode: false, resource: 'payments', format: 'csv', filters: { status: 'succeeded' }, status: 'complete',
+  rowCount: 1280, progress: 1, failureMessage: null, url: `${BASE}/v1/exports/${ids.export}/file`, expiresAt: '2026-03-03T09:14:07.512Z',
+  completedAt: T1, createdAt: T0, updatedAt: T1,
 });

@@ -10,7 +10,7 @@ import type { IdempotencyKey } from '../src/core/idempotency';
 import type { PublicRequest } from '../src/modules/payments/public-pay';
 import { IDEMPOTENT_OPERATIONS, type IdempotentOperationName } from '../src/core/idempotent-operations';
 import { requestContext, type PayorchState } from '../src/http/context';
-import { body, file, list, noBody, one, param, publicRoute, refuseQuery } from './route';
+import { body, file, list, noBody, one, oneWithQuery, param, publicRoute, refuseQuery, type FileAnswer } from './route';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type Permission = `${(typeof PERMISSION_RESOURCES)[number]}:${'read' | 'write'}`;
@@ -73,6 +73,8 @@ interface PublicRoute {
 export type OneRoute = RouteBase & (AuthRoute | PublicRoute) & {
   kind: 'one';
   response: z.ZodType;
+  /** The query string the operation validates (a summary's window); without it any query parameter is refused. */
+  query?: z.ZodType;
   /** Success status when the route is not idempotent (200 unless given). */
   status?: number;
   handle: (s: Services, r: RouteRequest) => Promise<unknown>;
@@ -90,8 +92,11 @@ export type ListRoute = RouteBase & AuthRoute & {
 /** A file instead of the envelope (an invoice's PDF); errors still answer the JSON envelope. */
 export type FileRoute = RouteBase & AuthRoute & {
   kind: 'file';
-  contentType: string;
-  handle: (s: Services, r: RouteRequest) => Promise<{ filename: string; bytes: Buffer }>;
+  /** The file's type; several when the answer's depends on the object (an export's csv or jsonl), the first the default. */
+  contentType: string | readonly [string, ...string[]];
+  /** What the document shows as the file (the start of an invoice's PDF unless given). */
+  fileExample?: string;
+  handle: (s: Services, r: RouteRequest) => Promise<FileAnswer>;
 };
 
 /** A JSON document answered as it is, outside the envelope (the OpenAPI document itself). */
@@ -166,11 +171,12 @@ function middleware(s: Services, r: RouteSpec) {
   switch (r.kind) {
     case 'one':
       if (r.public) return publicRoute((ctx) => call(ctx, r.handle), successStatus(r));
+      if (r.query) return oneWithQuery((_rc, query, ctx) => call(ctx, r.handle, query));
       return one((_rc, ctx) => call(ctx, r.handle), successStatus(r));
     case 'list':
       return list((_rc, query, ctx) => call(ctx, r.handle, query));
     case 'file':
-      return file((_rc, ctx) => call(ctx, r.handle), r.contentType);
+      return file((_rc, ctx) => call(ctx, r.handle), typeof r.contentType === 'string' ? r.contentType : r.contentType[0]);
     case 'document':
       return async (ctx: Context) => {
         refuseQuery(ctx);

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import { DomainError } from '../src/core/errors';
 import type { RequestContext } from '../src/core/context';
@@ -64,29 +65,56 @@ export function publicRoute<T>(handler: (ctx: Context, request: { requestId: str
 }
 
 /**
+ * A file a route answers: its bytes, or a stream of them (an export's file, read as it is sent);
+ * `contentType` when it is not the route's, `length` when known (a stream's), `attachment` to have
+ * a browser save it rather than show it.
+ */
+export interface FileAnswer {
+  filename: string;
+  bytes: Buffer | Readable;
+  contentType?: string;
+  length?: number;
+  attachment?: boolean;
+}
+
+/**
  * A route that answers a file instead of the JSON envelope (an invoice's PDF): the bytes as they
  * are, with their type; errors still answer the JSON error envelope.
  */
-export function file(handler: Handler<{ filename: string; bytes: Buffer }>, contentType: string) {
+export function file(handler: Handler<FileAnswer>, contentType: string) {
   return async (ctx: Context) => {
     refuseQuery(ctx);
-    const { filename, bytes } = await handler(requestContext(ctx), ctx);
+    const answer = await handler(requestContext(ctx), ctx);
     ctx.status = 200;
-    ctx.type = contentType;
-    ctx.set('Content-Disposition', `inline; filename="${filename.replace(/[^\w.-]/g, '_')}"`);
-    ctx.body = bytes;
+    ctx.type = answer.contentType ?? contentType;
+    ctx.set('Content-Disposition', `${answer.attachment ? 'attachment' : 'inline'}; filename="${answer.filename.replace(/[^\w.-]/g, '_')}"`);
+    ctx.body = answer.bytes;
+    // After the body: Koa drops the length when a stream replaces a body.
+    if (answer.length !== undefined) ctx.length = answer.length;
   };
+}
+
+/** The query string, each parameter once (a repeated one is a 400 naming it); the service validates the rest. */
+function queryOf(ctx: Context): Record<string, unknown> {
+  const query = { ...(ctx.query as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(query)) {
+    if (Array.isArray(v)) throw new DomainError('invalid_parameter', `'${k}' was given more than once`, k);
+  }
+  return query;
 }
 
 /** A list route: the service validates the query, the route adds `meta`. */
 export function list<T>(handler: (rc: RequestContext, query: Record<string, unknown>, ctx: Context) => Promise<Page<T>>) {
   return async (ctx: Context) => {
-    const query = { ...(ctx.query as Record<string, unknown>) };
-    for (const [k, v] of Object.entries(query)) {
-      if (Array.isArray(v)) throw new DomainError('invalid_parameter', `'${k}' was given more than once`, k);
-    }
-    const page = await handler(requestContext(ctx), query, ctx);
+    const page = await handler(requestContext(ctx), queryOf(ctx), ctx);
     send(ctx, 200, page.data, { total: page.total, page: page.page, pageSize: page.pageSize, hasMore: page.hasMore });
+  };
+}
+
+/** A route that reads its query string (the service validates it) and answers one value (a summary). */
+export function oneWithQuery<T>(handler: (rc: RequestContext, query: Record<string, unknown>, ctx: Context) => Promise<T>) {
+  return async (ctx: Context) => {
+    send(ctx, 200, await handler(requestContext(ctx), queryOf(ctx), ctx));
   };
 }
 

@@ -9,6 +9,8 @@ import { gatewayRoutes } from './gateways.routes';
 import { invoiceRoutes } from './invoices.routes';
 import { paymentLinkRoutes } from './payment-links.routes';
 import { paymentRoutes } from './payments.routes';
+import { paymentSummaryRoutes } from './payment-summary.routes';
+import { exportRoutes } from './exports.routes';
 import { routingRoutes } from './routing.routes';
 import { subscriptionRoutes } from './subscriptions.routes';
 import { taxRateRoutes } from './tax-rates.routes';
@@ -50,6 +52,8 @@ export const API_ROUTES: readonly RouteSpec[] = [
   ...eventRoutes,
   ...apiKeyRoutes,
   ...accountRoutes,
+  // Before paymentRoutes: the router tries routes in this order, and `/payments/{id}` would take `summary` for an id.
+  ...paymentSummaryRoutes,
   ...paymentRoutes,
   ...gatewayRoutes,
   ...routingRoutes,
@@ -61,5 +65,6 @@ export const API_ROUTES: readonly RouteSpec[] = [
   ...taxRateRoutes,
   ...subscriptionRoutes,
   ...testClockRoutes,
+  ...exportRoutes,
   ...openApiRoutes,
 ];

@@ -27,6 +27,8 @@ import { DashboardResolver } from './dashboard.resolver';
 import { TaxRateResolver } from './tax-rate.resolver';
 import { NodeResolver } from './node.resolver';
 import { LINK_RESOLVERS } from './links.resolver';
+import { ExportResolver } from './export.resolver';
+import { PaymentSummaryResolver } from './payment-summary.resolver';
 
 let cached: GraphQLSchema | undefined;
 
@@ -39,7 +41,7 @@ export function buildPayorchSchema(): GraphQLSchema {
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
       InvoiceResolver, CustomerInvoicesResolver, AccountResolver, ApiKeyResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,
-      DashboardResolver, CustomerCreditResolver, BalanceTransactionResolver, TaxRateResolver,
+      DashboardResolver, CustomerCreditResolver, BalanceTransactionResolver, TaxRateResolver, ExportResolver, PaymentSummaryResolver,
       NodeResolver, ...LINK_RESOLVERS,
     ],
     validate: false,

@@ -45,6 +45,9 @@ import { TestClockService } from './modules/subscriptions/test-clock.service';
 import { BillingService } from './modules/subscriptions/billing.service';
 import { SubscriptionService } from './modules/subscriptions/subscription.service';
 import { DashboardService } from './modules/dashboard/dashboard.service';
+import { PaymentSummaryService } from './modules/payments/payment-summary';
+import { ExportService, type ExportOptions } from './modules/exports/export.service';
+import { exportSources } from './modules/exports/export-sources';
 
 /** The composition root: every service built once, with its dependencies. */
 export interface Services {
@@ -88,6 +91,10 @@ export interface Services {
   dashboard: DashboardService;
   /** The caps on failed public pays (API.md §11); the job purges what is past every window. */
   publicAttempts: PublicAttempts;
+  /** `GET /v1/payments/summary`: a window's payments and refunds, summed per group. */
+  paymentSummary: PaymentSummaryService;
+  /** Exports of lists to files (API.md §2): the requests, and the job that writes and expires the files. */
+  exports: ExportService;
   close(): Promise<void>;
 }
 
@@ -114,6 +121,8 @@ export interface ServiceOptions {
   stopwatch?: Stopwatch;
   /** How long the billing run's claim holds a subscription (tests shorten it to see a crashed run's claims freed). */
   billingLeaseMs?: number;
+  /** The export job's page size, lease and attempts (tests make pages small). */
+  exports?: ExportOptions;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -197,6 +206,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // A retry answers with a checkout session; a session tied to a subscription pays through it.
   subscriptions.useCheckoutSessions(checkoutSessions);
   checkoutSessions.useSubscriptions(subscriptions);
+  const refunds = new RefundService(db, events, gateways, gtx, idempotency, logger, leases);
+  const exports = new ExportService(
+    db, config.dataDir, exportSources({ payments, refunds, customers, invoices, subscriptions, events }), idempotency, clock, logger,
+    () => urls.base(), options.exports,
+  );
   const services: Services = {
     config,
     db,
@@ -218,7 +232,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     paymentMethods,
     payments,
     paymentActions,
-    refunds: new RefundService(db, events, gateways, gtx, idempotency, logger, leases),
+    refunds,
     webhooks: createWebhookServices({ db, events, bus, clock, logger, config, encryptionKey, options: options.webhooks, idempotency }),
     urls,
     checkoutSessions,
@@ -230,6 +244,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
     subscriptions,
     dashboard: new DashboardService(db),
     publicAttempts,
+    paymentSummary: new PaymentSummaryService(db),
+    exports,
     async close() {
       leases.stop();
       mail.close();

@@ -95,6 +95,14 @@ export const JOBS: readonly Job[] = [
     schedule: '7 * * * *',
     run: async (services) => ({ purged: await services.publicAttempts.purge(services.clock.now()) }),
   },
+  // Exports: the files asked for, written page by page (a claim whose process died resumes where
+  // its file stands), and the files of expired exports deleted. Every instance runs it; claims are shared.
+  {
+    name: 'run-exports',
+    schedule: '*/2 * * * * *',
+    runAtStart: true,
+    run: async (services) => ({ ...(await services.exports.runDue(services.clock.now())) }),
+  },
   // Sent and failed mail keep the invoice snapshot their PDF was made from: not kept for ever.
   {
     name: 'purge-mail-outbox',

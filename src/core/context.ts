@@ -43,5 +43,5 @@ export function requirePermission(ctx: RequestContext, resource: string, access:
 export const PERMISSION_RESOURCES = [
   'account', 'customers', 'products', 'prices', 'payments', 'refunds', 'gateways', 'routing', 'fx_rates',
   'events', 'webhook_endpoints', 'api_keys', 'checkout_sessions', 'payment_links',
-  'subscriptions', 'invoices', 'test_clocks', 'tax_rates',
+  'subscriptions', 'invoices', 'test_clocks', 'tax_rates', 'exports',
 ] as const;

@@ -39,6 +39,8 @@ export type ErrorCode =
   | 'customer_exists'
   | 'insufficient_credit'
   | 'query_too_complex'
+  | 'export_not_ready'
+  | 'export_expired'
   | 'internal_error'
   | 'service_unavailable';
 
@@ -66,7 +68,11 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invoice_payment_in_progress: 409,
   // A capture or cancel of the payment is being processed (or its 3-D Secure answer read): try again in a moment.
   payment_in_progress: 409,
+  // An export's file asked for while the export is still queued or running.
+  export_not_ready: 409,
   payment_link_inactive: 410,
+  // An export's file past its expiresAt (24 h): deleted, create the export again.
+  export_expired: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   payment_not_refundable: 422,

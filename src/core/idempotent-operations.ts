@@ -54,6 +54,7 @@ export const IDEMPOTENT_OPERATIONS = {
   cancelSubscription: { status: 200, graphqlMutation: 'cancelSubscription' },
   retrySubscriptionPayment: { status: 200, graphqlMutation: 'retrySubscriptionPayment' },
   createTestClock: { status: 201, graphqlMutation: 'createTestClock' },
+  createExport: { status: 201, graphqlMutation: 'createExport' },
   advanceTestClock: { status: 200, graphqlMutation: 'advanceTestClock' },
 } as const satisfies Record<string, IdempotentOperation>;
 

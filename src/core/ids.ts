@@ -4,7 +4,7 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 export type IdPrefix =
   | 'acct' | 'key' | 'cus' | 'pay' | 're' | 'cs' | 'sub' | 'in' | 'plink' | 'we' | 'evt'
-  | 'prod' | 'price' | 'gw' | 'pm' | 'gtx' | 'clock' | 'whd' | 'req' | 'il' | 'spl' | 'cbtxn' | 'txr';
+  | 'prod' | 'price' | 'gw' | 'pm' | 'gtx' | 'clock' | 'whd' | 'req' | 'il' | 'spl' | 'cbtxn' | 'txr' | 'exp';
 
 // Random bytes are drawn from the CSPRNG in blocks: one system call per few dozen ids rather
 // than one per id (each call is a kernel round trip on the request path).

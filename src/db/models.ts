@@ -25,6 +25,7 @@ import { InvoiceLineItemModel, InvoiceModel, InvoiceNumberSequenceModel } from '
 import { MailOutboxModel } from '../modules/mail/mail-outbox.model';
 import { SubscriptionModel, SubscriptionPendingLineModel, TestClockModel } from '../modules/subscriptions/subscription.model';
 import { TaxRateModel } from '../modules/tax-rates/tax-rate.model';
+import { ExportModel } from '../modules/exports/export.model';
 
 /** One model per table the migrations create (test/unit/model-schema.test.ts holds them to it). */
 export const MODELS = [
@@ -36,6 +37,7 @@ export const MODELS = [
   SubscriptionModel, SubscriptionPendingLineModel, TestClockModel,
   CustomerBalanceModel, CustomerBalanceTransactionModel,
   TaxRateModel,
+  ExportModel,
 ];
 
 /**

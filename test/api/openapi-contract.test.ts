@@ -160,6 +160,17 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     await ok('POST', `/v1/payments/${authorized.id}/capture`, { amount: 1500 });
     const voided = await ok('POST', '/v1/payments', { amount: 2000, currency: 'EUR', paymentMethod: 'pm_card_visa', captureMethod: 'manual' }, 201);
     await ok('POST', `/v1/payments/${voided.id}/cancel`);
+    await ok('GET', '/v1/payments/summary?from=2000-01-01&to=2100-01-01&groupBy=status,gateway');
+
+    const exported = await ok('POST', '/v1/exports', { resource: 'payments', format: 'csv', filters: { status: 'succeeded' } }, 201);
+    const exportedLines = await ok('POST', '/v1/exports', { resource: 'refunds', format: 'jsonl' }, 201);
+    await app.server.services.exports.runDue(app.server.services.clock.now());
+    await ok('GET', '/v1/exports');
+    await ok('GET', `/v1/exports/${exported.id}`);
+    for (const [made, type] of [[exported, 'text/csv; charset=utf-8'], [exportedLines, 'application/x-ndjson']] as Array<[Json, string]>) {
+      const file = await call('GET', `/v1/exports/${made.id}/file`, { key });
+      expect([file.status, file.headers['content-type']]).toEqual([200, type]);
+    }
 
     await ok('POST', `/v1/customers/${customer.id}/payment-methods`, { card: card(GOOD), setDefault: true }, 201);
     await ok('GET', `/v1/customers/${customer.id}/payment-methods`);
@@ -275,6 +286,9 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     expect((await call('GET', '/v1/payments?status=lost', { key })).status).toBe(400);
     expect((await call('GET', '/v1/payments')).status).toBe(401);
     expect((await call('POST', '/v1/invoices/in_nope/send', { key, body: { extra: 1 } })).status).toBe(400);
+    expect((await call('GET', '/v1/payments/summary?from=2026-01-02&to=2026-01-01', { key })).status).toBe(400);
+    const queued = await ok('POST', '/v1/exports', { resource: 'customers', format: 'csv' }, 201);
+    expect((await call('GET', `/v1/exports/${queued.id}/file`, { key })).status).toBe(409);
     const debtor = await ok('POST', '/v1/customers', { email: `credit-${unique()}@example.com` }, 201);
     expect((await call('POST', `/v1/customers/${debtor.id}/balance-transactions`, { key, body: { currency: 'EUR', amount: -1, description: 'More than there is' } })).status).toBe(422);
     expect(checker.failures).toEqual([]);
