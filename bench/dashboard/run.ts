@@ -463,6 +463,10 @@ async function cursorTargets(baseUrl: string, headers: Record<string, string>): 
   ];
 }
 
+/** The summary's window: from the day the seeded payments start to the day after today (UTC dates). */
+const summaryFrom = () => new Date(Date.now() - (DAYS + 1) * 86_400_000).toISOString().slice(0, 10);
+const summaryTo = () => new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+
 // ---- main
 
 async function main(): Promise<void> {
@@ -486,6 +490,8 @@ async function main(): Promise<void> {
       { name: 'GET /v1/payments?pageSize=20&status=failed', kind: 'list', method: 'GET', path: '/v1/payments?pageSize=20&status=failed' },
       { name: "the page's payments table (POST /graphql)", kind: 'list', method: 'POST', path: '/graphql', body: { query: pageQuery('PAYMENTS'), variables: { page: 1 } } },
       ...(await cursorTargets(baseUrl, headers)),
+      // Issue 37: the summary over every seeded payment (the whole window), grouped as a finance report asks.
+      { name: 'GET /v1/payments/summary (all days, by currency and status)', kind: 'list', method: 'GET', path: `/v1/payments/summary?from=${summaryFrom()}&to=${summaryTo()}&groupBy=currency,status` },
     ];
     const send = async (t: Target) => {
       const res = await api(t.method, `${baseUrl}${t.path}`, { ...headers, ...(t.method === 'POST' ? { 'content-type': 'application/json' } : {}) }, t.body);
