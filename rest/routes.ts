@@ -14,6 +14,7 @@ import { subscriptionRoutes } from './subscriptions.routes';
 import { taxRateRoutes } from './tax-rates.routes';
 import { testClockRoutes } from './test-clocks.routes';
 import { webhookRoutes } from './webhooks.routes';
+import { gatewayTransactionRoutes } from './gateway-transactions.routes';
 import { openApiDocument } from './openapi';
 import { route, type RouteSpec } from './route-table';
 
@@ -61,5 +62,6 @@ export const API_ROUTES: readonly RouteSpec[] = [
   ...taxRateRoutes,
   ...subscriptionRoutes,
   ...testClockRoutes,
+  ...gatewayTransactionRoutes,
   ...openApiRoutes,
 ];

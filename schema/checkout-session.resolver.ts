@@ -57,8 +57,8 @@ class CreateCheckoutSessionInput {
 
 @ArgsType()
 class CheckoutSessionListArgs extends PageArgs(CheckoutSessionSortField, { updatable: true }) {
-  @Field(() => CheckoutSessionStatus, { nullable: true }) status?: string;
-  @Field(() => CheckoutSessionMode, { nullable: true }) mode?: string;
+  @Field(() => [CheckoutSessionStatus], { nullable: true, description: 'One or more (a single value is a list of one).' }) status?: string[];
+  @Field(() => [CheckoutSessionMode], { nullable: true, description: 'One or more (a single value is a list of one).' }) mode?: string[];
   @Field(() => String, { nullable: true }) customerId?: string;
 }
 

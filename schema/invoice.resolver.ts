@@ -94,7 +94,7 @@ class UpdateInvoiceInput {
 class InvoiceListArgs extends PageArgs(InvoiceSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) customerId?: string;
   @Field(() => String, { nullable: true }) subscriptionId?: string;
-  @Field(() => InvoiceStatus, { nullable: true }) status?: string;
+  @Field(() => [InvoiceStatus], { nullable: true, description: 'One or more (a single value is a list of one).' }) status?: string[];
 }
 
 @Resolver(() => InvoiceType)

@@ -51,7 +51,7 @@ class UpdatePaymentLinkInput {
 @ArgsType()
 class PaymentLinkListArgs extends PageArgs(PaymentLinkSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) search?: string;
-  @Field(() => PaymentLinkStatus, { nullable: true }) status?: string;
+  @Field(() => [PaymentLinkStatus], { nullable: true, description: 'One or more (a single value is a list of one).' }) status?: string[];
 }
 
 @Resolver(() => PaymentLinkType)

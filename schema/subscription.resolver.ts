@@ -132,7 +132,7 @@ class UpdateSubscriptionInput {
 @ArgsType()
 class SubscriptionListArgs extends PageArgs(SubscriptionSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) customerId?: string;
-  @Field(() => SubscriptionStatus, { nullable: true }) status?: string;
+  @Field(() => [SubscriptionStatus], { nullable: true, description: 'One or more (a single value is a list of one).' }) status?: string[];
 }
 
 @ArgsType()

@@ -81,17 +81,17 @@ class UpdateWebhookEndpointInput {
   @Field(() => String, { nullable: true }) url?: string;
   @Field(() => [WebhookEventSelector], { nullable: true }) events?: string[];
   @Field(() => String, { nullable: true }) description?: string | null;
-  @Field(() => WebhookEndpointStatus, { nullable: true }) status?: EndpointStatus;
+  @Field(() => [WebhookEndpointStatus], { nullable: true, description: 'One or more (a single value is a list of one).' }) status?: EndpointStatus[];
 }
 
 @ArgsType()
 class WebhookEndpointListArgs extends PageArgs(WebhookEndpointSortField) {
-  @Field(() => WebhookEndpointStatus, { nullable: true }) status?: EndpointStatus;
+  @Field(() => [WebhookEndpointStatus], { nullable: true, description: 'One or more (a single value is a list of one).' }) status?: EndpointStatus[];
 }
 
 @ArgsType()
 class WebhookAttemptListArgs extends PageArgs(WebhookDeliveryAttemptSortField) {
-  @Field(() => WebhookDeliveryAttemptStatus, { nullable: true }) status?: WebhookAttempt['status'];
+  @Field(() => [WebhookDeliveryAttemptStatus], { nullable: true, description: 'One or more (a single value is a list of one).' }) status?: Array<WebhookAttempt['status']>;
   @Field(() => String, { nullable: true }) eventId?: string;
 }
 
