@@ -81,7 +81,7 @@ class UpdateWebhookEndpointInput {
   @Field(() => String, { nullable: true }) url?: string;
   @Field(() => [WebhookEventSelector], { nullable: true }) events?: string[];
   @Field(() => String, { nullable: true }) description?: string | null;
-  @Field(() => [WebhookEndpointStatus], { nullable: true, description: 'One or more (a single value is a list of one).' }) status?: EndpointStatus[];
+  @Field(() => WebhookEndpointStatus, { nullable: true }) status?: EndpointStatus;
 }
 
 @ArgsType()

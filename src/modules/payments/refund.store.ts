@@ -71,7 +71,7 @@ export class RefundStore {
   async insertPending(t: Transaction, scope: Scope, refund: Refund, leaseMs: number, idempotencyKey: string | null): Promise<void> {
     await this.db.execute(
       `INSERT INTO refunds (id, account_id, mode, payment_id, customer_id, amount, currency, reason, status, gateway_id, created_at, updated_at, idempotency_key, lease_until, pending_since)
-       VALUES ($1, $2, $3, $4, (SELECT customer_id FROM payments WHERE id = $4), $5, $6, $7, $12, $8, $9, $9, $10, ${this.db.nowPlusSql('$11')}, ${this.db.nowSql})`,
+       VALUES ($1, $2, $3, $4, (SELECT customer_id FROM payments WHERE id = CAST($4 AS VARCHAR(64))), $5, $6, $7, $12, $8, $9, $9, $10, ${this.db.nowPlusSql('$11')}, ${this.db.nowSql})`,
       [refund.id, scope.accountId, scope.mode, refund.paymentId, refund.amount, refund.currency, refund.reason, refund.gatewayId, new Date(refund.createdAt), idempotencyKey, Math.ceil(leaseMs), refund.status],
       t,
     );

@@ -514,7 +514,7 @@ describe('WebhookStore settling', () => {
     }
     // Within the scope only.
     expect((await store.listAttemptsFor({ ...at, mode: 'live' }, ids, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc' })).get(first.endpointId))
-      .toEqual({ data: [], total: 0, page: 1, pageSize: 10 });
+      .toEqual({ data: [], total: 0, page: 1, pageSize: 10, hasMore: false });
     expect(await store.listAttemptsFor(at, [], { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc' })).toEqual(new Map());
   });
 });
