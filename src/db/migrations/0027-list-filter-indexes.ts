@@ -11,9 +11,10 @@ import { DataTypes, type QueryInterface } from 'sequelize';
  *
  * - payments: currency, failure code, gateway, invoice, checkout session and payment link (the
  *   older single-column indexes of the last three stay: the checkout and invoice paths look
- *   payments up by them alone); metadata on PostgreSQL, a GIN index of the JSON (`@>`
- *   containment) holding only payments with metadata. SQLite has no index reaching inside the
- *   JSON: its metadata filter reads the account's list index.
+ *   payments up by them alone; without statistics SQLite preferred the account's list index to
+ *   them); metadata on PostgreSQL, a GIN index of the JSON (`@>` containment) holding only
+ *   payments with metadata. SQLite has no index reaching inside the JSON: its metadata filter
+ *   reads the account's list index.
  * - refunds: `customer_id`, the payment's customer copied onto the refund (a payment's customer
  *   never changes), filled in here for the refunds already written.
  * - gateway_transactions: the account-wide list (`GET /v1/gateway-transactions`) in its order
