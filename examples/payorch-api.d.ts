@@ -1166,7 +1166,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List test clocks (test mode) */
+        get: operations["listTestClocks"];
         put?: never;
         /** Create a test clock (test mode) */
         post: operations["createTestClock"];
@@ -1204,6 +1205,26 @@ export interface paths {
         put?: never;
         /** Move a test clock forward, running every billing step due */
         post: operations["advanceTestClock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gateway-transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's gateway calls
+         * @description Every call made to a gateway (charges, refunds, status look-ups, saved cards, captures, cancels), newest first; filter by payment, refund, gateway or outcome.
+         */
+        get: operations["listGatewayTransactions"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2735,6 +2756,12 @@ export interface components {
             data: components["schemas"]["TestClock"];
             error: null;
         };
+        /** @description A page of TestClock objects */
+        TestClockList: {
+            data: components["schemas"]["TestClock"][];
+            meta: components["schemas"]["ListMeta"];
+            error: null;
+        };
     };
     responses: {
         /** @description The request is invalid: `error.param` names the parameter: `invalid_parameter`, `malformed_json`, `missing_parameter`, `unknown_parameter` */
@@ -4017,8 +4044,20 @@ export interface operations {
                 endingBefore?: string;
                 updatedAfter?: string;
                 search?: string;
-                status?: "pending" | "requires_action" | "requires_capture" | "succeeded" | "failed" | "canceled" | "requires_review";
+                status?: string;
                 customerId?: string;
+                currency?: string;
+                amountGte?: number;
+                amountLte?: number;
+                failureCode?: string;
+                gatewayId?: string;
+                invoiceId?: string;
+                subscriptionId?: string;
+                checkoutSessionId?: string;
+                paymentLinkId?: string;
+                metadata?: {
+                    [key: string]: string;
+                };
             };
             header?: never;
             path?: never;
@@ -4309,8 +4348,9 @@ export interface operations {
                 startingAfter?: string;
                 endingBefore?: string;
                 updatedAfter?: string;
-                status?: "pending" | "succeeded" | "failed" | "requires_review";
+                status?: string;
                 paymentId?: string;
+                customerId?: string;
             };
             header?: never;
             path: {
@@ -4412,6 +4452,8 @@ export interface operations {
                 createdBefore?: string;
                 startingAfter?: string;
                 endingBefore?: string;
+                gatewayId?: string;
+                outcome?: string;
             };
             header?: never;
             path: {
@@ -4459,8 +4501,9 @@ export interface operations {
                 startingAfter?: string;
                 endingBefore?: string;
                 updatedAfter?: string;
-                status?: "pending" | "succeeded" | "failed" | "requires_review";
+                status?: string;
                 paymentId?: string;
+                customerId?: string;
             };
             header?: never;
             path?: never;
@@ -5152,7 +5195,7 @@ export interface operations {
                 createdBefore?: string;
                 startingAfter?: string;
                 endingBefore?: string;
-                status?: "enabled" | "disabled";
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -5428,7 +5471,7 @@ export interface operations {
                 createdBefore?: string;
                 startingAfter?: string;
                 endingBefore?: string;
-                status?: "succeeded" | "failed";
+                status?: string;
                 eventId?: string;
             };
             header?: never;
@@ -5528,8 +5571,8 @@ export interface operations {
                 startingAfter?: string;
                 endingBefore?: string;
                 updatedAfter?: string;
-                status?: "open" | "complete" | "expired";
-                mode?: "payment" | "setup" | "subscription";
+                status?: string;
+                mode?: string;
                 customerId?: string;
             };
             header?: never;
@@ -5805,7 +5848,7 @@ export interface operations {
                 endingBefore?: string;
                 updatedAfter?: string;
                 search?: string;
-                status?: "active" | "inactive";
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -6080,7 +6123,7 @@ export interface operations {
                 updatedAfter?: string;
                 customerId?: string;
                 subscriptionId?: string;
-                status?: "draft" | "sent" | "paid" | "void";
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -6780,7 +6823,7 @@ export interface operations {
                 endingBefore?: string;
                 updatedAfter?: string;
                 customerId?: string;
-                status?: "active" | "past_due" | "paused" | "canceled";
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -7344,6 +7387,8 @@ export interface operations {
                 createdBefore?: string;
                 startingAfter?: string;
                 endingBefore?: string;
+                gatewayId?: string;
+                outcome?: string;
             };
             header?: never;
             path: {
@@ -7372,6 +7417,48 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTestClocks: {
+        parameters: {
+            query?: {
+                page?: number;
+                pageSize?: number;
+                sortField?: "createdAt";
+                sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestClockList"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -7514,6 +7601,53 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listGatewayTransactions: {
+        parameters: {
+            query?: {
+                page?: number;
+                pageSize?: number;
+                sortField?: "createdAt";
+                sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                gatewayId?: string;
+                outcome?: string;
+                paymentId?: string;
+                refundId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayTransactionList"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -124,25 +124,31 @@ export const FILTER_VALUES_MAX = 20;
  */
 export function severalFilter<T>(name: string, item: z.ZodType<T>, doc: { description: string; pattern?: string; itemLabel: string }) {
   const message = `${name} must be ${doc.itemLabel}, or several separated by commas`;
+  // From unknown input, so the document describes what a REST client sends (one string, below)
+  // rather than this schema's inner steps.
   return z
-    .preprocess(
-      (v) => (typeof v === 'string' ? v.split(',') : v),
-      z.array(z.string({ error: message }), { error: message })
-        .min(1, { error: message })
-        .max(FILTER_VALUES_MAX, { error: `${name} takes at most ${FILTER_VALUES_MAX} values` })
-        .transform((values, ctx) => {
-          const out: T[] = [];
-          for (const value of values) {
-            const parsed = item.safeParse(value);
-            if (!parsed.success) {
-              ctx.addIssue({ code: 'custom', message: `${message}: '${value.slice(0, 40)}' is not one` });
-              return z.NEVER;
-            }
-            if (!out.includes(parsed.data)) out.push(parsed.data);
-          }
-          return out;
-        }),
-    )
+    .unknown()
+    .transform((given, ctx) => {
+      const values: unknown = typeof given === 'string' ? given.split(',') : given;
+      if (!Array.isArray(values) || values.length === 0) {
+        ctx.addIssue({ code: 'custom', message });
+        return z.NEVER;
+      }
+      if (values.length > FILTER_VALUES_MAX) {
+        ctx.addIssue({ code: 'custom', message: `${name} takes at most ${FILTER_VALUES_MAX} values` });
+        return z.NEVER;
+      }
+      const out: T[] = [];
+      for (const value of values) {
+        const parsed = item.safeParse(value);
+        if (!parsed.success) {
+          ctx.addIssue({ code: 'custom', message: `${message}: '${String(value).slice(0, 40)}' is not one` });
+          return z.NEVER;
+        }
+        if (!out.includes(parsed.data)) out.push(parsed.data);
+      }
+      return out;
+    })
     .optional()
     // What a REST client sends: one string (GraphQL's list argument is described by its own type).
     .meta({ type: 'string', description: doc.description, ...(doc.pattern ? { pattern: doc.pattern } : {}) } as Record<string, unknown>);
