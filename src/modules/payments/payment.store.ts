@@ -253,7 +253,8 @@ export class PaymentStore {
       });
     }
     // Filtered by status at most: the kept count (PaymentCountStore), not a count of up to every payment of the account.
-    const kept = COUNTED_FILTERS.every((name) => input[name] === undefined) && filters.subscriptionId === undefined;
+    // An empty `search` filters nothing.
+    const kept = COUNTED_FILTERS.every((name) => input[name] === undefined || input[name] === '') && filters.subscriptionId === undefined;
     return listPage(this.db, {
       table: 'payments', columns: PAYMENT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiPayment,
       total: kept ? () => this.counts.total(scope, input.status) : undefined,
