@@ -3501,7 +3501,7 @@ export interface operations {
                 productId?: string;
                 active?: boolean;
                 currency?: string;
-                type?: "one_time" | "recurring";
+                type?: string;
             };
             header?: never;
             path?: never;

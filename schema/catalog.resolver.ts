@@ -101,7 +101,7 @@ class PriceListArgs extends PageArgs(PriceSortField) {
   @Field(() => String, { nullable: true }) productId?: string;
   @Field(() => Boolean, { nullable: true }) active?: boolean;
   @Field(() => String, { nullable: true }) currency?: string;
-  @Field(() => PriceTypeEnum, { nullable: true }) type?: Price['type'];
+  @Field(() => [PriceTypeEnum], { nullable: true, description: 'One or both (a single value is a list of one).' }) type?: Array<Price['type']>;
 }
 
 @Resolver(() => ProductType)

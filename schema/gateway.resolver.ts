@@ -44,7 +44,7 @@ class UpdateGatewayInput {
 
 @ArgsType()
 class GatewayListArgs extends PageArgs(GatewaySortField) {
-  @Field(() => GatewayTypeEnum, { nullable: true }) type?: string;
+  @Field(() => [GatewayTypeEnum], { nullable: true, description: 'One or more (a single value is a list of one).' }) type?: string[];
   @Field(() => Boolean, { nullable: true }) enabled?: boolean;
 }
 

@@ -196,6 +196,12 @@ describe(`list filters (${DIALECT})`, () => {
     const links = await all('/v1/payment-links');
     await expectFiltered('/v1/payment-links', 'status=active,inactive', () => true, links);
     await expectFiltered('/v1/payment-links', 'status=inactive', (l) => l.status === 'inactive', links);
+    const prices = await all('/v1/prices');
+    await expectFiltered('/v1/prices', 'type=one_time,recurring', () => true, prices);
+    await expectFiltered('/v1/prices', 'type=recurring', (x) => x.type === 'recurring', prices);
+    const gateways = await all('/v1/gateways');
+    await expectFiltered('/v1/gateways', 'type=simulator,stripe', (g) => ['simulator', 'stripe'].includes(g.type), gateways);
+    await expectFiltered('/v1/gateways', 'type=stripe', (g) => g.type === 'stripe', gateways);
   });
 
   it('should list test clocks, by page and cursor, in test mode only', async () => {
@@ -235,6 +241,8 @@ describe(`list filters (${DIALECT})`, () => {
     expect(await refusal('/v1/payment-links?status=deleted')).toEqual([400, 'invalid_parameter', 'status']);
     expect(await refusal('/v1/webhook-endpoints?status=enabled,gone')).toEqual([400, 'invalid_parameter', 'status']);
     expect(await refusal('/v1/gateway-transactions?outcome=lost')).toEqual([400, 'invalid_parameter', 'outcome']);
+    expect(await refusal('/v1/prices?type=one_time,monthly')).toEqual([400, 'invalid_parameter', 'type']);
+    expect(await refusal('/v1/gateways?type=paypal')).toEqual([400, 'invalid_parameter', 'type']);
     expect(await refusal(`/v1/payments?status=${Array(21).fill('failed').join(',')}`)).toEqual([400, 'invalid_parameter', 'status']);
     expect(await refusal('/v1/refunds?colour=red')).toEqual([400, 'unknown_parameter', 'colour']);
   });
@@ -273,6 +281,8 @@ describe(`list filters (${DIALECT})`, () => {
       await same(`/v1/gateway-transactions?refundId=${refunds[0].id}`, 'gatewayTransactions', `refundId: "${refunds[0].id}"`);
       await same(`/v1/payments/${made.p2.id}/gateway-transactions?outcome=declined`, 'gatewayTransactions', `paymentId: "${made.p2.id}", outcome: declined`);
       await same('/v1/test-clocks', 'testClocks', 'sortDirection: desc');
+      await same('/v1/prices?type=recurring,one_time', 'prices', 'type: [recurring, one_time]');
+      await same('/v1/gateways?type=simulator', 'gateways', 'type: simulator');
     });
 
     it('should page a filtered connection by cursor', async () => {
