@@ -1186,7 +1186,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List test clocks (test mode) */
+        get: operations["listTestClocks"];
         put?: never;
         /** Create a test clock (test mode) */
         post: operations["createTestClock"];
@@ -1283,6 +1284,26 @@ export interface paths {
          * @description The export also needs the read permission of its resource (`payments:read` for payments, …). CSV (`text/csv`, a header row, RFC 4180 quoting, nested objects as JSON text, text starting with = + - @ prefixed with a single quote) or JSON Lines (`application/x-ndjson`, one API object per line). Until the export is complete: 409 `export_not_ready`; after `expiresAt`: 410 `export_expired`.
          */
         get: operations["exportFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gateway-transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's gateway calls
+         * @description Every call made to a gateway (charges, refunds, status look-ups, saved cards, captures, cancels), newest first; filter by payment, refund, gateway or outcome.
+         */
+        get: operations["listGatewayTransactions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2880,6 +2901,12 @@ export interface components {
             data: components["schemas"]["TestClock"];
             error: null;
         };
+        /** @description A page of TestClock objects */
+        TestClockList: {
+            data: components["schemas"]["TestClock"][];
+            meta: components["schemas"]["ListMeta"];
+            error: null;
+        };
         /** @description One Export in the success envelope */
         ExportResponse: {
             data: components["schemas"]["Export"];
@@ -3630,7 +3657,7 @@ export interface operations {
                 productId?: string;
                 active?: boolean;
                 currency?: string;
-                type?: "one_time" | "recurring";
+                type?: string;
             };
             header?: never;
             path?: never;
@@ -4211,8 +4238,20 @@ export interface operations {
                 endingBefore?: string;
                 updatedAfter?: string;
                 search?: string;
-                status?: "pending" | "requires_action" | "requires_capture" | "succeeded" | "failed" | "canceled" | "requires_review";
+                status?: string;
                 customerId?: string;
+                currency?: string;
+                amountGte?: number;
+                amountLte?: number;
+                failureCode?: string;
+                gatewayId?: string;
+                invoiceId?: string;
+                subscriptionId?: string;
+                checkoutSessionId?: string;
+                paymentLinkId?: string;
+                metadata?: {
+                    [key: string]: string;
+                };
             };
             header?: never;
             path?: never;
@@ -4503,8 +4542,9 @@ export interface operations {
                 startingAfter?: string;
                 endingBefore?: string;
                 updatedAfter?: string;
-                status?: "pending" | "succeeded" | "failed" | "requires_review";
+                status?: string;
                 paymentId?: string;
+                customerId?: string;
             };
             header?: never;
             path: {
@@ -4606,6 +4646,8 @@ export interface operations {
                 createdBefore?: string;
                 startingAfter?: string;
                 endingBefore?: string;
+                gatewayId?: string;
+                outcome?: string;
             };
             header?: never;
             path: {
@@ -4653,8 +4695,9 @@ export interface operations {
                 startingAfter?: string;
                 endingBefore?: string;
                 updatedAfter?: string;
-                status?: "pending" | "succeeded" | "failed" | "requires_review";
+                status?: string;
                 paymentId?: string;
+                customerId?: string;
             };
             header?: never;
             path?: never;
@@ -5346,7 +5389,7 @@ export interface operations {
                 createdBefore?: string;
                 startingAfter?: string;
                 endingBefore?: string;
-                status?: "enabled" | "disabled";
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -5622,7 +5665,7 @@ export interface operations {
                 createdBefore?: string;
                 startingAfter?: string;
                 endingBefore?: string;
-                status?: "succeeded" | "failed";
+                status?: string;
                 eventId?: string;
             };
             header?: never;
@@ -5722,8 +5765,8 @@ export interface operations {
                 startingAfter?: string;
                 endingBefore?: string;
                 updatedAfter?: string;
-                status?: "open" | "complete" | "expired";
-                mode?: "payment" | "setup" | "subscription";
+                status?: string;
+                mode?: string;
                 customerId?: string;
             };
             header?: never;
@@ -5999,7 +6042,7 @@ export interface operations {
                 endingBefore?: string;
                 updatedAfter?: string;
                 search?: string;
-                status?: "active" | "inactive";
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -6276,7 +6319,7 @@ export interface operations {
                 updatedAfter?: string;
                 customerId?: string;
                 subscriptionId?: string;
-                status?: "draft" | "sent" | "paid" | "void";
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -6976,7 +7019,7 @@ export interface operations {
                 endingBefore?: string;
                 updatedAfter?: string;
                 customerId?: string;
-                status?: "active" | "past_due" | "paused" | "canceled";
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -7540,6 +7583,8 @@ export interface operations {
                 createdBefore?: string;
                 startingAfter?: string;
                 endingBefore?: string;
+                gatewayId?: string;
+                outcome?: string;
             };
             header?: never;
             path: {
@@ -7568,6 +7613,48 @@ export interface operations {
             /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTestClocks: {
+        parameters: {
+            query?: {
+                page?: number;
+                pageSize?: number;
+                sortField?: "createdAt";
+                sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestClockList"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -7898,6 +7985,53 @@ export interface operations {
             410: components["responses"]["Gone"];
             /** @description The request is understood but cannot be done in the object's state: `invalid_state` */
             422: components["responses"]["UnprocessableContent"];
+            /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description Unavailable (database or gateway): try again; an Idempotency-Key is freed: `service_unavailable` */
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listGatewayTransactions: {
+        parameters: {
+            query?: {
+                page?: number;
+                pageSize?: number;
+                sortField?: "createdAt";
+                sortDirection?: "asc" | "desc";
+                createdAfter?: string;
+                createdBefore?: string;
+                startingAfter?: string;
+                endingBefore?: string;
+                gatewayId?: string;
+                outcome?: string;
+                paymentId?: string;
+                refundId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayTransactionList"];
+                };
+            };
+            /** @description The request is invalid: `error.param` names the parameter: `unknown_parameter`, `invalid_parameter` */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The key lacks the permission, or acts in the other mode: `permission_denied` */
+            403: components["responses"]["Forbidden"];
             /** @description Rate limited: retry after `Retry-After` seconds: `rate_limited` */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

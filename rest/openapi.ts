@@ -296,7 +296,9 @@ export function openApiDocument(table: readonly RouteSpec[], options: OpenApiOpt
       const query = cleanSchema(z.toJSONSchema(r.query as z.ZodType, { ...params, io: 'input' }) as Json);
       const required = new Set((query.required as string[] | undefined) ?? []);
       for (const [name, schema] of Object.entries((query.properties ?? {}) as Record<string, Json>)) {
-        parameters.push({ name, in: 'query', required: required.has(name), schema });
+        // An object (the metadata filter) is sent as `name[key]=value`.
+        const style = schema.type === 'object' ? { style: 'deepObject', explode: true } : {};
+        parameters.push({ name, in: 'query', required: required.has(name), ...style, schema });
       }
     }
     if (r.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });

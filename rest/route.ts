@@ -103,10 +103,50 @@ function queryOf(ctx: Context): Record<string, unknown> {
   return query;
 }
 
+/** `metadata[plan]`: a REST list's metadata filter, one query parameter per key (API.md §2). */
+const METADATA_KEY = /^metadata\[(.*)\]$/s;
+
+/**
+ * A list's query as the service takes it: each parameter once, and the `metadata[key]=value`
+ * parameters gathered into one `metadata` object (alongside a plain `metadata`, refused by the
+ * service as not an object). Returns the query and the keys gathered.
+ */
+export function listQuery(raw: Record<string, unknown>): { query: Record<string, unknown>; metadataKeys: string[] } {
+  const query: Record<string, unknown> = {};
+  const metadata: Record<string, unknown> = {};
+  const metadataKeys: string[] = [];
+  for (const [k, v] of Object.entries(raw)) {
+    if (Array.isArray(v)) throw new DomainError('invalid_parameter', `'${k}' was given more than once`, k);
+    const key = METADATA_KEY.exec(k)?.[1];
+    if (key === undefined) {
+      query[k] = v;
+    } else {
+      metadata[key] = v;
+      metadataKeys.push(key);
+    }
+  }
+  if (metadataKeys.length > 0) {
+    if (query.metadata !== undefined) throw new DomainError('invalid_parameter', 'Give metadata as metadata[key]=value', 'metadata');
+    query.metadata = metadata;
+  }
+  return { query, metadataKeys };
+}
+
 /** A list route: the service validates the query, the route adds `meta`. */
 export function list<T>(handler: (rc: RequestContext, query: Record<string, unknown>, ctx: Context) => Promise<Page<T>>) {
   return async (ctx: Context) => {
-    const page = await handler(requestContext(ctx), queryOf(ctx), ctx);
+    const { query, metadataKeys } = listQuery(ctx.query as Record<string, unknown>);
+    let page: Page<T>;
+    try {
+      page = await handler(requestContext(ctx), query, ctx);
+    } catch (err) {
+      // The service names a metadata key as `metadata.<key>`: REST's parameter is `metadata[<key>]`.
+      if (!(err instanceof DomainError) || !err.param?.startsWith('metadata.')) throw err;
+      const key = err.param.slice('metadata.'.length);
+      if (!metadataKeys.includes(key)) throw err;
+      const name = `metadata[${key}]`;
+      throw new DomainError(err.code, err.message.replace(err.param, name), name, { cause: err.cause });
+    }
     send(ctx, 200, page.data, { total: page.total, page: page.page, pageSize: page.pageSize, hasMore: page.hasMore });
   };
 }

@@ -16,6 +16,7 @@ import { subscriptionRoutes } from './subscriptions.routes';
 import { taxRateRoutes } from './tax-rates.routes';
 import { testClockRoutes } from './test-clocks.routes';
 import { webhookRoutes } from './webhooks.routes';
+import { gatewayTransactionRoutes } from './gateway-transactions.routes';
 import { openApiDocument } from './openapi';
 import { route, type RouteSpec } from './route-table';
 
@@ -66,5 +67,6 @@ export const API_ROUTES: readonly RouteSpec[] = [
   ...subscriptionRoutes,
   ...testClockRoutes,
   ...exportRoutes,
+  ...gatewayTransactionRoutes,
   ...openApiRoutes,
 ];

@@ -6,6 +6,7 @@ import { prorationPreviewSchema, subscriptionSchema, upcomingInvoiceSchema } fro
 import { invoiceSchema } from '../src/modules/invoices/invoice.schemas';
 import { gatewayTransactionSchema, paymentSchema } from '../src/modules/payments/payment.schemas';
 import { checkoutSessionSchema } from '../src/modules/checkout/checkout.schemas';
+import { listGatewayTransactionsInput } from '../src/modules/payments/payment.inputs';
 import { route } from './route-table';
 
 const CHARGING: ErrorCode[] = ['card_declined', 'no_gateway_available', 'gateway_unavailable', 'invoice_payment_in_progress'];
@@ -80,7 +81,7 @@ export const subscriptionRoutes = [
   }),
   route.list({
     method: 'GET', path: '/subscriptions/{id}/gateway-transactions', operationId: 'listSubscriptionGatewayTransactions', tag: 'Subscriptions', summary: "Every gateway call made for a subscription's payments",
-    permission: 'subscriptions:read', query: subListInput, response: gatewayTransactionSchema, errors: [],
+    permission: 'subscriptions:read', query: listGatewayTransactionsInput, response: gatewayTransactionSchema, errors: [],
     handle: (s, r) => s.subscriptions.gatewayTransactionsOf(r.rc, r.param('id'), r.query),
   }),
 ];

@@ -1,4 +1,4 @@
-import { advanceTestClockInput, createTestClockInput } from '../src/modules/subscriptions/subscription.inputs';
+import { advanceTestClockInput, createTestClockInput, listTestClocksInput } from '../src/modules/subscriptions/subscription.inputs';
 import { testClockSchema } from '../src/modules/subscriptions/subscription.schemas';
 import { route } from './route-table';
 
@@ -8,6 +8,11 @@ export const testClockRoutes = [
     permission: 'test_clocks:write', idempotent: 'createTestClock', body: createTestClockInput, response: testClockSchema, errors: ['mode_mismatch'],
     example: { frozenTime: '2026-01-31T00:00:00Z', name: 'Leap-year renewals' },
     handle: (s, r) => s.testClocks.create(r.rc, r.body, r.idem),
+  }),
+  route.list({
+    method: 'GET', path: '/test-clocks', operationId: 'listTestClocks', tag: 'Test clocks', summary: 'List test clocks (test mode)',
+    permission: 'test_clocks:read', query: listTestClocksInput, response: testClockSchema, errors: ['mode_mismatch'],
+    handle: (s, r) => s.testClocks.list(r.rc, r.query),
   }),
   route.one({
     method: 'GET', path: '/test-clocks/{id}', operationId: 'retrieveTestClock', tag: 'Test clocks', summary: 'Retrieve a test clock',

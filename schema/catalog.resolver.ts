@@ -103,6 +103,7 @@ class PriceListArgs extends PageArgs(PriceSortField) {
   @Field(() => Boolean, { nullable: true }) active?: boolean;
   @Field(() => String, { nullable: true }) currency?: string;
   @Field(() => PriceTypeEnum, { nullable: true }) type?: Price['type'];
+  @Field(() => [PriceTypeEnum], { nullable: true, description: 'Any of these (REST: type=a,b); not with type.' }) typeIn?: Array<Price['type']>;
 }
 
 @Resolver(() => ProductType)

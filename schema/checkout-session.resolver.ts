@@ -59,7 +59,9 @@ class CreateCheckoutSessionInput {
 @ArgsType()
 class CheckoutSessionListArgs extends PageArgs(CheckoutSessionSortField, { updatable: true }) {
   @Field(() => CheckoutSessionStatus, { nullable: true }) status?: string;
+  @Field(() => [CheckoutSessionStatus], { nullable: true, description: 'Any of these (REST: status=a,b); not with status.' }) statusIn?: string[];
   @Field(() => CheckoutSessionMode, { nullable: true }) mode?: string;
+  @Field(() => [CheckoutSessionMode], { nullable: true, description: 'Any of these (REST: mode=a,b); not with mode.' }) modeIn?: string[];
   @Field(() => String, { nullable: true }) customerId?: string;
 }
 

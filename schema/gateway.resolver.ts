@@ -46,6 +46,7 @@ class UpdateGatewayInput {
 @ArgsType()
 class GatewayListArgs extends PageArgs(GatewaySortField) {
   @Field(() => GatewayTypeEnum, { nullable: true }) type?: string;
+  @Field(() => [GatewayTypeEnum], { nullable: true, description: 'Any of these (REST: type=a,b); not with type.' }) typeIn?: string[];
   @Field(() => Boolean, { nullable: true }) enabled?: boolean;
 }
 

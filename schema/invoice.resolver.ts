@@ -96,6 +96,7 @@ class InvoiceListArgs extends PageArgs(InvoiceSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) customerId?: string;
   @Field(() => String, { nullable: true }) subscriptionId?: string;
   @Field(() => InvoiceStatus, { nullable: true }) status?: string;
+  @Field(() => [InvoiceStatus], { nullable: true, description: 'Any of these (REST: status=a,b); not with status.' }) statusIn?: string[];
 }
 
 @Resolver(() => InvoiceType)

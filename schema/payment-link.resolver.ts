@@ -53,6 +53,7 @@ class UpdatePaymentLinkInput {
 class PaymentLinkListArgs extends PageArgs(PaymentLinkSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => PaymentLinkStatus, { nullable: true }) status?: string;
+  @Field(() => [PaymentLinkStatus], { nullable: true, description: 'Any of these (REST: status=a,b); not with status.' }) statusIn?: string[];
 }
 
 @Resolver(() => PaymentLinkType)

@@ -1,5 +1,5 @@
 import { notFoundAs } from './errors';
-import { Arg, Args, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, registerEnumType } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
@@ -7,6 +7,8 @@ import { NodeInterface } from './types/node';
 import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
 import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField, CardBrand } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
+import { GATEWAY_OUTCOMES } from '../src/modules/payments/payment.inputs';
+import { DomainError } from '../src/core/errors';
 import { CustomerType } from './customer.resolver';
 import { CardInput, PaymentType } from './payment.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
@@ -73,7 +75,17 @@ export class GatewayTransactionType {
 class GatewayTransactionList extends ListType(GatewayTransactionType, 'GatewayTransaction') {}
 
 const PaymentMethodPageArgs = PageArgs(PaymentMethodSortField);
-const GatewayTransactionPageArgs = PageArgs(GatewayTransactionSortField);
+
+/** What a gateway call came to (REST's `outcome` filter values). */
+const GatewayTransactionOutcome = Object.fromEntries(GATEWAY_OUTCOMES.map((v) => [v, v])) as { [K in (typeof GATEWAY_OUTCOMES)[number]]: K };
+registerEnumType(GatewayTransactionOutcome, { name: 'GatewayTransactionOutcome' });
+
+@ArgsType()
+class GatewayTransactionListArgs extends PageArgs(GatewayTransactionSortField) {
+  @Field(() => String, { nullable: true }) gatewayId?: string;
+  @Field(() => [GatewayTransactionOutcome], { nullable: true, description: 'One or more (a single value is a list of one).' }) outcome?: string[];
+  @Field(() => String, { nullable: true, description: 'The calls made for this refund (not with paymentId).' }) refundId?: string;
+}
 
 /**
  * Saved cards (`/v1/customers/{id}/payment-methods`) and the gateway calls of a payment
@@ -100,13 +112,18 @@ export class PaymentMethodResolver {
     return notFoundAs('customerId', 'customer', services.paymentMethods.save(rc, customerId, { ...defined(input), card: defined(input.card) }, idem));
   }
 
-  @Query(() => GatewayTransactionList, { nullable: true })
+  @Query(() => GatewayTransactionList, {
+    nullable: true,
+    description: "The account's gateway calls, newest first; with paymentId, that payment's (an unknown payment is an error, as REST's 404).",
+  })
   async gatewayTransactions(
-    @Arg('paymentId', () => ID) paymentId: string,
-    @Args(() => GatewayTransactionPageArgs) args: InstanceType<typeof GatewayTransactionPageArgs>,
+    @Arg('paymentId', () => ID, { nullable: true }) paymentId: string | null | undefined,
+    @Args(() => GatewayTransactionListArgs) args: GatewayTransactionListArgs,
     @Ctx() { services, rc }: GqlContext,
     @Info() info: GraphQLResolveInfo,
   ) {
+    if (paymentId == null) return connection(args, (input) => services.payments.listGatewayTransactions(rc, input, listOptions(info)));
+    if (args.refundId != null) throw new DomainError('invalid_parameter', 'refundId cannot be combined with paymentId', 'refundId');
     return connection(args, (input) => notFoundAs('paymentId', 'payment', services.payments.gatewayTransactions(rc, paymentId, input, listOptions(info))));
   }
 }

@@ -127,13 +127,26 @@ class UpdatePaymentInput {
 class PaymentListArgs extends PageArgs(PaymentSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) search?: string;
   @Field(() => PaymentStatus, { nullable: true }) status?: Payment['status'];
+  @Field(() => [PaymentStatus], { nullable: true, description: 'Any of these (REST: status=a,b); not with status.' }) statusIn?: Array<Payment['status']>;
   @Field(() => String, { nullable: true }) customerId?: string;
+  @Field(() => [String], { nullable: true, description: 'ISO 4217 codes: the payments in any of them.' }) currency?: string[];
+  @Field(() => Amount, { nullable: true, description: 'At least this amount (minor units).' }) amountGte?: number;
+  @Field(() => Amount, { nullable: true, description: 'At most this amount (minor units); not below amountGte.' }) amountLte?: number;
+  @Field(() => String, { nullable: true }) failureCode?: string;
+  @Field(() => String, { nullable: true }) gatewayId?: string;
+  @Field(() => String, { nullable: true }) invoiceId?: string;
+  @Field(() => String, { nullable: true }) subscriptionId?: string;
+  @Field(() => String, { nullable: true }) checkoutSessionId?: string;
+  @Field(() => String, { nullable: true }) paymentLinkId?: string;
+  @Field(() => GraphQLJSONObject, { nullable: true, description: 'Keys and string values the payment\'s metadata must all hold, e.g. {"plan": "gold"}.' }) metadata?: Record<string, string>;
 }
 
 @ArgsType()
 class RefundListArgs extends PageArgs(RefundSortField, { updatable: true }) {
   @Field(() => RefundStatus, { nullable: true }) status?: Refund['status'];
+  @Field(() => [RefundStatus], { nullable: true, description: 'Any of these (REST: status=a,b); not with status.' }) statusIn?: Array<Refund['status']>;
   @Field(() => String, { nullable: true }) paymentId?: string;
+  @Field(() => String, { nullable: true, description: 'The refunds of this customer\'s payments.' }) customerId?: string;
 }
 
 @Resolver(() => PaymentType)

@@ -134,6 +134,7 @@ class UpdateSubscriptionInput {
 class SubscriptionListArgs extends PageArgs(SubscriptionSortField, { updatable: true }) {
   @Field(() => String, { nullable: true }) customerId?: string;
   @Field(() => SubscriptionStatus, { nullable: true }) status?: string;
+  @Field(() => [SubscriptionStatus], { nullable: true, description: 'Any of these (REST: status=a,b); not with status.' }) statusIn?: string[];
 }
 
 @ArgsType()

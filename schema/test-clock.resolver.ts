@@ -1,8 +1,10 @@
-import { Arg, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
-import { DateTime, defined } from './types/common';
+import { DateTime, ListType, PageArgs, connection, defined, listOptions } from './types/common';
 import { TestClockStatus } from './types/enums';
+import { listTestClocksInput } from '../src/modules/subscriptions/subscription.inputs';
 
 const INSTANT = 'An ISO 8601 instant with its offset, such as `2026-01-31T00:00:00Z`.';
 
@@ -18,6 +20,16 @@ export class TestClockType {
   @Field(() => DateTime) updatedAt!: string;
 }
 
+@ObjectType('TestClockList')
+class TestClockList extends ListType(TestClockType, 'TestClock') {}
+
+/** The list's sort fields, read from its service's list schema (REST's `sortField`). */
+const TestClockSortField = Object.fromEntries(listTestClocksInput.shape.sortField.unwrap().options.map((v) => [v, v])) as { createdAt: 'createdAt' };
+registerEnumType(TestClockSortField, { name: 'TestClockSortField' });
+
+@ArgsType()
+class TestClockListArgs extends PageArgs(TestClockSortField) {}
+
 @InputType('CreateTestClockInput')
 class CreateTestClockInput {
   @Field(() => String, { description: `${INSTANT} Any instant, past or future.` }) frozenTime!: string;
@@ -30,6 +42,11 @@ export class TestClockResolver {
   @Query(() => TestClockType, { nullable: true })
   testClock(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.testClocks.retrieve(rc, id);
+  }
+
+  @Query(() => TestClockList, { nullable: true, description: 'The account\'s test clocks, newest first (test mode).' })
+  async testClocks(@Args(() => TestClockListArgs) args: TestClockListArgs, @Ctx() { services, rc }: GqlContext, @Info() info: GraphQLResolveInfo) {
+    return connection(args, (input) => services.testClocks.list(rc, input, listOptions(info)));
   }
 
   @Mutation(() => TestClockType, { nullable: true })

@@ -88,11 +88,13 @@ class UpdateWebhookEndpointInput {
 @ArgsType()
 class WebhookEndpointListArgs extends PageArgs(WebhookEndpointSortField) {
   @Field(() => WebhookEndpointStatus, { nullable: true }) status?: EndpointStatus;
+  @Field(() => [WebhookEndpointStatus], { nullable: true, description: 'Any of these (REST: status=a,b); not with status.' }) statusIn?: EndpointStatus[];
 }
 
 @ArgsType()
 class WebhookAttemptListArgs extends PageArgs(WebhookDeliveryAttemptSortField) {
   @Field(() => WebhookDeliveryAttemptStatus, { nullable: true }) status?: WebhookAttempt['status'];
+  @Field(() => [WebhookDeliveryAttemptStatus], { nullable: true, description: 'Any of these (REST: status=a,b); not with status.' }) statusIn?: Array<WebhookAttempt['status']>;
   @Field(() => String, { nullable: true }) eventId?: string;
 }
 

@@ -127,6 +127,15 @@ export function plainInput(value: object): Record<string, unknown> {
 export function listInput(args: object): Record<string, unknown> {
   const { first, after, last, before, ...rest } = defined(args) as ConnectionArgs & Record<string, unknown>;
   const input: Record<string, unknown> = { ...rest };
+  // `statusIn: [a, b]` is REST's `status=a,b` (a single `status` keeps its one-value type, so
+  // variables declared as one value still validate).
+  for (const name of ['status', 'mode', 'type']) {
+    const several = input[`${name}In`];
+    if (several === undefined) continue;
+    if (input[name] !== undefined) throw new DomainError('invalid_parameter', `${name}In cannot be combined with ${name}`, `${name}In`);
+    input[name] = several;
+    delete input[`${name}In`];
+  }
   const count = (name: 'first' | 'last', value: number) => {
     if (input.pageSize !== undefined) throw new DomainError('invalid_parameter', `${name} cannot be combined with pageSize`, name);
     input.pageSize = value;

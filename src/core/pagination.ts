@@ -112,3 +112,83 @@ export type Counted = { countTotal?: true };
 
 /** The page a list read with options `O` answers: `total` is a number unless `O` may skip the count. */
 export type PageFor<T, O extends ListOptions> = Page<T, O extends Counted ? number : number | null>;
+
+/** The most values one several-valued filter takes (`status=a,b,…`, `currency=…`). */
+export const FILTER_VALUES_MAX = 20;
+
+/**
+ * A filter taking one or more values (API.md §2): comma-separated in a REST query
+ * (`status=succeeded,refunded`), a list in GraphQL (where a single value is coerced to a list of
+ * one). Each value is checked by `item`; any refusal names the filter itself (param `name`), never
+ * one of its values. The output is the values without repeats, in the order given.
+ */
+export function severalFilter<T>(name: string, item: z.ZodType<T>, doc: { description: string; pattern?: string; itemLabel: string }) {
+  const message = `${name} must be ${doc.itemLabel}, or several separated by commas`;
+  // From unknown input, so the document describes what a REST client sends (one string, below)
+  // rather than this schema's inner steps.
+  return z
+    .unknown()
+    .transform((given, ctx) => {
+      const values: unknown = typeof given === 'string' ? given.split(',') : given;
+      if (!Array.isArray(values) || values.length === 0) {
+        ctx.addIssue({ code: 'custom', message });
+        return z.NEVER;
+      }
+      if (values.length > FILTER_VALUES_MAX) {
+        ctx.addIssue({ code: 'custom', message: `${name} takes at most ${FILTER_VALUES_MAX} values` });
+        return z.NEVER;
+      }
+      const out: T[] = [];
+      for (const value of values) {
+        const parsed = item.safeParse(value);
+        if (!parsed.success) {
+          ctx.addIssue({ code: 'custom', message: `${message}: '${String(value).slice(0, 40)}' is not one` });
+          return z.NEVER;
+        }
+        if (!out.includes(parsed.data)) out.push(parsed.data);
+      }
+      return out;
+    })
+    .optional()
+    // What a REST client sends: one string (GraphQL's list argument is described by its own type).
+    .meta({ type: 'string', description: doc.description, ...(doc.pattern ? { pattern: doc.pattern } : {}) } as Record<string, unknown>);
+}
+
+/**
+ * A filter on a closed set of values (a status, a mode): one or several of `values`
+ * (`status=succeeded,refunded`; a list of the enum in GraphQL). 400 `invalid_parameter` with
+ * param `name` for anything outside the set.
+ */
+export function closedSetFilter<V extends string>(name: string, values: readonly [V, ...V[]], description?: string) {
+  const alternatives = values.join('|');
+  return severalFilter<V>(name, z.enum(values), {
+    itemLabel: `one of ${values.join(', ')}`,
+    description: `${description ?? `Only objects whose ${name} is one of these`}: one or more of ${values.join(', ')}, comma-separated.`,
+    pattern: `^(${alternatives})(,(${alternatives}))*$`,
+  });
+}
+
+/**
+ * `metadata[key]=value` (REST: rest/route.ts gathers the bracketed keys into one object; GraphQL:
+ * a JSON object): only objects whose metadata holds every pair given (AND). Keys follow the rules
+ * of metadata keys (1 to 40 characters), values those of metadata values; a refused key is
+ * named as `metadata.<key>` (REST answers `metadata[<key>]`).
+ */
+export const metadataFilter = z
+  .record(z.string(), z.string({ error: 'metadata filter values must be strings' }).max(500, { error: 'metadata values are at most 500 characters' }), {
+    error: 'metadata must be given as metadata[key]=value',
+  })
+  .superRefine((value, ctx) => {
+    const keys = Object.keys(value);
+    if (keys.length > FILTER_VALUES_MAX) ctx.addIssue({ code: 'custom', message: `at most ${FILTER_VALUES_MAX} metadata keys in one filter` });
+    for (const key of keys) {
+      if (key.length === 0 || key.length > 40) ctx.addIssue({ code: 'custom', message: 'metadata keys must be 1 to 40 characters', path: [key] });
+    }
+  })
+  .optional()
+  .meta({ description: 'Only objects whose metadata holds every key and value given: `metadata[plan]=gold&metadata[region]=eu`.' });
+
+/** An id filter (`customerId`, `invoiceId`, …): an object id, at most 64 characters. */
+export function idFilter(description: string) {
+  return z.string({ error: 'must be an object id' }).max(64, { error: 'must be at most 64 characters' }).optional().meta({ description });
+}

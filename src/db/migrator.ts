@@ -27,6 +27,7 @@ import * as m0023 from './migrations/0023-parties';
 import * as m0024 from './migrations/0024-tax-rates';
 import * as m0025 from './migrations/0025-invoice-parties-snapshot';
 import * as m0026 from './migrations/0026-payment-capture';
+import * as m0027 from './migrations/0027-list-filter-indexes';
 import * as m0028 from './migrations/0028-exports';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
@@ -59,6 +60,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0024-tax-rates', m0024],
   ['0025-invoice-parties-snapshot', m0025],
   ['0026-payment-capture', m0026],
+  ['0027-list-filter-indexes', m0027],
   ['0028-exports', m0028],
 ];
 

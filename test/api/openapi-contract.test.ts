@@ -150,6 +150,8 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
     await ok('GET', `/v1/payments/${payment.id}`);
     await ok('PATCH', `/v1/payments/${payment.id}`, { description: 'Order 1' });
     await ok('GET', `/v1/payments/${payment.id}/gateway-transactions`);
+    await ok('GET', `/v1/gateway-transactions?paymentId=${payment.id}&outcome=succeeded,declined`);
+    await ok('GET', '/v1/payments?metadata[order]=1&status=succeeded,failed&currency=EUR&amountGte=1');
     const refund = await ok('POST', `/v1/payments/${payment.id}/refunds`, { amount: 100 }, 201);
     await ok('GET', `/v1/payments/${payment.id}/refunds`);
     await ok('POST', '/v1/refunds', { paymentId: payment.id, amount: 100 }, 201);
@@ -246,6 +248,7 @@ describe(`the OpenAPI document against the service's answers (${DIALECT})`, () =
 
     const clock = await ok('POST', '/v1/test-clocks', { frozenTime: '2026-01-31T00:00:00Z' }, 201);
     await ok('GET', `/v1/test-clocks/${clock.id}`);
+    await ok('GET', '/v1/test-clocks');
     await ok('POST', `/v1/test-clocks/${clock.id}/advance`, { frozenTime: '2026-02-01T00:00:00Z' });
 
     // Last: a configured gateway takes over from the built-in simulator.

@@ -222,7 +222,7 @@ describe('GraphQL types match the REST contract', () => {
     expect(deliveries.args.map((a: { name: string; type: { name: string } }) => [a.name, a.type.name])).toEqual([
       ['page', 'Int'], ['pageSize', 'Int'], ['first', 'Int'], ['after', 'ID'], ['last', 'Int'], ['before', 'ID'],
       ['sortField', 'WebhookDeliveryAttemptSortField'], ['sortDirection', 'SortDirection'], ['createdAfter', 'DateTime'], ['createdBefore', 'DateTime'],
-      ['status', 'WebhookDeliveryAttemptStatus'], ['eventId', 'String'],
+      ['status', 'WebhookDeliveryAttemptStatus'], ['statusIn', null], ['eventId', 'String'],
     ]);
     expect(await enumValues('SortDirection')).toEqual(['asc', 'desc']);
     const sorted = await gql('{ payments(sortField: amount, sortDirection: asc, pageSize: 100) { nodes { amount } } }');

@@ -133,11 +133,22 @@ describe('the payments list total', () => {
         const page = await h.services.payments.list(ctx, query);
         expect({ query, counted: countsPayments(), total: page.total }).toEqual({ query, counted: false, total: expect.any(Number) });
       }
-      for (const query of [{ customerId: customer.id }, { search: 'needle' }]) {
+      for (const query of [{ customerId: customer.id }, { search: 'needle' }, { currency: 'USD', amountGte: '700', amountLte: '700' }]) {
         statements.length = 0;
         const page = await h.services.payments.list(ctx, query);
         expect({ query, counted: countsPayments(), total: page.total }).toEqual({ query, counted: true, total: 1 });
       }
+      // Several statuses: the kept counts of each, summed in one statement, as a count of the rows says.
+      await h.services.payments.create(ctx, { amount: 800, currency: 'usd', paymentMethod: 'pm_card_declined' });
+      statements.length = 0;
+      const kept = await h.services.payments.list(ctx, { status: 'succeeded,failed' });
+      expect(countsPayments()).toBe(false);
+      const counted = await h.services.payments.list(ctx, { status: 'succeeded,failed', amountGte: '0' });
+      expect(countsPayments()).toBe(true);
+      const each = await Promise.all(['succeeded', 'failed'].map(async (status) => (await h.services.payments.list(ctx, { status })).total));
+      expect(kept.total).toBe(counted.total);
+      expect(kept.total).toBe(each[0] + each[1]);
+      expect(each[1]).toBeGreaterThan(0);
     } finally {
       spy.mockRestore();
     }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { amountSchema, currencySchema } from '../../core/money';
 import { metadataPatchSchema, metadataSchema } from '../../core/validation';
-import { listSchema, searchSchema } from '../../core/pagination';
+import { closedSetFilter, listSchema, searchSchema } from '../../core/pagination';
 
 const boolFromQuery = z.preprocess(
   (v) => (v === 'true' ? true : v === 'false' ? false : v),
@@ -70,5 +70,5 @@ export const listPricesInput = listSchema(['createdAt', 'unitAmount', 'amount'] 
   productId: z.string().max(64).optional(),
   active: boolFromQuery.optional(),
   currency: currencySchema.optional(),
-  type: z.enum(['one_time', 'recurring']).optional(),
+  type: closedSetFilter('type', ['one_time', 'recurring']),
 });

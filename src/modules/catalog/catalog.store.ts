@@ -57,13 +57,14 @@ export class CatalogStore {
 
   listPrices<O extends ListOptions = Counted>(
     scope: Scope,
-    input: ListInput & { sortField: 'createdAt' | 'unitAmount' | 'amount'; productId?: string; active?: boolean; currency?: string; type?: 'one_time' | 'recurring' },
+    input: ListInput & { sortField: 'createdAt' | 'unitAmount' | 'amount'; productId?: string; active?: boolean; currency?: string; type?: ReadonlyArray<'one_time' | 'recurring'> },
     options?: O,
   ): Promise<PageFor<Price, O>> {
     const filter = new Filter({
       account_id: scope.accountId, mode: scope.mode, product_id: input.productId || undefined, active: input.active, currency: input.currency || undefined,
     });
-    if (input.type) filter.raw(() => (input.type === 'recurring' ? 'recurring_interval IS NOT NULL' : 'recurring_interval IS NULL'));
+    // Both types: every price.
+    if (input.type?.length === 1) filter.raw(() => (input.type?.[0] === 'recurring' ? 'recurring_interval IS NOT NULL' : 'recurring_interval IS NULL'));
     return listPage(this.db, {
       ...modelSource(PriceModel), filter, params: input,
       sortColumns: { createdAt: 'created_at', unitAmount: 'unit_amount', amount: 'unit_amount' }, toApi: toApiPrice,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { amountSchema, currencySchema } from '../../core/money';
 import { emailSchema as email, metadataPatchSchema, metadataSchema } from '../../core/validation';
-import { listSchema, searchSchema, updatedAfterFilter } from '../../core/pagination';
+import { closedSetFilter, idFilter, listSchema, searchSchema, updatedAfterFilter } from '../../core/pagination';
 
 /** A session lives 30 minutes to 24 hours (24 hours unless asked). */
 export const SESSION_LIFETIME = { minSeconds: 30 * 60, maxSeconds: 24 * 60 * 60, defaultSeconds: 24 * 60 * 60 };
@@ -74,9 +74,9 @@ export const createCheckoutSessionInput = z
 
 export const listCheckoutSessionsInput = listSchema(['createdAt', 'amount'] as const, {
   ...updatedAfterFilter,
-  status: z.enum(CHECKOUT_SESSION_STATUSES, { error: `status must be one of ${CHECKOUT_SESSION_STATUSES.join(', ')}` }).optional(),
-  mode: z.enum(CHECKOUT_MODES, { error: `mode must be one of ${CHECKOUT_MODES.join(', ')}` }).optional(),
-  customerId: z.string().max(64).optional(),
+  status: closedSetFilter('status', CHECKOUT_SESSION_STATUSES),
+  mode: closedSetFilter('mode', CHECKOUT_MODES),
+  customerId: idFilter('Only the sessions of this customer.'),
 });
 
 export const createPaymentLinkInput = z
@@ -113,7 +113,7 @@ export const updatePaymentLinkInput = z
 export const listPaymentLinksInput = listSchema(['createdAt', 'amount'] as const, {
   ...updatedAfterFilter,
   search: searchSchema,
-  status: z.enum(PAYMENT_LINK_STATUSES, { error: 'status must be active or inactive' }).optional(),
+  status: closedSetFilter('status', PAYMENT_LINK_STATUSES),
 });
 
 export type CreateCheckoutSessionInput = z.infer<typeof createCheckoutSessionInput>;

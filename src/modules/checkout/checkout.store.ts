@@ -174,14 +174,20 @@ export class CheckoutStore implements PaymentHoldStore {
    */
   listSessions<O extends ListOptions = Counted>(
     scope: Scope,
-    input: ListParams<'createdAt' | 'amount'> & { status?: CheckoutSessionStatus; mode?: CheckoutMode; customerId?: string },
+    input: ListParams<'createdAt' | 'amount'> & { status?: readonly CheckoutSessionStatus[]; mode?: readonly CheckoutMode[]; customerId?: string },
     now: Date,
     options?: O,
   ): Promise<PageFor<CheckoutSessionRecord, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, checkout_mode: input.mode, customer_id: input.customerId });
-    if (input.status === 'open') filter.raw((p) => `status = 'open' AND expires_at > ${p(now)}`);
-    else if (input.status === 'expired') filter.raw((p) => `(status = 'expired' OR (status = 'open' AND expires_at <= ${p(now)}))`);
-    else if (input.status === 'complete') filter.eq('status', 'complete');
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId }).anyOf('checkout_mode', input.mode);
+    const wanted = new Set(input.status ?? []);
+    if (wanted.size > 0 && wanted.size < 3) {
+      // An open row past its expiry is expired (the sweep has not reached it yet): the stored
+      // statuses that can answer, then the expiry for the open rows when only one of the two is asked.
+      const stored = [...wanted].flatMap((s) => (s === 'expired' ? ['expired', 'open'] : [s]));
+      filter.anyOf('status', [...new Set(stored)]);
+      if (wanted.has('open') && !wanted.has('expired')) filter.raw((p) => `(status <> 'open' OR expires_at > ${p(now)})`);
+      if (wanted.has('expired') && !wanted.has('open')) filter.raw((p) => `(status <> 'open' OR expires_at <= ${p(now)})`);
+    }
     return listPage(this.db, {
       ...modelSource(CheckoutSessionModel), filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: (row: Row) => toSessionRecord(row),
     }, options);
@@ -382,10 +388,10 @@ export class CheckoutStore implements PaymentHoldStore {
 
   listLinks<O extends ListOptions = Counted>(
     scope: Scope,
-    input: ListParams<'createdAt' | 'amount'> & { status?: 'active' | 'inactive'; search?: string },
+    input: ListParams<'createdAt' | 'amount'> & { status?: ReadonlyArray<'active' | 'inactive'>; search?: string },
     options?: O,
   ): Promise<PageFor<PaymentLinkRecord, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status }).search(['search_text'], input.search);
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode }).anyOf('status', input.status).search(['search_text'], input.search);
     return listPage(this.db, {
       ...modelSource(PaymentLinkModel), filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: (row: Row) => toLinkRecord(row),
     }, options);

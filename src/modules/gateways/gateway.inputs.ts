@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { currencySchema } from '../../core/money';
-import { listSchema } from '../../core/pagination';
+import { closedSetFilter, listSchema } from '../../core/pagination';
 import { GATEWAY_TYPES } from '../../connectors/registry';
 
 const credentialsSchema = z.record(z.string(), z.string().max(2000), { error: 'credentials must be an object of strings' });
@@ -30,6 +30,6 @@ export const updateGatewayInput = z
   .strict();
 
 export const listGatewaysInput = listSchema(['createdAt', 'name'] as const, {
-  type: z.string().max(40).optional(),
+  type: closedSetFilter('type', GATEWAY_TYPES as unknown as [string, ...string[]]),
   enabled: z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean()).optional(),
 });

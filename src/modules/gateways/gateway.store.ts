@@ -37,9 +37,9 @@ export class GatewayStore {
 
   /** A page of the live (not deleted) gateways, each mapped by `toApi`. */
   async list<T, O extends ListOptions = Counted>(
-    scope: Scope, input: ListParams<'createdAt' | 'name'> & { type?: string; enabled?: boolean }, toApi: (row: GatewayRow) => T, options?: O,
+    scope: Scope, input: ListParams<'createdAt' | 'name'> & { type?: readonly string[]; enabled?: boolean }, toApi: (row: GatewayRow) => T, options?: O,
   ): Promise<PageFor<T, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, type: input.type, enabled: input.enabled }).raw(() => 'deleted_at IS NULL');
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, enabled: input.enabled }).anyOf('type', input.type).raw(() => 'deleted_at IS NULL');
     return listPage(this.db, { table: 'gateways', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', name: 'name' }, toApi }, options);
   }
 

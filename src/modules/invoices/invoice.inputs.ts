@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_AMOUNT, currencySchema } from '../../core/money';
 import { metadataPatchSchema, metadataSchema } from '../../core/validation';
-import { listSchema, updatedAfterFilter } from '../../core/pagination';
+import { closedSetFilter, idFilter, listSchema, updatedAfterFilter } from '../../core/pagination';
 import { taxRateIdsSchema } from '../tax-rates/tax-rate.inputs';
 
 export const INVOICE_STATUSES = ['draft', 'sent', 'paid', 'void'] as const;
@@ -70,9 +70,9 @@ export const updateInvoiceInput = z
 
 export const listInvoicesInput = listSchema(['createdAt', 'total', 'amount'] as const, {
   ...updatedAfterFilter,
-  customerId: z.string().max(64).optional(),
-  subscriptionId: z.string().max(64).optional(),
-  status: z.enum(INVOICE_STATUSES, { error: `status must be one of ${INVOICE_STATUSES.join(', ')}` }).optional(),
+  customerId: idFilter('Only the invoices of this customer.'),
+  subscriptionId: idFilter('Only the invoices of this subscription.'),
+  status: closedSetFilter('status', INVOICE_STATUSES),
 });
 
 export const payInvoiceInput = z

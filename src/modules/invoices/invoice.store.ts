@@ -240,10 +240,10 @@ export class InvoiceStore {
 
   async list<O extends ListOptions = Counted>(
     scope: Scope,
-    input: ListParams<'createdAt' | 'total' | 'amount'> & { customerId?: string; subscriptionId?: string; status?: string },
+    input: ListParams<'createdAt' | 'total' | 'amount'> & { customerId?: string; subscriptionId?: string; status?: readonly string[] },
     options?: O,
   ): Promise<PageFor<InvoiceRecord, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId, subscription_id: input.subscriptionId, status: input.status });
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId, subscription_id: input.subscriptionId }).anyOf('status', input.status);
     const page = await listPage(this.db, {
       ...modelSource(InvoiceModel), filter, params: input, sortColumns: { createdAt: 'created_at', total: 'total', amount: 'total' }, toApi: (row: Row) => row,
     }, options);

@@ -43,7 +43,7 @@ export interface GatewayTransaction {
   updatedAt: string;
 }
 
-import { listGatewayTransactionsInput } from './payment.inputs';
+import { listAccountGatewayTransactionsInput, listGatewayTransactionsInput } from './payment.inputs';
 
 export { listGatewayTransactionsInput } from './payment.inputs';
 const INSERT_COLUMNS = 'id, account_id, mode, payment_id, refund_id, gateway_id, gateway_type, kind, attempt, idempotency_key, outcome, code, message, reference, latency_ms, request, response, created_at';
@@ -122,7 +122,18 @@ export class GatewayTransactionStore {
 
   async list<O extends ListOptions = Counted>(ctx: RequestContext, owner: { paymentId?: string; refundId?: string }, query: unknown, options?: O): Promise<PageFor<GatewayTransaction, O>> {
     const input = parseInput(listGatewayTransactionsInput, query);
-    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId, refund_id: owner.refundId });
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, payment_id: owner.paymentId, refund_id: owner.refundId, gateway_id: input.gatewayId })
+      .anyOf('outcome', input.outcome);
+    return listPage(this.db, {
+      table: 'gateway_transactions', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
+    }, options);
+  }
+
+  /** The account's gateway calls, newest first (GET /v1/gateway-transactions), by payment, refund, gateway and outcome. */
+  async listAll<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<GatewayTransaction, O>> {
+    const input = parseInput(listAccountGatewayTransactionsInput, query);
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, payment_id: input.paymentId, refund_id: input.refundId, gateway_id: input.gatewayId })
+      .anyOf('outcome', input.outcome);
     return listPage(this.db, {
       table: 'gateway_transactions', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
     }, options);
@@ -131,7 +142,7 @@ export class GatewayTransactionStore {
   /** The gateway calls of every payment of a subscription, newest first (GET /v1/subscriptions/{id}/gateway-transactions). */
   async listForSubscription<O extends ListOptions = Counted>(ctx: RequestContext, subscriptionId: string, query: unknown, options?: O): Promise<PageFor<GatewayTransaction, O>> {
     const input = parseInput(listGatewayTransactionsInput, query);
-    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode }).raw((param) =>
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode, gateway_id: input.gatewayId }).anyOf('outcome', input.outcome).raw((param) =>
       `payment_id IN (SELECT id FROM payments WHERE account_id = ${param(ctx.accountId)} AND mode = ${param(ctx.mode)} AND subscription_id = ${param(subscriptionId)})`);
     return listPage(this.db, {
       table: 'gateway_transactions', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,

@@ -22,17 +22,19 @@ export class PaymentCountStore {
     this.foldWhenWaiting = options.foldWhenWaiting ?? FOLD_WHEN_WAITING;
   }
 
-  /** Payments of the account and mode, in `status` if given: exact as of the statement's snapshot. */
-  async total(scope: Scope, status?: string): Promise<number> {
-    const inStatus = status === undefined ? '' : ' AND status = $3';
-    const added = status === undefined ? 'new_status IS NOT NULL' : 'new_status = $3';
-    const removed = status === undefined ? 'old_status IS NOT NULL' : 'old_status = $3';
+  /** Payments of the account and mode, in `status` (one or any of several) if given: exact as of the statement's snapshot. */
+  async total(scope: Scope, status?: string | readonly string[]): Promise<number> {
+    const statuses = status === undefined ? [] : typeof status === 'string' ? [status] : [...status];
+    const list = statuses.map((_s, i) => `$${i + 3}`).join(', ');
+    const inStatus = statuses.length === 0 ? '' : ` AND status IN (${list})`;
+    const added = statuses.length === 0 ? 'new_status IS NOT NULL' : `new_status IN (${list})`;
+    const removed = statuses.length === 0 ? 'old_status IS NOT NULL' : `old_status IN (${list})`;
     const [row] = await this.db.select<{ total: number | string; waiting: number | string }>(
       `SELECT c.n + COALESCE(d.n, 0) AS total, d.waiting
          FROM (SELECT COALESCE(SUM(n), 0) AS n FROM payment_counts WHERE account_id = $1 AND mode = $2${inStatus}) c,
               (SELECT SUM(CASE WHEN ${added} THEN n ELSE 0 END) - SUM(CASE WHEN ${removed} THEN n ELSE 0 END) AS n, COUNT(*) AS waiting
                  FROM payment_count_deltas WHERE account_id = $1 AND mode = $2) d`,
-      status === undefined ? [scope.accountId, scope.mode] : [scope.accountId, scope.mode, status],
+      [scope.accountId, scope.mode, ...statuses],
     );
     // Should the job not be running anywhere, the deltas would grow with every payment and so
     // would this read: the first reader to find many waiting folds them (in the background).

@@ -350,6 +350,12 @@ export class PaymentService {
     return this.gtx.list(ctx, { paymentId: id }, query, options);
   }
 
+  /** The account's gateway calls (`GET /v1/gateway-transactions`), filtered by payment, refund, gateway and outcome. */
+  async listGatewayTransactions<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O) {
+    requirePermission(ctx, 'payments', 'read');
+    return this.gtx.listAll(ctx, query, options);
+  }
+
   /** The gateway calls of a subscription's payments, newest first. */
   async gatewayTransactionsOfSubscription<O extends ListOptions = Counted>(ctx: RequestContext, subscriptionId: string, query: unknown, options?: O) {
     requirePermission(ctx, 'payments', 'read');

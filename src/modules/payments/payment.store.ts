@@ -5,7 +5,7 @@ import { Filter, NESTED_LIST_LIMIT, groupBy, likePattern, listPage, newestPerPar
 import { Params } from '../../db/params';
 import type { RequestContext } from '../../core/context';
 import type { ObjectClaim } from '../../core/idempotency';
-import type { Counted, ListOptions, PageFor } from '../../core/pagination';
+import type { Counted, ListOptions, ListParams, PageFor } from '../../core/pagination';
 import { errorForLog, type Logger } from '../../logger';
 import { pendingForMs } from './lease.store';
 import type { EventService } from '../events/event.service';
@@ -19,6 +19,28 @@ import type { Payment, PaymentAttempt } from './payment.types';
 import { PAYMENT_MOVES, movedPayment, type SettlingMove } from './payment-states';
 
 type Scope = { accountId: string; mode: string };
+
+/** The payments list's own filters (listPaymentsInput), besides paging and the ranges. */
+export interface PaymentFilters {
+  status?: readonly string[];
+  customerId?: string;
+  search?: string;
+  currency?: readonly string[];
+  amountGte?: number;
+  amountLte?: number;
+  failureCode?: string;
+  gatewayId?: string;
+  invoiceId?: string;
+  subscriptionId?: string;
+  checkoutSessionId?: string;
+  paymentLinkId?: string;
+  metadata?: Record<string, string>;
+}
+
+/** The filters the kept count (PaymentCountStore) cannot answer: any of them makes the list count. */
+const COUNTED_FILTERS: ReadonlyArray<keyof PaymentFilters> = [
+  'customerId', 'search', 'currency', 'amountGte', 'amountLte', 'failureCode', 'gatewayId', 'invoiceId', 'subscriptionId', 'checkoutSessionId', 'paymentLinkId', 'metadata',
+];
 
 /**
  * Where payments are read and written. Creating and settling a payment are measured hot paths:
@@ -201,13 +223,25 @@ export class PaymentStore {
 
   async list<O extends ListOptions = Counted>(
     scope: Scope,
-    input: { status?: string; customerId?: string; search?: string; page: number; pageSize: number; sortField: 'createdAt' | 'amount'; sortDirection: 'asc' | 'desc' },
+    input: ListParams<'createdAt' | 'amount'> & PaymentFilters,
     filters: { subscriptionId?: string } = {},
     options?: O,
   ): Promise<PageFor<Payment, O>> {
     const filter = new Filter({
-      account_id: scope.accountId, mode: scope.mode, status: input.status, customer_id: input.customerId, subscription_id: filters.subscriptionId,
-    });
+      account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId, subscription_id: filters.subscriptionId,
+    })
+      .anyOf('status', input.status)
+      .anyOf('currency', input.currency)
+      .eq('failure_code', input.failureCode)
+      .eq('gateway_id', input.gatewayId)
+      .eq('invoice_id', input.invoiceId)
+      .eq('checkout_session_id', input.checkoutSessionId)
+      .eq('payment_link_id', input.paymentLinkId);
+    if (input.subscriptionId !== filters.subscriptionId) filter.eq('subscription_id', input.subscriptionId);
+    if (input.amountGte !== undefined) filter.raw((p) => `amount >= ${p(input.amountGte)}`);
+    if (input.amountLte !== undefined) filter.raw((p) => `amount <= ${p(input.amountLte)}`);
+    const metadata = input.metadata && Object.keys(input.metadata).length > 0 ? input.metadata : undefined;
+    if (metadata) filter.raw((p) => this.metadataHolds(metadata, p));
     if (input.search) {
       const pattern = likePattern(input.search);
       const search = input.search;
@@ -219,11 +253,26 @@ export class PaymentStore {
       });
     }
     // Filtered by status at most: the kept count (PaymentCountStore), not a count of up to every payment of the account.
-    const kept = input.customerId === undefined && !input.search && filters.subscriptionId === undefined;
+    // An empty `search` filters nothing.
+    const kept = COUNTED_FILTERS.every((name) => input[name] === undefined || input[name] === '') && filters.subscriptionId === undefined;
     return listPage(this.db, {
       table: 'payments', columns: PAYMENT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiPayment,
       total: kept ? () => this.counts.total(scope, input.status) : undefined,
     }, options);
+  }
+
+  /**
+   * `metadata` holds every key and value of `wanted`. PostgreSQL: containment of the JSON
+   * column, which the GIN index of payments with metadata answers (migration 0027; the
+   * `metadata <> '{}'` term is its predicate, written as the index has it). SQLite: each pair
+   * looked up in json_each, whatever characters the key has (no index reaches inside the JSON
+   * there; the account's list index bounds the rows read).
+   */
+  private metadataHolds(wanted: Record<string, string>, p: (value: unknown) => string): string {
+    if (this.db.dialect === 'postgres') return `metadata <> '{}' AND metadata::jsonb @> ${p(JSON.stringify(wanted))}::jsonb`;
+    return Object.entries(wanted)
+      .map(([key, value]) => `EXISTS (SELECT 1 FROM json_each(metadata) m WHERE m.key = ${p(key)} AND m.value = ${p(value)})`)
+      .join(' AND ');
   }
 
   /** The newest payments of several customers at once (at most `limit` each, older than the payment `after`). */

@@ -9,6 +9,8 @@ export class RefundModel extends Model {
   @Column({ type: DataType.STRING(64), allowNull: false }) declare accountId: string;
   @Column({ type: DataType.STRING(4), allowNull: false }) declare mode: 'test' | 'live';
   @Column({ type: DataType.STRING(64), allowNull: false }) declare paymentId: string;
+  /** The payment's customer, copied as the refund is written (a payment's customer never changes): the list's `customerId` filter. */
+  @Column(DataType.STRING(64)) declare customerId: string | null;
   @Column({ type: DataType.BIGINT, allowNull: false }) declare amount: number;
   @Column({ type: DataType.STRING(3), allowNull: false }) declare currency: string;
   @Column(DataType.STRING(200)) declare reason: string | null;

@@ -70,8 +70,8 @@ export class RefundStore {
    */
   async insertPending(t: Transaction, scope: Scope, refund: Refund, leaseMs: number, idempotencyKey: string | null): Promise<void> {
     await this.db.execute(
-      `INSERT INTO refunds (id, account_id, mode, payment_id, amount, currency, reason, status, gateway_id, created_at, updated_at, idempotency_key, lease_until, pending_since)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $12, $8, $9, $9, $10, ${this.db.nowPlusSql('$11')}, ${this.db.nowSql})`,
+      `INSERT INTO refunds (id, account_id, mode, payment_id, customer_id, amount, currency, reason, status, gateway_id, created_at, updated_at, idempotency_key, lease_until, pending_since)
+       VALUES ($1, $2, $3, $4, (SELECT customer_id FROM payments WHERE id = CAST($4 AS VARCHAR(64))), $5, $6, $7, $12, $8, $9, $9, $10, ${this.db.nowPlusSql('$11')}, ${this.db.nowSql})`,
       [refund.id, scope.accountId, scope.mode, refund.paymentId, refund.amount, refund.currency, refund.reason, refund.gatewayId, new Date(refund.createdAt), idempotencyKey, Math.ceil(leaseMs), refund.status],
       t,
     );
@@ -103,8 +103,11 @@ export class RefundStore {
     return row !== undefined;
   }
 
-  async list<O extends ListOptions = Counted>(scope: Scope, input: ListParams<'createdAt' | 'amount'> & { status?: string; paymentId?: string }, options?: O): Promise<PageFor<Refund, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status, payment_id: input.paymentId });
+  async list<O extends ListOptions = Counted>(
+    scope: Scope, input: ListParams<'createdAt' | 'amount'> & { status?: readonly string[]; paymentId?: string; customerId?: string }, options?: O,
+  ): Promise<PageFor<Refund, O>> {
+    // customer_id: the payment's, copied onto the refund as it is written (migration 0027).
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, payment_id: input.paymentId, customer_id: input.customerId }).anyOf('status', input.status);
     return listPage(this.db, {
       table: 'refunds', columns: COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at', amount: 'amount' }, toApi: toApiRefund,
     }, options);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { metadataPatchSchema, metadataSchema } from '../../core/validation';
-import { listSchema, updatedAfterFilter } from '../../core/pagination';
+import { closedSetFilter, idFilter, listSchema, updatedAfterFilter } from '../../core/pagination';
 import { taxRateIdsSchema } from '../tax-rates/tax-rate.inputs';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'paused', 'canceled'] as const;
@@ -67,8 +67,8 @@ export const cancelSubscriptionInput = z
 
 export const listSubscriptionsInput = listSchema(['createdAt'] as const, {
   ...updatedAfterFilter,
-  customerId: z.string().max(64).optional(),
-  status: z.enum(SUBSCRIPTION_STATUSES, { error: `status must be one of ${SUBSCRIPTION_STATUSES.join(', ')}` }).optional(),
+  customerId: idFilter('Only the subscriptions of this customer.'),
+  status: closedSetFilter('status', SUBSCRIPTION_STATUSES),
 });
 
 /** The sub-lists of one subscription (invoices, payments, gateway transactions): newest first, paged. */
@@ -82,6 +82,9 @@ export const createTestClockInput = z
   .strict();
 
 export const advanceTestClockInput = z.object({ frozenTime: instant }).strict();
+
+/** `GET /v1/test-clocks`: the account's clocks (test mode), newest first. */
+export const listTestClocksInput = listSchema(['createdAt'] as const, {});
 
 export type CreateSubscriptionInput = z.output<typeof createSubscriptionInput>;
 export type UpdateSubscriptionInput = z.output<typeof updateSubscriptionInput>;

@@ -108,9 +108,9 @@ export class SubscriptionStore {
   }
 
   async list<O extends ListOptions = Counted>(
-    scope: Scope, input: ListParams<'createdAt'> & { customerId?: string; status?: string }, options?: O,
+    scope: Scope, input: ListParams<'createdAt'> & { customerId?: string; status?: readonly string[] }, options?: O,
   ): Promise<PageFor<SubscriptionRecord, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId, status: input.status });
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, customer_id: input.customerId }).anyOf('status', input.status);
     return listPage(this.db, { ...modelSource(SubscriptionModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toRecord }, options);
   }
 

@@ -12,7 +12,9 @@ import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import { TestClockModel } from './subscription.model';
-import { advanceTestClockInput, createTestClockInput } from './subscription.inputs';
+import { advanceTestClockInput, createTestClockInput, listTestClocksInput } from './subscription.inputs';
+import { Filter, listPage, modelSource } from '../../db/list';
+import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 
 export interface TestClock {
   id: string;
@@ -98,6 +100,15 @@ export class TestClockService {
     const row = await TestClockModel.findOne({ where: { id, accountId: ctx.accountId, mode: ctx.mode }, raw: true });
     if (!row) throw notFound('test clock', id);
     return toApi(row as unknown as Record<string, unknown>);
+  }
+
+  /** The account's clocks (test mode), newest first, by page or cursor (`GET /v1/test-clocks`). */
+  async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O): Promise<PageFor<TestClock, O>> {
+    requirePermission(ctx, 'test_clocks', 'read');
+    refuseLiveMode(ctx);
+    const input = parseInput(listTestClocksInput, query);
+    const filter = new Filter({ account_id: ctx.accountId, mode: ctx.mode });
+    return listPage(this.db, { ...modelSource(TestClockModel), filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi }, options);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listSchema } from '../../core/pagination';
+import { closedSetFilter, idFilter, listSchema } from '../../core/pagination';
 import { EVENT_TYPES } from '../events/event.service';
 
 export const WILDCARD = '*';
@@ -55,12 +55,12 @@ export const rotateSecretInput = z
   .strict();
 
 export const listEndpointsInput = listSchema(['createdAt'] as const, {
-  status: z.enum(['enabled', 'disabled'], { error: 'status must be enabled or disabled' }).optional(),
+  status: closedSetFilter('status', ['enabled', 'disabled']),
 });
 
 export const listAttemptsInput = listSchema(['createdAt'] as const, {
-  status: z.enum(['succeeded', 'failed'], { error: 'status must be succeeded or failed' }).optional(),
-  eventId: z.string().max(64).optional(),
+  status: closedSetFilter('status', ['succeeded', 'failed'], 'Only the delivery attempts whose outcome is one of these'),
+  eventId: idFilter('Only the attempts to deliver this event.'),
 });
 
 export const resendInput = z.object({}).strict();

@@ -533,8 +533,8 @@ export class WebhookStore {
       mode: scope.mode,
       endpoint_id: endpointId,
       event_id: input.eventId,
-      succeeded: input.status === undefined ? undefined : input.status === 'succeeded',
     });
+    attemptOutcome(filter, input.status);
     return listPage(this.db, {
       table: 'webhook_attempts', columns: ATTEMPT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiAttempt,
     }, options);
@@ -548,8 +548,8 @@ export class WebhookStore {
       account_id: scope.accountId,
       mode: scope.mode,
       event_id: input.eventId,
-      succeeded: input.status === undefined ? undefined : input.status === 'succeeded',
     });
+    attemptOutcome(filter, input.status);
     return pagePerParent(this.db, {
       table: 'webhook_attempts', columns: ATTEMPT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi: toApiAttempt,
       parentColumn: 'endpoint_id', parentIds: endpointIds, parentOf: (attempt) => attempt.endpointId,
@@ -560,7 +560,7 @@ export class WebhookStore {
   async listEndpoints<T, O extends ListOptions = Counted>(
     scope: Scope, input: z.infer<typeof listEndpointsInput>, toApi: (row: EndpointRow) => T, options?: O,
   ): Promise<PageFor<T, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, status: input.status }).raw(() => 'deleted_at IS NULL');
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode }).anyOf('status', input.status).raw(() => 'deleted_at IS NULL');
     return listPage(this.db, {
       table: 'webhook_endpoints', columns: ENDPOINT_COLUMNS, filter, params: input, sortColumns: { createdAt: 'created_at' }, toApi,
     }, options);
@@ -684,4 +684,14 @@ function toApiAttempt(row: Record<string, unknown>): WebhookAttempt {
     createdAt,
     updatedAt: createdAt,
   };
+}
+
+/**
+ * The attempts' `status` filter (succeeded, failed or both). Written `NOT succeeded` / `succeeded`
+ * in the statement's text, as the partial index of failed attempts is (migration 0027), so both
+ * databases see that the index holds every row asked for.
+ */
+function attemptOutcome(filter: Filter, status: ReadonlyArray<'succeeded' | 'failed'> | undefined): void {
+  if (!status || status.length !== 1) return;
+  filter.raw(() => (status[0] === 'failed' ? 'NOT succeeded' : 'succeeded'));
 }

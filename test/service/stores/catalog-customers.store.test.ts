@@ -60,8 +60,9 @@ describe('CatalogStore', () => {
     const prices = (input: Record<string, unknown>) =>
       catalog.listPrices(a.test, { ...page, sortField: 'createdAt', ...input }).then((p) => p.data.map((x) => x.id));
     expect(await prices({ productId: tea.id })).toEqual([monthly.id, once.id]);
-    expect(await prices({ type: 'recurring' })).toEqual([monthly.id]);
-    expect(await prices({ type: 'one_time', sortField: 'unitAmount', sortDirection: 'asc' })).toEqual([once.id, mugPrice.id]);
+    expect(await prices({ type: ['recurring'] })).toEqual([monthly.id]);
+    expect(await prices({ type: ['one_time'], sortField: 'unitAmount', sortDirection: 'asc' })).toEqual([once.id, mugPrice.id]);
+    expect(await prices({ type: ['one_time', 'recurring'] })).toEqual([mugPrice.id, monthly.id, once.id]);
     expect(await prices({ currency: mugPrice.currency })).toEqual([mugPrice.id]);
     expect((await catalog.listPrices(b.test, { ...page, sortField: 'createdAt' })).total).toBe(0);
   });

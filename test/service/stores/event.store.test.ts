@@ -85,7 +85,7 @@ describe('EventStore', () => {
     const all = await list(['pay_o1', 're_o1', 're_o2', 're_o1']);
     expect(all.data).toEqual([written[4], written[3], written[1], written[0]]);
     expect(all.total).toBe(4);
-    expect(await list(['pay_o1', 're_o1', 're_o2'], { page: 2, pageSize: 3 })).toEqual({ data: [written[0]], total: 4, page: 2, pageSize: 3 });
+    expect(await list(['pay_o1', 're_o1', 're_o2'], { page: 2, pageSize: 3 })).toEqual({ data: [written[0]], total: 4, page: 2, pageSize: 3, hasMore: false });
     expect((await list(['pay_o1', 're_o1', 're_o2'], { type: 'refund.created' })).data).toEqual([written[3], written[1]]);
     expect(await list(['pay_o1', 're_o1', 'cus_o1'], {}, ['customer.created', 'payment.succeeded'])).toMatchObject({ data: [written[2], written[0]], total: 2 });
     expect(await list([])).toMatchObject({ data: [], total: 0 });

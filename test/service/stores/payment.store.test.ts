@@ -151,7 +151,7 @@ describe('PaymentStore', () => {
     for (const p of [a, b]) await store.insertPending(scope, p, '[]', LEASE, undefined);
     await store.settle(scope, 'succeed', { ...b, status: 'succeeded' }, [], null, undefined);
     const base = { page: 1, pageSize: 10, sortField: 'createdAt' as const, sortDirection: 'desc' as const };
-    expect((await store.list(scope, { ...base, status: 'succeeded' })).data.map((p) => p.id)).toEqual([b.id]);
+    expect((await store.list(scope, { ...base, status: ['succeeded'] })).data.map((p) => p.id)).toEqual([b.id]);
     expect((await store.list(scope, { ...base, search: 'BLUE' })).data.map((p) => p.id)).toEqual([a.id]);
     expect((await store.list(scope, base)).total).toBe(2);
   });

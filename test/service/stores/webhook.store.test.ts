@@ -461,7 +461,7 @@ describe('WebhookStore settling', () => {
     // What settling the second attempt leaves on the delivery (an attempt's nextRetryAt is read beside it).
     await db.execute("UPDATE webhook_deliveries SET status = 'delivered', attempts = 2, locked_until = NULL, lock_token = NULL WHERE id = $1", [c.id]);
     const list = (query: { status?: 'succeeded' | 'failed'; eventId?: string } = {}, where: Scope = at) =>
-      store.listAttempts(where, c.endpointId, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc', ...query });
+      store.listAttempts(where, c.endpointId, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc', ...query, status: query.status && [query.status] });
 
     const all = await list();
     expect(all.total).toBe(2);
@@ -499,7 +499,7 @@ describe('WebhookStore settling', () => {
     const ids = [first.endpointId, second.endpointId, empty, first.endpointId];
     for (const query of [
       { page: 1, pageSize: 10, sortDirection: 'desc' as const }, { page: 2, pageSize: 2, sortDirection: 'desc' as const },
-      { page: 1, pageSize: 3, sortDirection: 'asc' as const }, { page: 1, pageSize: 10, sortDirection: 'desc' as const, status: 'failed' as const },
+      { page: 1, pageSize: 3, sortDirection: 'asc' as const }, { page: 1, pageSize: 10, sortDirection: 'desc' as const, status: ['failed' as const] },
     ]) {
       const input = { sortField: 'createdAt' as const, ...query };
       statements.length = 0;
@@ -514,7 +514,7 @@ describe('WebhookStore settling', () => {
     }
     // Within the scope only.
     expect((await store.listAttemptsFor({ ...at, mode: 'live' }, ids, { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc' })).get(first.endpointId))
-      .toEqual({ data: [], total: 0, page: 1, pageSize: 10 });
+      .toEqual({ data: [], total: 0, page: 1, pageSize: 10, hasMore: false });
     expect(await store.listAttemptsFor(at, [], { page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'desc' })).toEqual(new Map());
   });
 });
@@ -583,7 +583,7 @@ describe('WebhookStore endpoint changes', () => {
     await endpoint(at, ['*'], { deletedAt: clock.now() });
     await endpoint({ ...at, mode: 'live' });
     const list = (status?: 'enabled' | 'disabled') =>
-      store.listEndpoints(at, { status, page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'asc' }, (r) => `${r.id} ${r.status} ${r.secret_sealed}`);
+      store.listEndpoints(at, { status: status && [status], page: 1, pageSize: 10, sortField: 'createdAt', sortDirection: 'asc' }, (r) => `${r.id} ${r.status} ${r.secret_sealed}`);
     expect((await list()).data.sort()).toEqual([`${enabled} enabled sealed-${enabled}`, `${disabled} disabled sealed-${disabled}`].sort());
     expect((await list('disabled')).data).toEqual([`${disabled} disabled sealed-${disabled}`]);
   });
