@@ -154,14 +154,15 @@ export class EventStore {
   /**
    * The next `limit` events of the account and mode after `after` in the stream's order (createdAt,
    * then id), oldest first; only `types` when given (null: every type). A range of events_list_idx
-   * (events_type_idx with types), read one page at a time by the live streams that resume.
+   * that starts at the position (`created_at >= …` bounds the scan; the OR alone would be a filter
+   * over the account's older events), read one page at a time by the live streams that resume.
    */
   async loadAfter(scope: Scope, after: StreamPosition, types: readonly string[] | null, limit: number): Promise<PublishedEvent[]> {
     const values: unknown[] = [scope.accountId, scope.mode, new Date(after.createdAt), after.id];
     const typed = types === null ? '' : ` AND ${this.db.inJsonList('type', '$5')}`;
     if (types !== null) values.push(JSON.stringify(types));
     const rows = await this.db.select(
-      `SELECT ${COLUMNS}, account_id FROM events WHERE account_id = $1 AND mode = $2 AND (created_at > $3 OR (created_at = $3 AND id > $4))${typed}
+      `SELECT ${COLUMNS}, account_id FROM events WHERE account_id = $1 AND mode = $2 AND created_at >= $3 AND (created_at > $3 OR id > $4)${typed}
        ORDER BY created_at, id LIMIT ${Math.trunc(limit)}`,
       values,
     );
