@@ -3633,6 +3633,8 @@ export interface operations {
                 sortField?: "createdAt";
                 sortDirection?: "asc" | "desc";
                 type?: string;
+                types?: string;
+                objectId?: string;
                 createdAfter?: string;
                 createdBefore?: string;
             };
