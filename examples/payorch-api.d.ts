@@ -3841,6 +3841,8 @@ export interface operations {
                 startingAfter?: string;
                 endingBefore?: string;
                 type?: string;
+                types?: string;
+                objectId?: string;
             };
             header?: never;
             path?: never;

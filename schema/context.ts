@@ -17,8 +17,18 @@ export interface GraphQLIdempotency {
 export interface RateBudget {
   subject: string;
   limit: number;
-  /** Set when the document's mutations were counted: the RateLimit-* headers then tell this one. */
+  /** The latest decision on this budget (the request's, then its cost's): the RateLimit-* headers tell this one. */
   decision?: RateDecision;
+}
+
+/** An operation's rate cost (API.md §14), counted before it runs; `extensions.cost` reports it. */
+export interface OperationCost {
+  /** The points every operation costs whatever it returns: 1, or one per mutation of a mutation document. */
+  base: number;
+  /** What it was counted as: `base` plus one per 100 objects its connections may return. */
+  requested: number;
+  /** The rate budget left once it was counted. */
+  remaining: number;
 }
 
 export interface GqlContext {
@@ -30,4 +40,6 @@ export interface GqlContext {
   rate?: RateBudget;
   /** The key of the idempotent mutation being resolved, for its resolver to hand to the service. */
   idem?: IdempotencyKey;
+  /** Set once the operation's cost was counted (preflight). */
+  cost?: OperationCost;
 }

@@ -22,7 +22,8 @@ class EventList extends ListType(EventType, 'Event') {}
 
 @ArgsType()
 class EventListArgs extends PageArgs(EventSortField) {
-  @Field(() => EventTypeName, { nullable: true }) type?: string;
+  @Field(() => EventTypeName, { nullable: true, description: 'Only events of this type. Not with types.' }) type?: string;
+  @Field(() => [EventTypeName], { nullable: true, description: 'Only events of any of these types. Not with type.' }) types?: string[];
   @Field(() => ID, { nullable: true, description: 'Only the events of this object (`data.object.id`), e.g. a payment\'s.' }) objectId?: string;
   @Field(() => [ID], {
     nullable: true,

@@ -7,20 +7,22 @@ import { PaymentType } from './payment.resolver';
 import { CustomerType } from './customer.resolver';
 import { CheckoutSessionType } from './checkout-session.resolver';
 import { SubscriptionType } from './subscription.resolver';
-import { requirePermission } from '../src/core/context';
+import { EVENT_TYPES } from '../src/modules/events/event-types';
 import type { PublishedEvent } from '../src/core/event-bus';
 
-type Data = SubscribeResolverData<unknown, { types?: string[] | null; id?: string | null }, GqlContext>;
+type Data = SubscribeResolverData<unknown, { types?: string[] | null; id?: string | null; after?: string | null }, GqlContext>;
+
+/** The event types whose type name starts with `prefix` (`payment.`): what a typed subscription streams. */
+const typesStartingWith = (prefix: string) => EVENT_TYPES.filter((type) => type.startsWith(prefix));
 
 /**
  * Only the subscriber's own account and mode, only the types asked for, and only events whose
- * object the key may read (as GET /v1/events filters them).
+ * object the key may read (as GET /v1/events filters them); with `after`, the events since that
+ * one first (EventService.stream).
  */
-function streamFor(data: Data, resource: string, accepts: (type: string) => boolean, about: (e: PublishedEvent) => boolean = () => true) {
+function streamFor(data: Data, resource: string, types: readonly string[] | null, about?: (e: PublishedEvent) => boolean, after?: string | null) {
   const { rc, services } = data.context;
-  requirePermission(rc, resource, 'read');
-  const livemode = rc.mode === 'live';
-  return services.bus.stream({ accountId: rc.accountId, livemode }, (e) => accepts(e.type) && about(e) && services.events.canSee(rc, e.type));
+  return services.events.stream(rc, { after }, { resource, types, about });
 }
 
 function asEvent(e: PublishedEvent) {
@@ -30,23 +32,25 @@ function asEvent(e: PublishedEvent) {
 @Resolver()
 export class LiveEventsResolver {
   @Subscription(() => EventType, {
-    subscribe: (data: Data) => {
-      const types = eventTypesArgument(data.args.types);
-      return streamFor(data, 'events', (type) => !types || types.includes(type));
-    },
-    description: "The account and mode's events as they are committed, optionally only some types.",
+    subscribe: (data: Data) => streamFor(data, 'events', eventTypesArgument(data.args.types), undefined, data.args.after),
+    description: "The account and mode's events as they are committed, optionally only some types. With `after` (the id of the last event received), "
+      + 'first every event written after that one, oldest first, then live: no gap and no duplicate across a reconnection.',
   })
   events(
     @Root() event: PublishedEvent,
     // [String!] as API.md fixes it; an unknown type or a wildcard (`payment.*`) is refused before
     // the stream starts, as REST refuses it in a webhook endpoint's `events` (eventTypesArgument).
     @Arg('types', () => [String], { nullable: true, description: 'Only these types, as REST writes them (`payment.succeeded`; see EventTypeName); absent or empty: every type. An unknown type or a wildcard is refused.' }) _types?: string[],
+    @Arg('after', () => ID, {
+      nullable: true,
+      description: 'Resume after this event (evt_…, of this account and mode; else invalid_parameter): its successors (of the types asked for) are replayed, oldest first (createdAt, then id), before live events.',
+    }) _after?: string,
   ) {
     return asEvent(event);
   }
 
   @Subscription(() => PaymentType, {
-    subscribe: (data: Data) => streamFor(data, 'payments', (type) => type.startsWith('payment.')),
+    subscribe: (data: Data) => streamFor(data, 'payments', typesStartingWith('payment.')),
     description: 'Each payment as it is after a payment.* event.',
   })
   paymentUpdated(@Root() event: PublishedEvent) {
@@ -54,7 +58,7 @@ export class LiveEventsResolver {
   }
 
   @Subscription(() => CheckoutSessionType, {
-    subscribe: (data: Data) => streamFor(data, 'checkout_sessions', (type) => type.startsWith('checkout.session.')),
+    subscribe: (data: Data) => streamFor(data, 'checkout_sessions', typesStartingWith('checkout.session.')),
     description: 'Each checkout session as it is after a checkout.session.* event (completed, expired).',
   })
   checkoutSessionUpdated(@Root() event: PublishedEvent) {
@@ -64,7 +68,7 @@ export class LiveEventsResolver {
   @Subscription(() => SubscriptionType, {
     subscribe: (data: Data) => {
       const id = data.args.id ?? null;
-      return streamFor(data, 'subscriptions', (type) => type.startsWith('subscription.'), (e) => id === null || (e.data.object as { id?: unknown }).id === id);
+      return streamFor(data, 'subscriptions', typesStartingWith('subscription.'), (e) => id === null || (e.data.object as { id?: unknown }).id === id);
     },
     description: 'Each subscription as it is after a subscription.* event (created, updated, paused, resumed, canceled, past_due); only one subscription\'s with id.',
   })
@@ -76,7 +80,7 @@ export class LiveEventsResolver {
   }
 
   @Subscription(() => CustomerType, {
-    subscribe: (data: Data) => streamFor(data, 'customers', (type) => type.startsWith('customer.')),
+    subscribe: (data: Data) => streamFor(data, 'customers', typesStartingWith('customer.')),
     description: 'Each customer as it is after a customer.* event.',
   })
   customerUpdated(@Root() event: PublishedEvent) {

@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader';
+import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
 import type { CustomerRecord } from '../src/modules/customers/customer.service';
@@ -155,4 +156,104 @@ export type Loaders = ReturnType<typeof createLoaders>;
  */
 export function clearLoaders(loaders: Loaders): void {
   for (const loader of Object.values(loaders)) loader.clearAll();
+}
+
+/** How long an event's loaders stay after its last subscriber ran it: one slower to take it still finds them. */
+const EVENT_LOADERS_LINGER_MS = 1000;
+
+/**
+ * Loaders per event delivered to subscriptions, shared by every subscriber of one account and
+ * mode, with the same permissions, that the event is delivered to: `paymentUpdated { customer
+ * refunds }` open 50 times reads the payment's customer and refunds in one statement each, not 50.
+ * A set is made when the first subscriber runs the event and dropped EVENT_LOADERS_LINGER_MS
+ * after the last one has (it caches: what the first read is what all see, as the event's own
+ * object is). Subscribers of other accounts, modes or permissions never share a set: they are
+ * keyed apart, and the set's services act with the group's scope and permissions.
+ */
+export class EventLoaders {
+  private readonly sets = new Map<string, { loaders: Loaders; running: number; linger?: NodeJS.Timeout }>();
+
+  constructor(private readonly services: Services, private readonly lingerMs = EVENT_LOADERS_LINGER_MS) {}
+
+  /** Event loader sets held now (tests). */
+  get size(): number {
+    return this.sets.size;
+  }
+
+  /** The loaders `rc`'s subscribers run event `eventId` with; `release` once its result is made. */
+  acquire(rc: RequestContext, eventId: string): { loaders: Loaders; release(): void } {
+    const permissions = [...rc.permissions].sort();
+    const key = JSON.stringify([rc.accountId, rc.mode, permissions, eventId]);
+    let set = this.sets.get(key);
+    if (!set) {
+      const scope: RequestContext = { accountId: rc.accountId, mode: rc.mode, permissions, requestId: rc.requestId, clock: rc.clock };
+      set = { loaders: createLoaders(this.services, scope), running: 0 };
+      this.sets.set(key, set);
+    }
+    const held = set;
+    clearTimeout(held.linger);
+    held.running += 1;
+    let released = false;
+    return {
+      loaders: held.loaders,
+      release: () => {
+        if (released) return;
+        released = true;
+        held.running -= 1;
+        if (held.running > 0) return;
+        held.linger = setTimeout(() => {
+          if (held.running === 0 && this.sets.get(key) === held) this.sets.delete(key);
+        }, this.lingerMs);
+        held.linger.unref();
+      },
+    };
+  }
+}
+
+/**
+ * graphql-js's `subscribe` (as graphql-ws runs it), except that each event is executed with the
+ * loaders EventLoaders shares for it rather than the subscription's own (an event that is not one
+ * of ours, without an id, keeps those).
+ */
+export async function subscribeSharingLoaders(args: ExecutionArgs, eventLoaders: EventLoaders): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
+  const source = await createSourceEventStream(args);
+  if (!(Symbol.asyncIterator in Object(source))) return source as ExecutionResult;
+  const events = (source as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+  const context = args.contextValue as { rc: RequestContext; loaders: Loaders };
+  const close = async () => {
+    await events.return?.();
+  };
+  const results: AsyncIterableIterator<ExecutionResult> = {
+    async next() {
+      let next: IteratorResult<unknown>;
+      try {
+        next = await events.next();
+      } catch (err) {
+        await close().catch(() => undefined);
+        throw err;
+      }
+      if (next.done) return { value: undefined, done: true };
+      const event = next.value;
+      const id = typeof (event as { id?: unknown })?.id === 'string' ? (event as { id: string }).id : null;
+      const shared = id === null ? null : eventLoaders.acquire(context.rc, id);
+      try {
+        const value = await execute({ ...args, rootValue: event, contextValue: shared ? { ...context, loaders: shared.loaders } : context });
+        return { value, done: false };
+      } finally {
+        shared?.release();
+      }
+    },
+    async return() {
+      await close();
+      return { value: undefined, done: true };
+    },
+    async throw(err?: unknown) {
+      await close();
+      throw err;
+    },
+    [Symbol.asyncIterator]() {
+      return results;
+    },
+  };
+  return results;
 }

@@ -10,14 +10,17 @@ import {
   isObjectType,
   type ASTVisitor,
   type FieldNode,
+  type FragmentDefinitionNode,
   type GraphQLField,
   type GraphQLNamedType,
   type GraphQLObjectType,
   type GraphQLSchema,
+  type OperationDefinitionNode,
   type SelectionSetNode,
   type ValidationContext,
   type ValueNode,
 } from 'graphql';
+import { included } from './operation-fields';
 import { NESTED_LIST_LIMIT } from '../src/db/list';
 import { MAX_LINE_ITEMS } from '../src/modules/invoices/invoice.inputs';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../src/core/pagination';
@@ -40,23 +43,46 @@ const BOUNDED_LISTS: Record<string, number> = {
   'DashboardPayments.perMinute': DASHBOARD_MINUTES,
 };
 
-/** A size argument's value as the rule counts it: a variable counts as the largest it may be. */
-function sizeOf(value: ValueNode | undefined, absent: number, max: number): number {
+/** The arguments that size a list: a list query's `pageSize`, a nested list's (or a Relay connection's) `first`/`last`. */
+const SIZE_ARGUMENTS = new Set(['first', 'last', 'pageSize']);
+
+/**
+ * A size argument's value as the rule counts it: a literal as written (within 1..max); a variable,
+ * before its value is known, as the largest it may be, and once known (`variables`, coerced) as
+ * its value; absent or null, the field's default.
+ */
+function sizeOf(value: ValueNode | undefined, absent: number, max: number, variables?: Record<string, unknown>): number {
   if (!value || value.kind === Kind.NULL) return absent;
   if (value.kind === Kind.INT) return Math.min(max, Math.max(1, Number(value.value)));
+  if (value.kind === Kind.VARIABLE && variables) {
+    const given = variables[value.name.value];
+    if (given === undefined || given === null) return absent;
+    if (typeof given === 'number' && Number.isFinite(given)) return Math.min(max, Math.max(1, Math.trunc(given)));
+  }
   return max;
 }
 
 const isPaged = (def: GraphQLField<unknown, unknown>) => def.args.some((a) => a.name === 'pageSize');
 
-/** How many times a list field repeats what it selects, read from its size argument. */
-function listSize(def: GraphQLField<unknown, unknown>, selection: FieldNode, parent: GraphQLNamedType): number {
-  const argument = (name: string) => selection.arguments?.find((a) => a.name.value === name)?.value;
-  if (isPaged(def)) return sizeOf(argument('pageSize'), PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX);
-  const first = def.args.find((a) => a.name === 'first');
-  if (first) return sizeOf(argument('first'), typeof first.defaultValue === 'number' ? first.defaultValue : NESTED_LIST_SIZE, NESTED_LIST_SIZE);
+/** A connection: a list field sized by an argument (a list query, a nested list, a Relay connection). */
+const isConnection = (def: GraphQLField<unknown, unknown>) => def.args.some((a) => SIZE_ARGUMENTS.has(a.name));
+
+/** A list page's `nodes` (or a connection's `edges`): already counted by the page size of the field that holds them. */
+const isPageItems = (name: string, parent: GraphQLNamedType) => (name === 'nodes' || name === 'edges') && (parent.name.endsWith('List') || parent.name.endsWith('Connection'));
+
+/** How many times a list field repeats what it selects, read from its size arguments (the largest given). */
+function listSize(def: GraphQLField<unknown, unknown>, selection: FieldNode, parent: GraphQLNamedType, variables?: Record<string, unknown>): number {
+  if (isConnection(def)) {
+    const paged = isPaged(def);
+    const max = paged ? PAGE_SIZE_MAX : NESTED_LIST_SIZE;
+    const first = def.args.find((a) => a.name === 'first');
+    const absent = paged ? PAGE_SIZE_DEFAULT : typeof first?.defaultValue === 'number' ? first.defaultValue : NESTED_LIST_SIZE;
+    const given = (selection.arguments ?? []).filter((a) => SIZE_ARGUMENTS.has(a.name.value) && a.value.kind !== Kind.NULL);
+    if (given.length === 0) return absent;
+    return Math.max(...given.map((a) => sizeOf(a.value, absent, max, variables)));
+  }
   // A list page's `nodes` are already counted by its query's page size.
-  if (isListType(getNullableType(def.type)) && !(selection.name.value === 'nodes' && parent.name.endsWith('List'))) {
+  if (isListType(getNullableType(def.type)) && !isPageItems(selection.name.value, parent)) {
     return BOUNDED_LISTS[`${parent.name}.${def.name}`] ?? NESTED_LIST_SIZE;
   }
   return 1;
@@ -72,6 +98,122 @@ export interface CostLimits {
   maxFields: number;
   /** Database statements it can run. */
   maxStatements: number;
+}
+
+/** A fragment of the document by name (validation's, or the document's own once it is valid). */
+type FragmentLookup = (name: string) => FragmentDefinitionNode | null | undefined;
+
+/** What an operation can make the server do (measureOperation). */
+export interface OperationMeasure {
+  /** Fields it can resolve, list sizes counted (stops counting once past `maxFields`). */
+  fields: number;
+  /** Database statements it can run. */
+  statements: number;
+  /** Objects its connections can return: each connection's size, multiplied by the sizes of the lists above it. */
+  objects: number;
+  /** Where the fields are charged (the costliest is named on a refusal). */
+  charges: Map<string, Charge>;
+  /** Where the statements first passed `maxStatements`. */
+  past?: { path: string; node: FieldNode };
+}
+
+/**
+ * Walks one operation over the schema and counts, in one pass, the three measures of
+ * OperationMeasure. Without `variables` every size given by a variable counts as its largest and
+ * every `@skip`/`@include` as included (validation, before values are known); with them (coerced),
+ * as at execution (the rate cost).
+ */
+export function measureOperation(
+  schema: GraphQLSchema, fragment: FragmentLookup, operation: OperationDefinitionNode,
+  options: { maxFields: number; maxStatements: number; variables?: Record<string, unknown> },
+): OperationMeasure {
+  const { maxFields, maxStatements, variables } = options;
+  const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
+  const measure: OperationMeasure = { fields: 0, statements: 0, objects: 0, charges: new Map() };
+  if (!root) return measure;
+  const mutation = operation.operation === 'mutation';
+
+  /** Whether a list page's selection asks for `total` (which costs a COUNT), fragments included. */
+  const selectsTotal = (selectionSet: SelectionSetNode | undefined, spread: ReadonlySet<string> = new Set()): boolean =>
+    (selectionSet?.selections ?? []).some((s) => {
+      if (!included(s, variables)) return false;
+      if (s.kind === Kind.FIELD) return s.name.value === 'total';
+      if (s.kind === Kind.INLINE_FRAGMENT) return selectsTotal(s.selectionSet, spread);
+      const definition = fragment(s.name.value);
+      return !!definition && !spread.has(s.name.value) && selectsTotal(definition.selectionSet, new Set([...spread, s.name.value]));
+    });
+
+  const statementsOf = (def: GraphQLField<unknown, unknown>, selection: FieldNode, atRoot: boolean): number => {
+    const counted = isObjectType(getNamedType(def.type)) && 'total' in (getNamedType(def.type) as GraphQLObjectType).getFields() && selectsTotal(selection.selectionSet) ? 1 : 0;
+    // A mutation's own statements are bounded by the mutations per document, each a request.
+    if (atRoot) return mutation ? 0 : 1 + counted;
+    // A paged nested list (`deliveries`) is batched too: one statement for every parent's page,
+    // one grouped COUNT when `total` is selected (pagePerParent).
+    if (isPaged(def)) return 1 + counted;
+    if (isConnection(def)) return 1;
+    return 0;
+  };
+
+  const count = (
+    selectionSet: SelectionSetNode, parent: GraphQLNamedType, multiplier: number, spread: ReadonlySet<string>,
+    owner: Charge | undefined, path: string, atRoot: boolean,
+  ): number => {
+    const { charges } = measure;
+    let total = 0;
+    for (const selection of selectionSet.selections) {
+      if (total > maxFields) return total;
+      if (!included(selection, variables)) continue;
+      if (selection.kind === Kind.FIELD) {
+        const name = selection.name.value;
+        const fieldPath = path ? `${path}.${(selection.alias ?? selection.name).value}` : (selection.alias ?? selection.name).value;
+        if (atRoot && parent === schema.getQueryType() && (name === '__schema' || name === '__type')) {
+          const fields = multiplier * introspectionFields(schema, fragment, selection, maxFields - total);
+          total += fields;
+          charges.set(fieldPath, { path: fieldPath, node: selection, fields: (charges.get(fieldPath)?.fields ?? 0) + fields, objects: 1 });
+          continue;
+        }
+        const fields = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields() : undefined;
+        const def = fields?.[name];
+        if (def) {
+          measure.statements += statementsOf(def, selection, atRoot);
+          if (measure.statements > maxStatements && !measure.past) measure.past = { path: fieldPath, node: selection };
+        }
+        const times = def ? multiplier * listSize(def, selection, parent, variables) : multiplier;
+        if (def && isConnection(def)) measure.objects += times;
+        total += times;
+        let charge = owner;
+        if (def && selection.selectionSet) {
+          // An object or list: its own fields are charged to it (the same path spread twice adds up).
+          charge = charges.get(fieldPath);
+          if (!charge) {
+            charge = { path: fieldPath, node: selection, fields: 0, objects: 0 };
+            charges.set(fieldPath, charge);
+          }
+          charge.objects += times;
+        }
+        const target = charge ?? { path: fieldPath, node: selection, fields: 0, objects: 0 };
+        if (!charge) charges.set(fieldPath, target);
+        target.fields += times;
+        // Past the limit on its own: what it selects only adds to a refusal already certain.
+        if (def && selection.selectionSet && times <= maxFields) {
+          total += count(selection.selectionSet, getNamedType(def.type), times, spread, charge, fieldPath, false);
+        }
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        const on = selection.typeCondition ? schema.getType(selection.typeCondition.name.value) ?? parent : parent;
+        total += count(selection.selectionSet, on, multiplier, spread, owner, path, atRoot);
+      } else {
+        const name = selection.name.value;
+        const definition = fragment(name);
+        if (!definition || spread.has(name)) continue; // unknown or cyclic: other rules report it
+        const on = schema.getType(definition.typeCondition.name.value) ?? parent;
+        total += count(definition.selectionSet, on, multiplier, new Set([...spread, name]), owner, path, atRoot);
+      }
+    }
+    return total;
+  };
+
+  measure.fields = count(operation.selectionSet, root, 1, new Set(), undefined, '', true);
+  return measure;
 }
 
 /**
@@ -97,118 +239,116 @@ export interface CostLimits {
  */
 export function resultSizeRule(limits: CostLimits, onReject: (context: ValidationContext, error: GraphQLError) => void) {
   const { maxFields, maxStatements } = limits;
-  return (context: ValidationContext): ASTVisitor => {
-    const schema = context.getSchema();
-    /** The statements of the operation being counted, and where they first passed the limit. */
-    const tally: { mutation: boolean; statements: number; past?: { path: string; node: FieldNode } } = { mutation: false, statements: 0 };
+  return (context: ValidationContext): ASTVisitor => ({
+    OperationDefinition(node) {
+      const { fields, charges, past } = measureOperation(context.getSchema(), (name) => context.getFragment(name), node, { maxFields, maxStatements });
+      if (fields > maxFields) {
+        let costliest: Charge | undefined;
+        for (const charge of charges.values()) if (!costliest || charge.fields > costliest.fields) costliest = charge;
+        const where = costliest
+          ? `; the costliest field is ${costliest.path} (${formatCount(costliest.fields)} fields${costliest.objects > 1 ? ` for up to ${formatCount(costliest.objects)} objects` : ''})`
+          : '';
+        onReject(context, new GraphQLError(
+          `the query could resolve more than ${formatCount(maxFields)} fields (list sizes included)${where}. `
+          + 'Ask for fewer fields or smaller lists: `first` on nested lists, `pageSize` on list queries',
+          { nodes: costliest ? [costliest.node] : undefined },
+        ));
+      } else if (past) {
+        onReject(context, new GraphQLError(
+          `the query could run more than ${maxStatements} database statements (each query field runs one, a list query one more `
+          + `for its total, each nested list one); the count passes the limit at ${past.path}. `
+          + 'Ask for fewer lists or aliases, or send them in several requests',
+          { nodes: [past.node] },
+        ));
+      }
+    },
+  });
+}
 
-    /** Whether a list page's selection asks for `total` (which costs a COUNT), fragments included. */
-    const selectsTotal = (selectionSet: SelectionSetNode | undefined, spread: ReadonlySet<string> = new Set()): boolean =>
-      (selectionSet?.selections ?? []).some((s) => {
-        if (s.kind === Kind.FIELD) return s.name.value === 'total';
-        if (s.kind === Kind.INLINE_FRAGMENT) return selectsTotal(s.selectionSet, spread);
-        const fragment = context.getFragment(s.name.value);
-        return !!fragment && !spread.has(s.name.value) && selectsTotal(fragment.selectionSet, new Set([...spread, s.name.value]));
-      });
+/** Objects per rate-limit point beyond the request's own (GitHub's rule: 1 per 100). */
+export const OBJECTS_PER_POINT = 100;
 
-    const statementsOf = (def: GraphQLField<unknown, unknown>, selection: FieldNode, atRoot: boolean): number => {
-      const counted = isObjectType(getNamedType(def.type)) && 'total' in (getNamedType(def.type) as GraphQLObjectType).getFields() && selectsTotal(selection.selectionSet) ? 1 : 0;
-      // A mutation's own statements are bounded by the mutations per document, each a request.
-      if (atRoot) return tally.mutation ? 0 : 1 + counted;
-      // A paged nested list (`deliveries`) is batched too: one statement for every parent's page,
-      // one grouped COUNT when `total` is selected (pagePerParent).
-      if (isPaged(def)) return 1 + counted;
-      if (def.args.some((a) => a.name === 'first')) return 1;
-      return 0;
-    };
+/**
+ * The rate cost of an operation (API.md §14, GitHub's rule): `base` (1 for a query or
+ * subscription; for a mutation document, one per mutation, each a request) plus one point per
+ * 100 objects its connections may return (`objects`, measureOperation; requested) or did return
+ * (returnedObjects; actual), rounded down.
+ */
+export function rateCost(base: number, objects: number): number {
+  return Math.max(1, base) + Math.floor(objects / OBJECTS_PER_POINT);
+}
 
-    const count = (
-      selectionSet: SelectionSetNode, parent: GraphQLNamedType, multiplier: number, spread: ReadonlySet<string>,
-      owner: Charge | undefined, path: string, charges: Map<string, Charge>, atRoot: boolean,
-    ): number => {
-      let total = 0;
+/**
+ * The objects an operation's connections may return, with the sizes its variables (coerced) give:
+ * each connection (a list query by `pageSize`, 20 unless given; a nested list or connection by
+ * `first`/`last`, its default unless given) times the sizes of the lists above it, summed. Lists
+ * held inside an object (a payment's attempts, an invoice's lines) are part of that object.
+ */
+export function requestedObjects(schema: GraphQLSchema, fragment: FragmentLookup, operation: OperationDefinitionNode, variables: Record<string, unknown>): number {
+  return measureOperation(schema, fragment, operation, { maxFields: Infinity, maxStatements: Infinity, variables }).objects;
+}
+
+/**
+ * The objects an operation's connections did return, counted in its result `data` by the same
+ * rule as requestedObjects: each connection the items it holds (a list page its `nodes`, or
+ * `edges`), wherever it is repeated.
+ */
+export function returnedObjects(schema: GraphQLSchema, fragment: FragmentLookup, operation: OperationDefinitionNode, data: unknown): number {
+  const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
+  if (!root) return 0;
+  let objects = 0;
+  /** The fields of selection sets by response key, each with the type it is read on, as execution merges them. */
+  const collect = (selectionSets: readonly SelectionSetNode[], parent: GraphQLNamedType) => {
+    const fields = new Map<string, Array<{ node: FieldNode; on: GraphQLNamedType }>>();
+    const spread = new Set<string>();
+    const visit = (selectionSet: SelectionSetNode, on: GraphQLNamedType) => {
       for (const selection of selectionSet.selections) {
-        if (total > maxFields) return total;
         if (selection.kind === Kind.FIELD) {
-          const name = selection.name.value;
-          const fieldPath = path ? `${path}.${(selection.alias ?? selection.name).value}` : (selection.alias ?? selection.name).value;
-          if (atRoot && parent === schema.getQueryType() && (name === '__schema' || name === '__type')) {
-            const fields = multiplier * introspectionFields(schema, context, selection, maxFields - total);
-            total += fields;
-            charges.set(fieldPath, { path: fieldPath, node: selection, fields: (charges.get(fieldPath)?.fields ?? 0) + fields, objects: 1 });
-            continue;
-          }
-          const fields = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields() : undefined;
-          const def = fields?.[name];
-          if (def) {
-            tally.statements += statementsOf(def, selection, atRoot);
-            if (tally.statements > maxStatements && !tally.past) tally.past = { path: fieldPath, node: selection };
-          }
-          const times = def ? multiplier * listSize(def, selection, parent) : multiplier;
-          total += times;
-          let charge = owner;
-          if (def && selection.selectionSet) {
-            // An object or list: its own fields are charged to it (the same path spread twice adds up).
-            charge = charges.get(fieldPath);
-            if (!charge) {
-              charge = { path: fieldPath, node: selection, fields: 0, objects: 0 };
-              charges.set(fieldPath, charge);
-            }
-            charge.objects += times;
-          }
-          const target = charge ?? { path: fieldPath, node: selection, fields: 0, objects: 0 };
-          if (!charge) charges.set(fieldPath, target);
-          target.fields += times;
-          // Past the limit on its own: what it selects only adds to a refusal already certain.
-          if (def && selection.selectionSet && times <= maxFields) {
-            total += count(selection.selectionSet, getNamedType(def.type), times, spread, charge, fieldPath, charges, false);
-          }
+          const key = (selection.alias ?? selection.name).value;
+          fields.set(key, [...(fields.get(key) ?? []), { node: selection, on }]);
         } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-          const on = selection.typeCondition ? schema.getType(selection.typeCondition.name.value) ?? parent : parent;
-          total += count(selection.selectionSet, on, multiplier, spread, owner, path, charges, atRoot);
-        } else {
-          const name = selection.name.value;
-          const fragment = context.getFragment(name);
-          if (!fragment || spread.has(name)) continue; // unknown or cyclic: other rules report it
-          const on = schema.getType(fragment.typeCondition.name.value) ?? parent;
-          total += count(fragment.selectionSet, on, multiplier, new Set([...spread, name]), owner, path, charges, atRoot);
+          visit(selection.selectionSet, selection.typeCondition ? schema.getType(selection.typeCondition.name.value) ?? on : on);
+        } else if (!spread.has(selection.name.value)) {
+          spread.add(selection.name.value);
+          const definition = fragment(selection.name.value);
+          if (definition) visit(definition.selectionSet, schema.getType(definition.typeCondition.name.value) ?? on);
         }
       }
-      return total;
     };
-
-    return {
-      OperationDefinition(node) {
-        const root = node.operation === 'query' ? schema.getQueryType() : node.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
-        if (!root) return;
-        const charges = new Map<string, Charge>();
-        tally.mutation = node.operation === 'mutation';
-        tally.statements = 0;
-        delete tally.past;
-        const fields = count(node.selectionSet, root, 1, new Set(), undefined, '', charges, true);
-        const past = tally.past as { path: string; node: FieldNode } | undefined;
-        if (fields > maxFields) {
-          let costliest: Charge | undefined;
-          for (const charge of charges.values()) if (!costliest || charge.fields > costliest.fields) costliest = charge;
-          const where = costliest
-            ? `; the costliest field is ${costliest.path} (${formatCount(costliest.fields)} fields${costliest.objects > 1 ? ` for up to ${formatCount(costliest.objects)} objects` : ''})`
-            : '';
-          onReject(context, new GraphQLError(
-            `the query could resolve more than ${formatCount(maxFields)} fields (list sizes included)${where}. `
-            + 'Ask for fewer fields or smaller lists: `first` on nested lists, `pageSize` on list queries',
-            { nodes: costliest ? [costliest.node] : undefined },
-          ));
-        } else if (past) {
-          onReject(context, new GraphQLError(
-            `the query could run more than ${maxStatements} database statements (each query field runs one, a list query one more `
-            + `for its total, each nested list one); the count passes the limit at ${past.path}. `
-            + 'Ask for fewer lists or aliases, or send them in several requests',
-            { nodes: [past.node] },
-          ));
-        }
-      },
-    };
+    for (const selectionSet of selectionSets) visit(selectionSet, parent);
+    return fields;
   };
+  const items = (value: unknown): number => (Array.isArray(value) ? value.filter((v) => v !== null && v !== undefined).length : 0);
+  const walk = (selectionSets: readonly SelectionSetNode[], parent: GraphQLNamedType, value: unknown): void => {
+    if (value === null || typeof value !== 'object') return;
+    if (Array.isArray(value)) {
+      for (const item of value) walk(selectionSets, parent, item);
+      return;
+    }
+    for (const [key, nodes] of collect(selectionSets, parent)) {
+      const fieldValue = (value as Record<string, unknown>)[key];
+      if (fieldValue === null || fieldValue === undefined) continue;
+      const { node, on } = nodes[0];
+      const def = isObjectType(on) || isInterfaceType(on) ? on.getFields()[node.name.value] : undefined;
+      const inner = nodes.flatMap((n) => (n.node.selectionSet ? [n.node.selectionSet] : []));
+      if (!def || inner.length === 0) continue;
+      const type = getNamedType(def.type);
+      if (isConnection(def)) {
+        if (Array.isArray(fieldValue)) objects += items(fieldValue);
+        else {
+          // A list page or connection: the items of its `nodes` or `edges`, whichever holds more.
+          let held = 0;
+          for (const [pageKey, pageNodes] of collect(inner, type)) {
+            if (isPageItems(pageNodes[0].node.name.value, type)) held = Math.max(held, items((fieldValue as Record<string, unknown>)[pageKey]));
+          }
+          objects += held;
+        }
+      }
+      walk(inner, type, fieldValue);
+    }
+  };
+  walk([operation.selectionSet], root, data);
+  return objects;
 }
 
 /**
@@ -216,22 +356,22 @@ export function resultSizeRule(limits: CostLimits, onReject: (context: Validatio
  * schema with graphql-js's own introspection resolvers (deprecated entries included), stopping
  * once past `budget`.
  */
-function introspectionFields(schema: GraphQLSchema, context: ValidationContext, selection: FieldNode, budget: number): number {
+function introspectionFields(schema: GraphQLSchema, fragment: FragmentLookup, selection: FieldNode, budget: number): number {
   if (!selection.selectionSet) return 1;
-  if (selection.name.value === '__schema') return 1 + walkIntrospection(schema, context, selection.selectionSet, __Schema, schema, budget, new Set());
+  if (selection.name.value === '__schema') return 1 + walkIntrospection(schema, fragment, selection.selectionSet, __Schema, schema, budget, new Set());
   const name = selection.arguments?.find((a) => a.name.value === 'name')?.value;
   // A name in a variable could be any type: counted as all of them, which bounds the largest in one pass.
   const types = name?.kind === Kind.STRING ? [schema.getType(name.value)] : Object.values(schema.getTypeMap());
   let total = 1;
   for (const type of types) {
-    if (type) total += walkIntrospection(schema, context, selection.selectionSet, __Type, type, budget - total, new Set());
+    if (type) total += walkIntrospection(schema, fragment, selection.selectionSet, __Type, type, budget - total, new Set());
     if (total > budget) break;
   }
   return total;
 }
 
 function walkIntrospection(
-  schema: GraphQLSchema, context: ValidationContext, selectionSet: SelectionSetNode, type: GraphQLObjectType, source: unknown,
+  schema: GraphQLSchema, fragment: FragmentLookup, selectionSet: SelectionSetNode, type: GraphQLObjectType, source: unknown,
   budget: number, spread: ReadonlySet<string>,
 ): number {
   let total = 0;
@@ -248,15 +388,15 @@ function walkIntrospection(
       // A list counts once per item, as other lists do.
       total += Math.max(0, items.length - 1);
       for (const item of items) {
-        total += walkIntrospection(schema, context, selection.selectionSet, itemType, item, budget - total, spread);
+        total += walkIntrospection(schema, fragment, selection.selectionSet, itemType, item, budget - total, spread);
         if (total > budget) return total;
       }
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-      total += walkIntrospection(schema, context, selection.selectionSet, type, source, budget - total, spread);
+      total += walkIntrospection(schema, fragment, selection.selectionSet, type, source, budget - total, spread);
     } else {
-      const fragment = context.getFragment(selection.name.value);
-      if (!fragment || spread.has(selection.name.value)) continue;
-      total += walkIntrospection(schema, context, fragment.selectionSet, type, source, budget - total, new Set([...spread, selection.name.value]));
+      const definition = fragment(selection.name.value);
+      if (!definition || spread.has(selection.name.value)) continue;
+      total += walkIntrospection(schema, fragment, definition.selectionSet, type, source, budget - total, new Set([...spread, selection.name.value]));
     }
   }
   return total;

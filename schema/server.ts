@@ -20,11 +20,11 @@ import { DomainError, isDomainError } from '../src/core/errors';
 import { findNul } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { buildPayorchSchema } from './build';
-import { createLoaders } from './loaders';
-import type { GqlContext, GraphQLIdempotency, RateBudget } from './context';
+import { EventLoaders, createLoaders, subscribeSharingLoaders } from './loaders';
+import type { GqlContext, GraphQLIdempotency, OperationCost, RateBudget } from './context';
 import { graphqlIdempotency } from '../src/http/idempotency';
 import { TooComplexError, formatGraphQLError } from './errors';
-import { resultSizeRule } from './result-size';
+import { OBJECTS_PER_POINT, rateCost, requestedObjects, resultSizeRule, returnedObjects } from './result-size';
 import { checkMutationArguments, fragmentsOf, maxMutationsRule } from './mutation-checks';
 import { mutationCount } from './operation-fields';
 import { keyBudget, rateBudget, setRateHeaders } from '../src/http/auth';
@@ -65,48 +65,83 @@ function refusal(error: DomainError, nodes?: GraphQLError['nodes'], httpStatus =
 }
 
 /**
- * What a mutation operation is checked for after validation and before any of its mutations runs,
- * over HTTP and WebSocket alike: the arguments of everything it selects (checkMutationArguments),
- * then its mutations against the rate limit, each one a request (`alreadyCounted` of them were,
- * as the request or message itself). Answers the refusal, or null to run it.
+ * What an operation is checked for after validation and before any of it runs, over HTTP and
+ * WebSocket alike: a mutation's arguments, everything it selects included
+ * (checkMutationArguments); then its rate cost (rateCost: one point, one per mutation of a
+ * mutation document, plus one per 100 objects its connections may return, with the sizes its
+ * variables give) counted against the rate budget, of which `counted.points` were already (the
+ * request or message itself), leaving `counted.remaining`. Answers the cost, and the refusal
+ * when it may not run.
  */
 async function preflight(
   services: Services, schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode,
-  rawVariables: Record<string, unknown> | undefined, rate: RateBudget, alreadyCounted: number,
-): Promise<GraphQLError | null> {
-  const mutationRoot = schema.getMutationType();
-  if (operation.operation !== 'mutation' || !mutationRoot) return null;
+  rawVariables: Record<string, unknown> | undefined, rate: RateBudget, counted: { points: number; remaining: number },
+): Promise<{ cost: OperationCost; refused?: GraphQLError }> {
+  const unchecked = { cost: { base: 1, requested: counted.points, remaining: counted.remaining } };
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {});
-  if (coerced.errors) return null; // execution refuses them, as it always has
+  if (coerced.errors) return unchecked; // execution refuses them, as it always has
   const fragments = fragmentsOf(document);
-  try {
-    checkMutationArguments(schema, operation, fragments, coerced.coerced);
-  } catch (err) {
-    if (err instanceof GraphQLError && isDomainError(err.originalError)) return refusal(err.originalError, err.nodes, 400);
-    throw err;
+  const mutationRoot = schema.getMutationType();
+  let mutations = 0;
+  if (operation.operation === 'mutation' && mutationRoot) {
+    try {
+      checkMutationArguments(schema, operation, fragments, coerced.coerced);
+    } catch (err) {
+      if (err instanceof GraphQLError && isDomainError(err.originalError)) return { ...unchecked, refused: refusal(err.originalError, err.nodes, 400) };
+      throw err;
+    }
+    mutations = mutationCount(mutationRoot, operation, (name) => fragments[name], coerced.coerced);
   }
-  const mutations = mutationCount(mutationRoot, operation, (name) => fragments[name], coerced.coerced);
-  const points = mutations - alreadyCounted;
-  if (points <= 0) return null;
+  const objects = requestedObjects(schema, (name) => fragments[name], operation, coerced.coerced);
+  const base = Math.max(1, mutations);
+  const requested = rateCost(base, objects);
+  const points = requested - counted.points;
+  if (points <= 0) return { cost: { base, requested, remaining: counted.remaining } };
   const decision = await services.limiter.consume(rate.subject, rate.limit, points);
   rate.decision = decision;
-  if (decision.allowed) return null;
-  return refusal(new DomainError(
-    'rate_limited',
-    `Too many requests: this document's ${mutations} mutations count as ${mutations} requests, more than are left of the ${decision.limit} a minute; retry in ${decision.resetSeconds} s`,
-  ));
+  const cost = { base, requested, remaining: decision.remaining };
+  if (decision.allowed) return { cost };
+  const why = objects < OBJECTS_PER_POINT
+    ? `this document's ${mutations} mutations count as ${mutations} requests`
+    : `this ${mutations > 0 ? 'document' : 'query'} costs ${requested} points (${base}, plus 1 per ${OBJECTS_PER_POINT} of the up to ${objects} objects its lists may return)`;
+  return {
+    cost,
+    refused: refusal(new DomainError(
+      'rate_limited',
+      `Too many requests: ${why}, more than are left of the ${decision.limit} a minute; retry in ${decision.resetSeconds} s${objects >= OBJECTS_PER_POINT ? ', or ask for smaller pages' : ''}`,
+    )),
+  };
 }
 
-/** Refuses a document that fails preflight, before Apollo executes it. */
-function mutationPreflight(services: Services): ApolloServerPlugin<GqlContext> {
+/** `extensions.cost` of a response: what the operation was counted as, what it returned by the same rule, and the budget left. */
+function costExtension(schema: GraphQLSchema, document: DocumentNode | undefined, operation: OperationDefinitionNode | undefined, cost: OperationCost | undefined, data: unknown, remaining: number) {
+  if (!cost || !document || !operation) return { requested: 1, actual: 1, remaining };
+  const fragments = fragmentsOf(document);
+  const returned = data === null || data === undefined ? 0 : returnedObjects(schema, (name) => fragments[name], operation, data);
+  return { requested: cost.requested, actual: rateCost(cost.base, returned), remaining: cost.remaining };
+}
+
+/**
+ * Refuses an operation that fails preflight, before Apollo executes it, and answers every response
+ * with its `extensions.cost` (the remaining budget is the RateLimit-Remaining header's).
+ */
+function costPlugin(services: Services): ApolloServerPlugin<GqlContext> {
   return {
     async requestDidStart() {
       return {
         async didResolveOperation({ schema, document, operation, request, contextValue }) {
           if (!operation || !contextValue.rate) return;
           // The request itself was counted as one (the auth middleware).
-          const refused = await preflight(services, schema, document, operation, request.variables, contextValue.rate, 1);
-          if (refused) throw refused;
+          const counted = { points: 1, remaining: contextValue.rate.decision?.remaining ?? 0 };
+          const checked = await preflight(services, schema, document, operation, request.variables, contextValue.rate, counted);
+          contextValue.cost = checked.cost;
+          if (checked.refused) throw checked.refused;
+        },
+        async willSendResponse({ schema, document, operation, contextValue, response }) {
+          if (response.body.kind !== 'single' || !contextValue?.rate) return;
+          const result = response.body.singleResult;
+          const remaining = contextValue.rate.decision?.remaining ?? 0;
+          result.extensions = { ...(result.extensions ?? {}), cost: costExtension(schema, document, operation ?? undefined, contextValue.cost, result.data, remaining) };
         },
       };
     },
@@ -238,7 +273,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     formatError: formatGraphQLError,
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     validationRules: limitRules(),
-    plugins: [requestIdPlugin, noSubscriptionOverHttp, mutationPreflight(services)],
+    plugins: [requestIdPlugin, noSubscriptionOverHttp, costPlugin(services)],
     // The process's signals are the CLI's (src/cli.ts): it stops the listeners, then Apollo, then
     // the workers. Apollo's own handler (installed unless NODE_ENV is `test`) stopped it first,
     // and the CLI's stop then waited on it until the 25 s forced exit.
@@ -267,7 +302,8 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     // Each idempotent mutation of the document runs under the key (schema/idempotency.ts).
     const sent = graphqlIdempotency(ctx);
     const idempotency: GraphQLIdempotency | undefined = sent && { ...sent, replayed: false };
-    const rate: RateBudget = rateBudget(state.auth, ctx.ip, services.config.defaultRateLimitPerMinute);
+    // The request was counted (the auth middleware): its decision is where the cost starts from.
+    const rate: RateBudget = { ...rateBudget(state.auth, ctx.ip, services.config.defaultRateLimitPerMinute), decision: state.rateDecision };
     const headers = new HeaderMap();
     for (const [k, v] of Object.entries(ctx.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
     const result = await server.executeHTTPGraphQLRequest({
@@ -291,6 +327,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
   // held whole and parsed before its key is checked: no larger than a request body.
   const { config, logger } = services;
   const wss = new WebSocketServer({ server: httpsServer, path: '/graphql', maxPayload: MAX_BODY_BYTES, handleProtocols });
+  const eventLoaders = new EventLoaders(services);
   /** Open sockets per API key on this instance. */
   const socketsByKey = new Map<string, number>();
   /** Open subscriptions per account on this instance, over all its keys and sockets. */
@@ -381,14 +418,9 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         if (open > 0) socketsByKey.set(keyId, open);
         else socketsByKey.delete(keyId);
       },
-      context: (ctx) => {
-        const auth = ctx.extra.auth as AuthenticatedKey;
-        const rc: RequestContext = {
-          accountId: auth.accountId, mode: auth.mode, permissions: auth.permissions, keyId: auth.keyId,
-          requestId: wsRequestId(), clock: services.clock,
-        };
-        return { rc, services, loaders: createLoaders(services, rc, { cache: false }) };
-      },
+      // Each event a subscription streams runs with the loaders of that event, shared by every
+      // subscriber of the account and mode it is delivered to (EventLoaders).
+      subscribe: (args) => subscribeSharingLoaders(args, eventLoaders),
       onSubscribe: async (ctx, id, payload) => {
         try {
           return await checkOperation(ctx, id, payload);
@@ -403,8 +435,15 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       onComplete: (ctx, _id, payload) => releaseSubscription(ctx.extra, payload),
       // A document refused before it ran, or a stream that broke: these errors get an id of their own.
       onError: (_ctx, _id, _payload, errors) => wsErrors(services, wsRequestId(), errors),
-      onNext: (_ctx, _id, _payload, args, result) =>
-        result.errors ? { ...result, errors: wsErrors(services, (args.contextValue as GqlContext).rc.requestId, result.errors) } : undefined,
+      // Each result carries its cost: what the operation was counted as when it started (and the
+      // budget left then), and what this result returned by the same rule.
+      onNext: (_ctx, _id, _payload, args, result) => {
+        const context = args.contextValue as GqlContext;
+        const operation = getOperationAST(args.document, args.operationName);
+        const cost = costExtension(schema, args.document, operation ?? undefined, context.cost, result.data, context.cost?.remaining ?? 0);
+        const extensions = { ...(result.extensions ?? {}), cost };
+        return result.errors ? { ...result, extensions, errors: wsErrors(services, context.rc.requestId, result.errors) } : { ...result, extensions };
+      },
     },
     logger,
   );
@@ -423,6 +462,11 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     const rate = accountBudget(auth);
     const decision = await services.limiter.consume(rate.subject, rate.limit);
     if (!decision.allowed) return [refusal(new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`))];
+    const rc: RequestContext = {
+      accountId: auth.accountId, mode: auth.mode, permissions: auth.permissions, keyId: auth.keyId,
+      requestId: wsRequestId(), clock: services.clock,
+    };
+    const contextValue: GqlContext = { rc, services, loaders: createLoaders(services, rc, { cache: false }) };
     // A syntax error is the client's, answered like any invalid document (not a 4500 close).
     let document;
     try {
@@ -444,9 +488,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     if (errors.length) return errors;
     const operation = getOperationAST(document, payload.operationName);
     if (operation) {
-      // This message was counted as one request above.
-      const refused = await preflight(services, schema, document, operation, payload.variables ?? undefined, rate, 1);
-      if (refused) return [refused];
+      // This message was counted as one point above.
+      const checked = await preflight(services, schema, document, operation, payload.variables ?? undefined, rate, { points: 1, remaining: decision.remaining });
+      if (checked.refused) return [checked.refused];
+      contextValue.cost = checked.cost;
     }
     if (operation?.operation === 'subscription') {
       // Each event runs every open subscription's selection: the account's are capped on the
@@ -469,7 +514,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       (ctx.extra.countedSubscriptions ??= new Map()).set(payload, { id, accountId: auth.accountId });
     }
     // Parsed and validated here: graphql-ws runs it as is.
-    return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
+    return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue };
   }
 
   return {

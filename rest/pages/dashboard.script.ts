@@ -7,14 +7,18 @@ import { pageScript } from './page-layout';
  * Authorization header of GraphQL requests over HTTP and in the WebSocket's connectionParams.
  *
  * Figures come from the `dashboard` query, fetched again (debounced) whenever a payment, refund,
- * subscription or invoice event arrives, and after the WebSocket reconnects, since events
- * published while it was down were missed. Plain ES2017 in a string; keep `</` out of it.
+ * subscription or invoice event arrives, and after the WebSocket reconnects. The live feed
+ * subscribes after the newest event listed at sign-in and, when the socket comes back, resumes
+ * after the last event it received (`events(after:)`): what was written meanwhile is replayed,
+ * nothing is missed. Plain ES2017 in a string; keep `</` out of it.
  */
 const SOURCE = String.raw`(function () {
   'use strict';
   var SLOT = 'payorch.dashboard.key';
   var $ = function (id) { return document.getElementById(id); };
   var key = null, client = null, chart = null, dropped = false, generation = 0;
+  // The id of the newest event the feed has: where the live stream starts, and resumes.
+  var cursor = null;
   var list = { page: 1, search: '', status: '', pages: 1 };
   var feed = [], seen = {}, timers = {};
   var NEEDS = { payments: 'payments:read', refunds: 'refunds:read', subscriptions: 'subscriptions:read', invoices: 'invoices:read' };
@@ -29,7 +33,7 @@ const SOURCE = String.raw`(function () {
   var OBJECT_EVENTS = 'query ObjectEvents($ids: [ID!]) { events(objectIds: $ids, pageSize: 100) { total nodes { id type createdAt } } }';
   var ENDPOINT = 'query Endpoint($id: ID!) { webhookEndpoint(id: $id) { id url status description events createdAt deliveries(pageSize: 50) { total nodes { id deliveryId eventId eventType attempt status statusCode latencyMs error createdAt } } } }';
   var RESEND = 'mutation Resend($id: ID!) { resendEvent(id: $id) { eventId deliveriesQueued } }';
-  var LIVE = 'subscription Live { events { id type createdAt data } }';
+  var LIVE = 'subscription Live($after: ID) { events(after: $after) { id type createdAt data } }';
 
   function el(tag, attrs, kids) {
     var node = document.createElement(tag);
@@ -360,15 +364,29 @@ const SOURCE = String.raw`(function () {
       on: {
         connected: function () {
           setConn('Live', 'live');
-          if (dropped) { dropped = false; loadOverview(); loadPayments(); loadRecentEvents(); }
+          // The feed resumes by itself (subscribeLive); the figures are read again.
+          if (dropped) { dropped = false; loadOverview(); loadPayments(); }
         },
         closed: function () { if (key) { dropped = true; setConn('Reconnecting…', 'down'); } }
       }
     });
-    client.subscribe({ query: LIVE }, {
+    subscribeLive();
+  }
+  function subscribeLive() {
+    // graphql-ws sends this same payload again each time it reconnects: its after, moved on
+    // with every event, makes the service replay what was written while the socket was down.
+    var live = { query: LIVE, variables: { after: cursor } };
+    client.subscribe(live, {
       next: function (msg) {
-        if (msg.data && msg.data.events) addEvent(msg.data.events, true);
-        else if (msg.errors) fill($('feed'), [el('li', { 'class': 'denied', text: 'Not allowed for this key (needs events:read)' })]);
+        if (msg.data && msg.data.events) {
+          cursor = live.variables.after = msg.data.events.id;
+          addEvent(msg.data.events, true);
+        } else if (msg.errors) {
+          var e = msg.errors[0] && msg.errors[0].extensions;
+          // The event to resume after is not there (another database): start live from now.
+          if (e && e.code === 'invalid_parameter' && e.param === 'after') { cursor = null; subscribeLive(); return; }
+          fill($('feed'), [el('li', { 'class': 'denied', text: 'Not allowed for this key (needs events:read)' })]);
+        }
       },
       error: function (err) { setConn('Live updates stopped', 'down'); fill($('feed'), [el('li', { 'class': 'denied', text: (err && (err.reason || err.message)) || 'The event stream was refused' })]); },
       complete: function () {}
@@ -377,7 +395,10 @@ const SOURCE = String.raw`(function () {
   function loadRecentEvents() {
     return gql(EVENTS).then(function (json) {
       var page = json.data && json.data.events;
-      if (page) page.nodes.slice(0, 50).forEach(function (e) { addEvent(e, false); });
+      if (!page) return;
+      page.nodes.slice(0, 50).forEach(function (e) { addEvent(e, false); });
+      // Newest first: the live stream starts after the first.
+      if (page.nodes.length && !cursor) cursor = page.nodes[0].id;
     }).catch(showError);
   }
 
@@ -395,11 +416,11 @@ const SOURCE = String.raw`(function () {
       $('sign-out').hidden = false;
       generation++;
       if (chart) chart.setSize({ width: Math.max(300, $('chart').clientWidth), height: 200 });
-      connect();
       loadPayments();
       setBrowseKind();
-      loadRecentEvents();
       openDetail();
+      // Listed first, so the stream starts right after the newest event listed: none falls between.
+      loadRecentEvents().then(connect);
     }).catch(function (err) {
       key = null;
       sessionStorage.removeItem(SLOT);

@@ -62,6 +62,7 @@ export function authAndRateLimit(deps: {
     }
     const { subject, limit } = rateBudget(state.auth, ctx.ip, deps.defaultLimit);
     const decision = await deps.limiter.consume(subject, limit);
+    state.rateDecision = decision;
     setRateHeaders(ctx, decision);
     if (!decision.allowed) throw new DomainError('rate_limited', `Too many requests; retry in ${decision.resetSeconds} s`);
     if (state.authError) throw state.authError;

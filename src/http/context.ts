@@ -3,6 +3,7 @@ import type { RequestContext } from '../core/context';
 import type { AuthenticatedKey } from '../modules/accounts/account.service';
 import type { DomainError } from '../core/errors';
 import type { IdempotencyKey } from '../core/idempotency';
+import type { RateDecision } from '../core/rate-limit';
 
 /** What the middleware chain leaves on ctx.state for the routes. */
 export interface PayorchState {
@@ -13,6 +14,8 @@ export interface PayorchState {
   rc?: RequestContext;
   graphql?: boolean;
   publicRoute?: boolean;
+  /** The rate limit's decision on this request (GraphQL counts its cost on from it). */
+  rateDecision?: RateDecision;
   /** A POST's Idempotency-Key, for the route to hand to its service operation (rest/route.ts). */
   idempotencyKey?: IdempotencyKey;
 }

@@ -374,7 +374,7 @@ describe('the live dashboard', () => {
     expect(problems.consoleErrors.every((e) => /status of 401/.test(e))).toBe(true);
   });
 
-  it('should say it is reconnecting when the service is killed, and be live again after it restarts', async () => {
+  it('should say it is reconnecting when the service is killed, and be live again after it restarts, with every event written meanwhile in the feed', async () => {
     // Another process on a fixed port, sharing this app's database and certificate: killed and
     // started again on the same address, as a restarted service is.
     const port = await freePort();
@@ -397,9 +397,19 @@ describe('the live dashboard', () => {
     await first.stop('SIGKILL');
     await page.locator('#conn.down').getByText('Reconnecting…').waitFor({ timeout: 10_000 });
     await shot(page, 'reconnecting');
+    // Written while the page's service is down (by another instance on the same database): more
+    // than the 50 newest events a fresh load would show. The feed resumes after the last event it
+    // had, so every one of them arrives.
+    const missed: string[] = [];
+    for (let i = 0; i < 60; i += 15) {
+      const made = await Promise.all(Array.from({ length: 15 }, (_, j) => app.request('POST', '/v1/customers', { key, body: { email: `while-down-${i + j}@example.com` } })));
+      missed.push(...made.map((r) => r.body.data.id as string));
+    }
 
     const second = await start();
     await page.locator('#conn.live').getByText('Live').waitFor({ timeout: 30_000 });
+    for (const id of missed) await page.locator(`#feed li[data-type="customer.created"] a[href="#${id}"]`).waitFor({ timeout: 5000 });
+    await expect(page.locator('#feed li[data-type="customer.created"]').count()).resolves.toBeGreaterThanOrEqual(60);
     const res = await second.request('POST', '/v1/payments', { key, body: { amount: 990, currency: 'eur', paymentMethod: 'pm_card_visa', description: 'after the restart' } });
     expect(res.status).toBe(201);
     await page.locator(`#feed a[href="#${res.body.data.id}"]`).waitFor({ timeout: 2000 });

@@ -49,7 +49,7 @@ describe(`GraphQL node and nodes (${DIALECT})`, () => {
     const ids = [theirs.id, 'pay_doesnotexist000000000000', 'zzz_123', 'no-prefix', '', 'acct_123', 'sk_test_abc', 'gw_builtin_simulator'];
     for (const id of ids) {
       const res = await gql('query($id: ID!) { node(id: $id) { id } }', { id });
-      expect({ id, res }).toEqual({ id, res: { data: { node: null } } });
+      expect({ id, data: res.data, errors: res.errors }).toEqual({ id, data: { node: null }, errors: undefined });
     }
     // The same test-mode ids asked with the live key: not found in live mode.
     const live = await gql('query($ids: [ID!]!) { nodes(ids: $ids) { id } }', { ids: [objects.customer, objects.payment, objects.testClock, objects.event] }, app.account.liveKey);

@@ -9,28 +9,16 @@ import type { EventBus, PublishedEvent, StreamScope } from '../../core/event-bus
 import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
 import type { ApiEvent, EventStore } from './event.store';
-import { listEventsInput, listObjectEventsInput } from './event.inputs';
+import { listEventsInput, listObjectEventsInput, streamEventsInput } from './event.inputs';
+import { EVENT_STREAM_LIMITS, ResumableEventStream, type EventStreamLimits } from './event-stream';
 import type { EventObjects } from './event-objects';
+import { EVENT_TYPES, type EventType } from './event-types';
 
 export type { EventObjects } from './event-objects';
 
 export { listEventsInput } from './event.inputs';
 
-export const EVENT_TYPES = [
-  'customer.created', 'customer.updated',
-  'product.created', 'product.updated', 'price.created', 'price.updated',
-  'payment.succeeded', 'payment.failed', 'payment.requires_review', 'payment.updated',
-  'payment.authorized', 'payment.requires_action', 'payment.canceled',
-  'refund.created', 'refund.succeeded', 'refund.failed', 'refund.requires_review',
-  'checkout.session.completed', 'checkout.session.expired',
-  'subscription.created', 'subscription.updated', 'subscription.paused', 'subscription.resumed',
-  'subscription.canceled', 'subscription.past_due',
-  'invoice.created', 'invoice.sent', 'invoice.paid', 'invoice.payment_failed', 'invoice.payment_action_required', 'invoice.voided',
-  'payment_link.created', 'payment_link.updated',
-  'tax_rate.created', 'tax_rate.updated',
-  'account.public_declines_exceeded',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType } from './event-types';
 
 /** An event's type and the object that type carries (EventObjects): a pair the compiler checks. */
 export type EventPayload = { [T in EventType]: { type: T; object: EventObjects[T] } }[EventType];
@@ -134,6 +122,8 @@ export class EventService {
   constructor(
     private readonly store: EventStore,
     private readonly bus: EventBus,
+    /** How much a live stream holds for its subscriber (tests make it small). */
+    public streamLimits: EventStreamLimits = EVENT_STREAM_LIMITS,
   ) {}
 
   onWrite(hook: EventWriteHook): void {
@@ -227,13 +217,17 @@ export class EventService {
     return canReadEventType(ctx.permissions, type);
   }
 
-  /** `GET /v1/events`; GraphQL's `events` passes `byObject` and may filter by `objectId` or `objectIds` too. */
+  /**
+   * `GET /v1/events`; GraphQL's `events` passes `byObject` and may filter by `objectIds` too.
+   * `type` or `types` narrow the list to those types; each needs the read permission of its object.
+   */
   async list<O extends ListOptions = Counted>(ctx: RequestContext, query: unknown, options?: O, { byObject = false } = {}): Promise<PageFor<ApiEvent, O>> {
     requirePermission(ctx, 'events', 'read');
     const input = parseInput(byObject ? listObjectEventsInput : listEventsInput, query);
     if (input.type !== undefined && eventResource(input.type) !== null) requireEventTypePermission(ctx, input.type, 'listing', 'type');
+    input.types?.forEach((type, i) => requireEventTypePermission(ctx, type, 'listing', `types[${i}]`));
     // Filtered in the statement, so pages and `total` count only what the key may see.
-    return this.store.list(ctx, input, readableEventTypes(ctx.permissions), options);
+    return this.store.list(ctx, input, narrowTypes(input.types ?? null, readableEventTypes(ctx.permissions)), options);
   }
 
   /**
@@ -255,6 +249,45 @@ export class EventService {
     }
     return found;
   }
+
+  /**
+   * The caller's account and mode's events as they are committed, for a GraphQL subscription:
+   * those of `types` (null: every type) that the key may see and `about` accepts. With `after`
+   * (an event id of the account and mode, else 400 invalid_parameter naming `after`), first every
+   * such event written after that one, in order (createdAt, then id), then live, with no gap and
+   * no duplicate (ResumableEventStream). Needs `resource`:read.
+   */
+  async stream(
+    ctx: RequestContext,
+    input: unknown,
+    filter: { resource: string; types: readonly string[] | null; about?: (event: PublishedEvent) => boolean },
+  ): Promise<ResumableEventStream> {
+    requirePermission(ctx, filter.resource, 'read');
+    const { after } = parseInput(streamEventsInput, input);
+    const start = after === undefined ? null : await this.store.positionOf(ctx, after);
+    if (after !== undefined && start === null) {
+      throw new DomainError('invalid_parameter', `No event ${after.slice(0, 64)} in this account and mode to resume after; give the id of the last event received (evt_…)`, 'after');
+    }
+    const scope: StreamScope = { accountId: ctx.accountId, livemode: ctx.mode === 'live' };
+    const types = filter.types === null ? null : new Set(filter.types);
+    const accepts = (e: PublishedEvent) => (types === null || types.has(e.type)) && (filter.about?.(e) ?? true) && this.canSee(ctx, e.type);
+    const sqlTypes = narrowTypes(filter.types, readableEventTypes(ctx.permissions));
+    return new ResumableEventStream(
+      {
+        live: () => this.bus.stream(scope, accepts),
+        after: (position, limit) => this.store.loadAfter(ctx, position, sqlTypes, limit),
+      },
+      start,
+      accepts,
+      this.streamLimits,
+    );
+  }
+}
+
+/** The types both lists allow (null: any type). */
+function narrowTypes(asked: readonly string[] | null, readable: readonly string[] | null): string[] | null {
+  if (asked === null) return readable === null ? null : [...readable];
+  return readable === null ? [...asked] : asked.filter((t) => readable.includes(t));
 }
 
 function newEvent(ctx: RequestContext, type: EventType, object: Record<string, unknown>): ApiEvent {

@@ -19,6 +19,12 @@ export interface ApiEvent {
 
 type Scope = { accountId: string; mode: string };
 
+/** An event's place in the live streams' order: createdAt, then id. */
+export interface StreamPosition {
+  createdAt: string;
+  id: string;
+}
+
 /** An event of a batch part: its row, and the id of the caller's row holding its object's JSON. */
 export interface EventPartRow {
   event: ApiEvent;
@@ -137,24 +143,54 @@ export class EventStore {
   }
 
   /**
-   * A page of events; `types`, when given, are the only types listed (and counted); `objectId`:
-   * only the events of that object (`data.object.id`, events_object_idx); `objectIds`: of any of
-   * those objects (none for an empty list); `createdAfter`/`createdBefore`: strictly between.
+   * Where an event of the account and mode stands in the stream's order (createdAt, then id),
+   * or null when the account and mode have no such event.
+   */
+  async positionOf(scope: Scope, id: string): Promise<StreamPosition | null> {
+    const rows = await this.db.select('SELECT created_at, id FROM events WHERE id = $1 AND account_id = $2 AND mode = $3', [id, scope.accountId, scope.mode]);
+    return rows.length === 0 ? null : { createdAt: isoTime(rows[0].created_at) as string, id: rows[0].id as string };
+  }
+
+  /**
+   * The next `limit` events of the account and mode after `after` in the stream's order (createdAt,
+   * then id), oldest first; only `types` when given (null: every type). A range of events_list_idx
+   * that starts at the position (`created_at >= …` bounds the scan; the OR alone would be a filter
+   * over the account's older events), read one page at a time by the live streams that resume.
+   */
+  async loadAfter(scope: Scope, after: StreamPosition, types: readonly string[] | null, limit: number): Promise<PublishedEvent[]> {
+    const values: unknown[] = [scope.accountId, scope.mode, new Date(after.createdAt), after.id];
+    const typed = types === null ? '' : ` AND ${this.db.inJsonList('type', '$5')}`;
+    if (types !== null) values.push(JSON.stringify(types));
+    const rows = await this.db.select(
+      `SELECT ${COLUMNS}, account_id FROM events WHERE account_id = $1 AND mode = $2 AND created_at >= $3 AND (created_at > $3 OR id > $4)${typed}
+       ORDER BY created_at, id LIMIT ${Math.trunc(limit)}`,
+      values,
+    );
+    return rows.map(toPublished);
+  }
+
+  /**
+   * A page of events; `types`, when given, are the only types listed (and counted): the key's
+   * readable ones, narrowed by the input's `types`; `type`: only that type; `objectId`: only the events of that
+   * object (`data.object.id`, events_object_idx); `objectIds`: of any of those objects (none for an
+   * empty list); `createdAfter`/`createdBefore`: strictly between.
    */
   list<O extends ListOptions = Counted>(
     scope: Scope,
     input: { type?: string; objectId?: string; objectIds?: string[]; createdAfter?: Date; createdBefore?: Date; page: number; pageSize: number; sortField: 'createdAt'; sortDirection: 'asc' | 'desc' },
-    types: string[] | null = null,
+    types: readonly string[] | null = null,
     options?: O,
   ): Promise<PageFor<ApiEvent, O>> {
-    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, object_id: input.objectId, type: input.type });
+    // One type: events_type_idx's equality; several: one JSON parameter whatever their number, an
+    // index condition on the same index (see Database.inJsonList).
+    const single = input.type ?? (types !== null && types.length === 1 ? types[0] : undefined);
+    const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, object_id: input.objectId, type: single });
     // A range of events_list_idx (or events_type_idx, events_object_idx): (account_id, mode[, type | object_id], created_at, id).
     if (input.createdAfter !== undefined) filter.raw((param) => `created_at > ${param(input.createdAfter)}`);
     if (input.createdBefore !== undefined) filter.raw((param) => `created_at < ${param(input.createdBefore)}`);
     const objectIds = input.objectIds;
     if (objectIds !== undefined) filter.raw((param) => this.db.inJsonList('object_id', param(this.db.jsonParam([...new Set(objectIds)]))));
-    // One JSON parameter whatever the number of types, an index condition (see Database.inJsonList).
-    if (types !== null) filter.raw((param) => this.db.inJsonList('type', param(JSON.stringify(types))));
+    if (types !== null && !(types.length === 1 && types[0] === single)) filter.raw((param) => this.db.inJsonList('type', param(JSON.stringify(types))));
     // Without statistics SQLite would rather walk the account's events in order (events_list_idx,
     // no sort) than look each id up: the time it takes would grow with the account.
     const table = objectIds !== undefined && this.db.dialect === 'sqlite' ? 'events INDEXED BY events_object_idx' : 'events';

@@ -1,0 +1,192 @@
+import type { PublishedEvent } from '../../core/event-bus';
+import type { StreamPosition } from './event.store';
+
+/** Where a stream's events come from: live from the bus, and back from the database. */
+export interface EventStreamSource {
+  /** The scope's committed events that pass the stream's filter, as they are published, from now on. */
+  live(): AsyncIterable<PublishedEvent>;
+  /** The scope's next `limit` committed events after `after` in the stream's order (createdAt, then id), oldest first. */
+  after(after: StreamPosition, limit: number): Promise<PublishedEvent[]>;
+}
+
+export interface EventStreamLimits {
+  /** Events read back from the database at once (the most a stream holds of them). */
+  pageSize: number;
+  /**
+   * Live events a stream holds for a subscriber that has not taken them yet. Past this, it drops
+   * them and, as the subscriber takes events again, reads them back from the database instead.
+   */
+  maxBuffered: number;
+  /** Ids of events read back that the stream remembers, so their live copy, arriving late, is not delivered again. */
+  maxReplayedIds: number;
+}
+
+export const EVENT_STREAM_LIMITS: EventStreamLimits = { pageSize: 100, maxBuffered: 1000, maxReplayedIds: 10_000 };
+
+const position = (e: PublishedEvent): StreamPosition => ({ createdAt: e.createdAt, id: e.id });
+
+/**
+ * A live event stream that can start in the past and never holds more than a bounded number of
+ * events for its subscriber.
+ *
+ * It listens live from the moment it is made and buffers what arrives; with a start position it
+ * first reads back, page by page, every event after that position (the subscriber's last one),
+ * then hands over the buffer, skipping the events it read back already (by id): nothing committed
+ * since the start is missed, nothing is delivered twice. An event committed while a page is read
+ * is either in that page or arrives live after it (or both: then once).
+ *
+ * A subscriber that takes events more slowly than they come (a slow socket: graphql-ws sends the
+ * next event only once the previous one is written) is not buffered without bound: past
+ * `maxBuffered` the buffer is dropped and the stream reads on from the database after the last
+ * event it delivered, the same way, one page at a time.
+ */
+export class ResumableEventStream implements AsyncIterableIterator<PublishedEvent> {
+  private readonly live: AsyncIterator<PublishedEvent>;
+  /** Live events not delivered yet, in the order they were published. */
+  private buffer: PublishedEvent[] = [];
+  /** Events read back and not delivered yet, oldest first. */
+  private page: PublishedEvent[] = [];
+  /** Where the next read from the database starts (exclusive); null once caught up. */
+  private readFrom: StreamPosition | null;
+  /** The last event delivered: where a stream that fell behind reads on from. */
+  private lastDelivered: StreamPosition | null = null;
+  /** The createdAt of the earliest event dropped while nothing was delivered yet (no position to read on from). */
+  private droppedSince: string | null = null;
+  private fellBehind = false;
+  /** Ids of events read back lately, oldest first: their live copy may arrive after they were read. */
+  private readonly replayed = new Set<string>();
+  private done = false;
+  private liveEnded = false;
+  private failure: { error: unknown } | null = null;
+  private wake?: () => void;
+
+  constructor(
+    private readonly source: EventStreamSource,
+    private readonly start: StreamPosition | null,
+    /** What the subscriber may see of what is read back (the live side is filtered by the source). */
+    private readonly accepts: (event: PublishedEvent) => boolean,
+    private readonly limits: EventStreamLimits = EVENT_STREAM_LIMITS,
+  ) {
+    // Listening starts now, before anything is read back: that is what leaves no gap.
+    this.live = source.live()[Symbol.asyncIterator]();
+    this.readFrom = start;
+    void this.pump();
+  }
+
+  /** Live events held for the subscriber now (never more than maxBuffered). */
+  get buffered(): number {
+    return this.buffer.length;
+  }
+
+  /** Takes live events as they come, whether or not the subscriber takes them as fast. */
+  private async pump(): Promise<void> {
+    try {
+      for (;;) {
+        const next = await this.live.next();
+        if (next.done || this.done) break;
+        this.onLive(next.value);
+      }
+    } catch (error) {
+      this.failure = { error };
+    } finally {
+      this.liveEnded = true;
+      this.wake?.();
+    }
+  }
+
+  private onLive(event: PublishedEvent): void {
+    if (this.replayed.has(event.id)) return;
+    this.buffer.push(event);
+    if (this.buffer.length > this.limits.maxBuffered) {
+      // Too far behind: the database holds these; read them back as the subscriber goes on.
+      if (this.lastDelivered === null && this.start === null) {
+        const earliest = this.buffer.reduce((min, e) => (e.createdAt < min ? e.createdAt : min), this.buffer[0].createdAt);
+        if (this.droppedSince === null || earliest < this.droppedSince) this.droppedSince = earliest;
+      }
+      this.buffer = [];
+      this.fellBehind = true;
+    }
+    this.wake?.();
+  }
+
+  private remember(id: string): void {
+    this.replayed.add(id);
+    if (this.replayed.size > this.limits.maxReplayedIds) this.replayed.delete(this.replayed.values().next().value as string);
+  }
+
+  async next(): Promise<IteratorResult<PublishedEvent>> {
+    for (;;) {
+      if (this.done) return { value: undefined, done: true };
+      if (this.failure) {
+        const { error } = this.failure;
+        await this.return();
+        throw error;
+      }
+      if (this.fellBehind) {
+        this.fellBehind = false;
+        this.page = [];
+        // From the last event delivered; with none yet, from the stream's start, or from the
+        // earliest dropped event's millisecond (every id sorts after '').
+        this.readFrom = this.lastDelivered ?? this.start ?? { createdAt: this.droppedSince as string, id: '' };
+        this.droppedSince = null;
+      }
+      const event = this.page.shift();
+      if (event) return this.deliver(event);
+      if (this.readFrom !== null) {
+        await this.readPage(this.readFrom);
+        continue;
+      }
+      const live = this.buffer.shift();
+      if (live) {
+        if (!this.replayed.has(live.id)) return this.deliver(live);
+        continue;
+      }
+      if (this.liveEnded) {
+        await this.return();
+        continue;
+      }
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = undefined;
+    }
+  }
+
+  private async readPage(from: StreamPosition): Promise<void> {
+    const rows = await this.source.after(from, this.limits.pageSize);
+    // Fell behind again while reading: this page may have gaps before it; read again from the last delivered.
+    if (this.fellBehind || this.done) return;
+    this.readFrom = rows.length < this.limits.pageSize ? null : position(rows[rows.length - 1]);
+    for (const row of rows) {
+      if (this.replayed.has(row.id) || !this.accepts(row)) continue;
+      this.remember(row.id);
+      this.page.push(row);
+    }
+    // What was read back is delivered from the page, not again from the buffer.
+    if (this.page.length > 0 && this.buffer.length > 0) this.buffer = this.buffer.filter((e) => !this.replayed.has(e.id));
+  }
+
+  private deliver(event: PublishedEvent): IteratorResult<PublishedEvent> {
+    this.lastDelivered = position(event);
+    return { value: event, done: false };
+  }
+
+  async return(): Promise<IteratorResult<PublishedEvent>> {
+    if (!this.done) {
+      this.done = true;
+      this.buffer = [];
+      this.page = [];
+      this.replayed.clear();
+      this.wake?.();
+      await this.live.return?.();
+    }
+    return { value: undefined, done: true };
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<PublishedEvent>> {
+    await this.return();
+    throw error;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<PublishedEvent> {
+    return this;
+  }
+}
