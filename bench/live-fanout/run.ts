@@ -74,6 +74,9 @@ if (!isMainThread) {
       }
     });
     socket.on('error', (err) => parentPort!.postMessage({ error: String(err) }));
+    socket.on('close', (code, reason) => {
+      if (code !== 1005 && code !== 1006) parentPort!.postMessage({ error: `socket ${i} closed: ${code} ${String(reason)}` });
+    });
   }
   parentPort!.on('message', (m: { done?: boolean }) => {
     if (!m.done) return;
@@ -158,7 +161,10 @@ async function serviceRun(dataDir: string): Promise<{ p99: number; rss: number |
   let a: Service | undefined;
   let b: { child: import('node:child_process').ChildProcess } | undefined;
   try {
-    const env = { MAX_CONNECTIONS_PER_IP: '100000', MAX_CONNECTIONS: '100000' };
+    // Out of the way: the per-address, per-key and per-account socket and subscription caps.
+    const env = {
+      MAX_CONNECTIONS_PER_IP: '100000', MAX_CONNECTIONS: '100000', GRAPHQL_WS_MAX_SOCKETS_PER_KEY: '100000', GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_ACCOUNT: '100000',
+    };
     a = await startService(pgUrl(name), path.join(dataDir, 'a'), env);
     const started = await startProcess(
       [...SERVICE_NODE_FLAGS, path.join(ROOT, 'bin', 'payorch.js'), 'start'],
