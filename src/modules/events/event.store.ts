@@ -185,9 +185,8 @@ export class EventStore {
     // index condition on the same index (see Database.inJsonList).
     const single = input.type ?? (types !== null && types.length === 1 ? types[0] : undefined);
     const filter = new Filter({ account_id: scope.accountId, mode: scope.mode, object_id: input.objectId, type: single });
-    // A range of events_list_idx (or events_type_idx, events_object_idx): (account_id, mode[, type | object_id], created_at, id).
-    if (input.createdAfter !== undefined) filter.raw((param) => `created_at > ${param(input.createdAfter)}`);
-    if (input.createdBefore !== undefined) filter.raw((param) => `created_at < ${param(input.createdBefore)}`);
+    // createdAfter/createdBefore are listPage's (every list's): a range of events_list_idx (or
+    // events_type_idx, events_object_idx): (account_id, mode[, type | object_id], created_at, id).
     const objectIds = input.objectIds;
     if (objectIds !== undefined) filter.raw((param) => this.db.inJsonList('object_id', param(this.db.jsonParam([...new Set(objectIds)]))));
     if (types !== null && !(types.length === 1 && types[0] === single)) filter.raw((param) => this.db.inJsonList('type', param(JSON.stringify(types))));
