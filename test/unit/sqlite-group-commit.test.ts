@@ -89,9 +89,11 @@ describe(`group commit on ${DIALECT}`, () => {
       });
       await db.execute('INSERT INTO group_probe (id, note) VALUES ($1, $2)', [id, 'grouped'], t);
       if (id === 2) {
-        // A statement refused (duplicate key) after a write of its own, then thrown.
+        // A statement refused (duplicate key) after a write of its own, then thrown. The duplicate
+        // is of its own row: on PostgreSQL the three run side by side, so a duplicate of another
+        // transaction's row could win the race and fail that one instead.
         await db.execute('INSERT INTO group_probe (id, note) VALUES ($1, $2)', [20, 'undone'], t);
-        await db.execute('INSERT INTO group_probe (id, note) VALUES ($1, $2)', [1, 'duplicate'], t);
+        await db.execute('INSERT INTO group_probe (id, note) VALUES ($1, $2)', [20, 'duplicate'], t);
       }
       return id;
     }, { group: true }).then((v) => ({ ok: v }), (err: unknown) => ({ err })));
