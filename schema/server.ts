@@ -29,6 +29,7 @@ import { checkMutationArguments, fragmentsOf, maxMutationsRule } from './mutatio
 import { mutationCount } from './operation-fields';
 import { keyBudget, rateBudget, setRateHeaders } from '../src/http/auth';
 import { serveGraphQLWs, type WsExtra } from './ws-transport';
+import { KeyedQueue } from '../src/core/keyed-queue';
 
 /**
  * maxTokens bounds the document before anything walks it: the parser and the validation rules
@@ -342,6 +343,38 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     if (open > 0) subscriptionsByAccount.set(counted.accountId, open);
     else subscriptionsByAccount.delete(counted.accountId);
   };
+  /** Key checks of connection attempts, one at a time per client address (checkKey). */
+  const keyChecks = new KeyedQueue();
+  /**
+   * The key of a connection attempt, checked against the address's budget of failed attempts: the
+   * key, or null once the socket is closed with why (4429 over budget, 4403 missing or refused).
+   *
+   * An attempt is counted as failed before its key is checked and given back once it passes, so
+   * attempts sent at once cannot all pass a count only finished failures had reached; and an
+   * address's checks run one after another, so a burst of valid attempts (dashboards behind one
+   * NAT reconnecting after a deploy) is let in: at any moment at most one of them is counted
+   * without being given back. Checked side by side, a burst larger than the budget was refused
+   * and, the refusals never given back, locked the address out for the rest of the minute.
+   */
+  function checkKey(address: string, key: string | null, socket: WebSocket): Promise<AuthenticatedKey | null> {
+    return keyChecks.run(address, async () => {
+      // Closed while it waited its turn: nothing to check or count.
+      if (socket.readyState !== WebSocket.OPEN) return null;
+      const failures = `ws-connect:ip:${address}`;
+      const attempt = await services.limiter.consume(failures, config.wsFailedConnectsPerMinute);
+      if (!attempt.allowed) {
+        socket.close(4429, `Too many failed connection attempts from this address; retry in ${attempt.resetSeconds} s`);
+        return null;
+      }
+      const auth = key ? await services.accounts.authenticate(key) : null;
+      if (!key || !auth) {
+        socket.close(4403, key ? WS_KEY_REFUSED : WS_KEY_MISSING);
+        return null;
+      }
+      await services.limiter.refund(failures, config.wsFailedConnectsPerMinute);
+      return auth;
+    });
+  }
   const ws = serveGraphQLWs<Record<string, unknown>, WsSocket>(
     wss,
     {
@@ -354,22 +387,9 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         // graphql-ws would close with a bare "Forbidden"; each refusal says what is wrong (its own
         // close after ours is ignored).
         try {
-          // Counted as a failure before the key is checked and given back once it passes: attempts
-          // sent at once would all pass a count only finished failures had reached.
-          const failures = `ws-connect:ip:${clientAddress(request, config.trustProxy)}`;
-          const attempt = await services.limiter.consume(failures, config.wsFailedConnectsPerMinute);
-          if (!attempt.allowed) {
-            socket.close(4429, `Too many failed connection attempts from this address; retry in ${attempt.resetSeconds} s`);
-            return false;
-          }
           const key = keyFromParams(ctx.connectionParams);
-          const auth = key ? await services.accounts.authenticate(key) : null;
-          if (!key || !auth) {
-            socket.close(4403, key ? WS_KEY_REFUSED : WS_KEY_MISSING);
-            return false;
-          }
-          await services.limiter.refund(failures, config.wsFailedConnectsPerMinute);
-          if (gone()) return false;
+          const auth = await checkKey(clientAddress(request, config.trustProxy), key, socket);
+          if (!key || !auth || gone()) return false;
           const open = socketsByKey.get(auth.keyId) ?? 0;
           if (open >= config.wsMaxSocketsPerKey) {
             socket.close(4429, `Too many open sockets for this API key (at most ${config.wsMaxSocketsPerKey}); close one first`);

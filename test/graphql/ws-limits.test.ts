@@ -184,6 +184,17 @@ describe('GraphQL over WebSocket: limits', () => {
     await Promise.all([second, other, again].map((c) => closed(c.socket)));
   });
 
+  it('should let in a burst of valid connections from one address larger than its failed-attempt budget', async () => {
+    // Eight sockets at once (two keys of four accounts) against a budget of three failed attempts:
+    // checked side by side, each counted as failed until its key passed, most were refused.
+    const keys = (await Promise.all(Array.from({ length: 4 }, () => app.createAccount()))).flatMap((a) => [a.testKey, a.liveKey]);
+    const attempts = await Promise.all(keys.map((key) => connect(key)));
+    expect(attempts.map((a) => a.outcome)).toEqual(keys.map(() => 'ack'));
+    await Promise.all(attempts.map((a) => closed(a.socket)));
+    // Given back once let in: the budget is whole for what follows.
+    expect((await connect(app.account.testKey)).outcome).toBe('ack');
+  });
+
   // Last: it turns this test process's address away for the rest of the minute.
   it('should turn an address away after too many failed connection attempts, even with a valid key then', async () => {
     const bad = 'sk_test_' + 'z'.repeat(43);
