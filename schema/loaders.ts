@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { RequestContext } from '../src/core/context';
 import type { Services } from '../src/services';
 import type { CustomerRecord } from '../src/modules/customers/customer.service';
@@ -211,49 +211,16 @@ export class EventLoaders {
 }
 
 /**
- * graphql-js's `subscribe` (as graphql-ws runs it), except that each event is executed with the
- * loaders EventLoaders shares for it rather than the subscription's own (an event that is not one
- * of ours, without an id, keeps those).
+ * One event of a subscription executed with the loaders EventLoaders shares for it rather than the
+ * subscription's own (an event that is not one of ours, without an id, keeps those).
  */
-export async function subscribeSharingLoaders(args: ExecutionArgs, eventLoaders: EventLoaders): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
-  const source = await createSourceEventStream(args);
-  if (!(Symbol.asyncIterator in Object(source))) return source as ExecutionResult;
-  const events = (source as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+export async function executeSharingLoaders(args: ExecutionArgs, event: unknown, eventLoaders: EventLoaders): Promise<ExecutionResult> {
   const context = args.contextValue as { rc: RequestContext; loaders: Loaders };
-  const close = async () => {
-    await events.return?.();
-  };
-  const results: AsyncIterableIterator<ExecutionResult> = {
-    async next() {
-      let next: IteratorResult<unknown>;
-      try {
-        next = await events.next();
-      } catch (err) {
-        await close().catch(() => undefined);
-        throw err;
-      }
-      if (next.done) return { value: undefined, done: true };
-      const event = next.value;
-      const id = typeof (event as { id?: unknown })?.id === 'string' ? (event as { id: string }).id : null;
-      const shared = id === null ? null : eventLoaders.acquire(context.rc, id);
-      try {
-        const value = await execute({ ...args, rootValue: event, contextValue: shared ? { ...context, loaders: shared.loaders } : context });
-        return { value, done: false };
-      } finally {
-        shared?.release();
-      }
-    },
-    async return() {
-      await close();
-      return { value: undefined, done: true };
-    },
-    async throw(err?: unknown) {
-      await close();
-      throw err;
-    },
-    [Symbol.asyncIterator]() {
-      return results;
-    },
-  };
-  return results;
+  const id = typeof (event as { id?: unknown })?.id === 'string' ? (event as { id: string }).id : null;
+  const shared = id === null ? null : eventLoaders.acquire(context.rc, id);
+  try {
+    return await execute({ ...args, rootValue: event, contextValue: shared ? { ...context, loaders: shared.loaders } : context });
+  } finally {
+    shared?.release();
+  }
 }

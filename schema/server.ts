@@ -4,7 +4,7 @@ import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import {
   GraphQLError, getOperationAST, getVariableValues, parse, specifiedRules, validate,
-  type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode, type ValidationContext,
+  type DocumentNode, type ExecutionArgs, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode, type ValidationContext,
 } from 'graphql';
 import type { IncomingMessage } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -20,7 +20,8 @@ import { DomainError, isDomainError } from '../src/core/errors';
 import { findNul } from '../src/core/validation';
 import { errorForLog } from '../src/logger';
 import { buildPayorchSchema } from './build';
-import { EventLoaders, createLoaders, subscribeSharingLoaders } from './loaders';
+import { EventLoaders, createLoaders } from './loaders';
+import { LiveBroadcast, type LiveTarget } from './live-broadcast';
 import type { GqlContext, GraphQLIdempotency, OperationCost, RateBudget } from './context';
 import { graphqlIdempotency } from '../src/http/idempotency';
 import { TooComplexError, formatGraphQLError } from './errors';
@@ -375,6 +376,21 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       return auth;
     });
   }
+  /** A subscription's result as graphql-ws sends it: with its cost, and its errors each under the operation's request id. */
+  const formatNext = (args: ExecutionArgs, result: ExecutionResult): FormattedExecutionResult => {
+    const context = args.contextValue as GqlContext;
+    const operation = getOperationAST(args.document, args.operationName);
+    const cost = costExtension(schema, args.document, operation ?? undefined, context.cost, result.data, context.cost?.remaining ?? 0);
+    const extensions = { ...(result.extensions ?? {}), cost };
+    return result.errors ? { ...result, extensions, errors: wsErrors(services, context.rc.requestId, result.errors) } : { ...result, extensions } as FormattedExecutionResult;
+  };
+  const broadcast = new LiveBroadcast(services.bus, eventLoaders, {
+    cost: (args, data) => {
+      const { requested, actual } = costExtension(schema, args.document, getOperationAST(args.document, args.operationName) ?? undefined, (args.contextValue as GqlContext).cost, data, 0);
+      return { requested, actual };
+    },
+    formatted: formatNext,
+  });
   const ws = serveGraphQLWs<Record<string, unknown>, WsSocket>(
     wss,
     {
@@ -438,9 +454,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
         if (open > 0) socketsByKey.set(keyId, open);
         else socketsByKey.delete(keyId);
       },
-      // Each event a subscription streams runs with the loaders of that event, shared by every
-      // subscriber of the account and mode it is delivered to (EventLoaders).
-      subscribe: (args) => subscribeSharingLoaders(args, eventLoaders),
+      // Subscribers asking the same thing share one run per event and one text per result
+      // (LiveBroadcast); each event a subscription runs alone uses the loaders of that event,
+      // shared by every subscriber of the account and mode it is delivered to (EventLoaders).
+      subscribe: (args) => broadcast.subscribe(args),
       onSubscribe: async (ctx, id, payload) => {
         try {
           return await checkOperation(ctx, id, payload);
@@ -457,13 +474,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       onError: (_ctx, _id, _payload, errors) => wsErrors(services, wsRequestId(), errors),
       // Each result carries its cost: what the operation was counted as when it started (and the
       // budget left then), and what this result returned by the same rule.
-      onNext: (_ctx, _id, _payload, args, result) => {
-        const context = args.contextValue as GqlContext;
-        const operation = getOperationAST(args.document, args.operationName);
-        const cost = costExtension(schema, args.document, operation ?? undefined, context.cost, result.data, context.cost?.remaining ?? 0);
-        const extensions = { ...(result.extensions ?? {}), cost };
-        return result.errors ? { ...result, extensions, errors: wsErrors(services, context.rc.requestId, result.errors) } : { ...result, extensions };
-      },
+      onNext: (_ctx, _id, _payload, args, result) => formatNext(args, result),
     },
     logger,
   );
@@ -533,6 +544,8 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       subscriptionsByAccount.set(auth.accountId, open + 1);
       (ctx.extra.countedSubscriptions ??= new Map()).set(payload, { id, accountId: auth.accountId });
     }
+    // A subscription's results may be written straight to its socket (LiveBroadcast).
+    if (operation?.operation === 'subscription') (contextValue as GqlContext & { live?: LiveTarget }).live = { socket: ctx.extra.socket, id };
     // Parsed and validated here: graphql-ws runs it as is.
     return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue };
   }

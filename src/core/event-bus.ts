@@ -54,6 +54,25 @@ export class EventBus {
     return () => this.emitter.off('event', listener);
   }
 
+  private subscriptions = 0;
+
+  /**
+   * A live subscription (GraphQL) started, or ended. Several may share one stream (the GraphQL
+   * broadcast): these count the subscriptions themselves.
+   */
+  subscriptionOpened(): void {
+    this.subscriptions += 1;
+  }
+
+  subscriptionClosed(): void {
+    this.subscriptions -= 1;
+  }
+
+  /** Live subscriptions open on this instance. */
+  get openSubscriptions(): number {
+    return this.subscriptions;
+  }
+
   /** The accounts and modes that open streams listen to. */
   streamScopes(): StreamScope[] {
     return [...this.openStreams.values()].map(({ accountId, livemode }) => ({ accountId, livemode }));

@@ -78,31 +78,21 @@ export async function someoneWaitsOnLock(db: Database): Promise<boolean> {
 }
 
 /**
- * Counts the event streams opened on `bus` from now on, and how many of those were closed since:
- * a GraphQL subscription opens one when it starts (live-events resolver), from then on it sees
- * every event committed, and its stream is closed when it completes or its socket closes (before
- * graphql-ws's onComplete/onClose hooks run, a few promise turns later). `stop()` puts the bus
- * back as it was (streams opened meanwhile still count their closing).
+ * Counts the live subscriptions started on `bus`'s instance from now on, and those ended since: a
+ * GraphQL subscription counts as started once its event stream listens (from then on it sees every
+ * event committed, whether it streams alone or in a broadcast group), and as ended when it
+ * completes or its socket closes (before graphql-ws's onComplete/onClose hooks run, a few promise
+ * turns later). `stop()` puts the bus back as it was.
  */
 export function watchStreams(bus: EventBus): { opened(): number; closed(): number; stop(): void } {
-  const stream = bus.stream.bind(bus);
-  let closed = 0;
-  const spy = jest.spyOn(bus, 'stream').mockImplementation((scope, filter) => {
-    const iterator = stream(scope, filter);
-    const close = iterator.return?.bind(iterator);
-    let counted = false;
-    iterator.return = async (value?: unknown) => {
-      if (!counted) {
-        counted = true;
-        closed += 1;
-      }
-      return close ? close(value) : { done: true, value: undefined };
-    };
-    return iterator;
-  });
+  const opened = jest.spyOn(bus, 'subscriptionOpened');
+  const closed = jest.spyOn(bus, 'subscriptionClosed');
   return {
-    opened: () => spy.mock.calls.length,
-    closed: () => closed,
-    stop: () => spy.mockRestore(),
+    opened: () => opened.mock.calls.length,
+    closed: () => closed.mock.calls.length,
+    stop: () => {
+      opened.mockRestore();
+      closed.mockRestore();
+    },
   };
 }

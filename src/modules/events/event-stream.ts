@@ -73,6 +73,20 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
     void this.pump();
   }
 
+  /** Whether this stream started in the past (a resume after an event) rather than now. */
+  get resumes(): boolean {
+    return this.start !== null;
+  }
+
+  /**
+   * A stream of the same events as this one (same source, same filter) that starts after
+   * `position`: a subscriber that took this stream's events through someone else (a broadcast
+   * it fell behind) goes on from its own last event.
+   */
+  continueAfter(position: StreamPosition): ResumableEventStream {
+    return new ResumableEventStream(this.source, position, this.accepts, this.limits);
+  }
+
   /** Live events held for the subscriber now (never more than maxBuffered). */
   get buffered(): number {
     return this.buffer.length;
