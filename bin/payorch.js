@@ -16,8 +16,11 @@ const path = require('node:path');
 // Set before anything uses the pool; an operator's own UV_THREADPOOL_SIZE wins.
 if (!process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
 
+// Tracing (OTEL_EXPORTER_OTLP_ENDPOINT) starts before the CLI is loaded: its instrumentations
+// patch http, koa, pg and graphql as they are required, and the CLI requires them all.
 if (process.env.PAYORCH_FROM_SOURCE === '1') {
   require('ts-node').register({ transpileOnly: true, project: path.join(__dirname, '..', 'tsconfig.json') });
+  require('../src/observability/tracing.ts').startTracingFor(process.argv);
   require('../src/cli.ts').main(process.argv);
 } else {
   try {
@@ -26,5 +29,6 @@ if (process.env.PAYORCH_FROM_SOURCE === '1') {
     process.stderr.write(`payorch: could not compile the sources: ${err.message}\n`);
     process.exit(1);
   }
+  require('../dist/src/observability/tracing.js').startTracingFor(process.argv);
   require('../dist/src/cli.js').main(process.argv);
 }

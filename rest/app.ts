@@ -58,6 +58,10 @@ export function restTransport(services: Services): Transport {
     (ctx as Context & { newRouterPath?: string }).newRouterPath = inner as string;
     return routes(ctx as Parameters<typeof routes>[0], next);
   };
+  // Traced, the Koa instrumentation gives each route a span of its own (src/observability/tracing-sdk.ts).
+  // It finds a mounted dispatcher's routes on its `router.stack`, as @koa/router's routes() has
+  // them: here the stacks of all the segments' routers.
+  Object.assign(dispatch, { router: { stack: [...bySegment.values()].flatMap((router) => router.stack) } });
   return {
     isPublicPath,
     pages: { isPagePath, render: renderErrorPage },

@@ -8,6 +8,7 @@ import { createServices, type Services } from './services';
 import { ensureDefaultAccount, nameCommand } from './bootstrap';
 import { startServer } from './server';
 import { createLogger } from './logger';
+import { stopTracing, tracingEndpoint } from './observability/tracing';
 import { DomainError, isDomainError } from './core/errors';
 import { Database, sqliteStorage } from './db/database';
 import { MODELS } from './db/models';
@@ -221,6 +222,8 @@ export function buildCli(): Command {
           ].join('\n') + '\n',
         );
       }
+      const traces = tracingEndpoint();
+      if (traces) logger.info({ endpoint: traces }, 'traces exported over OTLP/HTTP');
       logger.info({ url: server.baseUrl, redirect: server.httpUrl }, 'payorch listening');
       process.stdout.write(`Payorch is listening on ${server.baseUrl} (plain HTTP on ${server.httpUrl} redirects there)\n`);
       let shuttingDown = false;
@@ -233,7 +236,8 @@ export function buildCli(): Command {
         // Exit only once the log lines are written: an asynchronous write still in flight on
         // libuv's pool is dropped by process.exit, and with it the last words of the process.
         const exit = (code: number) => logger.flush(() => process.exit(code));
-        server.stop().then(
+        // The spans still buffered go out last, those of the requests just finished included.
+        server.stop().then(stopTracing).then(
           () => exit(0),
           () => exit(1),
         );

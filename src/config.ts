@@ -40,6 +40,9 @@ const DEFAULT_MAX_CONNECTIONS_PER_IP = 100;
  */
 const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 5_000;
 
+/** An OTLP/HTTP collector's address. */
+const otlpUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL of an OTLP/HTTP collector, such as http://localhost:4318' });
+
 /** The sender of outgoing mail unless MAIL_FROM says otherwise. */
 export const DEFAULT_MAIL_FROM = 'Payorch <no-reply@localhost>';
 /** `local@domain` or `Display Name <local@domain>`, on one line (a header value). */
@@ -149,6 +152,13 @@ const VARIABLES = {
   TLS_HANDSHAKE_TIMEOUT_MS: { schema: millis.optional() },
   REQUEST_TIMEOUT_MS: { schema: millis.default(30_000) },
   KEEP_ALIVE_TIMEOUT_MS: { schema: millis.default(5_000) },
+  // Traces (src/observability/tracing.ts): on when either endpoint is set. The OpenTelemetry SDK
+  // reads these and its other standard OTEL_* variables (sampler, batching, headers) itself.
+  OTEL_EXPORTER_OTLP_ENDPOINT: { schema: otlpUrl.optional() },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { schema: otlpUrl.optional() },
+  OTEL_SERVICE_NAME: {
+    schema: z.string().trim().regex(/^[^\u0000-\u001f\u007f]{1,255}$/, { error: 'must be a name of 1 to 255 characters on one line, such as payorch-eu' }).default('payorch'),
+  },
 } satisfies Record<string, { schema: z.ZodType; secret?: boolean }>;
 
 type Variable = keyof typeof VARIABLES;
@@ -247,6 +257,15 @@ export interface Config {
   wsMaxSubscriptionsPerAccount: number;
   /** graphql-ws connection attempts with a missing or refused key one client address may make a minute. */
   wsFailedConnectsPerMinute: number;
+  /**
+   * Traces exported over OTLP/HTTP, when OTEL_EXPORTER_OTLP_ENDPOINT or
+   * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; absent, tracing is off.
+   */
+  tracing?: {
+    /** Where spans go: the traces endpoint, or the base endpoint with `/v1/traces`, as the exporter resolves them. */
+    endpoint: string;
+    serviceName: string;
+  };
 }
 
 /** Reads the environment; a bad value throws one line naming the variable. */
@@ -333,5 +352,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
+    tracing: tracingConfig(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT, e.OTEL_SERVICE_NAME),
   };
+}
+
+function tracingConfig(tracesEndpoint: string | undefined, endpoint: string | undefined, serviceName: string): Config['tracing'] {
+  if (tracesEndpoint) return { endpoint: tracesEndpoint, serviceName };
+  if (endpoint) return { endpoint: `${endpoint.replace(/\/$/, '')}/v1/traces`, serviceName };
+  return undefined;
 }

@@ -1,5 +1,6 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { redactPanBounded } from './core/card';
+import { traceLogFields, tracingOn } from './observability/tracing';
 
 export type { Logger };
 
@@ -21,6 +22,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      // Traced, a line written inside a span names it (traceId, spanId): a request's lines lead
+      // to its trace. Off, no mixin runs.
+      ...(tracingOn() ? { mixin: traceLogFields } : {}),
     },
     // Asynchronous writes to stdout: lines logged while a write is in flight go out together,
     // so a busy server does not pay one blocking write per request. Pino flushes at exit.

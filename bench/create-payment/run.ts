@@ -8,14 +8,16 @@
  *
  *   npm run bench:create-payment            # PostgreSQL and SQLite
  *   BENCH_DB=postgres npm run bench:create-payment
+ *   BENCH_TRACING=compare npm run bench:create-payment   # the service traced against untraced (compareTracing)
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { benchPort, benchTempDir, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples } from '../lib';
-import { startService } from '../service';
+import { startService, stopService } from '../service';
 
 // The bench client talks to local self-signed listeners only.
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
@@ -126,8 +128,77 @@ function rssText(rss: RssSamples | undefined): string {
   return `   RSS peak ${mb(rss.peak).padStart(6)}, end ${mb(rss.end).padStart(6)}`;
 }
 
+/** An OTLP/HTTP collector that takes every export and keeps nothing but a count. */
+async function otlpSink(): Promise<{ url: string; exports: () => number; megabytes: () => number; close(): void }> {
+  let exports = 0;
+  let bytes = 0;
+  const server = http.createServer((req, res) => {
+    req.on('data', (c: Buffer) => {
+      bytes += c.length;
+    });
+    req.on('end', () => {
+      exports += 1;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(benchPort(), '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, exports: () => exports, megabytes: () => bytes / 1e6, close: () => server.close() };
+}
+
+/**
+ * BENCH_TRACING=compare (issue 38): the same POST /v1/payments on two instances started alike on
+ * fresh databases, one exporting traces (OTEL_EXPORTER_OTLP_ENDPOINT to a sink in this process,
+ * the SDK's defaults otherwise: every request sampled, batches of 512), one without, in rounds at
+ * 32 connections that alternate which goes first (BENCH_TRACING_ROUNDS pairs, 3 unless given).
+ * Prints each round and traced req/s over untraced req/s summed over the rounds. Goal: ≥ 0.9.
+ */
+async function compareTracing(dialect: string): Promise<void> {
+  const rounds = Number(process.env.BENCH_TRACING_ROUNDS ?? 3);
+  const dir = benchTempDir('create-payment-tracing');
+  const sink = await otlpSink();
+  const dbs = [await freshDatabase(dialect, dir), await freshDatabase(dialect, dir)];
+  const dataDir = (name: string) => {
+    const own = path.join(dir, name);
+    fs.mkdirSync(own);
+    return own;
+  };
+  const workers: Record<string, string> = WORKERS ? { RUN_WORKERS: 'true' } : {};
+  const untraced = await startService(dbs[0].url, dataDir('untraced'), workers);
+  const traced = await startService(dbs[1].url, dataDir('traced'), { ...workers, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url });
+  const sides = { untraced, traced };
+  const totals = { untraced: 0, traced: 0 };
+  process.stdout.write(`\n${dialect}: tracing on against off, c=32, ${rounds} rounds of ${DURATION}s each side\n`);
+  try {
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? (['untraced', 'traced'] as const) : (['traced', 'untraced'] as const);
+      for (const side of order) {
+        const service = sides[side];
+        const f = await load(`${service.baseUrl}/v1/payments`, { authorization: `Bearer ${service.testKey}` }, BODY, 32, DURATION, WARMUP, service.pid);
+        totals[side] += f.rps;
+        process.stdout.write(`  round ${round + 1} ${side.padEnd(8)} ${f.rps.toFixed(0).padStart(6)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms${rssText(f.rss)}\n`);
+      }
+    }
+    process.stdout.write(
+      `  ratio (traced/untraced req/s, over ${rounds} rounds): ${(totals.traced / totals.untraced).toFixed(2)}; ` +
+        `the sink took ${sink.exports()} exports, ${sink.megabytes().toFixed(1)} MB\n`,
+    );
+  } finally {
+    await Promise.all([stopService(untraced), stopService(traced)]);
+    sink.close();
+    for (const db of dbs) await db.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const dialects = (process.env.BENCH_DB ?? 'postgres,sqlite').split(',');
+  if (process.env.BENCH_TRACING === 'compare') {
+    process.stdout.write(`create-payment, tracing on against off, on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; load average ${loadAverage()}\n`);
+    for (const dialect of dialects) await compareTracing(dialect);
+    process.stdout.write(`load average at the end: ${loadAverage()}\n`);
+    return;
+  }
   process.stdout.write(`create-payment benchmark on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${DURATION}s per run, service workers ${WORKERS ? 'on' : 'off'}\n`);
   process.stdout.write(`load average at start: ${loadAverage()}\n`);
   const alone = await benchHttpsAlone(BODY);

@@ -1,3 +1,6 @@
+import { activeContext, inContext, inSpan, linkTo, tracedIn } from '../observability/spans';
+import type { Context } from '@opentelemetry/api';
+
 /**
  * Group commit for hot-path writes: items submitted while a statement of the same kind is
  * already running are written together by the next one, as one statement for all of them.
@@ -11,8 +14,13 @@
  * written) is split: each item is written alone, one after the other, so one bad item fails only
  * its own request. Any other failure (a lost connection, whose outcome is unknown) fails every
  * item of the batch, as it would have failed each of them written alone.
+ *
+ * Traced, a statement runs in the context of its batch's first item (a child of that request's
+ * span), as a `db.group_commit` span linked to the spans of the others it carries.
  */
 export interface BatcherOptions<I, O> {
+  /** What the statements write, on their spans (`payments.pending`). */
+  name?: string;
   /** Writes `items` in one statement; returns one result per item, in order. */
   run(items: I[]): Promise<O[]>;
   /** Most items in one statement. */
@@ -27,6 +35,8 @@ export interface BatcherOptions<I, O> {
 
 interface Waiting<I, O> {
   item: I;
+  /** Where the item was submitted: its request's trace. */
+  context: Context;
   resolve(value: O): void;
   reject(err: unknown): void;
 }
@@ -40,7 +50,7 @@ export class WriteBatcher<I, O> {
 
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ item, context: activeContext(), resolve, reject });
       this.schedule();
     });
   }
@@ -91,7 +101,15 @@ export class WriteBatcher<I, O> {
     return batch;
   }
 
-  private async write(batch: Array<Waiting<I, O>>): Promise<void> {
+  private write(batch: Array<Waiting<I, O>>): Promise<void> {
+    const origin = batch[0].context;
+    if (!tracedIn(origin)) return this.writeBatch(batch);
+    const links = batch.slice(1).flatMap((w) => linkTo(w.context) ?? []);
+    const attributes = { 'payorch.db.batch': this.options.name ?? 'write', 'payorch.db.batch_size': batch.length };
+    return inContext(origin, () => inSpan('db.group_commit', attributes, () => this.writeBatch(batch), links));
+  }
+
+  private async writeBatch(batch: Array<Waiting<I, O>>): Promise<void> {
     try {
       const results = await this.options.run(batch.map((w) => w.item));
       batch.forEach((w, i) => w.resolve(results[i]));

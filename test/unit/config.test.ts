@@ -146,6 +146,9 @@ describe('configuration', () => {
     TLS_HANDSHAKE_TIMEOUT_MS: '99',
     REQUEST_TIMEOUT_MS: 'soon',
     KEEP_ALIVE_TIMEOUT_MS: '4000000',
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'grpc://collector:4317',
+    OTEL_SERVICE_NAME: 'pay\norch',
   };
 
   it('should have a refused value (or a reason for none) for every variable it reads', () => {
@@ -162,6 +165,19 @@ describe('configuration', () => {
       else expect(message).toContain(`(got ${JSON.stringify(value)})`);
     },
   );
+
+  it('should trace only when an OTLP endpoint is set, to the traces endpoint or the base one\'s /v1/traces', () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_SERVICE_NAME: 'payorch-eu' }).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ endpoint: 'http://collector:4318/v1/traces', serviceName: 'payorch' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com/otlp/', OTEL_SERVICE_NAME: 'payorch-eu' }).tracing)
+      .toEqual({ endpoint: 'https://otel.example.com/otlp/v1/traces', serviceName: 'payorch-eu' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:4318/v1/traces' }).tracing?.endpoint)
+      .toBe('http://traces:4318/v1/traces');
+    expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toBe(
+      'Invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http(s) URL of an OTLP/HTTP collector, such as http://localhost:4318 (got "localhost:4318")',
+    );
+  });
 
   it('should say what LOG_LEVEL and RATE_LIMIT_PER_MINUTE accept', () => {
     expect(refusal({ LOG_LEVEL: 'verbose' })).toBe('Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "verbose")');

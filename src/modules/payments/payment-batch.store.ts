@@ -97,12 +97,13 @@ export class PaymentBatchStore {
   ) {
     this.pending = new WriteBatcher({
       ...options,
+      name: 'payments.pending',
       isRefusal: isStatementRefused,
       run: (items) => this.insertPending(items),
       // Two claims of one key in one INSERT … ON CONFLICT would both look claimed here.
       conflictKey: (w) => (w.idem ? `${w.idem.scope}\n${w.idem.key}` : undefined),
     });
-    this.settling = new WriteBatcher({ ...options, isRefusal: isStatementRefused, run: (items) => this.settle(items) });
+    this.settling = new WriteBatcher({ ...options, name: 'payments.settle', isRefusal: isStatementRefused, run: (items) => this.settle(items) });
   }
 
   /** The store of the rows payments hold (see PaymentHold); needed before a write names a hold. */

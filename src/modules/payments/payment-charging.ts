@@ -9,6 +9,7 @@ import type { PendingTransaction } from './gateway-transaction.store';
 import type { LeaseKeeper } from './lease-keeper';
 import type { Payment, PaymentAttempt } from './payment.types';
 import { movedPayment, type SettlingMove } from './payment-states';
+import { inSpan } from '../../observability/spans';
 
 /**
  * The most entries a payment's `attempts` can hold: the charge records one per gateway it tried
@@ -129,14 +130,7 @@ export class PaymentCharger {
       const gatewayId = plan[i];
       // A half-open circuit lets exactly one trial through; concurrent payments move on.
       if (!this.routing.tryAcquire(gatewayId)) continue;
-      const idempotencyKey = chargeKey(payment.id, i);
-      const { gateway, type, captureWindowDays } = await this.gateways.connector(ctx, gatewayId);
-      const request = chargeRequest(payment, i, source, returnUrl);
-      const { result, known } = await untilKnown(
-        () => gateway.charge(request),
-        () => gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id }),
-        (call) => log.push({ kind: call.kind === 'operation' ? 'charge' : 'status', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result: call.result }),
-      );
+      const { result, known, captureWindowDays } = await this.attempt(ctx, payment, i, gatewayId, source, returnUrl, log);
       if (!known) {
         // The card may have been charged here: another gateway could charge it a second time,
         // so stop and let recovery ask this gateway again later.
@@ -151,5 +145,30 @@ export class PaymentCharger {
       if (result.outcome === 'succeeded' || result.outcome === 'declined' || result.outcome === 'requires_action') break;
     }
     return { result: last?.result ?? null, gatewayId: last?.gatewayId ?? null, attempts, log, unresolved: false, captureWindowDays: last?.captureWindowDays };
+  }
+
+  /** One gateway's charge (and the status calls that learn its outcome), a span of its own. */
+  private attempt(
+    ctx: RequestContext, payment: Payment, i: number, gatewayId: string, source: ChargeRequest['source'], returnUrl: string | null, log: PendingTransaction[],
+  ): Promise<{ result: GatewayResult; known: boolean; captureWindowDays?: number }> {
+    return inSpan('gateway.charge', { 'payorch.gateway.id': gatewayId, 'payorch.payment.id': payment.id, 'payorch.attempt': i + 1 }, async (span) => {
+      const idempotencyKey = chargeKey(payment.id, i);
+      const { gateway, type, captureWindowDays } = await this.gateways.connector(ctx, gatewayId);
+      const request = chargeRequest(payment, i, source, returnUrl);
+      const { result, known } = await untilKnown(
+        () => gateway.charge(request),
+        () => gateway.status({ idempotencyKey, kind: 'charge', objectId: payment.id }),
+        (call) => log.push({ kind: call.kind === 'operation' ? 'charge' : 'status', gatewayId, gatewayType: type, attempt: i + 1, idempotencyKey, result: call.result }),
+      );
+      if (span.isRecording()) {
+        span.setAttributes({
+          'payorch.gateway.type': type,
+          // Unknown: the gateway never told whether it charged (recovery asks it again later).
+          'payorch.gateway.outcome': known ? result.outcome : 'unknown',
+          ...(result.declineCode ? { 'payorch.gateway.decline_code': result.declineCode } : {}),
+        });
+      }
+      return { result, known, captureWindowDays };
+    });
   }
 }

@@ -20,6 +20,7 @@ import { testTokenCard } from '../../connectors/card';
 import { createPaymentInput, listPaymentsInput, updatePaymentInput, type CreatePaymentInput } from './payment.inputs';
 import type { GatewayTransaction, GatewayTransactionStore, PendingTransaction } from './gateway-transaction.store';
 import { errorForLog, type Logger } from '../../logger';
+import { inSpan } from '../../observability/spans';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import { claimFor, recoveredKey, type IdempotencyKey, type ObjectClaim } from '../../core/idempotency';
@@ -129,7 +130,15 @@ export class PaymentService {
    * pending row (HoldRefused, nothing written, when it cannot be) and finished with the settling
    * write: completed with its event on success, released on failure.
    */
-  async create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, links: PaymentLinks = {}, presetId?: string, hold?: PaymentHold): Promise<Payment> {
+  create(ctx: RequestContext, input: unknown, idem?: IdempotencyKey, links: PaymentLinks = {}, presetId?: string, hold?: PaymentHold): Promise<Payment> {
+    return inSpan('payment.create', { 'payorch.account_id': ctx.accountId, 'payorch.mode': ctx.mode }, async (span) => {
+      const payment = await this.createPayment(ctx, input, idem, links, presetId, hold);
+      span.setAttributes({ 'payorch.payment.id': payment.id, 'payorch.payment.status': payment.status });
+      return payment;
+    });
+  }
+
+  private async createPayment(ctx: RequestContext, input: unknown, idem: IdempotencyKey | undefined, links: PaymentLinks, presetId?: string, hold?: PaymentHold): Promise<Payment> {
     requirePermission(ctx, 'payments', 'write');
     const data = parseInput(createPaymentInput, input);
     const returnUrl = data.returnUrl === undefined ? null : returnUrlChecker(ctx.mode)(data.returnUrl, 'returnUrl');

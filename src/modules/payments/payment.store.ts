@@ -16,6 +16,8 @@ import { PaymentBatchStore, type FinalWrite, type PaymentBatchOptions } from './
 import { HoldRefused, type HoldClaim, type PaymentHold, type PaymentHoldStore } from './payment-hold';
 import { PAYMENT_COLUMNS, PENDING_COLUMNS, SETTLING_COLUMNS, columnList, pendingRow, searchText, settlingRow, toApiPayment } from './payment.rows';
 import type { Payment, PaymentAttempt } from './payment.types';
+import type { Attributes } from '@opentelemetry/api';
+import { inSpan } from '../../observability/spans';
 import { PAYMENT_MOVES, movedPayment, type SettlingMove } from './payment-states';
 
 type Scope = { accountId: string; mode: string };
@@ -84,7 +86,13 @@ export class PaymentStore {
    * (nothing written: see IdempotencyService.foldedClaim). With a hold, the hold is claimed in
    * the same write too; HoldRefused when it could not be (no payment written).
    */
-  async insertPending(
+  insertPending(
+    ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim: ObjectClaim | undefined, hold?: PaymentHold, returnUrl: string | null = null,
+  ): Promise<boolean> {
+    return inSpan('payment.insert_pending', this.spanAttributes(payment), () => this.writePending(ctx, payment, plan, leaseMs, claim, hold, returnUrl));
+  }
+
+  private async writePending(
     ctx: RequestContext, payment: Payment, plan: string, leaseMs: number, claim: ObjectClaim | undefined, hold?: PaymentHold, returnUrl: string | null = null,
   ): Promise<boolean> {
     const holdClaim: HoldClaim | undefined = hold && {
@@ -130,7 +138,19 @@ export class PaymentStore {
    * payment is still pending. Returns the
    * payment as stored (as another writer settled it, when one got there first; see settledElsewhere).
    */
-  async settle(
+  settle(
+    ctx: RequestContext, move: SettlingMove, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined, hold?: PaymentHold,
+    captureWindowDays?: number,
+  ): Promise<Payment> {
+    return inSpan('payment.settle', { ...this.spanAttributes(done), 'payorch.payment.move': move }, () => this.writeSettled(ctx, move, done, log, reference, claim, hold, captureWindowDays));
+  }
+
+  /** A payment write's span: which payment, on which database (on SQLite no statement has a span of its own). */
+  private spanAttributes(payment: Payment): Attributes {
+    return { 'payorch.payment.id': payment.id, 'db.system.name': this.db.dialect === 'postgres' ? 'postgresql' : 'sqlite' };
+  }
+
+  private async writeSettled(
     ctx: RequestContext, move: SettlingMove, done: Payment, log: PendingTransaction[], reference: string | null, claim: ObjectClaim | undefined, hold?: PaymentHold,
     captureWindowDays?: number,
   ): Promise<Payment> {

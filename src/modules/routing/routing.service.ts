@@ -16,6 +16,7 @@ import { CircuitBreaker } from './circuit-breaker';
 import type { Rng } from './rng';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import { RoutingConfigModel } from './routing-config.model';
+import { inSpan } from '../../observability/spans';
 
 export type RoutingConfig = z.output<typeof routingConfigSchema>;
 
@@ -127,7 +128,20 @@ export class RoutingService {
    * enabled for this payment, every circuit open) falls back to the built-in simulator; live
    * mode gets none. A saved card's own gateway is the only one it can use.
    */
-  async decide(ctx: RequestContext, input: RoutingInput, restrictTo?: string): Promise<RoutingDecision> {
+  decide(ctx: RequestContext, input: RoutingInput, restrictTo?: string): Promise<RoutingDecision> {
+    return inSpan('routing.decide', {}, async (span) => {
+      const decision = await this.decideRoute(ctx, input, restrictTo);
+      if (span.isRecording()) span.setAttributes({
+        'payorch.routing.rule': decision.rule ?? '',
+        'payorch.routing.gateways': decision.gateways,
+        'payorch.routing.max_attempts': decision.maxAttempts,
+        'payorch.routing.skipped': decision.skipped.map((s) => `${s.gatewayId}:${s.reason}`),
+      });
+      return decision;
+    });
+  }
+
+  private async decideRoute(ctx: RequestContext, input: RoutingInput, restrictTo?: string): Promise<RoutingDecision> {
     const [{ config }, gateways] = await this.routingInputs(ctx);
     let effective = config;
     if (config.rules.length === 0 && config.fallback.length === 0) {
