@@ -149,6 +149,13 @@ const VARIABLES = {
   TLS_HANDSHAKE_TIMEOUT_MS: { schema: millis.optional() },
   REQUEST_TIMEOUT_MS: { schema: millis.default(30_000) },
   KEEP_ALIVE_TIMEOUT_MS: { schema: millis.default(5_000) },
+  // Prometheus metrics: a plain-HTTP listener of their own, and/or GET /metrics on HTTPS behind a token; neither, none.
+  METRICS_PORT: { schema: port.optional() },
+  METRICS_HOST: { schema: z.string().default('127.0.0.1') },
+  METRICS_TOKEN: {
+    secret: true,
+    schema: z.string().regex(/^[\x21-\x7e]{16,256}$/, { error: 'must be 16 to 256 printable characters without spaces (a bearer token)' }).optional(),
+  },
 } satisfies Record<string, { schema: z.ZodType; secret?: boolean }>;
 
 type Variable = keyof typeof VARIABLES;
@@ -247,6 +254,11 @@ export interface Config {
   wsMaxSubscriptionsPerAccount: number;
   /** graphql-ws connection attempts with a missing or refused key one client address may make a minute. */
   wsFailedConnectsPerMinute: number;
+  /** A plain-HTTP listener serving only GET /metrics, on `metricsHost` (0: any free port); none when absent. */
+  metricsPort?: number;
+  metricsHost: string;
+  /** GET /metrics on the HTTPS listener, for `Authorization: Bearer <metricsToken>` only; absent, it is not served there. */
+  metricsToken?: string;
 }
 
 /** Reads the environment; a bad value throws one line naming the variable. */
@@ -281,6 +293,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // A handshake is part of getting a request's headers in: it may not take longer than them.
   if (e.TLS_HANDSHAKE_TIMEOUT_MS !== undefined && e.TLS_HANDSHAKE_TIMEOUT_MS > e.HEADERS_TIMEOUT_MS) {
     throw new ConfigError(`Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS (got ${quoteValue(String(present.TLS_HANDSHAKE_TIMEOUT_MS))}, HEADERS_TIMEOUT_MS is ${e.HEADERS_TIMEOUT_MS})`);
+  }
+  if (e.METRICS_PORT !== undefined && e.METRICS_PORT !== 0 && (e.METRICS_PORT === e.PORT || e.METRICS_PORT === e.HTTP_PORT)) {
+    throw new ConfigError(`Invalid configuration: METRICS_PORT must differ from PORT and HTTP_PORT (got ${quoteValue(String(present.METRICS_PORT))})`);
   }
   const dataDir = path.resolve(e.DATA_DIR);
   return {
@@ -333,5 +348,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
+    metricsPort: e.METRICS_PORT,
+    metricsHost: e.METRICS_HOST,
+    metricsToken: e.METRICS_TOKEN,
   };
 }

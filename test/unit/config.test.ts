@@ -146,6 +146,9 @@ describe('configuration', () => {
     TLS_HANDSHAKE_TIMEOUT_MS: '99',
     REQUEST_TIMEOUT_MS: 'soon',
     KEEP_ALIVE_TIMEOUT_MS: '4000000',
+    METRICS_PORT: '65536',
+    METRICS_HOST: null,
+    METRICS_TOKEN: 's3cret-short',
   };
 
   it('should have a refused value (or a reason for none) for every variable it reads', () => {
