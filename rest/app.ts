@@ -7,6 +7,7 @@ import { API_ROUTES } from './routes';
 import { registerRoutes } from './route-table';
 import { isPagePath, pageRoutes } from './pages/pages.routes';
 import { renderErrorPage } from './pages/error.page';
+import { ASSET_ROUTE, isAssetPath } from './pages/page-assets';
 
 const API_PREFIXES = ['/v1', '/api/v1'];
 
@@ -65,6 +66,13 @@ export function restTransport(services: Services): Transport {
   return {
     isPublicPath,
     pages: { isPagePath, render: renderErrorPage },
+    // A request refused before the router ran (its key, its rate, its body): the route it asked for.
+    routeTemplate(method, path) {
+      const inner = stripPrefix(path);
+      if (inner === null) return isAssetPath(path) ? ASSET_ROUTE : undefined;
+      const layer = bySegment.get(firstSegment(inner))?.match(inner, method).pathAndMethod.filter((l) => l.methods.length > 0).at(-1);
+      return layer ? `/v1${layer.path}` : undefined;
+    },
     mount(app, shared) {
       app.use(async (ctx: Context, next: Next) => {
         // The API's namespace outside the routes (/graphql/x, /api/v2): JSON 404 before any key check.

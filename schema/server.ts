@@ -99,7 +99,7 @@ async function preflight(
   const requested = rateCost(base, objects);
   const points = requested - counted.points;
   if (points <= 0) return { cost: { base, requested, remaining: counted.remaining } };
-  const decision = await services.limiter.consume(rate.subject, rate.limit, points);
+  const decision = await services.limiter.consume(rate.subject, rate.limit, points, 'graphql_cost');
   rate.decision = decision;
   const cost = { base, requested, remaining: decision.remaining };
   if (decision.allowed) return { cost };

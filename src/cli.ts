@@ -166,14 +166,15 @@ async function requireFreePorts(config: Config): Promise<void> {
   if (config.port !== 0 && config.port === config.httpPort) {
     throw new ConfigError(`Invalid configuration: PORT and HTTP_PORT are both ${config.port}; give them different ports`);
   }
-  for (const [variable, port] of [['PORT', config.port], ['HTTP_PORT', config.httpPort]] as const) {
-    if (port === 0) continue;
-    const err = await probePort(port, config.host);
+  const ports: Array<[string, number | undefined, string]> = [['PORT', config.port, config.host], ['HTTP_PORT', config.httpPort, config.host], ['METRICS_PORT', config.metricsPort, config.metricsHost]];
+  for (const [variable, port, host] of ports) {
+    if (port === undefined || port === 0) continue;
+    const err = await probePort(port, host);
     if (err?.code === 'EADDRINUSE') {
-      throw new ConfigError(`port ${port} on ${config.host} is already in use (${variable}): stop what listens there or set ${variable} to a free port`);
+      throw new ConfigError(`port ${port} on ${host} is already in use (${variable}): stop what listens there or set ${variable} to a free port`);
     }
-    if (err?.code === 'EACCES') throw new ConfigError(`port ${port} on ${config.host} needs privileges this user lacks (${variable}): set ${variable} to a port above 1023`);
-    if (err) throw new ConfigError(`cannot listen on ${config.host}:${port} (${variable}): ${err.message}`);
+    if (err?.code === 'EACCES') throw new ConfigError(`port ${port} on ${host} needs privileges this user lacks (${variable}): set ${variable} to a port above 1023`);
+    if (err) throw new ConfigError(`cannot listen on ${host}:${port} (${variable}): ${err.message}`);
   }
 }
 
@@ -224,8 +225,9 @@ export function buildCli(): Command {
       }
       const traces = tracingEndpoint();
       if (traces) logger.info({ endpoint: traces }, 'traces exported over OTLP/HTTP');
-      logger.info({ url: server.baseUrl, redirect: server.httpUrl }, 'payorch listening');
+      logger.info({ url: server.baseUrl, redirect: server.httpUrl, metrics: server.metricsUrl }, 'payorch listening');
       process.stdout.write(`Payorch is listening on ${server.baseUrl} (plain HTTP on ${server.httpUrl} redirects there)\n`);
+      if (server.metricsUrl) process.stdout.write(`Prometheus metrics on ${server.metricsUrl}\n`);
       let shuttingDown = false;
       const shutdown = (signal: string) => {
         if (shuttingDown) return;

@@ -159,6 +159,13 @@ const VARIABLES = {
   OTEL_SERVICE_NAME: {
     schema: z.string().trim().regex(/^[^\u0000-\u001f\u007f]{1,255}$/, { error: 'must be a name of 1 to 255 characters on one line, such as payorch-eu' }).default('payorch'),
   },
+  // Prometheus metrics: a plain-HTTP listener of their own, and/or GET /metrics on HTTPS behind a token; neither, none.
+  METRICS_PORT: { schema: port.optional() },
+  METRICS_HOST: { schema: z.string().default('127.0.0.1') },
+  METRICS_TOKEN: {
+    secret: true,
+    schema: z.string().regex(/^[\x21-\x7e]{16,256}$/, { error: 'must be 16 to 256 printable characters without spaces (a bearer token)' }).optional(),
+  },
 } satisfies Record<string, { schema: z.ZodType; secret?: boolean }>;
 
 type Variable = keyof typeof VARIABLES;
@@ -266,6 +273,11 @@ export interface Config {
     endpoint: string;
     serviceName: string;
   };
+  /** A plain-HTTP listener serving only GET /metrics, on `metricsHost` (0: any free port); none when absent. */
+  metricsPort?: number;
+  metricsHost: string;
+  /** GET /metrics on the HTTPS listener, for `Authorization: Bearer <metricsToken>` only; absent, it is not served there. */
+  metricsToken?: string;
 }
 
 /** Reads the environment; a bad value throws one line naming the variable. */
@@ -300,6 +312,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // A handshake is part of getting a request's headers in: it may not take longer than them.
   if (e.TLS_HANDSHAKE_TIMEOUT_MS !== undefined && e.TLS_HANDSHAKE_TIMEOUT_MS > e.HEADERS_TIMEOUT_MS) {
     throw new ConfigError(`Invalid configuration: TLS_HANDSHAKE_TIMEOUT_MS must not be longer than HEADERS_TIMEOUT_MS (got ${quoteValue(String(present.TLS_HANDSHAKE_TIMEOUT_MS))}, HEADERS_TIMEOUT_MS is ${e.HEADERS_TIMEOUT_MS})`);
+  }
+  if (e.METRICS_PORT !== undefined && e.METRICS_PORT !== 0 && (e.METRICS_PORT === e.PORT || e.METRICS_PORT === e.HTTP_PORT)) {
+    throw new ConfigError(`Invalid configuration: METRICS_PORT must differ from PORT and HTTP_PORT (got ${quoteValue(String(present.METRICS_PORT))})`);
   }
   const dataDir = path.resolve(e.DATA_DIR);
   return {
@@ -353,6 +368,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     tracing: tracingConfig(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT, e.OTEL_SERVICE_NAME),
+    metricsPort: e.METRICS_PORT,
+    metricsHost: e.METRICS_HOST,
+    metricsToken: e.METRICS_TOKEN,
   };
 }
 

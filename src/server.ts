@@ -10,6 +10,7 @@ import { restTransport } from '../rest/app';
 import { plainHttpRedirect } from '../rest/plain-http-redirect';
 import { startWorkers, type Workers } from '../workers';
 import { mountGraphQL, type GraphQLMount } from '../schema/server';
+import { metricsListener } from './http/metrics';
 
 export interface RunningServer {
   services: Services;
@@ -17,6 +18,8 @@ export interface RunningServer {
   httpServer: http.Server;
   baseUrl: string;
   httpUrl: string;
+  /** The METRICS_PORT listener (`http://host:port/metrics`), when configured. */
+  metricsUrl?: string;
   cert: string;
   stop(): Promise<void>;
 }
@@ -158,6 +161,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   );
   capConnections(httpServer, config, services.logger, 'http');
   const httpPort = await listen(httpServer, config.httpPort, config.host);
+  let metricsServer: http.Server | undefined;
+  let metricsUrl: string | undefined;
+  if (config.metricsPort !== undefined) {
+    metricsServer = http.createServer(limits, metricsListener(services.metrics, config.metricsToken, services.logger));
+    capConnections(metricsServer, config, services.logger, 'metrics');
+    const port = await listen(metricsServer, config.metricsPort, config.metricsHost);
+    metricsUrl = `http://${config.metricsHost.includes(':') ? `[${config.metricsHost}]` : config.metricsHost}:${port}/metrics`;
+  }
   const workers: Workers | undefined = (options.runWorkers ?? config.runWorkers) ? startWorkers(services) : undefined;
   const displayHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   let stopping: Promise<void> | undefined;
@@ -168,10 +179,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     cert: tls.cert,
     baseUrl: `https://${displayHost}:${httpsPort}`,
     httpUrl: `http://${displayHost}:${httpPort}`,
+    metricsUrl,
     stop() {
       // Stop accepting, let in-flight requests finish, stop workers, then close the pool.
       stopping ??= (async () => {
-        await Promise.all([closeServer(httpsServer), closeServer(httpServer), graphql?.stop()]);
+        await Promise.all([closeServer(httpsServer), closeServer(httpServer), metricsServer && closeServer(metricsServer), graphql?.stop()]);
         await workers?.stop();
         await services.close();
       })();

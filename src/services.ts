@@ -48,6 +48,7 @@ import { DashboardService } from './modules/dashboard/dashboard.service';
 import { PaymentSummaryService } from './modules/payments/payment-summary';
 import { ExportService, type ExportOptions } from './modules/exports/export.service';
 import { exportSources } from './modules/exports/export-sources';
+import { Metrics } from './observability/metrics';
 
 /** The composition root: every service built once, with its dependencies. */
 export interface Services {
@@ -95,6 +96,8 @@ export interface Services {
   paymentSummary: PaymentSummaryService;
   /** Exports of lists to files (API.md §2): the requests, and the job that writes and expires the files. */
   exports: ExportService;
+  /** Prometheus metrics (METRICS_PORT / METRICS_TOKEN); disabled, every recording call is a no-op. */
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -128,6 +131,7 @@ export interface ServiceOptions {
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
+  const metrics = new Metrics(config.metricsPort !== undefined || config.metricsToken !== undefined, logger);
   const db = new Database({ url: config.databaseUrl, models: MODELS, logging: options.onSql, sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs });
   await db.init();
   if (db.tightenedFiles.length) logger.warn({ files: db.tightenedFiles }, 'database files were open to other users: made them owner-only (0600)');
@@ -170,6 +174,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     allowPrivateBaseUrl: config.gatewayAllowPrivateBaseUrl,
     resolveHost: options.gatewayDns?.resolveHost,
     lookup: options.gatewayDns?.lookup,
+    metrics,
   }, idempotency);
   const fx = new FxService(db);
   const routing = new RoutingService(db, gateways, clock, options.routingRng);
@@ -182,13 +187,13 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const taxRates = new TaxRateService(db, events, idempotency);
   const payments = new PaymentService(db, events, customers, fx, routing, gateways, paymentMethods, gtx, idempotency, keys, fingerprintKey, logger, leases);
   // The caps on failed pays of the hosted pages, shared by every instance through the database.
-  const publicAttempts = new PublicAttempts(db, events, accounts, clock, logger);
+  const publicAttempts = new PublicAttempts(db, events, accounts, clock, logger, metrics);
   const publicPay = new PublicPayPath(payments, paymentMethods, idempotency, clock, publicAttempts);
   // A checkout session's pay claims and completes it with its payment's writes (PaymentHold).
   payments.useHolds(new CheckoutStore(db));
   payments.usePublicBase(() => urls.base());
   const paymentActions = new PaymentActions(db, events, gateways, gtx, idempotency, clock, logger);
-  const mail = createMailService({ db, clock, logger, config, options: options.mail });
+  const mail = createMailService({ db, clock, logger, config, options: options.mail, metrics });
   const invoices = new InvoiceService(
     db, events, idempotency, customers, accounts, payments, publicPay, urls, mail,
     { pdf: renderInvoicePdf, email: invoiceEmail }, clock, logger, customerCredit, taxRates,
@@ -218,7 +223,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     logger,
     bus,
     redis,
-    limiter: new RateLimiter(redis),
+    limiter: new RateLimiter(redis, metrics),
     accounts,
     customers,
     customerCredit,
@@ -233,7 +238,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     payments,
     paymentActions,
     refunds,
-    webhooks: createWebhookServices({ db, events, bus, clock, logger, config, encryptionKey, options: options.webhooks, idempotency }),
+    webhooks: createWebhookServices({ db, events, bus, clock, logger, config, encryptionKey, options: options.webhooks, idempotency, metrics }),
     urls,
     checkoutSessions,
     paymentLinks: new PaymentLinkService(db, events, idempotency, catalog, accounts, publicPay, urls),
@@ -246,7 +251,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     publicAttempts,
     paymentSummary: new PaymentSummaryService(db),
     exports,
+    metrics,
     async close() {
+      metrics.close();
       leases.stop();
       mail.close();
       await closeInvoicePdfRenderer();
@@ -255,5 +262,13 @@ export async function createServices(config: Config, options: ServiceOptions = {
       await db.close();
     },
   };
+  // Read at scrape time only; payments and refunds counted from the events committed here.
+  metrics.watch({
+    circuits: (also) => routing.circuitStates(also),
+    webhookQueue: (now) => services.webhooks.deliveries.queueDepth(now),
+    mailOutbox: (now) => mail.outboxDepth(now),
+    dbPools: () => db.poolUsage(),
+    now: () => clock.now(),
+  }, bus);
   return services;
 }

@@ -124,10 +124,13 @@ export async function runJob(services: Services, job: Job): Promise<void> {
   if (!now) running.set(services, (now = new Set()));
   if (now.has(job.name)) return;
   now.add(job.name);
+  const started = performance.now();
   try {
     const done = await job.run(services);
+    services.metrics.observeJob(job.name, true, (performance.now() - started) / 1000, done);
     if (Object.values(done).some((n) => n > 0)) services.logger[job.logLevel ?? 'info']({ job: job.name, ...done }, 'job done');
   } catch (err) {
+    services.metrics.observeJob(job.name, false, (performance.now() - started) / 1000);
     services.logger.error({ job: job.name, err: errorForLog(err) }, 'job failed');
   } finally {
     now.delete(job.name);

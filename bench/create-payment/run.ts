@@ -9,6 +9,10 @@
  *   npm run bench:create-payment            # PostgreSQL and SQLite
  *   BENCH_DB=postgres npm run bench:create-payment
  *   BENCH_TRACING=compare npm run bench:create-payment   # the service traced against untraced (compareTracing)
+ *
+ * BENCH_METRICS=compare measures something else instead (issue 38): the same route on two
+ * services side by side, one with metrics on (METRICS_TOKEN, scraped every BENCH_SCRAPE_MS) and
+ * one with them off, in alternating rounds at 32 connections, and prints on/off.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -17,6 +21,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { benchPort, benchTempDir, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples } from '../lib';
+import https from 'node:https';
 import { startService, stopService } from '../service';
 
 // The bench client talks to local self-signed listeners only.
@@ -26,6 +31,11 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 /** BENCH_WORKERS=1: the service runs its workers too (webhook delivery, billing, recovery, count folds), as `payorch start` does by default. */
 const WORKERS = process.env.BENCH_WORKERS === '1';
+/** BENCH_METRICS=compare: metrics on against off, in alternating rounds (BENCH_ROUNDS, 3), scraped every BENCH_SCRAPE_MS (5000). */
+const METRICS_COMPARE = process.env.BENCH_METRICS === 'compare';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SCRAPE_MS = Number(process.env.BENCH_SCRAPE_MS ?? 5000);
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
 interface Figures { rps: number; p50: number; p99: number; rss?: RssSamples }
 
@@ -120,6 +130,66 @@ async function benchHttpsAlone(body: string): Promise<Figures> {
   }
 }
 
+/** One scrape of GET /metrics, as Prometheus makes it: the whole exposition read. */
+function scrape(baseUrl: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    https.get(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` }, rejectUnauthorized: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`GET /metrics answered ${res.statusCode}`))));
+    }).on('error', reject);
+  });
+}
+
+/**
+ * Issue 38's figure: create-payment with metrics on against off. Two services on fresh databases
+ * of the dialect, started together and loaded in turn (the other one idle), ROUNDS rounds of
+ * one run each, the order swapped every round so that drift on the machine falls on both. The
+ * service with metrics on is scraped every SCRAPE_MS while it is loaded.
+ */
+async function compareMetrics(dialect: string): Promise<void> {
+  const dirs = { off: benchTempDir('metrics-off'), on: benchTempDir('metrics-on') };
+  const dbs = { off: await freshDatabase(dialect, dirs.off), on: await freshDatabase(dialect, dirs.on) };
+  const services = {
+    off: await startService(dbs.off.url, dirs.off),
+    on: await startService(dbs.on.url, dirs.on, { METRICS_TOKEN }),
+  };
+  const body = BODY;
+  const totals = { off: [] as Figures[], on: [] as Figures[] };
+  let scrapes = 0;
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const order: Array<'off' | 'on'> = round % 2 === 0 ? ['off', 'on'] : ['on', 'off'];
+      const line: string[] = [];
+      for (const side of order) {
+        const service = services[side];
+        const scraping = side === 'on' ? setInterval(() => void scrape(service.baseUrl).then(() => scrapes++, () => undefined), SCRAPE_MS) : undefined;
+        try {
+          const figures = await load(`${service.baseUrl}/v1/payments`, { authorization: `Bearer ${service.testKey}` }, body, 32, DURATION, WARMUP, service.pid);
+          totals[side].push(figures);
+          line.push(`${side} ${figures.rps.toFixed(0)} req/s p99 ${figures.p99} ms`);
+        } finally {
+          clearInterval(scraping);
+        }
+      }
+      process.stdout.write(`  round ${round + 1}: ${line.join(';  ')}\n`);
+    }
+    const sum = (xs: Figures[]) => xs.reduce((a, f) => a + f.rps, 0);
+    const exposition = await scrape(services.on.baseUrl);
+    const counted = [...exposition.matchAll(/^payorch_payments_total\{status="succeeded"[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
+    process.stdout.write(
+      `  metrics on/off at c=32: ${(sum(totals.on) / sum(totals.off)).toFixed(3)} of req/s over ${ROUNDS} rounds ` +
+        `(each round's: ${totals.on.map((f, i) => (f.rps / totals.off[i].rps).toFixed(3)).join(' ')}); ` +
+        `${scrapes} scrapes while loaded; the service with metrics counted ${counted} succeeded payments\n`,
+    );
+  } finally {
+    await Promise.all([stopService(services.off), stopService(services.on)]);
+    await dbs.off.drop();
+    await dbs.on.drop();
+    for (const dir of Object.values(dirs)) fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const mb = (n: number | null | undefined): string => (n == null ? '?' : `${n.toFixed(0)} MB`);
 const loadAverage = (): string => os.loadavg().map((n) => n.toFixed(2)).join(' ');
 
@@ -201,6 +271,14 @@ async function main(): Promise<void> {
   }
   process.stdout.write(`create-payment benchmark on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${DURATION}s per run, service workers ${WORKERS ? 'on' : 'off'}\n`);
   process.stdout.write(`load average at start: ${loadAverage()}\n`);
+  if (METRICS_COMPARE) {
+    for (const dialect of dialects) {
+      process.stdout.write(`\n${dialect}: metrics on (METRICS_TOKEN, scraped every ${SCRAPE_MS} ms) against off, ${ROUNDS} alternating rounds\n`);
+      await compareMetrics(dialect);
+      process.stdout.write(`  load average after ${dialect}: ${loadAverage()}\n`);
+    }
+    return;
+  }
   const alone = await benchHttpsAlone(BODY);
   process.stdout.write(
     `\nHTTPS alone (the baseline's route writing nothing), c=32: ${alone.rps.toFixed(0)} req/s   p50 ${alone.p50} ms   p99 ${alone.p99} ms\n`,

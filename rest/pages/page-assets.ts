@@ -14,6 +14,12 @@ export interface PageAsset extends PageScriptAsset {
 }
 
 const ASSET_ROOT = '/dashboard/assets';
+/** The assets' route as metrics name it (their file names carry a content hash). */
+export const ASSET_ROUTE = `${ASSET_ROOT}/:file`;
+
+export function isAssetPath(path: string): boolean {
+  return path.startsWith(`${ASSET_ROOT}/`);
+}
 
 function packageFile(pkg: string, file: string): Buffer {
   return fs.readFileSync(path.join(path.dirname(require.resolve(`${pkg}/package.json`)), file));

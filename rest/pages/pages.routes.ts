@@ -20,7 +20,7 @@ export type { Page, PageRequest } from './page';
 // answers HTML, errors included. Reserved for the hosted pages (API.md §11, §16):
 // /checkout/{id}, /pay/{slug}, /invoice/{id}, /dashboard, /docs, and for 3-D Secure
 // /payment-return/{paymentId} and the simulator's challenge /simulator/3ds/{id}.
-const API_NAMESPACES = [/^\/v\d+(\/|$)/i, /^\/api(\/|$)/i, /^\/graphql(\/|$)/i, /^\/(health|ready)(\/|$)/i];
+const API_NAMESPACES = [/^\/v\d+(\/|$)/i, /^\/api(\/|$)/i, /^\/graphql(\/|$)/i, /^\/(health|ready|metrics)(\/|$)/i];
 
 export function isPagePath(path: string): boolean {
   return !API_NAMESPACES.some((namespace) => namespace.test(path));

@@ -28,6 +28,8 @@ export interface RemoteEventSink {
 export class EventBus {
   private readonly emitter = new EventEmitter();
   private remote?: RemoteEventSink;
+  /** Told of the events committed on this instance only (metrics count each move once, where it was made). */
+  private readonly committedListeners = new Set<(event: PublishedEvent) => void>();
   /** Open streams per account and mode: what the fan-out replays after missing events. */
   private readonly openStreams = new Map<string, StreamScope & { streams: number }>();
 
@@ -40,6 +42,7 @@ export class EventBus {
   }
 
   publish(event: PublishedEvent): void {
+    for (const listener of this.committedListeners) listener(event);
     this.deliverLocal(event);
     this.remote?.send(event);
   }
@@ -47,6 +50,12 @@ export class EventBus {
   /** An event that arrived from another instance: local listeners only. */
   deliverLocal(event: PublishedEvent): void {
     this.emitter.emit('event', event);
+  }
+
+  /** Events committed by this instance (publish), not those other instances committed (deliverLocal). */
+  onCommitted(listener: (event: PublishedEvent) => void): () => void {
+    this.committedListeners.add(listener);
+    return () => this.committedListeners.delete(listener);
   }
 
   subscribe(listener: (event: PublishedEvent) => void): () => void {

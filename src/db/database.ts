@@ -8,10 +8,11 @@ import { storableDeep } from '../core/text';
 import { prepareSqliteFile } from '../core/private-files';
 import { translateDatabaseError } from './database-errors';
 import {
-  acquireConnection, closeSqliteConnectionsInTurn, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
+  acquireConnection, closeSqliteConnectionsInTurn, connectionPools, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
   type SqliteConnection,
 } from './sequelize-internals';
 import { SqliteStatements } from './sqlite-statements';
+import type { PoolUsage } from '../observability/metrics';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -145,6 +146,19 @@ export class Database {
         define: { timestamps: false, underscored: true },
       });
     }
+  }
+
+  /**
+   * The connection pools as they stand (metrics, at scrape time): PostgreSQL's pool (or its read
+   * and write pools with replication); on SQLite the single writer, a pool of one whose waiting
+   * are the write transactions queued for it.
+   */
+  poolUsage(): PoolUsage[] {
+    if (this.dialect === 'sqlite') {
+      const used = this.sqliteWriting ? 1 : 0;
+      return [{ pool: 'sqlite_writer', max: 1, used, idle: 1 - used, waiting: this.sqliteJobs.length }];
+    }
+    return connectionPools(this.sequelize).map(({ name, pool }) => ({ pool: name, max: pool.maxSize, used: pool.using, idle: pool.available, waiting: pool.waiting }));
   }
 
   /**

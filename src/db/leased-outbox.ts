@@ -1,6 +1,6 @@
 import type { Transaction } from 'sequelize';
 import { randomBase62 } from '../core/ids';
-import { databaseNowSql, type Database, type Dialect } from './database';
+import { databaseNowSql, readTime, type Database, type Dialect } from './database';
 
 /**
  * A durable outbox table whose rows workers claim under a lease: every such table (webhook
@@ -107,6 +107,23 @@ export class LeasedOutbox {
         WHERE ${this.db.inJsonList('lock_token', '$1')} AND status IN (${statuses})`,
       [this.db.jsonParam([...tokens]), Math.ceil(leaseMs)],
     );
+  }
+
+  /**
+   * The owed rows (metrics, at scrape time): how many are due at `now` (leased ones included) and
+   * how many wait for a later retry, and when the oldest due one fell due. One statement, over
+   * the owed rows only (each outbox's partial index holds just those).
+   */
+  async depth(now: Date): Promise<{ due: number; scheduled: number; oldestDueAt: Date | null }> {
+    const [row] = await this.db.select<{ owed: number | string; due: number | string | null; first_due: unknown }>(
+      `SELECT COUNT(*) AS owed, SUM(CASE WHEN next_attempt_at <= $1 THEN 1 ELSE 0 END) AS due, MIN(next_attempt_at) AS first_due
+         FROM ${this.spec.table} WHERE status = '${this.spec.owed}'`,
+      [now],
+    );
+    const owed = Number(row?.owed ?? 0);
+    const due = Number(row?.due ?? 0);
+    const first = readTime(row?.first_due);
+    return { due, scheduled: owed - due, oldestDueAt: first && first.getTime() <= now.getTime() ? first : null };
   }
 
   /**

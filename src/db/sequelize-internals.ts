@@ -68,6 +68,29 @@ export function releaseConnection(sequelize: Sequelize, connection: object): voi
   sequelize.connectionManager.releaseConnection(connection);
 }
 
+/** What metrics read of a sequelize-pool `Pool` (its getters; the pool object itself is undocumented). */
+export interface PoolCounts {
+  maxSize: number;
+  using: number;
+  available: number;
+  waiting: number;
+}
+
+const isPool = (value: unknown): value is PoolCounts =>
+  typeof value === 'object' && value !== null && typeof (value as PoolCounts).using === 'number' && typeof (value as PoolCounts).waiting === 'number';
+
+/**
+ * Sequelize's connection pools (`connectionManager.pool`): one, named `primary`, or with
+ * replication its `read` and `write` pools. Used by PostgreSQL only (SQLite's connection manager
+ * has a pool it never takes connections from).
+ */
+export function connectionPools(sequelize: Sequelize): Array<{ name: string; pool: PoolCounts }> {
+  const pool = (sequelize.connectionManager as unknown as { pool?: unknown }).pool;
+  if (isPool(pool)) return [{ name: 'primary', pool }];
+  const split = pool as { read?: unknown; write?: unknown } | undefined;
+  return (['write', 'read'] as const).flatMap((name) => (isPool(split?.[name]) ? [{ name, pool: split[name] as PoolCounts }] : []));
+}
+
 const SHARED_UUID = 'payorch-transactions';
 
 interface SqliteConnectionManager {

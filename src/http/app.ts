@@ -8,6 +8,7 @@ import { authAndRateLimit } from './auth';
 import { jsonBody } from './body';
 import { restIdempotency } from './idempotency';
 import { jsonOnlyPublicPosts } from './public-guards';
+import { recordHttpMetrics, serveMetrics, type RouteNamer } from './metrics';
 
 /**
  * What both transports (REST and GraphQL) run a request through, built once per app: each
@@ -24,8 +25,11 @@ export interface SharedMiddleware {
   idempotency: Koa.Middleware;
 }
 
-/** A transport: where its requests go, which of its paths are public, and its HTML error pages if it has any. */
-export interface Transport {
+/**
+ * A transport: where its requests go, which of its paths are public, its HTML error pages if it
+ * has any, and (metrics) the route template of a request refused before its router ran.
+ */
+export interface Transport extends RouteNamer {
   /** Paths that need no key (limited per client address instead). */
   isPublicPath?(path: string): boolean;
   /** Paths answered with HTML, errors included. */
@@ -65,6 +69,7 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
     idempotency: restIdempotency(services.idempotency),
   };
 
+  app.use(recordHttpMetrics(services.metrics, transports));
   app.use(requestLifecycle(logger, pages));
   app.use(securityHeaders(isPagePath));
   app.use(requireHttpsBehindProxy(config.trustProxy, config.publicUrl));
@@ -91,6 +96,7 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
     }
     await next();
   });
+  app.use(serveMetrics(services.metrics, config.metricsToken));
   for (const transport of transports) transport.mount(app, shared);
   return app;
 }

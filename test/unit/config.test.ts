@@ -149,6 +149,9 @@ describe('configuration', () => {
     OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'grpc://collector:4317',
     OTEL_SERVICE_NAME: 'pay\norch',
+    METRICS_PORT: '65536',
+    METRICS_HOST: null,
+    METRICS_TOKEN: 's3cret-short',
   };
 
   it('should have a refused value (or a reason for none) for every variable it reads', () => {

@@ -4,10 +4,11 @@ import sqlite3 from 'sqlite3';
 import { Transaction } from 'sequelize';
 import { Sequelize } from 'sequelize-typescript';
 import {
-  acquireConnection, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
+  acquireConnection, connectionPools, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
   type SqliteConnection,
 } from '../../src/db/sequelize-internals';
 import { DIALECT, freshDatabase, type TestDatabase } from '../helpers/db';
+import { waitFor } from '../helpers/wait';
 
 // Each undocumented Sequelize behaviour src/db/sequelize-internals.ts relies on, against the
 // installed Sequelize. A failure here after an upgrade means that file must change.
@@ -66,6 +67,24 @@ describe(`Sequelize internals on ${DIALECT}`, () => {
     expect(second).toBe(first);
     releaseConnection(sequelize, second);
   });
+
+  if (DIALECT === 'postgres') {
+    it("should count the pool's connections in use, idle and waited for on connectionManager.pool (metrics)", async () => {
+      const [{ name, pool }] = connectionPools(sequelize);
+      expect(name).toBe('primary');
+      const first = await acquireConnection(sequelize);
+      let second: Promise<object> | undefined;
+      try {
+        expect([pool.maxSize, pool.using, pool.waiting]).toEqual([1, 1, 0]);
+        second = acquireConnection(sequelize);
+        await waitFor(() => pool.waiting === 1, { what: 'a second acquire to wait for the pool of one' });
+      } finally {
+        releaseConnection(sequelize, first);
+        if (second) releaseConnection(sequelize, await second);
+      }
+      expect([pool.using, pool.available, pool.waiting]).toEqual([0, 1, 0]);
+    });
+  }
 
   if (DIALECT === 'sqlite') {
     it('should run every transaction on one configured connection, until it is discarded', async () => {

@@ -13,6 +13,8 @@ import { parseInput } from '../../core/validation';
 import { type Counted, type ListOptions, type PageFor } from '../../core/pagination';
 import type { SecretBox } from '../../core/crypto';
 import type { Gateway } from '../../connectors/connector';
+import type { Metrics } from '../../observability/metrics';
+import { measuredGateway } from './measured-gateway';
 import { GatewayConfigError, createGateway, validateGatewayConfig, withStorableResults } from '../../connectors/registry';
 import { STRIPE_DEFAULT_BASE_URL } from '../../connectors/stripe/stripe.gateway';
 import { checkWebhookUrl, type ResolveHost } from '../../core/network/address-policy';
@@ -95,6 +97,8 @@ export interface GatewayConnectorOptions {
   lookup?: LookupFunction;
   /** The service's public address (PublicUrls.base): the simulator serves its 3-D Secure challenge page there. */
   publicBaseUrl?: () => string;
+  /** Times and counts every connector call per gateway when enabled. */
+  metrics?: Metrics;
 }
 
 export class GatewayConfigService {
@@ -258,9 +262,9 @@ export class GatewayConfigService {
   /** A connector instance for a gateway of this account (deleted ones included, for refunds). */
   async connector(ctx: { accountId: string; mode: string }, id: string): Promise<{ gateway: Gateway; type: string; captureWindowDays?: number }> {
     if (id === BUILTIN_SIMULATOR_ID) {
-      this.builtin ??= withStorableResults(
+      this.builtin ??= this.measured(BUILTIN_SIMULATOR_ID, withStorableResults(
         createGateway('simulator', { gatewayId: BUILTIN_SIMULATOR_ID, credentials: {}, settings: {}, clock: this.connectorOptions.clock, publicBaseUrl: this.connectorOptions.publicBaseUrl }),
-      );
+      ));
       return { gateway: this.builtin, type: 'simulator' };
     }
     const row = await this.store.forConnector(ctx, id);
@@ -268,7 +272,7 @@ export class GatewayConfigService {
     const version = String(isoTime(row.updated_at));
     const cached = this.instances.get(id);
     if (cached && cached.version === version) return { gateway: cached.gateway, type: row.type, captureWindowDays: cached.captureWindowDays };
-    const gateway = withStorableResults(createGateway(row.type, {
+    const gateway = this.measured(id, withStorableResults(createGateway(row.type, {
       gatewayId: id,
       credentials: row.credentials_sealed ? this.box.open<Record<string, string>>(row.credentials_sealed) : {},
       settings: readJson<Record<string, unknown>>(row.settings, {}),
@@ -278,11 +282,16 @@ export class GatewayConfigService {
       publicBaseUrl: this.connectorOptions.publicBaseUrl,
       allowPrivateAddresses: this.connectorOptions.allowPrivateBaseUrl,
       lookup: this.connectorOptions.lookup,
-    }));
+    })));
     const window = readJson<Record<string, unknown>>(row.settings, {}).captureWindowDays;
     const captureWindowDays = typeof window === 'number' ? window : undefined;
     this.instances.set(id, { version, gateway, captureWindowDays });
     return { gateway, type: row.type, captureWindowDays };
+  }
+
+  private measured(id: string, gateway: Gateway): Gateway {
+    const metrics = this.connectorOptions.metrics;
+    return metrics?.enabled ? measuredGateway(gateway, id, metrics) : gateway;
   }
 
   /** A live gateway of the caller's account and mode; locked for the transaction when given one. */

@@ -9,6 +9,7 @@ import { errorForLog, type Logger } from '../../logger';
 import { MailSendError, createMailTransport, type MailMessage, type MailTransport } from './mail-transport';
 import { MailStore, type ClaimedMail, type MailRecord } from './mail.store';
 import type { MailAttachmentSource, MailStatus, OutgoingMail } from './mail.types';
+import type { Metrics } from '../../observability/metrics';
 
 export type { ClaimedMail, MailRecord } from './mail.store';
 
@@ -37,6 +38,8 @@ export interface MailServiceOptions {
   pollMs: number;
   /** Mails sent at once by this instance. */
   concurrency: number;
+  /** Counts each send attempt when enabled. */
+  metrics?: Metrics;
 }
 
 /** Retries 30 s, 1 min, 2 min, … (equal jitter), each wait at most 1 h, for 24 h after the first attempt; then the mail is `failed`. */
@@ -156,6 +159,11 @@ export class MailService {
     return this.store.renewLeases(tokens, this.options.leaseMs);
   }
 
+  /** The queued mails at `now`: due (in flight included) and waiting for a retry (metrics, at scrape time). */
+  async outboxDepth(now: Date): Promise<{ due: number; scheduled: number; oldestDueAt: Date | null }> {
+    return this.store.depth(now);
+  }
+
   /** Claims what is due now and sends it all, waiting for the outcomes (tests, one-shot runs). */
   async sendDue(limit = this.options.concurrency): Promise<MailSendResult[]> {
     const claimed = await this.claim(limit);
@@ -239,6 +247,7 @@ export class MailService {
         'mail attempt failed',
       );
     }
+    this.options.metrics?.countMailSend(settled.status === 'queued' ? 'retrying' : settled.status);
     return { mailId: c.id, attempt: c.attempt, status: settled.status, nextAttemptAt: settled.nextAttemptAt, error };
   }
 
@@ -274,6 +283,7 @@ export function createMailService(deps: {
   logger: Logger;
   config: { smtpUrl?: string; smtpTimeoutMs: number; mailFrom: string; dataDir: string };
   options?: MailOptions;
+  metrics?: Metrics;
 }): MailService {
   const options = deps.options ?? {};
   const retry = createRetrySchedule({
@@ -286,5 +296,6 @@ export function createMailService(deps: {
     leaseMs: options.leaseMs ?? deps.config.smtpTimeoutMs + LEASE_MARGIN_MS,
     pollMs: options.pollMs ?? DEFAULT_MAIL_POLL_MS,
     concurrency: options.concurrency ?? DEFAULT_MAIL_CONCURRENCY,
+    metrics: deps.metrics,
   });
 }

@@ -85,6 +85,11 @@ export class MailStore {
     return this.outbox.renew(tokens, leaseMs);
   }
 
+  /** The queued mails, due and waiting for a retry (metrics). */
+  async depth(now: Date): Promise<{ due: number; scheduled: number; oldestDueAt: Date | null }> {
+    return this.outbox.depth(now);
+  }
+
   /** Writes an attempt's outcome while the claim is still ours; false when it was not. */
   async settle(t: Transaction, c: ClaimedMail, w: { status: MailStatus; nextAttemptAt: Date | null; lastError: string | null; now: Date }): Promise<boolean> {
     return this.outbox.settle(t, c.id, c.lockToken, { ...w, set: { sent_at: w.status === 'sent' ? w.now : null } });

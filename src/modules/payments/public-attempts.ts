@@ -9,6 +9,7 @@ import { randomBase62 } from '../../core/ids';
 import type { Logger } from '../../logger';
 import { errorForLog } from '../../logger';
 import type { EventService } from '../events/event.service';
+import type { Metrics } from '../../observability/metrics';
 
 /** What a public pay acts on: a checkout session is capped in all, a link or invoice page per client address. */
 export interface AttemptTarget {
@@ -62,6 +63,8 @@ export class PublicAttempts {
     private readonly accounts: AttemptAccounts,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    /** Counts refusals per cap and page when enabled. */
+    private readonly metrics?: Metrics,
     private readonly caps: AttemptCaps = DEFAULT_ATTEMPT_CAPS,
   ) {
     this.store = new PublicAttemptStore(db);
@@ -123,6 +126,7 @@ export class PublicAttempts {
       refusal = { cap: 'target', retryMs: frees ? frees.getTime() - now.getTime() + this.caps.windowMs : null, limit: cap, running };
     }
     if (!refusal) return id;
+    this.metrics?.countPublicPayRefusal(refusal.cap === 'account' ? 'account' : session ? 'session' : 'address', target.kind);
     await this.settle(id, 'released');
     throw tooManyAttempts(target, refusal);
   }

@@ -101,6 +101,11 @@ export class CircuitBreaker {
     };
   }
 
+  /** The gateways with a circuit on record (a failure since their last success); every other one is closed. */
+  known(): IterableIterator<string> {
+    return this.circuits.keys();
+  }
+
   reset(gatewayId?: string): void {
     if (gatewayId === undefined) this.circuits.clear();
     else this.circuits.delete(gatewayId);

@@ -12,7 +12,7 @@ import { routingConfigSchema, simulateRoutingInput } from './routing.inputs';
 import { orderCandidates } from './candidates';
 import type { RoutingInput } from './rules';
 import { SuccessRateTracker } from './success-rate';
-import { CircuitBreaker } from './circuit-breaker';
+import { CircuitBreaker, type CircuitState } from './circuit-breaker';
 import type { Rng } from './rng';
 import { BUILTIN_SIMULATOR_ID, type GatewayConfigService } from '../gateways/gateway-config.service';
 import { RoutingConfigModel } from './routing-config.model';
@@ -197,6 +197,16 @@ export class RoutingService {
       this.breaker.recordFailure(gatewayId);
       this.successRates.record(gatewayId, false);
     }
+  }
+
+  /**
+   * The circuit state of every gateway with one on record and of `also` (metrics: the gateways
+   * called here), read at scrape time; the built-in simulator has no circuit.
+   */
+  circuitStates(also: Iterable<string>): Array<[string, CircuitState]> {
+    const ids = new Set([...this.breaker.known(), ...also]);
+    ids.delete(BUILTIN_SIMULATOR_ID);
+    return [...ids].map((id) => [id, this.breaker.state(id)]);
   }
 
   private async load(ctx: { accountId: string; mode: string }, t?: Transaction): Promise<{ config: RoutingConfig; updatedAt: string | null }> {

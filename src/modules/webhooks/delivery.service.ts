@@ -24,6 +24,7 @@ import {
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { IdempotencyKey } from '../../core/idempotency';
 import { IDEMPOTENT_OPERATIONS } from '../../core/idempotent-operations';
+import type { Metrics } from '../../observability/metrics';
 
 export interface ResendResult {
   object: 'event_resend';
@@ -70,6 +71,8 @@ export interface DeliveryServiceOptions {
    * receivers hold it against their own clocks. Tests shift it to send stale timestamps.
    */
   signingClock?: Clock;
+  /** Counts and times each attempt when enabled. */
+  metrics?: Metrics;
 }
 
 const MAX_ERROR = 255;
@@ -248,6 +251,7 @@ export class WebhookDeliveryService {
           : null;
     if (unsent) {
       await this.store.releaseUnsent(c, unsent.status, unsent.reason, this.clock.now());
+      this.options.metrics?.observeWebhookDelivery(unsent.status, false, null);
       return { deliveryId: c.id, attempt: c.attempt - 1, status: unsent.status, outcome: null, nextAttemptAt: null };
     }
     let outcome: DeliveryOutcome;
@@ -273,7 +277,14 @@ export class WebhookDeliveryService {
       });
     }
     sent?.();
-    return this.settle(c, outcome);
+    const result = await this.settle(c, outcome);
+    this.options.metrics?.observeWebhookDelivery(result.status === 'pending' ? 'retrying' : result.status, outcome.delivered, outcome.latencyMs / 1000);
+    return result;
+  }
+
+  /** The pending deliveries at `now`: due (in flight included) and waiting for a retry (metrics, at scrape time). */
+  async queueDepth(now: Date): Promise<{ due: number; scheduled: number; oldestDueAt: Date | null }> {
+    return this.store.queueDepth(now);
   }
 
   /** Claims what is due now and delivers it all, waiting for the outcomes (tests, one-shot runs). */

@@ -14,6 +14,7 @@ import { WebhookEndpointService } from './endpoint.service';
 import { WebhookDeliveryService } from './delivery.service';
 import { DeliveryLoop } from './delivery-loop';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { Metrics } from '../../observability/metrics';
 
 export { WebhookEndpointService, type WebhookEndpoint } from './endpoint.service';
 export { WebhookDeliveryService, type DeliveryResult } from './delivery.service';
@@ -67,6 +68,7 @@ export function createWebhookServices(deps: {
   encryptionKey: Buffer;
   options?: WebhookOptions;
   idempotency: IdempotencyService;
+  metrics?: Metrics;
 }): WebhookServices {
   const { db, events, bus, clock, logger, config } = deps;
   const options = deps.options ?? {};
@@ -109,6 +111,7 @@ export function createWebhookServices(deps: {
     concurrency,
     perEndpointConcurrency,
     signingClock: options.signingClock,
+    metrics: deps.metrics,
   }, deps.idempotency);
 
   // The durable outbox: deliveries are written in the same transaction as the event.

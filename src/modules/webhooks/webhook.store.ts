@@ -423,6 +423,11 @@ export class WebhookStore {
     });
   }
 
+  /** The pending deliveries, due and waiting for a retry (metrics). */
+  async queueDepth(now: Date): Promise<{ due: number; scheduled: number; oldestDueAt: Date | null }> {
+    return this.outbox.depth(now);
+  }
+
   /** Extends the leases of the claims `tokens` still pending or held (an endpoint disabled while they are in flight) to `leaseMs` from now (database time). */
   async renewLeases(tokens: string[], leaseMs: number): Promise<number> {
     return this.outbox.renew(tokens, leaseMs);
