@@ -76,6 +76,8 @@ const VARIABLES = {
     secret: true,
     schema: z.string().regex(/^rediss?:\/\//, { error: 'must start with redis:// or rediss://' }).optional(),
   },
+  // How long a Redis call may take before the service goes on without Redis.
+  REDIS_TIMEOUT_MS: { schema: wholeNumber('must be a whole number of milliseconds from 10 to 10000', 10, 10_000).default(50) },
   SMTP_URL: {
     secret: true,
     schema: z
@@ -197,6 +199,8 @@ export interface Config {
   tlsCertFile?: string;
   tlsKeyFile?: string;
   redisUrl?: string;
+  /** How long a Redis call may take; past it, or failed, Redis is bypassed until it answers again. */
+  redisTimeoutMs: number;
   /** Outgoing mail goes over SMTP when set; otherwise it is written as .eml files under DATA_DIR/outbox. */
   smtpUrl?: string;
   mailFrom: string;
@@ -327,6 +331,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tlsCertFile: e.TLS_CERT_FILE,
     tlsKeyFile: e.TLS_KEY_FILE,
     redisUrl: e.REDIS_URL,
+    redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM.trim(),
     mailFromSet: present.MAIL_FROM !== undefined,

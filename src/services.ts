@@ -1,5 +1,5 @@
 import type { LookupFunction } from 'node:net';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { ResolveHost } from './core/network/address-policy';
 import type { Config } from './config';
 import { Database } from './db/database';
@@ -7,7 +7,8 @@ import { MODELS } from './db/models';
 import { migrateUp } from './db/migrator';
 import { systemClock, systemStopwatch, type Clock, type Stopwatch } from './core/clock';
 import { EventBus } from './core/event-bus';
-import { PostgresFanout, RedisFanout, type EventFanout } from './core/event-fanout';
+import { DeliveredEvents, PostgresFanout, RedisFanout, type EventFanout, type LoadEventsSince } from './core/event-fanout';
+import { RedisBreaker, connectRedis } from './core/redis-breaker';
 import { RateLimiter } from './core/rate-limit';
 import { createLogger, errorForLog, type Logger } from './logger';
 import { AccountService } from './modules/accounts/account.service';
@@ -58,6 +59,8 @@ export interface Services {
   logger: Logger;
   bus: EventBus;
   redis?: Redis;
+  /** Whether Redis is in use or bypassed while it does not answer (GET /ready says which). */
+  redisBreaker?: RedisBreaker;
   limiter: RateLimiter;
   accounts: AccountService;
   customers: CustomerService;
@@ -145,16 +148,24 @@ export async function createServices(config: Config, options: ServiceOptions = {
     return null;
   });
   if (durability) logger.info(durability, 'sqlite durability');
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
+  const redis = config.redisUrl ? connectRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
+  const redisBreaker = redis
+    ? new RedisBreaker(redis, logger, {
+      fallback: `rate limits counted per instance; live events ${db.dialect === 'postgres' ? 'through PostgreSQL NOTIFY' : 'to other instances once Redis is back'}`,
+    })
+    : undefined;
+  await redisBreaker?.start();
   const bus = new EventBus();
   const events = new EventService(new EventStore(db), bus);
-  // Committed events reach subscribers on every instance: Redis when configured, else NOTIFY.
+  // Committed events reach subscribers on every instance: Redis when configured (with NOTIFY
+  // beside it on PostgreSQL, for when Redis is unavailable), else NOTIFY.
   const loadEvent = (ids: string[]) => events.loadPublished(ids);
+  const delivered = new DeliveredEvents(clock);
+  const loadSince: LoadEventsSince = (...args) => events.loadPublishedSince(...args);
+  const notify = db.dialect === 'postgres' ? new PostgresFanout(config.databaseUrl, bus, loadEvent, loadSince, logger, clock, delivered) : undefined;
   const fanout: EventFanout | undefined = redis
-    ? new RedisFanout(redis, bus, loadEvent, logger, clock)
-    : db.dialect === 'postgres'
-      ? new PostgresFanout(config.databaseUrl, bus, loadEvent, (...args) => events.loadPublishedSince(...args), logger, clock)
-      : undefined;
+    ? new RedisFanout(redis, bus, loadEvent, logger, clock, { breaker: redisBreaker!, notify, delivered, loadSince })
+    : notify;
   await fanout?.start();
   bus.connectRemote(fanout);
   const encryptionKey = loadEncryptionKey({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
@@ -223,7 +234,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
     logger,
     bus,
     redis,
-    limiter: new RateLimiter(redis, metrics),
+    redisBreaker,
+    limiter: new RateLimiter(redis && { client: redis, breaker: redisBreaker! }, metrics),
     accounts,
     customers,
     customerCredit,
@@ -257,6 +269,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       leases.stop();
       mail.close();
       await closeInvoicePdfRenderer();
+      redisBreaker?.stop();
       await fanout?.stop();
       if (redis) redis.disconnect();
       await db.close();

@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { Redis } from 'ioredis';
 import type { EventBus, PublishedEvent, RemoteEventSink, StreamScope } from './event-bus';
 import type { Clock } from './clock';
+import type { RedisBreaker } from './redis-breaker';
 import { errorForLog, type Logger } from '../logger';
 
 const CHANNEL = 'payorch_events';
@@ -30,9 +31,45 @@ export type LoadEventsSince = (
   scope: StreamScope, since: Date, after: { createdAt: string; id: string } | undefined, limit: number,
 ) => Promise<PublishedEvent[]>;
 
+/**
+ * The ids of the events published or delivered here lately (oldest first), with when: an event
+ * that reaches this process twice (read back after a gap, or by Redis and NOTIFY both) is
+ * delivered once. Fan-outs carrying the same events share one.
+ */
+export class DeliveredEvents {
+  /** Tags every message this process sends, so that it skips its own when they come back. */
+  readonly origin = randomBytes(8).toString('hex');
+  private readonly seen = new Map<string, number>();
+  /** Ids are forgotten only while nothing may have been missed (by any of the fan-outs): a replay needs them all. */
+  private readonly gaps = new Set<string>();
+
+  constructor(private readonly clock: Clock) {}
+
+  has(id: string): boolean {
+    return this.seen.has(id);
+  }
+
+  remember(id: string): void {
+    const now = this.clock.now().getTime();
+    this.seen.delete(id);
+    this.seen.set(id, now);
+    for (const [oldest, at] of this.seen) {
+      if (this.seen.size <= SEEN_MAX && (this.gaps.size > 0 || at >= now - SEEN_KEEP_MS)) break;
+      this.seen.delete(oldest);
+    }
+  }
+
+  /** `path` (NOTIFY, Redis) may have missed events since a moment (open) or read them all back since (closed). */
+  gap(path: string, open: boolean): void {
+    if (open) this.gaps.add(path);
+    else this.gaps.delete(path);
+  }
+}
+
 /** Shared plumbing: tag outgoing events with our origin and ignore our own echoes. */
 abstract class BaseFanout implements EventFanout {
-  protected readonly origin = randomBytes(8).toString('hex');
+  protected readonly delivered: DeliveredEvents;
+  protected readonly origin: string;
   constructor(
     protected readonly bus: EventBus,
     protected readonly load: LoadEvents,
@@ -44,7 +81,11 @@ abstract class BaseFanout implements EventFanout {
      */
     private readonly inline: boolean,
     protected readonly clock: Clock,
-  ) {}
+    delivered?: DeliveredEvents,
+  ) {
+    this.delivered = delivered ?? new DeliveredEvents(clock);
+    this.origin = this.delivered.origin;
+  }
   abstract start(): Promise<void>;
   abstract stop(): Promise<void>;
   protected abstract transmit(payload: string): Promise<void>;
@@ -55,7 +96,7 @@ abstract class BaseFanout implements EventFanout {
 
   /** Events committed within FLUSH_WINDOW_MS travel together: one message instead of one each. */
   send(event: PublishedEvent): void {
-    this.remember(event.id);
+    this.delivered.remember(event.id);
     const whole = this.inline ? JSON.stringify(event) : undefined;
     this.pending.push(whole !== undefined && Buffer.byteLength(whole) + 64 <= MAX_INLINE ? whole : JSON.stringify({ ref: event.id }));
     if (!this.flushScheduled) {
@@ -87,25 +128,10 @@ abstract class BaseFanout implements EventFanout {
     this.pending = [];
   }
 
-  /** Ids of the events published or delivered here lately (oldest first), with when. */
-  private readonly seen = new Map<string, number>();
-  /** Ids are forgotten only while nothing may have been missed: a replay needs them all. */
-  protected keepSeen = false;
-
-  private remember(id: string): void {
-    const now = this.clock.now().getTime();
-    this.seen.delete(id);
-    this.seen.set(id, now);
-    for (const [oldest, at] of this.seen) {
-      if (this.seen.size <= SEEN_MAX && (this.keepSeen || at >= now - SEEN_KEEP_MS)) break;
-      this.seen.delete(oldest);
-    }
-  }
-
   /** Delivers an event to this process's listeners unless it was published or delivered here already. */
   protected deliverOnce(event: PublishedEvent): void {
-    if (this.seen.has(event.id)) return;
-    this.remember(event.id);
+    if (this.delivered.has(event.id)) return;
+    this.delivered.remember(event.id);
     this.bus.deliverLocal(event);
   }
 
@@ -126,6 +152,28 @@ abstract class BaseFanout implements EventFanout {
     // Our own messages come back too (NOTIFY reaches every listener): skip them unparsed.
     if (payload.startsWith(`{"origin":"${this.origin}"`)) return Promise.resolve();
     return this.enqueue(() => this.deliver(payload));
+  }
+
+  /**
+   * Reads back, for every open stream's account and mode, the events committed since `since`,
+   * and delivers those not delivered here yet; returns how many were read.
+   */
+  protected async readBack(loadSince: LoadEventsSince, since: Date): Promise<number> {
+    let read = 0;
+    for (const scope of this.bus.streamScopes()) {
+      let after: { createdAt: string; id: string } | undefined;
+      for (;;) {
+        const page = await loadSince(scope, since, after, REPLAY_PAGE);
+        for (const event of page) {
+          this.deliverOnce(event);
+          read += 1;
+        }
+        if (page.length < REPLAY_PAGE) break;
+        const last = page[page.length - 1];
+        after = { createdAt: last.createdAt, id: last.id };
+      }
+    }
+    return read;
   }
 
   /** A message's events could not be read back: they are lost unless the fan-out reads them later. */
@@ -198,8 +246,9 @@ export class PostgresFanout extends BaseFanout {
     private readonly loadSince: LoadEventsSince,
     logger: Logger,
     clock: Clock,
+    delivered?: DeliveredEvents,
   ) {
-    super(bus, load, logger, false, clock);
+    super(bus, load, logger, false, clock, delivered);
   }
 
   async start(): Promise<void> {
@@ -291,7 +340,7 @@ export class PostgresFanout extends BaseFanout {
   /** From now on events may be missed, from the last moment the connection was known good. */
   private openGap(): void {
     this.missedSince ??= this.healthyAt || this.clock.now().getTime();
-    this.keepSeen = true;
+    this.delivered.gap('notify', true);
   }
 
   /** A message could not be read back: read it (and whatever else) back again soon. */
@@ -310,19 +359,7 @@ export class PostgresFanout extends BaseFanout {
     const since = new Date(gapSince - REPLAY_MARGIN_MS);
     let replayed = 0;
     try {
-      for (const scope of this.bus.streamScopes()) {
-        let after: { createdAt: string; id: string } | undefined;
-        for (;;) {
-          const page = await this.loadSince(scope, since, after, REPLAY_PAGE);
-          for (const event of page) {
-            this.deliverOnce(event);
-            replayed += 1;
-          }
-          if (page.length < REPLAY_PAGE) break;
-          const last = page[page.length - 1];
-          after = { createdAt: last.createdAt, id: last.id };
-        }
-      }
+      replayed = await this.readBack(this.loadSince, since);
     } catch (err) {
       this.logger.warn({ err: errorForLog(err) }, 'reading back missed events failed; trying again later');
       return;
@@ -330,9 +367,14 @@ export class PostgresFanout extends BaseFanout {
     // Only if nothing was lost meanwhile (a gap opened again keeps its earlier start).
     if (this.listener === client && this.missedSince === gapSince) {
       this.missedSince = undefined;
-      this.keepSeen = false;
+      this.delivered.gap('notify', false);
       this.logger.info({ since: since.toISOString(), read: replayed }, 'event fan-out caught up after a gap');
     }
+  }
+
+  /** Sends a message another fan-out made (RedisFanout's, while Redis is unavailable). */
+  relay(payload: string): Promise<void> {
+    return this.transmit(payload);
   }
 
   protected async transmit(payload: string): Promise<void> {
@@ -356,28 +398,152 @@ export class PostgresFanout extends BaseFanout {
   }
 }
 
+// How long start() waits for the subscription before going on without it (it is made in the background).
+const SUBSCRIBE_WAIT_MS = 2_000;
+// A read-back that failed is tried again after this.
+const READ_BACK_RETRY_MS = 1_000;
+// Without NOTIFY (SQLite), messages that could not go out are kept for when Redis is back, up to
+// this many bytes (the oldest are given up past it).
+const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
+
+/** What the Redis fan-out does while Redis is unavailable, and after. */
+export interface RedisFanoutOptions {
+  breaker: RedisBreaker;
+  /**
+   * PostgreSQL NOTIFY, listening beside Redis all the time (an instance that has not yet noticed
+   * the outage still receives what the others send this way). None on SQLite: while Redis is
+   * unavailable, what this instance sends is kept and goes out once Redis is back.
+   */
+  notify?: PostgresFanout;
+  /** What `notify` was made with: the two deliver each event once, and skip each other's echoes. */
+  delivered?: DeliveredEvents;
+  /** Reads back what open streams missed while the subscription was down, once it is up again. */
+  loadSince?: LoadEventsSince;
+}
+
 /** Redis pub/sub (used whenever REDIS_URL is set, whatever the database). */
 export class RedisFanout extends BaseFanout {
   private subscriber?: Redis;
+  private stopped = false;
+  /** Since when messages may have been missed (the subscription dropped); unset once read back. */
+  private missedSince?: number;
+  private retryTimer?: NodeJS.Timeout;
+  /** Messages kept while Redis was unavailable, without NOTIFY to carry them (SQLite). */
+  private unsent: string[] = [];
+  private unsentBytes = 0;
+  private unsentDropped = 0;
 
-  constructor(private readonly redis: Redis, bus: EventBus, load: LoadEvents, logger: Logger, clock: Clock) {
-    super(bus, load, logger, true, clock);
+  constructor(private readonly redis: Redis, bus: EventBus, load: LoadEvents, logger: Logger, clock: Clock, private readonly options?: RedisFanoutOptions) {
+    super(bus, load, logger, true, clock, options?.delivered);
   }
 
   async start(): Promise<void> {
-    this.subscriber = this.redis.duplicate();
-    this.subscriber.on('message', (channel: string, message: string) => {
+    await this.options?.notify?.start();
+    // Its own connection (a subscribed one can do nothing else), which waits for Redis as long as
+    // it takes: the subscription is made, and made again after each reconnection, whenever it can be.
+    const subscriber = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
+    this.subscriber = subscriber;
+    subscriber.on('error', () => undefined);
+    subscriber.on('message', (channel: string, message: string) => {
       if (channel === CHANNEL) this.receive(message).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out receive failed'));
     });
-    await this.subscriber.subscribe(CHANNEL);
+    const options = this.options;
+    if (!options) {
+      await subscriber.subscribe(CHANNEL);
+      return;
+    }
+    // Until it is subscribed again after an outage, events sent by Redis would not reach it.
+    options.breaker.watch(subscriber);
+    options.breaker.onRecovered(() => this.sendUnsent());
+    subscriber.on('close', () => {
+      if (this.stopped) return;
+      this.missedSince ??= this.clock.now().getTime();
+      this.delivered.gap('redis', true);
+    });
+    // Emitted once the subscription has been sent again: what was sent since is received, what
+    // was sent before it is read back.
+    subscriber.on('ready', () => this.readBackMissed());
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      subscriber.subscribe(CHANNEL).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out could not subscribe to Redis')),
+      new Promise((resolve) => (timer = setTimeout(resolve, SUBSCRIBE_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Reads back, behind the messages received so far, what open streams may have missed while unsubscribed. */
+  private readBackMissed(): void {
+    const since = this.missedSince;
+    const loadSince = this.options?.loadSince;
+    if (since === undefined || this.stopped) return;
+    if (!loadSince) {
+      this.missedSince = undefined;
+      this.delivered.gap('redis', false);
+      return;
+    }
+    this.enqueue(async () => {
+      try {
+        await this.readBack(loadSince, new Date(since - REPLAY_MARGIN_MS));
+      } catch (err) {
+        this.logger.warn({ err: errorForLog(err) }, 'reading back missed events failed; trying again later');
+        clearTimeout(this.retryTimer);
+        this.retryTimer = setTimeout(() => this.readBackMissed(), READ_BACK_RETRY_MS);
+        this.retryTimer.unref();
+        return;
+      }
+      // Only if the subscription has not dropped again meanwhile.
+      if (this.missedSince === since && this.subscriber?.status === 'ready') {
+        this.missedSince = undefined;
+        this.delivered.gap('redis', false);
+      }
+    }).catch((err) => this.logger.error({ err: errorForLog(err) }, 'event fan-out read-back failed'));
   }
 
   protected async transmit(payload: string): Promise<void> {
-    await this.redis.publish(CHANNEL, payload);
+    const options = this.options;
+    if (!options) {
+      await this.redis.publish(CHANNEL, payload);
+      return;
+    }
+    let published = false;
+    if (options.breaker.available) {
+      try {
+        await this.redis.publish(CHANNEL, payload);
+        published = true;
+      } catch (err) {
+        // A publish that timed out may still have gone out: receivers deliver each event once.
+        options.breaker.failed(err);
+      }
+    }
+    if (published) return;
+    if (options.notify) await options.notify.relay(payload);
+    else this.keepUnsent(payload);
+  }
+
+  private keepUnsent(payload: string): void {
+    this.unsent.push(payload);
+    this.unsentBytes += payload.length;
+    while (this.unsentBytes > MAX_UNSENT_BYTES) {
+      this.unsentBytes -= this.unsent.shift()!.length;
+      if (this.unsentDropped++ === 0) this.logger.warn({ keptBytes: MAX_UNSENT_BYTES }, 'Redis unavailable too long: the oldest live events of this outage will not reach the other instances');
+    }
+  }
+
+  /** Redis is back: what could not go out goes now, oldest first (receivers deliver each event once). */
+  private sendUnsent(): void {
+    const kept = this.unsent;
+    this.unsent = [];
+    this.unsentBytes = 0;
+    this.unsentDropped = 0;
+    for (const payload of kept) this.transmit(payload).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out send failed'));
   }
 
   async stop(): Promise<void> {
     this.flush();
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    this.unsent = [];
     this.subscriber?.disconnect();
+    await this.options?.notify?.stop();
   }
 }

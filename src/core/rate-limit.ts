@@ -1,6 +1,7 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
 import type { Metrics, RateBudgetName } from '../observability/metrics';
+import type { RedisBreaker } from './redis-breaker';
 
 export interface RateDecision {
   allowed: boolean;
@@ -11,21 +12,37 @@ export interface RateDecision {
 
 /**
  * Fixed one-minute windows per subject (an account in one mode, or a client IP). Memory by default; Redis
- * when configured, so every instance counts against the same budget.
+ * when configured, so every instance counts against the same budget. While Redis does not answer
+ * (the breaker is open) each instance counts in its own memory instead, and goes back to Redis
+ * once it answers: a request is never refused or slowed because Redis is down.
  */
 export class RateLimiter {
-  private readonly limiters = new Map<number, RateLimiterAbstract>();
+  private readonly shared = new Map<number, RateLimiterAbstract>();
+  private readonly local = new Map<number, RateLimiterAbstract>();
 
-  constructor(private readonly redis?: Redis, private readonly metrics?: Metrics) {}
+  constructor(private readonly redis?: { client: Redis; breaker: RedisBreaker }, private readonly metrics?: Metrics) {}
 
-  private limiterFor(points: number): RateLimiterAbstract {
-    let limiter = this.limiters.get(points);
+  private limiterFor(points: number, inRedis: boolean): RateLimiterAbstract {
+    const limiters = inRedis ? this.shared : this.local;
+    let limiter = limiters.get(points);
     if (!limiter) {
       const opts = { points, duration: 60, keyPrefix: `payorch:rl:${points}` };
-      limiter = this.redis ? new RateLimiterRedis({ ...opts, storeClient: this.redis }) : new RateLimiterMemory(opts);
-      this.limiters.set(points, limiter);
+      limiter = inRedis ? new RateLimiterRedis({ ...opts, storeClient: this.redis!.client }) : new RateLimiterMemory(opts);
+      limiters.set(points, limiter);
     }
     return limiter;
+  }
+
+  /** Runs `use` on Redis's limiter while the breaker lets it, else (or when Redis fails meanwhile) on this instance's. */
+  private async withLimiter<T>(points: number, use: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> {
+    if (this.redis?.breaker.available) {
+      try {
+        return await use(this.limiterFor(points, true));
+      } catch (err) {
+        this.redis.breaker.failed(err);
+      }
+    }
+    return use(this.limiterFor(points, false));
   }
 
   /**
@@ -34,20 +51,21 @@ export class RateLimiter {
    * back, so what is left stays usable by smaller requests. A refusal is counted (metrics) under
    * `budget`, by default the one the subject's name says.
    */
-  async consume(subject: string, limit: number, points = 1, budget?: RateBudgetName): Promise<RateDecision> {
-    const limiter = this.limiterFor(limit);
-    try {
-      const res = await limiter.consume(subject, points);
-      return { allowed: true, limit, remaining: res.remainingPoints, resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
-    } catch (err) {
-      if (err instanceof RateLimiterRes) {
-        let remaining = 0;
-        if (points > 1) remaining = Math.max(0, limit - ((await limiter.reward(subject, points)).consumedPoints));
-        this.metrics?.countRateLimitRefusal(budget ?? budgetOf(subject));
-        return { allowed: false, limit, remaining, resetSeconds: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
+  consume(subject: string, limit: number, points = 1, budget?: RateBudgetName): Promise<RateDecision> {
+    return this.withLimiter(limit, async (limiter) => {
+      try {
+        const res = await limiter.consume(subject, points);
+        return { allowed: true, limit, remaining: res.remainingPoints, resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
+      } catch (err) {
+        if (err instanceof RateLimiterRes) {
+          let remaining = 0;
+          if (points > 1) remaining = Math.max(0, limit - ((await limiter.reward(subject, points)).consumedPoints));
+          this.metrics?.countRateLimitRefusal(budget ?? budgetOf(subject));
+          return { allowed: false, limit, remaining, resetSeconds: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
+        }
+        throw err;
       }
-      throw err;
-    }
+    });
   }
 
   /**
@@ -56,7 +74,7 @@ export class RateLimiter {
    * later keeps attempts made at once from all passing one check.
    */
   async refund(subject: string, limit: number, points = 1): Promise<void> {
-    await this.limiterFor(limit).reward(subject, points);
+    await this.withLimiter(limit, (limiter) => limiter.reward(subject, points));
   }
 }
 

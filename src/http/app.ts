@@ -88,7 +88,9 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
     if (ctx.path === '/ready' && ctx.method === 'GET') {
       try {
         await services.db.ping();
-        ctx.body = { data: { status: 'ready' }, error: null };
+        // Without Redis the service still serves (per-instance rate limits): degraded, not down.
+        const redis = services.redisBreaker && (services.redisBreaker.available ? 'ok' : 'degraded');
+        ctx.body = { data: { status: 'ready', ...(redis && { redis }) }, error: null };
       } catch {
         throw new DomainError('service_unavailable', 'The database is not reachable');
       }

@@ -121,7 +121,8 @@ describe('transport and envelope', () => {
     expect(health.body.data.status).toBe('ok');
     const ready = await app.request('GET', '/ready');
     expect(ready.status).toBe(200);
-    expect(ready.body.data.status).toBe('ready');
+    // Without REDIS_URL there is no Redis to report on.
+    expect(ready.body.data).toEqual({ status: 'ready' });
   });
 
   it('should answer /ready with 503 service_unavailable when the database does not answer', async () => {

@@ -65,6 +65,12 @@ describe('configuration', () => {
     expect(refusal({ ACCOUNT_NAME: 'x'.repeat(201) })).toContain('ACCOUNT_NAME must be a name of 1 to 200 characters');
   });
 
+  it('should time Redis calls out after 50 ms unless REDIS_TIMEOUT_MS says otherwise (10 to 10000)', () => {
+    expect(loadConfig({}).redisTimeoutMs).toBe(50);
+    expect(loadConfig({ REDIS_TIMEOUT_MS: '250' }).redisTimeoutMs).toBe(250);
+    expect(refusal({ REDIS_TIMEOUT_MS: '20000' })).toBe('Invalid configuration: REDIS_TIMEOUT_MS must be a whole number of milliseconds from 10 to 10000 (got "20000")');
+  });
+
   it.each([
     [{ PORT: 'eighty' }, 'PORT'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
@@ -109,6 +115,7 @@ describe('configuration', () => {
     TLS_CERT_FILE: null,
     TLS_KEY_FILE: null,
     REDIS_URL: 'localhost:6379?password=s3cret-redis',
+    REDIS_TIMEOUT_MS: '5',
     SMTP_URL: 'mail.example.com:25?password=s3cret-smtp',
     MAIL_FROM: 'billing at example.com',
     SMTP_TIMEOUT_MS: '50',

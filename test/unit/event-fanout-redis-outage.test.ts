@@ -1,0 +1,99 @@
+import { Writable } from 'node:stream';
+import type { Redis } from 'ioredis';
+import { EventBus, type PublishedEvent } from '../../src/core/event-bus';
+import { RedisFanout, type LoadEventsSince } from '../../src/core/event-fanout';
+import { RedisBreaker, connectRedis } from '../../src/core/redis-breaker';
+import { createLogger } from '../../src/logger';
+import { systemClock } from '../../src/core/clock';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server';
+import { assertStaysTrue, waitFor } from '../helpers/wait';
+
+/**
+ * The Redis fan-out without NOTIFY beside it (SQLite), on a redis-server of the test's own: what
+ * an instance could not send while Redis was down goes out once it is back, and what an instance
+ * missed while its subscription was down is read back from the database once it is made again.
+ */
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server?.destroy();
+});
+
+const SCOPE = { accountId: 'acct_x', livemode: false };
+function event(i: number): PublishedEvent {
+  return { id: `evt_${i}`, object: 'event', type: 'customer.created', createdAt: new Date().toISOString(), livemode: false, accountId: SCOPE.accountId, data: { object: { i } } };
+}
+
+interface Instance {
+  bus: EventBus;
+  breaker: RedisBreaker;
+  redis: Redis;
+  received: string[];
+  fanout: RedisFanout;
+}
+const instances: Instance[] = [];
+afterEach(async () => {
+  for (const i of instances.splice(0)) {
+    i.breaker.stop();
+    await i.fanout.stop();
+    i.redis.disconnect();
+  }
+});
+
+/** An instance's fan-out, with an open stream (what a read-back is for), reading back from `committed`. */
+async function instance(committed: PublishedEvent[] = []): Promise<Instance> {
+  const quiet = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
+  const redis = connectRedis(server.url, 50);
+  const breaker = new RedisBreaker(redis, quiet, { probeIntervalMs: 50 });
+  await breaker.start();
+  const bus = new EventBus();
+  const loadSince: LoadEventsSince = async (scope, since) => committed.filter((e) => e.accountId === scope.accountId && e.createdAt >= since.toISOString());
+  const fanout = new RedisFanout(redis, bus, async () => [], quiet, systemClock, { breaker, loadSince });
+  await fanout.start();
+  bus.connectRemote(fanout);
+  bus.stream(SCOPE, () => true);
+  const received: string[] = [];
+  bus.subscribe((e) => received.push(e.id));
+  const made = { bus, breaker, redis, received, fanout };
+  instances.push(made);
+  return made;
+}
+
+describe('event fan-out over Redis, without NOTIFY, across an outage', () => {
+  it('should keep what it could not send while Redis was down and send it, once, when Redis is back', async () => {
+    const a = await instance();
+    const b = await instance();
+    a.bus.publish(event(1));
+    await waitFor(() => b.received.includes('evt_1'), { what: 'the first event on B' });
+    await server.kill();
+    await waitFor(() => !a.breaker.available, { what: 'A to see Redis gone' });
+    a.bus.publish(event(2));
+    a.bus.publish(event(3));
+    await server.start();
+    await waitFor(() => b.received.length === 3, { what: "A's events sent while Redis was down, on B" });
+    await assertStaysTrue(() => b.received.length === 3, 300, 'each event delivered once');
+    expect(b.received).toEqual(['evt_1', 'evt_2', 'evt_3']);
+    expect(a.received).toEqual(['evt_1', 'evt_2', 'evt_3']);
+  }, 30_000);
+
+  it('should read back, once subscribed again, what was committed while its subscription was down, and not what it had', async () => {
+    const committed: PublishedEvent[] = [];
+    const a = await instance();
+    const b = await instance(committed);
+    const first = event(10);
+    committed.push(first);
+    a.bus.publish(first);
+    await waitFor(() => b.received.includes('evt_10'), { what: 'the first event on B' });
+    // Committed, but its message lost (an instance that died before sending it, a message Redis
+    // took just before it was killed): only the database has it.
+    committed.push(event(11));
+    await server.kill();
+    await server.start();
+    await waitFor(() => b.received.includes('evt_11'), { what: 'the lost event read back on B' });
+    await assertStaysTrue(() => b.received.length === 2, 300, 'nothing delivered twice');
+    expect(b.received).toEqual(['evt_10', 'evt_11']);
+  }, 30_000);
+});
