@@ -3,7 +3,7 @@ import type https from 'node:https';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import {
-  GraphQLError, getOperationAST, getVariableValues, parse, specifiedRules, validate,
+  GraphQLError, execute, getOperationAST, getVariableValues, parse, specifiedRules, validate,
   type DocumentNode, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode, type ValidationContext,
 } from 'graphql';
 import type { IncomingMessage } from 'node:http';
@@ -29,6 +29,8 @@ import { checkMutationArguments, fragmentsOf, maxMutationsRule } from './mutatio
 import { mutationCount } from './operation-fields';
 import { keyBudget, rateBudget, setRateHeaders } from '../src/http/auth';
 import { serveGraphQLWs, type WsExtra } from './ws-transport';
+import { graphqlOperationReads, keyCaller } from '../src/http/read-routing';
+import { allowReplicaReads } from '../src/db/read-routing';
 
 /**
  * maxTokens bounds the document before anything walks it: the parser and the validation rules
@@ -147,6 +149,18 @@ function costPlugin(services: Services): ApolloServerPlugin<GqlContext> {
     },
   };
 }
+
+/** With read replicas, a query's reads may go to one (a mutation's never): src/db/read-routing.ts. */
+const replicaReadsPlugin: ApolloServerPlugin<GqlContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ operation, contextValue }) {
+        const keyId = contextValue.rc.keyId;
+        if (operation?.operation === 'query' && keyId !== undefined) allowReplicaReads(keyCaller(keyId));
+      },
+    };
+  },
+};
 
 export interface GraphQLMount {
   start(): Promise<void>;
@@ -273,7 +287,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     formatError: formatGraphQLError,
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     validationRules: limitRules(),
-    plugins: [requestIdPlugin, noSubscriptionOverHttp, costPlugin(services)],
+    plugins: [requestIdPlugin, noSubscriptionOverHttp, costPlugin(services), replicaReadsPlugin],
     // The process's signals are the CLI's (src/cli.ts): it stops the listeners, then Apollo, then
     // the workers. Apollo's own handler (installed unless NODE_ENV is `test`) stopped it first,
     // and the CLI's stop then waited on it until the 25 s forced exit.
@@ -421,6 +435,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       // Each event a subscription streams runs with the loaders of that event, shared by every
       // subscriber of the account and mode it is delivered to (EventLoaders).
       subscribe: (args) => subscribeSharingLoaders(args, eventLoaders),
+      // A query may read from a replica, a mutation is its key's write (read-your-writes).
+      execute: (args) => graphqlOperationReads(
+        services.db.readRouting, (args.contextValue as GqlContext).rc.keyId ?? '', getOperationAST(args.document, args.operationName)?.operation, () => execute(args),
+      ),
       onSubscribe: async (ctx, id, payload) => {
         try {
           return await checkOperation(ctx, id, payload);

@@ -128,7 +128,12 @@ export interface ServiceOptions {
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const db = new Database({ url: config.databaseUrl, models: MODELS, logging: options.onSql, sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs });
+  const db = new Database({
+    url: config.databaseUrl, models: MODELS, logging: options.onSql, sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs,
+    replicas: config.databaseReplicaUrls.length > 0
+      ? { urls: config.databaseReplicaUrls, maxLagMs: config.replicaMaxLagMs, afterWriteMs: config.replicaReadAfterWriteMs, logger }
+      : undefined,
+  });
   await db.init();
   if (db.tightenedFiles.length) logger.warn({ files: db.tightenedFiles }, 'database files were open to other users: made them owner-only (0600)');
   if (options.migrate !== false) {

@@ -8,6 +8,7 @@ import { authAndRateLimit } from './auth';
 import { jsonBody } from './body';
 import { restIdempotency } from './idempotency';
 import { jsonOnlyPublicPosts } from './public-guards';
+import { readRoutingMiddleware } from './read-routing';
 
 /**
  * What both transports (REST and GraphQL) run a request through, built once per app: each
@@ -83,7 +84,9 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
     if (ctx.path === '/ready' && ctx.method === 'GET') {
       try {
         await services.db.ping();
-        ctx.body = { data: { status: 'ready' }, error: null };
+        // The read replicas' health and lag; the primary serves the reads when none is usable.
+        const replicas = services.db.replicas?.status();
+        ctx.body = { data: { status: 'ready', ...(replicas ? { replicas } : {}) }, error: null };
       } catch {
         throw new DomainError('service_unavailable', 'The database is not reachable');
       }
@@ -91,6 +94,8 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
     }
     await next();
   });
+  // With read replicas, each request's reads go where its route allows (src/db/read-routing.ts).
+  if (services.db.readRouting) app.use(readRoutingMiddleware(services.db.readRouting));
   for (const transport of transports) transport.mount(app, shared);
   return app;
 }
