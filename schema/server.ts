@@ -458,6 +458,8 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       onNext: (_ctx, _id, _payload, args, result) => {
         const context = args.contextValue as GqlContext;
         const operation = getOperationAST(args.document, args.operationName);
+        // With replicas: the key's next reads must hold what this event announced.
+        if (operation?.operation === 'subscription' && context.rc.keyId !== undefined) services.db.readRouting?.noteSeen(keyCaller(context.rc.keyId));
         const cost = costExtension(schema, args.document, operation ?? undefined, context.cost, result.data, context.cost?.remaining ?? 0);
         const extensions = { ...(result.extensions ?? {}), cost };
         return result.errors ? { ...result, extensions, errors: wsErrors(services, context.rc.requestId, result.errors) } : { ...result, extensions };

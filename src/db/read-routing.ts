@@ -64,11 +64,14 @@ export function allowReplicaReads(caller: string): void {
 /**
  * Read-your-writes for the requests of one instance: when each caller last wrote. A caller that
  * wrote within `afterWriteMs` reads from the primary; after that, from a replica only once that
- * replica holds every commit made before its write (ReadScope.notBefore). Kept in this process's
- * memory: a caller whose write went to another instance is not known here (README, "Read replicas").
+ * replica holds every commit made before its write (ReadScope.notBefore). A caller that was sent
+ * an event (a GraphQL subscription) reads only from a replica holding it, so the dashboard's
+ * refresh on an event shows what the event announced. Kept in this process's memory: a caller
+ * whose write went to another instance is not known here (README, "Read replicas").
  */
 export class ReadRouting {
-  private readonly lastWrite = new Map<string, number>();
+  /** Per caller: its last write, and the latest of that and the last event it was sent. */
+  private readonly last = new Map<string, { wroteAt: number | null; at: number }>();
   private sweepAt = 0;
 
   /**
@@ -85,30 +88,41 @@ export class ReadRouting {
 
   allow(scope: ReadScope, caller: string): void {
     scope.replica = true;
-    const wroteAt = this.lastWrite.get(caller);
-    if (wroteAt === undefined) return;
-    scope.notBefore = wroteAt;
-    scope.afterWrite = this.now() - wroteAt < this.afterWriteMs;
+    const last = this.last.get(caller);
+    if (last === undefined) return;
+    scope.notBefore = last.at;
+    scope.afterWrite = last.wroteAt !== null && this.now() - last.wroteAt < this.afterWriteMs;
   }
 
   /** `caller` wrote (or may have: a request that is not a read, finished). */
   noteWrite(caller: string): void {
     const now = this.now();
-    this.lastWrite.delete(caller);
-    this.lastWrite.set(caller, now);
-    // Oldest first (re-inserted on each write): forgotten from the front.
+    this.remember(caller, { wroteAt: now, at: now });
+  }
+
+  /** `caller` was sent an event: what it reads next must hold it. */
+  noteSeen(caller: string): void {
+    const now = this.now();
+    this.remember(caller, { wroteAt: this.last.get(caller)?.wroteAt ?? null, at: now });
+  }
+
+  private remember(caller: string, last: { wroteAt: number | null; at: number }): void {
+    const now = last.at;
+    this.last.delete(caller);
+    this.last.set(caller, last);
+    // Oldest first (re-inserted each time): forgotten from the front.
     if (now >= this.sweepAt) {
       this.sweepAt = now + 1000;
-      for (const [key, at] of this.lastWrite) {
+      for (const [key, { at }] of this.last) {
         if (now - at <= this.afterWriteMs + this.keepMs) break;
-        this.lastWrite.delete(key);
+        this.last.delete(key);
       }
     }
   }
 
   /** Callers remembered now (tests). */
   get size(): number {
-    return this.lastWrite.size;
+    return this.last.size;
   }
 }
 

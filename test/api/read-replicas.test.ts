@@ -70,6 +70,9 @@ if (DIALECT === 'postgres' && standbyUnavailable() === null) {
       return res.body.data.id as string;
     };
 
+    /** A key of the app's account that has written nothing yet. */
+    const newKey = async () => (await app.server.services.accounts.createKeyForAccount(app.account.accountId, 'test')).secret!;
+
     /** A graphql-ws client that closes its socket once its operations are done (no timer left behind). */
     const wsClient = (key: string): WsClient => {
       const ca = app.server.cert;
@@ -188,7 +191,6 @@ if (DIALECT === 'postgres' && standbyUnavailable() === null) {
 
       it('should run GraphQL queries on the replica (over HTTP and WebSocket) and mutations on the primary', async () => {
         // Keys that have written nothing yet (key B wrote above, and reads its writes from the primary a while).
-        const newKey = async () => (await app.server.services.accounts.createKeyForAccount(app.account.accountId, 'test')).secret!;
         const keyC = await newKey();
         const keyD = await newKey();
         await pauseReplay();
@@ -219,6 +221,39 @@ if (DIALECT === 'postgres' && standbyUnavailable() === null) {
           expect(await standbyCalls()).toBe(callsBefore);
           expect(ids(await wsRun(ws, query))).toEqual(expect.arrayContaining([notYet, wsCreated.data!.createCustomer.id]));
         } finally {
+          await ws.dispose();
+          await resumeReplay();
+        }
+      });
+
+      it('should read a subscriber\'s queries from a replica only once it holds the events the subscriber was sent', async () => {
+        const keyE = await newKey();
+        const keyF = await newKey();
+        const ws = wsClient(keyE);
+        const received: string[] = [];
+        const stop = ws.subscribe<{ events: { id: string } }>({ query: 'subscription { events(types: ["customer.created"]) { id } }' }, {
+          next: (result) => {
+            if (result.data) received.push(result.data.events.id);
+          },
+          error: () => undefined,
+          complete: () => undefined,
+        });
+        try {
+          // The subscription is registered once an event reaches it.
+          for (let i = 0; received.length === 0; i++) {
+            if (i === 40) throw new Error('the subscription got no event');
+            await createCustomer(keyA, `probe${i}@example.com`);
+            await waitFor(() => received.length > 0, { timeoutMs: 250, what: 'a probe event' }).catch(() => undefined);
+          }
+          await pauseReplay();
+          const seen = received.length;
+          const announced = await createCustomer(keyA, 'announced@example.com');
+          await waitFor(() => received.length > seen, { what: 'the event at the subscriber' });
+          // The subscriber's key reads it from the primary; a key sent nothing reads the replica, which lacks it.
+          expect(await customerIds(keyE)).toContain(announced);
+          expect(await customerIds(keyF)).not.toContain(announced);
+        } finally {
+          stop();
           await ws.dispose();
           await resumeReplay();
         }

@@ -50,6 +50,27 @@ describe('read scopes and read-your-writes', () => {
     expect(await scopeAt('key:a')).toEqual({ afterWrite: false, notBefore: null, allowed: true });
   });
 
+  it('should send a caller that was sent an event to a replica only once it holds that event, with no window', async () => {
+    let now = 5_000;
+    const routing = new ReadRouting(2000, 5000, () => now);
+    routing.noteSeen('key:dashboard');
+    now += 10;
+    const scope = await routing.run(async (s) => {
+      routing.allow(s, 'key:dashboard');
+      return { ...s };
+    });
+    expect(scope).toMatchObject({ replica: true, notBefore: 5_000, afterWrite: false });
+    // A write's window is kept when an event comes after it.
+    routing.noteWrite('key:writer');
+    now += 100;
+    routing.noteSeen('key:writer');
+    const writer = await routing.run(async (s) => {
+      routing.allow(s, 'key:writer');
+      return { ...s };
+    });
+    expect(writer).toMatchObject({ notBefore: 5_110, afterWrite: true });
+  });
+
   it('should give an export its own scope that asks a replica for every commit before it was created', async () => {
     const scope = await withReplicaReads(async () => currentReadScope(), { notBefore: 42 });
     expect(scope).toEqual({ replica: true, notBefore: 42 });
