@@ -63,7 +63,7 @@ const REPLICA_OPTION = 'payorchReplica';
  */
 export function readOnlySql(sql: string): boolean {
   return /^\s*(SELECT|WITH)\b/i.test(sql)
-    && !/\b(INSERT|UPDATE|DELETE|MERGE|nextval|setval|pg_advisory\w*|pg_try_advisory\w*|FOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE))\b/i.test(sql);
+    && !/\b(INSERT|UPDATE|DELETE|MERGE|nextval|setval|pg_advisory\w*|pg_try_advisory\w*|FOR\s+(NO\s+)?(KEY\s+)?(UPDATE|SHARE))\b/i.test(sql);
 }
 
 /** Database.transaction's options. */

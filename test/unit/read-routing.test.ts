@@ -193,6 +193,7 @@ describe('what goes back to the primary', () => {
     expect(readOnlySql('INSERT INTO x VALUES (1) ON CONFLICT DO NOTHING RETURNING id')).toBe(false);
     expect(readOnlySql('SELECT * FROM payments WHERE id = $1 FOR UPDATE')).toBe(false);
     expect(readOnlySql('SELECT * FROM payments WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED')).toBe(false);
+    expect(readOnlySql('SELECT * FROM customers WHERE id = $1 FOR KEY SHARE')).toBe(false);
     expect(readOnlySql("SELECT pg_try_advisory_xact_lock(hashtext('x')) AS ok")).toBe(false);
     expect(readOnlySql("SELECT nextval('invoice_numbers')")).toBe(false);
   });
