@@ -10,6 +10,8 @@ import type { IdempotencyKey } from '../src/core/idempotency';
 import type { PublicRequest } from '../src/modules/payments/public-pay';
 import { IDEMPOTENT_OPERATIONS, type IdempotentOperationName } from '../src/core/idempotent-operations';
 import { requestContext, type PayorchState } from '../src/http/context';
+import { callerOf } from '../src/http/read-routing';
+import { allowReplicaReads } from '../src/db/read-routing';
 import { body, file, list, noBody, one, oneWithQuery, param, publicRoute, refuseQuery, type FileAnswer } from './route';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -194,6 +196,12 @@ export function registerRoutes(router: Router, s: Services, table: readonly Rout
     const key = `${r.method} ${r.path}`;
     if (seen.has(key)) throw new Error(`route declared twice: ${key}`);
     seen.add(key);
-    router[r.method.toLowerCase() as 'get'](routerPath(r.path), middleware(s, r));
+    const handle = middleware(s, r);
+    // A GET only reads: with replicas, its reads may go to one (unless its caller just wrote).
+    const reads = r.method === 'GET' ? (ctx: Context) => {
+      allowReplicaReads(callerOf(ctx));
+      return handle(ctx);
+    } : handle;
+    router[r.method.toLowerCase() as 'get'](routerPath(r.path), reads);
   }
 }

@@ -17,6 +17,8 @@ export interface LiveTarget {
 export interface BroadcastFormat {
   /** `extensions.cost` minus `remaining` (the same for every subscriber of a document and result). */
   cost(args: ExecutionArgs, data: ExecutionResult['data']): { requested: number; actual: number };
+  /** Results were written to this subscriber (once per batch). */
+  sent(args: ExecutionArgs): void;
   /** A result with errors (or extensions of its own), formatted for one subscriber: the slow path. */
   formatted(args: ExecutionArgs, result: ExecutionResult): FormattedExecutionResult;
 }
@@ -340,6 +342,7 @@ class BroadcastGroup {
       if (socket.readyState !== WebSocket.OPEN) continue;
       const head = `{"id":${JSON.stringify(id)},"type":"next",`;
       const raw = (socket as unknown as { _socket?: Socket })._socket;
+      let wrote = false;
       raw?.cork();
       try {
         for (let i = 0; i < batch.length; i++) {
@@ -357,10 +360,12 @@ class BroadcastGroup {
             ? JSON.stringify({ id, type: 'next', payload: this.format.formatted(member.args, results[i]) })
             : `${head}${text}${member.remaining}}}}}`);
           member.last = positionOf(event);
+          wrote = true;
         }
       } finally {
         raw?.uncork();
       }
+      if (wrote) this.format.sent(member.args);
     }
     if (this.members.size === 0 && !this.ended) this.finish();
   }

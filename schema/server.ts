@@ -3,7 +3,7 @@ import type https from 'node:https';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import {
-  GraphQLError, getOperationAST, getVariableValues, parse, specifiedRules, validate,
+  GraphQLError, execute, getOperationAST, getVariableValues, parse, specifiedRules, validate,
   type DocumentNode, type ExecutionArgs, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode, type ValidationContext,
 } from 'graphql';
 import type { IncomingMessage } from 'node:http';
@@ -31,6 +31,8 @@ import { mutationCount } from './operation-fields';
 import { keyBudget, rateBudget, setRateHeaders } from '../src/http/auth';
 import { serveGraphQLWs, type WsExtra } from './ws-transport';
 import { KeyedQueue } from '../src/core/keyed-queue';
+import { graphqlOperationReads, keyCaller } from '../src/http/read-routing';
+import { allowReplicaReads } from '../src/db/read-routing';
 
 /**
  * maxTokens bounds the document before anything walks it: the parser and the validation rules
@@ -149,6 +151,18 @@ function costPlugin(services: Services): ApolloServerPlugin<GqlContext> {
     },
   };
 }
+
+/** With read replicas, a query's reads may go to one (a mutation's never): src/db/read-routing.ts. */
+const replicaReadsPlugin: ApolloServerPlugin<GqlContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ operation, contextValue }) {
+        const keyId = contextValue.rc.keyId;
+        if (operation?.operation === 'query' && keyId !== undefined) allowReplicaReads(keyCaller(keyId));
+      },
+    };
+  },
+};
 
 export interface GraphQLMount {
   start(): Promise<void>;
@@ -275,7 +289,7 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     formatError: formatGraphQLError,
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     validationRules: limitRules(),
-    plugins: [requestIdPlugin, noSubscriptionOverHttp, costPlugin(services)],
+    plugins: [requestIdPlugin, noSubscriptionOverHttp, costPlugin(services), replicaReadsPlugin],
     // The process's signals are the CLI's (src/cli.ts): it stops the listeners, then Apollo, then
     // the workers. Apollo's own handler (installed unless NODE_ENV is `test`) stopped it first,
     // and the CLI's stop then waited on it until the 25 s forced exit.
@@ -384,7 +398,13 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
     const extensions = { ...(result.extensions ?? {}), cost };
     return result.errors ? { ...result, extensions, errors: wsErrors(services, context.rc.requestId, result.errors) } : { ...result, extensions } as FormattedExecutionResult;
   };
+  /** With replicas: the key's next reads must hold what the event sent to it announced. */
+  const noteSent = (args: ExecutionArgs) => {
+    const { keyId } = (args.contextValue as GqlContext).rc;
+    if (keyId !== undefined) services.db.readRouting?.noteSeen(keyCaller(keyId));
+  };
   const broadcast = new LiveBroadcast(services.bus, eventLoaders, {
+    sent: noteSent,
     cost: (args, data) => {
       const { requested, actual } = costExtension(schema, args.document, getOperationAST(args.document, args.operationName) ?? undefined, (args.contextValue as GqlContext).cost, data, 0);
       return { requested, actual };
@@ -458,6 +478,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       // (LiveBroadcast); each event a subscription runs alone uses the loaders of that event,
       // shared by every subscriber of the account and mode it is delivered to (EventLoaders).
       subscribe: (args) => broadcast.subscribe(args),
+      // A query may read from a replica, a mutation is its key's write (read-your-writes).
+      execute: (args) => graphqlOperationReads(
+        services.db.readRouting, (args.contextValue as GqlContext).rc.keyId ?? '', getOperationAST(args.document, args.operationName)?.operation, () => execute(args),
+      ),
       onSubscribe: async (ctx, id, payload) => {
         try {
           return await checkOperation(ctx, id, payload);
@@ -474,7 +498,10 @@ export function mountGraphQL(app: Koa, services: Services, httpsServer: https.Se
       onError: (_ctx, _id, _payload, errors) => wsErrors(services, wsRequestId(), errors),
       // Each result carries its cost: what the operation was counted as when it started (and the
       // budget left then), and what this result returned by the same rule.
-      onNext: (_ctx, _id, _payload, args, result) => formatNext(args, result),
+      onNext: (_ctx, _id, _payload, args, result) => {
+        if (getOperationAST(args.document, args.operationName)?.operation === 'subscription') noteSent(args);
+        return formatNext(args, result);
+      },
     },
     logger,
   );

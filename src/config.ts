@@ -61,6 +61,19 @@ const VARIABLES = {
       .regex(/^(postgres|postgresql|sqlite):/, { error: 'must start with postgres://, postgresql:// or sqlite:' })
       .optional(),
   },
+  // PostgreSQL streaming standbys that read-only requests read from (README, "Read replicas").
+  DATABASE_REPLICA_URLS: {
+    secret: true,
+    schema: z
+      .string()
+      .transform((v) => v.split(',').map((url) => url.trim()).filter(Boolean))
+      .refine((urls) => urls.length > 0 && urls.every((url) => /^postgres(ql)?:\/\/[^\s,]+$/.test(url) && URL.canParse(url)), {
+        error: 'must be one or more postgres:// URLs, separated by commas',
+      })
+      .optional(),
+  },
+  REPLICA_READ_AFTER_WRITE_MS: { schema: wholeNumber('must be a whole number of milliseconds from 0 to 3600000 (one hour)', 0, 3_600_000).default(2_000) },
+  REPLICA_MAX_LAG_MS: { schema: millis.default(5_000) },
   DATA_DIR: { schema: z.string().default('./data') },
   HOST: { schema: z.string().default('0.0.0.0') },
   PORT: { schema: port.default(8443) },
@@ -189,6 +202,12 @@ function quoteValue(value: string): string {
 
 export interface Config {
   databaseUrl: string;
+  /** DATABASE_REPLICA_URLS: PostgreSQL standbys for read-only requests (empty: none). */
+  databaseReplicaUrls: string[];
+  /** A caller that wrote within this reads from the primary (read-your-writes). */
+  replicaReadAfterWriteMs: number;
+  /** A replica lagging more than this is skipped. */
+  replicaMaxLagMs: number;
   /** How long a verified API key is trusted without looking it up again (0: every request). */
   apiKeyCacheMs: number;
   dataDir: string;
@@ -321,8 +340,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: METRICS_PORT must differ from PORT and HTTP_PORT (got ${quoteValue(String(present.METRICS_PORT))})`);
   }
   const dataDir = path.resolve(e.DATA_DIR);
+  const databaseUrl = e.DATABASE_URL ?? `sqlite:${path.join(dataDir, 'payorch.sqlite')}`;
+  // Replicas are PostgreSQL streaming standbys of a PostgreSQL primary.
+  if (e.DATABASE_REPLICA_URLS && !/^postgres(ql)?:/.test(databaseUrl)) {
+    throw new ConfigError('Invalid configuration: DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL (read replicas are streaming standbys of a PostgreSQL primary; the database is SQLite)');
+  }
   return {
-    databaseUrl: e.DATABASE_URL ?? `sqlite:${path.join(dataDir, 'payorch.sqlite')}`,
+    databaseUrl,
+    databaseReplicaUrls: e.DATABASE_REPLICA_URLS ?? [],
+    replicaReadAfterWriteMs: e.REPLICA_READ_AFTER_WRITE_MS,
+    replicaMaxLagMs: e.REPLICA_MAX_LAG_MS,
     dataDir,
     host: e.HOST,
     port: e.PORT,

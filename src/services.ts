@@ -135,7 +135,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = new Metrics(config.metricsPort !== undefined || config.metricsToken !== undefined, logger);
-  const db = new Database({ url: config.databaseUrl, models: MODELS, logging: options.onSql, sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs });
+  const db = new Database({
+    url: config.databaseUrl, models: MODELS, logging: options.onSql, sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs,
+    replicas: config.databaseReplicaUrls.length > 0
+      ? { urls: config.databaseReplicaUrls, maxLagMs: config.replicaMaxLagMs, afterWriteMs: config.replicaReadAfterWriteMs, logger }
+      : undefined,
+  });
   await db.init();
   if (db.tightenedFiles.length) logger.warn({ files: db.tightenedFiles }, 'database files were open to other users: made them owner-only (0600)');
   if (options.migrate !== false) {

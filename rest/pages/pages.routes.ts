@@ -3,6 +3,8 @@ import { Router } from '@koa/router';
 import type { Services } from '../../src/services';
 import { DomainError } from '../../src/core/errors';
 import type { PayorchState } from '../../src/http/context';
+import { callerOf } from '../../src/http/read-routing';
+import { allowReplicaReads } from '../../src/db/read-routing';
 import { renderPage } from './page-layout';
 import { homePage } from './home.page';
 import { checkoutPage } from './checkout.page';
@@ -35,6 +37,8 @@ export function pageRoutes(services: Services): Koa.Middleware {
   authenticationRoutes(router, services);
   for (const page of PAGES) {
     router.get(page.path, async (ctx) => {
+      // A page only shows: with replicas, its reads may go to one (unless its visitor just paid).
+      allowReplicaReads(callerOf(ctx));
       const view = await page.render(services, { params: { ...ctx.params }, requestId: (ctx.state as PayorchState).requestId });
       renderPage(ctx, view);
     });

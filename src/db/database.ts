@@ -8,11 +8,13 @@ import { storableDeep } from '../core/text';
 import { prepareSqliteFile } from '../core/private-files';
 import { translateDatabaseError } from './database-errors';
 import {
-  acquireConnection, closeSqliteConnectionsInTurn, connectionPools, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
-  type SqliteConnection,
+  acquireConnection, closeSqliteConnectionsInTurn, connectionPools, endSqliteTransaction, releaseConnection, routeSequelizeConnections, shareSqliteTransactionConnection,
+  sqliteTransactionOn, transactionConnection, type QueryConnectionOptions, type SqliteConnection,
 } from './sequelize-internals';
 import { SqliteStatements } from './sqlite-statements';
 import type { PoolUsage } from '../observability/metrics';
+import { ReplicaSet, replicaFailure, REPLICA_CHECK_INTERVAL_MS, type Replica, type ReplicaLogger } from './replicas';
+import { currentReadScope, noteScopeWrote, ReadRouting, replicaReadAllowed } from './read-routing';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -37,13 +39,32 @@ function rethrowTranslated(err: unknown): never {
  * error hook (`afterQuery` runs, but cannot replace the error).
  */
 class TranslatingSequelize extends Sequelize {
+  /** Set when reads may go to replicas (Database): runs each statement, choosing the pool it takes its connection from. */
+  routeQuery?: (options: QueryConnectionOptions | undefined, run: (options: QueryConnectionOptions | undefined) => Promise<unknown>) => Promise<unknown>;
+
   override async query(...args: Parameters<Sequelize['query']>): Promise<never> {
     try {
-      return (await super.query(...args)) as never;
+      if (!this.routeQuery) return (await super.query(...args)) as never;
+      const [sql, options] = args as unknown as [string, QueryConnectionOptions | undefined];
+      const query = super.query.bind(this) as unknown as (sql: string, options?: QueryConnectionOptions) => Promise<unknown>;
+      return (await this.routeQuery(options, (o) => query(sql, o))) as never;
     } catch (err) {
       return rethrowTranslated(err);
     }
   }
+}
+
+/** The option naming the replica (its index) a model's read takes its connection from (routeSequelizeConnections). */
+const REPLICA_OPTION = 'payorchReplica';
+
+/**
+ * Whether a statement only reads, so may run on a standby: a SELECT (or WITH) that changes no
+ * row, takes no row lock, and calls nothing that writes (sequences, advisory locks). Statements
+ * that write through `select` (… RETURNING) stay on the primary and count as the scope's write.
+ */
+export function readOnlySql(sql: string): boolean {
+  return /^\s*(SELECT|WITH)\b/i.test(sql)
+    && !/\b(INSERT|UPDATE|DELETE|MERGE|nextval|setval|pg_advisory\w*|pg_try_advisory\w*|FOR\s+(NO\s+)?(KEY\s+)?(UPDATE|SHARE))\b/i.test(sql);
 }
 
 /** Database.transaction's options. */
@@ -90,6 +111,16 @@ export interface DatabaseOptions {
   poolMax?: number;
   /** How long a SQLite statement waits for another writer's lock before SQLITE_BUSY. */
   sqliteBusyTimeoutMs?: number;
+  /** PostgreSQL read replicas (DATABASE_REPLICA_URLS) and how reads go to them (README, "Read replicas"). */
+  replicas?: {
+    urls: string[];
+    /** REPLICA_MAX_LAG_MS: a replica lagging more is skipped. */
+    maxLagMs: number;
+    /** REPLICA_READ_AFTER_WRITE_MS: a caller that wrote within this reads from the primary. */
+    afterWriteMs: number;
+    logger?: ReplicaLogger;
+    checkIntervalMs?: number;
+  };
 }
 
 /**
@@ -112,7 +143,12 @@ export class Database {
   }
   private readonly logSql?: (sql: string) => void;
   private readonly statementNames = new Map<string, string>();
+  private readonly readOnlyStatements = new Map<string, boolean>();
   private readonly sqliteFile?: string;
+  /** The read replicas, when DATABASE_REPLICA_URLS names any (PostgreSQL only). */
+  readonly replicas?: ReplicaSet;
+  /** Which requests may read from the replicas, and read-your-writes (with `replicas`). */
+  readonly readRouting?: ReadRouting;
 
   constructor(options: DatabaseOptions) {
     const logging = options.logging ?? false;
@@ -145,6 +181,16 @@ export class Database {
         dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
         define: { timestamps: false, underscored: true },
       });
+      const replicas = options.replicas;
+      if (replicas && replicas.urls.length > 0) {
+        const checkIntervalMs = replicas.checkIntervalMs ?? REPLICA_CHECK_INTERVAL_MS;
+        this.replicas = new ReplicaSet({
+          urls: replicas.urls, primaryUrl: options.url, maxLagMs: replicas.maxLagMs, checkIntervalMs, poolMax: options.poolMax, logger: replicas.logger,
+        });
+        // A write is remembered until any replica still counted healthy holds it.
+        this.readRouting = new ReadRouting(replicas.afterWriteMs, replicas.maxLagMs + 3 * checkIntervalMs);
+        this.routeModelReads(this.sequelize as TranslatingSequelize, this.replicas);
+      }
     }
   }
 
@@ -159,6 +205,56 @@ export class Database {
       return [{ pool: 'sqlite_writer', max: 1, used, idle: 1 - used, waiting: this.sqliteJobs.length }];
     }
     return connectionPools(this.sequelize).map(({ name, pool }) => ({ pool: name, max: pool.maxSize, used: pool.using, idle: pool.available, waiting: pool.waiting }));
+  }
+
+  /**
+   * The models' reads: a finder's SELECT outside a transaction, in a scope that may read from a
+   * replica, takes a connection of a usable replica's pool; a failure of the replica's (not of
+   * the statement) runs it again on the primary. Every other statement runs on the primary, and
+   * one that writes outside a transaction makes the rest of its scope read from the primary.
+   */
+  private routeModelReads(sequelize: TranslatingSequelize, replicas: ReplicaSet): void {
+    const lent = new WeakMap<object, Replica>();
+    routeSequelizeConnections(sequelize, {
+      async connection(options) {
+        const index = options[REPLICA_OPTION];
+        if (typeof index !== 'number') return null;
+        const replica = replicas.replicas[index];
+        const connection = await acquireConnection<object>(replica.sequelize);
+        lent.set(connection, replica);
+        return connection;
+      },
+      release(connection) {
+        const replica = lent.get(connection);
+        if (!replica) return false;
+        lent.delete(connection);
+        releaseConnection(replica.sequelize, connection);
+        return true;
+      },
+    });
+    sequelize.routeQuery = async (options, run) => {
+      const scope = currentReadScope();
+      if (!scope || options?.transaction) return run(options);
+      if (options?.type !== 'SELECT') {
+        scope.wrote = true;
+        return run(options);
+      }
+      const replica = replicaReadAllowed(scope) ? replicas.pick(scope) : null;
+      if (replica) {
+        try {
+          const result = await run({ ...options, [REPLICA_OPTION]: replicas.replicas.indexOf(replica) });
+          replica.reads++;
+          return result;
+        } catch (err) {
+          const failure = replicaFailure(err);
+          if (!failure.retry) throw err;
+          if (failure.skip) replicas.failed(replica, err);
+        }
+      }
+      const result = await run(options);
+      if (scope.replica) replicas.primaryReads++;
+      return result;
+    };
   }
 
   /**
@@ -185,6 +281,8 @@ export class Database {
       // Kept in the file: every connection, of this process and any other, writes the WAL.
       await this.sequelize.query('PRAGMA journal_mode=WAL');
     }
+    // The replicas' first check, so that reads may go to them from the first request.
+    await this.replicas?.start();
   }
 
   /**
@@ -212,6 +310,8 @@ export class Database {
    * `t.afterCommit` run only once the commit is known to have succeeded.
    */
   async transaction<T>(fn: (t: Transaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    // Whatever the request reads after its transaction, it reads from the primary.
+    noteScopeWrote();
     if (this.dialect === 'postgres') return this.postgresTransaction(fn);
     return new Promise<T>((resolve, reject) => {
       this.sqliteJobs.push({ fn, group: options.group === true, resolve: resolve as (v: unknown) => void, reject });
@@ -353,7 +453,10 @@ export class Database {
   /** Bound SELECT returning plain rows; `$1, $2…` placeholders on both dialects. */
   async select<R = Record<string, unknown>>(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<R[]> {
     try {
-      if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rows as R[];
+      if (this.dialect === 'postgres') {
+        if (this.replicas && !transaction) return (await this.pgRead(this.replicas, sql, bind)).rows as R[];
+        return (await this.pgQuery(sql, bind, transaction)).rows as R[];
+      }
       return (await this.sqliteQuery('all', sql, bind, transaction)) as R[];
     } catch (err) {
       return rethrowTranslated(err);
@@ -362,6 +465,7 @@ export class Database {
 
   /** Bound INSERT/UPDATE/DELETE; returns the number of rows it touched. */
   async execute(sql: string, bind: unknown[] = [], transaction?: Transaction): Promise<number> {
+    noteScopeWrote();
     try {
       if (this.dialect === 'postgres') return (await this.pgQuery(sql, bind, transaction)).rowCount ?? 0;
       return (await this.sqliteQuery('run', sql, bind, transaction)) as number;
@@ -420,6 +524,56 @@ export class Database {
     } finally {
       releaseConnection(this.sequelize, client);
     }
+  }
+
+  /**
+   * A statement outside a transaction, with replicas configured: on a usable replica when the
+   * request only reads (ReadScope) and the statement only reads; run again on the primary when the
+   * replica fails it for a reason of its own (down, shutting down, a recovery conflict).
+   */
+  private async pgRead(replicas: ReplicaSet, sql: string, bind: unknown[]): Promise<pg.QueryResult> {
+    const scope = currentReadScope();
+    if (!scope) return this.pgQuery(sql, bind);
+    if (!this.isReadOnly(sql)) {
+      scope.wrote = true;
+      return this.pgQuery(sql, bind);
+    }
+    const replica = replicaReadAllowed(scope) ? replicas.pick(scope) : null;
+    if (replica) {
+      try {
+        const result = await this.pgReplicaQuery(replica, sql, bind);
+        replica.reads++;
+        return result;
+      } catch (err) {
+        const failure = replicaFailure(err);
+        if (!failure.retry) throw err;
+        if (failure.skip) replicas.failed(replica, err);
+      }
+    }
+    const result = await this.pgQuery(sql, bind);
+    if (scope.replica) replicas.primaryReads++;
+    return result;
+  }
+
+  /** pgQuery on a connection of the replica's pool (logged as `Executing (replica <name>)`). */
+  private async pgReplicaQuery(replica: Replica, sql: string, bind: unknown[]): Promise<pg.QueryResult> {
+    this.logSql?.(`Executing (replica ${replica.name}): ${sql}`);
+    const query = { name: this.statementName(sql), text: sql, values: bind.map((v) => this.encode(v)) };
+    const client = await acquireConnection<pg.ClientBase>(replica.sequelize);
+    try {
+      return await client.query(query);
+    } finally {
+      releaseConnection(replica.sequelize, client);
+    }
+  }
+
+  private isReadOnly(sql: string): boolean {
+    let readOnly = this.readOnlyStatements.get(sql);
+    if (readOnly === undefined) {
+      readOnly = readOnlySql(sql);
+      if (this.readOnlyStatements.size < 5000) this.readOnlyStatements.set(sql, readOnly);
+    }
+    return readOnly;
   }
 
   private statementName(sql: string): string {
@@ -524,6 +678,7 @@ export class Database {
   }
 
   async close(): Promise<void> {
+    await this.replicas?.close();
     if (this.dialect === 'sqlite') await closeSqliteConnectionsInTurn(this.sequelize);
     await this.sequelize.close();
   }

@@ -156,3 +156,32 @@ export function shareSqliteTransactionConnection(
     },
   };
 }
+
+/** The options Sequelize hands `connectionManager.getConnection`: the query's own (its `type`, and what the caller added). */
+export type QueryConnectionOptions = Record<string, unknown> & { type?: string };
+
+/**
+ * PostgreSQL: a statement Sequelize runs outside a transaction may take its connection from
+ * another pool (a read replica's). `route.connection(options)` is asked first with the query's
+ * options (Sequelize passes them, copied, to `getConnection`): a connection of its own, or null
+ * for the primary's pool; `route.release(connection)` takes back those it lent (true) when the
+ * query ends, the rest go back to the primary's pool. Sequelize's `replication` option is not
+ * used: it sends every SELECT outside a transaction to the replicas, whereas Payorch decides per
+ * request (read-routing.ts) and skips replicas that lag.
+ */
+export function routeSequelizeConnections(
+  sequelize: Sequelize,
+  route: { connection(options: QueryConnectionOptions): Promise<object | null>; release(connection: object): boolean },
+): void {
+  const manager = sequelize.connectionManager as unknown as {
+    getConnection(options?: QueryConnectionOptions): Promise<object>;
+    releaseConnection(connection: object): unknown;
+  };
+  if (typeof manager.getConnection !== 'function' || typeof manager.releaseConnection !== 'function') {
+    throw new Error('Sequelize connection manager changed: getConnection/releaseConnection not found');
+  }
+  const getConnection = manager.getConnection.bind(manager);
+  const releaseConnection = manager.releaseConnection.bind(manager);
+  manager.getConnection = async (options?: QueryConnectionOptions) => (options && (await route.connection(options))) || getConnection(options);
+  manager.releaseConnection = (connection: object) => (route.release(connection) ? undefined : releaseConnection(connection));
+}

@@ -9,6 +9,7 @@ import { jsonBody } from './body';
 import { restIdempotency } from './idempotency';
 import { jsonOnlyPublicPosts } from './public-guards';
 import { recordHttpMetrics, serveMetrics, type RouteNamer } from './metrics';
+import { readRoutingMiddleware } from './read-routing';
 
 /**
  * What both transports (REST and GraphQL) run a request through, built once per app: each
@@ -90,7 +91,9 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
         await services.db.ping();
         // Without Redis the service still serves (per-instance rate limits): degraded, not down.
         const redis = services.redisBreaker && (services.redisBreaker.available ? 'ok' : 'degraded');
-        ctx.body = { data: { status: 'ready', ...(redis && { redis }) }, error: null };
+        // The read replicas' health and lag; the primary serves the reads when none is usable.
+        const replicas = services.db.replicas?.status();
+        ctx.body = { data: { status: 'ready', ...(redis && { redis }), ...(replicas ? { replicas } : {}) }, error: null };
       } catch {
         throw new DomainError('service_unavailable', 'The database is not reachable');
       }
@@ -99,6 +102,8 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
     await next();
   });
   app.use(serveMetrics(services.metrics, config.metricsToken));
+  // With read replicas, each request's reads go where its route allows (src/db/read-routing.ts).
+  if (services.db.readRouting) app.use(readRoutingMiddleware(services.db.readRouting));
   for (const transport of transports) transport.mount(app, shared);
   return app;
 }

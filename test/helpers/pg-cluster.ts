@@ -51,21 +51,23 @@ async function serverCommand(command: string, args: string[]): Promise<void> {
   await run(file, argv, { timeout: 60_000 });
 }
 
-/** Creates and starts a cluster; the caller destroys it. */
-export async function startPgCluster(): Promise<PgCluster> {
-  const bin = binDir();
+/** A directory of the cluster's own, owned by the server's OS user when we run as root. */
+async function clusterDir(): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'payorch-pg-'));
-  const dataDir = path.join(dir, 'data');
   if (process.getuid?.() === 0) {
     const { stdout } = await run('id', ['-u', 'postgres']);
     const uid = Number(stdout.trim());
     const { stdout: gidText } = await run('id', ['-g', 'postgres']);
     fs.chownSync(dir, uid, Number(gidText.trim()));
   }
-  await serverCommand(path.join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
-  const port = await freePort();
+  return dir;
+}
+
+/** The cluster in `dir/data` served on `port` (not started yet). */
+function clusterOn(bin: string, dir: string, port: number, settings: string[]): PgCluster {
+  const dataDir = path.join(dir, 'data');
   // Small and quick: the socket lives in the cluster's own directory, nothing is fsynced.
-  const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=40 -c shared_buffers=16MB`;
+  const serverOptions = [`-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=40 -c shared_buffers=16MB`, ...settings.map((s) => `-c ${s}`)].join(' ');
   let running = false;
   const cluster: PgCluster = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -83,6 +85,10 @@ export async function startPgCluster(): Promise<PgCluster> {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+  return cluster;
+}
+
+async function started(cluster: PgCluster, dir: string): Promise<PgCluster> {
   try {
     await cluster.start();
   } catch (err) {
@@ -90,4 +96,41 @@ export async function startPgCluster(): Promise<PgCluster> {
     throw err;
   }
   return cluster;
+}
+
+/**
+ * Creates and starts a cluster; the caller destroys it. `settings` are more `name=value` server
+ * settings (`shared_preload_libraries=pg_stat_statements`). Its WAL is fit for streaming
+ * standbys (startPgStandby): `wal_level=replica`, and initdb's pg_hba.conf lets local
+ * replication connections in with trust.
+ */
+export async function startPgCluster(options: { settings?: string[] } = {}): Promise<PgCluster> {
+  const bin = binDir();
+  const dir = await clusterDir();
+  await serverCommand(path.join(bin, 'initdb'), ['-D', path.join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+  const port = await freePort();
+  return started(clusterOn(bin, dir, port, ['wal_level=replica', 'max_wal_senders=5', ...(options.settings ?? [])]), dir);
+}
+
+/** Why a streaming standby cannot be made here (no pg_basebackup beside initdb), or null when it can. */
+export function standbyUnavailable(): string | null {
+  try {
+    return fs.existsSync(path.join(binDir(), 'pg_basebackup')) ? null : `pg_basebackup is not in ${binDir()}`;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/**
+ * A streaming standby of `primary` on a port of its own: a base backup taken with
+ * `pg_basebackup -R` (which writes the primary's address into the copy and marks it a standby)
+ * and a second `postgres` process serving it, read-only, replaying the primary's WAL as it comes.
+ * Resolves once it accepts connections; the caller destroys it (before the primary).
+ */
+export async function startPgStandby(primary: PgCluster, options: { settings?: string[] } = {}): Promise<PgCluster> {
+  const bin = binDir();
+  const dir = await clusterDir();
+  await serverCommand(path.join(bin, 'pg_basebackup'), ['-D', path.join(dir, 'data'), '-d', primary.url, '-R', '-X', 'stream', '--no-sync']);
+  const port = await freePort();
+  return started(clusterOn(bin, dir, port, options.settings ?? []), dir);
 }

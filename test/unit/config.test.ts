@@ -107,6 +107,9 @@ describe('configuration', () => {
   /** A value each variable refuses, or null for free text (a path, a host, an address) that nothing refuses. */
   const REFUSED: Record<string, string | null> = {
     DATABASE_URL: 'mysql://payorch:s3cret-db@db/payorch',
+    DATABASE_REPLICA_URLS: 'mysql://payorch:s3cret-db@replica/payorch',
+    REPLICA_READ_AFTER_WRITE_MS: '-1',
+    REPLICA_MAX_LAG_MS: '50',
     DATA_DIR: null,
     HOST: null,
     PORT: 'eighty',
@@ -202,7 +205,28 @@ describe('configuration', () => {
   });
 
   it('should never quote a secret variable back, whatever it holds', () => {
-    expect(SECRET_VARIABLES).toEqual(expect.arrayContaining(['DATABASE_URL', 'ENCRYPTION_KEY', 'REDIS_URL', 'SMTP_URL']));
+    expect(SECRET_VARIABLES).toEqual(expect.arrayContaining(['DATABASE_URL', 'DATABASE_REPLICA_URLS', 'ENCRYPTION_KEY', 'REDIS_URL', 'SMTP_URL']));
+  });
+
+  it('should read no replica by default, and the replicas, read-after-write window and lag limit when given', () => {
+    expect(loadConfig({})).toMatchObject({ databaseReplicaUrls: [], replicaReadAfterWriteMs: 2000, replicaMaxLagMs: 5000 });
+    const c = loadConfig({
+      DATABASE_URL: 'postgres://payorch@db1/payorch',
+      DATABASE_REPLICA_URLS: ' postgres://payorch:pw@db2:5433/payorch, postgresql://payorch@db3/payorch ',
+      REPLICA_READ_AFTER_WRITE_MS: '0',
+      REPLICA_MAX_LAG_MS: '1500',
+    });
+    expect(c).toMatchObject({
+      databaseReplicaUrls: ['postgres://payorch:pw@db2:5433/payorch', 'postgresql://payorch@db3/payorch'], replicaReadAfterWriteMs: 0, replicaMaxLagMs: 1500,
+    });
+  });
+
+  it('should refuse replicas beside a SQLite database, and a list with anything but postgres:// URLs, quoting no URL', () => {
+    const sqlite = 'Invalid configuration: DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL (read replicas are streaming standbys of a PostgreSQL primary; the database is SQLite)';
+    expect(refusal({ DATABASE_REPLICA_URLS: 'postgres://payorch@db2/payorch' })).toBe(sqlite);
+    expect(refusal({ DATABASE_URL: 'sqlite:/tmp/x.sqlite', DATABASE_REPLICA_URLS: 'postgres://payorch@db2/payorch' })).toBe(sqlite);
+    const mixed = refusal({ DATABASE_URL: 'postgres://payorch@db1/payorch', DATABASE_REPLICA_URLS: 'postgres://payorch:s3cret@db2/payorch,db3:5432' });
+    expect(mixed).toBe('Invalid configuration: DATABASE_REPLICA_URLS must be one or more postgres:// URLs, separated by commas');
   });
 
   it('should read true and false in any case', () => {

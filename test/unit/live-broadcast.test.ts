@@ -109,6 +109,7 @@ const ns = (socket: FakeSocket) => messages(socket).map((m) => m.payload.data.ti
 function broadcastFor(limits = { batch: 200, queued: 1000, socketBuffer: 1000 }) {
   return new LiveBroadcast(bus, new EventLoaders({} as Services, 10), {
     cost: () => ({ requested: 1, actual: 1 }),
+    sent: () => undefined,
     formatted: (a, result) => ({ ...result, extensions: { cost: { requested: 1, actual: 1, remaining: (a.contextValue as { cost: { remaining: number } }).cost.remaining } } }) as never,
   }, limits);
 }

@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import pg from 'pg';
 import sqlite3 from 'sqlite3';
-import { Transaction } from 'sequelize';
+import { QueryTypes, Transaction } from 'sequelize';
 import { Sequelize } from 'sequelize-typescript';
 import {
-  acquireConnection, connectionPools, endSqliteTransaction, releaseConnection, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
+  acquireConnection, connectionPools, endSqliteTransaction, releaseConnection, routeSequelizeConnections, shareSqliteTransactionConnection, sqliteTransactionOn, transactionConnection,
   type SqliteConnection,
 } from '../../src/db/sequelize-internals';
 import { DIALECT, freshDatabase, type TestDatabase } from '../helpers/db';
@@ -133,6 +133,43 @@ describe(`Sequelize internals on ${DIALECT}`, () => {
         expect((await shared.query('SELECT id FROM internals_probe WHERE id = 7'))[0]).toEqual([]);
       } finally {
         await shared.close();
+      }
+    });
+  }
+
+  if (DIALECT === 'postgres') {
+    it("should ask getConnection with the query's own options, and give the connection back through releaseConnection", async () => {
+      // Another pool on the same database stands in for a replica's.
+      const routed = open({ pool: { max: 1 } });
+      const other = open({ pool: { max: 1 } });
+      const lent = new Set<object>();
+      const asked: Array<string | undefined> = [];
+      try {
+        routeSequelizeConnections(routed, {
+          async connection(options) {
+            asked.push(options.type);
+            if (options.toOther !== true) return null;
+            const connection = await acquireConnection<object>(other);
+            lent.add(connection);
+            return connection;
+          },
+          release(connection) {
+            if (!lent.delete(connection)) return false;
+            releaseConnection(other, connection);
+            return true;
+          },
+        });
+        const pid = async (options: Record<string, unknown>) => ((await routed.query('SELECT pg_backend_pid() AS pid', { type: QueryTypes.SELECT, ...options })) as Array<{ pid: number }>)[0].pid;
+        const [otherPid] = (await other.query('SELECT pg_backend_pid() AS pid', { type: QueryTypes.SELECT })) as Array<{ pid: number }>;
+        expect(await pid({ toOther: true })).toBe(otherPid.pid);
+        expect(await pid({})).not.toBe(otherPid.pid);
+        // Given back: the pool of one lends it again, and holds nothing lent.
+        expect(await pid({ toOther: true })).toBe(otherPid.pid);
+        expect(lent.size).toBe(0);
+        expect(asked).toEqual(['SELECT', 'SELECT', 'SELECT']);
+      } finally {
+        await routed.close();
+        await other.close();
       }
     });
   }

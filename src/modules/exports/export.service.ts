@@ -14,6 +14,7 @@ import { PRIVATE_FILE_MODE, ensurePrivateDir } from '../../core/private-files';
 import { parseInput } from '../../core/validation';
 import type { KeysetCursor } from './export.store';
 import { PAGE_SIZE_MAX } from '../../core/pagination';
+import { withReplicaReads } from '../../db/read-routing';
 import { errorForLog, type Logger } from '../../logger';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import { EXPORT_MOVES } from './export-states';
@@ -276,7 +277,7 @@ export class ExportService {
       handle = opened.handle;
       let { rowsWritten, bytesWritten, after } = opened.start;
       for (;;) {
-        const rows = await source.page(ctx, filters, after, this.options.pageSize);
+        const rows = await this.fromReplica(record, () => source.page(ctx, filters, after, this.options.pageSize));
         if (rows.length > 0) {
           const chunk = Buffer.from(encoder.rows(rows), 'utf8');
           await handle.write(chunk, 0, chunk.length, bytesWritten);
@@ -341,7 +342,7 @@ export class ExportService {
       }
       this.logger.warn({ exportId: record.id }, 'export file shorter than recorded; starting it again');
     }
-    const rowsExpected = await this.sources[record.resource].count(ctx, record.filters);
+    const rowsExpected = await this.fromReplica(record, () => this.sources[record.resource].count(ctx, record.filters));
     const handle = await fs.promises.open(file, 'w', PRIVATE_FILE_MODE);
     try {
       // In case the umask took a bit, or the file was there before with another mode.
@@ -359,6 +360,15 @@ export class ExportService {
       await handle.close().catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * An export's reads of its list: from a read replica when one is configured and holds every
+   * commit made before the export was asked for (otherwise from the primary); its progress is
+   * written to the primary.
+   */
+  private fromReplica<T>(record: ExportRecord, read: () => Promise<T>): Promise<T> {
+    return withReplicaReads(read, { notBefore: record.createdAt.getTime() });
   }
 
   /** Deletes the files of exports past their expiry (failing any that never completed); returns how many. */
