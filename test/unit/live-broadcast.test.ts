@@ -1,11 +1,11 @@
 import { GraphQLID, GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionArgs } from 'graphql';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { EventBus, type PublishedEvent } from '../../src/core/event-bus';
 import type { RequestContext } from '../../src/core/context';
 import type { Services } from '../../src/services';
 import { ResumableEventStream } from '../../src/modules/events/event-stream';
 import { EventLoaders } from '../../schema/loaders';
-import { LiveBroadcast } from '../../schema/live-broadcast';
+import { LiveBroadcast, sendFrames } from '../../schema/live-broadcast';
 import { waitFor } from '../helpers/wait';
 
 /*
@@ -68,16 +68,40 @@ const schema = new GraphQLSchema({
   }),
 });
 
-/** A socket that records what is sent to it; `bufferedAmount` is set by the test. */
+/** Reads text frames (unmasked, as a server writes them) back into messages. */
+function readFrames(buffer: Buffer): string[] {
+  const out: string[] = [];
+  let at = 0;
+  while (at < buffer.length) {
+    expect(buffer[at]).toBe(0x81);
+    let n = buffer[at + 1];
+    at += 2;
+    if (n === 126) {
+      n = buffer.readUInt16BE(at);
+      at += 2;
+    } else if (n === 127) {
+      n = Number(buffer.readBigUInt64BE(at));
+      at += 8;
+    }
+    out.push(buffer.subarray(at, at + n).toString('utf8'));
+    at += n;
+  }
+  return out;
+}
+
+/** A socket that records the frames written under it; `bufferedAmount` is set by the test. */
 class FakeSocket {
   readyState: number = WebSocket.OPEN;
+  extensions = '';
   bufferedAmount = 0;
   sent: string[] = [];
-  corks = 0;
-  _socket = { cork: () => { this.corks += 1; }, uncork: () => undefined };
-  send(text: string): void {
-    this.sent.push(text);
-  }
+  writes = 0;
+  _socket = {
+    write: (frames: Buffer) => {
+      this.writes += 1;
+      this.sent.push(...readFrames(frames));
+    },
+  };
 }
 
 const rc = (): RequestContext => ({ accountId: ACCOUNT, mode: 'test', permissions: ['*'], requestId: `req_${Math.random()}`, clock: { now: () => new Date() } } as RequestContext);
@@ -106,7 +130,7 @@ const next = (payload: Record<string, unknown>, id: string) => JSON.parse(JSON.s
 const messages = (socket: FakeSocket) => socket.sent.map((t) => JSON.parse(t) as { id: string; type: string; payload: { data: { tick: { n: number } } } });
 const ns = (socket: FakeSocket) => messages(socket).map((m) => m.payload.data.tick.n);
 
-function broadcastFor(limits = { batch: 200, queued: 1000, socketBuffer: 1000 }) {
+function broadcastFor(limits = { batch: 200, queued: 1000, socketBuffer: 1000, intervalMs: 20 }) {
   return new LiveBroadcast(bus, new EventLoaders({} as Services, 10), {
     cost: () => ({ requested: 1, actual: 1 }),
     sent: () => undefined,
@@ -163,15 +187,15 @@ describe('LiveBroadcast', () => {
     expect(ns(b)).toEqual([2]);
   });
 
-  it('should write one batch of events to a socket in one corked write', async () => {
+  it('should write one batch of events to a socket in one write', async () => {
     const broadcast = broadcastFor();
     const a = new FakeSocket();
     const iterator = await broadcast.subscribe(args(a, '1', 1)) as AsyncIterableIterator<unknown>;
     for (let n = 1; n <= 20; n++) publish(n);
     await waitFor(() => a.sent.length === 20, { what: 'twenty events' });
     expect(ns(a)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-    // Published in one turn: taken and written together, far fewer corks than events.
-    expect(a.corks).toBeLessThan(5);
+    // Published in one turn: taken and written together, far fewer writes than events.
+    expect(a.writes).toBeLessThan(5);
     await iterator.return?.();
   });
 
@@ -232,5 +256,25 @@ describe('LiveBroadcast', () => {
     await expect(pending[1]).rejects.toThrow('database gone');
     expect(broadcast.stats).toEqual({ groups: 0, members: 0 });
     expect(bus.openSubscriptions).toBe(0);
+  });
+
+  it('should write frames any WebSocket client reads, whatever their length (7-, 16- and 64-bit lengths)', async () => {
+    const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise<void>((resolve) => server.once('listening', resolve));
+    const connected = new Promise<WebSocket>((resolve) => server.once('connection', resolve));
+    const client = new WebSocket(`ws://127.0.0.1:${(server.address() as { port: number }).port}`);
+    const received: string[] = [];
+    client.on('message', (data) => received.push(String(data)));
+    const socket = await connected;
+    const messages = ['short', `é${'x'.repeat(200)}`, 'y'.repeat(70_000), '{"id":"1"}'];
+    sendFrames(socket, messages);
+    socket.send('after');
+    try {
+      await waitFor(() => received.length === 5, { what: 'the five messages' });
+      expect(received).toEqual([...messages, 'after']);
+    } finally {
+      client.close();
+      server.close();
+    }
   });
 });
