@@ -1,13 +1,12 @@
 import { notFoundAs } from './errors';
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, registerEnumType } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { DateTime, NESTED_LIST_DESCRIPTION, NestedListArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
-import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField, CardBrand } from './types/enums';
+import { GatewayTransactionKind, GatewayTransactionSortField, GatewayType, PaymentMethodSortField, CardBrand, GatewayTransactionOutcome } from './types/enums';
 import type { PendingTransaction } from '../src/modules/payments/gateway-transaction.store';
-import { GATEWAY_OUTCOMES } from '../src/modules/payments/payment.inputs';
 import { DomainError } from '../src/core/errors';
 import { CustomerType } from './customer.resolver';
 import { CardInput, PaymentType } from './payment.resolver';
@@ -60,7 +59,7 @@ export class GatewayTransactionType {
   @Field(() => GatewayTransactionKind) kind!: PendingTransaction['kind'];
   @Field(() => Int) attempt!: number;
   @Field(() => String) idempotencyKey!: string;
-  @Field(() => String) outcome!: string;
+  @Field(() => GatewayTransactionOutcome) outcome!: string;
   @Field(() => String, { nullable: true }) code!: string | null;
   @Field(() => String, { nullable: true }) message!: string | null;
   @Field(() => String, { nullable: true }) reference!: string | null;
@@ -77,8 +76,6 @@ class GatewayTransactionList extends ListType(GatewayTransactionType, 'GatewayTr
 const PaymentMethodPageArgs = PageArgs(PaymentMethodSortField);
 
 /** What a gateway call came to (REST's `outcome` filter values). */
-const GatewayTransactionOutcome = Object.fromEntries(GATEWAY_OUTCOMES.map((v) => [v, v])) as { [K in (typeof GATEWAY_OUTCOMES)[number]]: K };
-registerEnumType(GatewayTransactionOutcome, { name: 'GatewayTransactionOutcome' });
 
 @ArgsType()
 class GatewayTransactionListArgs extends PageArgs(GatewayTransactionSortField) {

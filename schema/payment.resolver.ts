@@ -6,7 +6,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { Amount, DateTime, NESTED_LIST_DESCRIPTION, NestedCursorArgs, PageArgs, defined, nestedLimit, listOptions, connection, ListType } from './types/common';
-import { CaptureMethod, PaymentSortField, PaymentStatus, RefundSortField, RefundStatus, Currency, CardBrand } from './types/enums';
+import { CaptureMethod, PaymentSortField, PaymentStatus, RefundSortField, RefundStatus, Currency, CardBrand, GatewayTransactionOutcome } from './types/enums';
 import { CustomerType } from './customer.resolver';
 import type { Payment } from '../src/modules/payments/payment.service';
 import type { Customer } from '../src/modules/customers/customer.service';
@@ -25,7 +25,7 @@ class PaymentMethodDetailsType {
 @ObjectType('PaymentAttempt')
 class PaymentAttemptType {
   @Field(() => String, { description: 'The gateway tried.' }) gateway!: string;
-  @Field(() => String) outcome!: string;
+  @Field(() => GatewayTransactionOutcome) outcome!: string;
   @Field(() => String, { nullable: true }) code!: string | null;
   @Field(() => Int, { description: 'Milliseconds of wall time the attempt took (a repeated call or status look-up after a timeout included).' }) latency!: number;
 }

@@ -20,6 +20,8 @@ import { listEventsInput } from '../../src/modules/events/event.service';
 import { GATEWAY_TYPES } from '../../src/connectors/registry';
 import { CARD_BRANDS } from '../../src/core/card';
 import { CURRENCY_CODES } from '../../src/core/money';
+import { COUNTRY_CODES } from '../../src/core/parties';
+import { GATEWAY_OUTCOMES } from '../../src/modules/payments/payment.inputs';
 import { ROUTING_STRATEGIES } from '../../src/modules/routing/routing.inputs';
 import type { SkipReason } from '../../src/modules/routing/candidates';
 import { listCustomersInput } from '../../src/modules/customers/customer.inputs';
@@ -220,3 +222,11 @@ registerEnumType(TaxExempt, {
   },
 });
 export const TaxRateSortField = sortFields('TaxRateSortField', listTaxRatesInput);
+
+/** What a gateway answered one call: a gateway transaction's and a payment attempt's outcome, and a filter on them. */
+export const GatewayTransactionOutcome = Object.fromEntries(GATEWAY_OUTCOMES.map((v) => [v, v])) as { [K in (typeof GATEWAY_OUTCOMES)[number]]: K };
+registerEnumType(GatewayTransactionOutcome, { name: 'GatewayTransactionOutcome' });
+
+/** ISO 3166-1 alpha-2, as an address holds it (validated against this list, upper-case). */
+export const Country = Object.fromEntries(COUNTRY_CODES.map((v) => [v, v])) as Record<string, string>;
+registerEnumType(Country, { name: 'Country', description: 'ISO 3166-1 alpha-2 country code.' });

@@ -1,6 +1,7 @@
 import { Field, InputType, ObjectType, registerEnumType } from 'type-graphql';
 import { TAX_ID_TYPE_NAMES, type TaxIdType as TaxIdTypeName } from '../../src/core/parties';
 import { plainInput } from './common';
+import { Country } from './enums';
 
 /*
  * The parties of an invoice (API.md §3, §7): an address as accounts and customers carry it, and a
@@ -17,7 +18,7 @@ export class AddressType {
   @Field(() => String) postalCode!: string;
   @Field(() => String) city!: string;
   @Field(() => String, { nullable: true }) state!: string | null;
-  @Field(() => String, { description: 'ISO 3166-1 alpha-2' }) country!: string;
+  @Field(() => Country, { description: 'ISO 3166-1 alpha-2' }) country!: string;
 }
 
 @InputType('AddressInput', { description: 'A whole address: it replaces the one held (null removes it).' })

@@ -22,6 +22,7 @@ describe('closed sets as GraphQL enums', () => {
     ['Price', 'currency', 'Currency'], ['Invoice', 'currency', 'Currency'], ['PaymentLink', 'currency', 'Currency'],
     ['CheckoutSession', 'currency', 'Currency'], ['BalanceTransaction', 'currency', 'Currency'], ['CreditBalance', 'currency', 'Currency'],
     ['PaymentMethodDetails', 'brand', 'CardBrand'], ['Invoice', 'emailStatus', 'InvoiceEmailStatus'],
+    ['GatewayTransaction', 'outcome', 'GatewayTransactionOutcome'], ['Address', 'country', 'Country'], ['PaymentAttempt', 'outcome', 'GatewayTransactionOutcome'],
   ])('should type %s.%s as %s', async (type, field, expected) => {
     expect(await fieldType(type, field)).toBe(expected);
   });
@@ -34,6 +35,11 @@ describe('closed sets as GraphQL enums', () => {
     expect(payment.currency).toBe(rest.body.data.currency);
     expect(payment.currency).toBe('EUR');
     expect(payment.paymentMethodDetails.brand).toBe(rest.body.data.paymentMethodDetails.brand);
+    // A gateway's answer reads as REST writes it.
+    const attempts = await gql('query($id: ID!) { payment(id: $id) { attempts { outcome } gatewayTransactions { outcome } } }', { id: payment.id });
+    expect(attempts.body.errors).toBeUndefined();
+    expect(attempts.body.data.payment.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(rest.body.data.attempts.map((a: { outcome: string }) => a.outcome));
+    expect(attempts.body.data.payment.gatewayTransactions.map((t: { outcome: string }) => t.outcome)).toEqual(['succeeded']);
     const values = await gql('{ __type(name: "Currency") { enumValues { name } } }');
     expect(values.body.data.__type.enumValues.map((v: { name: string }) => v.name)).toEqual(expect.arrayContaining(['EUR', 'USD', 'JPY', 'KWD']));
   });
