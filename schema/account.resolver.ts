@@ -1,11 +1,11 @@
-import { Arg, Ctx, Field, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GqlContext } from './context';
 import { DateTime, defined } from './types/common';
 import { AddressInput, AddressType, withParties } from './types/parties';
 
 @ObjectType('Account')
 export class AccountType {
-  @Field(() => String) id!: string;
+  @Field(() => ID) id!: string;
   @Field(() => String) object!: string;
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String, { description: 'Shown on hosted pages, invoices and e-mails.' }) name!: string;
