@@ -1,6 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -8,6 +7,7 @@ import { loadConfig } from '../../src/config';
 import { freshDatabase, type TestDatabase } from '../helpers/db';
 import { httpsRequest } from '../helpers/http';
 import { ROOT, spawnInstance, type SpawnedInstance } from '../helpers/spawn';
+import { freePort } from '../helpers/ports';
 
 const run = promisify(execFile);
 const SCRIPT = path.join(ROOT, 'examples', 'webhook-quickstart.sh');
@@ -18,14 +18,6 @@ function documentedCommands(): string[] {
   const section = doc.slice(doc.indexOf('## Try it on your machine'));
   const block = /```sh\n([\s\S]*?)```/.exec(section)![1];
   return block.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
-}
-
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 /** Output of a child until `pattern` shows up (or it exits, or time runs out). */

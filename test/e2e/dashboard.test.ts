@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app';
@@ -7,6 +6,7 @@ import { spawnInstance, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
 import { launchChromium, saveScreenshot, watchProblems, type PageProblems } from '../../scripts/chromium';
 import { ReceiverHarness, makeCertificate, type Certificate } from '../unit/webhooks/receiver-harness';
+import { freePort } from '../helpers/ports';
 
 /**
  * The live dashboard (GET /dashboard) in a real browser: sign in with a pasted key, watch a payment
@@ -424,14 +424,3 @@ describe('the live dashboard', () => {
     expect(problems.consoleErrors.filter((e) => !/WebSocket connection to 'wss:\/\/[^']+\/graphql' failed/.test(e) && !cutOff.test(e))).toEqual([]);
   }, 420_000);
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}

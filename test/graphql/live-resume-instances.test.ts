@@ -1,7 +1,7 @@
 import { startTestApp, type TestApp, type TestAccount } from '../helpers/app';
 import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
-import { collect, duplicates, wsClientAt } from '../helpers/live-events';
+import { collect, duplicates, eventIds, wsClientAt } from '../helpers/live-events';
 import { assertStaysTrue, waitFor } from '../helpers/wait';
 
 /**
@@ -35,21 +35,11 @@ async function writeCustomer(account: TestAccount): Promise<void> {
   expect(res.status).toBe(201);
 }
 
-/** The account's test-mode event ids in the stream's order (createdAt, then id), oldest first. */
-async function eventIds(account: TestAccount): Promise<string[]> {
-  const ids: string[] = [];
-  for (let page = 1; ; page++) {
-    const res = await app.request('GET', `/v1/events?sortDirection=asc&pageSize=100&page=${page}`, { key: account.testKey });
-    ids.push(...res.body.data.map((e: { id: string }) => e.id));
-    if (res.body.data.length < 100) return ids;
-  }
-}
-
 describe('events(after:) across instances', () => {
   it('should replay on instance B the events instance A wrote, then stream A\'s new ones from B, each once, in order, while A writes throughout', async () => {
     const account = await app.createAccount();
     for (let i = 0; i < 10; i++) await writeCustomer(account);
-    const cursor = (await eventIds(account))[2];
+    const cursor = (await eventIds(app, account))[2];
     const client = wsClientAt(other!.baseUrl, app.server.cert, account.testKey);
     let resumed: ReturnType<typeof collect<{ id: string; type: string }>> | undefined;
     try {
@@ -57,7 +47,7 @@ describe('events(after:) across instances', () => {
         await writeCustomer(account);
         if (i === 2) resumed = collect(client, LIVE, { after: cursor }, pick);
       }
-      const all = await eventIds(account);
+      const all = await eventIds(app, account);
       const expected = all.slice(all.indexOf(cursor) + 1);
       expect(expected).toHaveLength(7 + 40);
       await waitFor(() => resumed!.items.length >= expected.length, { what: `${expected.length} events on instance B`, timeoutMs: 20_000 });
@@ -73,7 +63,7 @@ describe('events(after:) across instances', () => {
   it('should resume after a restart of the instance it streamed from, with the events written while it was down', async () => {
     const account = await app.createAccount();
     await writeCustomer(account);
-    const start = (await eventIds(account))[0];
+    const start = (await eventIds(app, account))[0];
     const before = wsClientAt(other!.baseUrl, app.server.cert, account.testKey);
     const seen = collect(before, LIVE, { after: start }, pick);
     for (let i = 0; i < 3; i++) await writeCustomer(account);
@@ -92,7 +82,7 @@ describe('events(after:) across instances', () => {
       for (let i = 0; i < 2; i++) await writeCustomer(account);
       await waitFor(() => resumed.items.length >= 7, { what: 'two live events' });
       await assertStaysTrue(() => resumed.items.length === 7, 300, 'no event delivered twice');
-      const all = await eventIds(account);
+      const all = await eventIds(app, account);
       expect([...seen.items, ...resumed.items].map((e) => e.id)).toEqual(all.slice(1));
       expect(resumed.errors).toEqual([]);
     } finally {

@@ -1,5 +1,5 @@
 import { startTestApp, type TestApp, type TestAccount } from '../helpers/app';
-import { collect, duplicates, wsClientAt } from '../helpers/live-events';
+import { collect, duplicates, eventIds, wsClientAt } from '../helpers/live-events';
 import { assertStaysTrue, waitFor, watchStreams } from '../helpers/wait';
 import { EventStore } from '../../src/modules/events/event.store';
 
@@ -32,16 +32,6 @@ async function writeCustomer(account: TestAccount): Promise<string> {
   return res.body.data.id;
 }
 
-/** The account's test-mode event ids in the stream's order (createdAt, then id), as REST lists them oldest first. */
-async function eventIds(account: TestAccount): Promise<string[]> {
-  const ids: string[] = [];
-  for (let page = 1; ; page++) {
-    const res = await app.request('GET', `/v1/events?sortDirection=asc&pageSize=100&page=${page}`, { key: account.testKey });
-    ids.push(...res.body.data.map((e: { id: string }) => e.id));
-    if (res.body.data.length < 100) return ids;
-  }
-}
-
 const after = (ids: string[], cursor: string) => ids.slice(ids.indexOf(cursor) + 1);
 
 describe('events(after:) over graphql-ws', () => {
@@ -66,7 +56,7 @@ describe('events(after:) over graphql-ws', () => {
       for (let i = 0; i < 2; i++) await writeCustomer(account);
       await waitFor(() => resumed.items.length >= 7, { what: 'the five missed events and two new ones' });
       await assertStaysTrue(() => resumed.items.length === 7, 300, 'no event delivered twice');
-      const expected = after(await eventIds(account), cursor);
+      const expected = after(await eventIds(app, account), cursor);
       expect(expected).toHaveLength(7);
       expect(resumed.items.map((e) => e.id)).toEqual(expected);
       expect(resumed.errors).toEqual([]);
@@ -82,7 +72,7 @@ describe('events(after:) over graphql-ws', () => {
     // Four events a page: the replay takes several reads, between which the writes go on.
     app.server.services.events.streamLimits = { pageSize: 4, maxBuffered: 1000, maxReplayedIds: 10_000 };
     for (let i = 0; i < 14; i++) await writeCustomer(account);
-    const backlog = await eventIds(account);
+    const backlog = await eventIds(app, account);
     const cursor = backlog[1];
     let written = 0;
     const writesAtRead: number[] = [];
@@ -99,7 +89,7 @@ describe('events(after:) over graphql-ws', () => {
       written += 1;
       if (i === 2) resumed = collect(client, LIVE, { after: cursor }, pick);
     }
-    const expected = after(await eventIds(account), cursor);
+    const expected = after(await eventIds(app, account), cursor);
     expect(expected).toHaveLength(12 + 40);
     await waitFor(() => resumed!.items.length >= expected.length, { what: `${expected.length} events`, timeoutMs: 20_000 });
     await assertStaysTrue(() => resumed!.items.length === expected.length, 300, 'no event delivered twice');
@@ -116,7 +106,7 @@ describe('events(after:) over graphql-ws', () => {
     const account = await app.createAccount();
     const key = account.testKey;
     const start = await writeCustomer(account);
-    const cursor = (await eventIds(account)).at(-1)!;
+    const cursor = (await eventIds(app, account)).at(-1)!;
     const updated = await app.request('PATCH', `/v1/customers/${start}`, { key, body: { name: 'Updated while away' } });
     expect(updated.status).toBe(200);
     await app.request('POST', '/v1/products', { key, body: { name: 'not a customer event' } });
@@ -143,7 +133,7 @@ describe('events(after:) over graphql-ws', () => {
     const account = await app.createAccount();
     const other = await app.createAccount();
     await writeCustomer(other);
-    const theirs = (await eventIds(other))[0];
+    const theirs = (await eventIds(app, other))[0];
     const liveCustomer = await app.request('POST', '/v1/customers', { key: account.liveKey, body: { email: `live-${++emails}@example.com` } });
     const live = (await app.request('GET', `/v1/events?objectId=${liveCustomer.body.data.id}`, { key: account.liveKey })).body.data[0].id;
     const client = wsClient(app, account.testKey);

@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { createClient, type Client } from 'graphql-ws';
 import type { WsResult } from './graphql-ws';
+import type { TestAccount, TestApp } from './app';
 
 /**
  * A graphql-ws client of any instance at `baseUrl` (a test app's or a spawned one's), trusting
@@ -54,4 +55,14 @@ export function collect<T>(client: Client, query: string, variables: Record<stri
 export function duplicates(ids: string[]): string[] {
   const seen = new Set<string>();
   return ids.filter((id) => (seen.has(id) ? true : (seen.add(id), false)));
+}
+
+/** The account's test-mode event ids in the stream's order (createdAt, then id), as REST lists them oldest first. */
+export async function eventIds(app: TestApp, account: TestAccount): Promise<string[]> {
+  const ids: string[] = [];
+  for (let page = 1; ; page++) {
+    const res = await app.request('GET', `/v1/events?sortDirection=asc&pageSize=100&page=${page}`, { key: account.testKey });
+    ids.push(...res.body.data.map((e: { id: string }) => e.id));
+    if (res.body.data.length < 100) return ids;
+  }
 }

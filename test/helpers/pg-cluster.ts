@@ -1,9 +1,9 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { freePort } from './ports';
 
 const run = promisify(execFile);
 
@@ -28,17 +28,6 @@ function binDir(): string {
   if (versions.length === 0) throw new Error(`no PostgreSQL server binaries under ${root}`);
   versions.sort((a, b) => Number(b) - Number(a));
   return path.join(root, versions[0], 'bin');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** initdb and pg_ctl refuse to run as root: as root they run as the `postgres` OS user. */

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { waitFor } from './wait';
+import { freePort } from './ports';
 
 /**
  * A throwaway redis-server of the test's own, on a free port, with nothing persisted, that the
@@ -19,17 +20,6 @@ export interface RedisServer {
   thaw(): void;
   /** Kills it if it runs (afterAll). */
   destroy(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Whether a server on `port` answers PING within a second. */
