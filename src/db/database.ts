@@ -13,8 +13,8 @@ import {
 } from './sequelize-internals';
 import { SqliteStatements } from './sqlite-statements';
 import type { PoolUsage } from '../observability/metrics';
-import { ReplicaSet, replicaFailure, REPLICA_CHECK_INTERVAL_MS, type Replica, type ReplicaLogger } from './replicas';
-import { currentReadScope, noteScopeWrote, ReadRouting, replicaReadAllowed } from './read-routing';
+import { ReplicaSet, REPLICA_CHECK_INTERVAL_MS, type Replica, type ReplicaLogger } from './replicas';
+import { currentReadScope, noteScopeWrote, ReadRouting } from './read-routing';
 
 // Amounts and counts are int8 in PostgreSQL; every value we store fits in a double (≤ 10^12).
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -239,21 +239,7 @@ export class Database {
         scope.wrote = true;
         return run(options);
       }
-      const replica = replicaReadAllowed(scope) ? replicas.pick(scope) : null;
-      if (replica) {
-        try {
-          const result = await run({ ...options, [REPLICA_OPTION]: replicas.replicas.indexOf(replica) });
-          replica.reads++;
-          return result;
-        } catch (err) {
-          const failure = replicaFailure(err);
-          if (!failure.retry) throw err;
-          if (failure.skip) replicas.failed(replica, err);
-        }
-      }
-      const result = await run(options);
-      if (scope.replica) replicas.primaryReads++;
-      return result;
+      return replicas.read(scope, (replica) => run({ ...options, [REPLICA_OPTION]: replicas.replicas.indexOf(replica) }), () => run(options));
     };
   }
 
@@ -538,21 +524,7 @@ export class Database {
       scope.wrote = true;
       return this.pgQuery(sql, bind);
     }
-    const replica = replicaReadAllowed(scope) ? replicas.pick(scope) : null;
-    if (replica) {
-      try {
-        const result = await this.pgReplicaQuery(replica, sql, bind);
-        replica.reads++;
-        return result;
-      } catch (err) {
-        const failure = replicaFailure(err);
-        if (!failure.retry) throw err;
-        if (failure.skip) replicas.failed(replica, err);
-      }
-    }
-    const result = await this.pgQuery(sql, bind);
-    if (scope.replica) replicas.primaryReads++;
-    return result;
+    return replicas.read(scope, (replica) => this.pgReplicaQuery(replica, sql, bind), () => this.pgQuery(sql, bind));
   }
 
   /** pgQuery on a connection of the replica's pool (logged as `Executing (replica <name>)`). */

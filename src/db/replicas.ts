@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { Sequelize } from 'sequelize-typescript';
-import { realNow, type ReadScope } from './read-routing';
+import { realNow, replicaReadAllowed, type ReadScope } from './read-routing';
 
 /** How often each replica's lag is measured. */
 export const REPLICA_CHECK_INTERVAL_MS = 1000;
@@ -203,6 +203,29 @@ export class ReplicaSet {
     replica.lagMs = null;
     replica.reason = `unreachable: ${messageOf(err)}`;
     this.report();
+  }
+
+  /**
+   * A read of a request that only reads: on a usable replica when the scope may read from one,
+   * run again on the primary when the replica fails it for a reason of its own (down, shutting
+   * down, a recovery conflict, a busy pool; the replica is then skipped), counted either way.
+   */
+  async read<T>(scope: ReadScope, onReplica: (replica: Replica) => Promise<T>, onPrimary: () => Promise<T>): Promise<T> {
+    const replica = replicaReadAllowed(scope) ? this.pick(scope) : null;
+    if (replica) {
+      try {
+        const result = await onReplica(replica);
+        replica.reads++;
+        return result;
+      } catch (err) {
+        const failure = replicaFailure(err);
+        if (!failure.retry) throw err;
+        if (failure.skip) this.failed(replica, err);
+      }
+    }
+    const result = await onPrimary();
+    if (scope.replica) this.primaryReads++;
+    return result;
   }
 
   /** One check of every replica; a check still running when the next is due is not doubled. */
