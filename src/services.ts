@@ -286,6 +286,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     webhookQueue: (now) => services.webhooks.deliveries.queueDepth(now),
     mailOutbox: (now) => mail.outboxDepth(now),
     dbPools: () => db.poolUsage(),
+    replicas: db.replicas ? () => db.replicas?.status() ?? [] : undefined,
     now: () => clock.now(),
   }, bus);
   return services;

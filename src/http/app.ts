@@ -92,7 +92,9 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
         // Without Redis the service still serves (per-instance rate limits): degraded, not down.
         const redis = services.redisBreaker && (services.redisBreaker.available ? 'ok' : 'degraded');
         // The read replicas' health and lag; the primary serves the reads when none is usable.
-        const replicas = services.db.replicas?.status();
+        // Anonymous: healthy and lag only, in DATABASE_REPLICA_URLS's order. Hosts, database
+        // names and why one is skipped (an error's text) are for the log, not for anyone asking.
+        const replicas = services.db.replicas?.status().map(({ healthy, lagMs }) => ({ healthy, lagMs }));
         ctx.body = { data: { status: 'ready', ...(redis && { redis }), ...(replicas ? { replicas } : {}) }, error: null };
       } catch {
         throw new DomainError('service_unavailable', 'The database is not reachable');

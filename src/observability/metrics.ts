@@ -35,6 +35,8 @@ export interface ScrapeSources {
   webhookQueue?: (now: Date) => Promise<OutboxDepth>;
   mailOutbox?: (now: Date) => Promise<OutboxDepth>;
   dbPools?: () => PoolUsage[];
+  /** The read replicas as their last check found them (lag in ms, null when not known). */
+  replicas?: () => Array<{ name: string; lagMs: number | null }>;
   /** Business time, for how long due rows have waited. */
   now?: () => Date;
 }
@@ -78,7 +80,7 @@ export class Metrics {
   private readonly unsubscribe: Array<() => void> = [];
   private readonly failedAt = new Map<string, number>();
   /** What the scrape-time gauges run when collected (set by `watch`). */
-  private readonly scrape: { circuits?: () => void; webhookQueue?: () => Promise<void>; mailOutbox?: () => Promise<void>; pools?: () => void } = {};
+  private readonly scrape: { circuits?: () => void; webhookQueue?: () => Promise<void>; mailOutbox?: () => Promise<void>; pools?: () => void; replicas?: () => void } = {};
 
   private readonly httpDuration = new Histogram({
     name: `${METRIC_PREFIX}http_request_duration_seconds`,
@@ -218,6 +220,7 @@ export class Metrics {
     help: 'How far each read replica is behind the primary; present only when replicas are configured',
     labelNames: ['replica'] as const,
     registers: this.registers,
+    collect: () => this.scrape.replicas?.(),
   });
 
   private readonly rateRefusals = new Counter({
@@ -287,6 +290,14 @@ export class Metrics {
     };
     this.scrape.webhookQueue = outbox('webhook queue', sources.webhookQueue, this.webhookQueue, this.webhookOldest);
     this.scrape.mailOutbox = outbox('mail outbox', sources.mailOutbox, this.mailOutbox, this.mailOldest);
+    const { replicas } = sources;
+    if (replicas) {
+      this.scrape.replicas = () => {
+        // A lag not known (the replica unreachable) has no series this scrape.
+        this.replicaLag.reset();
+        for (const r of replicas()) if (r.lagMs !== null) this.replicaLag.labels(r.name).set(r.lagMs / 1000);
+      };
+    }
     if (dbPools) {
       this.scrape.pools = () => {
         for (const p of dbPools()) {
