@@ -41,6 +41,10 @@ const DEFAULT_MAX_CONNECTIONS_PER_IP = 100;
 const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 5_000;
 
 /** An OTLP/HTTP collector's address. */
+/** The OpenTelemetry instrumentations tracing loads, by their short names (src/observability/tracing-sdk.ts). */
+export const INSTRUMENTATIONS = ['http', 'koa', 'pg', 'graphql'] as const;
+export type Instrumentation = (typeof INSTRUMENTATIONS)[number];
+
 const otlpUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL of an OTLP/HTTP collector, such as http://localhost:4318' });
 
 /** The sender of outgoing mail unless MAIL_FROM says otherwise. */
@@ -171,6 +175,16 @@ const VARIABLES = {
   // reads these and its other standard OTEL_* variables (sampler, batching, headers) itself.
   OTEL_EXPORTER_OTLP_ENDPOINT: { schema: otlpUrl.optional() },
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { schema: otlpUrl.optional() },
+  // The instrumentations to leave out, by the names OpenTelemetry's Node auto-instrumentation uses.
+  OTEL_NODE_DISABLED_INSTRUMENTATIONS: {
+    schema: z
+      .string()
+      .transform((v) => v.split(',').map((name) => name.trim()).filter(Boolean))
+      .refine((names) => names.every((name) => (INSTRUMENTATIONS as readonly string[]).includes(name)), {
+        error: `must be a comma-separated list of instrumentations to leave out, among ${INSTRUMENTATIONS.join(', ')}`,
+      })
+      .default([]),
+  },
   OTEL_SERVICE_NAME: {
     schema: z.string().trim().regex(/^[^\u0000-\u001f\u007f]{1,255}$/, { error: 'must be a name of 1 to 255 characters on one line, such as payorch-eu' }).default('payorch'),
   },
@@ -295,6 +309,8 @@ export interface Config {
     /** Where spans go: the traces endpoint, or the base endpoint with `/v1/traces`, as the exporter resolves them. */
     endpoint: string;
     serviceName: string;
+    /** Instrumentations not loaded (OTEL_NODE_DISABLED_INSTRUMENTATIONS): their modules are left unpatched. */
+    disabledInstrumentations: Instrumentation[];
   };
   /** A plain-HTTP listener serving only GET /metrics, on `metricsHost` (0: any free port); none when absent. */
   metricsPort?: number;
@@ -399,15 +415,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
-    tracing: tracingConfig(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT, e.OTEL_SERVICE_NAME),
+    tracing: tracingConfig(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT, e.OTEL_SERVICE_NAME, e.OTEL_NODE_DISABLED_INSTRUMENTATIONS as Instrumentation[]),
     metricsPort: e.METRICS_PORT,
     metricsHost: e.METRICS_HOST,
     metricsToken: e.METRICS_TOKEN,
   };
 }
 
-function tracingConfig(tracesEndpoint: string | undefined, endpoint: string | undefined, serviceName: string): Config['tracing'] {
-  if (tracesEndpoint) return { endpoint: tracesEndpoint, serviceName };
-  if (endpoint) return { endpoint: `${endpoint.replace(/\/$/, '')}/v1/traces`, serviceName };
+function tracingConfig(tracesEndpoint: string | undefined, endpoint: string | undefined, serviceName: string, disabledInstrumentations: Instrumentation[]): Config['tracing'] {
+  if (tracesEndpoint) return { endpoint: tracesEndpoint, serviceName, disabledInstrumentations };
+  if (endpoint) return { endpoint: `${endpoint.replace(/\/$/, '')}/v1/traces`, serviceName, disabledInstrumentations };
   return undefined;
 }

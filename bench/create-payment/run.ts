@@ -19,6 +19,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
 import { benchPort, benchTempDir, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples } from '../lib';
 import https from 'node:https';
@@ -37,7 +38,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SCRAPE_MS = Number(process.env.BENCH_SCRAPE_MS ?? 5000);
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
-interface Figures { rps: number; p50: number; p99: number; rss?: RssSamples }
+interface Figures { rps: number; p50: number; p99: number; rss?: RssSamples; cpuMsPerRequest?: number }
 
 const BODY = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_card_visa', description: 'bench' });
 
@@ -48,9 +49,21 @@ const BODY = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_
 async function load(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number, warmup: number, pid: number): Promise<Figures> {
   const rss = sampleRss(pid);
   if (warmup > 0) await drive(url, headers, body, connections, warmup);
+  const cpuBefore = processCpuMs(pid);
   const figures = await drive(url, headers, body, connections, seconds);
-  return { ...figures, rss: rss.stop() };
+  const cpuMsPerRequest = (processCpuMs(pid) - cpuBefore) / (figures.rps * seconds);
+  return { ...figures, rss: rss.stop(), cpuMsPerRequest };
 }
+
+/** User and system CPU time process `pid` has used, in ms (Linux /proc). */
+function processCpuMs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are the 14th and 15th fields of the line; the slice starts at the 3rd.
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 async function drive(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number): Promise<Figures> {
   const result = await autocannon({
@@ -238,6 +251,7 @@ async function compareTracing(dialect: string): Promise<void> {
   const traced = await startService(dbs[1].url, dataDir('traced'), { ...workers, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url });
   const sides = { untraced, traced };
   const totals = { untraced: 0, traced: 0 };
+  const cpu = { untraced: 0, traced: 0 };
   process.stdout.write(`\n${dialect}: tracing on against off, c=32, ${rounds} rounds of ${DURATION}s each side\n`);
   try {
     for (let round = 0; round < rounds; round++) {
@@ -246,12 +260,17 @@ async function compareTracing(dialect: string): Promise<void> {
         const service = sides[side];
         const f = await load(`${service.baseUrl}/v1/payments`, { authorization: `Bearer ${service.testKey}` }, BODY, 32, DURATION, WARMUP, service.pid);
         totals[side] += f.rps;
-        process.stdout.write(`  round ${round + 1} ${side.padEnd(8)} ${f.rps.toFixed(0).padStart(6)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms${rssText(f.rss)}\n`);
+        cpu[side] += (f.cpuMsPerRequest ?? 0) / rounds;
+        process.stdout.write(
+          `  round ${round + 1} ${side.padEnd(8)} ${f.rps.toFixed(0).padStart(6)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms` +
+            `   service CPU ${f.cpuMsPerRequest?.toFixed(2)} ms/req${rssText(f.rss)}\n`,
+        );
       }
     }
     process.stdout.write(
       `  ratio (traced/untraced req/s, over ${rounds} rounds): ${(totals.traced / totals.untraced).toFixed(2)}; ` +
-        `the sink took ${sink.exports()} exports, ${sink.megabytes().toFixed(1)} MB\n`,
+        `the sink took ${sink.exports()} exports, ${sink.megabytes().toFixed(1)} MB; ` +
+        `service CPU a request, mean of the rounds: untraced ${cpu.untraced.toFixed(2)} ms, traced ${cpu.traced.toFixed(2)} ms (${(cpu.untraced / cpu.traced).toFixed(2)})\n`,
     );
   } finally {
     await Promise.all([stopService(untraced), stopService(traced)]);

@@ -8,7 +8,8 @@ import { authAndRateLimit } from './auth';
 import { jsonBody } from './body';
 import { restIdempotency } from './idempotency';
 import { jsonOnlyPublicPosts } from './public-guards';
-import { recordHttpMetrics, serveMetrics, type RouteNamer } from './metrics';
+import { nameTracedRoutes, recordHttpMetrics, serveMetrics, type RouteNamer } from './metrics';
+import { tracingOn } from '../observability/tracing';
 import { readRoutingMiddleware } from './read-routing';
 
 /**
@@ -71,6 +72,7 @@ export function createHttpApp(services: Services, transports: Transport[]): Koa 
   };
 
   app.use(recordHttpMetrics(services.metrics, transports));
+  if (tracingOn()) app.use(nameTracedRoutes(transports));
   app.use(requestLifecycle(logger, pages));
   app.use(securityHeaders(isPagePath));
   app.use(requireHttpsBehindProxy(config.trustProxy, config.publicUrl));

@@ -4,6 +4,7 @@ import type { Context, Middleware, Next } from 'koa';
 import { DomainError } from '../core/errors';
 import type { Metrics } from '../observability/metrics';
 import { errorForLog, type Logger } from '../logger';
+import { nameTracedRoute } from '../observability/tracing';
 
 export const METRICS_PATH = '/metrics';
 
@@ -30,8 +31,10 @@ export function routeTemplate(ctx: Context, namers: readonly RouteNamer[]): stri
     const named = namer.routeTemplate?.(ctx.method, ctx.path);
     if (named !== undefined) return named;
   }
-  return '(unmatched)';
+  return UNMATCHED;
 }
+
+const UNMATCHED = '(unmatched)';
 
 /**
  * Times every request (the outermost middleware, so the status is the one answered, errors
@@ -46,6 +49,21 @@ export function recordHttpMetrics(metrics: Metrics, namers: readonly RouteNamer[
       await next();
     } finally {
       if (ctx.path !== METRICS_PATH) metrics.observeHttp(ctx.method, routeTemplate(ctx, namers), ctx.status, (performance.now() - started) / 1000);
+    }
+  };
+}
+
+/**
+ * Traced, names each request's server span by its route template (`POST /v1/payments/:id`), as
+ * its metrics are named; untraced, not installed (see src/http/app.ts).
+ */
+export function nameTracedRoutes(namers: readonly RouteNamer[]): Middleware {
+  return async (ctx: Context, next: Next) => {
+    try {
+      await next();
+    } finally {
+      const route = routeTemplate(ctx, namers);
+      if (route !== UNMATCHED) nameTracedRoute(route);
     }
   };
 }

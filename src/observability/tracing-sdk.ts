@@ -5,6 +5,7 @@ import { KoaInstrumentation, KoaLayerType } from '@opentelemetry/instrumentation
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { GraphQLInstrumentation } from '@opentelemetry/instrumentation-graphql';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { Instrumentation } from '../config';
 import { redactPan } from '../core/card';
 import { REQUEST_ID_ATTRIBUTE } from './spans';
 
@@ -14,7 +15,9 @@ import { REQUEST_ID_ATTRIBUTE } from './spans';
  * name, batched (OTEL_BSP_*) and sampled (OTEL_TRACES_SAMPLER) as those variables say; no metrics
  * or logs are sent. Returns the shutdown, which exports what is still buffered.
  */
-export function startTracingSdk(serviceName: string): () => Promise<void> {
+export function startTracingSdk(serviceName: string, disabled: readonly Instrumentation[] = []): TracingSdk {
+  // Built only when wanted: an instrumentation patches its module as soon as it is constructed.
+  const wanted = (name: Instrumentation) => !disabled.includes(name);
   const sdk = new NodeSDK({
     serviceName,
     traceExporter: new CardNumberMasking(new OTLPTraceExporter()),
@@ -22,36 +25,31 @@ export function startTracingSdk(serviceName: string): () => Promise<void> {
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
-      new HttpInstrumentation({
+      wanted('http') && new HttpInstrumentation({
         // Probes answered many times a minute, with nothing to follow.
         ignoreIncomingRequestHook: (req) => PROBES.has((req.url ?? '').split('?')[0]),
         // Outgoing calls (webhook deliveries, mail, gateways) are traced inside a traced
         // request only, not as traces of their own from the workers.
         requireParentforOutgoingSpans: true,
-        applyCustomAttributesOnSpan: (span, request, response) => {
+        applyCustomAttributesOnSpan: (span, _request, response) => {
           // The server span (a ServerResponse; a client span's response is an IncomingMessage):
           // the request id the service gave the request, as its X-Request-Id says.
           if (!('getHeader' in response)) return;
           const requestId = response.getHeader('x-request-id');
           if (typeof requestId === 'string') span.setAttribute(REQUEST_ID_ATTRIBUTE, requestId);
-          // GraphQL has no router to name its route.
-          if ('url' in request && request.url?.split('?')[0] === GRAPHQL_PATH) {
-            span.setAttribute('http.route', GRAPHQL_PATH);
-            span.updateName(`${request.method ?? 'POST'} ${GRAPHQL_PATH}`);
-          }
         },
       }),
-      new KoaInstrumentation({
+      wanted('koa') && new KoaInstrumentation({
         // One span per matched route; the app's middleware (a dozen layers, each wrapping the
         // next) would add as many spans to every request, saying little.
         ignoreLayersType: [KoaLayerType.MIDDLEWARE],
         requestHook: (span, { context, layerType }) => {
-          if (layerType === KoaLayerType.ROUTER) nameRoute(span, context as RoutedContext);
+          if (layerType === KoaLayerType.ROUTER) nameRouteSpan(span, context as RoutedContext);
         },
       }),
       // Statements are traced inside a traced request only: the workers' polling would
       // otherwise make a trace of every poll.
-      new PgInstrumentation({
+      wanted('pg') && new PgInstrumentation({
         requireParentSpan: true,
         // A connection taken from the pool is not a database write: a span each (Sequelize takes
         // one per statement) doubled what a payment's trace sent, and its cost.
@@ -64,15 +62,31 @@ export function startTracingSdk(serviceName: string): () => Promise<void> {
       }),
       // Parse, validate and execute; not a span per resolved field (a list of payments would
       // make thousands).
-      new GraphQLInstrumentation({ ignoreResolveSpans: true }),
-    ],
+      wanted('graphql') && new GraphQLInstrumentation({ ignoreResolveSpans: true }),
+    ].filter((instrumentation) => instrumentation !== false),
   });
   sdk.start();
-  return () => sdk.shutdown();
+  return { shutdown: () => sdk.shutdown(), nameRoute };
+}
+
+export interface TracingSdk {
+  shutdown(): Promise<void>;
+  /** Names the HTTP server span of the request being served by its route template (see nameRoute). */
+  nameRoute(route: string): void;
+}
+
+/**
+ * Gives the traced HTTP request being served its route template: the HTTP instrumentation puts
+ * it on the server span as `http.route` and names the span `METHOD route` when the response
+ * ends. Set by the service's own middleware (src/http/metrics.ts), so that it holds with the Koa
+ * instrumentation left out too.
+ */
+function nameRoute(route: string): void {
+  const rpc = core.getRPCMetadata(api.context.active());
+  if (rpc?.type === core.RPCType.HTTP) rpc.route = route;
 }
 
 const PROBES = new Set(['/health', '/ready']);
-const GRAPHQL_PATH = '/graphql';
 
 /** An SQL string literal ('it''s' included; the E of E'…' stays outside). */
 const STRING_LITERAL = /'(?:[^']|'')*'/g;
@@ -88,16 +102,14 @@ interface RoutedContext {
 
 /**
  * The route template with the API prefix the request used (`/v1/payments/:id`), on the route's
- * span and the HTTP server span: the routers see paths without their prefix.
+ * span: the routers see paths without their prefix.
  */
-function nameRoute(span: api.Span, ctx: RoutedContext): void {
+function nameRouteSpan(span: api.Span, ctx: RoutedContext): void {
   const inner = ctx.newRouterPath;
   if (ctx._matchedRoute === undefined || inner === undefined || !ctx.path.endsWith(inner)) return;
   const route = `${ctx.path.slice(0, ctx.path.length - inner.length)}${String(ctx._matchedRoute)}`;
   span.setAttribute('http.route', route);
   span.updateName(`router - ${route}`);
-  const rpc = core.getRPCMetadata(api.context.active());
-  if (rpc?.type === core.RPCType.HTTP) rpc.route = route;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import { ConfigError, loadConfig, type Config } from '../config';
+import type { TracingSdk } from './tracing-sdk';
 
 /**
  * Traces over OTLP/HTTP, on only when the configuration names a collector
@@ -8,9 +9,8 @@ import { ConfigError, loadConfig, type Config } from '../config';
  * tracing-sdk.ts, loaded only when tracing is on, so an instance without it loads none of them.
  */
 
-interface ActiveTracing {
+interface ActiveTracing extends TracingSdk {
   endpoint: string;
-  shutdown(): Promise<void>;
 }
 
 let active: ActiveTracing | undefined;
@@ -37,7 +37,7 @@ export function startTracing(options: NonNullable<Config['tracing']>): void {
   if (active) return;
   // Loaded here, not imported: with tracing off the SDK is never loaded.
   const { startTracingSdk } = require('./tracing-sdk') as typeof import('./tracing-sdk');
-  active = { endpoint: options.endpoint, shutdown: startTracingSdk(options.serviceName) };
+  active = { endpoint: options.endpoint, ...startTracingSdk(options.serviceName, options.disabledInstrumentations) };
 }
 
 /** Where spans are exported (credentials and query left out), or undefined when tracing is off. */
@@ -67,6 +67,11 @@ export function traceLogFields(): { traceId?: string; spanId?: string } {
   if (!span) return {};
   const { traceId, spanId } = span.spanContext();
   return { traceId, spanId };
+}
+
+/** Names the traced HTTP request being served by its route template (`/v1/payments/:id`); nothing when tracing is off. */
+export function nameTracedRoute(route: string): void {
+  active?.nameRoute(route);
 }
 
 export function tracingOn(): boolean {

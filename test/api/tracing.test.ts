@@ -215,6 +215,23 @@ describe('traces', () => {
   });
 });
 
+describe('OTEL_NODE_DISABLED_INSTRUMENTATIONS', () => {
+  it('should leave out the instrumentations it names and keep the service\'s own spans', async () => {
+    // What an operator trades for CPU (bench/README.md): no route span, no statement spans.
+    const instance = await spawn({ OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'koa,pg' });
+    const res = await instance.request('POST', '/v1/payments', { key, body: { amount: 1200, currency: 'usd', paymentMethod: 'card', card } });
+    expect(res.status).toBe(201);
+    const requestId = res.headers['x-request-id'];
+    const server = await waitFor(() => receiver.spans().find((s) => s.attributes['payorch.request_id'] === requestId), { what: 'the request\'s server span' });
+    await waitFor(() => receiver.spans().some((s) => s.traceId === server.traceId && s.name === 'payment.settle'), { what: 'the settling write\'s span' });
+    const spans = receiver.spans().filter((s) => s.traceId === server.traceId);
+    expect(server.name).toBe('POST /v1/payments');
+    expect(spans.map((s) => s.name)).toEqual(expect.arrayContaining(['payment.create', 'routing.decide', 'gateway.charge', 'payment.insert_pending', 'payment.settle']));
+    expect(spans.filter((s) => s.name.startsWith('router - ') || s.name.startsWith('pg.') || s.attributes['db.system'] === 'postgresql')).toEqual([]);
+    await instance.stop();
+  });
+});
+
 describe('stopping', () => {
   it('should send the spans still buffered when the instance stops', async () => {
     // Batches every minute: nothing goes out before the stop.

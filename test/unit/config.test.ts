@@ -159,6 +159,7 @@ describe('configuration', () => {
     OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'grpc://collector:4317',
     OTEL_SERVICE_NAME: 'pay\norch',
+    OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg,mysql',
     METRICS_PORT: '65536',
     METRICS_HOST: null,
     METRICS_TOKEN: 's3cret-short',
@@ -182,13 +183,19 @@ describe('configuration', () => {
   it('should trace only when an OTLP endpoint is set, to the traces endpoint or the base one\'s /v1/traces', () => {
     expect(loadConfig({}).tracing).toBeUndefined();
     expect(loadConfig({ OTEL_SERVICE_NAME: 'payorch-eu' }).tracing).toBeUndefined();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ endpoint: 'http://collector:4318/v1/traces', serviceName: 'payorch' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing)
+      .toEqual({ endpoint: 'http://collector:4318/v1/traces', serviceName: 'payorch', disabledInstrumentations: [] });
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com/otlp/', OTEL_SERVICE_NAME: 'payorch-eu' }).tracing)
-      .toEqual({ endpoint: 'https://otel.example.com/otlp/v1/traces', serviceName: 'payorch-eu' });
+      .toEqual({ endpoint: 'https://otel.example.com/otlp/v1/traces', serviceName: 'payorch-eu', disabledInstrumentations: [] });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_NODE_DISABLED_INSTRUMENTATIONS: ' pg, koa ' }).tracing?.disabledInstrumentations)
+      .toEqual(['pg', 'koa']);
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:4318/v1/traces' }).tracing?.endpoint)
       .toBe('http://traces:4318/v1/traces');
     expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toBe(
       'Invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http(s) URL of an OTLP/HTTP collector, such as http://localhost:4318 (got "localhost:4318")',
+    );
+    expect(refusal({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg,mysql' })).toBe(
+      'Invalid configuration: OTEL_NODE_DISABLED_INSTRUMENTATIONS must be a comma-separated list of instrumentations to leave out, among http, koa, pg, graphql (got "pg,mysql")',
     );
   });
 
