@@ -148,7 +148,9 @@ export function measureOperation(
     // A mutation's own statements are bounded by the mutations per document, each a request.
     if (atRoot) return mutation ? 0 : 1 + counted;
     // A paged nested list (`deliveries`) is batched too: one statement for every parent's page,
-    // one grouped COUNT when `total` is selected (pagePerParent).
+    // one grouped COUNT when `total` is selected (pagePerParent); by cursor it pages one
+    // endpoint only (WebhookStore.listAttemptsFor), with one more statement at most when the
+    // page is empty (whether the cursor is in the list).
     if (isPaged(def)) return 1 + counted;
     if (isConnection(def)) return 1;
     return 0;

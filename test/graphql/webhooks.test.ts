@@ -88,6 +88,51 @@ describe('GraphQL WebhookEndpoint.deliveries', () => {
     expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'pageSize' });
     expect(bad.body.data.webhookEndpoints.nodes[0]).toEqual({ id: expect.any(String), deliveries: null });
   });
+
+  it("should page an endpoint's nested log by cursor, forwards and backwards, as REST's startingAfter and endingBefore do", async () => {
+    const account = await app.createAccount();
+    const key = account.testKey;
+    const endpoint = (await app.request('POST', '/v1/webhook-endpoints', { key, body: { url: 'https://127.0.0.1:9/cursor', events: ['customer.created'] } })).body.data;
+    for (let i = 0; i < 3; i++) await app.request('POST', '/v1/customers', { key, body: { email: `cursor${i}${Math.random()}@example.com` } });
+    await app.server.services.webhooks.deliveries.deliverDue(100);
+    const log = (await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?pageSize=100`, { key })).body.data.map((a: { id: string }) => a.id) as string[];
+    expect(log).toHaveLength(3);
+    const page = async (args: string, variables: Record<string, unknown>) => {
+      const res = await app.request('POST', '/graphql', {
+        key,
+        body: {
+          query: `query($id: ID!${args.includes('$cursor') ? ', $cursor: ID' : ''}) { webhookEndpoint(id: $id) { deliveries(${args}) { page edges { cursor node { id endpointId } } pageInfo { hasNextPage hasPreviousPage endCursor startCursor } } } }`,
+          variables: { id: endpoint.id, ...variables },
+        },
+      });
+      expect(res.body.errors).toBeUndefined();
+      return res.body.data.webhookEndpoint.deliveries as { page: number | null; edges: Array<{ cursor: string; node: { id: string; endpointId: string } }>; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; endCursor: string; startCursor: string } };
+    };
+    const first = await page('first: 2', {});
+    expect(first.edges.map((e) => e.node.id)).toEqual(log.slice(0, 2));
+    expect(first.pageInfo.hasNextPage).toBe(true);
+    const next = await page('first: 2, after: $cursor', { cursor: first.pageInfo.endCursor });
+    expect(next.page).toBeNull();
+    expect(next.edges.map((e) => e.node.id)).toEqual(log.slice(2));
+    expect(next.pageInfo.hasNextPage).toBe(false);
+    const back = await page('last: 2, before: $cursor', { cursor: next.edges[0].cursor });
+    expect(back.edges.map((e) => e.node.id)).toEqual(log.slice(0, 2));
+    expect(back.edges.every((e) => e.node.endpointId === endpoint.id)).toBe(true);
+    // A cursor from another list is refused with the GraphQL argument's name.
+    const other = await app.request('POST', '/graphql', {
+      key,
+      body: { query: 'query($id: ID!) { webhookEndpoint(id: $id) { deliveries(first: 1, after: "whatt_nope") { edges { cursor } } } }', variables: { id: endpoint.id } },
+    });
+    expect(other.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter' });
+    // Under a list of endpoints a cursor (one endpoint's) is refused, each endpoint's field null.
+    await app.request('POST', '/v1/webhook-endpoints', { key, body: { url: 'https://127.0.0.1:9/cursor2', events: ['customer.created'] } });
+    const listed = await app.request('POST', '/graphql', {
+      key,
+      body: { query: 'query($cursor: ID) { webhookEndpoints { nodes { id deliveries(first: 1, after: $cursor) { edges { cursor } } } } }', variables: { cursor: log[0] } },
+    });
+    expect(listed.body.errors[0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'after' });
+    expect(listed.body.data.webhookEndpoints.nodes.map((n: { deliveries: unknown }) => n.deliveries)).toEqual([null, null]);
+  });
 });
 
 describe('webhook log retention', () => {

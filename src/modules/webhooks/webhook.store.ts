@@ -6,6 +6,7 @@ import { databaseNowPlusSql, isoTime, readBool, readJson, readTime } from '../..
 import { LeasedOutbox, outboxDueSql, type LeasedOutboxTable } from '../../db/leased-outbox';
 import { Filter, groupBy, likePattern, listPage, newestPerParent, pagePerParent } from '../../db/list';
 import type { Clock } from '../../core/clock';
+import { DomainError } from '../../core/errors';
 import { randomBase62 } from '../../core/ids';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { BatchedEvent } from '../events/event.service';
@@ -549,6 +550,18 @@ export class WebhookStore {
   async listAttemptsFor<O extends ListOptions = Counted>(
     scope: Scope, endpointIds: readonly string[], input: z.infer<typeof listAttemptsInput>, options?: O,
   ): Promise<Map<string, PageFor<WebhookAttempt, O>>> {
+    if (input.startingAfter !== undefined || input.endingBefore !== undefined) {
+      // A cursor is an attempt of one endpoint's log: such a page is that endpoint's own keyset
+      // page, read as its list reads it. Asked of several endpoints at once it is refused (the
+      // cursor belongs to one of them), which also keeps a document's statements bounded.
+      const ids = [...new Set(endpointIds)];
+      if (ids.length > 1) {
+        const param = input.startingAfter !== undefined ? 'after' : 'before';
+        throw new DomainError('invalid_parameter', `A cursor pages one endpoint's log; read it under one endpoint (webhookEndpoint(id))`, param);
+      }
+      if (ids.length === 0) return new Map();
+      return new Map([[ids[0], await this.listAttempts(scope, ids[0], input, options)]]);
+    }
     const filter = new Filter({
       account_id: scope.accountId,
       mode: scope.mode,
