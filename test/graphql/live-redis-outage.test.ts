@@ -86,22 +86,30 @@ describe('live events while Redis is down', () => {
     let writing = true;
     let written = 0;
     const failures: number[] = [];
-    const writer = (async () => {
+    let atKill = -1;
+    let atRestart = -1;
+    const write = async () => {
       for (let i = 0; writing; i++) {
         const res = await other.request('POST', '/v1/customers', { key: account.testKey, body: { email: `throughout-${i}@example.com` } });
         if (res.status === 201) written += 1;
         else failures.push(res.status);
       }
-    })();
+    };
+    let writer: Promise<void> | undefined;
     try {
       const live = collect(client, LIVE, {}, pick);
       await waitFor(() => streams.opened() === 1, { what: 'the subscription to start' });
+      // Writing starts only once the subscription listens: a subscription without `after` gets
+      // the events committed from then on, so one written while it was still being set up (the
+      // WebSocket's TLS handshake and connection_init can take longer than a POST on a busy
+      // machine) is rightly not delivered, and waiting for it would time out.
+      writer = write();
       await waitFor(() => written >= 10, { what: 'writes before the outage' });
       await outage();
-      const atKill = written;
+      atKill = written;
       await waitFor(() => written >= atKill + 10, { what: 'writes during the outage' });
       await recovery();
-      const atRestart = written;
+      atRestart = written;
       await waitFor(() => written >= atRestart + 10, { what: 'writes after the outage' });
       writing = false;
       await writer;
@@ -117,7 +125,9 @@ describe('live events while Redis is down', () => {
       // Under a loaded machine the events kept or read back after the restart can take seconds
       // more; the message says how many came, so a loss is told apart from lateness.
       await waitFor(() => live.items.length >= written, { what: `all ${written} events on the subscriber`, timeoutMs: 30_000 }).catch((err: Error) => {
-        throw new Error(`${err.message}: ${live.items.length} came`);
+        const came = new Set(live.items.map((e) => e.email));
+        const missing = Array.from({ length: written }, (_, i) => i).filter((i) => !came.has(`throughout-${i}@example.com`));
+        throw new Error(`${err.message}: ${live.items.length} came; missing the writes numbered ${missing.join(', ')} (the outage: ${atKill} to ${atRestart})`);
       });
       await assertStaysTrue(() => live.items.length === written, 500, 'no event delivered twice');
       expect(duplicates(live.items.map((e) => e.id))).toEqual([]);
