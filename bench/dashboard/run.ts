@@ -484,7 +484,7 @@ async function main(): Promise<void> {
     const { baseUrl } = service;
     const idleRss = rssMb(service.child.pid!);
     const headers = { authorization: `Bearer ${seeded.testKey}` };
-    const targets: Target[] = [
+    const allTargets: Target[] = [
       { name: 'dashboard query (POST /graphql)', kind: 'dashboard', method: 'POST', path: '/graphql', body: { query: pageQuery('DASHBOARD'), variables: {} } },
       { name: 'GET /v1/payments?pageSize=20', kind: 'list', method: 'GET', path: '/v1/payments?pageSize=20' },
       { name: 'GET /v1/payments?pageSize=20&status=failed', kind: 'list', method: 'GET', path: '/v1/payments?pageSize=20&status=failed' },
@@ -493,6 +493,9 @@ async function main(): Promise<void> {
       // Issue 37: the summary over every seeded payment (the whole window), grouped as a finance report asks.
       { name: 'GET /v1/payments/summary (all days, by currency and status)', kind: 'list', method: 'GET', path: `/v1/payments/summary?from=${summaryFrom()}&to=${summaryTo()}&groupBy=currency,status` },
     ];
+    // BENCH_TARGETS: only the requests whose name contains one of these comma-separated texts.
+    const only = process.env.BENCH_TARGETS?.split(',').filter(Boolean);
+    const targets = only ? allTargets.filter((t) => only.some((text) => t.name.includes(text))) : allTargets;
     const send = async (t: Target) => {
       const res = await api(t.method, `${baseUrl}${t.path}`, { ...headers, ...(t.method === 'POST' ? { 'content-type': 'application/json' } : {}) }, t.body);
       const errors = (res.json as { errors?: unknown }).errors;
