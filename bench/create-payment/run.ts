@@ -180,7 +180,7 @@ async function compareMetrics(dialect: string): Promise<void> {
         try {
           const figures = await load(`${service.baseUrl}/v1/payments`, { authorization: `Bearer ${service.testKey}` }, body, 32, DURATION, WARMUP, service.pid);
           totals[side].push(figures);
-          line.push(`${side} ${figures.rps.toFixed(0)} req/s p99 ${figures.p99} ms`);
+          line.push(`${side} ${figures.rps.toFixed(0)} req/s p99 ${figures.p99} ms CPU ${figures.cpuMsPerRequest?.toFixed(2)} ms/req`);
         } finally {
           clearInterval(scraping);
         }
@@ -188,12 +188,14 @@ async function compareMetrics(dialect: string): Promise<void> {
       process.stdout.write(`  round ${round + 1}: ${line.join(';  ')}\n`);
     }
     const sum = (xs: Figures[]) => xs.reduce((a, f) => a + f.rps, 0);
+    const cpu = (xs: Figures[]) => xs.reduce((a, f) => a + (f.cpuMsPerRequest ?? 0), 0) / xs.length;
     const exposition = await scrape(services.on.baseUrl);
     const counted = [...exposition.matchAll(/^payorch_payments_total\{status="succeeded"[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
     process.stdout.write(
       `  metrics on/off at c=32: ${(sum(totals.on) / sum(totals.off)).toFixed(3)} of req/s over ${ROUNDS} rounds ` +
         `(each round's: ${totals.on.map((f, i) => (f.rps / totals.off[i].rps).toFixed(3)).join(' ')}); ` +
-        `${scrapes} scrapes while loaded; the service with metrics counted ${counted} succeeded payments\n`,
+        `${scrapes} scrapes while loaded; the service with metrics counted ${counted} succeeded payments; ` +
+        `service CPU a request, mean of the rounds: off ${cpu(totals.off).toFixed(2)} ms, on ${cpu(totals.on).toFixed(2)} ms (${(cpu(totals.off) / cpu(totals.on)).toFixed(3)})\n`,
     );
   } finally {
     await Promise.all([stopService(services.off), stopService(services.on)]);
