@@ -40,11 +40,11 @@ const DEFAULT_MAX_CONNECTIONS_PER_IP = 100;
  */
 const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 5_000;
 
-/** An OTLP/HTTP collector's address. */
 /** The OpenTelemetry instrumentations tracing loads, by their short names (src/observability/tracing-sdk.ts). */
 export const INSTRUMENTATIONS = ['http', 'koa', 'pg', 'graphql'] as const;
 export type Instrumentation = (typeof INSTRUMENTATIONS)[number];
 
+/** An OTLP/HTTP collector's address. */
 const otlpUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL of an OTLP/HTTP collector, such as http://localhost:4318' });
 
 /** The sender of outgoing mail unless MAIL_FROM says otherwise. */
