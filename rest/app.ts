@@ -29,11 +29,12 @@ function firstSegment(path: string): string {
 }
 
 /** Public routes outside /public (the OpenAPI document), as the route table marks them. */
-const PUBLIC_FIXED_PATHS = new Set(API_ROUTES.filter((r) => r.public && !r.path.startsWith('/public/')).map((r) => r.path));
+const PUBLIC_FIXED_PATHS = new Set(API_ROUTES.filter((r) => r.public && !r.path.startsWith('/public/')).map((r) => r.path.toLowerCase()));
 
+/** Whether `path` is a public route's: as the routers match, without regard to case. */
 export function isPublicPath(path: string): boolean {
-  const inner = stripPrefix(path);
-  return inner !== null && (inner.startsWith('/public/') || PUBLIC_FIXED_PATHS.has(inner));
+  const inner = stripPrefix(path)?.toLowerCase();
+  return inner !== undefined && (inner.startsWith('/public/') || PUBLIC_FIXED_PATHS.has(inner));
 }
 
 /**
