@@ -19,11 +19,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
 import { benchPort, benchTempDir, freshDatabase, rssMb, sampleRss, startProcess, type RssSamples } from '../lib';
 import https from 'node:https';
-import { startService, stopService } from '../service';
+import { cpuSeconds, startService, stopService } from '../service';
 
 // The bench client talks to local self-signed listeners only.
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
@@ -49,21 +48,12 @@ const BODY = JSON.stringify({ amount: 1999, currency: 'usd', paymentMethod: 'pm_
 async function load(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number, warmup: number, pid: number): Promise<Figures> {
   const rss = sampleRss(pid);
   if (warmup > 0) await drive(url, headers, body, connections, warmup);
-  const cpuBefore = processCpuMs(pid);
+  const cpuBefore = cpuSeconds(pid);
   const figures = await drive(url, headers, body, connections, seconds);
-  const cpuMsPerRequest = (processCpuMs(pid) - cpuBefore) / (figures.rps * seconds);
+  const cpuAfter = cpuSeconds(pid);
+  const cpuMsPerRequest = cpuBefore === null || cpuAfter === null ? undefined : ((cpuAfter - cpuBefore) * 1000) / (figures.rps * seconds);
   return { ...figures, rss: rss.stop(), cpuMsPerRequest };
 }
-
-/** User and system CPU time process `pid` has used, in ms (Linux /proc). */
-function processCpuMs(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime are the 14th and 15th fields of the line; the slice starts at the 3rd.
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-}
-
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 async function drive(url: string, headers: Record<string, string>, body: string, connections: number, seconds: number): Promise<Figures> {
   const result = await autocannon({
