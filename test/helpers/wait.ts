@@ -16,6 +16,12 @@ export interface WaitOptions {
   what?: string;
   /** How often the condition is polled (10 ms unless given). */
   intervalMs?: number;
+  /**
+   * An error of the condition's own that counts as "not yet" rather than failing the wait (the
+   * test's own statement refused for a lock the instance under test holds, say); the last one
+   * passed over is named if the wait times out.
+   */
+  passOver?: (err: unknown) => boolean;
 }
 
 type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
@@ -24,13 +30,23 @@ type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
  * Polls `condition` until it returns a truthy value, and returns that value; throws once the
  * deadline has passed without one (the condition is looked at once more at the deadline).
  */
-export async function waitFor<T>(condition: () => T | Promise<T>, { timeoutMs = 10_000, what = 'the condition', intervalMs = 10 }: WaitOptions = {}): Promise<Truthy<T>> {
+export async function waitFor<T>(condition: () => T | Promise<T>, { timeoutMs = 10_000, what = 'the condition', intervalMs = 10, passOver }: WaitOptions = {}): Promise<Truthy<T>> {
   const deadline = Date.now() + timeoutMs;
+  let passedOver: unknown;
   for (;;) {
     const past = Date.now() >= deadline;
-    const value = await condition();
+    let value: T | undefined;
+    try {
+      value = await condition();
+    } catch (err) {
+      if (!passOver?.(err)) throw err;
+      passedOver = err;
+    }
     if (value) return value as Truthy<T>;
-    if (past) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (past) {
+      const last = passedOver === undefined ? '' : ` (last passed over: ${passedOver instanceof Error ? passedOver.message : String(passedOver)})`;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(intervalMs, deadline - Date.now()))));
   }
 }
