@@ -199,7 +199,7 @@ export function sendFrames(socket: WebSocket, messages: readonly string[]): void
   raw.write(frames);
 }
 
-const positionOf = (e: PublishedEvent): StreamPosition => ({ createdAt: e.createdAt, id: e.id });
+const positionOf = (e: PublishedEvent): StreamPosition => ({ after: e.id });
 
 /** One subscriber of a group, as graphql-ws iterates it. */
 class Member implements AsyncIterableIterator<ExecutionResult> {
@@ -397,9 +397,9 @@ class BroadcastGroup {
         const { seq, event } = batch[i];
         if (seq <= member.joinedAt) continue;
         if (socket.bufferedAmount > this.limits.socketBuffer) {
-          // Too slow for the group: on alone, from its last event (or from this one's instant).
+          // Too slow for the group: on alone, after its last event (or from this one).
           this.members.delete(member);
-          const from = member.last ?? { createdAt: event.createdAt, id: '' };
+          const from = member.last ?? { from: [event.id] };
           member.goAlone(alone(member.args, this.source.continueAfter(from), this.eventLoaders, member.count));
           break;
         }

@@ -43,7 +43,7 @@ export class LiveEventsResolver {
     @Arg('types', () => [String], { nullable: true, description: 'Only these types, as REST writes them (`payment.succeeded`; see EventTypeName); absent or empty: every type. An unknown type or a wildcard is refused.' }) _types?: string[],
     @Arg('after', () => ID, {
       nullable: true,
-      description: 'Resume after this event (evt_…, of this account and mode; else invalid_parameter): its successors (of the types asked for) are replayed, oldest first (createdAt, then id), before live events.',
+      description: 'Resume after this event (evt_…, of this account and mode; else invalid_parameter): its successors (of the types asked for) are replayed in the order they were written, before live events.',
     }) _after?: string,
   ) {
     return asEvent(event);

@@ -100,7 +100,7 @@ describe('GET /v1/events filters', () => {
     await app.request('POST', '/v1/customers', { key, body: { email: `plans-${account.accountId}@example.com` } });
     const [cursor] = (await app.request('GET', '/v1/events', { key })).body.data;
     const rc = { accountId: account.accountId, mode: 'test' as const, permissions: ['*'], requestId: 'req_plans', clock: systemClock };
-    const PAGE_AFTER = /created_at >= \$3 AND \(created_at > \$3 OR id > \$4\)/;
+    const PAGE_AFTER = /seq > \(SELECT seq FROM events WHERE id = \$3 .*ORDER BY seq/s;
     for (const types of [null, ['payment.succeeded', 'refund.created']]) {
       const mark = app.sql.length;
       const stream = await app.server.services.events.stream(rc, { after: cursor.id }, { resource: 'events', types });
@@ -117,11 +117,11 @@ describe('GET /v1/events filters', () => {
 
     const db = app.server.services.db;
     const types = JSON.stringify(['payment.succeeded', 'refund.created']);
-    const argsFor = (sql: string, accountId: string) => {
+    const argsFor = (sql: string, accountId: string, after = 'evt_x') => {
       const values: Record<string, unknown> = { 1: accountId, 2: 'test' };
-      if (/object_id = \$3/.test(sql)) Object.assign(values, { 3: 'obj_7', 4: types, 5: 20, 6: 0 });
+      if (PAGE_AFTER.test(sql)) Object.assign(values, { 3: after, 4: types });
+      else if (/object_id = \$3/.test(sql)) Object.assign(values, { 3: 'obj_7', 4: types, 5: 20, 6: 0 });
       else if (/type = \$3/.test(sql)) Object.assign(values, { 3: 'payment.succeeded', 4: '2026-01-01T00:00:00Z', 5: 20, 6: 0 });
-      else if (/created_at >= \$3/.test(sql)) Object.assign(values, { 3: new Date(Date.now() - 3_600_000).toISOString(), 4: 'evt_x', 5: types });
       else Object.assign(values, { 3: types, 4: 20, 5: 0 });
       const used = Math.max(...[...sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
       return Array.from({ length: used }, (_, i) => values[i + 1]);
@@ -129,26 +129,34 @@ describe('GET /v1/events filters', () => {
     if (db.dialect === 'sqlite') {
       for (const sql of [...lists, ...pagesAfter]) {
         const plan = JSON.stringify(await db.select(`EXPLAIN QUERY PLAN ${sql}`, argsFor(sql, account.accountId)));
-        expect([sql, plan]).toEqual([sql, expect.stringMatching(/SEARCH events USING (COVERING )?INDEX events_(list|type|object)_idx \(account_id=\? AND mode=\?/)]);
+        expect([sql, plan]).toEqual([sql, expect.stringMatching(/SEARCH events USING (COVERING )?INDEX events_(list|type|object|stream)_idx \(account_id=\? AND mode=\?/)]);
         expect([sql, plan]).not.toEqual([sql, expect.stringMatching(/SCAN events/)]);
       }
-      for (const sql of pagesAfter) expect(JSON.stringify(await db.select(`EXPLAIN QUERY PLAN ${sql}`, argsFor(sql, account.accountId)))).toMatch(/events_list_idx \(account_id=\? AND mode=\? AND created_at>\?\)/);
+      for (const sql of pagesAfter) {
+        const plan = JSON.stringify(await db.select(`EXPLAIN QUERY PLAN ${sql}`, argsFor(sql, account.accountId)));
+        expect(plan).toMatch(/events_stream_idx \(account_id=\? AND mode=\? AND seq>\?\)/);
+        expect(plan).not.toMatch(/TEMP B-TREE/);
+      }
       return;
     }
     // PostgreSQL: custom and generic plans with 30,000 events of three accounts and twelve types,
     // analyzed, then rolled back.
     const seeded = ['customer.created', 'payment.succeeded', 'refund.created', 'invoice.paid', 'payment.updated', 'customer.updated', 'invoice.created',
       'invoice.sent', 'subscription.created', 'subscription.updated', 'price.created', 'product.created'];
-    const plans = await postgresPlans(db, [`INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
-        SELECT 'evt_plan_' || g, 'acct_plan_' || (g % 3), 'test', (ARRAY['${seeded.join("','")}'])[1 + (g / 3) % 12], 'obj_' || (g / 3), '{"object":{}}', now() - g * interval '1 second'
-          FROM generate_series(1, 30000) g`], [...lists, ...pagesAfter].map((sql) => ({ sql, args: argsFor(sql, 'acct_plan_1') })));
+    // evt_plan_29989 is one of acct_plan_1's, near its newest (seq follows g).
+    const plans = await postgresPlans(db, [`INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq)
+        SELECT 'evt_plan_' || g, 'acct_plan_' || (g % 3), 'test', (ARRAY['${seeded.join("','")}'])[1 + (g / 3) % 12], 'obj_' || (g / 3), '{"object":{}}', now() - g * interval '1 second', nextval('events_stream_seq')
+          FROM generate_series(1, 30000) g`], [...lists, ...pagesAfter].map((sql) => ({ sql, args: argsFor(sql, 'acct_plan_1', 'evt_plan_29989') })));
     expect(plans).toHaveLength(2 * (lists.length + pagesAfter.length));
     for (const plan of plans) {
-      expect(plan).toMatch(/(Index (Only )?Scan (Backward )?using|Bitmap Index Scan on) events_(list|type|object)_idx/);
+      expect(plan).toMatch(/(Index (Only )?Scan (Backward )?using|Bitmap Index Scan on) events_(list|type|object|stream)_idx/);
       expect(plan).not.toMatch(/Seq Scan on events/);
     }
-    // A page after a position starts the index range there, not at the account's oldest event.
-    for (const plan of plans.slice(-4)) expect(plan).toMatch(/Index Cond: .*created_at >= /);
+    // A page after a position starts the index range there (its seq, looked up by id), in order, not at the account's oldest event.
+    for (const plan of plans.slice(-4)) {
+      expect(plan).toMatch(/Index Scan using events_stream_idx on events[\s\S]*Index Cond: .*seq > /);
+      expect(plan).not.toMatch(/Sort/);
+    }
     expect(Number((await db.select<{ n: string }>("SELECT COUNT(*) AS n FROM events WHERE account_id LIKE 'acct_plan_%'"))[0].n)).toBe(0);
   });
 });

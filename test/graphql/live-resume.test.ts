@@ -129,6 +129,39 @@ describe('events(after:) over graphql-ws', () => {
     }
   });
 
+  it('should resume in the order events were written, not their createdAt, which a test clock sets to its own time', async () => {
+    const account = await app.createAccount();
+    const key = account.testKey;
+    // A clock a month ahead and one a month behind: what is made on them is stamped with their time.
+    const clocks: string[] = [];
+    for (const days of [30, -30]) {
+      const clock = await app.request('POST', '/v1/test-clocks', { key, body: { frozenTime: new Date(Date.now() + days * 86_400_000).toISOString() } });
+      expect(clock.status).toBe(201);
+      clocks.push(clock.body.data.id);
+    }
+    const onClock = async (testClockId: string) => {
+      const res = await app.request('POST', '/v1/customers', { key, body: { email: `clock-${++emails}@example.com`, testClockId } });
+      expect(res.status).toBe(201);
+      return res.body.data.id as string;
+    };
+    await onClock(clocks[0]);
+    const cursor = (await eventIds(app, account)).at(-1)!;
+    // Written after the cursor, stamped before it: now, and a month ago.
+    const written = [await writeCustomer(account), await onClock(clocks[1]), await writeCustomer(account)];
+    const streams = watchStreams(app.server.services.bus);
+    const client = wsClient(app, key);
+    try {
+      const resumed = collect(client, LIVE, { after: cursor }, pick);
+      await waitFor(() => streams.opened() === 1, { what: 'the subscription to start' });
+      await waitFor(() => resumed.items.length >= 3, { what: 'the three customers written after the cursor' });
+      await assertStaysTrue(() => resumed.items.length === 3, 300, 'nothing else replayed');
+      expect(resumed.items.map((e) => e.data.object.id)).toEqual(written);
+    } finally {
+      streams.stop();
+      await client.dispose();
+    }
+  });
+
   it('should refuse an after that is not an event of the account and mode with invalid_parameter naming after', async () => {
     const account = await app.createAccount();
     const other = await app.createAccount();

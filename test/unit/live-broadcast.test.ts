@@ -60,7 +60,12 @@ const schema = new GraphQLSchema({
         type: Tick,
         subscribe: () => new ResumableEventStream({
           live: () => failing(bus.stream({ accountId: ACCOUNT, livemode: false }, () => true)),
-          after: async (from, limit) => committed.filter((e) => e.createdAt > from.createdAt || (e.createdAt === from.createdAt && e.id > from.id)).slice(0, limit),
+          // `committed` is in the order the events were written.
+          after: async (position, limit) => {
+            const ids = committed.map((e) => e.id);
+            const start = 'after' in position ? ids.indexOf(position.after) + 1 : Math.min(...position.from.map((id) => ids.indexOf(id)));
+            return committed.slice(start, start + limit);
+          },
         }, null, () => true),
         resolve: (e: PublishedEvent) => e.data.object,
       },

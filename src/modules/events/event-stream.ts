@@ -5,8 +5,8 @@ import type { StreamPosition } from './event.store';
 export interface EventStreamSource {
   /** The scope's committed events that pass the stream's filter, as they are published, from now on. */
   live(): AsyncIterable<PublishedEvent>;
-  /** The scope's next `limit` committed events after `after` in the stream's order (createdAt, then id), oldest first. */
-  after(after: StreamPosition, limit: number): Promise<PublishedEvent[]>;
+  /** The scope's next `limit` committed events from `position` in the order they were written, oldest first. */
+  after(position: StreamPosition, limit: number): Promise<PublishedEvent[]>;
 }
 
 export interface EventStreamLimits {
@@ -23,7 +23,7 @@ export interface EventStreamLimits {
 
 export const EVENT_STREAM_LIMITS: EventStreamLimits = { pageSize: 100, maxBuffered: 1000, maxReplayedIds: 10_000 };
 
-const position = (e: PublishedEvent): StreamPosition => ({ createdAt: e.createdAt, id: e.id });
+const position = (e: PublishedEvent): StreamPosition => ({ after: e.id });
 
 /**
  * A live event stream that can start in the past and never holds more than a bounded number of
@@ -50,8 +50,12 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
   private readFrom: StreamPosition | null;
   /** The last event delivered: where a stream that fell behind reads on from. */
   private lastDelivered: StreamPosition | null = null;
-  /** The createdAt of the earliest event dropped while nothing was delivered yet (no position to read on from). */
-  private droppedSince: string | null = null;
+  /**
+   * The events of the first buffer dropped while nothing was delivered yet (no event to read on
+   * after): the stream reads on from the first written of them. Kept as they were on later drops,
+   * which arrived after them.
+   */
+  private droppedFrom: string[] | null = null;
   private fellBehind = false;
   /** Ids of events read back lately, oldest first: their live copy may arrive after they were read. */
   private readonly replayed = new Set<string>();
@@ -113,10 +117,7 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
     this.buffer.push(event);
     if (this.buffer.length > this.limits.maxBuffered) {
       // Too far behind: the database holds these; read them back as the subscriber goes on.
-      if (this.lastDelivered === null && this.start === null) {
-        const earliest = this.buffer.reduce((min, e) => (e.createdAt < min ? e.createdAt : min), this.buffer[0].createdAt);
-        if (this.droppedSince === null || earliest < this.droppedSince) this.droppedSince = earliest;
-      }
+      if (this.lastDelivered === null && this.start === null && this.droppedFrom === null) this.droppedFrom = this.buffer.map((e) => e.id);
       this.buffer = [];
       this.fellBehind = true;
     }
@@ -140,9 +141,9 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
         this.fellBehind = false;
         this.page = [];
         // From the last event delivered; with none yet, from the stream's start, or from the
-        // earliest dropped event's millisecond (every id sorts after '').
-        this.readFrom = this.lastDelivered ?? this.start ?? { createdAt: this.droppedSince as string, id: '' };
-        this.droppedSince = null;
+        // first written of the events dropped.
+        this.readFrom = this.lastDelivered ?? this.start ?? { from: this.droppedFrom as string[] };
+        this.droppedFrom = null;
       }
       const event = this.page.shift();
       if (event) return this.deliver(event);

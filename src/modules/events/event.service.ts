@@ -254,7 +254,7 @@ export class EventService {
    * The caller's account and mode's events as they are committed, for a GraphQL subscription:
    * those of `types` (null: every type) that the key may see and `about` accepts. With `after`
    * (an event id of the account and mode, else 400 invalid_parameter naming `after`), first every
-   * such event written after that one, in order (createdAt, then id), then live, with no gap and
+   * such event written after that one, in the order they were written (seq), then live, with no gap and
    * no duplicate (ResumableEventStream). Needs `resource`:read.
    */
   async stream(

@@ -19,11 +19,11 @@ export interface ApiEvent {
 
 type Scope = { accountId: string; mode: string };
 
-/** An event's place in the live streams' order: createdAt, then id. */
-export interface StreamPosition {
-  createdAt: string;
-  id: string;
-}
+/**
+ * Where a live stream reads on from, in the order events were written (`seq`, migration 0029):
+ * after an event, or from the first written of several events, that one included.
+ */
+export type StreamPosition = { after: string } | { from: readonly string[] };
 
 /** An event of a batch part: its row, and the id of the caller's row holding its object's JSON. */
 export interface EventPartRow {
@@ -56,10 +56,21 @@ export class EventStore {
 
   async insert(t: Transaction, event: ApiEvent, scope: Scope): Promise<void> {
     await this.db.execute(
-      'INSERT INTO events (id, account_id, mode, type, object_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, ${this.nextSeq('$2', '$3')})`,
       [event.id, scope.accountId, scope.mode, event.type, objectIdOf(event), JSON.stringify(event.data), new Date(event.createdAt)],
       t,
     );
+  }
+
+  /**
+   * The SQL of a new event's `seq` (the order events were written): PostgreSQL's sequence;
+   * SQLite, one more than the highest of the account and mode (events_stream_idx), which its one
+   * writer at a time makes the order of the commits too.
+   */
+  private nextSeq(accountId: string, mode: string): string {
+    return this.db.dialect === 'postgres'
+      ? "nextval('events_stream_seq')"
+      : `(SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE account_id = ${accountId} AND mode = ${mode})`;
   }
 
   /** Whether the scope has an event of `type` created after `since` (events_type_idx). */
@@ -86,8 +97,8 @@ export class EventStore {
     }));
     const parts: CtePart[] = [{
       name: 'evt',
-      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
-        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, v.data::text, v.created_at
+      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq)
+        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, v.data::text, v.created_at, nextval('events_stream_seq')
           FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
                AS v(id text, account_id text, mode text, type text, object_id text, data json, created_at timestamptz)
         RETURNING id, account_id, mode, type, data, created_at`,
@@ -111,8 +122,8 @@ export class EventStore {
     }));
     return {
       name,
-      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
-        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, '{"object":' || s.${source.jsonColumn} || '}', v.created_at
+      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq)
+        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, '{"object":' || s.${source.jsonColumn} || '}', v.created_at, nextval('events_stream_seq')
           FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
                AS v(id text, account_id text, mode text, type text, object_id text, created_at timestamptz, source text)
           JOIN ${source.relation} s ON s.id = v.source
@@ -142,28 +153,30 @@ export class EventStore {
     return rows.map(toPublished);
   }
 
-  /**
-   * Where an event of the account and mode stands in the stream's order (createdAt, then id),
-   * or null when the account and mode have no such event.
-   */
+  /** The position after an event of the account and mode, or null when the account and mode have no such event. */
   async positionOf(scope: Scope, id: string): Promise<StreamPosition | null> {
-    const rows = await this.db.select('SELECT created_at, id FROM events WHERE id = $1 AND account_id = $2 AND mode = $3', [id, scope.accountId, scope.mode]);
-    return rows.length === 0 ? null : { createdAt: isoTime(rows[0].created_at) as string, id: rows[0].id as string };
+    const rows = await this.db.select('SELECT id FROM events WHERE id = $1 AND account_id = $2 AND mode = $3', [id, scope.accountId, scope.mode]);
+    return rows.length === 0 ? null : { after: rows[0].id as string };
   }
 
   /**
-   * The next `limit` events of the account and mode after `after` in the stream's order (createdAt,
-   * then id), oldest first; only `types` when given (null: every type). A range of events_list_idx
-   * that starts at the position (`created_at >= …` bounds the scan; the OR alone would be a filter
-   * over the account's older events), read one page at a time by the live streams that resume.
+   * The next `limit` events of the account and mode from `position` in the order they were
+   * written (seq), oldest first; only `types` when given (null: every type). A range of
+   * events_stream_idx starting at the position's seq (looked up by id in the same statement),
+   * read one page at a time by the live streams that resume or fell behind.
    */
-  async loadAfter(scope: Scope, after: StreamPosition, types: readonly string[] | null, limit: number): Promise<PublishedEvent[]> {
-    const values: unknown[] = [scope.accountId, scope.mode, new Date(after.createdAt), after.id];
-    const typed = types === null ? '' : ` AND ${this.db.inJsonList('type', '$5')}`;
+  async loadAfter(scope: Scope, position: StreamPosition, types: readonly string[] | null, limit: number): Promise<PublishedEvent[]> {
+    const start = 'after' in position
+      ? 'seq > (SELECT seq FROM events WHERE id = $3 AND account_id = $1 AND mode = $2)'
+      // By id alone (the primary key; the ids are the stream's own, of the scope): with the scope's
+      // columns too, SQLite would walk the scope's events in events_stream_idx to find them.
+      : `seq >= (SELECT MIN(seq) FROM events WHERE ${this.db.inJsonList('id', '$3')})`;
+    const values: unknown[] = [scope.accountId, scope.mode, 'after' in position ? position.after : this.db.jsonParam([...position.from])];
+    const typed = types === null ? '' : ` AND ${this.db.inJsonList('type', '$4')}`;
     if (types !== null) values.push(JSON.stringify(types));
     const rows = await this.db.select(
-      `SELECT ${COLUMNS}, account_id FROM events WHERE account_id = $1 AND mode = $2 AND created_at >= $3 AND (created_at > $3 OR id > $4)${typed}
-       ORDER BY created_at, id LIMIT ${Math.trunc(limit)}`,
+      `SELECT ${COLUMNS}, account_id FROM events WHERE account_id = $1 AND mode = $2 AND ${start}${typed}
+       ORDER BY seq LIMIT ${Math.trunc(limit)}`,
       values,
     );
     return rows.map(toPublished);
