@@ -460,9 +460,18 @@ export class RedisFanout extends BaseFanout {
       this.missedSince ??= this.clock.now().getTime();
       this.delivered.gap('redis', true);
     });
-    // Emitted once the subscription has been sent again: what was sent since is received, what
-    // was sent before it is read back.
-    subscriber.on('ready', () => this.readBackMissed());
+    // ioredis emits `ready` as it sends the subscription again, before Redis has it: a read-back
+    // started then could read the database before an event's commit and subscribe after its
+    // message. A SUBSCRIBE of ours, sent after ioredis's, answers once Redis has the subscription:
+    // what is sent from then on is received, what was sent before is read back.
+    subscriber.on('ready', () => {
+      if (this.missedSince === undefined || this.stopped) return;
+      subscriber.subscribe(CHANNEL).then(
+        () => this.readBackMissed(),
+        // Dropped again before the answer: the next `ready` tries again.
+        () => undefined,
+      );
+    });
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       subscriber.subscribe(CHANNEL).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out could not subscribe to Redis')),

@@ -43,14 +43,22 @@ afterEach(async () => {
   }
 });
 
-/** An instance's fan-out, with an open stream (what a read-back is for), reading back from `committed`. */
-async function instance(committed: PublishedEvent[] = []): Promise<Instance> {
+/**
+ * An instance's fan-out, with an open stream (what a read-back is for), reading back from
+ * `committed` (`onReadBack` is called as each read-back starts); `prepare` sees its Redis client first.
+ */
+async function instance(committed: PublishedEvent[] = [], { onReadBack, prepare }: { onReadBack?: () => void; prepare?: (redis: Redis) => void } = {}): Promise<Instance> {
   const quiet = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
   const redis = connectRedis(server.url, 50);
+  prepare?.(redis);
   const breaker = new RedisBreaker(redis, quiet, { probeIntervalMs: 50 });
   await breaker.start();
   const bus = new EventBus();
-  const loadSince: LoadEventsSince = async (scope, since) => committed.filter((e) => e.accountId === scope.accountId && e.createdAt >= since.toISOString());
+  const loadSince: LoadEventsSince = async (scope, since) => {
+    const read = committed.filter((e) => e.accountId === scope.accountId && e.createdAt >= since.toISOString());
+    onReadBack?.();
+    return read;
+  };
   const fanout = new RedisFanout(redis, bus, async () => [], quiet, systemClock, { breaker, loadSince });
   await fanout.start();
   bus.connectRemote(fanout);
@@ -95,5 +103,37 @@ describe('event fan-out over Redis, without NOTIFY, across an outage', () => {
     await waitFor(() => b.received.includes('evt_11'), { what: 'the lost event read back on B' });
     await assertStaysTrue(() => b.received.length === 2, 300, 'nothing delivered twice');
     expect(b.received).toEqual(['evt_10', 'evt_11']);
+  }, 30_000);
+
+  it('should start reading back only once Redis has the subscription again, so that nothing published after the read is missed', async () => {
+    const committed: PublishedEvent[] = [];
+    const a = await instance();
+    let readBacks = 0;
+    // The subscriber's SUBSCRIBE after a reconnection (ioredis sends it as it emits `ready`) held
+    // back 300 ms, as a slow Redis or network would: a read-back started at `ready` reads the
+    // database before Redis has the subscription, and an event published in between, after the
+    // read, reaches neither.
+    const b = await instance(committed, {
+      onReadBack: () => {
+        if (readBacks++ === 0) a.bus.publish(event(21));
+      },
+      prepare: (redis) => {
+        const duplicate = redis.duplicate.bind(redis);
+        jest.spyOn(redis, 'duplicate').mockImplementation((...args: Parameters<Redis['duplicate']>) => {
+          const subscriber = duplicate(...args);
+          const subscribe = subscriber.subscribe.bind(subscriber) as (...a: unknown[]) => Promise<unknown>;
+          let calls = 0;
+          (subscriber as unknown as { subscribe: (...a: unknown[]) => Promise<unknown> }).subscribe = (...a: unknown[]) =>
+            (calls++ === 0 ? subscribe(...a) : new Promise((resolve) => setTimeout(resolve, 300)).then(() => subscribe(...a)));
+          return subscriber;
+        });
+      },
+    });
+    a.bus.publish(event(20));
+    await waitFor(() => b.received.includes('evt_20'), { what: 'the first event on B' });
+    await server.kill();
+    await server.start();
+    await waitFor(() => b.received.includes('evt_21'), { what: 'the event published as the read-back started, on B', timeoutMs: 5_000 });
+    expect(b.received).toEqual(['evt_20', 'evt_21']);
   }, 30_000);
 });
