@@ -13,6 +13,8 @@
  * updates, with the round trips a batch instead of a few dozen a subscription.
  */
 import { Client } from 'pg';
+// The service's session settings (no JIT), so the two sides run their statements alike.
+import { POSTGRES_SESSION_OPTIONS } from '../../src/db/postgres-session';
 import { newId, type IdPrefix } from '../../src/core/ids';
 import type { Database } from '../../src/db/database';
 
@@ -63,7 +65,7 @@ function rowsFor(sample: Sample, texts: Record<string, string>, ownIds: string[]
 }
 
 export async function runBaseline(url: string, sample: Sample): Promise<{ ms: number; batch: number }> {
-  const setup = new Client({ connectionString: url });
+  const setup = new Client({ connectionString: url, options: POSTGRES_SESSION_OPTIONS });
   await setup.connect();
   const subs = (await setup.query<{ id: string; customer_id: string; default_payment_method_id: string; account_id: string; mode: string }>(
     'SELECT id, customer_id, default_payment_method_id, account_id, mode FROM subscriptions WHERE next_billing_at <= now() ORDER BY next_billing_at, id',
@@ -83,7 +85,7 @@ export async function runBaseline(url: string, sample: Sample): Promise<{ ms: nu
   const sep = String(invoice.number).slice(prefix.length).startsWith('-') ? '-' : '';
 
   const clients = await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-    const c = new Client({ connectionString: url });
+    const c = new Client({ connectionString: url, options: POSTGRES_SESSION_OPTIONS });
     await c.connect();
     return c;
   }));

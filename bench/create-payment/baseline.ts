@@ -16,6 +16,8 @@ import Koa from 'koa';
 import pg from 'pg';
 import sqlite3 from 'sqlite3';
 import { generateSelfSigned } from '../../src/tls';
+// The service's session settings (no JIT), so the two sides run their statements alike.
+import { POSTGRES_SESSION_OPTIONS } from '../../src/db/postgres-session';
 
 const id = (p: string) => `${p}_${randomBytes(12).toString('hex')}`;
 
@@ -33,7 +35,7 @@ async function main(): Promise<void> {
   if (!url) {
     write = async (_key, body) => JSON.stringify({ id: id('pay'), object: 'payment', status: 'succeeded', body: JSON.parse(body) });
   } else if (url.startsWith('postgres') && process.env.BASELINE_COMMITS === '2') {
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    const pool = new pg.Pool({ connectionString: url, max: 10, options: POSTGRES_SESSION_OPTIONS });
     for (const s of schema) await pool.query(s);
     write = async (key, body) => {
       const c = await pool.connect();
@@ -60,7 +62,7 @@ async function main(): Promise<void> {
       }
     };
   } else if (url.startsWith('postgres')) {
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    const pool = new pg.Pool({ connectionString: url, max: 10, options: POSTGRES_SESSION_OPTIONS });
     for (const s of schema) await pool.query(s);
     write = async (key, body) => {
       const c = await pool.connect();

@@ -41,6 +41,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { Client, Pool } from 'pg';
+// The replayed statements run with the service's session settings (no JIT), as the service runs them.
+import { POSTGRES_SESSION_OPTIONS } from '../../src/db/postgres-session';
 import type { Browser, Page } from 'playwright-core';
 import { ROOT, SERVICE_NODE_FLAGS, benchTempDir, createDatabase, databaseName, dropDatabase, pgUrl, rssMb, servicePorts, startProcess } from '../lib';
 import { api, loadAverage, machine, mb, percentile } from '../service';
@@ -475,7 +477,7 @@ async function main(): Promise<void> {
   console.log(`bench/dashboard: ${fmt(PAYMENTS)} payments over ${DAYS} days, ${fmt(SUBSCRIPTIONS)} subscriptions, PostgreSQL; ${machine()}; ${startedAt.toISOString()}; load average ${loadAverage()}`);
   const seeded = await seed(dataDir);
   const dbUrl = pgUrl(seeded.name);
-  const pool = new Pool({ connectionString: dbUrl, max: 10 });
+  const pool = new Pool({ connectionString: dbUrl, max: 10, options: POSTGRES_SESSION_OPTIONS });
   let service: Running | undefined;
   let browser: Browser | undefined;
   try {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { Sequelize } from 'sequelize-typescript';
+import { POSTGRES_SESSION_OPTIONS } from './postgres-session';
 import { realNow, replicaReadAllowed, type ReadScope } from './read-routing';
 
 /** How often each replica's lag is measured. */
@@ -78,7 +79,7 @@ export class Replica {
       dialect: 'postgres',
       logging: false,
       pool: { max: poolMax, min: 0, idle: 10_000, acquire: REPLICA_ACQUIRE_MS },
-      dialectOptions: { connectionTimeoutMillis: REPLICA_CONNECT_TIMEOUT_MS, keepAlive: true },
+      dialectOptions: { connectionTimeoutMillis: REPLICA_CONNECT_TIMEOUT_MS, keepAlive: true, options: POSTGRES_SESSION_OPTIONS },
     });
   }
 

@@ -32,6 +32,14 @@ describe(`the database's durability settings (${DIALECT})`, () => {
     expect(await db.transaction((t) => read(t))).toEqual({ journal: 'wal', synchronous: 1 });
   });
 
+  // PostgreSQL only: SQLite has no JIT.
+  if (DIALECT === 'postgres') it('should run PostgreSQL sessions without JIT compilation, transactions\' included', async () => {
+    const db = h.services.db;
+    // A short statement's estimate crossing jit_above_cost compiled it on every run (src/db/postgres-session.ts).
+    expect((await db.select<{ jit: string }>('SHOW jit'))[0].jit).toBe('off');
+    expect(await db.transaction(async (t) => (await db.select<{ jit: string }>('SHOW jit', [], t))[0].jit)).toBe('off');
+  });
+
   it('should log the settings at start, as bench/create-payment reads them to compare with its baseline', () => {
     const logged = h.logs.map((line) => JSON.parse(line) as { msg: string }).filter((l) => l.msg === 'sqlite durability');
     if (DIALECT !== 'sqlite') {
