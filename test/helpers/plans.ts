@@ -11,12 +11,17 @@ const literal = (value: unknown): string => (typeof value === 'number' ? String(
  * what runs after five executions), once `seed` (INSERT … SELECT generate_series, say) has run and
  * the tables are analyzed, in one transaction rolled back: the rows and their statistics go.
  */
-export async function postgresPlans(db: Database, seed: string[], statements: Array<{ sql: string; args: unknown[] }>): Promise<string[]> {
+export async function postgresPlans(
+  db: Database, seed: string[], statements: Array<{ sql: string; args: unknown[] }>,
+  /** Run after ANALYZE: the statistics then describe the table as it was before these (stale, as between two autovacuums). */
+  afterAnalyze: string[] = [],
+): Promise<string[]> {
   const plans: string[] = [];
   const rollback = new Error('rollback');
   await db.transaction(async (t) => {
     for (const sql of seed) await db.execute(sql, [], t);
     await db.execute('ANALYZE', [], t);
+    for (const sql of afterAnalyze) await db.execute(sql, [], t);
     for (const [i, { sql, args }] of statements.entries()) {
       await db.execute(`PREPARE plan_${i} AS ${sql}`, [], t);
       for (const mode of ['force_custom_plan', 'force_generic_plan']) {

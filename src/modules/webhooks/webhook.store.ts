@@ -151,13 +151,24 @@ const OUTBOX: LeasedOutboxTable = { table: 'webhook_deliveries', owed: 'pending'
 /** A row that may be claimed now ($1: business now). */
 const dueSql = (dialect: Database['dialect'], d: string) => outboxDueSql(dialect, OUTBOX, d, '$1');
 
-/** The endpoints that have pending rows: one probe of webhook_deliveries_pending_idx each (a loose index scan). */
-const PENDING_ENDPOINTS = `pending_endpoint(endpoint_id) AS (
-    SELECT (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id LIMIT 1)
+/**
+ * The endpoints that have pending rows: one probe of webhook_deliveries_pending_idx each (a loose
+ * index scan). Ordered as that index is (endpoint_id, next_attempt_at): ordered by endpoint_id
+ * alone, the probe could as well be answered by webhook_deliveries_endpoint_idx (endpoint_id,
+ * status), which PostgreSQL took, and whose first pending entry comes after every delivered
+ * ('delivered' < 'pending') and failed row of the endpoint: a claim then read through all the
+ * endpoint's past deliveries, slower as they grew.
+ */
+const pendingEndpoints = (dialect: Database['dialect']) => {
+  // SQLite, without statistics, would rather walk (status, updated_at) and sort every pending row.
+  const indexed = dialect === 'sqlite' ? ' INDEXED BY webhook_deliveries_pending_idx' : '';
+  return `pending_endpoint(endpoint_id) AS (
+    SELECT (SELECT endpoint_id FROM webhook_deliveries${indexed} WHERE status = 'pending' ORDER BY endpoint_id, next_attempt_at LIMIT 1)
     UNION ALL
-    SELECT (SELECT q.endpoint_id FROM webhook_deliveries q WHERE q.status = 'pending' AND q.endpoint_id > p.endpoint_id ORDER BY q.endpoint_id LIMIT 1)
+    SELECT (SELECT q.endpoint_id FROM webhook_deliveries q${indexed} WHERE q.status = 'pending' AND q.endpoint_id > p.endpoint_id ORDER BY q.endpoint_id, q.next_attempt_at LIMIT 1)
       FROM pending_endpoint p WHERE p.endpoint_id IS NOT NULL
   )`;
+};
 
 const CLAIMED_COLUMNS = `d.id, d.account_id, d.mode, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts, d.first_attempt_at,
        e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, e.status AS endpoint_status, e.deleted_at AS endpoint_deleted_at, e.events AS endpoint_events, e.gone_since AS endpoint_gone_since`;
@@ -166,9 +177,12 @@ const CLAIMED_COLUMNS = `d.id, d.account_id, d.mode, d.endpoint_id, d.event_id, 
  * Claims: $1 business now, $2 how many, $3 JSON [{endpoint_id, used}] of this worker's deliveries
  * in flight, $4 per-endpoint concurrency, $5 lease in ms, $6 the claim's token. Each endpoint's
  * oldest due rows are ranked 1, 2, … after the ones it already has in flight, and the claim takes
- * the lowest ranks first: round-robin over endpoints, oldest first within a round.
+ * the lowest ranks first: round-robin over endpoints, oldest first within a round. The chosen rows
+ * are updated through the primary key (`= ANY (ARRAY(…))`, an index condition): joined to them
+ * instead, the prepared statement's generic plan, guessing a tenth of the table for `LIMIT $2`,
+ * hash-joined a sequential scan of every delivery ever made, on each claim.
  */
-const CLAIM_PG = `WITH RECURSIVE ${PENDING_ENDPOINTS},
+const CLAIM_PG = `WITH RECURSIVE ${pendingEndpoints('postgres')},
   busy AS (SELECT endpoint_id, used FROM json_to_recordset($3::json) AS b(endpoint_id text, used integer)),
   ranked AS (
     SELECT c.id, c.next_attempt_at, COALESCE(b.used, 0) + row_number() OVER (PARTITION BY p.endpoint_id ORDER BY c.next_attempt_at, c.id) AS turn
@@ -187,12 +201,12 @@ const CLAIM_PG = `WITH RECURSIVE ${PENDING_ENDPOINTS},
 UPDATE webhook_deliveries d
    SET attempts = d.attempts + 1, locked_until = ${databaseNowPlusSql('postgres', '$5')}, lock_token = $6,
        first_attempt_at = COALESCE(d.first_attempt_at, $1), updated_at = $1
-  FROM chosen, webhook_endpoints e
- WHERE d.id = chosen.id AND e.id = d.endpoint_id
+  FROM webhook_endpoints e
+ WHERE d.id = ANY (ARRAY(SELECT id FROM chosen)) AND e.id = d.endpoint_id
 RETURNING ${CLAIMED_COLUMNS}`;
 
 /** SQLite has no LATERAL: each endpoint's due rows are walked one index probe at a time instead. */
-const FAIR_DUE_SQLITE = `WITH RECURSIVE ${PENDING_ENDPOINTS},
+const FAIR_DUE_SQLITE = `WITH RECURSIVE ${pendingEndpoints('sqlite')},
   walk(endpoint_id, id, next_attempt_at, k) AS (
     SELECT p.endpoint_id, y.id, y.next_attempt_at, 1
       FROM pending_endpoint p
