@@ -54,7 +54,12 @@ async function harness(start = true): Promise<Harness> {
     },
   };
   open.push(h);
-  if (start) await breaker.start();
+  if (start) {
+    // Connected first: the breaker gives a first connection a second before it starts without
+    // Redis, which a loaded machine (the whole suite beside it) once took longer than.
+    await waitFor(() => redis.status === 'ready', { what: 'the first connection to Redis', timeoutMs: 10_000 });
+    await breaker.start();
+  }
   return h;
 }
 
