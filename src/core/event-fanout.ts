@@ -464,14 +464,21 @@ export class RedisFanout extends BaseFanout {
     // started then could read the database before an event's commit and subscribe after its
     // message. A SUBSCRIBE of ours, sent after ioredis's, answers once Redis has the subscription:
     // what is sent from then on is received, what was sent before is read back.
-    subscriber.on('ready', () => {
-      if (this.missedSince === undefined || this.stopped) return;
+    const resubscribed = () => {
+      if (this.missedSince === undefined || this.stopped || subscriber.status !== 'ready') return;
       subscriber.subscribe(CHANNEL).then(
         () => this.readBackMissed(),
-        // Dropped again before the answer: the next `ready` tries again.
-        () => undefined,
+        // Dropped again before the answer: the next `ready` tries again; refused on a connection
+        // still up: tried again shortly.
+        () => {
+          if (this.stopped || subscriber.status !== 'ready') return;
+          clearTimeout(this.retryTimer);
+          this.retryTimer = setTimeout(resubscribed, READ_BACK_RETRY_MS);
+          this.retryTimer.unref();
+        },
       );
-    });
+    };
+    subscriber.on('ready', resubscribed);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       subscriber.subscribe(CHANNEL).catch((err) => this.logger.warn({ err: errorForLog(err) }, 'event fan-out could not subscribe to Redis')),

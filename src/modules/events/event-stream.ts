@@ -17,7 +17,7 @@ export interface EventStreamLimits {
    * them and, as the subscriber takes events again, reads them back from the database instead.
    */
   maxBuffered: number;
-  /** Ids of events read back that the stream remembers, so their live copy, arriving late, is not delivered again. */
+  /** Ids of events read back or delivered that the stream remembers, so that none is delivered twice. */
   maxReplayedIds: number;
 }
 
@@ -57,7 +57,10 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
    */
   private droppedFrom: string[] | null = null;
   private fellBehind = false;
-  /** Ids of events read back lately, oldest first: their live copy may arrive after they were read. */
+  /**
+   * Ids of events read back or delivered lately, oldest first: a read-back event's live copy may
+   * arrive after it was read, and a delivered one may be read back again.
+   */
   private readonly replayed = new Set<string>();
   private done = false;
   private liveEnded = false;
@@ -139,11 +142,12 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
       }
       if (this.fellBehind) {
         this.fellBehind = false;
+        // What was read back and not delivered yet is read again (it is not counted as replayed).
+        for (const e of this.page) this.replayed.delete(e.id);
         this.page = [];
         // From the last event delivered; with none yet, from the stream's start, or from the
-        // first written of the events dropped.
+        // first written of the events dropped (kept until something is delivered).
         this.readFrom = this.lastDelivered ?? this.start ?? { from: this.droppedFrom as string[] };
-        this.droppedFrom = null;
       }
       const event = this.page.shift();
       if (event) return this.deliver(event);
@@ -181,6 +185,11 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
 
   private deliver(event: PublishedEvent): IteratorResult<PublishedEvent> {
     this.lastDelivered = position(event);
+    this.droppedFrom = null;
+    // Remembered, live ones too: a stream that falls behind reads on after its last event, and an
+    // event delivered before it but written after it (PostgreSQL numbers events as they are
+    // inserted, not as they commit) is then not delivered twice.
+    this.remember(event.id);
     return { value: event, done: false };
   }
 
