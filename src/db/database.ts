@@ -13,7 +13,7 @@ import {
 } from './sequelize-internals';
 import { SqliteStatements } from './sqlite-statements';
 import type { PoolUsage } from '../observability/metrics';
-import { POSTGRES_SESSION_OPTIONS } from './postgres-session';
+import { configurePostgresSessions } from './postgres-session';
 import { ReplicaSet, REPLICA_CHECK_INTERVAL_MS, type Replica, type ReplicaLogger } from './replicas';
 import { currentReadScope, noteScopeWrote, ReadRouting } from './read-routing';
 
@@ -179,9 +179,10 @@ export class Database {
         // that does not answer, not only one that refuses), and a request waits at most 8 s for a
         // pooled connection, so it is answered service_unavailable well within 10 s.
         pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: POOL_ACQUIRE_MS },
-        dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, options: POSTGRES_SESSION_OPTIONS },
+        dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
         define: { timestamps: false, underscored: true },
       });
+      configurePostgresSessions(this.sequelize);
       const replicas = options.replicas;
       if (replicas && replicas.urls.length > 0) {
         const checkIntervalMs = replicas.checkIntervalMs ?? REPLICA_CHECK_INTERVAL_MS;

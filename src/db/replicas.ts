@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { Sequelize } from 'sequelize-typescript';
-import { POSTGRES_SESSION_OPTIONS } from './postgres-session';
+import { configurePostgresSessions } from './postgres-session';
 import { realNow, replicaReadAllowed, type ReadScope } from './read-routing';
 
 /** How often each replica's lag is measured. */
@@ -79,8 +79,9 @@ export class Replica {
       dialect: 'postgres',
       logging: false,
       pool: { max: poolMax, min: 0, idle: 10_000, acquire: REPLICA_ACQUIRE_MS },
-      dialectOptions: { connectionTimeoutMillis: REPLICA_CONNECT_TIMEOUT_MS, keepAlive: true, options: POSTGRES_SESSION_OPTIONS },
+      dialectOptions: { connectionTimeoutMillis: REPLICA_CONNECT_TIMEOUT_MS, keepAlive: true },
     });
+    configurePostgresSessions(this.sequelize);
   }
 
   /** Where the replica is: in recovery (a standby), the WAL it has replayed, and when the last transaction it replayed committed. */

@@ -1,3 +1,5 @@
+import { QueryTypes } from 'sequelize';
+import { Replica } from '../../src/db/replicas';
 import { DIALECT } from '../helpers/db';
 import { startServices, type ServiceHarness } from '../helpers/services';
 
@@ -38,6 +40,13 @@ describe(`the database's durability settings (${DIALECT})`, () => {
     // A short statement's estimate crossing jit_above_cost compiled it on every run (src/db/postgres-session.ts).
     expect((await db.select<{ jit: string }>('SHOW jit'))[0].jit).toBe('off');
     expect(await db.transaction(async (t) => (await db.select<{ jit: string }>('SHOW jit', [], t))[0].jit)).toBe('off');
+    // A read replica's pool the same (here on the primary's URL; any server does for a setting).
+    const replica = new Replica(h.services.config.databaseUrl, 1);
+    try {
+      expect(await replica.sequelize.query('SHOW jit', { type: QueryTypes.SELECT })).toEqual([{ jit: 'off' }]);
+    } finally {
+      await replica.close();
+    }
   });
 
   it('should log the settings at start, as bench/create-payment reads them to compare with its baseline', () => {
