@@ -109,7 +109,11 @@ describe(`models against the migrated ${DIALECT} schema`, () => {
       for (const [name, c] of Object.entries(described)) {
         columns[name] = { type: dbType(c.type), nullable: c.allowNull, primaryKey: c.primaryKey, defaultValue: defaultText(c.defaultValue) };
       }
-      expect({ table: tableOf(model), columns: modelColumns(model) }).toEqual({ table: tableOf(model), columns });
+      const declared = modelColumns(model);
+      // PostgreSQL only: events.seq defaults to its sequence (migration 0029), so that an instance
+      // of the release before, during a rolling upgrade, still numbers the events it writes.
+      if (DIALECT === 'postgres' && tableOf(model) === 'events') declared.seq.defaultValue = 'nextval(events_stream_seq::regclass)';
+      expect({ table: tableOf(model), columns: declared }).toEqual({ table: tableOf(model), columns });
     }
   });
 

@@ -136,4 +136,20 @@ describe('EventStore', () => {
       expect(byObject.data).toEqual([kept]);
     });
   }
+
+  // PostgreSQL only: an instance of the release before migration 0029, still running during a
+  // rolling upgrade, writes events without seq (SQLite has one instance per file).
+  if (DIALECT === 'postgres') it('should number an event written without seq, after those written before it, and read it back from a position', async () => {
+    const first = event('customer.created', at(300));
+    await write(A, first);
+    const old = event('customer.updated', at(301));
+    await h.services.db.execute(
+      'INSERT INTO events (id, account_id, mode, type, object_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [old.id, A.accountId, A.mode, old.type, 'cus_1', JSON.stringify(old.data), new Date(old.createdAt)],
+    );
+    const seqs = await h.services.db.select<{ id: string; seq: string | number | null }>('SELECT id, seq FROM events WHERE id IN ($1, $2)', [first.id, old.id]);
+    const seqOf = (id: string) => Number(seqs.find((r) => r.id === id)?.seq);
+    expect(seqOf(old.id)).toBeGreaterThan(seqOf(first.id));
+    expect((await store.loadAfter(A, { after: first.id }, null, 10)).map((e) => e.id)).toEqual([old.id]);
+  });
 });
