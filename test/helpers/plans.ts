@@ -1,4 +1,6 @@
 import type { Database } from '../../src/db/database';
+import type { TestDatabase } from './db';
+import { migratedDatabase } from './migrated-db';
 
 /** A statement as the database logging saw it, without Sequelize's `Executing (…): ` prefix. */
 export const loggedSql = (logged: string): string => logged.replace(/^Executing \([^)]*\): /, '');
@@ -34,4 +36,32 @@ export async function postgresPlans(
     throw rollback;
   }).catch((err) => { if (err !== rollback) throw err; });
   return plans;
+}
+
+/**
+ * A migrated database of the test file's own for plan tests, opened in the file's beforeAll and
+ * dropped in its afterAll: `db` (from the file's first test on), and `statementsOf(run, match)`,
+ * the statements `run` sent (those matching `match`, when given), as the database logged them.
+ */
+export function plansDatabase(): { readonly db: Database; statementsOf(run: () => Promise<unknown>, match?: RegExp): Promise<string[]> } {
+  let opened: { database: TestDatabase; db: Database } | undefined;
+  const statements: string[] = [];
+  beforeAll(async () => {
+    opened = await migratedDatabase((sql) => statements.push(loggedSql(sql)));
+  });
+  afterAll(async () => {
+    await opened?.db.close();
+    await opened?.database.drop();
+  });
+  return {
+    get db() {
+      if (!opened) throw new Error('plansDatabase: its database opens in beforeAll');
+      return opened.db;
+    },
+    async statementsOf(run, match) {
+      statements.length = 0;
+      await run();
+      return statements.filter((s) => match === undefined || match.test(s));
+    },
+  };
 }

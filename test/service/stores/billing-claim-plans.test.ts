@@ -1,25 +1,17 @@
 import 'reflect-metadata';
 import type { Database } from '../../../src/db/database';
 import { SubscriptionStore } from '../../../src/modules/subscriptions/subscription.store';
-import { DIALECT, type TestDatabase } from '../../helpers/db';
-import { migratedDatabase } from '../../helpers/migrated-db';
-import { loggedSql, postgresPlans } from '../../helpers/plans';
+import { DIALECT } from '../../helpers/db';
+import { plansDatabase, postgresPlans } from '../../helpers/plans';
 
 // The billing run's claim (SubscriptionStore.claimDue) must update the subscriptions it chose by
 // id, however many the table holds: as `id IN (SELECT … LIMIT $2)` PostgreSQL's generic plan
 // hash-joined a sequential scan of every subscription on each claim.
 
-let database: TestDatabase;
+const planned = plansDatabase();
 let db: Database;
-const statements: string[] = [];
-
-beforeAll(async () => {
-  ({ database, db } = await migratedDatabase((sql) => statements.push(loggedSql(sql))));
-});
-
-afterAll(async () => {
-  await db.close();
-  await database.drop();
+beforeAll(() => {
+  db = planned.db;
 });
 
 const TIME = DIALECT === 'postgres' ? 'now()' : "'2026-01-01 00:00:00.000 +00:00'";
@@ -32,11 +24,9 @@ const SUBSCRIPTIONS = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 F
 
 describe('claiming due subscriptions for a billing run', () => {
   it('should update the subscriptions it chose by id', async () => {
-    const claimSql = async () => {
-      statements.length = 0;
-      await new SubscriptionStore(db).claimDue(new Date(Date.now() + 86_400_000), 100, 60_000, 'tok_plan', null);
-      return statements.filter((s) => /UPDATE subscriptions SET billing_locked_until/.test(s))[0];
-    };
+    const claimSql = async () => (await planned.statementsOf(
+      () => new SubscriptionStore(db).claimDue(new Date(Date.now() + 86_400_000), 100, 60_000, 'tok_plan', null), /UPDATE subscriptions SET billing_locked_until/,
+    ))[0];
     const args = [new Date(Date.now() + 86_400_000).toISOString(), 100, 60_000, 'tok_plan'];
     if (DIALECT === 'postgres') {
       const plans = await postgresPlans(db, [SUBSCRIPTIONS], [{ sql: await claimSql(), args }]);

@@ -2,25 +2,17 @@ import 'reflect-metadata';
 import type { Database } from '../../../src/db/database';
 import { Filter, newestPerParent, pagePerParent } from '../../../src/db/list';
 import { EventStore } from '../../../src/modules/events/event.store';
-import { DIALECT, type TestDatabase } from '../../helpers/db';
-import { migratedDatabase } from '../../helpers/migrated-db';
-import { loggedSql, postgresPlans } from '../../helpers/plans';
+import { DIALECT } from '../../helpers/db';
+import { plansDatabase, postgresPlans } from '../../helpers/plans';
 
 // Lists of ids bound as one JSON array (Database.inJsonList): on PostgreSQL each id must be an
 // index condition, not `IN (SELECT …)` hash-joined over a sequential scan of the account's rows,
 // in the custom plan and in a prepared statement's generic one.
 
-let database: TestDatabase;
+const planned = plansDatabase();
 let db: Database;
-const statements: string[] = [];
-
-beforeAll(async () => {
-  ({ database, db } = await migratedDatabase((sql) => statements.push(loggedSql(sql))));
-});
-
-afterAll(async () => {
-  await db.close();
-  await database.drop();
+beforeAll(() => {
+  db = planned.db;
 });
 
 // The plans are PostgreSQL's; on SQLite the file checks what the helpers select (below).
@@ -40,11 +32,7 @@ const EVENTS = `INSERT INTO events (id, account_id, mode, type, object_id, data,
     FROM generate_series(1, 30000) g`;
 
 /** The statements `run` sends. */
-async function sent(run: () => Promise<unknown>): Promise<string[]> {
-  statements.length = 0;
-  await run();
-  return [...statements];
-}
+const sent = (run: () => Promise<unknown>) => planned.statementsOf(run);
 
 describe('lists of ids bound as one JSON array', () => {
   it('should select exactly the rows whose column is among the ids (inJsonList) or not among them (notInJsonList), none or all for an empty list', async () => {

@@ -3,9 +3,8 @@ import type { Database } from '../../../src/db/database';
 import { WebhookStore, type BatchedSettle, type ClaimedDelivery } from '../../../src/modules/webhooks/webhook.store';
 import { MailStore } from '../../../src/modules/mail/mail.store';
 import { systemClock } from '../../../src/core/clock';
-import { DIALECT, type TestDatabase } from '../../helpers/db';
-import { migratedDatabase } from '../../helpers/migrated-db';
-import { loggedSql, postgresPlans } from '../../helpers/plans';
+import { DIALECT } from '../../helpers/db';
+import { plansDatabase, postgresPlans } from '../../helpers/plans';
 
 // A batch of outcomes (WebhookStore.settleBatch) must find its deliveries by id, however many
 // rows the table holds: joined on the ids alone, PostgreSQL hash-joined a sequential scan of the
@@ -14,17 +13,10 @@ import { loggedSql, postgresPlans } from '../../helpers/plans';
 // plan hash-joined a sequential scan of every row ever written, on each claim, and the loose scan
 // for the endpoints with pending rows read through the endpoint's delivered rows first.
 
-let database: TestDatabase;
+const planned = plansDatabase();
 let db: Database;
-const statements: string[] = [];
-
-beforeAll(async () => {
-  ({ database, db } = await migratedDatabase((sql) => statements.push(loggedSql(sql))));
-});
-
-afterAll(async () => {
-  await db.close();
-  await database.drop();
+beforeAll(() => {
+  db = planned.db;
 });
 
 const claim = (id: string): ClaimedDelivery => ({
@@ -40,19 +32,20 @@ const batch = (ids: string[]): BatchedSettle[] => ids.map((id) => {
 
 /** The statement that settles the deliveries of a batch, with its bound rows. */
 async function settleStatement(): Promise<{ sql: string; rows: string }> {
-  statements.length = 0;
   const rows: string[] = [];
   const select = db.select.bind(db);
   const spy = jest.spyOn(db, 'select').mockImplementation(async (sql, bind, t) => {
     if (/UPDATE webhook_deliveries/.test(sql)) rows.push(String(bind?.[0]));
     return select(sql, bind, t);
   });
+  let sql: string;
   try {
-    expect(await new WebhookStore(db).settleBatch(batch(['whd_plan_1', 'whd_plan_2']))).toEqual([null, null]);
+    [sql] = await planned.statementsOf(async () => {
+      expect(await new WebhookStore(db).settleBatch(batch(['whd_plan_1', 'whd_plan_2']))).toEqual([null, null]);
+    }, /UPDATE webhook_deliveries/);
   } finally {
     spy.mockRestore();
   }
-  const [sql] = statements.filter((s) => /UPDATE webhook_deliveries/.test(s));
   return { sql, rows: rows[0] };
 }
 
@@ -85,13 +78,6 @@ describe('settling a batch of webhook outcomes', () => {
   });
 });
 
-/** The statements `run` makes that `match`. */
-async function statementsOf(run: () => Promise<unknown>, match: RegExp): Promise<string[]> {
-  statements.length = 0;
-  await run();
-  return statements.filter((s) => match.test(s));
-}
-
 const ENDPOINT = `INSERT INTO webhook_endpoints (id, account_id, mode, url, secret_sealed, events, status, created_at, updated_at)
   VALUES ('we_plan', 'acct_plan', 'test', 'https://example.com/', 's', '["*"]', 'enabled', ${TIME}, ${TIME})`;
 // 5,000 mails, a tenth of them queued.
@@ -102,7 +88,7 @@ const MAILS = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WH
 
 describe('claiming webhook deliveries and mails', () => {
   it('should find the endpoints with pending rows in the pending index, and claim the chosen rows by id', async () => {
-    const claimSql = async () => (await statementsOf(
+    const claimSql = async () => (await planned.statementsOf(
       () => new WebhookStore(db).claim({ clock: systemClock, limit: 16, inFlight: new Map(), perEndpoint: 16, leaseMs: 60_000 }), /UPDATE webhook_deliveries/,
     ))[0];
     if (DIALECT === 'postgres') {
@@ -145,7 +131,7 @@ describe('claiming webhook deliveries and mails', () => {
   });
 
   it('should claim the mail outbox\'s chosen rows by id', async () => {
-    const claimSql = async () => (await statementsOf(() => new MailStore(db).claim({ now: new Date(), limit: 8, leaseMs: 60_000 }), /UPDATE mail_outbox/))[0];
+    const claimSql = async () => (await planned.statementsOf(() => new MailStore(db).claim({ now: new Date(), limit: 8, leaseMs: 60_000 }), /UPDATE mail_outbox/))[0];
     if (DIALECT === 'postgres') {
       const plans = await postgresPlans(db, [MAILS], [{ sql: await claimSql(), args: [new Date().toISOString(), 8, 60_000, 'tok_claim'] }]);
       for (const plan of plans) {
