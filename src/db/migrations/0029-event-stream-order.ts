@@ -7,9 +7,9 @@ import { DataTypes, type QueryInterface } from 'sequelize';
  * that clock's time (a month ahead, a year behind): in created_at order a stream resumed after
  * such an event skipped every event written after it but stamped before it.
  *
- * seq is given by the INSERT itself (EventStore): on PostgreSQL the sequence `events_stream_seq`
- * (also the column's default there), on SQLite one more than the account and mode's highest (SQLite has one writer at a time, so
- * there it is also the order of the commits). The events already written are numbered in their
+ * On PostgreSQL seq is the column's default, the sequence `events_stream_seq`; on SQLite
+ * EventStore's INSERT gives one more than the account and mode's highest (SQLite has one writer at
+ * a time, so there it is also the order of the commits). The events already written are numbered in their
  * old order. `events_stream_idx` (account_id, mode, seq) reads a stream on from a position and
  * answers SQLite's highest.
  */

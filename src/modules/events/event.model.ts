@@ -14,8 +14,9 @@ export class EventModel extends Model {
   @Column({ type: DataType.TEXT, allowNull: false }) declare data: string;
   @Column({ type: DataType.DATE(3), allowNull: false }) declare createdAt: Date;
   /**
-   * Its place in the order events were written, the live streams' order (migration 0029): given
-   * by EventStore's INSERTs (PostgreSQL's events_stream_seq; SQLite: the scope's highest + 1).
+   * Its place in the order events were written, the live streams' order (migration 0029):
+   * PostgreSQL's column default (events_stream_seq); on SQLite EventStore's INSERT gives the
+   * scope's highest + 1.
    */
   @Column({ type: DataType.BIGINT, allowNull: true }) declare seq: number | null;
 

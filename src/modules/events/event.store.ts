@@ -46,6 +46,16 @@ export function eventJsonSql(e: string): string {
 
 const COLUMNS = 'id, type, data, created_at, mode';
 
+/*
+ * An event's `seq`, the order events were written (migration 0029): on PostgreSQL the column's
+ * default, the sequence events_stream_seq (the batch statements below take it too); on SQLite one
+ * more than the account and mode's highest (events_stream_idx), which its one writer at a time
+ * makes the order of the commits as well.
+ */
+const INSERT_PG = 'INSERT INTO events (id, account_id, mode, type, object_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)';
+const INSERT_SQLITE = `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE account_id = $2 AND mode = $3))`;
+
 /**
  * Where events are kept. Writing an event is on every state change's path (one bound INSERT in
  * the change's transaction, or a CTE part of the payments' PostgreSQL group commit); reading
@@ -55,22 +65,10 @@ export class EventStore {
   constructor(private readonly db: Database) {}
 
   async insert(t: Transaction, event: ApiEvent, scope: Scope): Promise<void> {
-    await this.db.execute(
-      `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, ${this.nextSeq('$2', '$3')})`,
+    await this.db.execute(this.db.dialect === 'postgres' ? INSERT_PG : INSERT_SQLITE,
       [event.id, scope.accountId, scope.mode, event.type, objectIdOf(event), JSON.stringify(event.data), new Date(event.createdAt)],
       t,
     );
-  }
-
-  /**
-   * The SQL of a new event's `seq` (the order events were written): PostgreSQL's sequence;
-   * SQLite, one more than the highest of the account and mode (events_stream_idx), which its one
-   * writer at a time makes the order of the commits too.
-   */
-  private nextSeq(accountId: string, mode: string): string {
-    return this.db.dialect === 'postgres'
-      ? "nextval('events_stream_seq')"
-      : `(SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE account_id = ${accountId} AND mode = ${mode})`;
   }
 
   /** Whether the scope has an event of `type` created after `since` (events_type_idx). */
@@ -97,8 +95,8 @@ export class EventStore {
     }));
     const parts: CtePart[] = [{
       name: 'evt',
-      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq)
-        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, v.data::text, v.created_at, nextval('events_stream_seq')
+      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
+        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, v.data::text, v.created_at
           FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
                AS v(id text, account_id text, mode text, type text, object_id text, data json, created_at timestamptz)
         RETURNING id, account_id, mode, type, data, created_at`,
@@ -122,8 +120,8 @@ export class EventStore {
     }));
     return {
       name,
-      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq)
-        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, '{"object":' || s.${source.jsonColumn} || '}', v.created_at, nextval('events_stream_seq')
+      sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
+        SELECT v.id, v.account_id, v.mode, v.type, v.object_id, '{"object":' || s.${source.jsonColumn} || '}', v.created_at
           FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
                AS v(id text, account_id text, mode text, type text, object_id text, created_at timestamptz, source text)
           JOIN ${source.relation} s ON s.id = v.source
