@@ -22,7 +22,8 @@ const typesStartingWith = (prefix: string) => EVENT_TYPES.filter((type) => type.
  */
 function streamFor(data: Data, resource: string, types: readonly string[] | null, about?: (e: PublishedEvent) => boolean, after?: string | null) {
   const { rc, services } = data.context;
-  return services.events.stream(rc, { after }, { resource, types, about });
+  // The events subscription is the one resumed after its last event: it streams in write order.
+  return services.events.stream(rc, { after }, { resource, types, about, ordered: resource === 'events' });
 }
 
 function asEvent(e: PublishedEvent) {

@@ -18,6 +18,8 @@ import { CatalogService } from './modules/catalog/catalog.service';
 import { TaxRateService } from './modules/tax-rates/tax-rate.service';
 import { EventService } from './modules/events/event.service';
 import { EventStore } from './modules/events/event.store';
+import { EventTail, PostgresEventHorizon, SQLITE_HORIZON } from './modules/events/event-tail';
+import { EVENT_STREAM_LIMITS } from './modules/events/event-stream';
 import { IdempotencyService } from './modules/idempotency/idempotency.service';
 import { IdempotencyStore } from './modules/idempotency/idempotency.store';
 import { SecretBox, deriveKey, loadEncryptionKey } from './core/crypto';
@@ -161,7 +163,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     : undefined;
   await redisBreaker?.start();
   const bus = new EventBus();
-  const events = new EventService(new EventStore(db), bus);
+  const eventStore = new EventStore(db);
+  const eventTail = new EventTail(eventStore, db.dialect === 'postgres' ? new PostgresEventHorizon(db, logger) : SQLITE_HORIZON, bus, logger);
+  const events = new EventService(eventStore, bus, EVENT_STREAM_LIMITS, eventTail);
   // Committed events reach subscribers on every instance: Redis when configured (with NOTIFY
   // beside it on PostgreSQL, for when Redis is unavailable), else NOTIFY.
   const loadEvent = (ids: string[]) => events.loadPublished(ids);
@@ -275,6 +279,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       mail.close();
       await closeInvoicePdfRenderer();
       redisBreaker?.stop();
+      eventTail.stop();
       await fanout?.stop();
       if (redis) redis.disconnect();
       await db.close();

@@ -8,6 +8,11 @@ export interface PublishedEvent {
   livemode: boolean;
   accountId: string;
   data: { object: Record<string, unknown> };
+  /**
+   * Where it was written in its account and mode's order (`events.seq`), when it was read from
+   * the database (the ordered streams' tail, a read-back): the streams' own, never sent.
+   */
+  seq?: number;
 }
 
 /** An account and mode that open streams (GraphQL subscriptions) listen to. */
@@ -92,44 +97,61 @@ export class EventBus {
    * scope is remembered while the stream is open, so events missed can be read back for it.
    */
   stream(scope: StreamScope, filter: (event: PublishedEvent) => boolean): AsyncIterableIterator<PublishedEvent> {
-    const queue: PublishedEvent[] = [];
-    let wake: (() => void) | undefined;
-    let done = false;
     const scopeKey = `${scope.accountId}:${scope.livemode}`;
     const open = this.openStreams.get(scopeKey) ?? { ...scope, streams: 0 };
     open.streams += 1;
     this.openStreams.set(scopeKey, open);
+    const stream = queuedIterator<PublishedEvent>(() => {
+      open.streams -= 1;
+      if (open.streams === 0) this.openStreams.delete(scopeKey);
+      unsubscribe();
+    });
     const unsubscribe = this.subscribe((event) => {
       if (event.accountId !== scope.accountId || event.livemode !== scope.livemode || !filter(event)) return;
-      queue.push(event);
-      wake?.();
+      stream.push(event);
     });
-    const finish = async () => {
-      if (!done) {
-        open.streams -= 1;
-        if (open.streams === 0) this.openStreams.delete(scopeKey);
-      }
-      done = true;
-      unsubscribe();
-      wake?.();
-      return { value: undefined, done: true } as IteratorResult<PublishedEvent>;
-    };
-    const iterator: AsyncIterableIterator<PublishedEvent> = {
-      async next() {
-        while (!done && queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-        wake = undefined;
-        if (queue.length > 0) return { value: queue.shift() as PublishedEvent, done: false };
-        return { value: undefined, done: true };
-      },
-      return: finish,
-      throw: async (err) => {
-        await finish();
-        throw err;
-      },
-      [Symbol.asyncIterator]() {
-        return iterator;
-      },
-    };
-    return iterator;
+    return stream.iterator;
   }
+}
+
+/**
+ * An async iterator over values pushed to it, in the order pushed, held until taken; `onEnd` runs
+ * once, when the consumer ends it (return or throw).
+ */
+export function queuedIterator<T>(onEnd: () => void): { push(value: T): void; iterator: AsyncIterableIterator<T> } {
+  const queue: T[] = [];
+  let wake: (() => void) | undefined;
+  let done = false;
+  const finish = async (): Promise<IteratorResult<T>> => {
+    if (!done) {
+      done = true;
+      onEnd();
+    }
+    wake?.();
+    return { value: undefined, done: true };
+  };
+  const iterator: AsyncIterableIterator<T> = {
+    async next() {
+      while (!done && queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+      if (queue.length > 0) return { value: queue.shift() as T, done: false };
+      return { value: undefined, done: true };
+    },
+    return: finish,
+    throw: async (err) => {
+      await finish();
+      throw err;
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return {
+    push(value) {
+      if (done) return;
+      queue.push(value);
+      wake?.();
+    },
+    iterator,
+  };
 }

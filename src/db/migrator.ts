@@ -31,6 +31,7 @@ import * as m0027 from './migrations/0027-list-filter-indexes';
 import * as m0028 from './migrations/0028-exports';
 import * as m0029 from './migrations/0029-event-stream-order';
 import * as m0030 from './migrations/0030-webhook-endpoint-order';
+import * as m0031 from './migrations/0031-event-seq-after-xid';
 
 type Migration = { up(p: { context: QueryInterface }): Promise<void>; down(p: { context: QueryInterface }): Promise<void> };
 
@@ -66,6 +67,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['0028-exports', m0028],
   ['0029-event-stream-order', m0029],
   ['0030-webhook-endpoint-order', m0030],
+  ['0031-event-seq-after-xid', m0031],
 ];
 
 export function createMigrator(db: Database, log: (msg: string) => void = () => undefined) {

@@ -52,6 +52,14 @@ export function withReplicaReads<T>(fn: () => Promise<T>, options: { notBefore?:
 }
 
 /**
+ * Runs `fn` with every statement on the primary, whatever scope it was called from: the ordered
+ * live streams' reads (EventTail), which must see what the primary's horizon says has ended.
+ */
+export function onPrimary<T>(fn: () => Promise<T>): Promise<T> {
+  return scopes.run({ replica: false }, fn);
+}
+
+/**
  * The current request only reads: its reads may go to a replica, unless `caller` (an API key's
  * id, or a public request's client address) wrote within REPLICA_READ_AFTER_WRITE_MS. Without a
  * scope (no replicas configured) it does nothing.

@@ -262,7 +262,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
         }),
       });
       const broke = await new Promise<unknown>((resolve) => {
-        client.subscribe({ query: 'subscription { events { id } }' }, { next: resolve, error: resolve, complete: () => resolve('complete') });
+        client.subscribe({ query: 'subscription { paymentUpdated { id } }' }, { next: resolve, error: resolve, complete: () => resolve('complete') });
       });
       const errors = (Array.isArray(broke) ? broke : (broke as { errors: unknown[] }).errors) as Array<{ extensions: { code: string } }>;
       expect(errors[0].extensions.code).toBe('internal_error');

@@ -1,7 +1,6 @@
 import type { RequestContext } from '../../src/core/context';
-import type { PublishedEvent } from '../../src/core/event-bus';
 import { EventStore } from '../../src/modules/events/event.store';
-import type { ResumableEventStream } from '../../src/modules/events/event-stream';
+import { nothingWithin, take } from '../helpers/event-streams';
 import { refusal, startServices, withPermissions, type ServiceHarness } from '../helpers/services';
 
 /**
@@ -32,25 +31,6 @@ async function write(on: RequestContext = ctx, advance = 1): Promise<string> {
   return event.id;
 }
 
-async function take(stream: ResumableEventStream, count: number): Promise<PublishedEvent[]> {
-  const taken: PublishedEvent[] = [];
-  while (taken.length < count) {
-    const next = await Promise.race([
-      stream.next(),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${taken.length} of ${count} events`)), 10_000).unref()),
-    ]);
-    if (next.done) throw new Error(`the stream ended after ${taken.length} of ${count} events`);
-    taken.push(next.value);
-  }
-  return taken;
-}
-
-/** Nothing more arrives within `ms`. */
-async function nothingMore(stream: ResumableEventStream, ms = 200): Promise<void> {
-  const more = await Promise.race([stream.next().then((r) => r.value?.id ?? 'ended'), new Promise((resolve) => setTimeout(() => resolve(null), ms))]);
-  expect(more).toBeNull();
-}
-
 describe('EventService.stream', () => {
   it('should replay the events after `after` page by page, then go live, every event once, in order, while events are written meanwhile', async () => {
     h.services.events.streamLimits = { pageSize: 5, maxBuffered: 1000, maxReplayedIds: 10_000 };
@@ -75,7 +55,7 @@ describe('EventService.stream', () => {
     const live: string[] = [];
     for (let i = 0; i < 5; i++) live.push(await write());
     const rest = await take(stream, during.length + live.length);
-    await nothingMore(stream);
+    await nothingWithin(stream);
     await stream.return();
     expect([...replayed, ...rest].map((e) => e.id)).toEqual([...before.slice(3), ...during, ...live]);
     // Read back 5 at a time, a page only once the subscriber took the one before: the 20 events
@@ -105,7 +85,7 @@ describe('EventService.stream', () => {
     for (const call of spy.mock.calls) expect(call[3]).toBe(10);
     const live = await write();
     expect((await take(stream, 1))[0].id).toBe(live);
-    await nothingMore(stream);
+    await nothingWithin(stream);
     await stream.return();
   });
 
@@ -117,7 +97,7 @@ describe('EventService.stream', () => {
     expect(new Set(listed)).toEqual(new Set(same));
     const stream = await h.services.events.stream(ctx, { after: same[2] }, { resource: 'events', types: null });
     expect((await take(stream, 5)).map((e) => e.id)).toEqual(same.slice(3));
-    await nothingMore(stream);
+    await nothingWithin(stream);
     await stream.return();
   });
 
@@ -133,13 +113,13 @@ describe('EventService.stream', () => {
     expect(updated).toHaveLength(1);
     const typed = await h.services.events.stream(ctx, { after: start }, { resource: 'events', types: ['customer.updated', 'price.created'] });
     expect((await take(typed, 1)).map((e) => e.id)).toEqual(updated);
-    await nothingMore(typed);
+    await nothingWithin(typed);
     await typed.return();
     // A key that may not read products gets no product event back, even asking for every type.
     const restricted = withPermissions(ctx, ['events:read', 'customers:read']);
     const all = await h.services.events.stream(restricted, { after: start }, { resource: 'events', types: null });
     expect((await take(all, 2)).map((e) => e.type)).toEqual(['customer.created', 'customer.updated']);
-    await nothingMore(all);
+    await nothingWithin(all);
     await all.return();
   });
 

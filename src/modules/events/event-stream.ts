@@ -23,7 +23,7 @@ export interface EventStreamLimits {
 
 export const EVENT_STREAM_LIMITS: EventStreamLimits = { pageSize: 100, maxBuffered: 1000, maxReplayedIds: 10_000 };
 
-const position = (e: PublishedEvent): StreamPosition => ({ after: e.id });
+const position = (e: PublishedEvent): StreamPosition => (e.seq === undefined ? { after: e.id } : { after: e.id, seq: e.seq });
 
 /**
  * A live event stream that can start in the past and never holds more than a bounded number of
@@ -62,6 +62,12 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
    * arrive after it was read, and a delivered one may be read back again.
    */
   private readonly replayed = new Set<string>();
+  /**
+   * The seq of the event the stream starts after, when known: an ordered live source (EventTail)
+   * already open for the scope may still be behind it, and its events up to there are the
+   * subscriber's already.
+   */
+  private readonly floorSeq: number | null;
   private done = false;
   private liveEnded = false;
   private failure: { error: unknown } | null = null;
@@ -77,6 +83,7 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
     // Listening starts now, before anything is read back: that is what leaves no gap.
     this.live = source.live()[Symbol.asyncIterator]();
     this.readFrom = start;
+    this.floorSeq = start !== null && 'after' in start && start.seq !== undefined ? start.seq : null;
     void this.pump();
   }
 
@@ -157,7 +164,7 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
       }
       const live = this.buffer.shift();
       if (live) {
-        if (!this.replayed.has(live.id)) return this.deliver(live);
+        if (!this.replayed.has(live.id) && !(this.floorSeq !== null && live.seq !== undefined && live.seq <= this.floorSeq)) return this.deliver(live);
         continue;
       }
       if (this.liveEnded) {

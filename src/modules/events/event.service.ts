@@ -10,6 +10,8 @@ import type { Params } from '../../db/params';
 import type { CtePart } from '../../db/statement';
 import type { ApiEvent, EventStore } from './event.store';
 import { listEventsInput, listObjectEventsInput, streamEventsInput } from './event.inputs';
+import type { EventTail } from './event-tail';
+import { onPrimary } from '../../db/read-routing';
 import { EVENT_STREAM_LIMITS, ResumableEventStream, type EventStreamLimits } from './event-stream';
 import type { EventObjects } from './event-objects';
 import { EVENT_TYPES, type EventType } from './event-types';
@@ -124,6 +126,12 @@ export class EventService {
     private readonly bus: EventBus,
     /** How much a live stream holds for its subscriber (tests make it small). */
     public streamLimits: EventStreamLimits = EVENT_STREAM_LIMITS,
+    /**
+     * Where the ordered streams (`ordered`: the events subscription, which a subscriber resumes
+     * after its last event) take their live events from, in the order they were written. Without
+     * it (some unit tests), from the bus as they are published.
+     */
+    public tail?: EventTail,
   ) {}
 
   onWrite(hook: EventWriteHook): void {
@@ -260,7 +268,7 @@ export class EventService {
   async stream(
     ctx: RequestContext,
     input: unknown,
-    filter: { resource: string; types: readonly string[] | null; about?: (event: PublishedEvent) => boolean },
+    filter: { resource: string; types: readonly string[] | null; about?: (event: PublishedEvent) => boolean; ordered?: boolean },
   ): Promise<ResumableEventStream> {
     requirePermission(ctx, filter.resource, 'read');
     const { after } = parseInput(streamEventsInput, input);
@@ -272,11 +280,23 @@ export class EventService {
     const types = filter.types === null ? null : new Set(filter.types);
     const accepts = (e: PublishedEvent) => (types === null || types.has(e.type)) && (filter.about?.(e) ?? true) && this.canSee(ctx, e.type);
     const sqlTypes = narrowTypes(filter.types, readableEventTypes(ctx.permissions));
+    const tail = filter.ordered ? this.tail : undefined;
     return new ResumableEventStream(
-      {
-        live: () => this.bus.stream(scope, accepts),
-        after: (position, limit) => this.store.loadAfter(ctx, position, sqlTypes, limit),
-      },
+      tail
+        ? {
+          live: () => tail.stream(scope, accepts),
+          // Never past the horizon, and at least to where the live tail started: nothing
+          // between the two is missed, and nothing read back comes before an event not yet committed.
+          after: async (position, limit) => {
+            await tail.ready(scope);
+            const top = await tail.settledTop();
+            return onPrimary(() => this.store.loadAfter(ctx, position, sqlTypes, limit, top));
+          },
+        }
+        : {
+          live: () => this.bus.stream(scope, accepts),
+          after: (position, limit) => this.store.loadAfter(ctx, position, sqlTypes, limit),
+        },
       start,
       accepts,
       this.streamLimits,

@@ -21,9 +21,9 @@ type Scope = { accountId: string; mode: string };
 
 /**
  * Where a live stream reads on from, in the order events were written (`seq`, migration 0029):
- * after an event, or from the first written of several events, that one included.
+ * after an event (with its seq when known), or from the first written of several events, that one included.
  */
-export type StreamPosition = { after: string } | { from: readonly string[] };
+export type StreamPosition = { after: string; seq?: number } | { from: readonly string[] };
 
 /** An event of a batch part: its row, and the id of the caller's row holding its object's JSON. */
 export interface EventPartRow {
@@ -153,8 +153,9 @@ export class EventStore {
 
   /** The position after an event of the account and mode, or null when the account and mode have no such event. */
   async positionOf(scope: Scope, id: string): Promise<StreamPosition | null> {
-    const rows = await this.db.select('SELECT id FROM events WHERE id = $1 AND account_id = $2 AND mode = $3', [id, scope.accountId, scope.mode]);
-    return rows.length === 0 ? null : { after: rows[0].id as string };
+    const rows = await this.db.select('SELECT id, seq FROM events WHERE id = $1 AND account_id = $2 AND mode = $3', [id, scope.accountId, scope.mode]);
+    if (rows.length === 0) return null;
+    return rows[0].seq === null ? { after: rows[0].id as string } : { after: rows[0].id as string, seq: Number(rows[0].seq) };
   }
 
   /**
@@ -163,7 +164,7 @@ export class EventStore {
    * events_stream_idx starting at the position's seq (looked up by id in the same statement),
    * read one page at a time by the live streams that resume or fell behind.
    */
-  async loadAfter(scope: Scope, position: StreamPosition, types: readonly string[] | null, limit: number): Promise<PublishedEvent[]> {
+  async loadAfter(scope: Scope, position: StreamPosition, types: readonly string[] | null, limit: number, upTo: number | null = null): Promise<PublishedEvent[]> {
     const start = 'after' in position
       ? 'seq > (SELECT seq FROM events WHERE id = $3 AND account_id = $1 AND mode = $2)'
       // By id alone (the primary key; the ids are the stream's own, of the scope): with the scope's
@@ -172,12 +173,49 @@ export class EventStore {
     const values: unknown[] = [scope.accountId, scope.mode, 'after' in position ? position.after : this.db.jsonParam([...position.from])];
     const typed = types === null ? '' : ` AND ${this.db.inJsonList('type', '$4')}`;
     if (types !== null) values.push(JSON.stringify(types));
+    let below = '';
+    if (upTo !== null) {
+      values.push(upTo);
+      below = ` AND seq <= $${values.length}`;
+    }
     const rows = await this.db.select(
-      `SELECT ${COLUMNS}, account_id FROM events WHERE account_id = $1 AND mode = $2 AND ${start}${typed}
+      `SELECT ${COLUMNS}, account_id, seq FROM events WHERE account_id = $1 AND mode = $2 AND ${start}${typed}${below}
        ORDER BY seq LIMIT ${Math.trunc(limit)}`,
       values,
     );
     return rows.map(toPublished);
+  }
+
+  /**
+   * The account and mode's next `limit` events written after `afterSeq` (null: from the first),
+   * up to `upTo` included (null: every one there is), in the order they were written: the ordered
+   * live streams' tail (EventTail), a range of events_stream_idx.
+   */
+  async loadSeqRange(scope: StreamScope, afterSeq: number | null, upTo: number | null, limit: number): Promise<PublishedEvent[]> {
+    const values: unknown[] = [scope.accountId, scope.livemode ? 'live' : 'test'];
+    let range = '';
+    if (afterSeq !== null) {
+      values.push(afterSeq);
+      range += ` AND seq > $${values.length}`;
+    }
+    if (upTo !== null) {
+      values.push(upTo);
+      range += ` AND seq <= $${values.length}`;
+    }
+    const rows = await this.db.select(
+      `SELECT ${COLUMNS}, account_id, seq FROM events WHERE account_id = $1 AND mode = $2 AND seq IS NOT NULL${range}
+       ORDER BY seq LIMIT ${Math.trunc(limit)}`,
+      values,
+    );
+    return rows.map(toPublished);
+  }
+
+  /** The highest seq of the account and mode's events, or null when it has none (SQLite's tail starts there). */
+  async lastSeq(scope: StreamScope): Promise<number | null> {
+    const rows = await this.db.select<{ seq: unknown }>(
+      'SELECT MAX(seq) AS seq FROM events WHERE account_id = $1 AND mode = $2', [scope.accountId, scope.livemode ? 'live' : 'test'],
+    );
+    return rows[0]?.seq === null || rows[0]?.seq === undefined ? null : Number(rows[0].seq);
   }
 
   /**
@@ -233,7 +271,9 @@ export async function findEvent(scope: Scope, id: string): Promise<ApiEvent | nu
 }
 
 function toPublished(row: Record<string, unknown>): PublishedEvent {
-  return { ...toApiEvent(row), accountId: row.account_id as string };
+  const event: PublishedEvent = { ...toApiEvent(row), accountId: row.account_id as string };
+  if (row.seq !== undefined && row.seq !== null) event.seq = Number(row.seq);
+  return event;
 }
 
 export function toApiEvent(row: Record<string, unknown>): ApiEvent {

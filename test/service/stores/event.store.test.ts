@@ -152,4 +152,23 @@ describe('EventStore', () => {
     expect(seqOf(old.id)).toBeGreaterThan(seqOf(first.id));
     expect((await store.loadAfter(A, { after: first.id }, null, 10)).map((e) => e.id)).toEqual([old.id]);
   });
+
+  // PostgreSQL only (migration 0031): the ordered streams' horizon waits for the transactions
+  // running after it read the sequence, which covers one that took a seq only if it had its
+  // transaction id first. The default takes the id even when the event is the first thing written.
+  if (DIALECT === 'postgres') it('should give a transaction its id before it takes an event\'s seq', async () => {
+    const [{ seq }] = await h.services.db.select<{ seq: string }>(
+      "SELECT pg_get_expr(d.adbin, d.adrelid) AS seq FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = 'events'::regclass AND a.attname = 'seq'",
+    );
+    // Three transactions: plain nextval gives one an id only when it logs the sequence (one call in 32).
+    for (let i = 0; i < 3; i++) {
+      const assigned = await h.services.db.transaction(async (t) => {
+        const [before] = await h.services.db.select<{ xid: string | null }>('SELECT pg_current_xact_id_if_assigned()::text AS xid', [], t);
+        await h.services.db.select(`SELECT ${seq} AS taken`, [], t);
+        const [after] = await h.services.db.select<{ xid: string | null }>('SELECT pg_current_xact_id_if_assigned()::text AS xid', [], t);
+        return { before: before.xid, after: after.xid };
+      });
+      expect(assigned).toEqual({ before: null, after: expect.any(String) });
+    }
+  });
 });

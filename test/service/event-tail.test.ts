@@ -1,0 +1,181 @@
+import type { RequestContext } from '../../src/core/context';
+import { newId } from '../../src/core/ids';
+import { createLogger } from '../../src/logger';
+import { EventStore, type ApiEvent } from '../../src/modules/events/event.store';
+import { EventTail, PostgresEventHorizon, SQLITE_HORIZON, TAIL_OPTIONS, type EventHorizon } from '../../src/modules/events/event-tail';
+import type { ResumableEventStream } from '../../src/modules/events/event-stream';
+import { DIALECT } from '../helpers/db';
+import { nothingWithin, take } from '../helpers/event-streams';
+import { startServices, type ServiceHarness } from '../helpers/services';
+
+/**
+ * The ordered live streams (GraphQL's `events` subscription): their live events come from the
+ * instance's EventTail, in the order events were written, never past the horizon. On PostgreSQL
+ * an event takes its seq as it is inserted, not as it commits: an event written after another but
+ * committed first is held back until the other one is committed, so a subscriber that stops after
+ * it and resumes after it misses nothing.
+ */
+
+let h: ServiceHarness;
+let ctx: RequestContext;
+let store: EventStore;
+const original: { tail?: EventTail } = {};
+beforeAll(async () => {
+  h = await startServices();
+  ctx = (await h.account()).test;
+  store = new EventStore(h.services.db);
+  original.tail = h.services.events.tail;
+});
+afterAll(() => h?.stop());
+afterEach(() => {
+  if (h.services.events.tail !== original.tail) h.services.events.tail?.stop();
+  h.services.events.tail = original.tail;
+});
+
+const scope = () => ({ accountId: ctx.accountId, mode: ctx.mode });
+
+function event(): ApiEvent {
+  return { id: newId('evt'), object: 'event', type: 'customer.created', createdAt: h.clock.now().toISOString(), livemode: false, data: { object: { id: newId('cus') } } };
+}
+
+function publish(e: ApiEvent): void {
+  h.services.bus.publish({ ...e, accountId: ctx.accountId });
+}
+
+/** An event written and committed, and published as the services publish theirs. */
+async function commit(): Promise<ApiEvent> {
+  const e = event();
+  await h.services.db.transaction((t) => store.insert(t, e, scope()));
+  publish(e);
+  return e;
+}
+
+/** An event written in a transaction left open until `end` is called (PostgreSQL). */
+async function uncommitted(): Promise<{ event: ApiEvent; end: () => Promise<void> }> {
+  const e = event();
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let inserted!: () => void;
+  const written = new Promise<void>((resolve) => (inserted = resolve));
+  const done = h.services.db.transaction(async (t) => {
+    await store.insert(t, e, scope());
+    inserted();
+    await held;
+  });
+  await written;
+  return {
+    event: e,
+    end: async () => {
+      release();
+      await done;
+      publish(e);
+    },
+  };
+}
+
+function ordered(after?: string): Promise<ResumableEventStream> {
+  return h.services.events.stream(ctx, after === undefined ? {} : { after }, { resource: 'events', types: null, ordered: true });
+}
+
+/** A tail of its own for the services' event service (restored after the test). */
+function useTail(options: { horizon?: EventHorizon; sweepMs?: number } = {}): EventTail {
+  const logger = createLogger('silent');
+  const horizon = options.horizon ?? (DIALECT === 'postgres' ? new PostgresEventHorizon(h.services.db, logger) : SQLITE_HORIZON);
+  const tail = new EventTail(store, horizon, h.services.bus, logger, { ...TAIL_OPTIONS, sweepMs: options.sweepMs ?? TAIL_OPTIONS.sweepMs });
+  h.services.events.tail = tail;
+  return tail;
+}
+
+describe('ordered event streams (EventTail)', () => {
+  it('should deliver the events written after the stream started, in the order they were written, each once', async () => {
+    const stream = await ordered();
+    await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+    const written = [];
+    for (let i = 0; i < 5; i++) written.push(await commit());
+    expect((await take(stream, 5)).map((e) => e.id)).toEqual(written.map((e) => e.id));
+    await stream.return();
+  });
+
+  it('should deliver every event of many concurrent writers once, in the order they were written', async () => {
+    const stream = await ordered();
+    await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+    const written: string[] = [];
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      for (let i = 0; i < 25; i++) written.push((await commit()).id);
+    }));
+    const got = await take(stream, written.length);
+    await nothingWithin(stream, 300);
+    await stream.return();
+    expect(new Set(got.map((e) => e.id))).toEqual(new Set(written));
+    const seqs = got.map((e) => e.seq as number);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+  });
+
+  it('should deliver an event that no message announced (a lost NOTIFY or Redis message), at the next sweep', async () => {
+    useTail({ sweepMs: 100 });
+    const stream = await ordered();
+    await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+    const e = event();
+    await h.services.db.transaction((t) => store.insert(t, e, scope()));
+    expect((await take(stream, 1)).map((x) => x.id)).toEqual([e.id]);
+    await stream.return();
+  });
+
+  if (DIALECT === 'postgres') {
+    it('should hold back an event committed before one written before it, until that one commits, then deliver both in the order written', async () => {
+      const stream = await ordered();
+      await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+      const first = await uncommitted();
+      const second = await commit();
+      // The stream must not hand `second` over yet: a subscriber that stopped after it would
+      // resume after it and never see `first`.
+      await nothingWithin(stream, 400);
+      await first.end();
+      expect((await take(stream, 2)).map((e) => e.id)).toEqual([first.event.id, second.id]);
+      await stream.return();
+
+      // Resumed after the last event received: nothing written before it again, nothing missed.
+      const third = await commit();
+      const resumed = await ordered(second.id);
+      expect((await take(resumed, 1)).map((e) => e.id)).toEqual([third.id]);
+      await nothingWithin(resumed, 200);
+      await resumed.return();
+    });
+
+    it('should resume after an event while the instance\'s tail is still behind it: no event up to it again', async () => {
+      const open = await ordered();
+      await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+      // The tail cannot read past `blocker` while it is uncommitted.
+      const blocker = await uncommitted();
+      const before = await commit();
+      const after = await commit();
+      const resumed = await ordered(before.id);
+      await blocker.end();
+      // The resumed stream's live side gets blocker, before and after from the tail; only
+      // `after` follows `before` in the order written.
+      expect((await take(resumed, 1)).map((e) => e.id)).toEqual([after.id]);
+      await nothingWithin(resumed, 300);
+      expect((await take(open, 3)).map((e) => e.id)).toEqual([blocker.event.id, before.id, after.id]);
+      await Promise.all([resumed.return(), open.return()]);
+    });
+
+    it('should stop waiting for a transaction that runs too long, and deliver its event late rather than never', async () => {
+      const logger = createLogger('silent');
+      useTail({ horizon: new PostgresEventHorizon(h.services.db, logger, { pollMs: 2, staleMs: 300 }), sweepMs: 100 });
+      const stream = await ordered();
+      await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+      const long = await uncommitted();
+      const next = await commit();
+      const started = Date.now();
+      expect((await take(stream, 1)).map((e) => e.id)).toEqual([next.id]);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+      await long.end();
+      expect((await take(stream, 1)).map((e) => e.id)).toEqual([long.event.id]);
+      // Later events are not held back by it any more, and none comes twice.
+      const last = await commit();
+      expect((await take(stream, 1)).map((e) => e.id)).toEqual([last.id]);
+      await nothingWithin(stream, 300);
+      await stream.return();
+    });
+  }
+});
