@@ -90,15 +90,16 @@ export class EventStore {
     if (this.db.dialect !== 'postgres') return false;
     if (rows.length === 0) return true;
     const p = new Params();
-    const bound = rows.map(({ event, accountId, mode }) => ({
-      id: event.id, account_id: accountId, mode, type: event.type, object_id: objectIdOf(event), data: event.data, created_at: event.createdAt,
+    const bound = rows.map(({ event, accountId, mode }, n) => ({
+      id: event.id, account_id: accountId, mode, type: event.type, object_id: objectIdOf(event), data: event.data, created_at: event.createdAt, n,
     }));
     const parts: CtePart[] = [{
       name: 'evt',
       sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
         SELECT v.id, v.account_id, v.mode, v.type, v.object_id, v.data::text, v.created_at
           FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
-               AS v(id text, account_id text, mode text, type text, object_id text, data json, created_at timestamptz)
+               AS v(id text, account_id text, mode text, type text, object_id text, data json, created_at timestamptz, n int)
+         ORDER BY v.n
         RETURNING id, account_id, mode, type, data, created_at`,
     }];
     hooks.forEach((hook, i) => parts.push({ name: `evt_hook${i}`, sql: hook(p, 'evt') }));
@@ -112,20 +113,23 @@ export class EventStore {
    * `jsonColumn` the object's JSON text), so it is not bound a second time; an event is inserted
    * only if the CTE `guard` returned its `sourceId` as `id`. The part returns the inserted rows'
    * `id`, `account_id`, `mode`, `type`, `data` and `created_at` (see eventJsonSql). The text does
-   * not depend on the number of events (they are bound as one JSON parameter).
+   * not depend on the number of events (they are bound as one JSON parameter). The events take
+   * their seq in the order of `rows` (the order they are published), whatever order the join
+   * yields them in.
    */
   insertPart(name: string, rows: EventPartRow[], p: Params, guard: string, source: { relation: string; jsonColumn: string }): CtePart {
-    const bound = rows.map(({ event, accountId, mode, sourceId }) => ({
-      id: event.id, account_id: accountId, mode, type: event.type, object_id: objectIdOf(event), created_at: event.createdAt, source: sourceId,
+    const bound = rows.map(({ event, accountId, mode, sourceId }, n) => ({
+      id: event.id, account_id: accountId, mode, type: event.type, object_id: objectIdOf(event), created_at: event.createdAt, source: sourceId, n,
     }));
     return {
       name,
       sql: `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at)
         SELECT v.id, v.account_id, v.mode, v.type, v.object_id, '{"object":' || s.${source.jsonColumn} || '}', v.created_at
           FROM json_to_recordset(${p.add(this.db.jsonParam(bound), 'json')})
-               AS v(id text, account_id text, mode text, type text, object_id text, created_at timestamptz, source text)
+               AS v(id text, account_id text, mode text, type text, object_id text, created_at timestamptz, source text, n int)
           JOIN ${source.relation} s ON s.id = v.source
          WHERE v.source IN (SELECT id FROM ${guard})
+         ORDER BY v.n
         RETURNING id, account_id, mode, type, data, created_at`,
     };
   }

@@ -137,6 +137,25 @@ describe('EventStore', () => {
     });
   }
 
+  if (DIALECT === 'postgres') it('should number a batch\'s events in the order given, whatever order the statement joins them in', async () => {
+    const scope = { accountId: 'acct_evt_order', mode: 'test' };
+    const batch = Array.from({ length: 200 }, (_, i) => ({ event: event('payment.succeeded', at(500 + i)), ...scope, sourceId: `pay_order_${i}` }));
+    // The source rows come in the other order, and outnumber the events the guard lets through.
+    const objects = batch.map((r) => ({ id: r.sourceId, json: JSON.stringify(r.event.data.object) })).reverse();
+    const p = new Params();
+    const part = store.insertPart('evt', batch, p, 'guard', { relation: 'src', jsonColumn: 'json' });
+    await h.services.db.select(
+      `WITH src AS (SELECT * FROM json_to_recordset(${p.add(JSON.stringify(objects), 'json')}) AS s(id text, json text)),
+      guard AS (SELECT id FROM src),
+      ${cteList([part])} SELECT id FROM evt`,
+      p.values,
+    );
+    const many = batch.map((r) => ({ event: event('invoice.created', at(800)), ...scope }));
+    await h.services.db.transaction((t) => store.insertManyWith(t, many, []));
+    const ordered = await store.loadSeqRange({ accountId: scope.accountId, livemode: false }, null, null, 1000);
+    expect(ordered.map((e) => e.id)).toEqual([...batch.map((r) => r.event.id), ...many.map((r) => r.event.id)]);
+  });
+
   // PostgreSQL only: an instance of the release before migration 0029, still running during a
   // rolling upgrade, writes events without seq (SQLite has one instance per file).
   if (DIALECT === 'postgres') it('should number an event written without seq, after those written before it, and read it back from a position', async () => {
