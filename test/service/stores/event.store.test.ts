@@ -150,7 +150,7 @@ describe('EventStore', () => {
       ${cteList([part])} SELECT id FROM evt`,
       p.values,
     );
-    const many = batch.map((r) => ({ event: event('invoice.created', at(800)), ...scope }));
+    const many = batch.slice(0, 50).map(() => ({ event: event('invoice.created', at(800)), ...scope }));
     await h.services.db.transaction((t) => store.insertManyWith(t, many, []));
     const ordered = await store.loadSeqRange({ accountId: scope.accountId, livemode: false }, null, null, 1000);
     expect(ordered.map((e) => e.id)).toEqual([...batch.map((r) => r.event.id), ...many.map((r) => r.event.id)]);
