@@ -31,7 +31,12 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const THREADS = Number(process.env.BENCH_SUB_THREADS ?? 2);
 const PAYMENTS = 50;
 const GOAL_P99_MS = 250;
-const QUERY = 'subscription { paymentUpdated { id description customer { id } refunds { id } } }';
+// BENCH_ORDERED=1: the events subscription instead, whose live events an instance reads in write
+// order from the database (EventTail) rather than straight from the fan-out.
+const ORDERED = process.env.BENCH_ORDERED === '1';
+const QUERY = ORDERED
+  ? 'subscription { events(types: ["payment.updated"]) { id type data } }'
+  : 'subscription { paymentUpdated { id description customer { id } refunds { id } } }';
 
 interface SubscriberJob { url: string; key: string | null; count: number; bare: boolean; ca?: string }
 
@@ -67,7 +72,7 @@ if (!isMainThread) {
         ready++;
         if (ready === job.count) parentPort!.postMessage({ ready: true });
       } else if (msg.type === 'next') {
-        const m = /seq-(\d+)/.exec(msg.payload?.data?.paymentUpdated?.description ?? '');
+        const m = /seq-(\d+)/.exec(msg.payload?.data?.paymentUpdated?.description ?? (ORDERED ? text : ''));
         if (m) received.push([i, Number(m[1]), at]);
       } else if (msg.type === 'error') {
         parentPort!.postMessage({ error: JSON.stringify(msg.payload) });
@@ -246,7 +251,7 @@ async function baselineRun(dataDir: string, payloadBytes: number): Promise<{ p99
 
 async function main(): Promise<void> {
   const dataDir = benchTempDir('fanout');
-  console.log(`bench/live-fanout: ${SUBSCRIBERS} subscribers, ${RATE} events/s for ${SECONDS} s, PostgreSQL; ${machine()}; ${new Date().toISOString()}; load average ${loadAverage()}`);
+  console.log(`bench/live-fanout: ${SUBSCRIBERS} subscribers, ${RATE} events/s for ${SECONDS} s, PostgreSQL, ${ORDERED ? "events(types:) (ordered)" : "paymentUpdated"}; ${machine()}; ${new Date().toISOString()}; load average ${loadAverage()}`);
   try {
     const service = await serviceRun(dataDir);
     // The service's payload for this document, about: {"id":"1","type":"next","payload":{"data":{"paymentUpdated":{…}}}}
