@@ -12,7 +12,7 @@ import { EventResolver } from './event.resolver';
 import { CustomerPaymentsResolver, PaymentResolver, RefundResolver } from './payment.resolver';
 import { GatewayResolver } from './gateway.resolver';
 import { FxRateResolver } from './fx-rate.resolver';
-import { RoutingResolver } from './routing.resolver';
+import { RoutingConditionsResolver, RoutingResolver } from './routing.resolver';
 import { CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver, PaymentMethodResolver } from './payment-method.resolver';
 import { LiveEventsResolver } from './live-events.resolver';
 import { WebhookEndpointResolver } from './webhook.resolver';
@@ -37,7 +37,7 @@ export function buildPayorchSchema(): GraphQLSchema {
   const schema = buildSchemaSync({
     resolvers: [
       CustomerResolver, CustomerPaymentsResolver, ProductResolver, PriceResolver, EventResolver,
-      PaymentResolver, RefundResolver, GatewayResolver, FxRateResolver, RoutingResolver, LiveEventsResolver, WebhookEndpointResolver,
+      PaymentResolver, RefundResolver, GatewayResolver, FxRateResolver, RoutingResolver, RoutingConditionsResolver, LiveEventsResolver, WebhookEndpointResolver,
       PaymentMethodResolver, CustomerPaymentMethodsResolver, PaymentGatewayTransactionsResolver,
       CheckoutSessionResolver, PaymentCheckoutSessionResolver, PaymentLinkResolver, PaymentPaymentLinkResolver,
       InvoiceResolver, CustomerInvoicesResolver, AccountResolver, ApiKeyResolver, SubscriptionResolver, CustomerSubscriptionsResolver, TestClockResolver,

@@ -1,10 +1,10 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
-import { CustomerSortField, TaxExempt } from './types/enums';
+import { Country, COUNTRY_OUT, CustomerSortField, knownCountry, TaxExempt } from './types/enums';
 import { AddressInput, AddressType, TaxIdInput, TaxIdObject, withParties } from './types/parties';
 
 @ObjectType('Customer', { implements: NodeInterface })
@@ -14,7 +14,8 @@ export class CustomerType {
   @Field(() => Boolean) livemode!: boolean;
   @Field(() => String) email!: string;
   @Field(() => String, { nullable: true }) name!: string | null;
-  @Field(() => String, { nullable: true }) country!: string | null;
+  /** The stored code: the Country field resolver (CustomerResolver) returns it. */
+  country!: string | null;
   @Field(() => String, { nullable: true }) phone!: string | null;
   @Field(() => String, { nullable: true }) defaultPaymentMethodId!: string | null;
   @Field(() => String, { nullable: true }) testClockId!: string | null;
@@ -65,6 +66,11 @@ export class CustomerListArgs extends PageArgs(CustomerSortField, { updatable: t
 
 @Resolver(() => CustomerType)
 export class CustomerResolver {
+  @FieldResolver(() => Country, { nullable: true, description: COUNTRY_OUT })
+  country(@Root() customer: CustomerType): string | null {
+    return knownCountry(customer.country);
+  }
+
   @Query(() => CustomerType, { nullable: true })
   customer(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.customers.retrieve(rc, id);

@@ -1,8 +1,8 @@
-import { Arg, Ctx, Field, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Ctx, Field, FieldResolver, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GqlContext } from './context';
 import { Amount, DateTime, defined, plainInput } from './types/common';
-import { CardBrand, RoutingSkipReason, RoutingStrategy } from './types/enums';
+import { CardBrand, Country, knownCountry, RoutingSkipReason, RoutingStrategy } from './types/enums';
 import type { RoutingStrategy as Strategy } from '../src/modules/routing/routing.inputs';
 import type { SkipReason } from '../src/modules/routing/candidates';
 
@@ -10,11 +10,23 @@ import type { SkipReason } from '../src/modules/routing/candidates';
 @ObjectType('RoutingConditions')
 class RoutingConditionsType {
   @Field(() => [String], { nullable: true, description: 'ISO 4217 codes.' }) currency?: string[];
-  @Field(() => [String], { nullable: true, description: 'ISO 3166 alpha-2 codes of the customer.' }) country?: string[];
+  /** The stored codes: the Country field resolver (RoutingConditionsResolver) returns them. */
+  country?: string[];
   @Field(() => Amount, { nullable: true }) amountGte?: number;
   @Field(() => Amount, { nullable: true }) amountLte?: number;
   @Field(() => [CardBrand], { nullable: true }) cardBrand?: string[];
   @Field(() => GraphQLJSONObject, { nullable: true, description: 'Metadata keys and the values they must have.' }) metadata?: Record<string, string>;
+}
+
+@Resolver(() => RoutingConditionsType)
+export class RoutingConditionsResolver {
+  @FieldResolver(() => [Country], {
+    nullable: true,
+    description: 'ISO 3166-1 alpha-2 codes of the customer. A code stored before codes were checked against the list that names no country is left out (REST returns it as stored).',
+  })
+  country(@Root() when: RoutingConditionsType): string[] | null {
+    return when.country === undefined ? null : when.country.filter((code) => knownCountry(code) !== null);
+  }
 }
 
 @ObjectType('RoutingRuleGateway')

@@ -1,10 +1,10 @@
-import { Arg, Args, ArgsType, Ctx, Field, Float, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, Float, ID, Info, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GqlContext } from './context';
 import { NodeInterface } from './types/node';
 import { Amount, DateTime, PageArgs, defined, listOptions, connection, ListType } from './types/common';
-import { TaxRateSortField } from './types/enums';
+import { Country, COUNTRY_OUT, knownCountry, TaxRateSortField } from './types/enums';
 
 @ObjectType('TaxRate', { implements: NodeInterface })
 export class TaxRateType {
@@ -15,7 +15,8 @@ export class TaxRateType {
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field(() => Float, { description: 'Percent, up to 4 decimals (19.5 is 19.5 %); never changes.' }) percentage!: number;
   @Field(() => Boolean, { description: 'true: the tax is part of the line amounts; false: it is added on top.' }) inclusive!: boolean;
-  @Field(() => String, { nullable: true }) country!: string | null;
+  /** The stored code: the Country field resolver (TaxRateResolver) returns it. */
+  country!: string | null;
   @Field(() => String, { nullable: true }) jurisdiction!: string | null;
   @Field(() => Boolean, { description: 'Only active rates can be put on new invoices and subscriptions.' }) active!: boolean;
   @Field(() => GraphQLJSONObject) metadata!: Record<string, string>;
@@ -65,6 +66,11 @@ class TaxRateListArgs extends PageArgs(TaxRateSortField) {
 
 @Resolver(() => TaxRateType)
 export class TaxRateResolver {
+  @FieldResolver(() => Country, { nullable: true, description: COUNTRY_OUT })
+  country(@Root() rate: TaxRateType): string | null {
+    return knownCountry(rate.country);
+  }
+
   @Query(() => TaxRateType, { nullable: true })
   taxRate(@Arg('id', () => ID) id: string, @Ctx() { services, rc }: GqlContext) {
     return services.taxRates.retrieve(rc, id);

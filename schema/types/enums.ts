@@ -20,7 +20,7 @@ import { listEventsInput } from '../../src/modules/events/event.service';
 import { GATEWAY_TYPES } from '../../src/connectors/registry';
 import { CARD_BRANDS } from '../../src/core/card';
 import { CURRENCY_CODES } from '../../src/core/money';
-import { COUNTRY_CODES } from '../../src/core/parties';
+import { COUNTRY_CODES, isCountryCode } from '../../src/core/parties';
 import { GATEWAY_OUTCOMES } from '../../src/modules/payments/payment.inputs';
 import { ROUTING_STRATEGIES } from '../../src/modules/routing/routing.inputs';
 import type { SkipReason } from '../../src/modules/routing/candidates';
@@ -230,3 +230,11 @@ registerEnumType(GatewayTransactionOutcome, { name: 'GatewayTransactionOutcome' 
 /** ISO 3166-1 alpha-2, as an address holds it (validated against this list, upper-case). */
 export const Country = Object.fromEntries(COUNTRY_CODES.map((v) => [v, v])) as Record<string, string>;
 registerEnumType(Country, { name: 'Country', description: 'ISO 3166-1 alpha-2 country code.' });
+
+/** The description of a Country a customer, tax rate or routing rule holds. */
+export const COUNTRY_OUT = 'ISO 3166-1 alpha-2. Null for a code stored before codes were checked against the list that names no country (REST returns it as stored).';
+
+/** A stored country code as the Country enum can carry it: null when it names no country (stored before codes were checked). */
+export function knownCountry(code: string | null | undefined): string | null {
+  return code !== null && code !== undefined && isCountryCode(code) ? code : null;
+}

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isCountryCode } from './parties';
 import { DomainError } from './errors';
 import { storableDeep } from './text';
 
@@ -166,10 +167,12 @@ export function mergeMetadata(current: Metadata, patch: Record<string, string | 
 export const idSchema = (prefix: string) =>
   z.string({ error: `must be a ${prefix}_ id` }).min(1).max(64);
 
+/** A country: any case, returned upper-case; an assigned ISO 3166-1 alpha-2 code (GraphQL's Country enum holds the same list). */
 export const countrySchema = z
   .string({ error: 'must be an ISO 3166-1 alpha-2 country code' })
   .regex(/^[A-Za-z]{2}$/, { error: 'must be an ISO 3166-1 alpha-2 country code' })
-  .transform((v) => v.toUpperCase());
+  .transform((v) => v.toUpperCase())
+  .refine(isCountryCode, { error: 'must be an ISO 3166-1 alpha-2 country code, such as DE or GB' });
 
 /**
  * A PUT body without the read-only fields its GET answer carries (`object`, `livemode`,
