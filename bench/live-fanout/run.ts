@@ -251,7 +251,7 @@ async function baselineRun(dataDir: string, payloadBytes: number): Promise<{ p99
 
 async function main(): Promise<void> {
   const dataDir = benchTempDir('fanout');
-  console.log(`bench/live-fanout: ${SUBSCRIBERS} subscribers, ${RATE} events/s for ${SECONDS} s, PostgreSQL, ${ORDERED ? "events(types:) (ordered)" : "paymentUpdated"}; ${machine()}; ${new Date().toISOString()}; load average ${loadAverage()}`);
+  console.log(`bench/live-fanout: ${SUBSCRIBERS} subscribers, ${RATE} events/s for ${SECONDS} s, PostgreSQL, ${ORDERED ? 'events(types:) (ordered)' : 'paymentUpdated'}; ${machine()}; ${new Date().toISOString()}; load average ${loadAverage()}`);
   try {
     const service = await serviceRun(dataDir);
     // The service's payload for this document, about: {"id":"1","type":"next","payload":{"data":{"paymentUpdated":{…}}}}
