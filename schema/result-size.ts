@@ -21,6 +21,7 @@ import {
   type ValueNode,
 } from 'graphql';
 import { included } from './operation-fields';
+import { NODE_TYPES, nodePrefix, type NodePrefix } from './types/node';
 import { NESTED_LIST_LIMIT } from '../src/db/list';
 import { MAX_LINE_ITEMS } from '../src/modules/invoices/invoice.inputs';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../src/core/pagination';
@@ -66,6 +67,43 @@ const isPaged = (def: GraphQLField<unknown, unknown>) => def.args.some((a) => a.
 
 /** A connection: a list field sized by an argument (a list query, a nested list, a Relay connection). */
 const isConnection = (def: GraphQLField<unknown, unknown>) => def.args.some((a) => SIZE_ARGUMENTS.has(a.name));
+
+/** The object types `node(id:)` reads, and the links to them (Node). */
+const NODE_TYPE_NAMES = new Set<string>([...Object.values(NODE_TYPES), 'Node']);
+
+/**
+ * A link: a field of an object that names another object by id, read by the request's loader for
+ * that type (`Refund.payment`, `Invoice.subscription`, a customer's `defaultPaymentMethod`), one
+ * statement for every parent and alias that asks for it at the same place of the document.
+ */
+const isLink = (def: GraphQLField<unknown, unknown>) => NODE_TYPE_NAMES.has(getNamedType(def.type).name);
+
+/** Node types read with more than one statement (an invoice with its lines, a subscription with its items). */
+const NODE_STATEMENTS: Partial<Record<NodePrefix, number>> = { in: 2, sub: 2 };
+const MAX_NODE_STATEMENTS = 2;
+
+/**
+ * The node types `node(id:)`/`nodes(ids:)` may read: those of the ids written in the document or
+ * given in its variables, and how many ids are not known yet (a variable at validation; a list of
+ * them counts as every type).
+ */
+function nodeTypesAsked(selection: FieldNode, variables?: Record<string, unknown>): { types: NodePrefix[]; unknown: number } {
+  const argument = (selection.arguments ?? []).find((a) => a.name.value === 'id' || a.name.value === 'ids');
+  const ids: string[] = [];
+  let unknown = 0;
+  const collect = (value: ValueNode | undefined): void => {
+    if (!value) return;
+    if (value.kind === Kind.STRING) ids.push(value.value);
+    else if (value.kind === Kind.LIST) value.values.forEach(collect);
+    else if (value.kind === Kind.VARIABLE) {
+      const given = variables?.[value.name.value];
+      if (given === undefined) unknown += selection.name.value === 'nodes' && argument?.value === value ? Infinity : 1;
+      else for (const id of Array.isArray(given) ? given : [given]) if (typeof id === 'string') ids.push(id);
+    }
+  };
+  collect(argument?.value);
+  return { types: [...new Set(ids.map(nodePrefix).filter((p): p is NodePrefix => p !== null))], unknown };
+}
 
 /** A list page's `nodes` (or a connection's `edges`): already counted by the page size of the field that holds them. */
 const isPageItems = (name: string, parent: GraphQLNamedType) => (name === 'nodes' || name === 'edges') && (parent.name.endsWith('List') || parent.name.endsWith('Connection'));
@@ -115,6 +153,9 @@ export interface OperationMeasure {
   charges: Map<string, Charge>;
   /** Where the statements first passed `maxStatements`. */
   past?: { path: string; node: FieldNode };
+  /** The links counted (by their place in the document, aliases aside) and the node types `node`/`nodes` read: each counted once. */
+  links: Set<string>;
+  nodeTypes: Set<NodePrefix>;
 }
 
 /**
@@ -129,7 +170,7 @@ export function measureOperation(
 ): OperationMeasure {
   const { maxFields, maxStatements, variables } = options;
   const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
-  const measure: OperationMeasure = { fields: 0, statements: 0, objects: 0, charges: new Map() };
+  const measure: OperationMeasure = { fields: 0, statements: 0, objects: 0, charges: new Map(), links: new Set(), nodeTypes: new Set() };
   if (!root) return measure;
   const mutation = operation.operation === 'mutation';
 
@@ -143,8 +184,22 @@ export function measureOperation(
       return !!definition && !spread.has(s.name.value) && selectsTotal(definition.selectionSet, new Set([...spread, s.name.value]));
     });
 
-  const statementsOf = (def: GraphQLField<unknown, unknown>, selection: FieldNode, atRoot: boolean): number => {
+  const statementsOf = (def: GraphQLField<unknown, unknown>, selection: FieldNode, atRoot: boolean, place: string): number => {
     const counted = isObjectType(getNamedType(def.type)) && 'total' in (getNamedType(def.type) as GraphQLObjectType).getFields() && selectsTotal(selection.selectionSet) ? 1 : 0;
+    // node and nodes read one statement per type (two for some) for all of them and their
+    // aliases together (NODE_LOADERS): each type they may read is counted once.
+    if (atRoot && !mutation && (def.name === 'node' || def.name === 'nodes') && operation.operation === 'query') {
+      const { types, unknown } = nodeTypesAsked(selection, variables);
+      // An id not known yet may be of any type: the most one type takes, or every type for a list.
+      const all = Object.keys(NODE_TYPES) as NodePrefix[];
+      let added = 0;
+      for (const type of unknown === Infinity ? all : types) {
+        if (measure.nodeTypes.has(type)) continue;
+        measure.nodeTypes.add(type);
+        added += NODE_STATEMENTS[type] ?? 1;
+      }
+      return unknown === Infinity ? added : added + Math.min(unknown, all.length) * MAX_NODE_STATEMENTS;
+    }
     // A mutation's own statements are bounded by the mutations per document, each a request.
     if (atRoot) return mutation ? 0 : 1 + counted;
     // A paged nested list (`deliveries`) is batched too: one statement for every parent's page,
@@ -153,12 +208,17 @@ export function measureOperation(
     // page is empty (whether the cursor is in the list).
     if (isPaged(def)) return 1 + counted;
     if (isConnection(def)) return 1;
+    // A link: one statement for all its parents (and aliases) at this place of the document.
+    if (isLink(def) && !measure.links.has(place)) {
+      measure.links.add(place);
+      return 1;
+    }
     return 0;
   };
 
   const count = (
     selectionSet: SelectionSetNode, parent: GraphQLNamedType, multiplier: number, spread: ReadonlySet<string>,
-    owner: Charge | undefined, path: string, atRoot: boolean,
+    owner: Charge | undefined, path: string, atRoot: boolean, place = '',
   ): number => {
     const { charges } = measure;
     let total = 0;
@@ -176,8 +236,9 @@ export function measureOperation(
         }
         const fields = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields() : undefined;
         const def = fields?.[name];
+        const fieldPlace = place ? `${place}.${name}` : name;
         if (def) {
-          measure.statements += statementsOf(def, selection, atRoot);
+          measure.statements += statementsOf(def, selection, atRoot, fieldPlace);
           if (measure.statements > maxStatements && !measure.past) measure.past = { path: fieldPath, node: selection };
         }
         const times = def ? multiplier * listSize(def, selection, parent, variables) : multiplier;
@@ -198,17 +259,17 @@ export function measureOperation(
         target.fields += times;
         // Past the limit on its own: what it selects only adds to a refusal already certain.
         if (def && selection.selectionSet && times <= maxFields) {
-          total += count(selection.selectionSet, getNamedType(def.type), times, spread, charge, fieldPath, false);
+          total += count(selection.selectionSet, getNamedType(def.type), times, spread, charge, fieldPath, false, fieldPlace);
         }
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         const on = selection.typeCondition ? schema.getType(selection.typeCondition.name.value) ?? parent : parent;
-        total += count(selection.selectionSet, on, multiplier, spread, owner, path, atRoot);
+        total += count(selection.selectionSet, on, multiplier, spread, owner, path, atRoot, place);
       } else {
         const name = selection.name.value;
         const definition = fragment(name);
         if (!definition || spread.has(name)) continue; // unknown or cyclic: other rules report it
         const on = schema.getType(definition.typeCondition.name.value) ?? parent;
-        total += count(definition.selectionSet, on, multiplier, new Set([...spread, name]), owner, path, atRoot);
+        total += count(definition.selectionSet, on, multiplier, new Set([...spread, name]), owner, path, atRoot, place);
       }
     }
     return total;
@@ -234,6 +295,9 @@ export function measureOperation(
  * one for all its parents together (its loader batches them), and a paged nested list
  * (`WebhookEndpoint.deliveries`) one for every parent's page plus one grouped COUNT for `total`.
  * Aliases count each: 400 aliased list queries are 400 or 800 statements, however few fields.
+ * A link to another object (`Refund.payment`) runs one for all its parents and aliases at the
+ * same place of the document; `node` and `nodes` one per type they may read (two for invoices and
+ * subscriptions), for all of them together.
  *
  * A refusal for fields names the costliest field: the object or list whose own fields (each
  * counted as often as it repeats) cost most, which is where a smaller `first`/`pageSize` or
@@ -258,7 +322,7 @@ export function resultSizeRule(limits: CostLimits, onReject: (context: Validatio
       } else if (past) {
         onReject(context, new GraphQLError(
           `the query could run more than ${maxStatements} database statements (each query field runs one, a list query one more `
-          + `for its total, each nested list one); the count passes the limit at ${past.path}. `
+          + `for its total, each nested list and each link one, node and nodes one per type); the count passes the limit at ${past.path}. `
           + 'Ask for fewer lists or aliases, or send them in several requests',
           { nodes: [past.node] },
         ));

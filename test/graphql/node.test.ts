@@ -2,6 +2,9 @@ import { startTestApp, type TestApp } from '../helpers/app';
 import { DIALECT } from '../helpers/db';
 import { loggedSql } from '../helpers/plans';
 import { TYPE_OF, makeObjects, restClient, type Objects } from '../helpers/graphql-objects';
+import { parse, type OperationDefinitionNode } from 'graphql';
+import { buildPayorchSchema } from '../../schema/build';
+import { measureOperation } from '../../schema/result-size';
 
 type Json = Record<string, any>;
 
@@ -111,5 +114,35 @@ describe(`GraphQL node and nodes (${DIALECT})`, () => {
     expect(res.data).toEqual({ nodes: null });
     expect(res.errors![0].extensions).toMatchObject({ code: 'invalid_parameter', param: 'ids' });
     expect((await gql('{ nodes(ids: []) { id } }')).data).toEqual({ nodes: [] });
+  });
+
+  it('should count at least the statements that links and node types run, for the statement limit', async () => {
+    const schema = buildPayorchSchema();
+    const counted = (query: string, variables?: Json) => {
+      const operation = parse(query).definitions[0] as OperationDefinitionNode;
+      return measureOperation(schema, () => null, operation, { maxFields: Infinity, maxStatements: Infinity, variables }).statements;
+    };
+    const documents: Array<[string, Json]> = [
+      // Links at several places, and aliases of one (read together).
+      [`query($p: ID!) { node(id: $p) { ... on Payment {
+        customer { id } a: customer { id } invoice { id subscription { id price { id } latestInvoice { id customer { id } } defaultPaymentMethod { id } } }
+        subscription { id } gateway { id } refunds { id payment { id customer { id } } }
+      } } }`, { p: objects.payment }],
+      [`{ refunds(pageSize: 5) { nodes { payment { id customer { id } invoice { id } } } } subscriptions(pageSize: 5) { nodes { customer { id } price { id } latestInvoice { id } } } }`, {}],
+      // Every type at once.
+      ['query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }', { ids: Object.values(objects) }],
+      ['query($a: ID!, $b: ID!) { a: node(id: $a) { id } b: node(id: $b) { id } }', { a: objects.invoice, b: objects.subscription }],
+    ];
+    for (const [query, variables] of documents) {
+      const { result, statements } = await statementsOf(() => gql(query, variables));
+      expect(result.errors).toBeUndefined();
+      // Before the variables are known (validation) and once they are (the same or fewer).
+      const atValidation = counted(query);
+      const known = counted(query, variables);
+      expect(known).toBeGreaterThanOrEqual(statements.length);
+      expect(atValidation).toBeGreaterThanOrEqual(known);
+    }
+    // Aliases of node read their types together: counted once.
+    expect(counted('{ a: node(id: "pay_1") { id } b: node(id: "pay_2") { id } c: nodes(ids: ["pay_3", "cus_1"]) { id } }')).toBe(2);
   });
 });
