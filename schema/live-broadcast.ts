@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import type { EventBus, PublishedEvent } from '../src/core/event-bus';
 import type { StreamPosition } from '../src/modules/events/event.store';
-import { ResumableEventStream } from '../src/modules/events/event-stream';
+import { position, ResumableEventStream } from '../src/modules/events/event-stream';
 import type { GqlContext } from './context';
 import { executeSharingLoaders, type EventLoaders } from './loaders';
 
@@ -198,8 +198,6 @@ export function sendFrames(socket: WebSocket, messages: readonly string[]): void
   }
   raw.write(frames);
 }
-
-const positionOf = (e: PublishedEvent): StreamPosition => ({ after: e.id });
 
 /** One subscriber of a group, as graphql-ws iterates it. */
 class Member implements AsyncIterableIterator<ExecutionResult> {
@@ -407,7 +405,7 @@ class BroadcastGroup {
         messages.push(text === null
           ? JSON.stringify({ id, type: 'next', payload: this.format.formatted(member.args, results[i]) })
           : `${head}${text}${member.remaining}}}}}`);
-        member.last = positionOf(event);
+        member.last = position(event);
       }
       if (messages.length === 0) continue;
       sendFrames(socket, messages);

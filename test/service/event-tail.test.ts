@@ -51,7 +51,7 @@ async function commit(): Promise<ApiEvent> {
 }
 
 /** An event written in a transaction left open until `end` is called (PostgreSQL). */
-async function uncommitted(): Promise<{ event: ApiEvent; end: () => Promise<void> }> {
+async function uncommitted(): Promise<{ event: ApiEvent; end: (announce?: boolean) => Promise<void> }> {
   const e = event();
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -65,10 +65,10 @@ async function uncommitted(): Promise<{ event: ApiEvent; end: () => Promise<void
   await written;
   return {
     event: e,
-    end: async () => {
+    end: async (announce = true) => {
       release();
       await done;
-      publish(e);
+      if (announce) publish(e);
     },
   };
 }
@@ -175,6 +175,41 @@ describe('ordered event streams (EventTail)', () => {
       const last = await commit();
       expect((await take(stream, 1)).map((e) => e.id)).toEqual([last.id]);
       await nothingWithin(stream, 300);
+      await stream.return();
+    });
+
+    it('should deliver a late transaction\'s event to a stream resumed while it ran, after its scope had closed', async () => {
+      const logger = createLogger('silent');
+      useTail({ horizon: new PostgresEventHorizon(h.services.db, logger, { pollMs: 2, staleMs: 300 }), sweepMs: 100 });
+      const first = await ordered();
+      await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+      const seen = await commit();
+      expect((await take(first, 1)).map((e) => e.id)).toEqual([seen.id]);
+      const long = await uncommitted();
+      const after = await commit();
+      expect((await take(first, 1)).map((e) => e.id)).toEqual([after.id]);
+      // The client goes away (its scope's tail closes) and comes back after the last event it had before.
+      await first.return();
+      const resumed = await ordered(seen.id);
+      expect((await take(resumed, 1)).map((e) => e.id)).toEqual([after.id]);
+      await long.end();
+      expect((await take(resumed, 1)).map((e) => e.id)).toEqual([long.event.id]);
+      await nothingWithin(resumed, 300);
+      await resumed.return();
+    });
+
+    it('should deliver a late transaction\'s event even when another read of the horizon saw it end first', async () => {
+      const logger = createLogger('silent');
+      const tail = useTail({ horizon: new PostgresEventHorizon(h.services.db, logger, { pollMs: 2, staleMs: 300 }), sweepMs: 200 });
+      const stream = await ordered();
+      await tail.ready({ accountId: ctx.accountId, livemode: false });
+      const long = await uncommitted();
+      const next = await commit();
+      expect((await take(stream, 1)).map((e) => e.id)).toEqual([next.id]);
+      // It commits, announced to no one, and a replay's read of the horizon sees it end first.
+      await long.end(false);
+      await tail.settledTop();
+      expect((await take(stream, 1)).map((e) => e.id)).toEqual([long.event.id]);
       await stream.return();
     });
   }

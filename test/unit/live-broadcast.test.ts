@@ -22,6 +22,21 @@ let committed: PublishedEvent[] = [];
 let bus: EventBus;
 let seq = 0;
 
+/**
+ * Set: what the live side of every new stream yields first, then the bus's events, as an ordered
+ * tail (EventTail) still behind the events a group's stream read back gives them.
+ */
+let behind: PublishedEvent[] = [];
+function after(first: PublishedEvent[], events: AsyncIterableIterator<PublishedEvent>): AsyncIterableIterator<PublishedEvent> {
+  const pending = [...first];
+  const iterator: AsyncIterableIterator<PublishedEvent> = {
+    next: async () => (pending.length > 0 ? { value: pending.shift() as PublishedEvent, done: false } : events.next()),
+    return: () => events.return!(),
+    [Symbol.asyncIterator]: () => iterator,
+  };
+  return iterator;
+}
+
 /** Set: the live side of every stream fails with it at its next event (a lost connection, say). */
 let liveFailure: Error | null = null;
 function failing(events: AsyncIterableIterator<PublishedEvent>): AsyncIterableIterator<PublishedEvent> {
@@ -59,7 +74,7 @@ const schema = new GraphQLSchema({
       tick: {
         type: Tick,
         subscribe: () => new ResumableEventStream({
-          live: () => failing(bus.stream({ accountId: ACCOUNT, livemode: false }, () => true)),
+          live: () => failing(after(behind, bus.stream({ accountId: ACCOUNT, livemode: false }, () => true))),
           // `committed` is in the order the events were written.
           after: async (position, limit) => {
             const ids = committed.map((e) => e.id);
@@ -124,7 +139,7 @@ function publish(n: number): PublishedEvent {
   seq += 1;
   const event: PublishedEvent = {
     id: `evt_${String(seq).padStart(6, '0')}`, object: 'event', type: 'tick', createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, seq)).toISOString(),
-    livemode: false, accountId: ACCOUNT, data: { object: { id: `tick_${n}`, n } },
+    livemode: false, accountId: ACCOUNT, data: { object: { id: `tick_${n}`, n } }, seq,
   };
   committed.push(event);
   bus.publish(event);
@@ -145,6 +160,7 @@ function broadcastFor(limits = { batch: 200, queued: 1000, socketBuffer: 1000, i
 
 beforeEach(() => {
   liveFailure = null;
+  behind = [];
   runs = 0;
   committed = [];
   bus = new EventBus();
@@ -226,6 +242,27 @@ describe('LiveBroadcast', () => {
     await waitFor(() => fast.sent.length === 7, { what: 'the fast one to get event 7' });
     await slowResults.return?.();
     expect(bus.openSubscriptions).toBe(1);
+  });
+
+  it('should let a slow subscriber go on alone after its last event by its place in the order written: nothing up to it again from a live side still behind', async () => {
+    const broadcast = broadcastFor();
+    const [fast, slow] = [new FakeSocket(), new FakeSocket()];
+    await broadcast.subscribe(args(fast, '1', 1));
+    const slowResults = await broadcast.subscribe(args(slow, '1', 1)) as AsyncIterableIterator<{ data: { tick: { n: number } } }>;
+    publish(1);
+    publish(2);
+    await waitFor(() => slow.sent.length === 2, { what: 'two events to the slow subscriber' });
+    // The stream it goes on with gets, live, the events from the first one on again.
+    behind = committed.slice();
+    slow.bufferedAmount = 5000;
+    for (let n = 3; n <= 6; n++) publish(n);
+    await waitFor(() => fast.sent.length === 6, { what: 'the fast subscriber to get every event' });
+    const alone: number[] = [];
+    while (alone.length < 4) alone.push((await slowResults.next()).value!.data.tick.n);
+    publish(7);
+    alone.push((await slowResults.next()).value!.data.tick.n);
+    expect([...ns(slow), ...alone]).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    await slowResults.return?.();
   });
 
   it('should close the stream with its last subscriber, and count every subscription ended once', async () => {

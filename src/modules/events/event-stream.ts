@@ -23,7 +23,8 @@ export interface EventStreamLimits {
 
 export const EVENT_STREAM_LIMITS: EventStreamLimits = { pageSize: 100, maxBuffered: 1000, maxReplayedIds: 10_000 };
 
-const position = (e: PublishedEvent): StreamPosition => (e.seq === undefined ? { after: e.id } : { after: e.id, seq: e.seq });
+/** The position after an event, with its seq when it was read from the database (an ordered stream's live events are). */
+export const position = (e: PublishedEvent): StreamPosition => (e.seq === undefined ? { after: e.id } : { after: e.id, seq: e.seq });
 
 /**
  * A live event stream that can start in the past and never holds more than a bounded number of

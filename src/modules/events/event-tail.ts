@@ -5,15 +5,21 @@ import { errorForLog, type Logger } from '../../logger';
 import type { EventStore } from './event.store';
 
 /**
- * How far an account and mode's events are settled: every event with a seq up to `top` that will
- * ever be committed is committed (null: all that are visible, SQLite).
+ * How far events are settled: every event with a seq up to `top` that will ever be committed is
+ * committed (null: all that are visible, SQLite), except those of the transactions no longer
+ * waited for (`lateFrom`).
  */
 export interface Settled {
   top: number | null;
-  /** Transactions that ran too long to be waited for are still running: events below `top` may yet appear. */
-  unsettled: boolean;
-  /** Some of those ended since the last settle: their events, if any, can be read now. */
-  ended: boolean;
+  /**
+   * While transactions no longer waited for are running: a seq below all of theirs. Their events,
+   * if any, commit later with a seq above this (and possibly below `top`). Null when none runs.
+   */
+  lateFrom: number | null;
+  /** How many of those have ended so far: once it moves, what they committed can be read. */
+  ended: number;
+  /** The sequence went back (a failover to a replica that had not all of it, or a crash): every tail reads again from `top`. */
+  wentBack: boolean;
 }
 
 export interface EventHorizon {
@@ -21,10 +27,10 @@ export interface EventHorizon {
 }
 
 /** SQLite: one writer at a time numbers each scope's events as it commits them; what is visible is settled. */
-export const SQLITE_HORIZON: EventHorizon = { settle: async () => ({ top: null, unsettled: false, ended: false }) };
+export const SQLITE_HORIZON: EventHorizon = { settle: async () => ({ top: null, lateFrom: null, ended: 0, wentBack: false }) };
 
 export interface HorizonOptions {
-  /** How often the transactions being waited for are looked at again. */
+  /** How soon the transactions being waited for are looked at again, doubling up to 20 ms. */
   pollMs: number;
   /**
    * A transaction still running after this long is no longer waited for (one left open by hand,
@@ -53,13 +59,21 @@ const RUNNING_SQL = 'SELECT ARRAY(SELECT backend_xid::text FROM pg_stat_activity
  * transaction that took a seq up to it had its transaction id before its seq (migration 0031), so
  * it is one of those, and its events are committed or never will be.
  *
+ * The sequence must keep CACHE 1 (its default): with a cache, a session would hold seqs taken
+ * long before it uses them, below tops already passed. Prepared transactions (two-phase commit)
+ * leave pg_stat_activity and are not waited for; the service uses none.
+ *
  * Waits are short (a transaction of the service lasts milliseconds). A transaction running past
- * `staleMs` is remembered and no longer waited for, by this settle or the next ones; `unsettled`
+ * `staleMs` is remembered and no longer waited for, by this settle or the next ones; `lateFrom`
  * says so until it ends.
  */
 export class PostgresEventHorizon implements EventHorizon {
-  /** Transactions no longer waited for (by id), still running when last looked at. */
-  private readonly stale = new Set<string>();
+  /** Transactions no longer waited for (by id), still running when last looked at, each with a seq below all of its own. */
+  private readonly stale = new Map<string, number>();
+  /** The highest top of a settle that waited for every transaction it saw (null: none yet). */
+  private safeTop: number | null = null;
+  private highestTop: number | null = null;
+  private ended = 0;
 
   constructor(
     private readonly db: Database,
@@ -69,29 +83,44 @@ export class PostgresEventHorizon implements EventHorizon {
   ) {}
 
   settle(): Promise<Settled> {
+    // Autocommit statements (never a transaction: pg_stat_activity is read once per transaction).
     return onPrimary(async () => {
       const [seq] = await this.db.select<{ last_value: unknown; is_called: unknown }>('SELECT last_value, is_called FROM events_stream_seq');
       const top = Number(seq.last_value) - (seq.is_called === true || seq.is_called === 't' ? 0 : 1);
       let running = await this.running();
       let waiting = [...running].filter((xid) => !this.stale.has(xid));
       const started = this.now();
+      let pause = this.options.pollMs;
+      let complete = true;
       while (waiting.length > 0) {
         if (this.now() - started >= this.options.staleMs) {
-          for (const xid of waiting) this.stale.add(xid);
+          // Any of these took its seq after the last complete settle read its running transactions,
+          // so above that settle's top.
+          for (const xid of waiting) this.stale.set(xid, this.safeTop ?? 0);
+          complete = false;
           this.logger.warn({ transactions: waiting, waitedMs: this.options.staleMs }, 'ordered event streams no longer wait for long-running transactions: their events, if any, will be delivered late');
           break;
         }
-        await new Promise((resolve) => setTimeout(resolve, this.options.pollMs));
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        pause = Math.min(pause * 2, 20);
         running = await this.running();
         waiting = waiting.filter((xid) => running.has(xid));
       }
-      let ended = false;
-      for (const xid of this.stale) {
+      for (const xid of this.stale.keys()) {
         if (running.has(xid)) continue;
         this.stale.delete(xid);
-        ended = true;
+        this.ended += 1;
       }
-      return { top, unsettled: this.stale.size > 0, ended };
+      const wentBack = this.highestTop !== null && top < this.highestTop;
+      if (wentBack) {
+        this.logger.warn({ top, before: this.highestTop }, 'the events sequence went back (a failover or a crash): ordered event streams read again from its value now');
+        this.highestTop = top;
+        this.safeTop = Math.min(this.safeTop ?? top, top);
+      }
+      this.highestTop = Math.max(this.highestTop ?? top, top);
+      if (complete) this.safeTop = Math.max(this.safeTop ?? top, top);
+      const lateFrom = this.stale.size === 0 ? null : Math.min(...this.stale.values());
+      return { top, lateFrom, ended: this.ended, wentBack };
     });
   }
 
@@ -107,10 +136,10 @@ export interface TailOptions {
   /** With streams open, the tail reads even when nothing woke it this often (an event whose message was lost). */
   sweepMs: number;
   /** Ids of events delivered while transactions are no longer waited for, remembered per account and mode. */
-  maxUnsettledIds: number;
+  maxLateIds: number;
 }
 
-export const TAIL_OPTIONS: TailOptions = { pageSize: 500, sweepMs: 1000, maxUnsettledIds: 50_000 };
+export const TAIL_OPTIONS: TailOptions = { pageSize: 500, sweepMs: 1000, maxLateIds: 50_000 };
 
 type Listener = (event: PublishedEvent) => void;
 
@@ -123,10 +152,12 @@ interface ScopeTail {
   started: boolean;
   listeners: Set<Listener>;
   dirty: boolean;
-  /** While transactions are no longer waited for: where that began, and the ids delivered since. */
-  unsettled: { from: number | null; ids: Set<string> } | null;
-  /** Some of those ended: what they committed is read at the scope's next read. */
-  lateDue: boolean;
+  /**
+   * While transactions no longer waited for run (Settled.lateFrom): the seq above which their
+   * events may still appear, the ids of the scope's events above it already delivered (or before
+   * the scope's start), and how many such transactions had ended when it last read them.
+   */
+  late: { from: number; ids: Set<string>; ended: number } | null;
 }
 
 /**
@@ -200,7 +231,7 @@ export class EventTail {
     const key = keyOf(scope);
     const existing = this.scopes.get(key);
     if (existing) return existing;
-    const tail: ScopeTail = { scope, read: null, ready: Promise.resolve(), started: false, listeners: new Set(), dirty: false, unsettled: null, lateDue: false };
+    const tail: ScopeTail = { scope, read: null, ready: Promise.resolve(), started: false, listeners: new Set(), dirty: false, late: null };
     tail.ready = this.startingPoint(tail).then((read) => {
       tail.read = read;
       tail.started = true;
@@ -231,11 +262,19 @@ export class EventTail {
   }
 
   /** Where a scope's tail starts: its settled top (PostgreSQL), or its highest seq now (SQLite). */
+  /**
+   * Where a scope's tail starts: its settled top (PostgreSQL), or its highest seq now (SQLite).
+   * While transactions no longer waited for run, it also reads the ids of the events between
+   * where theirs may appear and its start: those came before the streams' start, and only the
+   * late transactions' events among them are delivered when those end.
+   */
   private async startingPoint(tail: ScopeTail): Promise<number | null> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const { top } = await this.horizon.settle();
-        return top ?? (await onPrimary(() => this.store.lastSeq(tail.scope)));
+        const settled = await this.horizon.settle();
+        if (settled.top === null) return await onPrimary(() => this.store.lastSeq(tail.scope));
+        if (settled.lateFrom !== null) tail.late = await this.lateSince(tail, settled.lateFrom, settled.top, settled.ended);
+        return settled.top;
       } catch (err) {
         // The database is away: tried again until it is back, or until no stream listens.
         if (this.stopped || this.scopes.get(keyOf(tail.scope)) !== tail) return null;
@@ -243,6 +282,18 @@ export class EventTail {
         await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
       }
     }
+  }
+
+  /** The late bookkeeping from `from`, with the ids of the scope's events in (from, upTo] already there. */
+  private async lateSince(tail: ScopeTail, from: number, upTo: number, ended: number): Promise<ScopeTail['late']> {
+    const ids = new Set<string>();
+    for (let after = from; ;) {
+      const rows = await onPrimary(() => this.store.loadSeqRange(tail.scope, after, upTo, this.options.pageSize));
+      for (const row of rows) ids.add(row.id);
+      if (rows.length < this.options.pageSize) break;
+      after = rows[rows.length - 1].seq as number;
+    }
+    return { from, ids, ended };
   }
 
   private wake(): void {
@@ -275,22 +326,20 @@ export class EventTail {
     if (woken.length === 0) return;
     for (const tail of woken) tail.dirty = false;
     const settled = await this.horizon.settle();
-    if (settled.ended) {
-      // Every scope that went on without them reads what they committed, woken or not.
-      for (const tail of this.scopes.values()) {
-        if (!tail.unsettled) continue;
-        tail.lateDue = true;
-        if (!woken.includes(tail)) woken.push(tail);
-      }
+    // Every scope that went on without the late transactions reads what those that ended
+    // committed, woken or not; after the sequence went back, every scope reads from its top.
+    for (const tail of this.scopes.values()) {
+      if (!tail.started || woken.includes(tail)) continue;
+      if (settled.wentBack || (tail.late && tail.late.ended !== settled.ended)) woken.push(tail);
     }
     for (const tail of woken) {
       if (this.scopes.get(keyOf(tail.scope)) !== tail) continue;
-      if (settled.unsettled && !tail.unsettled) tail.unsettled = { from: tail.read, ids: new Set() };
-      await this.readScope(tail, settled.top);
-      if (tail.lateDue && tail.unsettled) {
-        tail.lateDue = false;
-        await this.readLate(tail, settled.unsettled);
+      if (settled.wentBack && settled.top !== null && tail.read !== null && tail.read > settled.top) tail.read = settled.top;
+      if (settled.lateFrom !== null && !tail.late && tail.read !== null) {
+        tail.late = await this.lateSince(tail, Math.min(settled.lateFrom, tail.read), tail.read, settled.ended);
       }
+      await this.readScope(tail, settled.top);
+      if (tail.late && tail.late.ended !== settled.ended) await this.readLate(tail, settled);
     }
   }
 
@@ -311,24 +360,25 @@ export class EventTail {
    * Transactions no longer waited for ended: the events they committed were written before
    * others already delivered. They are delivered now, late and out of order, rather than never.
    */
-  private async readLate(tail: ScopeTail, stillUnsettled: boolean): Promise<void> {
-    const late = tail.unsettled as { from: number | null; ids: Set<string> };
-    let after = late.from;
-    for (;;) {
+  private async readLate(tail: ScopeTail, settled: Settled): Promise<void> {
+    const late = tail.late as NonNullable<ScopeTail['late']>;
+    for (let after = late.from; ;) {
       const rows = await onPrimary(() => this.store.loadSeqRange(tail.scope, after, tail.read, this.options.pageSize));
       for (const event of rows) if (!late.ids.has(event.id)) this.deliver(tail, event);
       if (rows.length < this.options.pageSize) break;
       after = rows[rows.length - 1].seq as number;
     }
-    if (!stillUnsettled) tail.unsettled = null;
+    // Read: counted only now, so a failed read is done again.
+    late.ended = settled.ended;
+    if (settled.lateFrom === null) tail.late = null;
   }
 
   private deliver(tail: ScopeTail, event: PublishedEvent): void {
-    if (tail.unsettled) {
-      tail.unsettled.ids.add(event.id);
-      if (tail.unsettled.ids.size > this.options.maxUnsettledIds) {
+    if (tail.late) {
+      tail.late.ids.add(event.id);
+      if (tail.late.ids.size > this.options.maxLateIds) {
         this.logger.warn({ accountId: tail.scope.accountId }, 'ordered event stream stopped waiting for the events of long-running transactions');
-        tail.unsettled = null;
+        tail.late = null;
       }
     }
     for (const listener of tail.listeners) listener(event);
