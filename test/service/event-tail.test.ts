@@ -206,11 +206,13 @@ describe('ordered event streams (EventTail)', () => {
       const long = await uncommitted();
       const next = await commit();
       expect((await take(stream, 1)).map((e) => e.id)).toEqual([next.id]);
-      // It commits, announced to no one, and a replay's read of the horizon sees it end first.
+      // It commits, announced to no one, and another account's new stream reads the horizon first.
       await long.end(false);
-      await tail.settledTop();
+      const other = (await h.account()).test;
+      const elsewhere = await h.services.events.stream(other, {}, { resource: 'events', types: null, ordered: true });
+      await tail.ready({ accountId: other.accountId, livemode: false });
       expect((await take(stream, 1)).map((e) => e.id)).toEqual([long.event.id]);
-      await stream.return();
+      await Promise.all([stream.return(), elsewhere.return()]);
     });
   }
 });

@@ -186,18 +186,22 @@ export class EventTail {
     private readonly options: TailOptions = TAIL_OPTIONS,
   ) {}
 
-  /**
-   * Waits until the scope's tail has its starting point (a stream's read-back must reach at
-   * least there), opening it for the duration if nothing listens yet.
-   */
+  /** Waits until the scope's tail, if open, has its starting point. */
   async ready(scope: StreamScope): Promise<void> {
     const tail = this.scopes.get(keyOf(scope));
     if (tail) await tail.ready;
   }
 
-  /** The horizon now (see EventHorizon): how far a stream's read-back may read. */
-  async settledTop(): Promise<number | null> {
-    return (await this.horizon.settle()).top;
+  /**
+   * How far a stream of the scope may read back from the database: as far as its tail has read
+   * (settled, and at least where the tail started, so its live events go on from there with no
+   * gap). Null (no bound) when no stream of the scope is open.
+   */
+  async readUpTo(scope: StreamScope): Promise<number | null> {
+    const tail = this.scopes.get(keyOf(scope));
+    if (!tail) return null;
+    await tail.ready;
+    return tail.read;
   }
 
   /** The scope's events that pass `filter`, in the order they were written, from the tail's next read on. */

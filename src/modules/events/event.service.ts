@@ -285,12 +285,11 @@ export class EventService {
       tail
         ? {
           live: () => tail.stream(scope, accepts),
-          // Never past the horizon, and at least to where the live tail started: nothing
-          // between the two is missed, and nothing read back comes before an event not yet committed.
+          // Up to where the tail has read: settled (nothing read back comes before an event not
+          // yet committed), and at least where the live side started (nothing between is missed).
           after: async (position, limit) => {
-            await tail.ready(scope);
-            const top = await tail.settledTop();
-            return onPrimary(() => this.store.loadAfter(ctx, position, sqlTypes, limit, top));
+            const upTo = await tail.readUpTo(scope);
+            return onPrimary(() => this.store.loadAfter(ctx, position, sqlTypes, limit, upTo));
           },
         }
         : {
