@@ -186,9 +186,10 @@ describe('live GraphQL subscriptions', () => {
         if (seen.length >= 1) break;
       }
     })();
-    // The subscription is registered once its stream listens to the account's events.
-    const bus = app.server.services.bus;
-    await waitFor(() => bus.streamScopes().some((s) => s.accountId === fullAccountId && !s.livemode), { what: 'the subscription to register' });
+    // The subscription is registered once its stream listens to the account's events (the
+    // events subscription's, read in write order by the instance's tail).
+    const tail = app.server.services.events.tail!;
+    await waitFor(() => tail.listens({ accountId: fullAccountId, livemode: false }), { what: 'the subscription to register' });
     // A customer first: were it streamed, it would be the first (and only) event collected.
     await app.request('POST', '/v1/customers', { key: full, body: { email: 'streamed@example.com' } });
     await app.request('POST', '/v1/payments', { key: full, body: { amount: 700, currency: 'usd', paymentMethod: 'pm_card_visa' } });

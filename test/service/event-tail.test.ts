@@ -88,12 +88,17 @@ function useTail(options: { horizon?: EventHorizon; sweepMs?: number } = {}): Ev
 
 describe('ordered event streams (EventTail)', () => {
   it('should deliver the events written after the stream started, in the order they were written, each once', async () => {
+    const tail = h.services.events.tail!;
+    const streamScope = { accountId: ctx.accountId, livemode: false };
+    expect(tail.listens(streamScope)).toBe(false);
     const stream = await ordered();
-    await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+    await tail.ready(streamScope);
+    expect(tail.listens(streamScope)).toBe(true);
     const written = [];
     for (let i = 0; i < 5; i++) written.push(await commit());
     expect((await take(stream, 5)).map((e) => e.id)).toEqual(written.map((e) => e.id));
     await stream.return();
+    expect(tail.listens(streamScope)).toBe(false);
   });
 
   it('should deliver every event of many concurrent writers once, in the order they were written', async () => {

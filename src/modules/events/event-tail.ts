@@ -186,6 +186,12 @@ export class EventTail {
     private readonly options: TailOptions = TAIL_OPTIONS,
   ) {}
 
+  /** Whether streams of the scope listen and its tail has its starting point (their events are read from now on). */
+  listens(scope: StreamScope): boolean {
+    const tail = this.scopes.get(keyOf(scope));
+    return tail !== undefined && tail.started && tail.listeners.size > 0;
+  }
+
   /** Waits until the scope's tail, if open, has its starting point. */
   async ready(scope: StreamScope): Promise<void> {
     const tail = this.scopes.get(keyOf(scope));
