@@ -86,6 +86,11 @@ function useTail(options: { horizon?: EventHorizon; sweepMs?: number } = {}): Ev
   return tail;
 }
 
+/** A tail that stops waiting for a transaction after 300 ms (a long-running one, for a test). */
+function useImpatientTail(sweepMs: number): EventTail {
+  return useTail({ horizon: new PostgresEventHorizon(h.services.db, createLogger('silent'), { pollMs: 2, staleMs: 300 }), sweepMs });
+}
+
 describe('ordered event streams (EventTail)', () => {
   it('should deliver the events written after the stream started, in the order they were written, each once', async () => {
     const tail = h.services.events.tail!;
@@ -165,8 +170,7 @@ describe('ordered event streams (EventTail)', () => {
     });
 
     it('should stop waiting for a transaction that runs too long, and deliver its event late rather than never', async () => {
-      const logger = createLogger('silent');
-      useTail({ horizon: new PostgresEventHorizon(h.services.db, logger, { pollMs: 2, staleMs: 300 }), sweepMs: 100 });
+      useImpatientTail(100);
       const stream = await ordered();
       await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
       const long = await uncommitted();
@@ -184,8 +188,7 @@ describe('ordered event streams (EventTail)', () => {
     });
 
     it('should deliver a late transaction\'s event to a stream resumed while it ran, after its scope had closed', async () => {
-      const logger = createLogger('silent');
-      useTail({ horizon: new PostgresEventHorizon(h.services.db, logger, { pollMs: 2, staleMs: 300 }), sweepMs: 100 });
+      useImpatientTail(100);
       const first = await ordered();
       await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
       const seen = await commit();
@@ -204,8 +207,7 @@ describe('ordered event streams (EventTail)', () => {
     });
 
     it('should deliver a late transaction\'s event even when another read of the horizon saw it end first', async () => {
-      const logger = createLogger('silent');
-      const tail = useTail({ horizon: new PostgresEventHorizon(h.services.db, logger, { pollMs: 2, staleMs: 300 }), sweepMs: 200 });
+      const tail = useImpatientTail(200);
       const stream = await ordered();
       await tail.ready({ accountId: ctx.accountId, livemode: false });
       const long = await uncommitted();

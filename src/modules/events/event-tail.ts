@@ -337,7 +337,9 @@ export class EventTail {
     for (const tail of woken) tail.dirty = false;
     const settled = await this.horizon.settle();
     // Every scope that went on without the late transactions reads what those that ended
-    // committed, woken or not; after the sequence went back, every scope reads from its top.
+    // committed, woken or not; after the sequence went back, every scope reads from its top
+    // (the point it went back to is not known: events written between that point and this top,
+    // before this read, are not read live, nor replayed to a client resuming after a later one).
     for (const tail of this.scopes.values()) {
       if (!tail.started || woken.includes(tail)) continue;
       if (settled.wentBack || (tail.late && tail.late.ended !== settled.ended)) woken.push(tail);
