@@ -7,7 +7,9 @@ import { MODELS } from './db/models';
 import { migrateUp } from './db/migrator';
 import { systemClock, systemStopwatch, type Clock, type Stopwatch } from './core/clock';
 import { EventBus } from './core/event-bus';
-import { DeliveredEvents, PostgresFanout, RedisFanout, type EventFanout, type LoadEventsSince } from './core/event-fanout';
+import { DeliveredEvents, PostgresFanout, RedisFanout, type EventFanout, type LoadEventsSince, type WrittenReadBack } from './core/event-fanout';
+import { WrittenMarks } from './core/written-marks';
+import { onPrimary } from './db/read-routing';
 import { RedisBreaker, connectRedis } from './core/redis-breaker';
 import { RateLimiter } from './core/rate-limit';
 import { createLogger, errorForLog, type Logger } from './logger';
@@ -171,10 +173,18 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const loadEvent = (ids: string[]) => events.loadPublished(ids);
   const delivered = new DeliveredEvents(clock);
   const loadSince: LoadEventsSince = (...args) => events.loadPublishedSince(...args);
-  const notify = db.dialect === 'postgres' ? new PostgresFanout(config.databaseUrl, bus, loadEvent, loadSince, logger, clock, delivered) : undefined;
+  // Marks of how far events had been written: a fan-out's read-back after a gap finds by them
+  // the events stamped in the past (a test clock's time) that were written during the gap.
+  const writtenMarks = new WrittenMarks((scopes) => onPrimary(() => eventStore.writtenMark(scopes)), () => bus.streamScopes(), clock, logger);
+  const written: WrittenReadBack = { marks: writtenMarks, load: (...args) => onPrimary(() => eventStore.loadWrittenAfter(...args)) };
+  const notify = db.dialect === 'postgres' ? new PostgresFanout(config.databaseUrl, bus, loadEvent, loadSince, logger, clock, delivered, written) : undefined;
   const fanout: EventFanout | undefined = redis
-    ? new RedisFanout(redis, bus, loadEvent, logger, clock, { breaker: redisBreaker!, notify, delivered, loadSince })
+    ? new RedisFanout(redis, bus, loadEvent, logger, clock, { breaker: redisBreaker!, notify, delivered, loadSince, written })
     : notify;
+  if (fanout) {
+    await writtenMarks.start();
+    bus.onScopeOpened((scope) => writtenMarks.noteScope(scope));
+  }
   await fanout?.start();
   bus.connectRemote(fanout);
   const encryptionKey = loadEncryptionKey({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
@@ -280,6 +290,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       await closeInvoicePdfRenderer();
       redisBreaker?.stop();
       eventTail.stop();
+      writtenMarks.stop();
       await fanout?.stop();
       if (redis) redis.disconnect();
       await db.close();

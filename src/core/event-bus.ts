@@ -87,6 +87,13 @@ export class EventBus {
     return this.subscriptions;
   }
 
+  private readonly scopeListeners: Array<(scope: StreamScope) => void> = [];
+
+  /** Called as a stream opens for an account and mode no other open stream listens to. */
+  onScopeOpened(listener: (scope: StreamScope) => void): void {
+    this.scopeListeners.push(listener);
+  }
+
   /** The accounts and modes that open streams listen to. */
   streamScopes(): StreamScope[] {
     return [...this.openStreams.values()].map(({ accountId, livemode }) => ({ accountId, livemode }));
@@ -98,9 +105,11 @@ export class EventBus {
    */
   stream(scope: StreamScope, filter: (event: PublishedEvent) => boolean): AsyncIterableIterator<PublishedEvent> {
     const scopeKey = `${scope.accountId}:${scope.livemode}`;
-    const open = this.openStreams.get(scopeKey) ?? { ...scope, streams: 0 };
+    const known = this.openStreams.get(scopeKey);
+    const open = known ?? { ...scope, streams: 0 };
     open.streams += 1;
     this.openStreams.set(scopeKey, open);
+    if (!known) for (const listener of this.scopeListeners) listener({ accountId: scope.accountId, livemode: scope.livemode });
     const stream = queuedIterator<PublishedEvent>(() => {
       open.streams -= 1;
       if (open.streams === 0) this.openStreams.delete(scopeKey);

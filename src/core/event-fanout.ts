@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { EventBus, PublishedEvent, RemoteEventSink, StreamScope } from './event-bus';
 import type { Clock } from './clock';
 import type { RedisBreaker } from './redis-breaker';
+import type { WrittenMark, WrittenMarks } from './written-marks';
 import { errorForLog, type Logger } from '../logger';
 
 const CHANNEL = 'payorch_events';
@@ -30,6 +31,21 @@ type LoadEvents = (ids: string[]) => Promise<PublishedEvent[]>;
 export type LoadEventsSince = (
   scope: StreamScope, since: Date, after: { createdAt: string; id: string } | undefined, limit: number,
 ) => Promise<PublishedEvent[]>;
+
+/**
+ * Reads one account and mode's events written after a seq and stamped before a moment, in the
+ * order they were written (what a read-back by `created_at` from that moment does not find).
+ */
+export type LoadWrittenAfter = (scope: StreamScope, afterSeq: number, createdBefore: Date, limit: number) => Promise<PublishedEvent[]>;
+
+/**
+ * What a fan-out reads back by seq besides `created_at`, so that events stamped in the past (a
+ * test clock's frozen time) that were written while it may have missed messages are read back too.
+ */
+export interface WrittenReadBack {
+  marks: WrittenMarks;
+  load: LoadWrittenAfter;
+}
 
 /**
  * The ids of the events published or delivered here lately (oldest first), with when: an event
@@ -156,24 +172,42 @@ abstract class BaseFanout implements EventFanout {
 
   /**
    * Reads back, for every open stream's account and mode, the events committed since `since`,
-   * and delivers those not delivered here yet; returns how many were read.
+   * and delivers those not delivered here yet; returns how many were read. With `written`, also
+   * those stamped before `since` but written after its mark (taken at or before `since`).
    */
-  protected async readBack(loadSince: LoadEventsSince, since: Date): Promise<number> {
+  protected async readBack(loadSince: LoadEventsSince, since: Date, written?: { mark: WrittenMark; load: LoadWrittenAfter }): Promise<number> {
     let read = 0;
+    const deliver = (page: PublishedEvent[]) => {
+      for (const event of page) {
+        this.deliverOnce(event);
+        read += 1;
+      }
+    };
     for (const scope of this.bus.streamScopes()) {
       let after: { createdAt: string; id: string } | undefined;
       for (;;) {
         const page = await loadSince(scope, since, after, REPLAY_PAGE);
-        for (const event of page) {
-          this.deliverOnce(event);
-          read += 1;
-        }
+        deliver(page);
         if (page.length < REPLAY_PAGE) break;
         const last = page[page.length - 1];
         after = { createdAt: last.createdAt, id: last.id };
       }
+      let afterSeq = written?.mark(scope);
+      while (written && afterSeq !== undefined) {
+        const page = await written.load(scope, afterSeq, since, REPLAY_PAGE);
+        deliver(page);
+        afterSeq = page.length < REPLAY_PAGE ? undefined : page[page.length - 1].seq;
+      }
     }
     return read;
+  }
+
+  /**
+   * What `readBack` reads by seq for a gap that opened at `gapSince` (ms), when marks are kept:
+   * taken as the gap opens (the marks from then may no longer be kept once it closes).
+   */
+  protected writtenSince(written: WrittenReadBack | undefined, gapSince: number): { mark: WrittenMark; load: LoadWrittenAfter } | undefined {
+    return written ? { mark: written.marks.before(gapSince - REPLAY_MARGIN_MS), load: written.load } : undefined;
   }
 
   /** A message's events could not be read back: they are lost unless the fan-out reads them later. */
@@ -238,6 +272,8 @@ export class PostgresFanout extends BaseFanout {
   private healthyAt = 0;
   /** Since when notifications may have been missed; unset once they have been read back. */
   private missedSince?: number;
+  /** What to read back by seq for that gap. */
+  private missedWritten?: { mark: WrittenMark; load: LoadWrittenAfter };
 
   constructor(
     private readonly url: string,
@@ -247,6 +283,7 @@ export class PostgresFanout extends BaseFanout {
     logger: Logger,
     clock: Clock,
     delivered?: DeliveredEvents,
+    private readonly written?: WrittenReadBack,
   ) {
     super(bus, load, logger, false, clock, delivered);
   }
@@ -339,7 +376,10 @@ export class PostgresFanout extends BaseFanout {
 
   /** From now on events may be missed, from the last moment the connection was known good. */
   private openGap(): void {
-    this.missedSince ??= this.healthyAt || this.clock.now().getTime();
+    if (this.missedSince === undefined) {
+      this.missedSince = this.healthyAt || this.clock.now().getTime();
+      this.missedWritten = this.writtenSince(this.written, this.missedSince);
+    }
     this.delivered.gap('notify', true);
   }
 
@@ -359,7 +399,7 @@ export class PostgresFanout extends BaseFanout {
     const since = new Date(gapSince - REPLAY_MARGIN_MS);
     let replayed = 0;
     try {
-      replayed = await this.readBack(this.loadSince, since);
+      replayed = await this.readBack(this.loadSince, since, this.missedWritten);
     } catch (err) {
       this.logger.warn({ err: errorForLog(err) }, 'reading back missed events failed; trying again later');
       return;
@@ -367,6 +407,7 @@ export class PostgresFanout extends BaseFanout {
     // Only if nothing was lost meanwhile (a gap opened again keeps its earlier start).
     if (this.listener === client && this.missedSince === gapSince) {
       this.missedSince = undefined;
+      this.missedWritten = undefined;
       this.delivered.gap('notify', false);
       this.logger.info({ since: since.toISOString(), read: replayed }, 'event fan-out caught up after a gap');
     }
@@ -419,6 +460,8 @@ export interface RedisFanoutOptions {
   delivered?: DeliveredEvents;
   /** Reads back what open streams missed while the subscription was down, once it is up again. */
   loadSince?: LoadEventsSince;
+  /** And what was written meanwhile but stamped earlier (with `loadSince` only). */
+  written?: WrittenReadBack;
 }
 
 /** Redis pub/sub (used whenever REDIS_URL is set, whatever the database). */
@@ -427,6 +470,8 @@ export class RedisFanout extends BaseFanout {
   private stopped = false;
   /** Since when messages may have been missed (the subscription dropped); unset once read back. */
   private missedSince?: number;
+  /** What to read back by seq for that gap. */
+  private missedWritten?: { mark: WrittenMark; load: LoadWrittenAfter };
   private retryTimer?: NodeJS.Timeout;
   /** Messages kept while Redis was unavailable, without NOTIFY to carry them (SQLite). */
   private unsent: string[] = [];
@@ -457,7 +502,10 @@ export class RedisFanout extends BaseFanout {
     options.breaker.onRecovered(() => this.sendUnsent());
     subscriber.on('close', () => {
       if (this.stopped) return;
-      this.missedSince ??= this.clock.now().getTime();
+      if (this.missedSince === undefined) {
+        this.missedSince = this.clock.now().getTime();
+        this.missedWritten = this.writtenSince(this.options?.written, this.missedSince);
+      }
       this.delivered.gap('redis', true);
     });
     // ioredis emits `ready` as it sends the subscription again, before Redis has it: a read-back
@@ -494,12 +542,13 @@ export class RedisFanout extends BaseFanout {
     if (since === undefined || this.stopped) return;
     if (!loadSince) {
       this.missedSince = undefined;
+      this.missedWritten = undefined;
       this.delivered.gap('redis', false);
       return;
     }
     this.enqueue(async () => {
       try {
-        await this.readBack(loadSince, new Date(since - REPLAY_MARGIN_MS));
+        await this.readBack(loadSince, new Date(since - REPLAY_MARGIN_MS), this.missedWritten);
       } catch (err) {
         this.logger.warn({ err: errorForLog(err) }, 'reading back missed events failed; trying again later');
         clearTimeout(this.retryTimer);
@@ -510,6 +559,7 @@ export class RedisFanout extends BaseFanout {
       // Only if the subscription has not dropped again meanwhile.
       if (this.missedSince === since && this.subscriber?.status === 'ready') {
         this.missedSince = undefined;
+        this.missedWritten = undefined;
         this.delivered.gap('redis', false);
       }
     }).catch((err) => this.logger.error({ err: errorForLog(err) }, 'event fan-out read-back failed'));

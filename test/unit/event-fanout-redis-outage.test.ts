@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { EventBus, type PublishedEvent } from '../../src/core/event-bus';
-import { RedisFanout, type LoadEventsSince } from '../../src/core/event-fanout';
+import { RedisFanout, type LoadEventsSince, type LoadWrittenAfter } from '../../src/core/event-fanout';
+import { WrittenMarks } from '../../src/core/written-marks';
 import { RedisBreaker, connectRedis } from '../../src/core/redis-breaker';
 import { createLogger } from '../../src/logger';
 import { systemClock } from '../../src/core/clock';
@@ -28,6 +29,7 @@ function event(i: number): PublishedEvent {
 }
 
 interface Instance {
+  marks: WrittenMarks;
   bus: EventBus;
   breaker: RedisBreaker;
   redis: Redis;
@@ -38,6 +40,7 @@ const instances: Instance[] = [];
 afterEach(async () => {
   for (const i of instances.splice(0)) {
     i.breaker.stop();
+    i.marks.stop();
     await i.fanout.stop();
     i.redis.disconnect();
   }
@@ -45,7 +48,8 @@ afterEach(async () => {
 
 /**
  * An instance's fan-out, with an open stream (what a read-back is for), reading back from
- * `committed` (`onReadBack` is called as each read-back starts); `prepare` sees its Redis client first.
+ * `committed` (`onReadBack` is called as each read-back starts), by created_at and by seq (an
+ * event's place in `committed`, from 1); `prepare` sees its Redis client first.
  */
 async function instance(committed: PublishedEvent[] = [], { onReadBack, prepare }: { onReadBack?: () => void; prepare?: (redis: Redis) => void } = {}): Promise<Instance> {
   const quiet = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
@@ -59,21 +63,39 @@ async function instance(committed: PublishedEvent[] = [], { onReadBack, prepare 
     onReadBack?.();
     return read;
   };
-  const fanout = new RedisFanout(redis, bus, async () => [], quiet, systemClock, { breaker, loadSince });
+  const withSeq = () => committed.map((e, i) => ({ ...e, seq: i + 1 }));
+  const marks = new WrittenMarks(async () => {
+    const written = committed.length;
+    return () => written;
+  }, () => bus.streamScopes(), systemClock, quiet);
+  const loadWrittenAfter: LoadWrittenAfter = async (scope, afterSeq, createdBefore, limit) =>
+    withSeq().filter((e) => e.accountId === scope.accountId && e.seq > afterSeq && e.createdAt < createdBefore.toISOString()).slice(0, limit);
+  const fanout = new RedisFanout(redis, bus, async () => [], quiet, systemClock, { breaker, loadSince, written: { marks, load: loadWrittenAfter } });
+  bus.stream(SCOPE, () => true);
+  await marks.start();
   await fanout.start();
   bus.connectRemote(fanout);
-  bus.stream(SCOPE, () => true);
   const received: string[] = [];
   bus.subscribe((e) => received.push(e.id));
-  const made = { bus, breaker, redis, received, fanout };
+  const made = { marks, bus, breaker, redis, received, fanout };
   instances.push(made);
   return made;
 }
 
 describe('event fan-out over Redis, without NOTIFY, across an outage', () => {
   it('should keep what it could not send while Redis was down and send it, once, when Redis is back', async () => {
-    const a = await instance();
-    const b = await instance();
+    // A sends what it kept as soon as its own connections answer again. B, with nothing to read
+    // back here (no database), gets it only if Redis already has B's subscription again, which
+    // in a real outage B's read-back covers: A's probe is held until B has subscribed again (B
+    // reads back only once Redis has answered its SUBSCRIBE).
+    let bSubscribedAgain = false;
+    const a = await instance([], {
+      prepare: (redis) => {
+        const ping = redis.ping.bind(redis) as () => Promise<string>;
+        jest.spyOn(redis, 'ping').mockImplementation((() => (bSubscribedAgain ? ping() : Promise.reject(new Error('held until B has subscribed again')))) as never);
+      },
+    });
+    const b = await instance([], { onReadBack: () => (bSubscribedAgain = true) });
     a.bus.publish(event(1));
     await waitFor(() => b.received.includes('evt_1'), { what: 'the first event on B' });
     await server.kill();
@@ -103,6 +125,24 @@ describe('event fan-out over Redis, without NOTIFY, across an outage', () => {
     await waitFor(() => b.received.includes('evt_11'), { what: 'the lost event read back on B' });
     await assertStaysTrue(() => b.received.length === 2, 300, 'nothing delivered twice');
     expect(b.received).toEqual(['evt_10', 'evt_11']);
+  }, 30_000);
+
+  it('should read back what was written while its subscription was down but stamped long before (a test clock\'s time)', async () => {
+    const committed: PublishedEvent[] = [];
+    const a = await instance();
+    const b = await instance(committed);
+    const first = event(30);
+    committed.push(first);
+    a.bus.publish(first);
+    await waitFor(() => b.received.includes('evt_30'), { what: 'the first event on B' });
+    // Written during the outage, its message lost, stamped a year before: by created_at alone
+    // the read-back (from the gap's start, less its margin) would not find it.
+    committed.push({ ...event(31), createdAt: new Date(Date.now() - 365 * 86_400_000).toISOString() });
+    await server.kill();
+    await server.start();
+    await waitFor(() => b.received.includes('evt_31'), { what: 'the event stamped in the past, read back on B' });
+    await assertStaysTrue(() => b.received.length === 2, 300, 'nothing delivered twice');
+    expect(b.received).toEqual(['evt_30', 'evt_31']);
   }, 30_000);
 
   it('should start reading back only once Redis has the subscription again, so that nothing published after the read is missed', async () => {

@@ -1,7 +1,8 @@
 import Redis from 'ioredis';
 import { Client } from 'pg';
-import { EventBus, type PublishedEvent } from '../../src/core/event-bus';
-import { PostgresFanout, RedisFanout, type LoadEventsSince } from '../../src/core/event-fanout';
+import { EventBus, type PublishedEvent, type StreamScope } from '../../src/core/event-bus';
+import { PostgresFanout, RedisFanout, type LoadEventsSince, type LoadWrittenAfter, type WrittenReadBack } from '../../src/core/event-fanout';
+import { WrittenMarks } from '../../src/core/written-marks';
 import { createLogger } from '../../src/logger';
 import { systemClock } from '../../src/core/clock';
 import { freshPostgresDatabase } from '../helpers/db';
@@ -180,20 +181,37 @@ describe('event fan-out over PostgreSQL NOTIFY, when the LISTEN connection drops
     const stored: PublishedEvent[] = [];
     /** When each instance read back from the events table, per stream scope it has open. */
     const readsSince = { a: [] as Date[], b: [] as Date[] };
+    const inScope = (scope: StreamScope) => (e: PublishedEvent) => e.accountId === scope.accountId && e.livemode === scope.livemode;
     const loadSince = (reads: Date[]): LoadEventsSince => async (scope, since, after, limit) => {
       reads.push(since);
       return stored
-        .filter((e) => e.accountId === scope.accountId && e.livemode === scope.livemode)
+        .filter(inScope(scope))
+        .filter((e) => e.createdAt >= since.toISOString())
         .filter((e) => !after || e.createdAt > after.createdAt || (e.createdAt === after.createdAt && e.id > after.id))
         .slice(0, limit);
     };
+    // The events below are stamped in January (as a test clock's frozen time would stamp them),
+    // long before the gap: only their seq (their place in `stored`, from 1) finds them.
+    const writtenAfter: LoadWrittenAfter = async (scope, afterSeq, createdBefore, limit) =>
+      stored.map((e, i) => ({ ...e, seq: i + 1 })).filter((e) => inScope(scope)(e) && e.seq > afterSeq && e.createdAt < createdBefore.toISOString()).slice(0, limit);
     const load = async (ids: string[]) => stored.filter((e) => ids.includes(e.id));
     const logger = createLogger('silent');
+    const written = (bus: EventBus): WrittenReadBack => ({
+      marks: new WrittenMarks(async () => {
+        const n = stored.length;
+        return () => n;
+      }, () => bus.streamScopes(), systemClock, logger),
+      load: writtenAfter,
+    });
     const busA = new EventBus();
-    const a = new PostgresFanout(url, busA, load, loadSince(readsSince.a), logger, systemClock);
+    const writtenA = written(busA);
+    const a = new PostgresFanout(url, busA, load, loadSince(readsSince.a), logger, systemClock, undefined, writtenA);
     const busB = new EventBus();
-    const b = new PostgresFanout(url, busB, load, loadSince(readsSince.b), logger, systemClock);
-    for (const [f, bus] of [[a, busA], [b, busB]] as const) {
+    const writtenB = written(busB);
+    const b = new PostgresFanout(url, busB, load, loadSince(readsSince.b), logger, systemClock, undefined, writtenB);
+    for (const [f, bus, w] of [[a, busA, writtenA], [b, busB, writtenB]] as const) {
+      await w.marks.start();
+      w.marks.stop();
       await f.start();
       bus.connectRemote(f);
       fanouts.push(f);

@@ -2,7 +2,7 @@ import type { Database } from '../../db/database';
 import { onPrimary } from '../../db/read-routing';
 import { queuedIterator, type EventBus, type PublishedEvent, type StreamScope } from '../../core/event-bus';
 import { errorForLog, type Logger } from '../../logger';
-import type { EventStore } from './event.store';
+import { sequenceTop, type EventStore } from './event.store';
 
 /**
  * How far events are settled: every event with a seq up to `top` that will ever be committed is
@@ -85,8 +85,7 @@ export class PostgresEventHorizon implements EventHorizon {
   settle(): Promise<Settled> {
     // Autocommit statements (never a transaction: pg_stat_activity is read once per transaction).
     return onPrimary(async () => {
-      const [seq] = await this.db.select<{ last_value: unknown; is_called: unknown }>('SELECT last_value, is_called FROM events_stream_seq');
-      const top = Number(seq.last_value) - (seq.is_called === true || seq.is_called === 't' ? 0 : 1);
+      const top = await sequenceTop(this.db);
       let running = await this.running();
       let waiting = [...running].filter((xid) => !this.stale.has(xid));
       const started = this.now();

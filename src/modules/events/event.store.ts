@@ -6,6 +6,7 @@ import { Params } from '../../db/params';
 import { cteList, type CtePart } from '../../db/statement';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
 import type { PublishedEvent, StreamScope } from '../../core/event-bus';
+import type { WrittenMark } from '../../core/written-marks';
 import { EventModel } from './event.model';
 
 export interface ApiEvent {
@@ -55,6 +56,14 @@ const COLUMNS = 'id, type, data, created_at, mode';
 const INSERT_PG = 'INSERT INTO events (id, account_id, mode, type, object_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)';
 const INSERT_SQLITE = `INSERT INTO events (id, account_id, mode, type, object_id, data, created_at, seq)
   VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE account_id = $2 AND mode = $3))`;
+
+/** PostgreSQL: the last seq events_stream_seq gave (0 before its first). */
+export async function sequenceTop(db: Database): Promise<number> {
+  const [seq] = await db.select<{ last_value: unknown; is_called: unknown }>('SELECT last_value, is_called FROM events_stream_seq');
+  return Number(seq.last_value) - (seq.is_called === true || seq.is_called === 't' ? 0 : 1);
+}
+
+const scopeKey = (scope: StreamScope) => `${scope.accountId}:${scope.livemode}`;
 
 /**
  * Where events are kept. Writing an event is on every state change's path (one bound INSERT in
@@ -153,6 +162,34 @@ export class EventStore {
       [scope.accountId, scope.livemode ? 'live' : 'test', since, ...(after ? [new Date(after.createdAt), after.id] : [])],
     );
     return rows.map(toPublished);
+  }
+
+  /**
+   * One account and mode's events written after `afterSeq` (in seq order) and stamped before
+   * `createdBefore`: what a read-back by `created_at` from `createdBefore` on does not find, such
+   * as an event stamped at a test clock's time in the past (events_stream_idx).
+   */
+  async loadWrittenAfter(scope: StreamScope, afterSeq: number, createdBefore: Date, limit: number): Promise<PublishedEvent[]> {
+    const rows = await this.db.select(
+      `SELECT ${COLUMNS}, account_id, seq FROM events WHERE account_id = $1 AND mode = $2 AND seq > $3 AND created_at < $4
+       ORDER BY seq LIMIT ${Math.trunc(limit)}`,
+      [scope.accountId, scope.livemode ? 'live' : 'test', afterSeq, createdBefore],
+    );
+    return rows.map(toPublished);
+  }
+
+  /**
+   * How far events have been written now: on PostgreSQL the sequence's last value, for every
+   * scope; on SQLite each of `scopes`' highest seq (a scope without events: 0).
+   */
+  async writtenMark(scopes: readonly StreamScope[]): Promise<WrittenMark> {
+    if (this.db.dialect === 'postgres') {
+      const top = await sequenceTop(this.db);
+      return () => top;
+    }
+    const marks = new Map<string, number>();
+    for (const scope of scopes) marks.set(scopeKey(scope), (await this.lastSeq(scope)) ?? 0);
+    return (scope) => marks.get(scopeKey(scope));
   }
 
   /** The position after an event of the account and mode, or null when the account and mode have no such event. */

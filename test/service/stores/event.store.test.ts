@@ -64,6 +64,29 @@ describe('EventStore', () => {
     expect((await store.loadPublishedSince(stream, at(10), { createdAt: written[0].createdAt, id: written[0].id }, 1)).map((e) => e.id)).toEqual([written[1].id]);
   });
 
+  it('should mark how far events were written, and load a scope\'s events written after a mark but stamped before a time, in the order written', async () => {
+    const scope = { accountId: 'acct_evt_written', mode: 'test' };
+    const stream = { accountId: scope.accountId, livemode: false };
+    const other = { accountId: 'acct_evt_written_other', livemode: false };
+    const before = await store.writtenMark([stream, other]);
+    // SQLite numbers each scope's events (a scope without any: 0); PostgreSQL has one sequence.
+    if (DIALECT === 'sqlite') expect([before(stream), before(other)]).toEqual([0, 0]);
+    else expect(before(other)).toBe(before(stream));
+    expect(await store.loadWrittenAfter(stream, before(stream)!, at(100), 10)).toEqual([]);
+    // Stamped in the past (a test clock's frozen time), the middle one after the time asked for.
+    const written = [event('customer.created', at(-3600)), event('customer.updated', at(200)), event('customer.updated', at(-7200))];
+    for (const e of written) await write(scope, e);
+    await write({ ...scope, mode: 'live' }, event('customer.created', at(-3600), 'live'));
+    const after = await store.writtenMark([stream]);
+    expect(after(stream)).toBeGreaterThan(before(stream)!);
+    const loaded = await store.loadWrittenAfter(stream, before(stream)!, at(100), 10);
+    expect(loaded.map((e) => e.id)).toEqual([written[0].id, written[2].id]);
+    expect(loaded[0]).toMatchObject({ ...written[0], accountId: scope.accountId });
+    expect((await store.loadWrittenAfter(stream, loaded[0].seq!, at(100), 10)).map((e) => e.id)).toEqual([written[2].id]);
+    expect((await store.loadWrittenAfter(stream, before(stream)!, at(100), 1)).map((e) => e.id)).toEqual([written[0].id]);
+    expect(await store.loadWrittenAfter(stream, after(stream)!, at(100), 10)).toEqual([]);
+  });
+
   it('should list a scope\'s events newest first, filtered by type', async () => {
     const scope = { accountId: 'acct_evt_list', mode: 'test' };
     const written = [event('customer.created', at(20)), event('payment.failed', at(21)), event('customer.created', at(22))];
