@@ -13,6 +13,11 @@ export interface PublishedEvent {
    * the database (the ordered streams' tail, a read-back): the streams' own, never sent.
    */
   seq?: number;
+  /**
+   * Delivered by the tail after events written after it (its transaction ran too long to be
+   * waited for): a stream resumed after one of those has not had it, though its seq is lower.
+   */
+  late?: true;
 }
 
 /** An account and mode that open streams (GraphQL subscriptions) listen to. */

@@ -131,6 +131,37 @@ describe('ordered event streams (EventTail)', () => {
     await stream.return();
   });
 
+  it(`should read every open scope's new events at a sweep${DIALECT === 'postgres' ? ', all in one statement' : ''}`, async () => {
+    const tail = useTail({ sweepMs: 100 });
+    const contexts = [ctx, (await h.account()).test, (await h.account()).test];
+    const streams = await Promise.all(contexts.map((c) => h.services.events.stream(c, {}, { resource: 'events', types: null, ordered: true })));
+    for (const c of contexts) await tail.ready({ accountId: c.accountId, livemode: false });
+    // Each scope's first read, as it got its starting point, is its own; the sweeps after it read all.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const single = jest.spyOn(store, 'loadSeqRange');
+    const batched = jest.spyOn(store, 'loadSeqRanges');
+    try {
+      // Announced to no one: only the sweep reads them.
+      const written: ApiEvent[] = [];
+      for (const c of contexts) {
+        const e = event();
+        await h.services.db.transaction((t) => store.insert(t, e, { accountId: c.accountId, mode: c.mode }));
+        written.push(e);
+      }
+      for (const [i, stream] of streams.entries()) expect((await take(stream, 1)).map((e) => e.id)).toEqual([written[i].id]);
+      if (DIALECT === 'postgres') {
+        expect(batched).toHaveBeenCalled();
+        expect(single).not.toHaveBeenCalled();
+      } else {
+        expect(single).toHaveBeenCalled();
+      }
+    } finally {
+      single.mockRestore();
+      batched.mockRestore();
+      await Promise.all(streams.map((s) => s.return()));
+    }
+  });
+
   if (DIALECT === 'postgres') {
     it('should hold back an event committed before one written before it, until that one commits, then deliver both in the order written', async () => {
       const stream = await ordered();
@@ -200,6 +231,23 @@ describe('ordered event streams (EventTail)', () => {
       await first.return();
       const resumed = await ordered(seen.id);
       expect((await take(resumed, 1)).map((e) => e.id)).toEqual([after.id]);
+      await long.end();
+      expect((await take(resumed, 1)).map((e) => e.id)).toEqual([long.event.id]);
+      await nothingWithin(resumed, 300);
+      await resumed.return();
+    });
+
+    it('should deliver a late transaction\'s event to a stream resumed, while it ran, after an event written after it', async () => {
+      useImpatientTail(100);
+      const first = await ordered();
+      await h.services.events.tail?.ready({ accountId: ctx.accountId, livemode: false });
+      const long = await uncommitted();
+      const after = await commit();
+      expect((await take(first, 1)).map((e) => e.id)).toEqual([after.id]);
+      await first.return();
+      // Its seq is below the one resumed after, but the client never had it.
+      const resumed = await ordered(after.id);
+      await nothingWithin(resumed, 200);
       await long.end();
       expect((await take(resumed, 1)).map((e) => e.id)).toEqual([long.event.id]);
       await nothingWithin(resumed, 300);

@@ -66,7 +66,7 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
   /**
    * The seq of the event the stream starts after, when known: an ordered live source (EventTail)
    * already open for the scope may still be behind it, and its events up to there are the
-   * subscriber's already.
+   * subscriber's already, except those it delivers late (`PublishedEvent.late`).
    */
   private readonly floorSeq: number | null;
   private done = false;
@@ -165,7 +165,8 @@ export class ResumableEventStream implements AsyncIterableIterator<PublishedEven
       }
       const live = this.buffer.shift();
       if (live) {
-        if (!this.replayed.has(live.id) && !(this.floorSeq !== null && live.seq !== undefined && live.seq <= this.floorSeq)) return this.deliver(live);
+        const belowFloor = this.floorSeq !== null && live.seq !== undefined && live.seq <= this.floorSeq && !live.late;
+        if (!this.replayed.has(live.id) && !belowFloor) return this.deliver(live);
         continue;
       }
       if (this.liveEnded) {

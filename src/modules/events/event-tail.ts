@@ -343,21 +343,42 @@ export class EventTail {
       if (!tail.started || woken.includes(tail)) continue;
       if (settled.wentBack || (tail.late && tail.late.ended !== settled.ended)) woken.push(tail);
     }
+    const current = (tail: ScopeTail) => this.scopes.get(keyOf(tail.scope)) === tail;
     for (const tail of woken) {
-      if (this.scopes.get(keyOf(tail.scope)) !== tail) continue;
+      if (!current(tail)) continue;
       if (settled.wentBack && settled.top !== null && tail.read !== null && tail.read > settled.top) tail.read = settled.top;
       if (settled.lateFrom !== null && !tail.late && tail.read !== null) {
         tail.late = await this.lateSince(tail, Math.min(settled.lateFrom, tail.read), tail.read, settled.ended);
       }
-      await this.readScope(tail, settled.top);
+    }
+    const firstPages = await this.firstPages(woken.filter(current), settled.top);
+    for (const tail of woken) {
+      if (!current(tail)) continue;
+      await this.readScope(tail, settled.top, firstPages.get(tail));
       if (tail.late && tail.late.ended !== settled.ended) await this.readLate(tail, settled);
     }
   }
 
-  /** The scope's events after `read`, up to `top`, page by page. */
-  private async readScope(tail: ScopeTail, top: number | null): Promise<void> {
-    for (;;) {
-      const rows = await onPrimary(() => this.store.loadSeqRange(tail.scope, tail.read, top, this.options.pageSize));
+  /**
+   * PostgreSQL, several scopes to read: the first page of each in one statement (a sweep reads
+   * every open scope; one statement each would be thousands a second with thousands open).
+   */
+  private async firstPages(tails: ScopeTail[], top: number | null): Promise<Map<ScopeTail, PublishedEvent[]>> {
+    const pages = new Map<ScopeTail, PublishedEvent[]>();
+    const batched = tails.filter((t) => t.read !== null);
+    if (top === null || batched.length < 2) return pages;
+    const rows = await onPrimary(() => this.store.loadSeqRanges(batched.map((t) => ({ scope: t.scope, afterSeq: t.read as number })), top, this.options.pageSize));
+    if (rows === null) return pages;
+    for (const tail of batched) pages.set(tail, []);
+    const byScope = new Map(batched.map((t) => [keyOf(t.scope), pages.get(t) as PublishedEvent[]]));
+    for (const row of rows) byScope.get(`${row.accountId}:${row.livemode}`)?.push(row);
+    return pages;
+  }
+
+  /** The scope's events after `read`, up to `top`, page by page (the first one given when read already). */
+  private async readScope(tail: ScopeTail, top: number | null, firstPage?: PublishedEvent[]): Promise<void> {
+    for (let given = firstPage; ; given = undefined) {
+      const rows = given ?? await onPrimary(() => this.store.loadSeqRange(tail.scope, tail.read, top, this.options.pageSize));
       for (const event of rows) this.deliver(tail, event);
       if (rows.length > 0) tail.read = rows[rows.length - 1].seq as number;
       if (rows.length < this.options.pageSize) {
@@ -375,7 +396,7 @@ export class EventTail {
     const late = tail.late as NonNullable<ScopeTail['late']>;
     for (let after = late.from; ;) {
       const rows = await onPrimary(() => this.store.loadSeqRange(tail.scope, after, tail.read, this.options.pageSize));
-      for (const event of rows) if (!late.ids.has(event.id)) this.deliver(tail, event);
+      for (const event of rows) if (!late.ids.has(event.id)) this.deliver(tail, { ...event, late: true });
       if (rows.length < this.options.pageSize) break;
       after = rows[rows.length - 1].seq as number;
     }

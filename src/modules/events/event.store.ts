@@ -251,6 +251,30 @@ export class EventStore {
     return rows.map(toPublished);
   }
 
+  /**
+   * PostgreSQL: for each of `ranges`, its scope's next `limit` events written after its `afterSeq`,
+   * up to `upTo` included, in one statement (a range of events_stream_idx each): what
+   * `loadSeqRange` reads for one scope, for the tail's scopes all at once. Ordered by scope, then
+   * seq. SQLite: null (the caller reads each scope).
+   */
+  async loadSeqRanges(ranges: ReadonlyArray<{ scope: StreamScope; afterSeq: number }>, upTo: number, limit: number): Promise<PublishedEvent[] | null> {
+    if (this.db.dialect !== 'postgres') return null;
+    if (ranges.length === 0) return [];
+    const bound = ranges.map(({ scope, afterSeq }, n) => ({ account_id: scope.accountId, mode: scope.livemode ? 'live' : 'test', after_seq: afterSeq, n }));
+    const rows = await this.db.select(
+      `SELECT e.id, e.type, e.data, e.created_at, e.mode, e.account_id, e.seq
+         FROM json_to_recordset($1::json) AS r(account_id text, mode text, after_seq bigint, n int)
+        CROSS JOIN LATERAL (
+          SELECT ${COLUMNS}, account_id, seq FROM events
+           WHERE account_id = r.account_id AND mode = r.mode AND seq > r.after_seq AND seq <= $2
+           ORDER BY seq LIMIT ${Math.trunc(limit)}
+        ) e
+        ORDER BY r.n, e.seq`,
+      [this.db.jsonParam(bound), upTo],
+    );
+    return rows.map(toPublished);
+  }
+
   /** The highest seq of the account and mode's events, or null when it has none (SQLite's tail starts there). */
   async lastSeq(scope: StreamScope): Promise<number | null> {
     const rows = await this.db.select<{ seq: unknown }>(
