@@ -21,8 +21,6 @@ export interface WrittenMarksOptions {
 
 export const WRITTEN_MARKS_OPTIONS: WrittenMarksOptions = { intervalMs: 10_000, keepMs: 60_000 };
 
-const NOTHING_KNOWN: WrittenMark = () => undefined;
-
 /**
  * Marks of how far events had been written, taken every `intervalMs`, so that what was written
  * after some moment can be told apart by seq rather than by `created_at`. A live fan-out that may
@@ -31,7 +29,11 @@ const NOTHING_KNOWN: WrittenMark = () => undefined;
  * order they were written in, does not.
  */
 export class WrittenMarks {
+  /** Marks of every open stream's scope, oldest first. */
   private samples: Array<{ at: number; mark: WrittenMark }> = [];
+  /** Marks of one scope each, taken as a stream opened for a scope no mark knew (SQLite), by scope. */
+  private readonly opened = new Map<string, { at: number; value: number }>();
+  private readonly opening = new Set<string>();
   private timer?: NodeJS.Timeout;
   private failing = false;
 
@@ -56,20 +58,30 @@ export class WrittenMarks {
   }
 
   /**
-   * A stream opened for `scope`: a mark is taken now unless the newest one knows the scope
-   * already (on PostgreSQL every mark does), so that a gap opening before the next one finds
-   * one for it.
+   * A stream opened for `scope`: unless a mark knows the scope already (on PostgreSQL every mark
+   * does), a mark of that scope alone is taken now, so that a gap opening before the next mark of
+   * every scope, or already open, finds one for it. One read per such scope, whatever their number.
    */
   noteScope(scope: StreamScope): void {
+    const key = keyOf(scope);
     const newest = this.samples[this.samples.length - 1];
-    if (this.timer && newest?.mark(scope) === undefined) void this.sample();
+    if (!this.timer || newest?.mark(scope) !== undefined || this.opened.has(key) || this.opening.has(key)) return;
+    this.opening.add(key);
+    this.read([scope]).then(
+      (mark) => {
+        const value = mark(scope);
+        if (value !== undefined) this.opened.set(key, { at: this.clock.now().getTime(), value });
+      },
+      (err) => this.logger.warn({ err: errorForLog(err) }, 'could not take a mark of the events written so far for a new stream'),
+    ).finally(() => this.opening.delete(key));
   }
 
-  /** Takes a mark now; a failed read (the database away) leaves the earlier ones. */
+  /** Takes a mark of every open stream's scope now; a failed read (the database away) leaves the earlier ones. */
   async sample(): Promise<void> {
+    const scopes = this.scopes();
     let mark: WrittenMark;
     try {
-      mark = await this.read(this.scopes());
+      mark = await this.read(scopes);
     } catch (err) {
       if (!this.failing) this.logger.warn({ err: errorForLog(err) }, 'could not take a mark of the events written so far; keeping the earlier ones');
       this.failing = true;
@@ -80,25 +92,40 @@ export class WrittenMarks {
     this.samples.push({ at, mark });
     const older = this.samples.filter((s) => s.at < at - this.options.keepMs);
     if (older.length > 1) this.samples = this.samples.slice(older.length - 1);
+    // A scope's own mark is kept while a stream of it is open (a gap may need it), and a while after.
+    const open = new Set(scopes.map(keyOf));
+    for (const [key, m] of this.opened) if (!open.has(key) && m.at < at - this.options.keepMs) this.opened.delete(key);
   }
 
   /**
-   * For each scope, the newest mark taken at or before `time`, or, when none was (the instance
-   * is younger), the oldest one taken since: every event written after `time` is above it.
-   * Fixed as called (later marks do not change it).
+   * For each scope, the newest mark of it taken at or before `time`, else the oldest one taken
+   * after. Every event written after `time` is above the first; above the second is every event
+   * written after it was taken, which is all a stream owes when it opened since (a scope's own
+   * mark), or when the instance is younger than `time`'s distance back (30 to 40 s: the ones
+   * written before the instance started are not). The marks of every scope are fixed as called;
+   * a scope's own mark taken later (its stream opened during a gap) still answers.
    */
   before(time: number): WrittenMark {
     const samples = [...this.samples];
-    if (samples.length === 0) return NOTHING_KNOWN;
     return (scope) => {
-      let found: number | undefined;
-      for (const s of samples) {
-        const value = s.mark(scope);
-        if (value === undefined) continue;
-        if (s.at <= time || found === undefined) found = value;
-        if (s.at > time) break;
-      }
-      return found;
+      const own = this.opened.get(keyOf(scope));
+      let atOrBefore: { at: number; value: number } | undefined;
+      let after: { at: number; value: number } | undefined;
+      const consider = (at: number, value: number | undefined) => {
+        if (value === undefined) return;
+        if (at <= time) {
+          if (!atOrBefore || at > atOrBefore.at) atOrBefore = { at, value };
+        } else if (!after || at < after.at) {
+          after = { at, value };
+        }
+      };
+      for (const s of samples) consider(s.at, s.mark(scope));
+      if (own) consider(own.at, own.value);
+      return (atOrBefore ?? after)?.value;
     };
   }
+}
+
+function keyOf(scope: StreamScope): string {
+  return `${scope.accountId}:${scope.livemode}`;
 }

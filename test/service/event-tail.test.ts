@@ -7,6 +7,7 @@ import type { ResumableEventStream } from '../../src/modules/events/event-stream
 import { DIALECT } from '../helpers/db';
 import { nothingWithin, take } from '../helpers/event-streams';
 import { startServices, type ServiceHarness } from '../helpers/services';
+import { waitFor } from '../helpers/wait';
 
 /**
  * The ordered live streams (GraphQL's `events` subscription): their live events come from the
@@ -78,10 +79,10 @@ function ordered(after?: string): Promise<ResumableEventStream> {
 }
 
 /** A tail of its own for the services' event service (restored after the test). */
-function useTail(options: { horizon?: EventHorizon; sweepMs?: number } = {}): EventTail {
+function useTail(options: { horizon?: EventHorizon; sweepMs?: number; pageSize?: number } = {}): EventTail {
   const logger = createLogger('silent');
   const horizon = options.horizon ?? (DIALECT === 'postgres' ? new PostgresEventHorizon(h.services.db, logger) : SQLITE_HORIZON);
-  const tail = new EventTail(store, horizon, h.services.bus, logger, { ...TAIL_OPTIONS, sweepMs: options.sweepMs ?? TAIL_OPTIONS.sweepMs });
+  const tail = new EventTail(store, horizon, h.services.bus, logger, { ...TAIL_OPTIONS, sweepMs: options.sweepMs ?? TAIL_OPTIONS.sweepMs, pageSize: options.pageSize ?? TAIL_OPTIONS.pageSize });
   h.services.events.tail = tail;
   return tail;
 }
@@ -131,30 +132,38 @@ describe('ordered event streams (EventTail)', () => {
     await stream.return();
   });
 
-  it(`should read every open scope's new events at a sweep${DIALECT === 'postgres' ? ', all in one statement' : ''}`, async () => {
-    const tail = useTail({ sweepMs: 100 });
-    const contexts = [ctx, (await h.account()).test, (await h.account()).test];
-    const streams = await Promise.all(contexts.map((c) => h.services.events.stream(c, {}, { resource: 'events', types: null, ordered: true })));
-    for (const c of contexts) await tail.ready({ accountId: c.accountId, livemode: false });
-    // Each scope's first read, as it got its starting point, is its own; the sweeps after it read all.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+  it(`should read every open scope's new events at a sweep${DIALECT === 'postgres' ? ', all in one statement, page by page' : ''}`, async () => {
+    const tail = useTail({ sweepMs: 100, pageSize: 2 });
     const single = jest.spyOn(store, 'loadSeqRange');
     const batched = jest.spyOn(store, 'loadSeqRanges');
+    const contexts = [ctx, (await h.account()).test, (await h.account()).test];
+    const streams = await Promise.all(contexts.map((c) => h.services.events.stream(c, {}, { resource: 'events', types: null, ordered: true })));
     try {
-      // Announced to no one: only the sweep reads them.
-      const written: ApiEvent[] = [];
-      for (const c of contexts) {
-        const e = event();
-        await h.services.db.transaction((t) => store.insert(t, e, { accountId: c.accountId, mode: c.mode }));
-        written.push(e);
+      for (const c of contexts) await tail.ready({ accountId: c.accountId, livemode: false });
+      // Each scope's first read, as it gets its starting point, may be its own; once a sweep has
+      // read them together, every later one does.
+      if (DIALECT === 'postgres') await waitFor(() => batched.mock.calls.length > 0, { what: 'a sweep of the three scopes' });
+      else await new Promise((resolve) => setTimeout(resolve, 300));
+      single.mockClear();
+      // Announced to no one: only the sweep reads them. The first scope has more than a page.
+      const written: ApiEvent[][] = [];
+      for (const [i, c] of contexts.entries()) {
+        written.push([]);
+        for (let n = 0; n < (i === 0 ? 5 : 1); n++) {
+          const e = event();
+          await h.services.db.transaction((t) => store.insert(t, e, { accountId: c.accountId, mode: c.mode }));
+          written[i].push(e);
+        }
       }
-      for (const [i, stream] of streams.entries()) expect((await take(stream, 1)).map((e) => e.id)).toEqual([written[i].id]);
+      for (const [i, stream] of streams.entries()) expect((await take(stream, written[i].length)).map((e) => e.id)).toEqual(written[i].map((e) => e.id));
       if (DIALECT === 'postgres') {
-        expect(batched).toHaveBeenCalled();
-        expect(single).not.toHaveBeenCalled();
+        // The other scopes were read only with the first scope's first page, in one statement;
+        // only the first scope's further pages on their own.
+        expect(single.mock.calls.every(([scope]) => scope.accountId === ctx.accountId)).toBe(true);
       } else {
         expect(single).toHaveBeenCalled();
       }
+      for (const stream of streams) await nothingWithin(stream, 150);
     } finally {
       single.mockRestore();
       batched.mockRestore();

@@ -88,6 +88,29 @@ describe('WrittenMarks', () => {
     expect(reads.count).toBe(2);
   });
 
+  it('should read one scope alone for each new stream\'s scope, once each, and answer with it for a gap that opened before', async () => {
+    const { marks, answer, reads, at } = harness();
+    answer(new Map([[A, 4]]));
+    await marks.start();
+    try {
+      // A gap opened now: its mark is fixed before the streams below open.
+      const pinned = marks.before(at(0));
+      const opened = Array.from({ length: 50 }, (_, i): StreamScope => ({ accountId: `acct_new_${i}`, livemode: false }));
+      answer(new Map(opened.map((scope, i) => [scope, 100 + i])));
+      for (const scope of opened) {
+        marks.noteScope(scope);
+        marks.noteScope(scope);
+      }
+      expect(reads.count).toBe(1 + opened.length);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(opened.map((scope) => pinned(scope))).toEqual(opened.map((_, i) => 100 + i));
+      marks.noteScope(opened[0]);
+      expect(reads.count).toBe(1 + opened.length);
+    } finally {
+      marks.stop();
+    }
+  });
+
   it('should keep the earlier marks when a read fails, and say so once', async () => {
     const { marks, sampleAt, at, lines } = harness();
     await sampleAt(0, both(3, 3));
