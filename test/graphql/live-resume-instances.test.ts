@@ -1,8 +1,9 @@
+import { Client as PgClient } from 'pg';
 import { startTestApp, type TestApp, type TestAccount } from '../helpers/app';
 import { spawnBeside, type SpawnedInstance } from '../helpers/spawn';
 import { DIALECT } from '../helpers/db';
 import { collect, duplicates, eventIds, wsClientAt } from '../helpers/live-events';
-import { assertStaysTrue, waitFor } from '../helpers/wait';
+import { assertStaysTrue, waitFor, watchStreams } from '../helpers/wait';
 
 /**
  * events(after:) where the events are written by another instance (they reach the subscriber's
@@ -90,3 +91,49 @@ describe('events(after:) across instances', () => {
     }
   }, 120_000);
 });
+
+if (DIALECT === 'postgres') {
+  describe('a typed subscription across a gap in LISTEN (PostgreSQL)', () => {
+    it('should read back, once the instance listens again, an event stamped at a test clock\'s time long past that another instance wrote meanwhile', async () => {
+      const account = await app.createAccount();
+      const clock = await other!.request('POST', '/v1/test-clocks', { key: account.testKey, body: { frozenTime: '2025-01-01T00:00:00Z' } });
+      expect(clock.status).toBe(201);
+      const admin = new PgClient({ connectionString: app.config.databaseUrl });
+      await admin.connect();
+      const client = wsClientAt(app.baseUrl, app.server.cert, account.testKey);
+      let cutting = true;
+      let cuts = 0;
+      // Every LISTEN session of the database is ended as soon as it shows: the instances' fan-outs
+      // reconnect with a growing backoff, and the NOTIFY of the write below reaches none of them.
+      const cutter = (async () => {
+        while (cutting) {
+          const ended = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN payorch_events' AND pid <> pg_backend_pid()");
+          cuts += ended.rowCount ?? 0;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      })();
+      try {
+        const streams = watchStreams(app.server.services.bus);
+        const live = collect(client, 'subscription { customerUpdated { email createdAt } }', {}, (data) => data.customerUpdated as { email: string; createdAt: string });
+        await waitFor(() => streams.opened() === 1, { what: 'the subscription to start' });
+        streams.stop();
+        await waitFor(() => cuts >= 4, { what: 'the LISTEN sessions ended a few times' });
+        const created = await other!.request('POST', '/v1/customers', { key: account.testKey, body: { email: 'clocked@example.com', testClockId: clock.body.data.id } });
+        expect(created.status).toBe(201);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        cutting = false;
+        await cutter;
+        // A read-back by created_at from the gap's start (less 30 s) does not find it; one by the order written does.
+        await waitFor(() => live.items.some((c) => c.email === 'clocked@example.com'), { what: 'the event written during the gap', timeoutMs: 20_000 });
+        await assertStaysTrue(() => live.items.length === 1, 300, 'delivered once');
+        expect(live.items[0].createdAt).toBe('2025-01-01T00:00:00.000Z');
+        expect(app.logs.some((line) => line.includes('event fan-out caught up after a gap'))).toBe(true);
+      } finally {
+        cutting = false;
+        await cutter;
+        await client.dispose();
+        await admin.end();
+      }
+    }, 60_000);
+  });
+}
