@@ -33,6 +33,8 @@ export interface SqliteConnection {
   all(sql: string, params: object, cb: (err: Error | null, rows: unknown[]) => void): void;
   run(sql: string, params: object, cb: (this: { changes: number }, err: Error | null) => void): void;
   close(cb?: (err: Error | null) => void): void;
+  /** Calls back once every statement already scheduled on the connection has finished. */
+  wait(cb: (err: Error | null) => void): void;
 }
 
 /**
@@ -94,18 +96,11 @@ export function connectionPools(sequelize: Sequelize): Array<{ name: string; poo
 const SHARED_UUID = 'payorch-transactions';
 
 interface SqliteConnectionManager {
-  connections: Record<string, SqliteConnection & { __payorchConfigured?: boolean; __payorchShared?: boolean }>;
+  connections: Record<string, SqliteConnection & { __payorchReady?: Promise<void>; __payorchShared?: boolean }>;
   getConnection(options?: { uuid?: string }): Promise<SqliteConnection>;
   releaseConnection(connection: SqliteConnection, force?: boolean): unknown;
 }
 
-/**
- * SQLite: every transaction runs on one persistent connection (Sequelize would open one per
- * transaction), and every connection is configured by `configure` once, as it opens.
- * Returns `connection`, which gives that connection (opening it if need be), and `discard`, which
- * closes it (rolling back whatever a failed transaction may have left open); the next
- * transaction opens a fresh one.
- */
 /**
  * Closes Sequelize's SQLite connections one after another. Closed side by side (Sequelize's own
  * close), each can see the other still open, and then neither checkpoints the WAL into the main
@@ -121,6 +116,20 @@ export async function closeSqliteConnectionsInTurn(sequelize: Sequelize): Promis
   }
 }
 
+/**
+ * SQLite: every transaction runs on one persistent connection (Sequelize would open one per
+ * transaction), and every connection is configured by `configure` once, as it opens.
+ * Returns `connection`, which gives that connection (opening it if need be), and `discard`, which
+ * closes it (rolling back whatever a failed transaction may have left open); the next
+ * transaction opens a fresh one.
+ *
+ * A connection is handed out only once the statements its opening scheduled without waiting
+ * (Sequelize's `PRAGMA FOREIGN_KEYS=ON`, configure's own) have finished. Left running, each sat
+ * on a thread of libuv's pool waiting for the connection's mutex while the connection's first
+ * BEGIN IMMEDIATE held it waiting for another connection's write lock; with the pool's few
+ * threads taken, the holder of that lock had none left for its next statement, and the two
+ * waited on each other until the busy timeout refused the BEGIN (15 s, `service_unavailable`).
+ */
 export function shareSqliteTransactionConnection(
   sequelize: Sequelize,
   configure: (connection: SqliteConnection) => void,
@@ -135,10 +144,12 @@ export function shareSqliteTransactionConnection(
     // Transactions ask for a connection under their own id; the rest under 'default' or none.
     const forTransaction = options?.uuid !== undefined && options.uuid !== 'default';
     const connection = (await getConnection(forTransaction ? { ...options, uuid: SHARED_UUID } : options)) as SqliteConnectionManager['connections'][string];
-    if (!connection.__payorchConfigured) {
+    // Callers asking while it opens share one setup (Sequelize hands each the same connection).
+    connection.__payorchReady ??= new Promise<void>((resolve) => {
       configure(connection);
-      connection.__payorchConfigured = true;
-    }
+      connection.wait(() => resolve());
+    });
+    await connection.__payorchReady;
     if (forTransaction) connection.__payorchShared = true;
     return connection;
   };
