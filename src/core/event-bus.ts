@@ -26,6 +26,11 @@ export interface StreamScope {
   livemode: boolean;
 }
 
+/** One key per scope (maps of scopes: open streams, marks, the tail's woken scopes). */
+export function streamScopeKey(scope: StreamScope): string {
+  return `${scope.accountId}:${scope.livemode}`;
+}
+
 /** Carries committed events to the other instances (PostgreSQL NOTIFY or Redis pub/sub). */
 export interface RemoteEventSink {
   send(event: PublishedEvent): void;
@@ -109,7 +114,7 @@ export class EventBus {
    * scope is remembered while the stream is open, so events missed can be read back for it.
    */
   stream(scope: StreamScope, filter: (event: PublishedEvent) => boolean): AsyncIterableIterator<PublishedEvent> {
-    const scopeKey = `${scope.accountId}:${scope.livemode}`;
+    const scopeKey = streamScopeKey(scope);
     const known = this.openStreams.get(scopeKey);
     const open = known ?? { ...scope, streams: 0 };
     open.streams += 1;

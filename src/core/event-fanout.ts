@@ -47,6 +47,12 @@ export interface WrittenReadBack {
   load: LoadWrittenAfter;
 }
 
+/** A gap's read-back by seq: how far events were written when the gap opened, and the loader. */
+interface PinnedWritten {
+  mark: WrittenMark;
+  load: LoadWrittenAfter;
+}
+
 /**
  * The ids of the events published or delivered here lately (oldest first), with when: an event
  * that reaches this process twice (read back after a gap, or by Redis and NOTIFY both) is
@@ -175,7 +181,7 @@ abstract class BaseFanout implements EventFanout {
    * and delivers those not delivered here yet; returns how many were read. With `written`, also
    * those stamped before `since` but written after its mark (taken at or before `since`).
    */
-  protected async readBack(loadSince: LoadEventsSince, since: Date, written?: { mark: WrittenMark; load: LoadWrittenAfter }): Promise<number> {
+  protected async readBack(loadSince: LoadEventsSince, since: Date, written?: PinnedWritten): Promise<number> {
     let read = 0;
     const deliver = (page: PublishedEvent[]) => {
       for (const event of page) {
@@ -206,7 +212,7 @@ abstract class BaseFanout implements EventFanout {
    * What `readBack` reads by seq for a gap that opened at `gapSince` (ms), when marks are kept:
    * taken as the gap opens (the marks from then may no longer be kept once it closes).
    */
-  protected writtenSince(written: WrittenReadBack | undefined, gapSince: number): { mark: WrittenMark; load: LoadWrittenAfter } | undefined {
+  protected writtenSince(written: WrittenReadBack | undefined, gapSince: number): PinnedWritten | undefined {
     return written ? { mark: written.marks.before(gapSince - REPLAY_MARGIN_MS), load: written.load } : undefined;
   }
 
@@ -275,7 +281,7 @@ export class PostgresFanout extends BaseFanout {
   /** Since when notifications may have been missed; unset once they have been read back. */
   private missedSince?: number;
   /** What to read back by seq for that gap. */
-  private missedWritten?: { mark: WrittenMark; load: LoadWrittenAfter };
+  private missedWritten?: PinnedWritten;
 
   constructor(
     private readonly url: string,
@@ -476,7 +482,7 @@ export class RedisFanout extends BaseFanout {
   /** Since when messages may have been missed (the subscription dropped); unset once read back. */
   private missedSince?: number;
   /** What to read back by seq for that gap. */
-  private missedWritten?: { mark: WrittenMark; load: LoadWrittenAfter };
+  private missedWritten?: PinnedWritten;
   private retryTimer?: NodeJS.Timeout;
   /** Messages kept while Redis was unavailable, without NOTIFY to carry them (SQLite). */
   private unsent: string[] = [];

@@ -1,5 +1,5 @@
 import type { Clock } from './clock';
-import type { StreamScope } from './event-bus';
+import { streamScopeKey, type StreamScope } from './event-bus';
 import { errorForLog, type Logger } from '../logger';
 
 /**
@@ -63,7 +63,7 @@ export class WrittenMarks {
    * every scope, or already open, finds one for it. One read per such scope, whatever their number.
    */
   noteScope(scope: StreamScope): void {
-    const key = keyOf(scope);
+    const key = streamScopeKey(scope);
     const newest = this.samples[this.samples.length - 1];
     if (!this.timer || newest?.mark(scope) !== undefined || this.opened.has(key) || this.opening.has(key)) return;
     this.opening.add(key);
@@ -93,7 +93,7 @@ export class WrittenMarks {
     const older = this.samples.filter((s) => s.at < at - this.options.keepMs);
     if (older.length > 1) this.samples = this.samples.slice(older.length - 1);
     // A scope's own mark is kept while a stream of it is open (a gap may need it), and a while after.
-    const open = new Set(scopes.map(keyOf));
+    const open = new Set(scopes.map(streamScopeKey));
     for (const [key, m] of this.opened) if (!open.has(key) && m.at < at - this.options.keepMs) this.opened.delete(key);
   }
 
@@ -108,7 +108,7 @@ export class WrittenMarks {
   before(time: number): WrittenMark {
     const samples = [...this.samples];
     return (scope) => {
-      const own = this.opened.get(keyOf(scope));
+      const own = this.opened.get(streamScopeKey(scope));
       let atOrBefore: { at: number; value: number } | undefined;
       let after: { at: number; value: number } | undefined;
       const consider = (at: number, value: number | undefined) => {
@@ -124,8 +124,4 @@ export class WrittenMarks {
       return (atOrBefore ?? after)?.value;
     };
   }
-}
-
-function keyOf(scope: StreamScope): string {
-  return `${scope.accountId}:${scope.livemode}`;
 }

@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database';
 import { onPrimary } from '../../db/read-routing';
-import { queuedIterator, type EventBus, type PublishedEvent, type StreamScope } from '../../core/event-bus';
+import { queuedIterator, streamScopeKey, type EventBus, type PublishedEvent, type StreamScope } from '../../core/event-bus';
 import { errorForLog, type Logger } from '../../logger';
 import { sequenceTop, type EventStore } from './event.store';
 
@@ -187,13 +187,13 @@ export class EventTail {
 
   /** Whether streams of the scope listen and its tail has its starting point (their events are read from now on). */
   listens(scope: StreamScope): boolean {
-    const tail = this.scopes.get(keyOf(scope));
+    const tail = this.scopes.get(streamScopeKey(scope));
     return tail !== undefined && tail.started && tail.listeners.size > 0;
   }
 
   /** Waits until the scope's tail, if open, has its starting point. */
   async ready(scope: StreamScope): Promise<void> {
-    const tail = this.scopes.get(keyOf(scope));
+    const tail = this.scopes.get(streamScopeKey(scope));
     if (tail) await tail.ready;
   }
 
@@ -203,7 +203,7 @@ export class EventTail {
    * gap). Null (no bound) when no stream of the scope is open.
    */
   async readUpTo(scope: StreamScope): Promise<number | null> {
-    const tail = this.scopes.get(keyOf(scope));
+    const tail = this.scopes.get(streamScopeKey(scope));
     if (!tail) return null;
     await tail.ready;
     return tail.read;
@@ -237,7 +237,7 @@ export class EventTail {
   }
 
   private open(scope: StreamScope): ScopeTail {
-    const key = keyOf(scope);
+    const key = streamScopeKey(scope);
     const existing = this.scopes.get(key);
     if (existing) return existing;
     const tail: ScopeTail = { scope, read: null, ready: Promise.resolve(), started: false, listeners: new Set(), dirty: false, late: null };
@@ -250,7 +250,7 @@ export class EventTail {
     this.scopes.set(key, tail);
     if (!this.unsubscribe) {
       this.unsubscribe = this.bus.subscribe((event) => {
-        const woken = this.scopes.get(`${event.accountId}:${event.livemode}`);
+        const woken = this.scopes.get(streamScopeKey(event));
         if (!woken) return;
         woken.dirty = true;
         this.wake();
@@ -265,8 +265,8 @@ export class EventTail {
   }
 
   private close(tail: ScopeTail): void {
-    if (this.scopes.get(keyOf(tail.scope)) !== tail) return;
-    this.scopes.delete(keyOf(tail.scope));
+    if (this.scopes.get(streamScopeKey(tail.scope)) !== tail) return;
+    this.scopes.delete(streamScopeKey(tail.scope));
     if (this.scopes.size === 0) this.idle();
   }
 
@@ -286,7 +286,7 @@ export class EventTail {
         return settled.top;
       } catch (err) {
         // The database is away: tried again until it is back, or until no stream listens.
-        if (this.stopped || this.scopes.get(keyOf(tail.scope)) !== tail) return null;
+        if (this.stopped || this.scopes.get(streamScopeKey(tail.scope)) !== tail) return null;
         this.logger.warn({ err: errorForLog(err) }, 'ordered event stream could not start reading; trying again');
         await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
       }
@@ -343,7 +343,7 @@ export class EventTail {
       if (!tail.started || woken.includes(tail)) continue;
       if (settled.wentBack || (tail.late && tail.late.ended !== settled.ended)) woken.push(tail);
     }
-    const current = (tail: ScopeTail) => this.scopes.get(keyOf(tail.scope)) === tail;
+    const current = (tail: ScopeTail) => this.scopes.get(streamScopeKey(tail.scope)) === tail;
     for (const tail of woken) {
       if (!current(tail)) continue;
       if (settled.wentBack && settled.top !== null && tail.read !== null && tail.read > settled.top) tail.read = settled.top;
@@ -370,8 +370,8 @@ export class EventTail {
     const rows = await onPrimary(() => this.store.loadSeqRanges(batched.map((t) => ({ scope: t.scope, afterSeq: t.read as number })), top, this.options.pageSize));
     if (rows === null) return pages;
     for (const tail of batched) pages.set(tail, []);
-    const byScope = new Map(batched.map((t) => [keyOf(t.scope), pages.get(t) as PublishedEvent[]]));
-    for (const row of rows) byScope.get(`${row.accountId}:${row.livemode}`)?.push(row);
+    const byScope = new Map(batched.map((t) => [streamScopeKey(t.scope), pages.get(t) as PublishedEvent[]]));
+    for (const row of rows) byScope.get(streamScopeKey(row))?.push(row);
     return pages;
   }
 
@@ -415,8 +415,4 @@ export class EventTail {
     }
     for (const listener of tail.listeners) listener(event);
   }
-}
-
-function keyOf(scope: StreamScope): string {
-  return `${scope.accountId}:${scope.livemode}`;
 }

@@ -5,7 +5,7 @@ import { Filter, listPage } from '../../db/list';
 import { Params } from '../../db/params';
 import { cteList, type CtePart } from '../../db/statement';
 import type { Counted, ListOptions, PageFor } from '../../core/pagination';
-import type { PublishedEvent, StreamScope } from '../../core/event-bus';
+import { streamScopeKey, type PublishedEvent, type StreamScope } from '../../core/event-bus';
 import type { WrittenMark } from '../../core/written-marks';
 import { EventModel } from './event.model';
 
@@ -62,8 +62,6 @@ export async function sequenceTop(db: Database): Promise<number> {
   const [seq] = await db.select<{ last_value: unknown; is_called: unknown }>('SELECT last_value, is_called FROM events_stream_seq');
   return Number(seq.last_value) - (seq.is_called === true || seq.is_called === 't' ? 0 : 1);
 }
-
-const scopeKey = (scope: StreamScope) => `${scope.accountId}:${scope.livemode}`;
 
 /**
  * Where events are kept. Writing an event is on every state change's path (one bound INSERT in
@@ -188,8 +186,8 @@ export class EventStore {
       return () => top;
     }
     const marks = new Map<string, number>();
-    for (const scope of scopes) marks.set(scopeKey(scope), (await this.lastSeq(scope)) ?? 0);
-    return (scope) => marks.get(scopeKey(scope));
+    for (const scope of scopes) marks.set(streamScopeKey(scope), (await this.lastSeq(scope)) ?? 0);
+    return (scope) => marks.get(streamScopeKey(scope));
   }
 
   /** The position after an event of the account and mode, or null when the account and mode have no such event. */
