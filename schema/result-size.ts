@@ -355,14 +355,37 @@ export function requestedObjects(schema: GraphQLSchema, fragment: FragmentLookup
 }
 
 /**
+ * Where an operation's result holds connections: at each level, the response keys to follow, each
+ * with whether it is a connection (and the keys of its page's items) and the level below. Fields
+ * with no connection at or below them are left out, so counting walks only the paths that count.
+ */
+interface ReturnedPlan {
+  fields: Array<{ key: string; connection: boolean; pageKeys: string[]; below: ReturnedPlan | null }>;
+}
+
+/** Plans by operation, per schema: a document Apollo has seen is the same object each time it comes back. */
+const returnedPlans = new WeakMap<GraphQLSchema, WeakMap<OperationDefinitionNode, ReturnedPlan | null>>();
+
+/**
  * The objects an operation's connections did return, counted in its result `data` by the same
  * rule as requestedObjects: each connection the items it holds (a list page its `nodes`, or
- * `edges`), wherever it is repeated.
+ * `edges`), wherever it is repeated. The paths to count are planned once per operation (they
+ * depend on the document alone); each result then only follows them, without allocating.
  */
 export function returnedObjects(schema: GraphQLSchema, fragment: FragmentLookup, operation: OperationDefinitionNode, data: unknown): number {
+  let plans = returnedPlans.get(schema);
+  if (!plans) returnedPlans.set(schema, (plans = new WeakMap()));
+  let plan = plans.get(operation);
+  if (plan === undefined) {
+    plan = planReturned(schema, fragment, operation);
+    plans.set(operation, plan);
+  }
+  return plan ? countReturned(plan, data) : 0;
+}
+
+function planReturned(schema: GraphQLSchema, fragment: FragmentLookup, operation: OperationDefinitionNode): ReturnedPlan | null {
   const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
-  if (!root) return 0;
-  let objects = 0;
+  if (!root) return null;
   /** The fields of selection sets by response key, each with the type it is read on, as execution merges them. */
   const collect = (selectionSets: readonly SelectionSetNode[], parent: GraphQLNamedType) => {
     const fields = new Map<string, Array<{ node: FieldNode; on: GraphQLNamedType }>>();
@@ -384,37 +407,54 @@ export function returnedObjects(schema: GraphQLSchema, fragment: FragmentLookup,
     for (const selectionSet of selectionSets) visit(selectionSet, parent);
     return fields;
   };
-  const items = (value: unknown): number => (Array.isArray(value) ? value.filter((v) => v !== null && v !== undefined).length : 0);
-  const walk = (selectionSets: readonly SelectionSetNode[], parent: GraphQLNamedType, value: unknown): void => {
-    if (value === null || typeof value !== 'object') return;
-    if (Array.isArray(value)) {
-      for (const item of value) walk(selectionSets, parent, item);
-      return;
-    }
+  const plan = (selectionSets: readonly SelectionSetNode[], parent: GraphQLNamedType): ReturnedPlan | null => {
+    const fields: ReturnedPlan['fields'] = [];
     for (const [key, nodes] of collect(selectionSets, parent)) {
-      const fieldValue = (value as Record<string, unknown>)[key];
-      if (fieldValue === null || fieldValue === undefined) continue;
       const { node, on } = nodes[0];
       const def = isObjectType(on) || isInterfaceType(on) ? on.getFields()[node.name.value] : undefined;
       const inner = nodes.flatMap((n) => (n.node.selectionSet ? [n.node.selectionSet] : []));
       if (!def || inner.length === 0) continue;
       const type = getNamedType(def.type);
-      if (isConnection(def)) {
-        if (Array.isArray(fieldValue)) objects += items(fieldValue);
-        else {
-          // A list page or connection: the items of its `nodes` or `edges`, whichever holds more.
-          let held = 0;
-          for (const [pageKey, pageNodes] of collect(inner, type)) {
-            if (isPageItems(pageNodes[0].node.name.value, type)) held = Math.max(held, items((fieldValue as Record<string, unknown>)[pageKey]));
-          }
-          objects += held;
-        }
-      }
-      walk(inner, type, fieldValue);
+      const connection = isConnection(def);
+      // A list page or connection counts the items of its `nodes` or `edges`, whichever holds more.
+      const pageKeys = connection ? [...collect(inner, type)].filter(([, pageNodes]) => isPageItems(pageNodes[0].node.name.value, type)).map(([pageKey]) => pageKey) : [];
+      const below = plan(inner, type);
+      if (connection || below) fields.push({ key, connection, pageKeys, below });
     }
+    return fields.length > 0 ? { fields } : null;
   };
-  walk([operation.selectionSet], root, data);
+  return plan([operation.selectionSet], root);
+}
+
+function countReturned(plan: ReturnedPlan, value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  if (Array.isArray(value)) {
+    let objects = 0;
+    for (const item of value) objects += countReturned(plan, item);
+    return objects;
+  }
+  let objects = 0;
+  for (const field of plan.fields) {
+    const fieldValue = (value as Record<string, unknown>)[field.key];
+    if (fieldValue === null || fieldValue === undefined) continue;
+    if (field.connection) {
+      if (Array.isArray(fieldValue)) objects += presentItems(fieldValue);
+      else {
+        let held = 0;
+        for (const pageKey of field.pageKeys) held = Math.max(held, presentItems((fieldValue as Record<string, unknown>)[pageKey]));
+        objects += held;
+      }
+    }
+    if (field.below) objects += countReturned(field.below, fieldValue);
+  }
   return objects;
+}
+
+function presentItems(value: unknown): number {
+  if (!Array.isArray(value)) return 0;
+  let n = 0;
+  for (const v of value) if (v !== null && v !== undefined) n++;
+  return n;
 }
 
 /**

@@ -60,6 +60,12 @@ describe('the GraphQL rate cost', () => {
     const fragment = measure('{ list { ...L } } fragment L on ItemList { nodes { children { id } } }');
     expect(fragment.returned({ list: { nodes: [{ children: [{ id: 'a' }, { id: 'b' }, { id: 'c' }] }] } })).toBe(1 + 3);
     expect(page.returned(null)).toBe(0);
+    // The paths are planned once per operation: each result of the same operation is counted on its own.
+    expect(page.returned({ l: { total: 1, nodes: [{ id: '9', kids: [{ id: 'z' }] }] } })).toBe(1 + 1);
+    expect(page.returned({ l: { total: 0, nodes: [] } })).toBe(0);
+    // A connection reached through plain objects (an item, its parts beside) is still found.
+    const deep = measure('{ item(id: "i") { id parts { name } children(first: 3) { id children { id } } } }');
+    expect(deep.returned({ item: { id: 'i', parts: [{ name: 'p' }], children: [{ id: 'c1', children: [{ id: 'g' }, null] }, { id: 'c2', children: null }] } })).toBe(2 + 1);
   });
 
   it('should cost 1 per request, one per mutation of a document of several, plus 1 per 100 objects rounded down', () => {
