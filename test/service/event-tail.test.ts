@@ -278,5 +278,30 @@ describe('ordered event streams (EventTail)', () => {
       expect((await take(stream, 1)).map((e) => e.id)).toEqual([long.event.id]);
       await Promise.all([stream.return(), elsewhere.return()]);
     });
+
+    it('should go on delivering live once it sees the events sequence went back (a failover to a standby that lacked the last events)', async () => {
+      const tail = useTail({ sweepMs: 50 });
+      const stream = await ordered();
+      await tail.ready({ accountId: ctx.accountId, livemode: false });
+      const kept = await commit();
+      const lost = [await commit(), await commit()];
+      expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
+      // The standby promoted had everything up to `kept` and nothing after: the last events and the
+      // sequence's values past kept's are gone.
+      const [row] = await h.services.db.select<{ seq: string | number }>('SELECT seq FROM events WHERE id = $1', [kept.id]);
+      const keptSeq = Number(row.seq);
+      await h.services.db.execute('DELETE FROM events WHERE seq > $1', [keptSeq]);
+      await h.services.db.select('SELECT setval(\'events_stream_seq\', $1)', [keptSeq]);
+      // A few sweeps read the sequence's value, below what the tail had read.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // New events take the seqs the lost ones had, at or below what the stream delivered: still
+      // delivered, in order, instead of waiting until the sequence passes the old value.
+      const next = [await commit(), await commit(), await commit()];
+      const seqs = await h.services.db.select<{ seq: string | number }>('SELECT seq FROM events WHERE id IN ($1, $2, $3) ORDER BY seq', next.map((e) => e.id));
+      expect(seqs.map((r) => Number(r.seq))).toEqual([keptSeq + 1, keptSeq + 2, keptSeq + 3]);
+      expect((await take(stream, 3)).map((e) => e.id)).toEqual(next.map((e) => e.id));
+      await nothingWithin(stream, 300);
+      await stream.return();
+    });
   }
 });
