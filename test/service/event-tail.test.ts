@@ -279,6 +279,23 @@ describe('ordered event streams (EventTail)', () => {
       await Promise.all([stream.return(), elsewhere.return()]);
     });
 
+    /**
+     * A failover to a standby that had everything up to `kept` and nothing after: the events
+     * written after it, and the sequence's values past kept's, are gone. Returns kept's seq.
+     */
+    async function failoverAfter(kept: ApiEvent): Promise<number> {
+      const [row] = await h.services.db.select<{ seq: string | number }>('SELECT seq FROM events WHERE id = $1', [kept.id]);
+      const keptSeq = Number(row.seq);
+      await h.services.db.execute('DELETE FROM events WHERE seq > $1', [keptSeq]);
+      await h.services.db.select('SELECT setval(\'events_stream_seq\', $1)', [keptSeq]);
+      return keptSeq;
+    }
+
+    async function seqsOf(events: ApiEvent[]): Promise<number[]> {
+      const rows = await h.services.db.select<{ seq: string | number }>(`SELECT seq FROM events WHERE ${h.services.db.inJsonList('id', '$1')} ORDER BY seq`, [h.services.db.jsonParam(events.map((e) => e.id))]);
+      return rows.map((r) => Number(r.seq));
+    }
+
     it('should go on delivering live once it sees the events sequence went back (a failover to a standby that lacked the last events)', async () => {
       const tail = useTail({ sweepMs: 50 });
       const stream = await ordered();
@@ -286,20 +303,34 @@ describe('ordered event streams (EventTail)', () => {
       const kept = await commit();
       const lost = [await commit(), await commit()];
       expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
-      // The standby promoted had everything up to `kept` and nothing after: the last events and the
-      // sequence's values past kept's are gone.
-      const [row] = await h.services.db.select<{ seq: string | number }>('SELECT seq FROM events WHERE id = $1', [kept.id]);
-      const keptSeq = Number(row.seq);
-      await h.services.db.execute('DELETE FROM events WHERE seq > $1', [keptSeq]);
-      await h.services.db.select('SELECT setval(\'events_stream_seq\', $1)', [keptSeq]);
+      const keptSeq = await failoverAfter(kept);
       // A few sweeps read the sequence's value, below what the tail had read.
       await new Promise((resolve) => setTimeout(resolve, 300));
       // New events take the seqs the lost ones had, at or below what the stream delivered: still
       // delivered, in order, instead of waiting until the sequence passes the old value.
       const next = [await commit(), await commit(), await commit()];
-      const seqs = await h.services.db.select<{ seq: string | number }>('SELECT seq FROM events WHERE id IN ($1, $2, $3) ORDER BY seq', next.map((e) => e.id));
-      expect(seqs.map((r) => Number(r.seq))).toEqual([keptSeq + 1, keptSeq + 2, keptSeq + 3]);
+      expect(await seqsOf(next)).toEqual([keptSeq + 1, keptSeq + 2, keptSeq + 3]);
       expect((await take(stream, 3)).map((e) => e.id)).toEqual(next.map((e) => e.id));
+      await nothingWithin(stream, 300);
+      await stream.return();
+    });
+
+    it('should deliver the events written after a failover before the tail saw the sequence go back, reading again after the last event still there', async () => {
+      // No sweep in between: the tail reads only when an event wakes it.
+      const tail = useTail({ sweepMs: 60_000 });
+      const stream = await ordered();
+      await tail.ready({ accountId: ctx.accountId, livemode: false });
+      const kept = await commit();
+      const lost = [await commit(), await commit()];
+      expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
+      const keptSeq = await failoverAfter(kept);
+      // Written before the tail read the sequence again: its read sees the sequence at this event,
+      // below where it had read, and this event is one the tail had not delivered.
+      const first = await commit();
+      expect(await seqsOf([first])).toEqual([keptSeq + 1]);
+      expect((await take(stream, 1)).map((e) => e.id)).toEqual([first.id]);
+      const then = [await commit(), await commit()];
+      expect((await take(stream, 2)).map((e) => e.id)).toEqual(then.map((e) => e.id));
       await nothingWithin(stream, 300);
       await stream.return();
     });

@@ -18,7 +18,10 @@ export interface Settled {
   lateFrom: number | null;
   /** How many of those have ended so far: once it moves, what they committed can be read. */
   ended: number;
-  /** The sequence went back (a failover to a replica that had not all of it, or a crash): every tail reads again from `top`. */
+  /**
+   * The sequence went back (a failover to a standby that had not all of it): every tail reads
+   * again from the last event it delivered that the database still holds (EventTail.keptPoint).
+   */
   wentBack: boolean;
 }
 
@@ -136,9 +139,11 @@ export interface TailOptions {
   sweepMs: number;
   /** Ids of events delivered while transactions are no longer waited for, remembered per account and mode. */
   maxLateIds: number;
+  /** The last events delivered, remembered per account and mode: where to read again from if the sequence goes back. */
+  keptEvents: number;
 }
 
-export const TAIL_OPTIONS: TailOptions = { pageSize: 500, sweepMs: 1000, maxLateIds: 50_000 };
+export const TAIL_OPTIONS: TailOptions = { pageSize: 500, sweepMs: 1000, maxLateIds: 50_000, keptEvents: 32 };
 
 type Listener = (event: PublishedEvent) => void;
 
@@ -157,6 +162,11 @@ interface ScopeTail {
    * the scope's start), and how many such transactions had ended when it last read them.
    */
   late: { from: number; ids: Set<string>; ended: number } | null;
+  /** Where the tail started (its first `read`). */
+  start: number | null;
+  /** The seq and id of the last events delivered (oldest first, at most TailOptions.keptEvents), and whether older ones were let go. */
+  delivered: Array<{ seq: number; id: string }>;
+  forgotten: boolean;
 }
 
 /**
@@ -240,9 +250,10 @@ export class EventTail {
     const key = streamScopeKey(scope);
     const existing = this.scopes.get(key);
     if (existing) return existing;
-    const tail: ScopeTail = { scope, read: null, ready: Promise.resolve(), started: false, listeners: new Set(), dirty: false, late: null };
+    const tail: ScopeTail = { scope, read: null, ready: Promise.resolve(), started: false, listeners: new Set(), dirty: false, late: null, start: null, delivered: [], forgotten: false };
     tail.ready = this.startingPoint(tail).then((read) => {
       tail.read = read;
+      tail.start = read;
       tail.started = true;
       tail.dirty = true;
       this.wake();
@@ -336,9 +347,8 @@ export class EventTail {
     for (const tail of woken) tail.dirty = false;
     const settled = await this.horizon.settle();
     // Every scope that went on without the late transactions reads what those that ended
-    // committed, woken or not; after the sequence went back, every scope reads from its top
-    // (the point it went back to is not known: events written between that point and this top,
-    // before this read, are not read live, nor replayed to a client resuming after a later one).
+    // committed, woken or not; after the sequence went back, every scope reads again from the
+    // last event it delivered that is still there (keptPoint).
     for (const tail of this.scopes.values()) {
       if (!tail.started || woken.includes(tail)) continue;
       if (settled.wentBack || (tail.late && tail.late.ended !== settled.ended)) woken.push(tail);
@@ -346,7 +356,7 @@ export class EventTail {
     const current = (tail: ScopeTail) => this.scopes.get(streamScopeKey(tail.scope)) === tail;
     for (const tail of woken) {
       if (!current(tail)) continue;
-      if (settled.wentBack && settled.top !== null && tail.read !== null && tail.read > settled.top) tail.read = settled.top;
+      if (settled.wentBack) tail.read = await this.keptPoint(tail, settled.top);
       if (settled.lateFrom !== null && !tail.late && tail.read !== null) {
         tail.late = await this.lateSince(tail, Math.min(settled.lateFrom, tail.read), tail.read, settled.ended);
       }
@@ -405,7 +415,41 @@ export class EventTail {
     if (settled.lateFrom === null) tail.late = null;
   }
 
+  /**
+   * After the sequence went back (a failover to a standby that lacked the last events): where the
+   * tail reads again from. The events it delivered last that the database no longer holds were
+   * lost with the old primary; every event the database holds past the last one still there was
+   * written since (the tail delivered each event up to `read`, in order), numbered with the
+   * values the lost ones had. So the tail reads again after that one, and delivers those too,
+   * however many were written before it saw the sequence go back. When none of those it
+   * remembers is there: from where it started if it remembers every event since, else (more
+   * were lost than it remembers) from the sequence's value now if below what it had read.
+   */
+  private async keptPoint(tail: ScopeTail, top: number | null): Promise<number | null> {
+    if (tail.delivered.length > 0) {
+      const there = new Set((await onPrimary(() => this.store.loadPublished(tail.delivered.map((d) => d.id)))).map((e) => e.id));
+      for (let i = tail.delivered.length - 1; i >= 0; i--) {
+        if (!there.has(tail.delivered[i].id)) continue;
+        tail.delivered.length = i + 1;
+        return Math.min(tail.delivered[i].seq, tail.read ?? Infinity);
+      }
+    }
+    // Nothing delivered is there any more (or nothing was delivered: the events up to `read` were
+    // none of this scope's).
+    tail.delivered.length = 0;
+    const from = tail.forgotten || tail.start === null ? tail.read : tail.start;
+    return top !== null && from !== null && from > top ? top : from;
+  }
+
   private deliver(tail: ScopeTail, event: PublishedEvent): void {
+    if (typeof event.seq === 'number' && !event.late) {
+      tail.delivered.push({ seq: event.seq, id: event.id });
+      // Let go in batches: a splice per event would copy the array each time.
+      if (tail.delivered.length >= 2 * this.options.keptEvents) {
+        tail.delivered.splice(0, tail.delivered.length - this.options.keptEvents);
+        tail.forgotten = true;
+      }
+    }
     if (tail.late) {
       tail.late.ids.add(event.id);
       if (tail.late.ids.size > this.options.maxLateIds) {
