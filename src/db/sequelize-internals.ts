@@ -145,6 +145,9 @@ export function shareSqliteTransactionConnection(
     const forTransaction = options?.uuid !== undefined && options.uuid !== 'default';
     const connection = (await getConnection(forTransaction ? { ...options, uuid: SHARED_UUID } : options)) as SqliteConnectionManager['connections'][string];
     // Callers asking while it opens share one setup (Sequelize hands each the same connection).
+    // One asking before it is open sets it up first, before Sequelize schedules its PRAGMA: the
+    // wait still comes after it because configure's own PRAGMA is pending then (node-sqlite3 runs
+    // an exclusive wait only once nothing is), so configure must keep scheduling a statement.
     connection.__payorchReady ??= new Promise<void>((resolve) => {
       configure(connection);
       connection.wait(() => resolve());

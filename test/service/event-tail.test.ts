@@ -304,8 +304,8 @@ describe('ordered event streams (EventTail)', () => {
       const lost = [await commit(), await commit()];
       expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
       const keptSeq = await failoverAfter(kept);
-      // A few sweeps read the sequence's value, below what the tail had read.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // A sweep reads the sequence's value, below what the tail had read, and the tail reads again after `kept`.
+      await waitFor(async () => (await tail.readUpTo({ accountId: ctx.accountId, livemode: false })) === keptSeq, { what: 'the tail to see the sequence go back' });
       // New events take the seqs the lost ones had, at or below what the stream delivered: still
       // delivered, in order, instead of waiting until the sequence passes the old value.
       const next = [await commit(), await commit(), await commit()];
@@ -333,6 +333,45 @@ describe('ordered event streams (EventTail)', () => {
       expect((await take(stream, 2)).map((e) => e.id)).toEqual(then.map((e) => e.id));
       await nothingWithin(stream, 300);
       await stream.return();
+    });
+
+    it('should notice the sequence went back when another scope\'s start read it first', async () => {
+      const tail = useTail({ sweepMs: 60_000 });
+      const stream = await ordered();
+      await tail.ready({ accountId: ctx.accountId, livemode: false });
+      const kept = await commit();
+      const lost = [await commit(), await commit()];
+      expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
+      await failoverAfter(kept);
+      // Another account's stream opens: its starting point's settle is the one that sees the sequence below where it was.
+      const other = (await h.account()).test;
+      const elsewhere = await h.services.events.stream(other, {}, { resource: 'events', types: null, ordered: true });
+      await tail.ready({ accountId: other.accountId, livemode: false });
+      const first = await commit();
+      expect((await take(stream, 1)).map((e) => e.id)).toEqual([first.id]);
+      await Promise.all([stream.return(), elsewhere.return()]);
+    });
+
+    it('should run one settle at a time, those asked meanwhile sharing the next, each reading the sequence after it was asked', async () => {
+      const horizon = new PostgresEventHorizon(h.services.db, createLogger('silent'));
+      const select = jest.spyOn(h.services.db, 'select');
+      try {
+        const first = horizon.settle();
+        const e = await commit();
+        const [row] = await h.services.db.select<{ seq: string | number }>('SELECT seq FROM events WHERE id = $1', [e.id]);
+        select.mockClear();
+        const asked = await Promise.all(Array.from({ length: 20 }, () => horizon.settle()));
+        const tops = asked.map((settled) => settled.top as number);
+        // Every one asked after e was committed: each top is at or past it.
+        expect(Math.min(...tops)).toBeGreaterThanOrEqual(Number(row.seq));
+        // The one running when they asked, if any, then one for them all (20 without sharing).
+        const sequenceReads = select.mock.calls.filter(([sql]) => sql.includes('events_stream_seq'));
+        expect(sequenceReads.length).toBeLessThanOrEqual(2);
+        expect(new Set(tops).size).toBeLessThanOrEqual(2);
+        await first;
+      } finally {
+        select.mockRestore();
+      }
     });
   }
 });

@@ -19,18 +19,22 @@ export interface Settled {
   /** How many of those have ended so far: once it moves, what they committed can be read. */
   ended: number;
   /**
-   * The sequence went back (a failover to a standby that had not all of it): every tail reads
-   * again from the last event it delivered that the database still holds (EventTail.keptPoint).
+   * How many times the sequence was seen going back (a failover to a standby that had not all of
+   * it): once it moves, every tail reads again from the last event it delivered that the database
+   * still holds (EventTail.keptPoint). A count, not a flag: whichever settle sees it, the tail's
+   * next read knows.
    */
-  wentBack: boolean;
+  backs: number;
 }
+
+const noop = () => undefined;
 
 export interface EventHorizon {
   settle(): Promise<Settled>;
 }
 
 /** SQLite: one writer at a time numbers each scope's events as it commits them; what is visible is settled. */
-export const SQLITE_HORIZON: EventHorizon = { settle: async () => ({ top: null, lateFrom: null, ended: 0, wentBack: false }) };
+export const SQLITE_HORIZON: EventHorizon = { settle: async () => ({ top: null, lateFrom: null, ended: 0, backs: 0 }) };
 
 export interface HorizonOptions {
   /** How soon the transactions being waited for are looked at again, doubling up to 20 ms. */
@@ -77,6 +81,10 @@ export class PostgresEventHorizon implements EventHorizon {
   private safeTop: number | null = null;
   private highestTop: number | null = null;
   private ended = 0;
+  private backs = 0;
+  /** The settle running, and the one callers asking meanwhile share (it starts once that one ends). */
+  private current?: Promise<Settled>;
+  private next?: Promise<Settled>;
 
   constructor(
     private readonly db: Database,
@@ -85,7 +93,29 @@ export class PostgresEventHorizon implements EventHorizon {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
+  /**
+   * One settle at a time: callers asking while one runs share the next, so each gets a top read
+   * after it asked, and a burst of streams opening (every scope's tail reads its starting point)
+   * costs two settles, not one each.
+   */
   settle(): Promise<Settled> {
+    if (!this.current) return this.begin();
+    this.next ??= this.current.then(noop, noop).then(() => {
+      this.next = undefined;
+      return this.begin();
+    });
+    return this.next;
+  }
+
+  private begin(): Promise<Settled> {
+    const run = this.settleNow().finally(() => {
+      if (this.current === run) this.current = undefined;
+    });
+    this.current = run;
+    return run;
+  }
+
+  private settleNow(): Promise<Settled> {
     // Autocommit statements (never a transaction: pg_stat_activity is read once per transaction).
     return onPrimary(async () => {
       const top = await sequenceTop(this.db);
@@ -113,8 +143,8 @@ export class PostgresEventHorizon implements EventHorizon {
         this.stale.delete(xid);
         this.ended += 1;
       }
-      const wentBack = this.highestTop !== null && top < this.highestTop;
-      if (wentBack) {
+      if (this.highestTop !== null && top < this.highestTop) {
+        this.backs += 1;
         this.logger.warn({ top, before: this.highestTop }, 'the events sequence went back (a failover or a crash): ordered event streams read again from its value now');
         this.highestTop = top;
         this.safeTop = Math.min(this.safeTop ?? top, top);
@@ -122,7 +152,7 @@ export class PostgresEventHorizon implements EventHorizon {
       this.highestTop = Math.max(this.highestTop ?? top, top);
       if (complete) this.safeTop = Math.max(this.safeTop ?? top, top);
       const lateFrom = this.stale.size === 0 ? null : Math.min(...this.stale.values());
-      return { top, lateFrom, ended: this.ended, wentBack };
+      return { top, lateFrom, ended: this.ended, backs: this.backs };
     });
   }
 
@@ -186,6 +216,8 @@ export class EventTail {
   private sweepTimer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
   private stopped = false;
+  /** How many times the sequence went back, as of the last read (Settled.backs). */
+  private backs = 0;
 
   constructor(
     private readonly store: EventStore,
@@ -346,17 +378,19 @@ export class EventTail {
     if (woken.length === 0) return;
     for (const tail of woken) tail.dirty = false;
     const settled = await this.horizon.settle();
+    const wentBack = settled.backs !== this.backs;
+    this.backs = settled.backs;
     // Every scope that went on without the late transactions reads what those that ended
     // committed, woken or not; after the sequence went back, every scope reads again from the
     // last event it delivered that is still there (keptPoint).
     for (const tail of this.scopes.values()) {
       if (!tail.started || woken.includes(tail)) continue;
-      if (settled.wentBack || (tail.late && tail.late.ended !== settled.ended)) woken.push(tail);
+      if (wentBack || (tail.late && tail.late.ended !== settled.ended)) woken.push(tail);
     }
     const current = (tail: ScopeTail) => this.scopes.get(streamScopeKey(tail.scope)) === tail;
     for (const tail of woken) {
       if (!current(tail)) continue;
-      if (settled.wentBack) tail.read = await this.keptPoint(tail, settled.top);
+      if (wentBack) tail.read = await this.keptPoint(tail, settled.top);
       if (settled.lateFrom !== null && !tail.late && tail.read !== null) {
         tail.late = await this.lateSince(tail, Math.min(settled.lateFrom, tail.read), tail.read, settled.ended);
       }
