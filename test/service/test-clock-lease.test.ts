@@ -63,4 +63,19 @@ describe('a test clock advance\'s hold on its clock', () => {
     await expect(first.done).rejects.toMatchObject({ code: 'invalid_state' });
     await expect(h.services.testClocks.retrieve(ctx, clock.id)).resolves.toMatchObject({ status: 'ready', frozenTime: '2027-03-01T00:00:00.000Z' });
   });
+
+  it('should write each step of its hold in a transaction (on SQLite a write outside one waits for the lock on a pool thread)', async () => {
+    const clock = await h.services.testClocks.create(ctx, { frozenTime: '2027-01-01T00:00:00Z' });
+    const query = jest.spyOn(h.services.db.sequelize, 'query');
+    try {
+      await h.services.testClocks.advance(ctx, clock.id, { frozenTime: '2027-01-05T00:00:00Z' });
+      const text = (sql: unknown) => (typeof sql === 'string' ? sql : String((sql as { query?: string }).query));
+      const writes = query.mock.calls.map(([sql, options]) => [text(sql), options] as const).filter(([sql]) => /test_clocks/.test(sql) && /^\s*UPDATE\b/i.test(sql));
+      // The hold taken, each step of the advance, the clock set and marked ready: all in transactions.
+      expect(writes.length).toBeGreaterThanOrEqual(3);
+      for (const [sql, options] of writes) expect({ sql, inTransaction: Boolean((options as { transaction?: unknown } | undefined)?.transaction) }).toEqual({ sql, inTransaction: true });
+    } finally {
+      query.mockRestore();
+    }
+  });
 });

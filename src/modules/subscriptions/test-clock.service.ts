@@ -142,10 +142,16 @@ export class TestClockService {
     // Each write renews the advance's hold on the clock (updatedAt), and is made only while the
     // hold is still this advance's: one taken over after a stall (the lease passed without a step)
     // writes nothing more, so it can neither move the clock back nor mark it ready under the other.
+    // In a transaction of its own: on SQLite a write outside one polls for the write lock on the
+    // default connection instead of taking its turn in the transactions' queue (as
+    // Database.executeAlone does for bound statements).
     const write = async (values: { frozenTime?: Date; finish?: true }) => {
       const at = ctx.clock.now();
       const set = values.finish ? TEST_CLOCK_MOVES.columns('finish_advance', at) : { frozenTime: values.frozenTime };
-      const [kept] = await TestClockModel.update({ ...set, updatedAt: at }, { where: { id, status: TEST_CLOCK_MOVES.rule('finish_advance').from[0], updatedAt: held } });
+      const [kept] = await this.db.transaction((t) => TestClockModel.update(
+        { ...set, updatedAt: at },
+        { where: { id, status: TEST_CLOCK_MOVES.rule('finish_advance').from[0], updatedAt: held }, transaction: t },
+      ));
       if (kept === 0) throw invalidState('This test clock was taken over by another advance after this one made no step for longer than BILLING_LEASE_MS');
       held = at;
     };
