@@ -280,15 +280,21 @@ describe('ordered event streams (EventTail)', () => {
     });
 
     /**
-     * A failover to a standby that had everything up to `kept` and nothing after: the events
-     * written after it, and the sequence's values past kept's, are gone. Returns kept's seq.
+     * A stream of `tail` that received `kept` and two more events, then a failover to a standby
+     * that had everything up to `kept` and nothing after: the events written after it, and the
+     * sequence's values past kept's, are gone. Returns the stream and kept's seq.
      */
-    async function failoverAfter(kept: ApiEvent): Promise<number> {
+    async function streamThroughFailover(tail: EventTail): Promise<{ stream: ResumableEventStream; keptSeq: number }> {
+      const stream = await ordered();
+      await tail.ready({ accountId: ctx.accountId, livemode: false });
+      const kept = await commit();
+      const lost = [await commit(), await commit()];
+      expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
       const [row] = await h.services.db.select<{ seq: string | number }>('SELECT seq FROM events WHERE id = $1', [kept.id]);
       const keptSeq = Number(row.seq);
       await h.services.db.execute('DELETE FROM events WHERE seq > $1', [keptSeq]);
       await h.services.db.select('SELECT setval(\'events_stream_seq\', $1)', [keptSeq]);
-      return keptSeq;
+      return { stream, keptSeq };
     }
 
     async function seqsOf(events: ApiEvent[]): Promise<number[]> {
@@ -298,12 +304,7 @@ describe('ordered event streams (EventTail)', () => {
 
     it('should go on delivering live once it sees the events sequence went back (a failover to a standby that lacked the last events)', async () => {
       const tail = useTail({ sweepMs: 50 });
-      const stream = await ordered();
-      await tail.ready({ accountId: ctx.accountId, livemode: false });
-      const kept = await commit();
-      const lost = [await commit(), await commit()];
-      expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
-      const keptSeq = await failoverAfter(kept);
+      const { stream, keptSeq } = await streamThroughFailover(tail);
       // A sweep reads the sequence's value, below what the tail had read, and the tail reads again after `kept`.
       await waitFor(async () => (await tail.readUpTo({ accountId: ctx.accountId, livemode: false })) === keptSeq, { what: 'the tail to see the sequence go back' });
       // New events take the seqs the lost ones had, at or below what the stream delivered: still
@@ -318,12 +319,7 @@ describe('ordered event streams (EventTail)', () => {
     it('should deliver the events written after a failover before the tail saw the sequence go back, reading again after the last event still there', async () => {
       // No sweep in between: the tail reads only when an event wakes it.
       const tail = useTail({ sweepMs: 60_000 });
-      const stream = await ordered();
-      await tail.ready({ accountId: ctx.accountId, livemode: false });
-      const kept = await commit();
-      const lost = [await commit(), await commit()];
-      expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
-      const keptSeq = await failoverAfter(kept);
+      const { stream, keptSeq } = await streamThroughFailover(tail);
       // Written before the tail read the sequence again: its read sees the sequence at this event,
       // below where it had read, and this event is one the tail had not delivered.
       const first = await commit();
@@ -337,12 +333,7 @@ describe('ordered event streams (EventTail)', () => {
 
     it('should notice the sequence went back when another scope\'s start read it first', async () => {
       const tail = useTail({ sweepMs: 60_000 });
-      const stream = await ordered();
-      await tail.ready({ accountId: ctx.accountId, livemode: false });
-      const kept = await commit();
-      const lost = [await commit(), await commit()];
-      expect((await take(stream, 3)).map((e) => e.id)).toEqual([kept.id, ...lost.map((e) => e.id)]);
-      await failoverAfter(kept);
+      const { stream } = await streamThroughFailover(tail);
       // Another account's stream opens: its starting point's settle is the one that sees the sequence below where it was.
       const other = (await h.account()).test;
       const elsewhere = await h.services.events.stream(other, {}, { resource: 'events', types: null, ordered: true });

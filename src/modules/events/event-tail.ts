@@ -145,7 +145,7 @@ export class PostgresEventHorizon implements EventHorizon {
       }
       if (this.highestTop !== null && top < this.highestTop) {
         this.backs += 1;
-        this.logger.warn({ top, before: this.highestTop }, 'the events sequence went back (a failover or a crash): ordered event streams read again from its value now');
+        this.logger.warn({ top, before: this.highestTop }, 'the events sequence went back (a failover): ordered event streams read again after the last event each delivered that the database still holds');
         this.highestTop = top;
         this.safeTop = Math.min(this.safeTop ?? top, top);
       }
